@@ -1,0 +1,52 @@
+"""The error classes users catch.
+
+Every failure a user can cause is reported as a subclass of :class:`TesselError` whose message
+names the stage, tensor or axis concerned and says what to do. Internal invariant failures are
+:class:`InternalError`, so that a user can tell "my schedule is wrong" from "tessel is wrong".
+"""
+
+from __future__ import annotations
+
+
+class TesselError(Exception):
+    """Base of every error tessel raises on purpose."""
+
+
+class DefinitionError(TesselError, TypeError):
+    """A tensor expression is malformed (wrong index count, bad dtype, bad shape)."""
+
+
+class ScheduleError(TesselError):
+    """A schedule primitive was misused, or the schedule as a whole is illegal.
+
+    ``explanation`` says in the operational model's terms what is wrong; ``fix`` is Python code
+    that makes the schedule legal when one is known (else ``None``).
+    """
+
+    def __init__(self, message: str, *, explanation: str | None = None, fix: str | None = None):
+        self.explanation = explanation or message
+        self.fix = fix
+        text = message
+        if fix:
+            text += f"\n  suggested fix: {fix}"
+        super().__init__(text)
+
+
+class BoundError(TesselError):
+    """InferBound could not give a loop or a buffer a finite, well-defined range."""
+
+
+class LowerError(TesselError):
+    """The schedule cannot be turned into loops (e.g. an unsupported construct)."""
+
+
+class BuildError(TesselError):
+    """Code generation or native compilation failed."""
+
+
+class ArgumentError(TesselError, ValueError):
+    """An array handed to a compiled kernel does not match what the kernel expects."""
+
+
+class InternalError(TesselError, AssertionError):
+    """A broken invariant inside tessel: please report it with the program that caused it."""

@@ -1,0 +1,166 @@
+"""One generic visitor and one mutator for every node, plus structural equality and hashing.
+
+Both walk the fields listed in each class's ``_fields`` and descend into expressions,
+statements and ranges only: buffers, IterVars, reducers and tensors are leaves referenced by
+identity. A pass overrides ``visit_<ClassName>`` for the nodes it cares about; the mutator
+returns the very same object when nothing below changed (copy-on-write), so untouched
+subtrees are shared and ``is`` tells a pass whether anything happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .expr import IterVar, Node, PrimExpr, Range, Var
+from .stmt import Buffer, Stmt
+
+_CHILD = (PrimExpr, Stmt, Range)
+
+
+def _is_child(v: Any) -> bool:
+    return isinstance(v, _CHILD)
+
+
+class Visitor:
+    """Read-only walk; ``visit_<Class>`` methods may call ``self.generic_visit(node)``."""
+
+    def visit(self, node: Any) -> None:
+        fn = getattr(self, "visit_" + type(node).__name__, None)
+        if fn is not None:
+            fn(node)
+        else:
+            self.generic_visit(node)
+
+    def generic_visit(self, node: Any) -> None:
+        for v in node.fields():
+            if _is_child(v):
+                self.visit(v)
+            elif isinstance(v, tuple):
+                for x in v:
+                    if _is_child(x):
+                        self.visit(x)
+
+
+class Mutator:
+    """Rebuilding walk; returns the same object when no child changed."""
+
+    def visit(self, node: Any) -> Any:
+        fn = getattr(self, "visit_" + type(node).__name__, None)
+        if fn is not None:
+            return fn(node)
+        return self.generic_visit(node)
+
+    def _field(self, v: Any) -> Any:
+        if _is_child(v):
+            return self.visit(v)
+        if isinstance(v, tuple) and any(_is_child(x) for x in v):
+            new = tuple(self.visit(x) if _is_child(x) else x for x in v)
+            return v if all(a is b for a, b in zip(new, v)) else new
+        return v
+
+    def generic_visit(self, node: Any) -> Any:
+        old = node.fields()
+        new = [self._field(v) for v in old]
+        if all(a is b for a, b in zip(old, new)):
+            return node
+        return type(node)(*new)
+
+
+def post_order_visit(node: Any, fn: Callable[[Any], None]) -> None:
+    """Call ``fn`` on every expression/statement below ``node`` (children first)."""
+
+    class _V(Visitor):
+        def visit(self, n):
+            self.generic_visit(n)
+            fn(n)
+
+    _V().visit(node)
+
+
+def collect(node: Any, pred: Callable[[Any], bool]) -> list[Any]:
+    out: list[Any] = []
+    post_order_visit(node, lambda n: out.append(n) if pred(n) else None)
+    return out
+
+
+def free_vars(node: Any) -> set[Var]:
+    return set(collect(node, lambda n: isinstance(n, Var)))
+
+
+class Substituter(Mutator):
+    def __init__(self, vmap: Mapping[Var, Any]):
+        self.vmap = vmap
+
+    def visit_Var(self, v: Var):
+        return self.vmap.get(v, v)
+
+
+def substitute(node: Any, vmap: Mapping[Var, Any]) -> Any:
+    """Replace variables by expressions (keys are Vars; IterVars are accepted for convenience)."""
+    if not vmap:
+        return node
+    m = {(k.var if isinstance(k, IterVar) else k): v for k, v in vmap.items()}
+    return Substituter(m).visit(node)
+
+
+def uses_var(node: Any, pred: Callable[[Var], bool]) -> bool:
+    found = False
+
+    class _V(Visitor):
+        def visit_Var(self, v):
+            nonlocal found
+            found = found or pred(v)
+
+    _V().visit(node)
+    return found
+
+
+_IDENTITY = (Var, IterVar, Buffer)
+
+
+def structural_equal(a: Any, b: Any) -> bool:
+    """Same shape and values; variables, IterVars and buffers must be the same objects."""
+    if a is b:
+        return True
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(structural_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, Node) and isinstance(b, Node):
+        if type(a) is not type(b) or isinstance(a, _IDENTITY):
+            return False
+        return all(structural_equal(x, y) for x, y in zip(a.fields(), b.fields()))
+    if isinstance(a, Node) or isinstance(b, Node):
+        return False
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except Exception:
+        return False
+
+
+def structural_hash(a: Any) -> int:
+    if isinstance(a, _IDENTITY):
+        return id(a)
+    if isinstance(a, tuple):
+        return hash(tuple(structural_hash(x) for x in a))
+    if isinstance(a, Node):
+        return hash((type(a).__name__, tuple(structural_hash(x) for x in a.fields())))
+    try:
+        return hash(a)
+    except TypeError:
+        return id(a)
+
+
+class StructKey:
+    """Wraps a node so that dicts and sets compare it structurally."""
+
+    __slots__ = ("node", "_h")
+
+    def __init__(self, node: Any):
+        self.node = node
+        self._h = structural_hash(node)
+
+    def __hash__(self) -> int:
+        return self._h
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StructKey) and structural_equal(self.node, other.node)

@@ -1,0 +1,164 @@
+"""Statement nodes of the loop IR, buffers, and the lowered function.
+
+Two levels share these classes. Right after scheduling, statements speak of te tensors
+(``ProducerRealize`` / ``ProducerStore`` / ``ProducerLoad``), exactly like the listings of
+seed 000. Storage flattening turns them into ``Allocate`` / ``BufferStore`` / ``BufferLoad``
+on one-dimensional :class:`Buffer` s: the form both code generators consume.
+"""
+
+from __future__ import annotations
+
+from .dtype import DType, DTypeLike, dtype as to_dtype
+from .expr import Node, PrimExpr, Range, Var
+from .op import convert
+
+
+class Stmt(Node):
+    __slots__ = ()
+
+
+class Buffer(Node):
+    """A named, typed, dense row-major array (``scope`` says where it lives)."""
+
+    __slots__ = ("name", "dtype", "shape", "scope")
+    _fields = ("name", "dtype", "shape", "scope")
+
+    def __init__(self, name: str, dtype: DTypeLike, shape, scope: str = "global"):
+        self.name = name
+        self.dtype: DType = to_dtype(dtype)
+        self.shape = tuple(convert(s) for s in shape)
+        self.scope = scope
+
+    __hash__ = object.__hash__
+
+
+class For(Stmt):
+    """``for (var, min, extent)``; kind is serial, parallel, vectorized, unrolled or a thread binding."""
+
+    __slots__ = ("loop_var", "min", "extent", "kind", "body", "thread_tag")
+    _fields = ("loop_var", "min", "extent", "kind", "body", "thread_tag")
+    KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding")
+
+    def __init__(self, loop_var: Var, min: PrimExpr, extent: PrimExpr, kind: str, body: Stmt, thread_tag: str = ""):
+        assert kind in self.KINDS, kind
+        self.loop_var, self.min, self.extent = loop_var, convert(min), convert(extent)
+        self.kind, self.body, self.thread_tag = kind, body, thread_tag
+
+
+class SeqStmt(Stmt):
+    __slots__ = ("seq",)
+    _fields = ("seq",)
+
+    def __init__(self, seq):
+        self.seq = tuple(seq)
+
+
+class IfThenElse(Stmt):
+    __slots__ = ("condition", "then_case", "else_case")
+    _fields = ("condition", "then_case", "else_case")
+
+    def __init__(self, condition: PrimExpr, then_case: Stmt, else_case: Stmt | None = None):
+        self.condition, self.then_case, self.else_case = condition, then_case, else_case
+
+
+class LetStmt(Stmt):
+    __slots__ = ("var", "value", "body")
+    _fields = ("var", "value", "body")
+
+    def __init__(self, var: Var, value: PrimExpr, body: Stmt):
+        self.var, self.value, self.body = var, value, body
+
+
+class AttrStmt(Stmt):
+    """Carries a fact about ``node`` to the statements in ``body`` (e.g. ``produce``)."""
+
+    __slots__ = ("node", "key", "value", "body")
+    _fields = ("node", "key", "value", "body")
+
+    def __init__(self, node, key: str, value, body: Stmt):
+        self.node, self.key, self.value, self.body = node, key, value, body
+
+
+class Evaluate(Stmt):
+    __slots__ = ("value",)
+    _fields = ("value",)
+
+    def __init__(self, value):
+        self.value = convert(value)
+
+
+class ProducerStore(Stmt):
+    """``T(i, j) = value`` on a te tensor (TVM's Provide)."""
+
+    __slots__ = ("producer", "value", "indices")
+    _fields = ("producer", "value", "indices")
+
+    def __init__(self, producer, value: PrimExpr, indices):
+        self.producer, self.value, self.indices = producer, value, tuple(indices)
+
+
+class ProducerRealize(Stmt):
+    """Storage for the region ``bounds`` of a te tensor, live within ``body``."""
+
+    __slots__ = ("producer", "bounds", "body", "scope")
+    _fields = ("producer", "bounds", "body", "scope")
+
+    def __init__(self, producer, bounds: tuple[Range, ...], body: Stmt, scope: str = "global"):
+        self.producer, self.bounds, self.body, self.scope = producer, tuple(bounds), body, scope
+
+
+class BufferStore(Stmt):
+    __slots__ = ("buffer", "value", "indices")
+    _fields = ("buffer", "value", "indices")
+
+    def __init__(self, buffer: Buffer, value: PrimExpr, indices):
+        self.buffer, self.value, self.indices = buffer, value, tuple(indices)
+
+
+class Allocate(Stmt):
+    """Storage for ``buffer`` (of its full, flat shape), live within ``body``."""
+
+    __slots__ = ("buffer", "body")
+    _fields = ("buffer", "body")
+
+    def __init__(self, buffer: Buffer, body: Stmt):
+        self.buffer, self.body = buffer, body
+
+
+class PrimFunc(Node):
+    """A lowered kernel: buffer parameters (in call order) and a body over flat buffers.
+
+    ``size_vars`` are the symbolic sizes, in the order the native calling convention passes
+    them (after the buffers); each is bound from the first buffer dimension it names.
+    """
+
+    __slots__ = ("name", "params", "size_vars", "body", "outputs")
+    _fields = ("name", "params", "size_vars", "body", "outputs")
+
+    def __init__(self, name: str, params, size_vars, body: Stmt, outputs=()):
+        self.name = name
+        self.params = tuple(params)
+        self.size_vars = tuple(size_vars)
+        self.body = body
+        self.outputs = tuple(outputs)
+
+
+def seq(*stmts: Stmt | None) -> Stmt:
+    """A sequence without empty parts or nested sequences (a single statement stays itself)."""
+    flat: list[Stmt] = []
+    for s in stmts:
+        if s is None:
+            continue
+        if isinstance(s, SeqStmt):
+            flat.extend(s.seq)
+        elif not (isinstance(s, Evaluate) and isinstance(s.value, PrimExpr) and _is_noop(s.value)):
+            flat.append(s)
+    if not flat:
+        return Evaluate(0)
+    return flat[0] if len(flat) == 1 else SeqStmt(flat)
+
+
+def _is_noop(v: PrimExpr) -> bool:
+    from .expr import IntImm
+
+    return isinstance(v, IntImm)
