@@ -1,0 +1,173 @@
+"""What both code generators need to agree on: names, intrinsics, and facts about a PrimFunc.
+
+The python and c targets must give the same answers, so everything that decides *meaning*
+(which intrinsics exist and with how many arguments, which buffers a kernel writes, which
+variables are bound where) lives here once, and the two backends differ only in spelling.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+
+from ..errors import BuildError
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.functor import Visitor
+
+# name -> (number of arguments, needs a float dtype).  Float-only intrinsics are math functions;
+# the rest also make sense on integers (abs is |x|, floor/ceil/round/trunc are the identity).
+INTRINSICS: dict[str, tuple[int, bool]] = {
+    "exp": (1, True), "exp2": (1, True), "exp10": (1, True), "expm1": (1, True),
+    "log": (1, True), "log2": (1, True), "log10": (1, True), "log1p": (1, True),
+    "sqrt": (1, True), "rsqrt": (1, True), "cbrt": (1, True),
+    "sin": (1, True), "cos": (1, True), "tan": (1, True),
+    "asin": (1, True), "acos": (1, True), "atan": (1, True),
+    "sinh": (1, True), "cosh": (1, True), "tanh": (1, True),
+    "asinh": (1, True), "acosh": (1, True), "atanh": (1, True),
+    "sigmoid": (1, True), "erf": (1, True),
+    "pow": (2, True), "fmod": (2, True), "atan2": (2, True), "hypot": (2, True),
+    "copysign": (2, True),
+    "fabs": (1, False), "abs": (1, False),
+    "floor": (1, False), "ceil": (1, False), "round": (1, False), "trunc": (1, False),
+    "isnan": (1, False), "isinf": (1, False), "isfinite": (1, False),
+    "if_then_else": (3, False),
+}
+# intrinsics answering a question about a float argument: the result is bool
+PREDICATES = ("isnan", "isinf", "isfinite")
+
+
+def check_call(func: S.PrimFunc, call: E.Call) -> None:
+    """Reject an intrinsic neither backend can give a meaning to, naming it and the kernel."""
+    spec = INTRINSICS.get(call.op)
+    if spec is None:
+        known = ", ".join(sorted(INTRINSICS))
+        raise BuildError(f"kernel {func.name!r}: unknown intrinsic {call.op!r} in `{call}`; known: {known}")
+    nargs, float_only = spec
+    if len(call.args) != nargs:
+        raise BuildError(
+            f"kernel {func.name!r}: intrinsic {call.op!r} takes {nargs} argument(s), got {len(call.args)} in `{call}`"
+        )
+    if float_only and not call.dtype.is_float:
+        raise BuildError(f"kernel {func.name!r}: intrinsic {call.op!r} needs a float dtype, got {call.dtype} in `{call}`")
+    if call.op in PREDICATES and not call.args[0].dtype.is_float:
+        raise BuildError(f"kernel {func.name!r}: {call.op} needs a float argument, got {call.args[0].dtype}")
+
+
+def unsupported_vector(func: S.PrimFunc, node: E.PrimExpr, target: str) -> BuildError:
+    return BuildError(
+        f"kernel {func.name!r}: the {target} target does not support vector expressions yet "
+        f"(`{node}` has dtype {node.dtype}); mark the loop 'vectorized' and leave it scalar, "
+        "or drop vectorize() until the vectorize pass lands"
+    )
+
+
+class NameTable:
+    """Unique, valid identifiers for IR variables and buffers.
+
+    IR names may contain dots (``i.outer``) and two different Vars may share a name; the
+    generated program needs one identifier per object, none of them a keyword or a name the
+    generated code itself relies on (helpers, libm functions, module names).
+    """
+
+    def __init__(self, reserved: set[str], is_keyword=keyword.iskeyword):
+        self.reserved = set(reserved)
+        self.is_keyword = is_keyword
+        self.by_obj: dict[int, str] = {}
+        self.taken: set[str] = set()
+        self._keep: list[object] = []  # keep objects alive so id() stays unique
+
+    def get(self, obj: object, hint: str) -> str:
+        key = id(obj)
+        if key in self.by_obj:
+            return self.by_obj[key]
+        base = re.sub(r"\W", "_", hint or "v")
+        if not base or base[0].isdigit():
+            base = "v_" + base
+        if self.is_keyword(base) or base in self.reserved or base.startswith(("tsl_", "_")):
+            base = base.lstrip("_") + "_"
+        cand, k = base, 0
+        while cand in self.taken or cand in self.reserved:
+            k += 1
+            cand = f"{base}_{k}"
+        self.taken.add(cand)
+        self.by_obj[key] = cand
+        self._keep.append(obj)
+        return cand
+
+    def known(self, obj: object) -> bool:
+        return id(obj) in self.by_obj
+
+
+def written_buffers(func: S.PrimFunc) -> set[S.Buffer]:
+    """Buffers the body stores into: outputs, plus any param the lowering chose to write."""
+    out: set[S.Buffer] = set()
+
+    class _W(Visitor):
+        def visit_BufferStore(self, s: S.BufferStore) -> None:
+            out.add(s.buffer)
+            self.generic_visit(s)
+
+    _W().visit(func.body)
+    return out
+
+
+def check_func(func: S.PrimFunc) -> None:
+    """Structural preconditions both backends rely on, reported before any code is emitted."""
+    if not isinstance(func, S.PrimFunc):
+        raise BuildError(f"expected a lowered PrimFunc, got {type(func).__name__}")
+    names = [b.name for b in func.params]
+    for b in func.params:
+        if not isinstance(b, S.Buffer):
+            raise BuildError(f"kernel {func.name!r}: parameter {b!r} is not a Buffer")
+        if b.dtype.lanes != 1:
+            raise BuildError(f"kernel {func.name!r}: parameter {b.name} has vector dtype {b.dtype}")
+    if len(set(map(id, func.params))) != len(func.params):
+        raise BuildError(f"kernel {func.name!r}: a buffer appears twice among the parameters {names}")
+    params = set(func.params)
+    for o in func.outputs:
+        if o not in params:
+            raise BuildError(f"kernel {func.name!r}: output {o.name} is not one of the parameters {names}")
+
+    class _C(Visitor):
+        def visit_BufferLoad(self, e: E.BufferLoad) -> None:
+            _one_index(func, e.buffer, e.indices, "load from")
+            self.generic_visit(e)
+
+        def visit_BufferStore(self, s: S.BufferStore) -> None:
+            _one_index(func, s.buffer, s.indices, "store to")
+            self.generic_visit(s)
+
+        def visit_ProducerLoad(self, e) -> None:
+            raise BuildError(f"kernel {func.name!r}: `{e}` reads a tensor; storage flattening has not run")
+
+        def visit_ProducerStore(self, s) -> None:
+            raise BuildError(f"kernel {func.name!r}: a ProducerStore remains; storage flattening has not run")
+
+        def visit_ProducerRealize(self, s) -> None:
+            raise BuildError(f"kernel {func.name!r}: a ProducerRealize remains; storage flattening has not run")
+
+        def visit_Reduce(self, e) -> None:
+            raise BuildError(f"kernel {func.name!r}: `{e}` is a Reduce; lowering should have made it a loop")
+
+        def visit_Call(self, e: E.Call) -> None:
+            check_call(func, e)
+            self.generic_visit(e)
+
+    _C().visit(func.body)
+
+
+def _one_index(func: S.PrimFunc, buf: S.Buffer, indices: tuple, what: str) -> None:
+    if len(indices) != 1:
+        raise BuildError(
+            f"kernel {func.name!r}: {what} {buf.name} has {len(indices)} indices; the backends "
+            "expect one flat index (run storage flattening first)"
+        )
+
+
+def unbound_var(func: S.PrimFunc, v: E.Var) -> BuildError:
+    sizes = ", ".join(x.name for x in func.size_vars) or "none"
+    return BuildError(
+        f"kernel {func.name!r}: variable {v.name!r} is used but never bound (not a loop or let "
+        f"variable, not among the size vars: {sizes})"
+    )

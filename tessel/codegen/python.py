@@ -1,0 +1,323 @@
+"""The python target: the reference the C backend is checked against.
+
+The lowered PrimFunc becomes a plain Python function with one ``for`` per loop, run on flat
+views of the NumPy arrays. Every value is a NumPy scalar of the IR's dtype, so arithmetic
+rounds and wraps exactly as the IR says (float32 math in float32, int8 wraps at 8 bits,
+truncating division toward zero), and buffers are wrapped so that an out-of-bounds access is
+an error here instead of silent corruption in C. It is slow on purpose: clarity over speed.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import linecache
+import math
+from itertools import count
+
+import numpy as np
+
+from ..errors import BuildError
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..runtime.args import ArgSpec
+from ..runtime.module import KernelRuntimeError, PythonKernel
+from .common import NameTable, check_func, unbound_var, unsupported_vector, written_buffers
+
+_DTYPES = ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+           "float16", "float32", "float64")
+
+_FLOAT_CALL = {
+    "exp": "np.exp", "exp2": "np.exp2", "exp10": "_exp10", "expm1": "np.expm1",
+    "log": "np.log", "log2": "np.log2", "log10": "np.log10", "log1p": "np.log1p",
+    "sqrt": "np.sqrt", "rsqrt": "_rsqrt", "cbrt": "np.cbrt",
+    "sin": "np.sin", "cos": "np.cos", "tan": "np.tan",
+    "asin": "np.arcsin", "acos": "np.arccos", "atan": "np.arctan",
+    "sinh": "np.sinh", "cosh": "np.cosh", "tanh": "np.tanh",
+    "asinh": "np.arcsinh", "acosh": "np.arccosh", "atanh": "np.arctanh",
+    "sigmoid": "_sigmoid", "erf": "_erf",
+    "pow": "np.power", "fmod": "np.fmod", "atan2": "np.arctan2", "hypot": "np.hypot",
+    "copysign": "np.copysign",
+    "fabs": "np.abs", "abs": "np.abs",
+    "floor": "np.floor", "ceil": "np.ceil", "round": "np.rint", "trunc": "np.trunc",
+    "isnan": "np.isnan", "isinf": "np.isinf", "isfinite": "np.isfinite",
+}
+
+_PREC = {E.Or: 1, E.And: 2, E.EQ: 4, E.NE: 4, E.LT: 4, E.LE: 4, E.GT: 4, E.GE: 4,
+         E.Add: 5, E.Sub: 5, E.Mul: 6, E.Div: 6, E.FloorDiv: 6, E.FloorMod: 6}
+_SYM = {E.Or: "or", E.And: "and", E.FloorDiv: "//", E.FloorMod: "%"}
+_ATOM = 9
+
+
+class _Buf:
+    """A flat array that refuses out-of-bounds indices (NumPy would wrap negative ones)."""
+
+    __slots__ = ("a", "kernel", "n", "name")
+
+    def __init__(self, a: np.ndarray, name: str, kernel: str):
+        self.a, self.n, self.name, self.kernel = a, a.shape[0], name, kernel
+
+    def __getitem__(self, i):
+        if 0 <= i < self.n:
+            return self.a[i]
+        raise self._oob("reads", i)
+
+    def __setitem__(self, i, v) -> None:
+        if 0 <= i < self.n:
+            self.a[i] = v
+        else:
+            raise self._oob("writes", i)
+
+    def _oob(self, what: str, i) -> KernelRuntimeError:
+        return KernelRuntimeError(
+            f"kernel {self.kernel!r} {what} {self.name}[{int(i)}], outside its {self.n} elements "
+            "(caught by the python target; the C target would corrupt memory here)"
+        )
+
+
+def _loop(t, lo, ext):
+    lo = int(lo)
+    return map(t, range(lo, lo + int(ext)))
+
+
+def _alloc(n, t, name: str, kernel: str) -> _Buf:
+    return _Buf(np.empty(max(int(n), 0), dtype=t), name, kernel)
+
+
+def _tdiv(a, b):
+    return (a - np.fmod(a, b)) // b  # exact: a - fmod(a, b) is a multiple of b
+
+
+def _min(a, b):
+    return a if a < b else b  # the same NaN behaviour as the C target's ternary
+
+
+def _max(a, b):
+    return a if a > b else b
+
+
+def _ffloormod(a, b):
+    return a - np.floor(a / b) * b
+
+
+def _rsqrt(x):
+    return type(x)(1) / np.sqrt(x)
+
+
+def _sigmoid(x):
+    one = type(x)(1)
+    return one / (one + np.exp(-x))
+
+
+def _exp10(x):
+    return np.power(type(x)(10), x)
+
+
+def _erf(x):
+    return type(x)(math.erf(float(x)))
+
+
+def _namespace() -> dict:
+    ns = {name: getattr(np, name) for name in _DTYPES}
+    ns.update(np=np, inf=math.inf, nan=math.nan, True_=np.True_, False_=np.False_,
+              _Buf=_Buf, _loop=_loop, _alloc=_alloc, _tdiv=_tdiv, _tmod=np.fmod, _min=_min,
+              _max=_max, _ffloormod=_ffloormod, _rsqrt=_rsqrt, _sigmoid=_sigmoid, _exp10=_exp10,
+              _erf=_erf)
+    return ns
+
+
+_RESERVED = set(_namespace()) | set(dir(builtins))
+_COUNTER = count()
+
+
+def _np_name(dt) -> str:
+    return "bool_" if dt.is_bool else str(dt)
+
+
+class _PyGen:
+    def __init__(self, func: S.PrimFunc):
+        self.func = func
+        self.names = NameTable(_RESERVED, keyword.iskeyword)
+        self.bound: set[int] = set()
+        self.lines: list[str] = []
+
+    # ---- expressions ---------------------------------------------------------------------
+    def var(self, v: E.Var) -> str:
+        if id(v) not in self.bound:
+            raise unbound_var(self.func, v)
+        return self.names.get(v, v.name)
+
+    def expr(self, e: E.PrimExpr, parent: int = 0) -> str:
+        text, prec = self._expr(e)
+        return f"({text})" if prec < parent else text
+
+    def _expr(self, e) -> tuple[str, int]:
+        if e.dtype.lanes != 1 or isinstance(e, E.Ramp | E.Broadcast):
+            raise unsupported_vector(self.func, e, "python")
+        if isinstance(e, E.Var):
+            return self.var(e), _ATOM
+        if isinstance(e, E.IntImm):
+            if e.dtype.is_bool:
+                return ("True_" if e.value else "False_"), _ATOM
+            return f"{e.dtype}({e.value})", _ATOM
+        if isinstance(e, E.FloatImm):
+            v = e.value
+            text = repr(v) if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
+            return f"{e.dtype}({text})", _ATOM
+        if isinstance(e, E.Min | E.Max):
+            fn = "_min" if isinstance(e, E.Min) else "_max"
+            return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
+        if isinstance(e, E.Div | E.Mod | E.FloorDiv | E.FloorMod):
+            return self._division(e)
+        if isinstance(e, E.BinaryOp):
+            p = _PREC[type(e)]
+            sym = _SYM.get(type(e), e.symbol)
+            # comparisons chain in Python: a nested comparison must keep its parentheses
+            right = p + 1
+            left = p + 1 if p == 4 else p
+            return f"{self.expr(e.a, left)} {sym} {self.expr(e.b, right)}", p
+        if isinstance(e, E.Not):
+            return f"np.logical_not({self.expr(e.a)})", _ATOM
+        if isinstance(e, E.Select):
+            return self._ternary(e.condition, e.true_value, e.false_value)
+        if isinstance(e, E.Cast):
+            return f"{self.expr(e.value, _ATOM)}.astype({_np_name(e.dtype)})", _ATOM
+        if isinstance(e, E.Call):
+            return self._call(e)
+        if isinstance(e, E.Let):
+            value = self.expr(e.value)
+            self.bound.add(id(e.var))
+            name = self.names.get(e.var, e.var.name)
+            body = self.expr(e.body)
+            self.bound.discard(id(e.var))
+            return f"(({name} := {value}), {body})[1]", _ATOM
+        if isinstance(e, E.BufferLoad):
+            return f"{self.names.get(e.buffer, e.buffer.name)}[{self.expr(e.indices[0])}]", _ATOM
+        raise BuildError(f"kernel {self.func.name!r}: the python target cannot generate `{e}` ({type(e).__name__})")
+
+    def _ternary(self, c, t, f) -> tuple[str, int]:
+        return f"{self.expr(t, 1)} if {self.expr(c, 1)} else {self.expr(f, 0)}", 0
+
+    def _division(self, e) -> tuple[str, int]:
+        a, b = self.expr(e.a, 6), self.expr(e.b, 7)
+        if e.dtype.is_float:
+            if isinstance(e, E.Div):
+                return f"{a} / {b}", 6
+            if isinstance(e, E.Mod):
+                return f"np.fmod({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
+            if isinstance(e, E.FloorDiv):
+                return f"np.floor({a} / {b})", _ATOM
+            return f"_ffloormod({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
+        if isinstance(e, E.FloorDiv | E.FloorMod):  # NumPy integers follow Python: floor semantics
+            return f"{a} {_SYM[type(e)]} {b}", 6
+        fn = "_tdiv" if isinstance(e, E.Div) else "_tmod"
+        return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
+
+    def _call(self, e: E.Call) -> tuple[str, int]:
+        if e.op == "if_then_else":
+            return self._ternary(*e.args)
+        if not e.dtype.is_float and e.op in ("floor", "ceil", "round", "trunc"):
+            return self._expr(e.args[0])
+        args = []
+        for a in e.args:
+            text = self.expr(a)
+            if e.op not in ("isnan", "isinf", "isfinite") and a.dtype != e.dtype:
+                text = f"{self.expr(a, _ATOM)}.astype({_np_name(e.dtype)})"
+            args.append(text)
+        return f"{_FLOAT_CALL[e.op]}({', '.join(args)})", _ATOM
+
+    # ---- statements ----------------------------------------------------------------------
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append("    " * depth + text)
+
+    def block(self, s: S.Stmt, depth: int) -> None:
+        n = len(self.lines)
+        self.stmt(s, depth)
+        if all(line.lstrip().startswith("#") for line in self.lines[n:]):
+            self.emit(depth, "pass")
+
+    def stmt(self, s, depth: int) -> None:
+        if isinstance(s, S.SeqStmt):
+            for x in s.seq:
+                self.stmt(x, depth)
+        elif isinstance(s, S.For):
+            lo, ext = self._loop_bound(s.min), self._loop_bound(s.extent)
+            self.bound.add(id(s.loop_var))
+            name = self.names.get(s.loop_var, s.loop_var.name)
+            note = "" if s.kind == "serial" else f"  # {s.kind}"
+            self.emit(depth, f"for {name} in _loop({_np_name(s.loop_var.dtype)}, {lo}, {ext}):{note}")
+            self.block(s.body, depth + 1)
+            self.bound.discard(id(s.loop_var))
+        elif isinstance(s, S.IfThenElse):
+            self.emit(depth, f"if {self.expr(s.condition)}:")
+            self.block(s.then_case, depth + 1)
+            if s.else_case is not None:
+                self.emit(depth, "else:")
+                self.block(s.else_case, depth + 1)
+        elif isinstance(s, S.LetStmt):
+            value = self.expr(s.value)
+            self.bound.add(id(s.var))
+            self.emit(depth, f"{self.names.get(s.var, s.var.name)} = {value}")
+            self.stmt(s.body, depth)
+            self.bound.discard(id(s.var))
+        elif isinstance(s, S.AttrStmt):
+            if s.key == "produce":
+                self.emit(depth, f"# produce {getattr(s.node, 'name', s.node)}")
+            else:
+                self.emit(depth, f"# attr {s.key} = {s.value!s}".replace("\n", " "))
+            self.stmt(s.body, depth)
+        elif isinstance(s, S.Evaluate):
+            if not isinstance(s.value, E.IntImm | E.FloatImm):
+                self.emit(depth, self.expr(s.value))
+        elif isinstance(s, S.BufferStore):
+            buf = self.names.get(s.buffer, s.buffer.name)
+            self.emit(depth, f"{buf}[{self.expr(s.indices[0])}] = {self.expr(s.value)}")
+        elif isinstance(s, S.Allocate):
+            b = s.buffer
+            size = " * ".join(f"int({self.expr(x)})" for x in b.shape) or "1"
+            name = self.names.get(b, b.name)
+            self.emit(depth, f"{name} = _alloc({size}, {_np_name(b.dtype)}, {b.name!r}, {self.func.name!r})")
+            self.stmt(s.body, depth)
+        else:
+            raise BuildError(f"kernel {self.func.name!r}: the python target cannot generate {type(s).__name__}")
+
+    def _loop_bound(self, e: E.PrimExpr) -> str:
+        return str(e.value) if isinstance(e, E.IntImm) else self.expr(e)
+
+    def function(self) -> str:
+        f = self.func
+        params = [self.names.get(b, b.name) for b in f.params]
+        for v in f.size_vars:
+            self.bound.add(id(v))
+        sizes = [self.names.get(v, v.name) for v in f.size_vars]
+        fname = self.names.get(f, f.name)
+        self.lines = [f"# generated by tessel (python target) from PrimFunc {f.name!r}",
+                      f"def {fname}({', '.join(params + sizes)}):"]
+        for b, p in zip(f.params, params):
+            self.emit(1, f"{p} = _Buf({p}, {b.name!r}, {f.name!r})")
+        self.block(f.body, 1)
+        return "\n".join(self.lines) + "\n"
+
+
+def python_source(func: S.PrimFunc) -> str:
+    """The Python source of ``func`` (what ``Kernel.source`` shows for the python target)."""
+    check_func(func)
+    return _PyGen(func).function()
+
+
+def build_python(func: S.PrimFunc) -> PythonKernel:
+    """Generate, exec and wrap ``func`` as a kernel that runs on NumPy arrays."""
+    check_func(func)
+    gen = _PyGen(func)
+    source = gen.function()
+    spec = ArgSpec(func, written_buffers(func) | set(func.outputs))
+    filename = f"<tessel-python {func.name} #{next(_COUNTER)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # readable tracebacks
+    ns = _namespace()
+    try:
+        exec(compile(source, filename, "exec"), ns)
+    except SyntaxError as e:  # a bug in this generator, shown with the offending line
+        raise BuildError(f"python target produced invalid code for {func.name!r}: {e}\n{source}") from e
+    impl = ns[gen.names.get(func, func.name)]
+    size_types = [getattr(np, _np_name(v.dtype)) for v in func.size_vars]
+    return PythonKernel(func, source, spec, impl, size_types)

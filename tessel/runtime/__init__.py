@@ -1,0 +1,8 @@
+"""Running generated code: compiler invocation, the kernel cache, argument checks, kernels."""
+
+from __future__ import annotations
+
+from .args import ArgSpec
+from .module import CKernel, Kernel, KernelRuntimeError, PythonKernel
+
+__all__ = ["ArgSpec", "CKernel", "Kernel", "KernelRuntimeError", "PythonKernel"]
