@@ -1,0 +1,108 @@
+"""InferBound (seed 000): a Range for every IterVar of every stage.
+
+Stages are visited consumers first. For each stage, InferRootBound gathers what every consumer
+requests of its outputs (phases 1-4) and PassDownDomain gives the derived loops their ranges.
+Where the seed is silent the behaviour of TVM TE v0.14 is followed (a split whose factor
+exceeds its parent's extent is tightened to that extent).
+
+One deliberate difference from TVM: when a stage is *not* attached inside a consumer, TVM
+relaxes every loop on the consumer's attach path; here only the loops that do not also enclose
+the stage are relaxed. A loop enclosing both runs one value at a time for both, so the request
+for that value is exact; TVM's answer is a superset, ours is never smaller than what is read.
+"""
+
+from __future__ import annotations
+
+from ..arith import Analyzer, IntSet, eval_set, union
+from ..errors import BoundError
+from ..ir import expr as E
+from ..ir import op as O
+from ..schedule.graph import attach_path, consumers, effective_bodies, reads
+from ..schedule.schedule import Schedule
+from ..schedule.stage import INLINE, Stage
+from .propagate import pass_down_domain, pass_up_domain
+
+
+class BoundContext:
+    """Everything InferBound derives, kept for lowering (which needs the same facts)."""
+
+    def __init__(self, sch: Schedule):
+        self.sch = sch
+        self.bodies = effective_bodies(sch)
+        self.consumers = consumers(sch, self.bodies)
+        self.paths = {st: attach_path(st) for st in sch.stages if st.attach_type != INLINE}
+        self.rmap: dict[E.IterVar, E.Range] = {}
+        self.analyzer = Analyzer()
+
+
+def infer_bound(sch: Schedule) -> dict[E.IterVar, E.Range]:
+    """Ranges of every IterVar of every (non-inlined) stage of ``sch``."""
+    return run_infer_bound(sch).rmap
+
+
+def run_infer_bound(sch: Schedule) -> BoundContext:
+    ctx = BoundContext(sch)
+    for st in reversed(sch.stages):
+        if st.attach_type == INLINE or st.is_placeholder:
+            continue
+        _infer_root_bound(ctx, st)
+        pass_down_domain(st, ctx.rmap, ctx.analyzer)
+    return ctx
+
+
+def _set_range(ctx: BoundContext, iv: E.IterVar, r: E.Range) -> None:
+    ctx.rmap[iv] = r
+    ctx.analyzer.bind(iv.var, r)
+
+
+def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
+    op = st.op
+    readers = ctx.consumers[st]
+    for iv in op.root_iter_vars:
+        if iv.is_reduce or st.is_output or not readers:
+            if iv.dom is None:
+                raise BoundError(f"stage {st.name}: axis {iv.name} has no domain")
+            _set_range(ctx, iv, iv.dom)
+    if st.is_output or not readers:
+        return
+    ndim = len(op.axis)
+    requests: list[list[IntSet]] = [[] for _ in range(ndim)]
+    inside = {id(iv) for iv in ctx.paths[st]}
+    for c in readers:
+        dom_map = _consumer_root_sets(ctx, c, inside)
+        for load in reads(ctx.bodies[c.op]):
+            if load.producer.op is not op:
+                continue
+            for j, idx in enumerate(load.indices):
+                requests[j].append(eval_set(idx, dom_map))
+    for j, iv in enumerate(op.axis):
+        if not requests[j]:
+            _set_range(ctx, iv, iv.dom)
+            continue
+        r = union(requests[j]).cover_range(iv.dom)
+        _set_range(ctx, iv, E.Range(ctx.analyzer.simplify(r.min), ctx.analyzer.simplify(r.extent)))
+
+
+def _consumer_root_sets(ctx: BoundContext, c: Stage, inside: set[int]) -> dict[E.Var, IntSet]:
+    """Phases 1-2: what one execution of the producer sees of the consumer's root indices."""
+    up: dict[E.IterVar, IntSet] = {}
+    for iv in c.leaf_iter_vars:
+        r = ctx.rmap[iv]
+        if E.is_const_int(ctx.analyzer.simplify(r.extent), 1):
+            up[iv] = IntSet.single_point(r.min)
+        elif id(iv) in inside:
+            up[iv] = IntSet.single_point(iv.var)
+        else:
+            up[iv] = IntSet.from_range(r)
+    pass_up_domain(c, ctx.rmap, up, ctx.analyzer)
+    relax = {iv.var: IntSet.from_range(ctx.rmap[iv]) for iv in ctx.paths[c] if id(iv) not in inside}
+    dom_map: dict[E.Var, IntSet] = {}
+    for iv in c.op.root_iter_vars:
+        r = up[iv].cover_range(ctx.rmap[iv])
+        if relax:
+            lo = eval_set(r.min, relax).min_value
+            hi = eval_set(O.sub(O.add(r.min, r.extent), 1), relax).max_value
+            dom_map[iv.var] = IntSet.interval(lo, hi)
+        else:
+            dom_map[iv.var] = IntSet.from_range(r)
+    return dom_map

@@ -1,0 +1,104 @@
+"""The pipeline, in order: schedule -> InferBound -> ScheduleOps -> passes -> codegen -> runtime.
+
+``lower`` runs a flat list of named steps and can show the IR after each one (``trace=True``
+or ``TESSEL_DEBUG=1``), which is also how tests look at one step (e.g. the ScheduleOps
+listing that seed 000 prints).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .bound import run_infer_bound
+from .errors import LowerError
+from .ir import expr as E
+from .ir import stmt as S
+from .ir.functor import collect, free_vars
+from .lower import schedule_ops
+from .passes import simplify_stmt, storage_flatten
+from .schedule.schedule import Schedule
+from .te.tensor import Tensor
+
+
+@dataclass
+class Step:
+    name: str
+    ir: S.Stmt
+
+
+def _params(args: Sequence) -> tuple[dict, list[S.Buffer], list[E.Var]]:
+    buffers: dict[Tensor, S.Buffer] = {}
+    order: list[S.Buffer] = []
+    sizes: list[E.Var] = []
+    for k, a in enumerate(args):
+        if not isinstance(a, Tensor):
+            raise LowerError(
+                f"argument {k} of lower/build is {a!r}; arguments are the tensors the kernel reads and "
+                "writes (symbolic sizes are bound from their shapes)"
+            )
+        if a in buffers:
+            raise LowerError(f"tensor {a.name} appears twice in the argument list")
+        buf = S.Buffer(a.name, a.dtype, a.shape)
+        buffers[a] = buf
+        order.append(buf)
+        for dim in a.shape:
+            for v in sorted(free_vars(dim), key=lambda v: v.name):
+                if v not in sizes:
+                    sizes.append(v)
+    return buffers, order, sizes
+
+
+def lower_steps(sch: Schedule, args: Sequence, name: str = "main") -> tuple[S.PrimFunc, list[Step]]:
+    """Lower and keep the IR after every step."""
+    buffers, params, sizes = _params(args)
+    steps: list[Step] = []
+    ctx = run_infer_bound(sch)
+    stmt = schedule_ops(ctx)
+    steps.append(Step("schedule_ops", stmt))
+    stmt = simplify_stmt(stmt, keep_unit_loops=True)
+    steps.append(Step("simplify_indices", stmt))
+    stmt = storage_flatten(stmt, buffers)
+    steps.append(Step("storage_flatten", stmt))
+    stmt = simplify_stmt(stmt)
+    steps.append(Step("simplify", stmt))
+    _check_free_vars(stmt, sizes)
+    written = {id(s.buffer) for s in collect(stmt, lambda n: isinstance(n, S.BufferStore))}
+    outputs = [b for b in params if id(b) in written]
+    func = S.PrimFunc(name, params, sizes, stmt, outputs)
+    if os.environ.get("TESSEL_DEBUG"):
+        for st in steps:
+            print(f"---- after {st.name} ----\n{st.ir}")
+    return func, steps
+
+
+def _check_free_vars(stmt: S.Stmt, sizes: list[E.Var]) -> None:
+    bound: set[E.Var] = set(sizes)
+    for node in collect(stmt, lambda n: isinstance(n, S.For | S.LetStmt)):
+        bound.add(node.loop_var if isinstance(node, S.For) else node.var)
+    for node in collect(stmt, lambda n: isinstance(n, E.Let)):
+        bound.add(node.var)
+    missing = sorted({v.name for v in free_vars(stmt) if v not in bound})
+    if missing:
+        raise LowerError(
+            f"the kernel uses the symbolic size(s) {', '.join(missing)}, but no argument has them in its "
+            "shape, so they could not be bound at call time: pass a tensor whose shape uses them"
+        )
+
+
+def lower(sch: Schedule, args: Sequence, name: str = "main", simple_mode: bool = False, trace: bool = False):
+    """The lowered kernel; with ``simple_mode`` just its body (what ``print`` shows is the IR)."""
+    func, steps = lower_steps(sch, args, name)
+    if trace:
+        for st in steps:
+            print(f"---- after {st.name} ----\n{st.ir}")
+    return func.body if simple_mode else func
+
+
+def build(sch: Schedule, args: Sequence, target: str = "c", name: str = "main"):
+    """Compile the schedule into a callable on NumPy arrays (outputs are written in place)."""
+    from .codegen import build_func
+
+    func, _ = lower_steps(sch, args, name)
+    return build_func(func, target=target)

@@ -1,0 +1,168 @@
+"""ScheduleOps: the loop nest of every stage, producers placed where the schedule puts them.
+
+The result speaks of te tensors (``realize`` / ``produce`` / ``T[i, j] = ...``), as the
+listings of seed 000 do. A stage at the root is realized around itself and everything after
+it; a stage computed at loop ``x`` of a consumer is realized inside ``x`` over only the region
+InferBound found it needs there, and its loops count from zero with the region's minimum added
+to its indices (seed 000, Ex. 4). Iterations past the end of a non-divisible split are
+skipped by a guard, so no stage ever reads or writes outside its tensor or runs its body for
+an index that does not exist.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..arith import IntSet, eval_set
+from ..errors import LowerError
+from ..ir import expr as E
+from ..ir import op as O
+from ..ir import stmt as S
+from ..ir.functor import free_vars, substitute
+from ..schedule.relations import Split
+from ..schedule.stage import INLINE, SCOPE, Stage
+from ..bound.infer import BoundContext
+from ..bound.propagate import pass_up_index
+
+
+def schedule_ops(ctx: BoundContext) -> S.Stmt:
+    attached: dict[tuple[int, int], list[Stage]] = defaultdict(list)
+    for st in ctx.sch.stages:
+        if st.attach_type == SCOPE:
+            attached[(id(st.attach_stage), id(st.attach_ivar))].append(st)
+    builder = _Builder(ctx, attached)
+    body: S.Stmt = S.Evaluate(0)
+    for st in reversed(ctx.sch.stages):
+        if st.is_placeholder or st.attach_type in (INLINE, SCOPE):
+            continue
+        body = builder.pipeline(st, body)
+    return body
+
+
+class _Builder:
+    def __init__(self, ctx: BoundContext, attached: dict):
+        self.ctx = ctx
+        self.rmap = ctx.rmap
+        self.attached = attached
+        self.iset = {iv.var: IntSet.from_range(r) for iv, r in ctx.rmap.items()}
+
+    # ---- one stage: realize { produce { loops }; rest } --------------------------------
+    def pipeline(self, st: Stage, rest: S.Stmt) -> S.Stmt:
+        produce = S.AttrStmt(st.op, "produce", 0, self.compute(st))
+        out = S.seq(produce, rest)
+        bounds = tuple(self.rmap[iv] for iv in st.op.axis)
+        for t in reversed(st.op.outputs):
+            out = S.ProducerRealize(t, bounds, out, st.scope)
+        return out
+
+    def compute(self, st: Stage) -> S.Stmt:
+        leaves = st.leaf_iter_vars
+        value = {iv: iv.var for iv in leaves}
+        pass_up_index(st, self.rmap, value)
+        body = self.ctx.bodies[st.op]
+        roots = {iv.var: value[iv] for iv in st.op.root_iter_vars}
+        idx = [value[iv] for iv in st.op.axis]
+        preds = self.bound_checks(st, value)
+        if not st.op.is_reduction:
+            stores = [S.ProducerStore(t, substitute(b, roots), idx) for t, b in zip(st.op.outputs, body)]
+            return self.nest(st, 0, len(leaves), _guard(preds, S.seq(*stores)))
+        return self.reduction(st, body, roots, idx, preds)
+
+    def reduction(self, st: Stage, body, roots, idx, preds) -> S.Stmt:
+        leaves = st.leaf_iter_vars
+        first = next((k for k, iv in enumerate(leaves) if iv.is_reduce), len(leaves))
+        red: E.Reduce = body[0]
+        outs = st.op.outputs
+        reduce_vars = {iv.var for iv in leaves if iv.is_reduce}
+        # init: over the data-parallel loops inside the first reduction loop, fresh variables
+        init_leaves = [iv for iv in leaves[first:] if not iv.is_reduce]
+        fresh = {iv.var: E.Var(iv.var.name, iv.var.dtype) for iv in init_leaves}
+        init_vals = red.init if red.init else red.combiner.identity
+        init_preds = [p for p in preds if not (free_vars(p) & reduce_vars)]
+        init: S.Stmt = _guard(init_preds, S.seq(*[S.ProducerStore(t, v, idx) for t, v in zip(outs, init_vals)]))
+        for iv in reversed(init_leaves):
+            init = self.loop(st, iv, init)
+        init = substitute(init, fresh)
+        # update: acc = combine(acc, source) under the reduction's `where`
+        src = tuple(substitute(s, roots) for s in red.source)
+        acc = tuple(E.ProducerLoad(t, idx) for t in outs)
+        new = red.combiner.combine(acc, src)
+        if len(outs) == 1:
+            update: S.Stmt = S.ProducerStore(outs[0], new[0], idx)
+        else:
+            tmps = [E.Var(f"{t.name}_v", t.dtype) for t in outs]
+            update = S.seq(*[S.ProducerStore(t, v, idx) for t, v in zip(outs, tmps)])
+            for v, e in reversed(list(zip(tmps, new))):
+                update = S.LetStmt(v, e, update)
+        cond = substitute(red.condition, roots)
+        if not (isinstance(cond, E.IntImm) and cond.value):
+            update = S.IfThenElse(cond, update)
+        update = self.nest(st, first, len(leaves), _guard(preds, update))
+        return self.nest(st, 0, first, S.seq(init, update))
+
+    # ---- loops ---------------------------------------------------------------------------
+    def nest(self, st: Stage, begin: int, end: int, body: S.Stmt) -> S.Stmt:
+        for iv in reversed(st.leaf_iter_vars[begin:end]):
+            body = self.loop(st, iv, self.attach(st, iv, body))
+        return body
+
+    def attach(self, st: Stage, iv: E.IterVar, body: S.Stmt) -> S.Stmt:
+        """Place the stages computed at loop ``iv`` of ``st`` at the top of its body."""
+        for child in reversed(self.attached.get((id(st), id(iv)), [])):
+            body = self.pipeline(child, body)
+        return body
+
+    def loop(self, st: Stage, iv: E.IterVar, body: S.Stmt) -> S.Stmt:
+        r = self.rmap[iv]
+        kind = st.leaf_kind(iv)
+        attr = st.iter_var_attrs.get(iv)
+        tag = attr.bind_thread.thread_tag if attr and attr.bind_thread is not None else ""
+        var = iv.var
+        if not E.is_const_int(r.min, 0):
+            var = E.Var(iv.var.name, iv.var.dtype)
+            body = substitute(body, {iv.var: O.add(var, r.min)})
+        if kind == "thread_binding" and not tag:
+            kind = "serial"
+        return S.For(var, O.const(0, r.extent.dtype), r.extent, kind, body, tag)
+
+    # ---- guards for non-divisible splits and regions beyond a tensor ---------------------
+    def bound_checks(self, st: Stage, value: dict[E.IterVar, E.PrimExpr]) -> list[E.PrimExpr]:
+        ana = self.ctx.analyzer
+        preds: list[E.PrimExpr] = []
+
+        def check(v: E.PrimExpr, lo: E.PrimExpr, ext: E.PrimExpr, lower: bool) -> None:
+            off = ana.simplify(O.sub(v, lo))
+            s = eval_set(off, self.iset)
+            if lower and (s.min_value is None or not ana.can_prove(O.ge(s.min_value, 0))):
+                preds.append(O.ge(off, 0))
+            if s.max_value is None or not ana.can_prove(O.lt(s.max_value, ext)):
+                preds.append(O.lt(off, ext))
+
+        for rel in st.relations:
+            if isinstance(rel, Split) and rel.parent in value:
+                r = self.rmap[rel.parent]
+                check(value[rel.parent], r.min, r.extent, lower=False)
+        for iv in st.op.root_iter_vars:
+            r = self.rmap[iv]
+            if iv.dom is not None and not (ana.can_prove_equal(r.min, iv.dom.min) and ana.can_prove_equal(r.extent, iv.dom.extent)):
+                check(value[iv], iv.dom.min, iv.dom.extent, lower=True)
+        out: list[E.PrimExpr] = []
+        for p in preds:
+            if not any(_same(p, q) for q in out):
+                out.append(p)
+        return out
+
+
+def _same(a, b) -> bool:
+    from ..ir.functor import structural_equal
+
+    return structural_equal(a, b)
+
+
+def _guard(preds: list[E.PrimExpr], body: S.Stmt) -> S.Stmt:
+    if not preds:
+        return body
+    return S.IfThenElse(O.all_(*preds), body)
+
+
+__all__ = ["LowerError", "schedule_ops"]

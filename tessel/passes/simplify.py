@@ -1,0 +1,57 @@
+"""Index simplification with what every loop tells about its variable.
+
+Each expression is simplified knowing the ranges of the loops around it, so that
+``j.outer*8 + j.inner - j.outer*8`` becomes ``j.inner`` and a guard that always holds
+disappears. Loops of extent one are replaced by their single value: they only exist in
+ScheduleOps' output to mirror the schedule's structure.
+"""
+
+from __future__ import annotations
+
+from ..arith import Analyzer
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.functor import Mutator, substitute
+
+
+class _Simplify(Mutator):
+    def __init__(self, keep_unit_loops: bool):
+        self.ana = Analyzer()
+        self.keep_unit_loops = keep_unit_loops
+
+    def _expr(self, e):
+        return self.ana.simplify(e)
+
+    def visit_For(self, s: S.For):
+        mn, ext = self._expr(s.min), self._expr(s.extent)
+        if E.is_const_int(ext, 0):
+            return S.Evaluate(0)
+        if E.is_const_int(ext, 1) and not self.keep_unit_loops and s.kind != "thread_binding":
+            return self.visit(substitute(s.body, {s.loop_var: mn}))
+        self.ana.bind(s.loop_var, E.Range(mn, ext))
+        body = self.visit(s.body)
+        if isinstance(body, S.Evaluate) and isinstance(body.value, E.IntImm):
+            return body
+        return S.For(s.loop_var, mn, ext, s.kind, body, s.thread_tag)
+
+    def visit_IfThenElse(self, s: S.IfThenElse):
+        cond = self._expr(s.condition)
+        if isinstance(cond, E.IntImm):
+            chosen = s.then_case if cond.value else s.else_case
+            return self.visit(chosen) if chosen is not None else S.Evaluate(0)
+        with self.ana.constraint_scope(cond):
+            then = self.visit(s.then_case)
+        els = self.visit(s.else_case) if s.else_case is not None else None
+        return S.IfThenElse(cond, then, els)
+
+    def visit_SeqStmt(self, s: S.SeqStmt):
+        return S.seq(*[self.visit(x) for x in s.seq])
+
+    def generic_visit(self, node):
+        if isinstance(node, E.PrimExpr):
+            return self._expr(node)
+        return super().generic_visit(node)
+
+
+def simplify_stmt(stmt: S.Stmt, keep_unit_loops: bool = False) -> S.Stmt:
+    return _Simplify(keep_unit_loops).visit(stmt)

@@ -1,0 +1,8 @@
+"""How to compute: stages, IterVar relations and the schedule primitives."""
+
+from .relations import Fuse, Rebase, Relation, Singleton, Split
+from .schedule import Schedule, create_schedule
+from .stage import INLINE, ROOT, SCOPE, IterVarAttr, Stage
+
+__all__ = ["INLINE", "ROOT", "SCOPE", "Fuse", "IterVarAttr", "Rebase", "Relation", "Schedule",
+           "Singleton", "Split", "Stage", "create_schedule"]

@@ -1,0 +1,97 @@
+"""Facts derived from a schedule: effective bodies (after inlining), readers, attach paths.
+
+They are recomputed from the stages whenever asked, so no primitive has to keep them in
+sync; InferBound, lowering, legality checks and the views all read the same answers.
+"""
+
+from __future__ import annotations
+
+from ..errors import ScheduleError
+from ..ir import expr as E
+from ..ir.functor import Mutator, collect, substitute
+from ..te.tensor import ComputeOp, Tensor
+from .schedule import Schedule
+from .stage import INLINE, SCOPE, Stage
+
+
+class _Inliner(Mutator):
+    def __init__(self, sch: Schedule, cache: dict):
+        self.sch, self.cache = sch, cache
+
+    def visit_ProducerLoad(self, e: E.ProducerLoad):
+        idx = tuple(self.visit(i) for i in e.indices)
+        op = e.producer.op
+        st = self.sch.stage_map.get(op)
+        if st is not None and st.attach_type == INLINE:
+            body = inlined_body(self.sch, st, self.cache)[e.producer.value_index]
+            return substitute(body, {iv.var: i for iv, i in zip(op.axis, idx)})
+        if all(a is b for a, b in zip(idx, e.indices)):
+            return e
+        return E.ProducerLoad(e.producer, idx)
+
+
+def inlined_body(sch: Schedule, stage: Stage, cache: dict | None = None) -> tuple[E.PrimExpr, ...]:
+    """The stage's body with every inlined producer substituted (recursively)."""
+    cache = {} if cache is None else cache
+    if stage.op in cache:
+        return cache[stage.op]
+    if not isinstance(stage.op, ComputeOp):
+        cache[stage.op] = ()
+        return ()
+    cache[stage.op] = None  # cycle guard
+    body = tuple(_Inliner(sch, cache).visit(b) for b in stage.op.body)
+    cache[stage.op] = body
+    return body
+
+
+def effective_bodies(sch: Schedule) -> dict:
+    cache: dict = {}
+    return {st.op: inlined_body(sch, st, cache) for st in sch.stages if st.attach_type != INLINE}
+
+
+def reads(bodies: tuple[E.PrimExpr, ...]) -> list[E.ProducerLoad]:
+    out: list[E.ProducerLoad] = []
+    for b in bodies:
+        out.extend(collect(b, lambda n: isinstance(n, E.ProducerLoad)))
+    return out
+
+
+def consumers(sch: Schedule, bodies: dict) -> dict[Stage, list[Stage]]:
+    """For every stage, the (non-inlined) stages that read one of its outputs."""
+    result: dict[Stage, list[Stage]] = {st: [] for st in sch.stages}
+    for st in sch.stages:
+        if st.attach_type == INLINE:
+            continue
+        seen: set[int] = set()
+        for load in reads(bodies[st.op]):
+            prod = sch.stage_map.get(load.producer.op)
+            if prod is not None and id(prod) not in seen:
+                seen.add(id(prod))
+                result[prod].append(st)
+    return result
+
+
+def attach_path(stage: Stage) -> list[E.IterVar]:
+    """Leaf loops that enclose the stage, innermost first (seed 000, CreateAttachPath)."""
+    path: list[E.IterVar] = []
+    s = stage
+    guard: set[int] = set()
+    while s.attach_type == SCOPE:
+        if id(s) in guard:
+            raise ScheduleError(f"stage {stage.name}: its compute_at attachments form a cycle through {s.name}")
+        guard.add(id(s))
+        parent, ivar = s.attach_stage, s.attach_ivar
+        assert parent is not None
+        if ivar not in parent.leaf_iter_vars:
+            raise ScheduleError(
+                f"stage {s.name} is computed at {ivar.name} of {parent.name}, which is not one of "
+                f"{parent.name}'s loops ({parent._leaf_names()}); attach it to one of those"
+            )
+        k = parent.leaf_iter_vars.index(ivar)
+        path.extend(reversed(parent.leaf_iter_vars[: k + 1]))
+        s = parent
+    return path
+
+
+def output_tensors(sch: Schedule) -> list[Tensor]:
+    return [t for op in sch.outputs for t in op.outputs]

@@ -1,0 +1,294 @@
+"""A stage: how one operation is computed (its loops, their order and where it is placed).
+
+Every primitive checks its arguments before touching anything, so a failed call leaves the
+stage as it was, and the error names the stage and the axis in the user's own words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import ScheduleError
+from ..ir import expr as E
+from ..ir.op import convert
+from .relations import Fuse, Relation, Singleton, Split
+
+if TYPE_CHECKING:
+    from ..te.tensor import Operation
+    from .schedule import Schedule
+
+
+ROOT, SCOPE, INLINE = "root", "scope", "inline"
+
+
+@dataclass
+class IterVarAttr:
+    """Annotations of one loop: its kind (serial, parallel, vectorized, unrolled) and binding."""
+
+    kind: str = "serial"
+    bind_thread: E.IterVar | None = None
+    pragmas: dict = field(default_factory=dict)
+
+
+class Stage:
+    def __init__(self, op: Operation, schedule: Schedule):
+        self.op = op
+        self.origin_op = op
+        self.schedule = schedule
+        roots = list(op.root_iter_vars)
+        self.all_iter_vars: list[E.IterVar] = list(roots)
+        self.leaf_iter_vars: list[E.IterVar] = list(roots)
+        self.relations: list[Relation] = []
+        self.attach_type = ROOT
+        self.attach_ivar: E.IterVar | None = None
+        self.attach_stage: Stage | None = None
+        self.iter_var_attrs: dict[E.IterVar, IterVarAttr] = {}
+        self.scope = "global"
+        self.is_output = False
+
+    # ---- naming and lookup -------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    @property
+    def is_placeholder(self) -> bool:
+        from ..te.tensor import PlaceholderOp
+
+        return isinstance(self.op, PlaceholderOp)
+
+    def __repr__(self) -> str:
+        return f"stage({self.name})"
+
+    def _leaf_names(self) -> str:
+        return ", ".join(iv.name for iv in self.leaf_iter_vars) or "none"
+
+    def _check_leaf(self, iv, what: str) -> E.IterVar:
+        if not isinstance(iv, E.IterVar):
+            raise ScheduleError(
+                f"stage {self.name}: {what} expects an axis (IterVar) such as {self.name}.op.axis[0], "
+                f"got {iv!r}"
+            )
+        if iv in self.leaf_iter_vars:
+            return iv
+        if iv in self.all_iter_vars:
+            children = [r for r in self.relations if iv in r.inputs]
+            made = ", ".join(c.name for r in children for c in r.outputs)
+            raise ScheduleError(
+                f"stage {self.name}: cannot {what} axis {iv.name}: it is no longer a loop of {self.name} "
+                f"(it was already transformed into {made}); use one of the current loops: {self._leaf_names()}"
+            )
+        owner = self.schedule.stage_of_iter_var(iv)
+        where = f"it belongs to stage {owner.name}" if owner is not None else "it belongs to no stage of this schedule"
+        raise ScheduleError(
+            f"stage {self.name}: cannot {what} axis {iv.name}: {where}; the loops of {self.name} are "
+            f"{self._leaf_names()}"
+        )
+
+    def _new_iv(self, name: str, like: E.IterVar) -> E.IterVar:
+        kind = E.IterVar.REDUCE if like.iter_type == E.IterVar.REDUCE else E.IterVar.DATA_PAR
+        iv = E.IterVar(None, E.Var(name, like.dtype), kind)
+        self.all_iter_vars.append(iv)
+        return iv
+
+    # ---- loop transformations ------------------------------------------------------------
+    def split(self, parent: E.IterVar, factor=None, nparts=None) -> tuple[E.IterVar, E.IterVar]:
+        """Split ``parent`` into an outer and an inner loop; give exactly one of factor/nparts."""
+        self._check_leaf(parent, "split")
+        if (factor is None) == (nparts is None):
+            raise ScheduleError(
+                f"stage {self.name}: split of {parent.name} needs exactly one of factor= or nparts="
+            )
+        amount = convert(factor if factor is not None else nparts)
+        label = "factor" if factor is not None else "nparts"
+        if not amount.dtype.is_integer:
+            raise ScheduleError(f"stage {self.name}: split {label} of {parent.name} must be an integer, got {amount}")
+        if isinstance(amount, E.IntImm) and amount.value <= 0:
+            raise ScheduleError(
+                f"stage {self.name}: split {label} of {parent.name} must be positive, got {amount.value}"
+            )
+        from ..ir.op import cast
+
+        amount = cast(amount, parent.dtype)
+        outer = self._new_iv(parent.name + ".outer", parent)
+        inner = self._new_iv(parent.name + ".inner", parent)
+        self.relations.append(Split(parent, outer, inner, amount if factor is not None else None,
+                                    amount if nparts is not None else None))
+        k = self.leaf_iter_vars.index(parent)
+        self.leaf_iter_vars[k:k + 1] = [outer, inner]
+        self._move_attachments(parent, inner)
+        self._move_attr(parent, inner)
+        return outer, inner
+
+    def fuse(self, *args: E.IterVar) -> E.IterVar:
+        """Fuse adjacent loops (outermost first) into one."""
+        if len(args) == 1 and isinstance(args[0], list | tuple):
+            args = tuple(args[0])
+        if not args:
+            iv = E.IterVar(E.Range(0, 1), E.Var("singleton", "int32"), E.IterVar.DATA_PAR)
+            self.all_iter_vars.append(iv)
+            self.relations.append(Singleton(iv))
+            self.leaf_iter_vars.insert(0, iv)
+            return iv
+        for a in args:
+            self._check_leaf(a, "fuse")
+        if len({id(a) for a in args}) != len(args):
+            raise ScheduleError(f"stage {self.name}: fuse was given the same axis twice")
+        fused = args[0]
+        for nxt in args[1:]:
+            fused = self._fuse2(fused, nxt)
+        return fused
+
+    def _fuse2(self, outer: E.IterVar, inner: E.IterVar) -> E.IterVar:
+        po, pi = self.leaf_iter_vars.index(outer), self.leaf_iter_vars.index(inner)
+        if pi != po + 1:
+            raise ScheduleError(
+                f"stage {self.name}: cannot fuse {outer.name} and {inner.name}: they are not adjacent "
+                f"loops with {outer.name} directly outside {inner.name} (loop order: {self._leaf_names()}); "
+                f"reorder them first, e.g. s[{self.name}].reorder({outer.name}, {inner.name})"
+            )
+        if outer.is_reduce != inner.is_reduce:
+            raise ScheduleError(
+                f"stage {self.name}: cannot fuse {outer.name} and {inner.name}: one is a reduction "
+                "axis and the other is not"
+            )
+        fused = self._new_iv(f"{outer.name}.{inner.name}.fused", outer)
+        if outer.dtype != inner.dtype:
+            fused.var.dtype = outer.dtype if outer.dtype.bits >= inner.dtype.bits else inner.dtype
+        self.relations.append(Fuse(outer, inner, fused))
+        self.leaf_iter_vars[po:pi + 1] = [fused]
+        self._move_attachments(inner, fused)
+        self._move_attachments(outer, fused)
+        return fused
+
+    def reorder(self, *args: E.IterVar) -> None:
+        """Put the given loops in this order, in the positions they occupy together."""
+        if len(args) == 1 and isinstance(args[0], list | tuple):
+            args = tuple(args[0])
+        for a in args:
+            self._check_leaf(a, "reorder")
+        seen: set[int] = set()
+        for a in args:
+            if id(a) in seen:
+                raise ScheduleError(
+                    f"stage {self.name}: reorder was given axis {a.name} more than once; name each loop once"
+                )
+            seen.add(id(a))
+        pos = sorted(self.leaf_iter_vars.index(a) for a in args)
+        for p, a in zip(pos, args):
+            self.leaf_iter_vars[p] = a
+
+    def tile(self, x_parent: E.IterVar, y_parent: E.IterVar, x_factor, y_factor):
+        """Split two loops and order them ``x.outer, y.outer, x.inner, y.inner``."""
+        self._check_leaf(x_parent, "tile")
+        self._check_leaf(y_parent, "tile")
+        if x_parent is y_parent:
+            raise ScheduleError(f"stage {self.name}: tile needs two different axes, got {x_parent.name} twice")
+        xo, xi = self.split(x_parent, factor=x_factor)
+        yo, yi = self.split(y_parent, factor=y_factor)
+        self.reorder(xo, yo, xi, yi)
+        return xo, yo, xi, yi
+
+    # ---- placement -----------------------------------------------------------------------
+    def compute_at(self, parent: Stage, scope: E.IterVar) -> None:
+        """Compute this stage inside loop ``scope`` of ``parent``, only the region it needs there."""
+        if not isinstance(parent, Stage):
+            parent = self.schedule[parent]
+        if parent is self:
+            raise ScheduleError(f"stage {self.name}: cannot compute_at itself; attach it to a stage that reads it")
+        if not isinstance(scope, E.IterVar) or scope not in parent.all_iter_vars:
+            owner = self.schedule.stage_of_iter_var(scope) if isinstance(scope, E.IterVar) else None
+            where = f" (it is an axis of {owner.name})" if owner is not None else ""
+            raise ScheduleError(
+                f"stage {self.name}: compute_at target {getattr(scope, 'name', scope)} is not a loop of "
+                f"stage {parent.name}{where}; choose one of {parent._leaf_names()}"
+            )
+        if self.is_placeholder:
+            raise ScheduleError(f"stage {self.name} is an input placeholder; it is not computed, so it cannot be moved")
+        self.attach_type = SCOPE
+        self.attach_ivar = scope
+        self.attach_stage = parent
+
+    def compute_root(self) -> None:
+        self.attach_type = ROOT
+        self.attach_ivar = self.attach_stage = None
+
+    def compute_inline(self) -> None:
+        """Substitute this stage's expression into every reader instead of storing it."""
+        from ..te.tensor import ComputeOp
+
+        if not isinstance(self.op, ComputeOp):
+            raise ScheduleError(f"stage {self.name}: only a te.compute stage can be inlined")
+        if self.op.is_reduction:
+            raise ScheduleError(
+                f"stage {self.name}: a reduction cannot be inlined (its value needs a loop); "
+                f"use compute_at to place it inside its reader instead"
+            )
+        if self.op.num_outputs > 1:
+            raise ScheduleError(f"stage {self.name}: an operation with several outputs cannot be inlined")
+        if self.is_output:
+            raise ScheduleError(
+                f"stage {self.name} is an output of the schedule; an output must be stored, so it cannot be inlined"
+            )
+        self.attach_type = INLINE
+        self.attach_ivar = self.attach_stage = None
+
+    # ---- annotations ---------------------------------------------------------------------
+    def _annotate(self, iv: E.IterVar, kind: str) -> None:
+        self._check_leaf(iv, kind)
+        self.iter_var_attrs.setdefault(iv, IterVarAttr()).kind = kind
+
+    def vectorize(self, iv: E.IterVar) -> None:
+        self._annotate(iv, "vectorized")
+
+    def unroll(self, iv: E.IterVar) -> None:
+        self._annotate(iv, "unrolled")
+
+    def parallel(self, iv: E.IterVar) -> None:
+        self._annotate(iv, "parallel")
+
+    def bind(self, iv: E.IterVar, thread_iv: E.IterVar) -> None:
+        self._check_leaf(iv, "bind")
+        if not isinstance(thread_iv, E.IterVar) or thread_iv.iter_type != E.IterVar.THREAD:
+            raise ScheduleError(f"stage {self.name}: bind needs a te.thread_axis, got {thread_iv!r}")
+        attr = self.iter_var_attrs.setdefault(iv, IterVarAttr())
+        attr.kind = "thread_binding"
+        attr.bind_thread = thread_iv
+
+    def pragma(self, iv: E.IterVar, key: str, value=None) -> None:
+        self._check_leaf(iv, "pragma")
+        self.iter_var_attrs.setdefault(iv, IterVarAttr()).pragmas[key] = value
+
+    def set_scope(self, scope: str) -> None:
+        if scope not in ("global", "local", "shared", "warp"):
+            raise ScheduleError(f"stage {self.name}: unknown storage scope {scope!r} (global, local, shared, warp)")
+        self.scope = scope
+
+    # ---- keeping attachments and annotations on the loop they were made for ---------------
+    def _move_attachments(self, old: E.IterVar, new: E.IterVar) -> None:
+        """Stages attached at a loop that is split or fused stay at the loop that replaces it."""
+        for st in self.schedule.stages:
+            if st.attach_stage is self and st.attach_ivar is old:
+                st.attach_ivar = new
+
+    def _move_attr(self, old: E.IterVar, new: E.IterVar) -> None:
+        if old in self.iter_var_attrs:
+            self.iter_var_attrs[new] = self.iter_var_attrs.pop(old)
+
+    # ---- derived facts -------------------------------------------------------------------
+    def leaf_kind(self, iv: E.IterVar) -> str:
+        attr = self.iter_var_attrs.get(iv)
+        return attr.kind if attr else "serial"
+
+    def relation_of_output(self, iv: E.IterVar) -> Relation | None:
+        for r in self.relations:
+            if iv in r.outputs:
+                return r
+        return None
+
+    def is_reduce_leaf(self, iv: E.IterVar) -> bool:
+        return iv.iter_type == E.IterVar.REDUCE
+
+
+__all__ = ["INLINE", "ROOT", "SCOPE", "IterVarAttr", "Stage"]

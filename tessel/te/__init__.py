@@ -1,0 +1,23 @@
+"""The front end: *what* to compute, as tensor expressions."""
+
+from ..ir.expr import IterVar, Range, Reduce, Var
+from .intrin import *  # noqa: F403
+from .intrin import _FLOAT_UNARY, abs, all, any, cast, const, div, if_then_else, pow, select, size_var, var
+from .reduce import Reducer, comm_reducer, max, max_value, min, min_value, reduce_axis, sum, thread_axis
+from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor, compute, placeholder
+
+
+def create_schedule(ops):
+    from ..schedule import create_schedule as _cs
+
+    return _cs(ops)
+
+
+__all__ = [
+    "ComputeOp", "IterVar", "Operation", "PlaceholderOp", "Range", "Reduce", "Reducer", "Tensor", "Var",
+    "abs", "all", "any", "cast", "comm_reducer", "compute", "const", "create_schedule", "div",
+    "if_then_else", "max", "max_value", "min", "min_value", "placeholder", "pow", "reduce_axis",
+    "select", "size_var", "sum", "thread_axis", "var",
+    "floordiv", "floormod", "truncdiv", "truncmod", "indexdiv", "indexmod", "fmod", "isnan", "power",
+    *_FLOAT_UNARY,
+]

@@ -1,0 +1,114 @@
+"""Reduction axes and commutative reducers (sum, min, max and user-defined ones)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import DefinitionError
+from ..ir import expr as E
+from ..ir import op as O
+from ..ir.dtype import DType
+
+
+def reduce_axis(dom, name: str = "rv", thread_tag: str = "") -> E.IterVar:
+    """A reduction axis over ``dom``: a ``(begin, end)`` pair (end exclusive) or a Range."""
+    if isinstance(dom, E.Range):
+        rng = dom
+    else:
+        try:
+            begin, end = dom
+        except (TypeError, ValueError):
+            raise DefinitionError(f"reduce_axis {name}: dom must be (begin, end) or a Range, got {dom!r}") from None
+        rng = E.Range.from_begin_end(begin, end)
+    if not rng.extent.dtype.is_integer:
+        raise DefinitionError(f"reduce_axis {name}: bounds must be integers")
+    return E.IterVar(rng, E.Var(name, rng.extent.dtype), E.IterVar.REDUCE, thread_tag)
+
+
+def thread_axis(dom=None, tag: str = "", name: str = "") -> E.IterVar:
+    """An IterVar standing for a hardware thread index (``threadIdx.x``, ``blockIdx.x`` ...)."""
+    if isinstance(dom, str):
+        tag, dom = dom, None
+    if dom is not None and not isinstance(dom, E.Range):
+        dom = E.Range.from_begin_end(*dom)
+    return E.IterVar(dom, E.Var(name or tag or "thread", "int32"), E.IterVar.THREAD, tag)
+
+
+class Reducer:
+    """A user-visible reducer: call it as ``r(expr, axis=k, where=cond)``.
+
+    Called with two plain expressions and no axis it combines them directly, so
+    ``te.max(a, b)`` is the elementwise maximum, as in TVM.
+    """
+
+    def __init__(self, fcombine: Callable, fidentity: Callable, name: str):
+        self.fcombine, self.fidentity, self.name = fcombine, fidentity, name
+        self._cache: dict[tuple[DType, ...], E.CommReducer] = {}
+
+    def combiner(self, dtypes: tuple[DType, ...]) -> E.CommReducer:
+        if dtypes not in self._cache:
+            lhs = [E.Var("x" if len(dtypes) == 1 else f"x{k}", t) for k, t in enumerate(dtypes)]
+            rhs = [E.Var("y" if len(dtypes) == 1 else f"y{k}", t) for k, t in enumerate(dtypes)]
+            res = self.fcombine(*lhs, *rhs) if len(dtypes) == 1 else self.fcombine(tuple(lhs), tuple(rhs))
+            res = res if isinstance(res, tuple | list) else (res,)
+            ident = self.fidentity(*dtypes)
+            ident = ident if isinstance(ident, tuple | list) else (ident,)
+            if len(res) != len(dtypes) or len(ident) != len(dtypes):
+                raise DefinitionError(
+                    f"reducer {self.name}: combine and identity must give {len(dtypes)} value(s), one per input"
+                )
+            res = tuple(O.cast(r, t) for r, t in zip(res, dtypes))
+            ident = tuple(O.cast(v, t) for v, t in zip(ident, dtypes))
+            self._cache[dtypes] = E.CommReducer(lhs, rhs, res, ident, self.name)
+        return self._cache[dtypes]
+
+    def __call__(self, expr, axis=None, where=None, init=None):
+        if axis is not None and not isinstance(axis, E.IterVar | list | tuple):
+            if where is None and init is None:
+                return self.fcombine(O.convert(expr), O.convert(axis))
+        if axis is None:
+            raise DefinitionError(f"te.{self.name} needs axis=: the reduce_axis (or list of them) to reduce over")
+        axes = tuple(axis) if isinstance(axis, list | tuple) else (axis,)
+        for a in axes:
+            if not isinstance(a, E.IterVar) or not a.is_reduce:
+                raise DefinitionError(f"te.{self.name}: axis {a} is not a reduce_axis; create it with te.reduce_axis")
+        sources = tuple(O.convert(e) for e in expr) if isinstance(expr, tuple | list) else (O.convert(expr),)
+        cond = O.const(True) if where is None else O.convert(where)
+        comb = self.combiner(tuple(s.dtype for s in sources))
+        inits = ()
+        if init is not None:
+            inits = tuple(O.cast(v, s.dtype) for v, s in zip(init if isinstance(init, tuple | list) else (init,), sources))
+        outs = tuple(E.Reduce(comb, sources, axes, cond, k, inits) for k in range(len(sources)))
+        return outs if len(outs) > 1 else outs[0]
+
+
+def comm_reducer(fcombine: Callable, fidentity: Callable, name: str = "reduce") -> Reducer:
+    """A commutative, associative reducer from a combine function and an identity per dtype."""
+    return Reducer(fcombine, fidentity, name)
+
+
+def _min_value(t: DType):
+    return O.const(t.min_value() if not t.is_float else -float("inf"), t)
+
+
+def _max_value(t: DType):
+    return O.const(t.max_value() if not t.is_float else float("inf"), t)
+
+
+sum = comm_reducer(lambda x, y: x + y, lambda t: O.const(0, t), name="sum")  # noqa: A001
+min = comm_reducer(lambda x, y: O.min_(x, y), _max_value, name="min")  # noqa: A001
+max = comm_reducer(lambda x, y: O.max_(x, y), _min_value, name="max")  # noqa: A001
+
+
+def min_value(dtype) -> E.PrimExpr:
+    from ..ir.dtype import dtype as to_dtype
+
+    return _min_value(to_dtype(dtype))
+
+
+def max_value(dtype) -> E.PrimExpr:
+    from ..ir.dtype import dtype as to_dtype
+
+    return _max_value(to_dtype(dtype))
+
+
