@@ -214,17 +214,20 @@ class _PyGen:
         return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
 
     def _call(self, e: E.Call) -> tuple[str, int]:
-        if e.op == "if_then_else":
+        op, dt = e.op, e.dtype
+        if op == "if_then_else":
             return self._ternary(*e.args)
-        if not e.dtype.is_float and e.op in ("floor", "ceil", "round", "trunc"):
+        if not dt.is_float and op in ("floor", "ceil", "round", "trunc"):
             return self._expr(e.args[0])
+        predicate = op in ("isnan", "isinf", "isfinite")
+        # float16 math runs in float32 and rounds once, exactly like the C target
+        via = "float32" if dt == "float16" and op not in ("fabs", "abs", "floor", "ceil", "round", "trunc") else None
         args = []
         for a in e.args:
-            text = self.expr(a)
-            if e.op not in ("isnan", "isinf", "isfinite") and a.dtype != e.dtype:
-                text = f"{self.expr(a, _ATOM)}.astype({_np_name(e.dtype)})"
-            args.append(text)
-        return f"{_FLOAT_CALL[e.op]}({', '.join(args)})", _ATOM
+            want = via or (None if predicate else _np_name(dt))
+            args.append(self.expr(a) if want is None or a.dtype == want else f"{self.expr(a, _ATOM)}.astype({want})")
+        text = f"{_FLOAT_CALL[op]}({', '.join(args)})"
+        return (f"{text}.astype(float16)" if via else text), _ATOM
 
     # ---- statements ----------------------------------------------------------------------
     def emit(self, depth: int, text: str) -> None:

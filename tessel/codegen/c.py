@@ -1,0 +1,481 @@
+"""The c target: readable C99 (+ OpenMP pragmas) from a lowered PrimFunc.
+
+The exported function is ``int32_t <name>(T* restrict buf, ..., int64_t size, ...)``: buffers in
+parameter order (``const`` when the kernel never writes them), then the size vars. It returns
+0, or nonzero when a heap temporary could not be allocated, so that failure becomes a Python
+exception instead of a crash.
+
+The C must compute what the python reference computes, so a few IR rules are spelled out
+rather than left to C: arithmetic on 8/16-bit integers, bool and float16 is cast back to its
+dtype after every operation (C would silently widen to int or float); signed overflow wraps
+(``-fwrapv``); integer division and remainder by zero give 0 and never trap; floordiv/floormod
+round toward minus infinity through small helpers; ``round`` is round-half-to-even
+(``rint``, as NumPy's ``round``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import BuildError
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.dtype import DType
+from ..runtime.args import ArgSpec
+from ..runtime.cache import load_or_build
+from ..runtime.compiler import find_compiler
+from ..runtime.module import CKernel
+from .common import NameTable, check_func, unbound_var, unsupported_vector, written_buffers
+
+CTYPE = {
+    "bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
+    "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
+    "float16": "_Float16", "float32": "float", "float64": "double",
+}
+_SUFFIX = {"bool": "b", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8",
+           "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "f16", "float32": "f32",
+           "float64": "f64"}
+STACK_LIMIT_BYTES = 32 * 1024  # larger (or symbolic) temporaries go to the heap
+
+_C_KEYWORDS = set("""
+auto break case char const continue default do double else enum extern float for goto if inline int
+long register restrict return short signed sizeof static struct switch typedef union unsigned void
+volatile while bool true false asm typeof main NULL NAN INFINITY errno free malloc calloc realloc
+aligned_alloc posix_memalign abort exit memcpy memset size_t ptrdiff_t
+""".split())
+_LIBM = set("""
+exp exp2 exp10 expm1 log log2 log10 log1p sqrt cbrt sin cos tan asin acos atan sinh cosh tanh asinh
+acosh atanh erf erfc pow fmod atan2 hypot copysign fabs floor ceil round rint nearbyint trunc isnan
+isinf isfinite abs labs llabs fmin fmax fma lgamma tgamma remainder signbit ldexp frexp modf
+""".split())
+_LIBM_F = {n + "f" for n in _LIBM}
+_INT_TYPES = {f"{s}int{b}_t" for s in ("", "u") for b in (8, 16, 32, 64)} | {f"INT{b}_MIN" for b in (8, 16, 32, 64)}
+_RESERVED = _C_KEYWORDS | _LIBM | _LIBM_F | _INT_TYPES
+
+# intrinsic -> C math function (double); the float version appends "f"
+_MATH = {
+    "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log2": "log2", "log10": "log10",
+    "log1p": "log1p", "sqrt": "sqrt", "cbrt": "cbrt", "sin": "sin", "cos": "cos", "tan": "tan",
+    "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
+    "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "erf": "erf", "pow": "pow", "fmod": "fmod",
+    "atan2": "atan2", "hypot": "hypot", "copysign": "copysign", "fabs": "fabs", "abs": "fabs",
+    "floor": "floor", "ceil": "ceil", "round": "rint", "trunc": "trunc",
+}
+
+# precedence, loosest first: ?: 1, || 2, && 3, ==/!= 4, relational 5, +- 6, */% 7, unary 8
+_PREC = {E.Or: 2, E.And: 3, E.EQ: 4, E.NE: 4, E.LT: 5, E.LE: 5, E.GT: 5, E.GE: 5,
+         E.Add: 6, E.Sub: 6, E.Mul: 7, E.Div: 7, E.Mod: 7}
+_ATOM = 9
+
+
+def ctype(dt: DType) -> str:
+    if dt.lanes != 1:
+        raise BuildError(f"the c target has no type for vector dtype {dt} yet")
+    return CTYPE[str(dt)]
+
+
+def _narrow(dt: DType) -> bool:
+    """Types C would compute in a wider type: the result must be cast back after each operation."""
+    return dt.is_bool or dt.bits < 32
+
+
+def _math_fn(name: str, dt: DType) -> str:
+    return name if dt.bits == 64 else name + "f"
+
+
+class _CGen:
+    def __init__(self, func: S.PrimFunc):
+        self.func = func
+        self.names = NameTable(_RESERVED, lambda s: False)
+        self.symbol = self.names.get(func, func.name)
+        self.helpers: dict[str, str] = {}
+        self.bound: set[int] = set()
+        self.lines: list[str] = []
+        self.depth = 1
+        self.scopes: list[set[str]] = [set()]
+        self.has_parallel = False
+        self.uses_heap = False
+        self.uses_float16 = False
+
+    # ---- helpers emitted on demand -------------------------------------------------------
+    def helper(self, kind: str, dt: DType) -> str:
+        name = f"tsl_{kind}_{_SUFFIX[str(dt)]}"
+        if name not in self.helpers:
+            self.helpers[name] = _helper_source(kind, name, dt)
+        return name
+
+    # ---- expressions ---------------------------------------------------------------------
+    def var(self, v: E.Var) -> str:
+        if id(v) not in self.bound:
+            raise unbound_var(self.func, v)
+        return self.names.get(v, v.name)
+
+    def expr(self, e: E.PrimExpr, parent: int = 0) -> str:
+        text, prec = self._expr(e)
+        return f"({text})" if prec < parent else text
+
+    def _expr(self, e) -> tuple[str, int]:
+        if e.dtype.lanes != 1 or isinstance(e, E.Ramp | E.Broadcast):
+            raise unsupported_vector(self.func, e, "c")
+        if e.dtype == "float16":
+            self.uses_float16 = True
+        if isinstance(e, E.Var):
+            return self.var(e), _ATOM
+        if isinstance(e, E.IntImm):
+            return _int_literal(e.value, e.dtype)
+        if isinstance(e, E.FloatImm):
+            return _float_literal(e.value, e.dtype)
+        if isinstance(e, E.Min | E.Max):
+            fn = self.helper("min" if isinstance(e, E.Min) else "max", e.dtype)
+            return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
+        if isinstance(e, E.Div | E.Mod | E.FloorDiv | E.FloorMod):
+            return self._division(e)
+        if isinstance(e, E.CmpOp):
+            p = _PREC[type(e)]
+            return f"{self.expr(e.a, 6)} {e.symbol} {self.expr(e.b, 6)}", p
+        if isinstance(e, E.BinaryOp):
+            p = _PREC[type(e)]
+            text = f"{self.expr(e.a, p)} {e.symbol} {self.expr(e.b, p + 1)}"
+            return self._wrap(text, p, e.dtype)
+        if isinstance(e, E.Not):
+            return f"!{self.expr(e.a, 8)}", 8
+        if isinstance(e, E.Select):
+            return self._ternary(e.condition, e.true_value, e.false_value)
+        if isinstance(e, E.Cast):
+            return f"({ctype(e.dtype)}){self.expr(e.value, 8)}", 8
+        if isinstance(e, E.Call):
+            return self._call(e)
+        if isinstance(e, E.Let):
+            value = self.expr(e.value)
+            self.bound.add(id(e.var))
+            name = self.names.get(e.var, e.var.name)
+            body = self.expr(e.body)
+            self.bound.discard(id(e.var))
+            return f"({{ const {ctype(e.var.dtype)} {name} = {value}; {body}; }})", _ATOM
+        if isinstance(e, E.BufferLoad):
+            return f"{self.names.get(e.buffer, e.buffer.name)}[{self.expr(e.indices[0])}]", _ATOM
+        raise BuildError(f"kernel {self.func.name!r}: the c target cannot generate `{e}` ({type(e).__name__})")
+
+    def _wrap(self, text: str, prec: int, dt: DType) -> tuple[str, int]:
+        if _narrow(dt) or dt == "float16":
+            return f"({ctype(dt)})({text})", 8
+        return text, prec
+
+    def _ternary(self, c, t, f) -> tuple[str, int]:
+        return f"{self.expr(c, 2)} ? {self.expr(t, 1)} : {self.expr(f, 1)}", 1
+
+    def _division(self, e) -> tuple[str, int]:
+        dt = e.dtype
+        if dt.is_float:
+            a, b = self.expr(e.a), self.expr(e.b)
+            if isinstance(e, E.Div):
+                return self._wrap(f"{self.expr(e.a, 7)} / {self.expr(e.b, 8)}", 7, dt)
+            kind = {E.Mod: "fmod", E.FloorDiv: "floordiv", E.FloorMod: "floormod"}[type(e)]
+            return f"{self.helper(kind, dt)}({a}, {b})", _ATOM
+        trunc = isinstance(e, E.Div | E.Mod)
+        b_const = e.b.value if isinstance(e.b, E.IntImm) else None
+        if trunc and b_const not in (None, 0, -1):  # safe divisor: plain C, which truncates
+            sym = "/" if isinstance(e, E.Div) else "%"
+            return self._wrap(f"{self.expr(e.a, 7)} {sym} {self.expr(e.b, 8)}", 7, dt)
+        kind = {E.Div: "div", E.Mod: "mod", E.FloorDiv: "floordiv", E.FloorMod: "floormod"}[type(e)]
+        return f"{self.helper(kind, dt)}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
+
+    def _call(self, e: E.Call) -> tuple[str, int]:
+        op, dt = e.op, e.dtype
+        if op == "if_then_else":
+            return self._ternary(*e.args)
+        if op in ("isnan", "isinf", "isfinite"):
+            arg = self.expr(e.args[0])
+            if e.args[0].dtype == "float16":
+                arg = f"(float){self.expr(e.args[0], 8)}"
+            return f"(bool){op}({arg})", 8
+        if not dt.is_float:  # integer abs/floor/ceil/round/trunc
+            if op in ("abs", "fabs") and not (dt.is_uint or dt.is_bool):
+                return f"{self.helper('abs', dt)}({self.expr(e.args[0])})", _ATOM
+            return self._cast_to(e.args[0], dt), _ATOM
+        args = [self._cast_to(a, dt) for a in e.args]
+        if dt == "float16":  # compute in float, round once, as NumPy does for float16
+            args = [f"(float){a}" for a in args]
+            inner = _float_call(op, DType("float32"), args, self)
+            return f"(_Float16)({inner})", 8
+        return _float_call(op, dt, args, self), _ATOM
+
+    def _cast_to(self, a: E.PrimExpr, dt: DType) -> str:
+        if a.dtype == dt:
+            return self.expr(a, _ATOM)
+        return f"(({ctype(dt)}){self.expr(a, 8)})"
+
+    # ---- statements ----------------------------------------------------------------------
+    def emit(self, text: str) -> None:
+        self.lines.append("  " * self.depth + text)
+
+    def open(self, head: str) -> None:
+        self.emit(f"{head} {{" if head else "{")
+        self.depth += 1
+        self.scopes.append(set())
+
+    def close(self, tail: str = "}") -> None:
+        self.depth -= 1
+        self.scopes.pop()
+        self.emit(tail)
+
+    def stmt(self, s) -> None:
+        if isinstance(s, S.SeqStmt):
+            for x in s.seq:
+                self.stmt(x)
+        elif isinstance(s, S.For):
+            self._for(s)
+        elif isinstance(s, S.IfThenElse):
+            self.open(f"if ({self.expr(s.condition)})")
+            self.stmt(s.then_case)
+            if s.else_case is not None:
+                self.depth -= 1
+                self.scopes.pop()
+                self.open("} else")
+                self.stmt(s.else_case)
+            self.close()
+        elif isinstance(s, S.LetStmt):
+            value = self.expr(s.value)
+            self.bound.add(id(s.var))
+            name = self.names.get(s.var, s.var.name)
+            fresh_scope = name in self.scopes[-1]  # the same variable bound twice in one block
+            if fresh_scope:
+                self.open("")
+            self.scopes[-1].add(name)
+            self.emit(f"const {ctype(s.var.dtype)} {name} = {value};")
+            self.stmt(s.body)
+            if fresh_scope:
+                self.close()
+            self.bound.discard(id(s.var))
+        elif isinstance(s, S.AttrStmt):
+            if s.key == "produce":
+                self.emit(f"// produce {getattr(s.node, 'name', s.node)}")
+            else:
+                self.emit(f"// attr {s.key} = {s.value!s}".replace("\n", " "))
+            self.stmt(s.body)
+        elif isinstance(s, S.Evaluate):
+            if not isinstance(s.value, E.IntImm | E.FloatImm):
+                self.emit(f"(void)({self.expr(s.value)});")
+        elif isinstance(s, S.BufferStore):
+            buf = self.names.get(s.buffer, s.buffer.name)
+            self.emit(f"{buf}[{self.expr(s.indices[0])}] = {self.expr(s.value)};")
+        elif isinstance(s, S.Allocate):
+            self._allocate(s)
+        else:
+            raise BuildError(f"kernel {self.func.name!r}: the c target cannot generate {type(s).__name__}")
+
+    def _for(self, s: S.For) -> None:
+        v = s.loop_var
+        lo = self.expr(s.min)
+        ext = self.expr(s.extent, 6)
+        self.bound.add(id(v))
+        name = self.names.get(v, v.name)
+        end = ext if _is_zero(s.min) else f"{self.expr(s.min, 6)} + {ext}"
+        if s.kind == "parallel":
+            self.has_parallel = True
+            self.emit("#pragma omp parallel for")
+        elif s.kind == "unrolled" and isinstance(s.extent, E.IntImm) and 0 < s.extent.value <= 65534:
+            self.emit(f"#pragma GCC unroll {s.extent.value}")
+        elif s.kind == "vectorized":
+            self.emit("#pragma GCC ivdep")
+        self.open(f"for ({ctype(v.dtype)} {name} = {lo}; {name} < {end}; ++{name})")
+        self.stmt(s.body)
+        self.close()
+        self.bound.discard(id(v))
+
+    def _allocate(self, s: S.Allocate) -> None:
+        b = s.buffer
+        t = ctype(b.dtype)
+        if b.dtype == "float16":
+            self.uses_float16 = True
+        name = self.names.get(b, b.name)
+        dims = list(b.shape)
+        const = all(isinstance(x, E.IntImm) for x in dims)
+        count = math.prod(x.value for x in dims) if const else None
+        itemsize = max(b.dtype.bits // 8, 1)
+        self.open("")
+        if count is not None and count * itemsize <= STACK_LIMIT_BYTES:
+            self.emit(f"{t} {name}[{max(count, 1)}] __attribute__((aligned(64)));  // {b.name}, scope {b.scope}")
+            self.stmt(s.body)
+        else:
+            self.uses_heap = True
+            size = str(count) if count is not None else " * ".join(f"(int64_t){self.expr(x, 8)}" for x in dims)
+            self.emit(f"{t}* restrict {name} = ({t}*)tsl_alloc(({size}) * (int64_t)sizeof({t}));  // {b.name}")
+            self.open(f"if ({name} == NULL)")
+            self.emit("tsl_status = 1;")
+            self.depth -= 1
+            self.scopes.pop()
+            self.open("} else")
+            self.stmt(s.body)
+            self.emit(f"free({name});")
+            self.close()
+        self.close()
+
+    # ---- the whole translation unit --------------------------------------------------------
+    def function(self) -> str:
+        f = self.func
+        written = written_buffers(f) | set(f.outputs)
+        params, prologue = [], []
+        for b in f.params:
+            if b.dtype == "float16":
+                self.uses_float16 = True
+            const = "" if b in written else "const "
+            params.append(f"{const}{ctype(b.dtype)}* restrict {self.names.get(b, b.name)}")
+        for v in f.size_vars:
+            self.bound.add(id(v))
+            name = self.names.get(v, v.name)
+            if v.dtype == "int64":
+                params.append(f"int64_t {name}")
+            else:
+                arg = self.names.get(object(), f"{name}_arg")
+                params.append(f"int64_t {arg}")
+                prologue.append(f"const {ctype(v.dtype)} {name} = ({ctype(v.dtype)}){arg};")
+        for line in prologue:
+            self.emit(line)
+        self.stmt(f.body)
+        body = self.lines
+        head = [f"// generated by tessel (c target) from PrimFunc {f.name!r}"]
+        for b in f.params:
+            shape = ", ".join(str(x) for x in b.shape)
+            role = "output" if b in written else "input"
+            head.append(f"//   {b.name}: {b.dtype}[{shape}] ({role})")
+        if f.size_vars:
+            head.append("//   sizes: " + ", ".join(f"{v.name} ({v.dtype})" for v in f.size_vars))
+        head += ["#include <stdbool.h>", "#include <stddef.h>", "#include <stdint.h>",
+                 "#include <stdlib.h>", "#include <math.h>", ""]
+        if self.uses_heap:
+            head += [_ALLOC, ""]
+        for text in self.helpers.values():
+            head += [text, ""]
+        sig = f"int32_t {self.symbol}({', '.join(params) or 'void'})"
+        out = [*head, sig + " {"]
+        if self.uses_heap:
+            out.append("  int32_t tsl_status = 0;")
+        out += body
+        out.append("  return tsl_status;" if self.uses_heap else "  return 0;")
+        out.append("}")
+        return "\n".join(out) + "\n"
+
+
+def _is_zero(e: E.PrimExpr) -> bool:
+    return isinstance(e, E.IntImm) and e.value == 0
+
+
+_ALLOC = """\
+static void* tsl_alloc(int64_t nbytes) {
+  if (nbytes < 0) return NULL;
+  size_t n = ((size_t)nbytes + 63) & ~(size_t)63;
+  void* p = NULL;
+  return posix_memalign(&p, 64, n ? n : 64) == 0 ? p : NULL;
+}"""
+
+
+def _int_literal(v: int, dt: DType) -> tuple[str, int]:
+    if dt.is_bool:
+        return ("true" if v else "false"), _ATOM
+    if dt == "int32":
+        if v == -(2**31):
+            return "(-2147483647 - 1)", _ATOM
+        return str(v), (_ATOM if v >= 0 else 8)
+    if dt == "int64":
+        if v == -(2**63):
+            return "INT64_MIN", _ATOM
+        return (f"INT64_C({v})", _ATOM) if v >= 0 else (f"-INT64_C({-v})", 8)
+    if dt == "uint32":
+        return f"{v}u", _ATOM
+    if dt == "uint64":
+        return f"UINT64_C({v})", _ATOM
+    return f"({ctype(dt)}){v}", 8
+
+
+def _float_literal(v: float, dt: DType) -> tuple[str, int]:
+    if math.isnan(v):
+        text = "NAN" if dt != "float64" else "(double)NAN"
+    elif math.isinf(v):
+        text = ("" if v > 0 else "-") + ("INFINITY" if dt != "float64" else "HUGE_VAL")
+    elif dt == "float64":
+        text = repr(v)
+    else:  # round to the dtype first, so C and NumPy start from the very same value
+        # float32: NumPy's shortest repr parses back to the same float32; float16: the exact value
+        text = (str(np.float32(v)) if dt == "float32" else repr(float(np.float16(v)))) + "f"
+    if dt == "float16":
+        return f"(_Float16){text}", 8
+    return text, (8 if text.startswith("-") else _ATOM)
+
+
+def _float_call(op: str, dt: DType, args: list[str], gen: _CGen) -> str:
+    if op == "rsqrt":
+        one = "1.0" if dt.bits == 64 else "1.0f"
+        return f"({one} / {_math_fn('sqrt', dt)}({args[0]}))"
+    if op == "exp10":
+        ten = "10.0" if dt.bits == 64 else "10.0f"
+        return f"{_math_fn('pow', dt)}({ten}, {args[0]})"
+    if op == "sigmoid":
+        return f"{gen.helper('sigmoid', dt)}({args[0]})"
+    return f"{_math_fn(_MATH[op], dt)}({', '.join(args)})"
+
+
+def _helper_source(kind: str, name: str, dt: DType) -> str:
+    t = ctype(dt)
+    sig = f"static inline {t} {name}({t} a, {t} b) {{"
+    if kind in ("min", "max"):
+        op = "<" if kind == "min" else ">"
+        return f"{sig} return a {op} b ? a : b; }}"
+    if kind == "abs":
+        return f"static inline {t} {name}({t} a) {{ return a < 0 ? ({t})-a : a; }}"
+    if kind == "sigmoid":
+        one = "1.0" if dt.bits == 64 else "1.0f"
+        return f"static inline {t} {name}({t} a) {{ return {one} / ({one} + {_math_fn('exp', dt)}(-a)); }}"
+    if dt == "float16":  # through float, rounding to half after each step as NumPy does
+        body = {"fmod": "return (_Float16)fmodf((float)a, (float)b);",
+                "floordiv": "return (_Float16)floorf((float)(_Float16)(a / b));",
+                "floormod": "_Float16 q = (_Float16)floorf((float)(_Float16)(a / b)); return (_Float16)(a - (_Float16)(q * b));"}[kind]
+        return f"{sig} {body} }}"
+    if dt.is_float:
+        fl = _math_fn("floor", dt)
+        body = {"fmod": f"return {_math_fn('fmod', dt)}(a, b);", "floordiv": f"return {fl}(a / b);",
+                "floormod": f"return a - {fl}(a / b) * b;"}[kind]
+        return f"{sig} {body} }}"
+    # integers: x / 0 and x % 0 give 0; MIN / -1 wraps instead of trapping
+    lines = [sig, "  if (b == 0) return 0;"]
+    if dt.is_int:
+        neg = {"div": f"({t})-a", "floordiv": f"({t})-a", "mod": "0", "floormod": "0"}[kind]
+        lines.append(f"  if (b == -1) return {neg};")
+    if kind == "div":
+        lines.append(f"  return ({t})(a / b);")
+    elif kind == "mod":
+        lines.append(f"  return ({t})(a % b);")
+    elif dt.is_uint or dt.is_bool:
+        lines.append(f"  return ({t})(a {'/' if kind == 'floordiv' else '%'} b);")
+    elif kind == "floordiv":
+        lines += [f"  {t} q = ({t})(a / b), r = ({t})(a % b);", "  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;"]
+    else:
+        lines += [f"  {t} r = ({t})(a % b);", f"  return (r != 0 && ((r < 0) != (b < 0))) ? ({t})(r + b) : r;"]
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def c_source(func: S.PrimFunc) -> str:
+    """The C source of ``func`` (what ``Kernel.source`` shows for the c target)."""
+    check_func(func)
+    return _CGen(func).function()
+
+
+def build_c(func: S.PrimFunc) -> CKernel:
+    """Generate C for ``func``, compile it (or take it from the cache) and load it."""
+    check_func(func)
+    spec = ArgSpec(func, written_buffers(func) | set(func.outputs))
+    gen = _CGen(func)
+    source = gen.function()
+    comp = find_compiler()
+    if gen.uses_float16 and not comp.supports("float16"):
+        raise BuildError(
+            f"kernel {func.name!r} uses float16, but the C compiler {comp.path} has no _Float16 type; "
+            "use a newer gcc/clang (gcc >= 12, clang >= 15 on x86-64), compute in float32, or build "
+            "with target='python'"
+        )
+    flags = comp.flags(openmp=gen.has_parallel)
+    lib = load_or_build(source, func.name, gen.symbol, comp, flags)
+    return CKernel(func, source, spec, lib.lib, gen.symbol, lib.path, lib.seconds, lib.cache_hit)

@@ -1,0 +1,171 @@
+"""The on-disk cache of compiled kernels.
+
+An entry is ``<key>.so`` plus a ``<key>.json`` sidecar holding the object's size and sha256;
+the key hashes everything that determines the object (source, compiler identity, flags). An
+entry is trusted only when the sidecar matches the bytes, so a truncated or corrupt file is
+rebuilt rather than handed to the dynamic loader. Writers compile into a temporary file in
+the cache directory and ``os.replace`` it into place, under a per-key ``flock`` where the file
+system offers one: two processes building the same kernel at once both succeed, and only one
+of them runs the compiler.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import BuildError
+from .compiler import Compiler, compile_shared
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: atomic replace alone still keeps entries whole
+    fcntl = None  # type: ignore[assignment]
+
+_VERSION = "1"  # bump when the layout of entries or the calling convention changes
+
+
+def cache_dir() -> Path:
+    """``$TESSEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/tessel``, else ``~/.cache/tessel``."""
+    explicit = os.environ.get("TESSEL_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "tessel"
+
+
+def cache_key(source: str, comp: Compiler, flags: list[str]) -> str:
+    h = hashlib.sha256()
+    for part in (_VERSION, source, comp.identity(), "\0".join(flags)):
+        h.update(part.encode())
+        h.update(b"\0\1\0")
+    return h.hexdigest()
+
+
+@dataclass
+class Library:
+    lib: ctypes.CDLL
+    path: str
+    cache_hit: bool
+    seconds: float
+
+
+_LOADED: dict[str, Library] = {}
+_MEMO_LOCK = threading.Lock()
+
+
+def load_or_build(source: str, name: str, symbol: str, comp: Compiler, flags: list[str]) -> Library:
+    """The loaded shared object for ``source``: from this process, from disk, or freshly compiled."""
+    key = cache_key(source, comp, flags)
+    t0 = time.perf_counter()
+    root = cache_dir() / "kernels"
+    memo = f"{root}/{key}"
+    with _MEMO_LOCK:
+        if memo in _LOADED:
+            old = _LOADED[memo]
+            return Library(old.lib, old.path, True, time.perf_counter() - t0)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BuildError(f"cannot create the kernel cache directory {root}: {e.strerror}; set TESSEL_CACHE_DIR") from None
+    so_path = root / f"{key}.so"
+    lib = _load_verified(so_path, symbol)
+    hit = lib is not None
+    if lib is None:
+        with _key_lock(root / f"{key}.lock"):
+            lib = _load_verified(so_path, symbol)  # another process may have built it meanwhile
+            hit = lib is not None
+            if lib is None:
+                _build_entry(source, name, comp, flags, so_path)
+                lib = _load(so_path, symbol)
+                if lib is None:
+                    raise BuildError(f"kernel {name!r} compiled to {so_path}, but the library does not load "
+                                     f"or lacks the symbol {symbol!r}")
+    out = Library(lib, str(so_path), hit, time.perf_counter() - t0)
+    with _MEMO_LOCK:
+        _LOADED[memo] = out
+    return out
+
+
+@contextlib.contextmanager
+def _key_lock(path: Path) -> Iterator[None]:
+    if fcntl is None:
+        yield
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # e.g. a file system without locks: atomic replace still protects entries
+            pass
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _build_entry(source: str, name: str, comp: Compiler, flags: list[str], so_path: Path) -> None:
+    fd, tmp = tempfile.mkstemp(dir=so_path.parent, prefix=f".{so_path.stem[:16]}-", suffix=".so.tmp")
+    os.close(fd)
+    try:
+        compile_shared(comp, source, tmp, flags, name)
+        data = Path(tmp).read_bytes()
+        meta = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "name": name,
+                "compiler": comp.identity(), "flags": flags}
+        os.replace(tmp, so_path)
+        _write_atomic(so_path.with_suffix(".json"), json.dumps(meta, indent=1))
+        _write_atomic(so_path.with_suffix(".c"), source)  # for people reading the cache; never trusted
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem[:16]}-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _load_verified(so_path: Path, symbol: str) -> ctypes.CDLL | None:
+    """Load a cache entry only if its bytes match its sidecar; None means "build it"."""
+    try:
+        meta = json.loads(so_path.with_suffix(".json").read_text())
+        data = so_path.read_bytes()
+    except (OSError, ValueError):
+        return None
+    if len(data) != meta.get("size") or hashlib.sha256(data).hexdigest() != meta.get("sha256"):
+        return None
+    return _load(so_path, symbol)
+
+
+def _load(so_path: Path, symbol: str) -> ctypes.CDLL | None:
+    try:
+        lib = ctypes.CDLL(str(so_path))
+    except OSError:
+        return None
+    return lib if hasattr(lib, symbol) else None
+
+
+def clear_memory_cache() -> None:
+    """Forget libraries loaded by this process (they stay mapped while kernels use them)."""
+    with _MEMO_LOCK:
+        _LOADED.clear()

@@ -1,0 +1,213 @@
+"""Finding and driving the system C compiler.
+
+What the compiler can do (``-march=native``, OpenMP, ``_Float16``) is probed once per
+compiler binary and remembered on disk next to the kernel cache, keyed by the binary's path,
+size and modification time: a new process that finds its kernels cached must not pay for
+spawning the compiler just to ask it questions. Every failure becomes a
+:class:`~tessel.errors.BuildError` that shows the compiler's own message and the lines of
+generated source it points at.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import BuildError
+
+BASE_FLAGS = ("-std=gnu11", "-O3", "-fPIC", "-shared", "-fwrapv", "-Wno-unknown-pragmas")
+_TIMEOUT_S = 300
+
+_PROBES = {
+    # feature -> (source, extra flags, whether the result must also load into this process)
+    "march_native": ("int tsl_probe(void) { return 0; }\n", ("-march=native",), False),
+    "openmp": ("#include <omp.h>\nint tsl_probe(void) { return omp_get_max_threads(); }\n",
+               ("-fopenmp",), True),
+    "float16": ("_Float16 tsl_probe(_Float16 a, _Float16 b) { return a * b + (_Float16)1.0f; }\n",
+                (), False),
+}
+
+
+@dataclass
+class Compiler:
+    """One C compiler: how to call it, what it is, and what it supports."""
+
+    argv: tuple[str, ...]
+    path: str
+    version: str
+    features: dict[str, bool] = field(default_factory=dict)
+
+    def identity(self) -> str:
+        return f"{self.path}\n{self.version}"
+
+    def supports(self, feature: str) -> bool:
+        if feature not in self.features:
+            self.features[feature] = _probe(self, feature)
+            _save_probes(self)
+        return self.features[feature]
+
+    def flags(self, *, openmp: bool = False) -> list[str]:
+        """Flags for one kernel: OpenMP only when it has parallel loops (it costs a thread pool)."""
+        out = list(BASE_FLAGS)
+        if os.environ.get("TESSEL_NO_MARCH_NATIVE") is None and self.supports("march_native"):
+            out.append("-march=native")
+        if openmp and self.supports("openmp"):
+            out.append("-fopenmp")
+        out += shlex.split(os.environ.get("TESSEL_CFLAGS", ""))
+        return out
+
+
+_LOCK = threading.Lock()
+_FOUND: dict[str, Compiler] = {}
+
+
+def find_compiler() -> Compiler:
+    """The compiler named by ``$CC``, else the first of cc, gcc, clang on PATH."""
+    cc_env = os.environ.get("CC", "").strip()
+    with _LOCK:
+        if cc_env in _FOUND:
+            return _FOUND[cc_env]
+        comp = _locate(cc_env)
+        _FOUND[cc_env] = comp
+        return comp
+
+
+def _locate(cc_env: str) -> Compiler:
+    if cc_env:
+        argv = shlex.split(cc_env)
+        path = shutil.which(argv[0])
+        if path is None:
+            raise BuildError(
+                f"the C compiler {argv[0]!r} named by $CC was not found; set CC to a C compiler "
+                "(cc, gcc, clang) or build with target='python'"
+            )
+    else:
+        for name in ("cc", "gcc", "clang"):
+            path = shutil.which(name)
+            if path:
+                argv = [name]
+                break
+        else:
+            raise BuildError(
+                "no C compiler found (tried $CC, cc, gcc, clang on PATH); install one or build "
+                "with target='python'"
+            )
+    argv = [path, *argv[1:]]
+    stat = os.stat(path)
+    stamp = f"{' '.join(argv)}|{stat.st_size}|{stat.st_mtime_ns}"
+    saved = _load_probes().get(stamp)
+    if saved:
+        return Compiler(tuple(argv), path, saved["version"], dict(saved.get("features", {})))
+    version = _run([*argv, "--version"], what="asking the C compiler for its version").stdout.strip()
+    comp = Compiler(tuple(argv), path, version)
+    _save_probes(comp)
+    return comp
+
+
+def _run(cmd: list[str], *, what: str, cwd: str | None = None) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_S, cwd=cwd, check=False)
+    except FileNotFoundError as e:
+        raise BuildError(f"{what}: cannot run {cmd[0]!r} ({e.strerror})") from None
+    except PermissionError as e:
+        raise BuildError(f"{what}: cannot run {cmd[0]!r} ({e.strerror})") from None
+    except subprocess.TimeoutExpired:
+        raise BuildError(f"{what}: {cmd[0]!r} did not finish within {_TIMEOUT_S} s") from None
+
+
+def _probe(comp: Compiler, feature: str) -> bool:
+    source, flags, load = _PROBES[feature]
+    with tempfile.TemporaryDirectory(prefix="tessel-probe-") as tmp:
+        src = Path(tmp, "probe.c")
+        src.write_text(source)
+        out = Path(tmp, "probe.so")
+        cmd = [*comp.argv, "-fPIC", "-shared", *flags, str(src), "-o", str(out)]
+        try:
+            res = _run(cmd, what="probing the C compiler")
+        except BuildError:
+            return False
+        if res.returncode != 0 or not out.exists():
+            return False
+        if load:
+            try:
+                ctypes.CDLL(str(out))
+            except OSError:
+                return False
+    return True
+
+
+def _probe_file() -> Path:
+    from .cache import cache_dir
+
+    return cache_dir() / "compilers.json"
+
+
+def _load_probes() -> dict:
+    try:
+        return json.loads(_probe_file().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _save_probes(comp: Compiler) -> None:
+    """Remember a compiler's answers; losing a race with another process only costs a re-probe."""
+    try:
+        stat = os.stat(comp.path)
+        stamp = f"{' '.join(comp.argv)}|{stat.st_size}|{stat.st_mtime_ns}"
+        data = _load_probes()
+        data[stamp] = {"version": comp.version, "features": comp.features}
+        path = _probe_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".compilers-", suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def compile_shared(comp: Compiler, source: str, out_path: str, flags: list[str], name: str) -> None:
+    """Compile ``source`` into the shared object ``out_path``, or raise BuildError."""
+    with tempfile.TemporaryDirectory(prefix="tessel-cc-") as tmp:
+        # a fixed relative file name keeps the object file identical across processes
+        fname = f"{name}.c"
+        Path(tmp, fname).write_text(source)
+        cmd = [*comp.argv, *flags, fname, "-o", str(out_path), "-lm"]
+        res = _run(cmd, what=f"compiling kernel {name!r}", cwd=tmp)
+    if res.returncode != 0 or not os.path.exists(out_path):
+        raise BuildError(format_compile_error(name, fname, source, cmd, res.stderr or res.stdout))
+
+
+def format_compile_error(name: str, fname: str, source: str, cmd: list[str], message: str,
+                         context: int = 2, max_places: int = 5) -> str:
+    """The compiler's message followed by the numbered source lines it refers to."""
+    lines = source.splitlines()
+    places: list[int] = []
+    for m in re.finditer(rf"{re.escape(fname)}:(\d+)", message):
+        n = int(m.group(1))
+        if n not in places:
+            places.append(n)
+    shown: set[int] = set()
+    for n in places[:max_places]:
+        shown.update(range(max(1, n - context), min(len(lines), n + context) + 1))
+    if not places:  # nothing to point at: show the start of the source
+        shown = set(range(1, min(len(lines), 40) + 1))
+    out = [f"the C compiler failed on kernel {name!r}", f"command: {shlex.join(cmd)}",
+           "compiler output:", message.rstrip()[:4000], f"source ({fname}):"]
+    prev = 0
+    for n in sorted(shown):
+        if prev and n != prev + 1:
+            out.append("  ...")
+        mark = ">>" if n in places else "  "
+        out.append(f"{mark}{n:5d} | {lines[n - 1]}")
+        prev = n
+    return "\n".join(out)
