@@ -71,6 +71,8 @@ class Printer:
             return f"{e.dtype}({e.value})", _ATOM
         if isinstance(e, E.FloatImm):
             r = repr(e.value)
+            if r in ("inf", "-inf", "nan"):
+                return f"{e.dtype}({r})", _ATOM
             if e.dtype == "float32":
                 return r + "f", _ATOM if e.value >= 0 else 6
             if e.dtype == "float64":
