@@ -23,7 +23,7 @@ def matmul(small: bool = False):
     k = te.reduce_axis((0, n), name="k")
     C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
     s = te.create_schedule(C.op)
-    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 32, 32)
+    xo, yo, xi, _yi = s[C].tile(C.op.axis[0], C.op.axis[1], 32, 32)
     ko, ki = s[C].split(k, factor=8)
     s[C].reorder(xo, yo, ko, xi, ki, yi)
     s[C].parallel(xo)

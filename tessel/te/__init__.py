@@ -1,7 +1,7 @@
 """The front end: *what* to compute, as tensor expressions."""
 
 from ..ir.expr import IterVar, Range, Reduce, Var
-from .intrin import *  # noqa: F403
+from .intrin import *
 from .intrin import _FLOAT_UNARY, abs, all, any, cast, const, div, if_then_else, pow, select, size_var, var
 from .reduce import Reducer, comm_reducer, max, max_value, min, min_value, reduce_axis, sum, thread_axis
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor, compute, placeholder

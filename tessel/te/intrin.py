@@ -63,7 +63,7 @@ def _make_unary(name: str):
 globals().update({n: _make_unary(n) for n in _FLOAT_UNARY})
 
 
-def abs(x) -> E.PrimExpr:  # noqa: A001
+def abs(x) -> E.PrimExpr:
     x = O.convert(x)
     if x.dtype.is_float:
         return E.Call(x.dtype, "fabs", (x,))
@@ -72,7 +72,7 @@ def abs(x) -> E.PrimExpr:  # noqa: A001
     return O.select(x < 0, -x, x)
 
 
-def pow(x, y) -> E.PrimExpr:  # noqa: A001
+def pow(x, y) -> E.PrimExpr:
     x, y = O.match_types(x, y)
     if not x.dtype.is_float:
         raise DefinitionError(f"te.pow needs floating-point arguments, got {x.dtype}")
@@ -111,11 +111,11 @@ def cast(x, dtype: DTypeLike) -> E.PrimExpr:
     return O.cast(x, dtype)
 
 
-def all(*conds) -> E.PrimExpr:  # noqa: A001
+def all(*conds) -> E.PrimExpr:
     return O.all_(*conds)
 
 
-def any(*conds) -> E.PrimExpr:  # noqa: A001
+def any(*conds) -> E.PrimExpr:
     out = O.const(False)
     for c in conds:
         out = O.logical_or(out, c)

@@ -95,9 +95,9 @@ def _max_value(t: DType):
     return O.const(t.max_value() if not t.is_float else float("inf"), t)
 
 
-sum = comm_reducer(lambda x, y: x + y, lambda t: O.const(0, t), name="sum")  # noqa: A001
-min = comm_reducer(lambda x, y: O.min_(x, y), _max_value, name="min")  # noqa: A001
-max = comm_reducer(lambda x, y: O.max_(x, y), _min_value, name="max")  # noqa: A001
+sum = comm_reducer(lambda x, y: x + y, lambda t: O.const(0, t), name="sum")
+min = comm_reducer(lambda x, y: O.min_(x, y), _max_value, name="min")
+max = comm_reducer(lambda x, y: O.max_(x, y), _min_value, name="max")
 
 
 def min_value(dtype) -> E.PrimExpr:

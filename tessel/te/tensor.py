@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 
 from ..errors import DefinitionError
 from ..ir import expr as E
-from ..ir.dtype import DType, DTypeLike, dtype as to_dtype
+from ..ir.dtype import DType, DTypeLike
+from ..ir.dtype import dtype as to_dtype
 from ..ir.functor import collect
 from ..ir.op import convert
 
@@ -20,7 +21,7 @@ from ..ir.op import convert
 class Tensor:
     """The ``value_index``-th output of ``op``; ``shape`` and ``dtype`` are fixed at definition."""
 
-    __slots__ = ("op", "value_index", "shape", "dtype")
+    __slots__ = ("dtype", "op", "shape", "value_index")
 
     def __init__(self, op: Operation, value_index: int, shape: Sequence[E.PrimExpr], dtype: DType):
         self.op = op
@@ -42,7 +43,7 @@ class Tensor:
         if len(indices) != self.ndim:
             raise DefinitionError(
                 f"tensor {self.name} has {self.ndim} dimension(s) (shape {_shape_text(self.shape)}) "
-                f"but was indexed with {len(indices)} index(es): write {self.name}[{', '.join('i%d' % k for k in range(self.ndim))}]"
+                f"but was indexed with {len(indices)} index(es): write {self.name}[{', '.join(f'i{k}' for k in range(self.ndim))}]"
             )
         conv = []
         for k, x in enumerate(indices):
