@@ -10,6 +10,7 @@ target runs the very same checks, so both targets accept and reject exactly the 
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,28 +93,27 @@ class ArgSpec:
         self.signature = ", ".join(f"{p.name}: {p.dtype}{p.shape_text}" for p in params)
         self._limits = [(v.dtype.min_value(), v.dtype.max_value()) for v in self.vars]
 
-    def check(self, args: tuple) -> tuple[list[np.ndarray], list[int]]:
-        """Return the arrays and the size-var values (in ``func.size_vars`` order), or raise."""
+    def check(self, args: tuple) -> tuple[list[int], list[int]]:
+        """Return the data pointers and the size-var values (in ``func.size_vars`` order), or raise."""
         if len(args) != len(self.params):
             raise ArgumentError(
                 f"kernel {self.kernel!r} takes {len(self.params)} arrays ({self.signature}), got {len(args)}"
             )
         values: list[int | None] = [None] * len(self.vars)
-        for p, a in zip(self.params, args):
-            self._check_array(p, a, values)
+        ptrs = [self._check_array(p, a, values) for p, a in zip(self.params, args)]
         if self.has_exprs:
             self._check_exprs(args, values)
         if self.outputs:
-            self._check_aliasing(args)
-        return list(args), values[: self.n_sizes]  # type: ignore[return-value]
+            self._check_aliasing(args, ptrs)
+        return ptrs, values[: self.n_sizes]  # type: ignore[return-value]
 
-    def _check_array(self, p: _Param, a, values: list) -> None:
+    def _check_array(self, p: _Param, a, values: list) -> int:
         if not isinstance(a, np.ndarray):
             raise ArgumentError(
                 f"kernel {self.kernel!r}, {p.label}: expected a NumPy array of dtype {p.dtype}, "
                 f"got {type(a).__name__}"
             )
-        if a.dtype != p.dtype:
+        if a.dtype is not p.dtype and a.dtype != p.dtype:
             raise ArgumentError(f"kernel {self.kernel!r}, {p.label}: expected dtype {p.dtype}, got {a.dtype}")
         if a.ndim != len(p.dims):
             raise ArgumentError(
@@ -146,18 +146,21 @@ class ArgSpec:
                         f"dimension {d.index} is {v.name!r}, which an earlier argument set to "
                         f"{values[d.var]}, but here it is {got}"
                     )
-        if not a.flags.c_contiguous:
+        flags = a.flags
+        if not flags.c_contiguous:
             raise ArgumentError(
                 f"kernel {self.kernel!r}, {p.label}: expected a C-contiguous array, got strides "
                 f"{a.strides}; pass np.ascontiguousarray(...) (and copy results back for an output)"
             )
-        if a.size and a.ctypes.data % a.itemsize:
+        if p.output and not flags.writeable:
+            raise ArgumentError(f"kernel {self.kernel!r}, {p.label}: is an output but the array is read-only")
+        ptr = data_pointer(a)
+        if ptr % a.itemsize and a.size:
             raise ArgumentError(
-                f"kernel {self.kernel!r}, {p.label}: data pointer {a.ctypes.data:#x} is not aligned to "
+                f"kernel {self.kernel!r}, {p.label}: data pointer {ptr:#x} is not aligned to "
                 f"the {a.itemsize}-byte element size of {p.dtype}; pass a copy (np.array(x)) instead"
             )
-        if p.output and not a.flags.writeable:
-            raise ArgumentError(f"kernel {self.kernel!r}, {p.label}: is an output but the array is read-only")
+        return ptr
 
     def _check_exprs(self, args: tuple, values: list) -> None:
         env = {id(v): values[i] for i, v in enumerate(self.vars)}
@@ -171,12 +174,9 @@ class ArgSpec:
                             f"{a.shape}; dimension {d.index} = {d.expr} must be {want}"
                         )
 
-    def _check_aliasing(self, args: tuple) -> None:
+    def _check_aliasing(self, args: tuple, ptrs: list[int]) -> None:
         # every array is C-contiguous by now, so its bytes are one interval and the test is exact
-        spans = []
-        for a in args:
-            lo = a.ctypes.data
-            spans.append((lo, lo + a.nbytes))
+        spans = [(lo, lo + a.nbytes) for lo, a in zip(ptrs, args)]
         for i in self.outputs:
             lo, hi = spans[i]
             if lo == hi:
@@ -188,6 +188,14 @@ class ArgSpec:
                         f"kernel {self.kernel!r}, {p.label}: the output shares memory with "
                         f"{q.label}; pass a separate array for {p.name!r}"
                     )
+
+
+def data_pointer(a: np.ndarray) -> int:
+    """The address of ``a``'s first element; the buffer-protocol path is ~2x faster than .ctypes."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+    except (TypeError, ValueError):  # read-only or empty buffers
+        return a.ctypes.data
 
 
 _EVAL = {

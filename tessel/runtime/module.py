@@ -40,10 +40,10 @@ class Kernel:
         return self._spec.signature
 
     def __call__(self, *args: np.ndarray) -> None:
-        arrays, sizes = self._spec.check(args)
-        self._run(arrays, sizes)
+        ptrs, sizes = self._spec.check(args)
+        self._run(args, ptrs, sizes)
 
-    def _run(self, arrays: list[np.ndarray], sizes: list[int]) -> None:
+    def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int]) -> None:
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -60,7 +60,7 @@ class PythonKernel(Kernel):
         self._impl = impl
         self._size_types = size_types
 
-    def _run(self, arrays: list[np.ndarray], sizes: list[int]) -> None:
+    def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int]) -> None:
         flat = [a.reshape(-1) for a in arrays]
         typed = [t(v) for t, v in zip(self._size_types, sizes)]
         with np.errstate(all="ignore"):  # wraparound and inf/nan are the IR's semantics, not accidents
@@ -84,8 +84,8 @@ class CKernel(Kernel):
         cfunc.restype = ctypes.c_int32
         self._cfunc = cfunc
 
-    def _run(self, arrays: list[np.ndarray], sizes: list[int]) -> None:
-        status = self._cfunc(*[a.ctypes.data for a in arrays], *sizes)
+    def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int]) -> None:
+        status = self._cfunc(*ptrs, *sizes)
         if status:
             raise KernelRuntimeError(
                 f"kernel {self.name!r} could not allocate a temporary buffer (status {status}); "
