@@ -81,7 +81,12 @@ def _loop(t, lo, ext):
 
 
 def _alloc(n, t, name: str, kernel: str) -> _Buf:
-    return _Buf(np.empty(max(int(n), 0), dtype=t), name, kernel)
+    try:
+        return _Buf(np.empty(max(int(n), 0), dtype=t), name, kernel)
+    except (MemoryError, ValueError):
+        raise KernelRuntimeError(
+            f"kernel {kernel!r} could not allocate the temporary {name} of {int(n)} elements"
+        ) from None
 
 
 def _tdiv(a, b):

@@ -27,7 +27,7 @@ def loop(v: E.Var, extent, body: S.Stmt, kind: str = "serial", lo=0) -> S.For:
 def elementwise(name: str, inputs: list[S.Buffer], outputs: list[tuple[S.Buffer, object]], n,
                 kind: str = "serial", i: E.Var | None = None) -> S.PrimFunc:
     """``out_k[i] = expr_k(i)`` for i in [0, n); ``outputs`` pairs a buffer with a function of i."""
-    i = i or E.Var("i", "int32")
+    i = i if i is not None else E.Var("i", "int32")
     body = S.seq(*[st(b, fn(i), i) for b, fn in outputs])
     sizes = (n,) if isinstance(n, E.Var) else ()
     outs = [b for b, _ in outputs]
