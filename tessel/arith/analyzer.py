@@ -1,0 +1,212 @@
+"""The one arithmetic facade that bound inference, lowering and passes talk to.
+
+An :class:`Analyzer` holds what is known about variables: constant bounds, substitutions
+(``bind(v, expr)``) and symbolic facts, each stored as an index expression ``F`` meaning
+``F <= 0`` (``i < n`` becomes ``i - n + 1 <= 0``). Facts come from ranges with symbolic ends
+and from :meth:`Analyzer.constraint_scope`; they let the simplifier decide ``i < n`` inside
+``for (i, 0, n)`` even though nothing is known about ``n`` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import DefinitionError
+from ..ir import expr as E
+from ..ir import op
+from ..ir.functor import structural_equal
+from . import const_bound as cb
+from .canonical import Simplifier, is_index_dtype
+from .linear import Lin
+
+
+def _key(v: Any) -> E.Var:
+    if isinstance(v, E.IterVar):
+        return v.var
+    if not isinstance(v, E.Var):
+        raise DefinitionError(f"Analyzer.bind needs a Var or IterVar, got {v!r}")
+    return v
+
+
+def _public(x: float | int) -> int | None:
+    return None if x in (cb.INF, -cb.INF) else int(x)
+
+
+class Analyzer:
+    def __init__(self) -> None:
+        self._bounds: dict[E.Var, cb.Bound] = {}
+        self._subst: dict[E.Var, E.PrimExpr] = {}
+        self._var_facts: dict[E.Var, list[E.PrimExpr]] = {}
+        self._facts: list[E.PrimExpr] = []
+        self._resolving: set[E.Var] = set()
+
+    # ---- what is known ------------------------------------------------------------------
+    def bind(self, var: Any, value: Any = None, allow_override: bool = True) -> None:
+        """Let ``var`` range over a Range (or IntSet), or equal an expression.
+
+        A dict ``{var: value}`` binds several at once. A range of extent 1 becomes an equality
+        so that the variable disappears from simplified expressions, as in lowered loop nests.
+        """
+        if isinstance(var, Mapping):
+            for k, v in var.items():
+                self.bind(k, v, allow_override)
+            return
+        v = _key(var)
+        if not allow_override and (v in self._bounds or v in self._subst):
+            raise DefinitionError(f"variable `{v.name}` is already bound in this analyzer")
+        self._bounds.pop(v, None)
+        self._subst.pop(v, None)
+        self._var_facts.pop(v, None)
+        from .int_set import IntSet
+
+        if isinstance(value, E.Range):
+            lo = self.simplify(value.min)
+            if isinstance(self.simplify(value.extent), E.IntImm) and self.simplify(value.extent).value == 1:
+                self._subst[v] = op.cast(lo, v.dtype)
+                return
+            self._bind_interval(v, lo, self.simplify(op.sub(op.add(value.min, value.extent), 1)))
+        elif isinstance(value, IntSet):
+            if value.is_single_point():
+                self._subst[v] = op.cast(self.simplify(value.min_value), v.dtype)
+            else:
+                self._bind_interval(v, value.min_value, value.max_value)
+        else:
+            self._subst[v] = op.cast(self.simplify(op.convert(value)), v.dtype)
+
+    def _bind_interval(self, v: E.Var, lo: E.PrimExpr | None, hi: E.PrimExpr | None) -> None:
+        blo = self._bound(lo)[0] if lo is not None else -cb.INF
+        bhi = self._bound(hi)[1] if hi is not None else cb.INF
+        self._bounds[v] = (blo, max(bhi, blo))
+        facts = []
+        if lo is not None and not isinstance(lo, E.IntImm):
+            facts.append(self.simplify(op.sub(lo, v)))
+        if hi is not None and not isinstance(hi, E.IntImm):
+            facts.append(self.simplify(op.sub(v, hi)))
+        if facts:
+            self._var_facts[v] = facts
+
+    @contextmanager
+    def scoped_bind(self, var: Any, value: Any) -> Iterator[None]:
+        """``bind`` for the duration of a with-block (e.g. a loop body)."""
+        saved = self._snapshot()
+        self.bind(var, value)
+        try:
+            yield
+        finally:
+            self._restore(saved)
+
+    @contextmanager
+    def constraint_scope(self, cond: Any) -> Iterator[None]:
+        """Assume ``cond`` (e.g. ``i < n`` or ``i*4 + j < 30``) inside the with-block."""
+        saved = self._snapshot()
+        self._assume(self.simplify(op.convert(cond)))
+        try:
+            yield
+        finally:
+            self._restore(saved)
+
+    def _snapshot(self) -> tuple:
+        return (dict(self._bounds), dict(self._subst), dict(self._var_facts), list(self._facts))
+
+    def _restore(self, saved: tuple) -> None:
+        self._bounds, self._subst, self._var_facts, self._facts = saved
+
+    def _assume(self, c: E.PrimExpr) -> None:
+        if isinstance(c, E.And):
+            self._assume(c.a)
+            self._assume(c.b)
+            return
+        if isinstance(c, E.Not) and isinstance(c.a, E.Or):
+            self._assume(self.simplify(E.Not(c.a.a)))
+            self._assume(self.simplify(E.Not(c.a.b)))
+            return
+        if not isinstance(c, E.LT | E.LE | E.GT | E.GE | E.EQ) or not is_index_dtype(c.a.dtype):
+            return
+        a, b = c.a, c.b
+        if isinstance(c, E.GT | E.GE):
+            a, b = b, a
+        forms = [op.sub(a, b)] if not isinstance(c, E.EQ) else [op.sub(a, b), op.sub(b, a)]
+        if isinstance(c, E.LT | E.GT):
+            forms = [op.add(forms[0], 1)]
+        for f in forms:
+            f = self.simplify(f)
+            self._facts.append(f)
+            self._refine(f)
+
+    def _refine(self, f: E.PrimExpr) -> None:
+        """Tighten the constant bound of each variable that a new fact ``f <= 0`` constrains."""
+        s = Simplifier(self)
+        L = s.lin(f)
+        for m, k in L.terms.items():
+            if len(m) != 1 or not isinstance(s.atoms[m[0]], E.Var):
+                continue
+            v = s.atoms[m[0]]
+            lo_rest = s.lin_bound(L - Lin({m: k}))[0]  # k*v <= -rest <= -lo_rest
+            if lo_rest == -cb.INF:
+                continue
+            old = self.var_bound(v)
+            if k > 0:
+                new = (old[0], min(old[1], (-lo_rest) // k))
+            else:
+                new = (max(old[0], -((-lo_rest) // -k)), old[1])
+            self._bounds[v] = new
+
+    def substitution(self, v: E.Var) -> E.PrimExpr | None:
+        return self._subst.get(v)
+
+    def facts(self) -> list[E.PrimExpr]:
+        out = [f for fs in self._var_facts.values() for f in fs]
+        return out + self._facts
+
+    def var_bound(self, v: E.Var) -> cb.Bound:
+        b = self._bounds.get(v)
+        if b is not None:
+            return b
+        sub = self._subst.get(v)
+        if sub is not None and v not in self._resolving:
+            self._resolving.add(v)
+            try:
+                return self._bound(sub)
+            finally:
+                self._resolving.discard(v)
+        return cb.dtype_bound(v.dtype)
+
+    def _bound(self, e: E.PrimExpr) -> cb.Bound:
+        return cb.ConstBound(self.var_bound)(e)
+
+    # ---- questions ----------------------------------------------------------------------
+    def simplify(self, e: Any) -> Any:
+        """A simpler equivalent of ``e`` (an expression, or a statement: loops bind their vars)."""
+        if isinstance(e, int | float | bool):
+            return op.convert(e)
+        return Simplifier(self).visit(e)
+
+    def can_prove(self, cond: Any) -> bool:
+        """True only if ``cond`` holds for every value the bound variables may take."""
+        c = self.simplify(op.convert(cond))
+        return isinstance(c, E.IntImm) and c.value != 0
+
+    def can_prove_equal(self, a: Any, b: Any) -> bool:
+        a, b = op.convert(a), op.convert(b)
+        if is_index_dtype(a.dtype) and is_index_dtype(b.dtype):
+            d = self.simplify(op.sub(a, b))
+            return isinstance(d, E.IntImm) and d.value == 0
+        return structural_equal(self.simplify(a), self.simplify(b))
+
+    def const_int_bound(self, e: Any) -> tuple[int | None, int | None]:
+        """Inclusive constant bounds of ``e``; ``None`` marks an unbounded end."""
+        e = op.convert(e)
+        s = Simplifier(self)
+        if is_index_dtype(e.dtype):
+            b = s.lin_bound(s.lin(e))
+            b = cb.intersect(b, self._bound(e))
+        else:
+            b = self._bound(s.expr(e))
+        return _public(b[0]), _public(b[1])
+
+    def int_set(self, e: Any, dom_map: Mapping[Any, Any]) -> Any:
+        from .int_set import eval_set
+
+        return eval_set(e, dom_map, self)

@@ -1,0 +1,259 @@
+"""A direct interpreter for scalar expressions, with the exact semantics of the generated C.
+
+It is the oracle that the simplifier, the interval sets and the code generators are checked
+against, so it never takes shortcuts: integers wrap at their dtype's width, ``Div``/``Mod``
+truncate toward zero while ``FloorDiv``/``FloorMod`` round down, ``select`` evaluates only the
+chosen side, and float results are rounded to their dtype after every operation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import DefinitionError
+from . import expr as E
+from .dtype import DType
+from .op import convert
+
+Value = int | float | bool
+
+
+def wrap_int(value: int, dt: DType) -> int:
+    """Two's-complement wraparound of ``value`` to the width of integer dtype ``dt``."""
+    if dt.is_bool:
+        return int(bool(value))
+    mask = (1 << dt.bits) - 1
+    v = int(value) & mask
+    if dt.is_int and v >= 1 << (dt.bits - 1):
+        v -= 1 << dt.bits
+    return v
+
+
+def _round_float(x: float, dt: DType) -> float:
+    if dt.bits == 64:
+        return float(x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.dtype(f"float{dt.bits}").type(x))
+
+
+def _to_dtype(x: Any, dt: DType) -> Value:
+    """A Python value as dtype ``dt`` would hold it (C conversion rules, wrap on overflow)."""
+    if dt.is_bool:
+        return bool(x)
+    if dt.is_float:
+        return _round_float(float(x), dt)
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            raise DefinitionError(f"cannot convert {x} to {dt}")
+        x = math.trunc(x)
+    return wrap_int(int(x), dt)
+
+
+def _tdiv(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _fdiv(a: float, b: float) -> float:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.float64(a) / np.float64(b))
+
+
+def _int_binop(cls: type, a: int, b: int) -> int:
+    if cls in (E.Div, E.Mod, E.FloorDiv, E.FloorMod) and b == 0:
+        raise ZeroDivisionError("integer division by zero in evaluated expression")
+    if cls is E.Add:
+        return a + b
+    if cls is E.Sub:
+        return a - b
+    if cls is E.Mul:
+        return a * b
+    if cls is E.Div:
+        return _tdiv(a, b)
+    if cls is E.Mod:
+        return a - b * _tdiv(a, b)
+    if cls is E.FloorDiv:
+        return a // b
+    if cls is E.FloorMod:
+        return a % b
+    if cls is E.Min:
+        return min(a, b)
+    return max(a, b)
+
+
+def _float_binop(cls: type, a: float, b: float) -> float:
+    if cls is E.Add:
+        return a + b
+    if cls is E.Sub:
+        return a - b
+    if cls is E.Mul:
+        return a * b
+    if cls is E.Div:
+        return _fdiv(a, b)
+    if cls is E.Mod:
+        return math.fmod(a, b) if b != 0 else math.nan
+    if cls is E.FloorDiv:
+        return math.floor(_fdiv(a, b)) if b != 0 else _fdiv(a, b)
+    if cls is E.FloorMod:
+        return a - b * math.floor(a / b) if b != 0 else math.nan
+    if cls is E.Min:
+        return min(a, b)
+    return max(a, b)
+
+
+_CMP = {
+    E.EQ: lambda x, y: x == y, E.NE: lambda x, y: x != y, E.LT: lambda x, y: x < y,
+    E.LE: lambda x, y: x <= y, E.GT: lambda x, y: x > y, E.GE: lambda x, y: x >= y,
+}
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def _safe(fn):
+    def call(*args):
+        try:
+            return fn(*args)
+        except OverflowError:
+            return math.inf
+        except ValueError:
+            return math.nan
+
+    return call
+
+
+_INTRIN = {
+    "exp": _safe(math.exp), "exp2": _safe(lambda x: 2.0 ** x), "exp10": _safe(lambda x: 10.0 ** x),
+    "log": _safe(lambda x: -math.inf if x == 0 else math.log(x)),
+    "log2": _safe(lambda x: -math.inf if x == 0 else math.log2(x)),
+    "log10": _safe(lambda x: -math.inf if x == 0 else math.log10(x)),
+    "log1p": _safe(math.log1p), "sqrt": _safe(math.sqrt), "rsqrt": _safe(lambda x: 1.0 / math.sqrt(x)),
+    "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": _safe(math.asin),
+    "acos": _safe(math.acos), "atan": math.atan, "atan2": math.atan2, "sinh": _safe(math.sinh),
+    "cosh": _safe(math.cosh), "tanh": math.tanh, "erf": math.erf, "sigmoid": _sigmoid,
+    "fabs": abs, "abs": abs, "floor": math.floor, "ceil": math.ceil, "trunc": math.trunc,
+    "round": round, "nearbyint": round, "pow": _safe(math.pow), "power": _safe(math.pow),
+    "fmod": _safe(math.fmod),
+}
+
+
+class _Evaluator:
+    def __init__(self, env: Mapping[Any, Any]):
+        self.env = env
+
+    def run(self, e: Any) -> Any:
+        fn = getattr(self, "ev_" + type(e).__name__, None)
+        if fn is None:
+            raise DefinitionError(f"cannot evaluate a {type(e).__name__} node: `{e}`")
+        return fn(e)
+
+    def ev_IntImm(self, e: E.IntImm) -> Value:
+        return bool(e.value) if e.dtype.is_bool else e.value
+
+    def ev_FloatImm(self, e: E.FloatImm) -> Value:
+        return _round_float(e.value, e.dtype)
+
+    def ev_StringImm(self, e: E.StringImm) -> str:
+        return e.value
+
+    def ev_Var(self, e: E.Var) -> Value:
+        if e not in self.env:
+            raise DefinitionError(f"evaluate: no value given for variable `{e.name}`")
+        return _to_dtype(self.env[e], e.dtype)
+
+    def _binary(self, e: E.BinaryOp) -> Value:
+        a, b = self.run(e.a), self.run(e.b)
+        cls, dt = type(e), e.a.dtype
+        if isinstance(a, list) or isinstance(b, list):
+            return _lanes(cls, dt, a, b, e.dtype)
+        return _scalar_binop(cls, dt, a, b)
+
+    ev_Add = ev_Sub = ev_Mul = ev_Div = ev_Mod = ev_FloorDiv = ev_FloorMod = _binary
+    ev_Min = ev_Max = ev_EQ = ev_NE = ev_LT = ev_LE = ev_GT = ev_GE = _binary
+
+    def ev_And(self, e: E.And) -> Value:
+        return bool(self.run(e.a)) and bool(self.run(e.b))
+
+    def ev_Or(self, e: E.Or) -> Value:
+        return bool(self.run(e.a)) or bool(self.run(e.b))
+
+    def ev_Not(self, e: E.Not) -> Value:
+        return not self.run(e.a)
+
+    def ev_Select(self, e: E.Select) -> Value:
+        return self.run(e.true_value) if self.run(e.condition) else self.run(e.false_value)
+
+    def ev_Cast(self, e: E.Cast) -> Value:
+        v = self.run(e.value)
+        if isinstance(v, list):
+            return [_to_dtype(x, e.dtype.element) for x in v]
+        return _to_dtype(v, e.dtype)
+
+    def ev_Let(self, e: E.Let) -> Value:
+        inner = _Evaluator({**self.env, e.var: self.run(e.value)})
+        return inner.run(e.body)
+
+    def ev_Call(self, e: E.Call) -> Value:
+        if e.op in ("if_then_else", "tir.if_then_else"):
+            c, t, f = e.args
+            return self.run(t) if self.run(c) else self.run(f)
+        args = [self.run(a) for a in e.args]
+        if e.op in ("likely", "tir.likely"):
+            return args[0]
+        fn = _INTRIN.get(e.op.removeprefix("tir."))
+        if fn is None:
+            raise DefinitionError(f"evaluate: unknown intrinsic `{e.op}`")
+        return _to_dtype(fn(*args), e.dtype)
+
+    def ev_Ramp(self, e: E.Ramp) -> list:
+        base, stride = self.run(e.base), self.run(e.stride)
+        dt = e.dtype.element
+        return [_to_dtype(base + k * stride, dt) for k in range(e.lanes)]
+
+    def ev_Broadcast(self, e: E.Broadcast) -> list:
+        return [self.run(e.value)] * e.lanes
+
+    def _load(self, holder: Any, indices: tuple) -> Value:
+        if holder not in self.env:
+            raise DefinitionError(f"evaluate: no array given for `{getattr(holder, 'name', holder)}`")
+        arr = self.env[holder]
+        idx = tuple(self.run(i) for i in indices)
+        return np.asarray(arr)[idx].item()
+
+    def ev_ProducerLoad(self, e: E.ProducerLoad) -> Value:
+        return self._load(e.producer, e.indices)
+
+    def ev_BufferLoad(self, e: E.BufferLoad) -> Value:
+        return self._load(e.buffer, e.indices)
+
+
+def _scalar_binop(cls: type, dt: DType, a: Value, b: Value) -> Value:
+    if cls in _CMP:
+        return bool(_CMP[cls](a, b))
+    if dt.is_float:
+        return _round_float(_float_binop(cls, float(a), float(b)), dt)
+    return _to_dtype(_int_binop(cls, int(a), int(b)), dt)
+
+
+def _lanes(cls: type, dt: DType, a: Any, b: Any, out: DType) -> list:
+    n = len(a) if isinstance(a, list) else len(b)
+    aa = a if isinstance(a, list) else [a] * n
+    bb = b if isinstance(b, list) else [b] * n
+    return [_scalar_binop(cls, dt.element, x, y) for x, y in zip(aa, bb)]
+
+
+def evaluate(expr: Any, env: Mapping[Any, Any] | None = None) -> Any:
+    """The value of ``expr`` with each free variable taken from ``env``.
+
+    ``env`` maps Vars (or IterVars) to Python numbers; buffers and te tensors may map to NumPy
+    arrays so that loads can be evaluated too. Vector expressions give lists of lane values.
+    """
+    env = dict(env or {})
+    for k in [k for k in env if isinstance(k, E.IterVar)]:
+        env[k.var] = env.pop(k)
+    return _Evaluator(env).run(convert(expr))
