@@ -7,10 +7,14 @@ exception instead of a crash.
 
 The C must compute what the python reference computes, so a few IR rules are spelled out
 rather than left to C: arithmetic on 8/16-bit integers, bool and float16 is cast back to its
-dtype after every operation (C would silently widen to int or float); signed overflow wraps
-(``-fwrapv``); integer division and remainder by zero give 0 and never trap; floordiv/floormod
-round toward minus infinity through small helpers; ``round`` is round-half-to-even
-(``rint``, as NumPy's ``round``).
+dtype after every operation (C would silently widen to int or float); signed 32/64-bit
+arithmetic on data (an expression that reads a buffer) wraps, computed in the unsigned type;
+integer division and remainder by zero give 0 and never trap; floordiv/floormod round toward
+minus infinity through small helpers; ``round`` is round-half-to-even (``rint``, as NumPy's).
+
+Index arithmetic (loop variables, sizes and constants only) is left as plain C on purpose:
+there an overflow is already an out-of-bounds access, and ``-fwrapv`` or unsigned casts would
+stop the C compiler from vectorizing address computations.
 """
 
 from __future__ import annotations
@@ -98,6 +102,7 @@ class _CGen:
         self.has_parallel = False
         self.uses_heap = False
         self.uses_float16 = False
+        self._data_memo: dict[int, tuple[bool, E.PrimExpr]] = {}
 
     # ---- helpers emitted on demand -------------------------------------------------------
     def helper(self, kind: str, dt: DType) -> str:
@@ -136,9 +141,7 @@ class _CGen:
             p = _PREC[type(e)]
             return f"{self.expr(e.a, 6)} {e.symbol} {self.expr(e.b, 6)}", p
         if isinstance(e, E.BinaryOp):
-            p = _PREC[type(e)]
-            text = f"{self.expr(e.a, p)} {e.symbol} {self.expr(e.b, p + 1)}"
-            return self._wrap(text, p, e.dtype)
+            return self._arith(e)
         if isinstance(e, E.Not):
             return f"!{self.expr(e.a, 8)}", 8
         if isinstance(e, E.Select):
@@ -157,6 +160,45 @@ class _CGen:
         if isinstance(e, E.BufferLoad):
             return f"{self.names.get(e.buffer, e.buffer.name)}[{self.expr(e.indices[0])}]", _ATOM
         raise BuildError(f"kernel {self.func.name!r}: the c target cannot generate `{e}` ({type(e).__name__})")
+
+    def _arith(self, e: E.BinaryOp) -> tuple[str, int]:
+        p, dt = _PREC[type(e)], e.dtype
+        if isinstance(e, E.Add | E.Sub | E.Mul):
+            if self._wraps(e):
+                return f"({ctype(dt)})({self._unsigned(e, top=True)})", 8
+            if dt == "uint16" and isinstance(e, E.Mul):  # both would be promoted to int: overflow
+                return f"(uint16_t)((uint32_t){self.expr(e.a, 8)} * {self.expr(e.b, 8)})", 8
+        return self._wrap(f"{self.expr(e.a, p)} {e.symbol} {self.expr(e.b, p + 1)}", p, dt)
+
+    def _wraps(self, e) -> bool:
+        return (isinstance(e, E.Add | E.Sub | E.Mul) and e.dtype.is_int and e.dtype.bits >= 32
+                and self._reads_data(e))
+
+    def _unsigned(self, e, top: bool = False) -> str:
+        """``e`` computed in the unsigned type of its width, where overflow is defined to wrap."""
+        if self._wraps(e):
+            p = _PREC[type(e)]
+            a = self._unsigned(e.a) if self._wraps(e.a) else f"(uint{e.dtype.bits}_t){self.expr(e.a, 8)}"
+            b = self._unsigned(e.b) if self._wraps(e.b) else f"(uint{e.dtype.bits}_t){self.expr(e.b, 8)}"
+            if self._wraps(e.b) and _PREC[type(e.b)] <= p:
+                b = f"({b})"
+            if self._wraps(e.a) and _PREC[type(e.a)] < p:
+                a = f"({a})"
+            return f"{a} {e.symbol} {b}"
+        return f"(uint{e.dtype.bits}_t){self.expr(e, 8)}"
+
+    def _reads_data(self, e) -> bool:
+        """Whether ``e`` depends on buffer contents (memoized: asked for every arithmetic node)."""
+        key = id(e)
+        if key not in self._data_memo:
+            if isinstance(e, E.BufferLoad):
+                found = True
+            else:
+                found = any(self._reads_data(x) for x in e.fields() if isinstance(x, E.PrimExpr)) or any(
+                    self._reads_data(y) for x in e.fields() if isinstance(x, tuple)
+                    for y in x if isinstance(y, E.PrimExpr))
+            self._data_memo[key] = (found, e)
+        return self._data_memo[key][0]
 
     def _wrap(self, text: str, prec: int, dt: DType) -> tuple[str, int]:
         if _narrow(dt) or dt == "float16":
@@ -280,6 +322,8 @@ class _CGen:
             self.emit(f"#pragma GCC unroll {s.extent.value}")
         elif s.kind == "vectorized":
             self.emit("#pragma GCC ivdep")
+        elif s.kind == "thread_binding":  # iterations are independent: a CPU runs them in turn
+            self.emit(f"// bound to {s.thread_tag or 'a thread axis'}: runs serially on the CPU")
         self.open(f"for ({ctype(v.dtype)} {name} = {lo}; {name} < {end}; ++{name})")
         self.stmt(s.body)
         self.close()
@@ -424,7 +468,8 @@ def _helper_source(kind: str, name: str, dt: DType) -> str:
         op = "<" if kind == "min" else ">"
         return f"{sig} return a {op} b ? a : b; }}"
     if kind == "abs":
-        return f"static inline {t} {name}({t} a) {{ return a < 0 ? ({t})-a : a; }}"
+        u = f"uint{max(dt.bits, 32)}_t"
+        return f"static inline {t} {name}({t} a) {{ return a < 0 ? ({t})(0u - ({u})a) : a; }}"
     if kind == "sigmoid":
         one = "1.0" if dt.bits == 64 else "1.0f"
         return f"static inline {t} {name}({t} a) {{ return {one} / ({one} + {_math_fn('exp', dt)}(-a)); }}"
@@ -441,7 +486,8 @@ def _helper_source(kind: str, name: str, dt: DType) -> str:
     # integers: x / 0 and x % 0 give 0; MIN / -1 wraps instead of trapping
     lines = [sig, "  if (b == 0) return 0;"]
     if dt.is_int:
-        neg = {"div": f"({t})-a", "floordiv": f"({t})-a", "mod": "0", "floormod": "0"}[kind]
+        wneg = f"({t})(0u - (uint{max(dt.bits, 32)}_t)a)"  # MIN / -1 wraps to MIN, without UB
+        neg = {"div": wneg, "floordiv": wneg, "mod": "0", "floormod": "0"}[kind]
         lines.append(f"  if (b == -1) return {neg};")
     if kind == "div":
         lines.append(f"  return ({t})(a / b);")

@@ -252,7 +252,7 @@ class _PyGen:
             lo, ext = self._loop_bound(s.min), self._loop_bound(s.extent)
             self.bound.add(id(s.loop_var))
             name = self.names.get(s.loop_var, s.loop_var.name)
-            note = "" if s.kind == "serial" else f"  # {s.kind}"
+            note = "" if s.kind == "serial" else f"  # {s.kind} {s.thread_tag}".rstrip()
             self.emit(depth, f"for {name} in _loop({_np_name(s.loop_var.dtype)}, {lo}, {ext}):{note}")
             self.block(s.body, depth + 1)
             self.bound.discard(id(s.loop_var))
