@@ -129,14 +129,25 @@ def check_func(func: S.PrimFunc) -> None:
         if o not in params:
             raise BuildError(f"kernel {func.name!r}: output {o.name} is not one of the parameters {names}")
 
+    live: set[S.Buffer] = set(func.params)
+
     class _C(Visitor):
         def visit_BufferLoad(self, e: E.BufferLoad) -> None:
             _one_index(func, e.buffer, e.indices, "load from")
+            _live(func, e.buffer, live)
             self.generic_visit(e)
 
         def visit_BufferStore(self, s: S.BufferStore) -> None:
             _one_index(func, s.buffer, s.indices, "store to")
+            _live(func, s.buffer, live)
             self.generic_visit(s)
+
+        def visit_Allocate(self, s: S.Allocate) -> None:
+            fresh = s.buffer not in live
+            live.add(s.buffer)
+            self.generic_visit(s)
+            if fresh:
+                live.discard(s.buffer)
 
         def visit_ProducerLoad(self, e) -> None:
             raise BuildError(f"kernel {func.name!r}: `{e}` reads a tensor; storage flattening has not run")
@@ -155,6 +166,14 @@ def check_func(func: S.PrimFunc) -> None:
             self.generic_visit(e)
 
     _C().visit(func.body)
+
+
+def _live(func: S.PrimFunc, buf: S.Buffer, live: set[S.Buffer]) -> None:
+    if buf not in live:
+        raise BuildError(
+            f"kernel {func.name!r}: buffer {buf.name!r} is accessed but is neither a parameter nor "
+            "allocated around the access (an Allocate must enclose every use of a temporary)"
+        )
 
 
 def _one_index(func: S.PrimFunc, buf: S.Buffer, indices: tuple, what: str) -> None:

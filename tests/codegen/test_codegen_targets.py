@@ -391,6 +391,7 @@ def _simple(value_fn, dt="float32") -> S.PrimFunc:
     (lambda A: lambda i: ld(A, i) + E.Var("ghost", "float32"), "'ghost' is used but never bound"),
     (lambda A: lambda i: E.BufferLoad(A, (i, i)), "has 2 indices"),
     (lambda A: lambda i: E.Ramp(i, const(1), 4), "vector"),
+    (lambda A: lambda i: ld(S.Buffer("T", "float32", (4,)), i), "buffer 'T' is accessed but is neither a parameter"),
 ])
 def test_build_errors(target, make, message):
     with pytest.raises(BuildError, match=message):
