@@ -48,5 +48,10 @@ class ArgumentError(TesselError, ValueError):
     """An array handed to a compiled kernel does not match what the kernel expects."""
 
 
+class ViewError(TesselError):
+    """A view or report could not be made as asked (unknown stage or engine, Graphviz failed,
+    a script given to the ``tessel`` command failed or built no schedule)."""
+
+
 class InternalError(TesselError, AssertionError):
     """A broken invariant inside tessel: please report it with the program that caused it."""
