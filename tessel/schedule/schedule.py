@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..te.tensor import Operation, Tensor
+from .history import Record, note_created
 from .stage import ROOT, Stage
 
 
@@ -46,6 +47,9 @@ class Schedule:
             st.is_output = any(op is o for o in self.outputs)
             self.stages.append(st)
             self.stage_map[op] = st
+        # every primitive call, where it was made, and the schedule after it (see history.py)
+        self.history: list[Record] = []
+        note_created(self)
 
     def __getitem__(self, key) -> Stage:
         if isinstance(key, Stage):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.op import convert
+from .history import recorded
 from .relations import Fuse, Relation, Singleton, Split
 
 if TYPE_CHECKING:
@@ -93,6 +94,7 @@ class Stage:
         return iv
 
     # ---- loop transformations ------------------------------------------------------------
+    @recorded
     def split(self, parent: E.IterVar, factor=None, nparts=None) -> tuple[E.IterVar, E.IterVar]:
         """Split ``parent`` into an outer and an inner loop; give exactly one of factor/nparts."""
         self._check_leaf(parent, "split")
@@ -121,6 +123,7 @@ class Stage:
         self._move_attr(parent, inner)
         return outer, inner
 
+    @recorded
     def fuse(self, *args: E.IterVar) -> E.IterVar:
         """Fuse adjacent loops (outermost first) into one."""
         if len(args) == 1 and isinstance(args[0], list | tuple):
@@ -162,6 +165,7 @@ class Stage:
         self._move_attachments(outer, fused)
         return fused
 
+    @recorded
     def reorder(self, *args: E.IterVar) -> None:
         """Put the given loops in this order, in the positions they occupy together."""
         if len(args) == 1 and isinstance(args[0], list | tuple):
@@ -179,6 +183,7 @@ class Stage:
         for p, a in zip(pos, args):
             self.leaf_iter_vars[p] = a
 
+    @recorded
     def tile(self, x_parent: E.IterVar, y_parent: E.IterVar, x_factor, y_factor):
         """Split two loops and order them ``x.outer, y.outer, x.inner, y.inner``."""
         self._check_leaf(x_parent, "tile")
@@ -191,6 +196,7 @@ class Stage:
         return xo, yo, xi, yi
 
     # ---- placement -----------------------------------------------------------------------
+    @recorded
     def compute_at(self, parent: Stage, scope: E.IterVar) -> None:
         """Compute this stage inside loop ``scope`` of ``parent``, only the region it needs there."""
         if not isinstance(parent, Stage):
@@ -210,10 +216,12 @@ class Stage:
         self.attach_ivar = scope
         self.attach_stage = parent
 
+    @recorded
     def compute_root(self) -> None:
         self.attach_type = ROOT
         self.attach_ivar = self.attach_stage = None
 
+    @recorded
     def compute_inline(self) -> None:
         """Substitute this stage's expression into every reader instead of storing it."""
         from ..te.tensor import ComputeOp
@@ -239,15 +247,19 @@ class Stage:
         self._check_leaf(iv, kind)
         self.iter_var_attrs.setdefault(iv, IterVarAttr()).kind = kind
 
+    @recorded
     def vectorize(self, iv: E.IterVar) -> None:
         self._annotate(iv, "vectorized")
 
+    @recorded
     def unroll(self, iv: E.IterVar) -> None:
         self._annotate(iv, "unrolled")
 
+    @recorded
     def parallel(self, iv: E.IterVar) -> None:
         self._annotate(iv, "parallel")
 
+    @recorded
     def bind(self, iv: E.IterVar, thread_iv: E.IterVar) -> None:
         self._check_leaf(iv, "bind")
         if not isinstance(thread_iv, E.IterVar) or thread_iv.iter_type != E.IterVar.THREAD:
@@ -256,10 +268,12 @@ class Stage:
         attr.kind = "thread_binding"
         attr.bind_thread = thread_iv
 
+    @recorded
     def pragma(self, iv: E.IterVar, key: str, value=None) -> None:
         self._check_leaf(iv, "pragma")
         self.iter_var_attrs.setdefault(iv, IterVarAttr()).pragmas[key] = value
 
+    @recorded
     def set_scope(self, scope: str) -> None:
         if scope not in ("global", "local", "shared", "warp"):
             raise ScheduleError(f"stage {self.name}: unknown storage scope {scope!r} (global, local, shared, warp)")
