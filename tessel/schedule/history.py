@@ -21,10 +21,11 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..te.tensor import Operation, Tensor
     from .schedule import Schedule
 
 _TESSEL_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -50,10 +51,20 @@ class Record:
     error: BaseException | None = None
     snapshot: Schedule | None = None
     snapshot_error: str | None = None
+    # (operation of the live schedule, its copy in ``snapshot``): how a user's tensors, e.g.
+    # the arguments given to lower, are found in the snapshot
+    op_pairs: list[tuple[Operation, Operation]] = field(default_factory=list)
 
     @property
     def where(self) -> str:
         return f"{self.filename}:{self.lineno}" if self.filename else "<unknown>"
+
+    def in_snapshot(self, t: Tensor) -> Tensor | None:
+        """The snapshot's copy of tensor ``t``; None if ``t`` did not exist at this step."""
+        for orig, dup in self.op_pairs:
+            if orig is t.op:
+                return dup.output(t.value_index)
+        return None
 
     def __repr__(self) -> str:
         status = f" raised {type(self.error).__name__}" if self.error is not None else ""
@@ -107,11 +118,25 @@ def _append(sch: Schedule, primitive: str, call: str, result: str = "", error: B
     rec = Record(len(sch.history), primitive, call, filename, lineno, code, result, error)
     if SNAPSHOTS:
         try:
+            ops = _reachable_ops(sch)
             # the copy must not drag the history (and its earlier copies) along
-            rec.snapshot = copy.deepcopy(sch, {id(sch.history): []})
+            rec.snapshot, dups = copy.deepcopy((sch, ops), {id(sch.history): []})
+            rec.op_pairs = list(zip(ops, dups))
         except Exception as err:  # e.g. a recursion limit on a huge expression: keep the step
             rec.snapshot_error = f"{type(err).__name__}: {err}"
     sch.history.append(rec)
+
+
+def _reachable_ops(sch: Schedule) -> list[Operation]:
+    """Every operation the schedule refers to, including those a dataflow rewrite replaced."""
+    seen: dict[int, Operation] = {}
+    todo = [op for st in sch.stages for op in (st.op, getattr(st, "origin_op", st.op))] + list(sch.outputs)
+    while todo:
+        op = todo.pop()
+        if id(op) not in seen:
+            seen[id(op)] = op
+            todo.extend(t.op for t in op.input_tensors())
+    return list(seen.values())
 
 
 def _user_frame() -> tuple[str | None, int | None, str]:

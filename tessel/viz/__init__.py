@@ -6,7 +6,8 @@ tessel's own layout otherwise (``engine="python"`` forces the latter).
 """
 
 from .dot import Graph
+from .explorer import explorer
 from .svg import to_svg
 from .views import View, dataflow_graph, itervar_graph, schedule_tree
 
-__all__ = ["Graph", "View", "dataflow_graph", "itervar_graph", "schedule_tree", "to_svg"]
+__all__ = ["Graph", "View", "dataflow_graph", "explorer", "itervar_graph", "schedule_tree", "to_svg"]

@@ -1,0 +1,286 @@
+"""The explorer's page: markup, style and script, with ``__TITLE__`` and ``__DATA__`` to fill.
+
+Kept apart from the Python that computes the data so each can be read on its own. The script
+only displays what Python computed (views, bounds, IR, errors) and computes one thing itself:
+the line diff between the IR of two steps the user picks, so any pair can be compared without
+storing every pair's diff in the file.
+"""
+
+PAGE = r"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>__TITLE__</title>
+<link rel="icon" href="data:,">
+<style>
+  * { box-sizing: border-box; }
+  body { margin: 0; font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; background: #f4f5f7; }
+  header { position: sticky; top: 0; z-index: 2; display: flex; gap: 10px; align-items: center; padding: 8px 14px;
+           background: #263238; color: #fff; }
+  header h1 { font-size: 16px; margin: 0 12px 0 0; font-weight: 600; }
+  header button { font-size: 14px; padding: 2px 10px; cursor: pointer; }
+  header .hint { color: #b0bec5; font-size: 12px; margin-left: auto; }
+  #layout { display: flex; align-items: flex-start; }
+  nav { width: 330px; flex: none; position: sticky; top: 44px; max-height: calc(100vh - 44px); overflow-y: auto;
+        background: #fff; border-right: 1px solid #ddd; }
+  nav ol { list-style: none; margin: 0; padding: 0; }
+  nav li { padding: 6px 10px; border-bottom: 1px solid #eee; cursor: pointer; font: 12px/1.35 monospace; }
+  nav li:hover { background: #eef3f8; }
+  nav li.current { background: #d6e6f5; border-left: 4px solid #1e6fb8; padding-left: 6px; }
+  nav li .where { color: #777; display: block; }
+  .badge { display: inline-block; font: 600 10px system-ui, sans-serif; padding: 0 5px; border-radius: 8px; margin-left: 4px;
+           vertical-align: 1px; }
+  .badge.illegal, .badge.error { background: #c62828; color: #fff; }
+  .badge.failed { background: #ef6c00; color: #fff; }
+  .badge.legal { background: #2e7d32; color: #fff; }
+  main { flex: 1; min-width: 0; padding: 12px 16px 40px; }
+  section { background: #fff; border: 1px solid #ddd; border-radius: 6px; padding: 10px 14px; margin-bottom: 12px; }
+  h2 { font-size: 14px; margin: 4px 0 8px; }
+  h3 { font-size: 13px; margin: 8px 0 4px; }
+  pre { font: 12px/1.4 monospace; background: #f7f7f9; border: 1px solid #e3e3e8; border-radius: 4px; padding: 8px;
+        margin: 4px 0; overflow-x: auto; white-space: pre; }
+  #step-title { font: 600 15px monospace; }
+  #where, #result { color: #555; font-size: 12px; }
+  .note { border-left: 5px solid #c62828; background: #fdecea; padding: 8px 12px; margin: 6px 0; border-radius: 4px; }
+  .note.failed { border-color: #ef6c00; background: #fff3e0; }
+  .note.legal { border-color: #2e7d32; background: #e8f5e9; }
+  .note pre { background: #fff; }
+  #grid { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 12px; align-items: start; }
+  .view { overflow: auto; }
+  .view svg { max-width: 100%; height: auto; }
+  table { border-collapse: collapse; font: 12px monospace; width: 100%; }
+  th, td { border-bottom: 1px solid #eee; padding: 2px 6px; text-align: left; }
+  th { background: #fafafa; }
+  .add { background: #e6ffec; display: block; }
+  .del { background: #ffebe9; display: block; }
+  .same { color: #666; display: block; }
+  .muted { color: #777; font-size: 12px; }
+</style>
+</head>
+<body>
+<header>
+  <h1>__TITLE__</h1>
+  <select id="schedule" aria-label="schedule"></select>
+  <button id="prev" title="previous step (left arrow)">&#9664;</button>
+  <span id="position"></span>
+  <button id="next" title="next step (right arrow)">&#9654;</button>
+  <span class="hint">&larr; / &rarr; step through the history &middot; click a step to jump to it</span>
+</header>
+<div id="layout">
+  <nav><ol id="steps"></ol></nav>
+  <main>
+    <section id="call">
+      <div id="step-title"></div>
+      <pre id="code"></pre>
+      <div id="where"></div>
+      <div id="result"></div>
+      <div id="problem"></div>
+    </section>
+    <div id="grid">
+      <div id="views"></div>
+      <div>
+        <section>
+          <h2>Lowered IR
+            <select id="ir-kind" aria-label="IR">
+              <option value="lowered">after all passes</option>
+              <option value="schedule_ops">after ScheduleOps</option>
+            </select></h2>
+          <pre id="ir"></pre>
+        </section>
+        <section>
+          <h2>IR diff between steps</h2>
+          <div>from <select id="diff-a" aria-label="from step"></select>
+               to <select id="diff-b" aria-label="to step"></select></div>
+          <pre id="diff"></pre>
+        </section>
+        <section>
+          <h2>Bounds (InferBound)</h2>
+          <div id="bounds-note" class="muted"></div>
+          <table><thead><tr><th>stage</th><th>IterVar</th><th>role</th><th>min</th><th>extent</th></tr></thead>
+            <tbody id="bounds"></tbody></table>
+        </section>
+      </div>
+    </div>
+  </main>
+</div>
+<script type="application/json" id="data">__DATA__</script>
+<script>
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("data").textContent);
+  var sched = 0, cur = 0;
+  function $(id) { return document.getElementById(id); }
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = text;
+    return e;
+  }
+  function steps() { return data.schedules[sched].steps; }
+
+  function badges(st) {
+    var out = [];
+    if (st.call_error) out.push(["failed", "call failed"]);
+    if (st.state === "illegal") out.push(["illegal", st.transition === "made illegal" ? "made illegal" : "illegal"]);
+    if (st.state === "error") out.push(["error", "lowering failed"]);
+    if (st.transition === "made legal") out.push(["legal", "legal again"]);
+    return out;
+  }
+
+  function buildList() {
+    var ol = $("steps"), a = $("diff-a"), b = $("diff-b");
+    ol.textContent = ""; a.textContent = ""; b.textContent = "";
+    steps().forEach(function (st, k) {
+      var li = el("li");
+      li.dataset.index = k;
+      li.appendChild(document.createTextNode(st.index + ". " + st.call));
+      badges(st).forEach(function (bd) { li.appendChild(el("span", "badge " + bd[0], bd[1])); });
+      li.appendChild(el("span", "where", st.where.split("/").pop()));
+      li.addEventListener("click", function () { show(k); });
+      ol.appendChild(li);
+      a.appendChild(new Option("step " + st.index, k));
+      b.appendChild(new Option("step " + st.index, k));
+    });
+  }
+
+  function note(cls, title, err) {
+    var box = el("div", "note " + cls);
+    box.appendChild(el("h3", null, title));
+    if (err) {
+      box.appendChild(el("pre", "message", err.type + ": " + err.message));
+      if (err.explanation) { box.appendChild(el("h3", null, "Why")); box.appendChild(el("pre", "explanation", err.explanation)); }
+      if (err.fix) { box.appendChild(el("h3", null, "Proposed fix")); box.appendChild(el("pre", "fix", err.fix)); }
+    }
+    return box;
+  }
+
+  function renderProblem(st) {
+    var p = $("problem");
+    p.textContent = "";
+    if (st.call_error) p.appendChild(note("failed", "This call raised an error (the schedule is unchanged)", st.call_error));
+    if (st.state === "illegal") {
+      var t = st.transition === "made illegal" ? "This step made the schedule illegal" : "The schedule is still illegal";
+      p.appendChild(note("illegal", t, st.problem));
+    } else if (st.state === "error") {
+      p.appendChild(note("illegal", "The schedule cannot be lowered", st.problem));
+    } else if (st.state === "unknown" && st.problem) {
+      p.appendChild(note("failed", "No snapshot of the schedule at this step", st.problem));
+    }
+    if (st.transition === "made legal") p.appendChild(note("legal", "This step made the schedule legal again", null));
+  }
+
+  function renderViews(st) {
+    var box = $("views");
+    box.textContent = "";
+    data.views.forEach(function (v) {
+      var sec = el("section");
+      sec.appendChild(el("h2", null, v[1]));
+      var div = el("div", "view");
+      div.id = "view-" + v[0];
+      if (st.views[v[0]] !== undefined) div.innerHTML = data.svgs[st.views[v[0]]];
+      else div.appendChild(el("span", "muted", "not available at this step"));
+      sec.appendChild(div);
+      box.appendChild(sec);
+    });
+  }
+
+  function irOf(st) { return st.ir[$("ir-kind").value]; }
+
+  function renderIR(st) {
+    var text = irOf(st);
+    $("ir").textContent = text !== undefined ? text : "(no IR: " + (st.problem ? st.problem.type + ": " + st.problem.message : "not lowered") + ")";
+  }
+
+  function renderBounds(st) {
+    var body = $("bounds");
+    body.textContent = "";
+    st.bounds.forEach(function (row) {
+      var tr = el("tr");
+      row.forEach(function (c) { tr.appendChild(el("td", null, c)); });
+      body.appendChild(tr);
+    });
+    $("bounds-note").textContent = st.bounds_note || "";
+  }
+
+  function diffLines(a, b) {
+    var n = a.length, m = b.length, i, j, dp = [];
+    for (i = 0; i <= n; i++) dp.push(new Int32Array(m + 1));
+    for (i = n - 1; i >= 0; i--)
+      for (j = m - 1; j >= 0; j--)
+        dp[i][j] = a[i] === b[j] ? dp[i + 1][j + 1] + 1 : Math.max(dp[i + 1][j], dp[i][j + 1]);
+    var out = [];
+    i = 0; j = 0;
+    while (i < n && j < m) {
+      if (a[i] === b[j]) { out.push([" ", a[i]]); i++; j++; }
+      else if (dp[i + 1][j] >= dp[i][j + 1]) { out.push(["-", a[i]]); i++; }
+      else { out.push(["+", b[j]]); j++; }
+    }
+    while (i < n) out.push(["-", a[i++]]);
+    while (j < m) out.push(["+", b[j++]]);
+    return out;
+  }
+
+  function renderDiff() {
+    var sa = steps()[+$("diff-a").value], sb = steps()[+$("diff-b").value], pre = $("diff");
+    pre.textContent = "";
+    var ta = irOf(sa), tb = irOf(sb);
+    if (ta === undefined || tb === undefined) {
+      pre.textContent = "step " + (ta === undefined ? sa.index : sb.index) + " has no lowered IR to compare";
+      return;
+    }
+    var rows = diffLines(ta.split("\n"), tb.split("\n"));
+    var changed = rows.some(function (r) { return r[0] !== " "; });
+    if (!changed) { pre.textContent = "(the IR is the same at both steps)"; return; }
+    rows.forEach(function (r) {
+      pre.appendChild(el("span", r[0] === "+" ? "add" : r[0] === "-" ? "del" : "same", r[0] + " " + r[1]));
+    });
+  }
+
+  function show(k) {
+    var list = steps();
+    if (k < 0 || k >= list.length) return;
+    cur = k;
+    var st = list[k];
+    document.body.dataset.step = k;
+    $("position").textContent = "step " + st.index + " of " + (list.length - 1);
+    Array.prototype.forEach.call($("steps").children, function (li, i) {
+      li.classList.toggle("current", i === k);
+      if (i === k && li.scrollIntoView) li.scrollIntoView({ block: "nearest" });
+    });
+    $("step-title").textContent = "Step " + st.index + ": " + st.call;
+    $("code").textContent = st.code || "(source line not available)";
+    $("where").textContent = "at " + st.where;
+    $("result").textContent = st.result ? "returned " + st.result : "";
+    renderProblem(st);
+    renderViews(st);
+    renderIR(st);
+    renderBounds(st);
+    $("diff-a").value = String(Math.max(k - 1, 0));
+    $("diff-b").value = String(k);
+    renderDiff();
+  }
+
+  var sel = $("schedule");
+  data.schedules.forEach(function (s, k) { sel.appendChild(new Option(s.label, k)); });
+  sel.hidden = data.schedules.length < 2;
+  sel.addEventListener("change", function () { sched = +sel.value; buildList(); show(0); sel.blur(); });
+  $("prev").addEventListener("click", function () { show(cur - 1); });
+  $("next").addEventListener("click", function () { show(cur + 1); });
+  $("ir-kind").addEventListener("change", function () { renderIR(steps()[cur]); renderDiff(); });
+  $("diff-a").addEventListener("change", renderDiff);
+  $("diff-b").addEventListener("change", renderDiff);
+  document.addEventListener("keydown", function (e) {
+    if (e.target && e.target.tagName === "SELECT") return;
+    if (e.key === "ArrowRight") { show(cur + 1); e.preventDefault(); }
+    else if (e.key === "ArrowLeft") { show(cur - 1); e.preventDefault(); }
+    else if (e.key === "Home") { show(0); e.preventDefault(); }
+    else if (e.key === "End") { show(steps().length - 1); e.preventDefault(); }
+  });
+  buildList();
+  show(0);
+})();
+</script>
+</body>
+</html>
+"""
