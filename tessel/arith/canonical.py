@@ -89,6 +89,10 @@ class Simplifier(Mutator):
             return Lin({}, x.value)
         if isinstance(x, E.Add | E.Sub | E.Mul):
             return self.lin(x)
+        return self.intern(x)
+
+    def intern(self, x: E.PrimExpr) -> Lin:
+        """``x`` as an opaque atom, whatever its shape."""
         key = StructKey(x)
         k = self.atom_ids.get(key)
         if k is None:
@@ -120,7 +124,7 @@ class Simplifier(Mutator):
             a, b = self.lin(e.a), self.lin(e.b)
             r = a.mul(b)
             if r is None:
-                return self.atom(E.Mul(self.from_lin(a, e.dtype), self.from_lin(b, e.dtype)))
+                return self.intern(E.Mul(self.from_lin(a, e.dtype), self.from_lin(b, e.dtype)))
             return r
         if t in (E.FloorDiv, E.FloorMod, E.Div, E.Mod):
             return self._div(e)
