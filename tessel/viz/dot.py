@@ -120,7 +120,7 @@ def _node_attrs(node: Node) -> str:
         style.append("dashed")
     if node.bold:
         style.append("bold")
-    if node.shape == "box" and node.role in ("stage", "root", "input", "inline"):
+    if node.shape == "box" and node.role in ("stage", "root", "input", "inline", "error"):
         style.append("rounded")
     attrs = [
         f"label={quote(chr(10).join(node.label))}",

@@ -85,7 +85,7 @@ def _node(node, box: Box) -> list[str]:
         shape = (f'<ellipse cx="{box.x:.1f}" cy="{box.y:.1f}" rx="{box.w / 2:.1f}" ry="{box.h / 2:.1f}" '
                  f'fill="{fill}" {stroke}/>')
     else:
-        rx = 6 if node.role in ("stage", "root", "input", "inline") else 0
+        rx = 6 if node.role in ("stage", "root", "input", "inline", "error") else 0
         shape = (f'<rect x="{box.left:.1f}" y="{box.top:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" '
                  f'rx="{rx}" fill="{fill}" {stroke}/>')
     parts = [f"<g><title>{esc(node.id)}</title>", shape]

@@ -11,6 +11,7 @@ why the ranges are missing.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -149,6 +150,8 @@ def dataflow_graph(s: Schedule) -> View:
     for st in s.stages:
         nid = ids(st, f"stage:{st.name}")
         label = [st.name, _kind(st.op)]
+        if getattr(st, "created_by", None):
+            label.append(f"made by {st.created_by}")
         if not st.is_placeholder:
             label.append(attach_text(st))
         if st.is_output:
@@ -210,7 +213,7 @@ def schedule_tree(s: Schedule) -> View:
         if st.attach_type == SCOPE and st.attach_stage is not None:
             at = loop_ids.get((id(st.attach_stage), id(st.attach_ivar)))
             if at is not None:
-                g.add_edge(at, nid, "compute_at")
+                g.add_edge(at, nid, "compute_at", color="#1e6fb8")
             else:  # attached to something that is not a loop of that stage: show it, in red
                 name = getattr(st.attach_ivar, "name", "?")
                 g.add_edge(stage_ids.get(id(st.attach_stage), "root"), nid,
@@ -219,9 +222,27 @@ def schedule_tree(s: Schedule) -> View:
             g.add_edge("root", nid, "inline", dashed=True)
         elif st.attach_type == ROOT:
             g.add_edge("root", nid)
+    _mark_violations(s, g, stage_ids)
     _reorder_children(g)
     _note(g, why)
     return View(g)
+
+
+def _mark_violations(s: Schedule, g: Graph, stage_ids: dict[int, str]) -> None:
+    """Stages that break a legality rule are drawn red, with the rule's name."""
+    find = getattr(s, "violations", None)
+    if not callable(find):
+        return
+    try:
+        found = find()
+    except Exception:  # legality is judged elsewhere (verify/lower); a view only decorates
+        return
+    for v in found:
+        nid = stage_ids.get(id(getattr(v, "stage", None)))
+        if nid is not None and nid in g.nodes:
+            node = g.nodes[nid]
+            node.role = "error"
+            node.label.append(f"illegal: {getattr(v, 'rule', 'rule broken')}")
 
 
 def _reorder_children(g: Graph) -> None:
@@ -241,6 +262,9 @@ def itervar_graph(s: Schedule, stage=None) -> View:
     for st in stages:
         cluster = ids(st, st.name)
         extra = " (inlined)" if st.attach_type == INLINE else ""
+        if getattr(st, "created_by", None):
+            extra += f" (made by {st.created_by})"
+        derived = getattr(st, "derived_from", {})
         g.add_cluster(cluster, f"stage {st.name}{extra}: loops {', '.join(iv.name for iv in st.leaf_iter_vars)}")
         roots = set(map(id, st.op.root_iter_vars))
         leaves = {id(iv): k for k, iv in enumerate(st.leaf_iter_vars)}
@@ -251,7 +275,7 @@ def itervar_graph(s: Schedule, stage=None) -> View:
             if id(iv) in leaves:
                 tags.append(f"loop {leaves[id(iv)]}")
             label = [iv.name, range_text(rmap.get(iv)) if rmap else "[?]", ", ".join(tags),
-                     *annotation(st, iv)]
+                     *annotation(st, iv), *textwrap.wrap(derived.get(iv, ""), 30)]
             role = "leaf_iv" if id(iv) in leaves else "root_iv" if id(iv) in roots else "iv"
             g.add_node(ids(iv, f"iv:{st.name}:{iv.name}"), label, role=role, bold=id(iv) in roots,
                        cluster=cluster)
