@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import hashlib
 import json
 import os
+import platform
 import tempfile
 import threading
 import time
@@ -46,10 +48,27 @@ def cache_dir() -> Path:
 
 def cache_key(source: str, comp: Compiler, flags: list[str]) -> str:
     h = hashlib.sha256()
-    for part in (_VERSION, source, comp.identity(), "\0".join(flags)):
+    # -march=native code may not run on another CPU sharing this cache directory (NFS homes)
+    cpu = host_cpu() if "-march=native" in flags else ""
+    for part in (_VERSION, source, comp.identity(), "\0".join(flags), cpu):
         h.update(part.encode())
         h.update(b"\0\1\0")
     return h.hexdigest()
+
+
+@functools.cache
+def host_cpu() -> str:
+    """What -march=native compiles for: the CPU model and feature flags (Linux), else the machine."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            head = f.read(16384).split("\n\n")[0]
+        keep = [ln for ln in head.splitlines() if ln.split(":")[0].strip() in
+                ("vendor_id", "model name", "flags", "Features", "CPU implementer", "CPU part")]
+        if keep:
+            return "\n".join(keep)
+    except OSError:
+        pass
+    return f"{platform.machine()}|{platform.processor()}"
 
 
 @dataclass
