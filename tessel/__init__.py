@@ -1,11 +1,19 @@
 """tessel: tensor expressions and schedules, lowered through InferBound to native code."""
 
-from . import te
+# `import tessel as tvm` accepts the TVM-0.6-era spellings (tvm.placeholder, tvm.compute, tvm.sum ...)
+from . import compat, te
 from .bound import infer_bound
+from .compat import *
 from .driver import build, lower
 from .errors import (
-    ArgumentError, BoundError, BuildError, DefinitionError, InternalError, LowerError,
-    ScheduleError, TesselError,
+    ArgumentError,
+    BoundError,
+    BuildError,
+    DefinitionError,
+    InternalError,
+    LowerError,
+    ScheduleError,
+    TesselError,
 )
 from .ir.expr import IterVar, Range
 from .schedule import create_schedule
@@ -15,5 +23,5 @@ __version__ = "0.1.0"
 __all__ = [
     "ArgumentError", "BoundError", "BuildError", "DefinitionError", "InternalError", "IterVar",
     "LowerError", "Range", "ScheduleError", "TesselError", "build", "create_schedule", "infer_bound",
-    "lower", "te",
+    "lower", "te", "compat", *compat.__all__,
 ]

@@ -52,6 +52,10 @@ def _params(args: Sequence) -> tuple[dict, list[S.Buffer], list[E.Var]]:
 
 def lower_steps(sch: Schedule, args: Sequence, name: str = "main") -> tuple[S.PrimFunc, list[Step]]:
     """Lower and keep the IR after every step."""
+    sch.verify()  # an illegal schedule is explained (and a fix proposed) before anything is derived from it
+    # a rewrite (cache_write, rfactor, a cache_read's reader) replaces a stage's tensors; the user's own
+    # tensors stand for the current ones
+    args = [sch.current_tensor(a) if isinstance(a, Tensor) else a for a in args]
     buffers, params, sizes = _params(args)
     steps: list[Step] = []
     ctx = run_infer_bound(sch)

@@ -24,7 +24,7 @@ class _Inliner(Mutator):
         st = self.sch.stage_map.get(op)
         if st is not None and st.attach_type == INLINE:
             body = inlined_body(self.sch, st, self.cache)[e.producer.value_index]
-            return substitute(body, {iv.var: i for iv, i in zip(op.axis, idx)})
+            return substitute(body, {iv.var: i for iv, i in zip(st.op.axis, idx)})
         if all(a is b for a, b in zip(idx, e.indices)):
             return e
         return E.ProducerLoad(e.producer, idx)
@@ -95,3 +95,92 @@ def attach_path(stage: Stage) -> list[E.IterVar]:
 
 def output_tensors(sch: Schedule) -> list[Tensor]:
     return [t for op in sch.outputs for t in op.outputs]
+
+
+# ---- the dataflow graph as an object (seed 001) ------------------------------------------
+class DataflowEdge:
+    """``tensor``, produced by ``producer``, is read by ``consumer``."""
+
+    __slots__ = ("consumer", "producer", "tensor")
+
+    def __init__(self, producer: Stage, consumer: Stage, tensor: Tensor):
+        self.producer, self.consumer, self.tensor = producer, consumer, tensor
+
+    def __repr__(self) -> str:
+        return f"{self.producer.name} -> {self.consumer.name}"
+
+
+class DataflowGraph:
+    """Stages as nodes, one edge per tensor a stage's current operation reads.
+
+    Edges follow the operations as they are now (after cache_read/cache_write/rfactor), not
+    the effect of inlining: an inlined stage stays a node, marked, because the user wrote it.
+    ``effective_consumers`` gives the readers after inlining, which is what legality needs.
+    """
+
+    def __init__(self, sch: Schedule):
+        self.schedule = sch
+        self.stages: list[Stage] = list(sch.stages)
+        self.edges: list[DataflowEdge] = []
+        for st in self.stages:
+            for t in st.op.input_tensors():
+                prod = sch.stage_map.get(t.op)
+                if prod is not None:
+                    self.edges.append(DataflowEdge(prod, st, t))
+
+    def producers(self, stage: Stage) -> list[Stage]:
+        return _unique(e.producer for e in self.edges if e.consumer is stage)
+
+    def consumers(self, stage: Stage) -> list[Stage]:
+        return _unique(e.consumer for e in self.edges if e.producer is stage)
+
+    def to_text(self) -> str:
+        lines = ["dataflow graph"]
+        for st in self.stages:
+            tags = [t for t in (_kind(st), st.scope if st.scope != "global" else "",
+                                "output" if st.is_output else "") if t]
+            lines.append(f"  {st.name}" + (f" [{', '.join(tags)}]" if tags else ""))
+        for e in self.edges:
+            via = f" ({e.tensor.name})" if e.tensor.name != e.producer.name else ""
+            lines.append(f"  {e.producer.name} -> {e.consumer.name}{via}")
+        return "\n".join(lines)
+
+    __str__ = to_text
+
+    def __repr__(self) -> str:
+        return f"DataflowGraph({len(self.stages)} stages, {len(self.edges)} edges)"
+
+
+def _kind(st: Stage) -> str:
+    if st.is_placeholder:
+        return "placeholder"
+    if st.attach_type == INLINE:
+        return "inline"
+    return ""
+
+
+def _unique(items) -> list:
+    out: list = []
+    for x in items:
+        if not any(x is y for y in out):
+            out.append(x)
+    return out
+
+
+def effective_consumers(sch: Schedule) -> dict[Stage, list[Stage]]:
+    """Readers of every stage once inlined stages are substituted away."""
+    return consumers(sch, effective_bodies(sch))
+
+
+def reaches(cons: dict[Stage, list[Stage]], src: Stage, dst: Stage) -> bool:
+    """Whether ``dst`` reads ``src``'s values, directly or through other stages."""
+    seen: set[int] = set()
+    todo = list(cons.get(src, []))
+    while todo:
+        st = todo.pop()
+        if st is dst:
+            return True
+        if id(st) not in seen:
+            seen.add(id(st))
+            todo.extend(cons.get(st, []))
+    return False

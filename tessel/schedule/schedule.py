@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..te.tensor import Operation, Tensor
-from .history import Record, note_created
+from .history import Record, note_created, recorded
 from .stage import ROOT, Stage
 
 
@@ -47,6 +47,8 @@ class Schedule:
             st.is_output = any(op is o for o in self.outputs)
             self.stages.append(st)
             self.stage_map[op] = st
+        # IterVars that a dataflow rewrite moved or retired -> what to use instead (for errors)
+        self.iv_notes: dict[E.IterVar, str] = {}
         # every primitive call, where it was made, and the schedule after it (see history.py)
         self.history: list[Record] = []
         note_created(self)
@@ -54,6 +56,8 @@ class Schedule:
     def __getitem__(self, key) -> Stage:
         if isinstance(key, Stage):
             return key
+        if isinstance(key, str):
+            return self._stage_named(key)
         op = key.op if isinstance(key, Tensor) else key
         st = self.stage_map.get(op)
         if st is None:
@@ -73,6 +77,103 @@ class Schedule:
             if iv in st.all_iter_vars:
                 return st
         return None
+
+    def _stage_named(self, name: str) -> Stage:
+        found = [st for st in self.stages if st.name == name]
+        if len(found) != 1:
+            why = "no stage has" if not found else f"{len(found)} stages have"
+            raise ScheduleError(
+                f"{why} the name {name!r}; the stages are {', '.join(st.name for st in self.stages)} "
+                "(look a stage up by its tensor instead: s[T])"
+            )
+        return found[0]
+
+    def current_tensor(self, t: Tensor) -> Tensor:
+        """The tensor that now holds ``t``'s values: a rewrite replaces a stage's operation (and
+        so its output tensors), while users keep the tensors they created."""
+        st = self.stage_map.get(t.op)
+        return st.op.output(t.value_index) if st is not None else t
+
+    # ---- dataflow rewrites (seed 001; see dataflow.py) -------------------------------------
+    @recorded
+    def cache_read(self, tensor: Tensor, scope: str, readers) -> Tensor:
+        """A stage ``T.<scope>`` copying ``tensor``, read by ``readers`` instead of ``tensor``."""
+        from .dataflow import cache_read
+
+        return cache_read(self, tensor, scope, readers)
+
+    @recorded
+    def cache_write(self, tensor, scope: str):
+        """A stage ``C.<scope>`` that computes C; C becomes a copy of it (all outputs of one op)."""
+        from .dataflow import cache_write
+
+        return cache_write(self, tensor, scope)
+
+    @recorded
+    def rfactor(self, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0):
+        """Factor the reduction of ``tensor`` over loop ``axis`` into a new stage ``B.rf``."""
+        from .dataflow import rfactor
+
+        return rfactor(self, tensor, axis, factor_axis)
+
+    # ---- the operational model's three structures, and legality --------------------------
+    def dataflow_graph(self):
+        """Stages and the tensors flowing between them (seed 001, "Dataflow Graph")."""
+        from .graph import DataflowGraph
+
+        return DataflowGraph(self)
+
+    def schedule_tree(self):
+        """Where every stage is computed: root, loops, stages attached under loops (seed 001)."""
+        from .tree import ScheduleTree
+
+        return ScheduleTree(self)
+
+    def itervar_dag(self, stage):
+        """The IterVar-relation DAG of one stage (``s[T]``, a tensor, or an operation)."""
+        return self[stage].itervar_dag()
+
+    def violations(self) -> list:
+        """Every broken legality rule, each with its explanation and proposed fix (empty: legal)."""
+        from .legality import find_violations
+
+        return find_violations(self)
+
+    def verify(self) -> Schedule:
+        """Raise a ScheduleError explaining the first broken rule (and proposing a fix); else return self."""
+        from .legality import verify
+
+        verify(self)
+        return self
+
+    def copy(self) -> Schedule:
+        """An independent copy of the scheduling decisions (operations and IterVars are shared).
+
+        Used to try a proposed fix without touching the user's schedule.
+        """
+        import copy as _copy
+
+        new = _copy.copy(self)
+        new.outputs = list(self.outputs)
+        new.iv_notes = dict(self.iv_notes)
+        new.history = None
+        smap = {}
+        new.stages = []
+        for st in self.stages:
+            c = _copy.copy(st)
+            c.schedule = new
+            c.all_iter_vars = list(st.all_iter_vars)
+            c.leaf_iter_vars = list(st.leaf_iter_vars)
+            c.relations = list(st.relations)
+            c.iter_var_attrs = {iv: _copy.copy(a) for iv, a in st.iter_var_attrs.items()}
+            c.derived_from = dict(st.derived_from)
+            smap[id(st)] = c
+            new.stages.append(c)
+        for c in new.stages:
+            if c.attach_stage is not None:
+                c.attach_stage = smap.get(id(c.attach_stage), c.attach_stage)
+        new.stage_map = {op: smap[id(st)] for op, st in self.stage_map.items()}
+        return new
 
     def normalize(self) -> Schedule:
         """Kept for TVM compatibility: lowering already counts every loop from zero."""

@@ -47,6 +47,10 @@ class Stage:
         self.iter_var_attrs: dict[E.IterVar, IterVarAttr] = {}
         self.scope = "global"
         self.is_output = False
+        # which dataflow rewrite made this stage (cache_read/cache_write/rfactor), for messages
+        self.created_by: str | None = None
+        # root IterVars that stand for a loop of another stage (rfactor's axis, cache_write's i.c)
+        self.derived_from: dict[E.IterVar, str] = {}
 
     # ---- naming and lookup -------------------------------------------------------------
     @property
@@ -82,9 +86,11 @@ class Stage:
             )
         owner = self.schedule.stage_of_iter_var(iv)
         where = f"it belongs to stage {owner.name}" if owner is not None else "it belongs to no stage of this schedule"
+        note = self.schedule.iv_notes.get(iv)
         raise ScheduleError(
-            f"stage {self.name}: cannot {what} axis {iv.name}: {where}; the loops of {self.name} are "
-            f"{self._leaf_names()}"
+            f"stage {self.name}: cannot {what} axis {iv.name}: {where}"
+            + (f" ({note})" if note else "")
+            + f"; the loops of {self.name} are {self._leaf_names()}"
         )
 
     def _new_iv(self, name: str, like: E.IterVar) -> E.IterVar:
@@ -201,6 +207,11 @@ class Stage:
         """Compute this stage inside loop ``scope`` of ``parent``, only the region it needs there."""
         if not isinstance(parent, Stage):
             parent = self.schedule[parent]
+        if parent.schedule is not self.schedule:
+            raise ScheduleError(
+                f"stage {self.name}: compute_at target {parent.name} is a stage of another schedule; "
+                f"use this schedule's stage, s[{parent.name}]"
+            )
         if parent is self:
             raise ScheduleError(f"stage {self.name}: cannot compute_at itself; attach it to a stage that reads it")
         if not isinstance(scope, E.IterVar) or scope not in parent.all_iter_vars:
@@ -212,6 +223,13 @@ class Stage:
             )
         if self.is_placeholder:
             raise ScheduleError(f"stage {self.name} is an input placeholder; it is not computed, so it cannot be moved")
+        if scope not in parent.leaf_iter_vars:
+            made = ", ".join(o.name for r in parent.relations if scope in r.inputs for o in r.outputs)
+            raise ScheduleError(
+                f"stage {self.name}: compute_at target {scope.name} is no longer a loop of {parent.name} "
+                f"(it was transformed into {made}); attach {self.name} at one of {parent.name}'s loops: "
+                f"{parent._leaf_names()}"
+            )
         self.attach_type = SCOPE
         self.attach_ivar = scope
         self.attach_stage = parent
@@ -245,6 +263,10 @@ class Stage:
     # ---- annotations ---------------------------------------------------------------------
     def _annotate(self, iv: E.IterVar, kind: str) -> None:
         self._check_leaf(iv, kind)
+        if kind in ("parallel", "vectorized") and iv.is_reduce:
+            from .legality import reduction_annotation_error
+
+            raise reduction_annotation_error(self, iv, kind)
         self.iter_var_attrs.setdefault(iv, IterVarAttr()).kind = kind
 
     @recorded
@@ -291,6 +313,12 @@ class Stage:
             self.iter_var_attrs[new] = self.iter_var_attrs.pop(old)
 
     # ---- derived facts -------------------------------------------------------------------
+    def itervar_dag(self):
+        """This stage's IterVar-relation DAG (seed 001): roots, relations, leaves in loop order."""
+        from .itervar_dag import IterVarDag
+
+        return IterVarDag(self)
+
     def leaf_kind(self, iv: E.IterVar) -> str:
         attr = self.iter_var_attrs.get(iv)
         return attr.kind if attr else "serial"

@@ -1,0 +1,500 @@
+"""Dataflow rewrites: ``cache_read``, ``cache_write`` and ``rfactor`` (seed 001, TVM TE v0.14).
+
+Each primitive inserts a stage into the dataflow graph and rewrites the operations around it.
+Two invariants make the user's old handles keep working and keep lowering simple:
+
+* **A stage is never replaced, only re-pointed.** ``s[C]`` is the same Stage object before and
+  after, its ``op`` is swapped for a rewritten operation, and every operation the stage ever had
+  stays a key of ``stage_map`` (so ``s[C.op]`` with the user's original ``C`` still works).
+* **A rewritten operation reuses the IterVar objects of the one it replaces** wherever the loop
+  means the same thing, so ``C.op.axis[0]`` of the original op is still a loop of ``s[C]``.
+  Where a loop moves to another stage (cache_write moves C's reduction into ``C.local``,
+  rfactor moves B's loops into ``B.rf``), the schedule keeps a note so that using the old
+  handle on the old stage fails with an error naming the stage that owns it now.
+
+Whenever an operation is rewritten its output tensors change (a Tensor belongs to one
+operation), so every later stage reading them is rewritten as well, in dataflow order. The
+schedule maps any tensor the user holds to the current one (``Schedule.current_tensor``), which
+is how ``lower(s, [A, C])`` with the user's original ``C`` finds the right buffer.
+
+Primitives validate everything before changing anything: a failed call leaves the schedule as
+it was.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import ScheduleError
+from ..ir import expr as E
+from ..ir import op as O
+from ..ir.functor import Mutator, substitute
+from ..te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
+from .relations import Fuse, Rebase, Relation, Singleton, Split
+from .stage import INLINE, SCOPE, Stage
+
+if TYPE_CHECKING:
+    from .schedule import Schedule
+
+SCOPES = ("global", "shared", "local", "warp")
+
+
+# ---- naming -------------------------------------------------------------------------------
+def py_name(name: str) -> str:
+    """A Python identifier for a stage or tensor name, for code in messages (``B.local`` -> ``B_local``)."""
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return out if out and not out[0].isdigit() else "_" + out
+
+
+# ---- reading and rewriting operations -------------------------------------------------------
+class _ReadRewriter(Mutator):
+    """Re-points reads of the tensors in ``tmap``.
+
+    Memoized by node identity so that the source shared by the outputs of a multi-output
+    reduction is rewritten once and stays shared.
+    """
+
+    def __init__(self, tmap: dict[Tensor, Tensor]):
+        self.tmap = tmap
+        self.memo: dict[int, object] = {}
+
+    def visit(self, node):
+        key = id(node)
+        if key not in self.memo:
+            self.memo[key] = super().visit(node)
+        return self.memo[key]
+
+    def visit_ProducerLoad(self, e: E.ProducerLoad):
+        idx = tuple(self.visit(i) for i in e.indices)
+        t = self.tmap.get(e.producer, e.producer)
+        if t is e.producer and all(a is b for a, b in zip(idx, e.indices)):
+            return e
+        return E.ProducerLoad(t, idx)
+
+
+def reads_any(op: Operation, tensors) -> bool:
+    ids = {id(t) for t in tensors}
+    return any(id(t) in ids for t in op.input_tensors())
+
+
+def rewrite_reads(op: ComputeOp, tmap: dict[Tensor, Tensor]) -> ComputeOp:
+    """The same computation over the same IterVars, reading ``tmap[t]`` wherever it read ``t``."""
+    rw = _ReadRewriter(tmap)
+    return ComputeOp(op.name, op.tag, op.attrs, op.axis, [rw.visit(b) for b in op.body])
+
+
+def set_stage_op(sch: Schedule, stage: Stage, new_op: Operation) -> None:
+    """Re-point ``stage`` at ``new_op`` and rewrite every later reader of its old outputs."""
+    tmap: dict[Tensor, Tensor] = {}
+
+    def put(st: Stage, op: Operation) -> None:
+        old = st.op
+        for a, b in zip(old.outputs, op.outputs):
+            tmap[a] = b
+        st.op = op
+        sch.stage_map[op] = st
+        sch.outputs = [op if o is old else o for o in sch.outputs]
+
+    put(stage, new_op)
+    for st in sch.stages[sch.stages.index(stage) + 1:]:
+        if isinstance(st.op, ComputeOp) and reads_any(st.op, tmap):
+            put(st, rewrite_reads(st.op, tmap))
+
+
+def _insert_stage(sch: Schedule, stage: Stage, pos: int) -> None:
+    sch.stages.insert(pos, stage)
+    sch.stage_map[stage.op] = stage
+
+
+def _unique_name(sch: Schedule, base: str, scope: str) -> str:
+    """``B.local``; a second cache of B in the same scope is ``B.d.local`` (TVM's rule)."""
+    names = {st.name for st in sch.stages}
+    while f"{base}.{scope}" in names:
+        base += ".d"
+    return f"{base}.{scope}"
+
+
+def check_scope(scope, what: str) -> str:
+    if scope not in SCOPES:
+        raise ScheduleError(f"{what}: unknown storage scope {scope!r}; use one of {', '.join(SCOPES)}")
+    return scope
+
+
+# ---- the relation records as arithmetic (a local PassDown / PassUp, seed 000) ----------------
+def _ceildiv(a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
+    return O.floordiv(O.sub(O.add(a, b), 1), b)
+
+
+def _divides(ext: E.PrimExpr, f: E.PrimExpr) -> bool:
+    return isinstance(ext, E.IntImm) and isinstance(f, E.IntImm) and f.value > 0 and ext.value % f.value == 0
+
+
+def static_ranges(stage: Stage, roots) -> dict[int, E.Range]:
+    """Ranges of the IterVars below ``roots`` from their domains alone (no consumer requests).
+
+    Mirrors InferBound's PassDownDomain for an output stage, including the tightening of a
+    split factor larger than its parent, so that loops made here agree with the ones lowering
+    will make.
+    """
+    rng: dict[int, E.Range] = {id(iv): iv.dom for iv in roots if iv.dom is not None}
+    for rel in stage.relations:
+        if isinstance(rel, Split) and id(rel.parent) in rng:
+            ext = rng[id(rel.parent)].extent
+            if rel.factor is not None:
+                f = rel.factor
+                inner = ext if isinstance(ext, E.IntImm) and isinstance(f, E.IntImm) and ext.value < f.value else f
+                rng[id(rel.inner)] = E.Range(0, inner)
+                rng[id(rel.outer)] = E.Range(0, _ceildiv(ext, f))
+            else:
+                n = rel.nparts
+                outer = ext if isinstance(ext, E.IntImm) and isinstance(n, E.IntImm) and ext.value < n.value else n
+                rng[id(rel.outer)] = E.Range(0, outer)
+                rng[id(rel.inner)] = E.Range(0, _ceildiv(ext, n))
+        elif isinstance(rel, Fuse) and id(rel.outer) in rng and id(rel.inner) in rng:
+            rng[id(rel.fused)] = E.Range(0, O.mul(rng[id(rel.outer)].extent, rng[id(rel.inner)].extent))
+        elif isinstance(rel, Rebase) and id(rel.parent) in rng:
+            rng[id(rel.rebased)] = E.Range(0, rng[id(rel.parent)].extent)
+        elif isinstance(rel, Singleton):
+            rng[id(rel.iter_var)] = E.Range(0, 1)
+    return rng
+
+
+def index_up(stage: Stage, rels: list[Relation], rng: dict[int, E.Range],
+             value: dict[int, E.PrimExpr]) -> list[E.PrimExpr]:
+    """Extend ``value`` (leaf -> expression) to the parents; return the guards a non-divisible split needs."""
+    preds: list[E.PrimExpr] = []
+    for rel in reversed(rels):
+        if isinstance(rel, Split):
+            if id(rel.outer) not in value or id(rel.inner) not in value:
+                continue
+            pr = rng[id(rel.parent)]
+            f = rng[id(rel.inner)].extent
+            v = O.add(O.mul(value[id(rel.outer)], f), value[id(rel.inner)])
+            if not E.is_const_int(pr.min, 0):
+                v = O.add(v, pr.min)
+            value[id(rel.parent)] = v
+            covered = O.mul(rng[id(rel.outer)].extent, f)
+            if not (_divides(pr.extent, f) and _divides(covered, pr.extent)):
+                preds.append(O.lt(v, O.add(pr.min, pr.extent)) if not E.is_const_int(pr.min, 0) else O.lt(v, pr.extent))
+        elif isinstance(rel, Fuse):
+            if id(rel.fused) not in value:
+                continue
+            fv = value[id(rel.fused)]
+            ro, ri = rng[id(rel.outer)], rng[id(rel.inner)]
+            value[id(rel.outer)] = O.add(O.floordiv(fv, ri.extent), ro.min)
+            value[id(rel.inner)] = O.add(O.floormod(fv, ri.extent), ri.min)
+        elif isinstance(rel, Rebase):
+            if id(rel.rebased) in value:
+                value[id(rel.parent)] = O.add(value[id(rel.rebased)], rng[id(rel.parent)].min)
+    return preds
+
+
+def index_down(rels: list[Relation], rng: dict[int, E.Range], value: dict[int, E.PrimExpr]) -> None:
+    """Extend ``value`` (root -> expression) to the derived loops: where a root index lands."""
+    for rel in rels:
+        if isinstance(rel, Split) and id(rel.parent) in value:
+            pr = rng[id(rel.parent)]
+            off = O.sub(value[id(rel.parent)], pr.min)
+            f = rng[id(rel.inner)].extent
+            value[id(rel.outer)] = O.floordiv(off, f)
+            value[id(rel.inner)] = O.floormod(off, f)
+        elif isinstance(rel, Fuse) and id(rel.outer) in value and id(rel.inner) in value:
+            ro, ri = rng[id(rel.outer)], rng[id(rel.inner)]
+            value[id(rel.fused)] = O.add(O.mul(O.sub(value[id(rel.outer)], ro.min), ri.extent),
+                                         O.sub(value[id(rel.inner)], ri.min))
+        elif isinstance(rel, Rebase) and id(rel.parent) in value:
+            value[id(rel.rebased)] = O.sub(value[id(rel.parent)], rng[id(rel.parent)].min)
+        elif isinstance(rel, Singleton):
+            value[id(rel.iter_var)] = O.const(0, rel.iter_var.dtype)
+
+
+def descendants(stage: Stage, roots) -> set[int]:
+    """Ids of ``roots`` and every IterVar derived from them."""
+    out = {id(iv) for iv in roots}
+    for rel in stage.relations:
+        if any(id(i) in out for i in rel.inputs):
+            out.update(id(o) for o in rel.outputs)
+    return out
+
+
+def connected(stage: Stage, axis: E.IterVar) -> set[int]:
+    """IterVars tied to ``axis`` by relations: its ancestors, then everything derived from those."""
+    out = {id(axis)}
+    for rel in reversed(stage.relations):
+        if any(id(o) in out for o in rel.outputs):
+            out.update(id(i) for i in rel.inputs)
+    for rel in stage.relations:
+        if any(id(i) in out for i in rel.inputs):
+            out.update(id(o) for o in rel.outputs)
+    return out
+
+
+# ---- moving what was scheduled on a loop that changes stage ---------------------------------
+def _move_loops(sch: Schedule, src: Stage, dst: Stage, mapping: dict[int, E.IterVar]) -> None:
+    """Stages attached at, and annotations on, ``src``'s loops in ``mapping`` follow them to ``dst``."""
+    for st in sch.stages:
+        if st.attach_type == SCOPE and st.attach_stage is src and id(st.attach_ivar) in mapping:
+            st.attach_stage = dst
+            st.attach_ivar = mapping[id(st.attach_ivar)]
+    for iv in list(src.iter_var_attrs):
+        if id(iv) in mapping:
+            attr = src.iter_var_attrs.pop(iv)
+            dst.iter_var_attrs[mapping[id(iv)]] = attr
+
+
+def _stage_of(sch: Schedule, tensor, what: str) -> Stage:
+    if not isinstance(tensor, Tensor):
+        raise ScheduleError(f"{what} expects a tensor (the result of te.compute or te.placeholder), got {tensor!r}")
+    return sch[tensor]
+
+
+def _check_computable(stage: Stage, what: str) -> ComputeOp:
+    if isinstance(stage.op, PlaceholderOp) or not isinstance(stage.op, ComputeOp):
+        raise ScheduleError(f"{what}: {stage.name} is an input placeholder, not a computed stage")
+    if stage.attach_type == INLINE:
+        raise ScheduleError(
+            f"{what}: stage {stage.name} is inlined, so it has no loops or storage of its own; "
+            f"call s[{py_name(stage.name)}].compute_root() first, or choose a stage that is not inlined"
+        )
+    return stage.op
+
+
+# ---- cache_read ----------------------------------------------------------------------------
+def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers) -> Tensor:
+    """A new stage ``T.scope`` copying ``tensor``; each reader is rewritten to read the copy.
+
+    The copy is placed at the root, right after ``tensor``'s producer in the stage list, as in
+    TVM; where it should live (usually inside the reader's loops) is the user's next
+    ``compute_at``, and a schedule that leaves it above a producer attached lower down is
+    illegal (seed 001, Example 5), which ``Schedule.verify`` explains.
+    """
+    check_scope(scope, f"cache_read of {getattr(tensor, 'name', tensor)}")
+    prod = _stage_of(sch, tensor, "cache_read")
+    cur = sch.current_tensor(tensor)
+    if readers is None:
+        raise ScheduleError(f"cache_read of {tensor.name} needs readers=[...]: the stages that should read the copy")
+    if isinstance(readers, Tensor | Operation | Stage):
+        readers = [readers]
+    rstages: list[Stage] = []
+    for r in readers:
+        st = r if isinstance(r, Stage) else sch[r]
+        if st in rstages:
+            continue
+        if not isinstance(st.op, ComputeOp) or not reads_any(st.op, [cur]):
+            reading = [s.name for s in sch.stages if isinstance(s.op, ComputeOp) and reads_any(s.op, [cur])]
+            raise ScheduleError(
+                f"cache_read of {tensor.name}: {st.name} does not read {tensor.name}, so it cannot be made to read "
+                f"the copy; the stages reading {tensor.name} are: {', '.join(reading) or 'none'}"
+            )
+        rstages.append(st)
+    name = _unique_name(sch, cur.name, scope)
+    axes = [E.IterVar(E.Range(0, n), E.Var(f"ax{k}", n.dtype), E.IterVar.DATA_PAR) for k, n in enumerate(cur.shape)]
+    cache_op = ComputeOp(name, "", {}, axes, [E.ProducerLoad(cur, [iv.var for iv in axes])])
+    cstage = Stage(cache_op, sch)
+    cstage.scope = scope
+    cstage.created_by = f"cache_read({tensor.name}, {scope!r})"
+    _insert_stage(sch, cstage, sch.stages.index(prod) + 1)
+    cache = cache_op.output(0)
+    for st in rstages:
+        set_stage_op(sch, st, rewrite_reads(st.op, {cur: cache}))
+    return cache
+
+
+# ---- cache_write ---------------------------------------------------------------------------
+def cache_write(sch: Schedule, tensor, scope: str):
+    """A new stage ``C.scope`` computing what C computed; C becomes a copy of it.
+
+    As in TVM the cache takes the layout of C's data-parallel loops as they are now (a split
+    or reordered C gives a split or reordered cache, its axes named ``i.c``), takes over the
+    reduction (with the same reduce IterVars, so ``C.op.reduce_axis[0]`` is now a loop of
+    ``C.local``), and C's loops are reset to its original axes. Stages attached at, and
+    annotations on, loops of C that disappear follow the loop into the cache stage.
+    """
+    tensors = list(tensor) if isinstance(tensor, list | tuple) else [tensor]
+    if not tensors:
+        raise ScheduleError("cache_write needs a tensor (or the list of outputs of one operation)")
+    stage = _stage_of(sch, tensors[0], "cache_write")
+    check_scope(scope, f"cache_write of {stage.name}")
+    for t in tensors[1:]:
+        if _stage_of(sch, t, "cache_write") is not stage:
+            raise ScheduleError(
+                f"cache_write: {tensors[0].name} and {t.name} are outputs of different operations; "
+                "cache the outputs of one operation at a time"
+            )
+    op = _check_computable(stage, "cache_write")
+    if len({t.value_index for t in tensors}) != op.num_outputs:
+        names = ", ".join(py_name(t.name) for t in op.outputs)
+        raise ScheduleError(
+            f"cache_write of {stage.name}: the operation has {op.num_outputs} outputs and all of them are computed "
+            f"together, so all must be cached together: s.cache_write([{names}], {scope!r})"
+        )
+    red_ids = descendants(stage, op.reduce_axis)
+    data_leaves = [iv for iv in stage.leaf_iter_vars if id(iv) not in red_ids]
+    rng = static_ranges(stage, op.axis)
+    data_rels = [r for r in stage.relations if not any(id(i) in red_ids for i in r.inputs)]
+    new_axes = []
+    for iv in data_leaves:
+        r = rng[id(iv)]
+        new_axes.append(E.IterVar(E.Range(0, r.extent), E.Var(iv.name + ".c", iv.dtype), E.IterVar.DATA_PAR))
+    value: dict[int, E.PrimExpr] = {id(iv): nv.var for iv, nv in zip(data_leaves, new_axes)}
+    preds = index_up(stage, data_rels, rng, value)
+    sub = {iv.var: value[id(iv)] for iv in op.axis}
+    bodies = [substitute(b, sub) for b in op.body]
+    if preds:
+        guard = O.all_(*preds)
+        if op.is_reduction:
+            bodies = [E.Reduce(b.combiner, b.source, b.axis, O.logical_and(b.condition, guard), b.value_index, b.init)
+                      for b in bodies]
+        else:
+            from ..te.intrin import if_then_else
+
+            bodies = [if_then_else(guard, b, O.const(0, b.dtype)) for b in bodies]
+    cache_op = ComputeOp(_unique_name(sch, stage.name, scope), op.tag, op.attrs, new_axes, bodies)
+    # C reads its value back from the cache, at the place its old loops put it
+    down: dict[int, E.PrimExpr] = {id(iv): iv.var for iv in op.axis}
+    index_down(data_rels, rng, down)
+    copy_op = ComputeOp(op.name, op.tag, op.attrs, op.axis,
+                        [t[tuple(down[id(iv)] for iv in data_leaves)] for t in cache_op.outputs])
+
+    cstage = Stage(cache_op, sch)
+    cstage.scope = scope
+    cstage.created_by = f"cache_write({stage.name}, {scope!r})"
+    for iv, nv in zip(data_leaves, new_axes):
+        cstage.derived_from[nv] = f"cache_write copy of {stage.name}'s loop {iv.name}"
+    # loops of C that vanish move into the cache: data loops to their `.c` axis, reduction
+    # loops to the reduce axis they came from
+    keep = {id(iv) for iv in op.axis}
+    mapping: dict[int, E.IterVar] = {}
+    for iv, nv in zip(data_leaves, new_axes):
+        if id(iv) not in keep:
+            mapping[id(iv)] = nv
+    for root in op.reduce_axis:
+        for k in descendants(stage, [root]):
+            mapping[k] = root
+    _move_loops(sch, stage, cstage, mapping)
+    cname = py_name(cstage.name)
+    for iv in stage.all_iter_vars:
+        if id(iv) in keep:
+            continue
+        if id(iv) in mapping:
+            sch.iv_notes[iv] = (f"cache_write({stage.name}) moved this loop into {cstage.name} "
+                                f"(as {mapping[id(iv)].name}); use s[{cname}] for it")
+        else:
+            sch.iv_notes[iv] = (f"cache_write({stage.name}) reset {stage.name}'s loops to its axes "
+                                f"{', '.join(a.name for a in op.axis)}; the computation now runs in {cstage.name}, "
+                                f"whose loops are {cname}.op.axis")
+    stage.relations = []
+    stage.all_iter_vars = list(op.axis)
+    stage.leaf_iter_vars = list(op.axis)
+    stage.iter_var_attrs = {iv: a for iv, a in stage.iter_var_attrs.items() if id(iv) in keep}
+    _insert_stage(sch, cstage, sch.stages.index(stage))
+    set_stage_op(sch, stage, copy_op)
+    return cache_op.outputs if len(tensors) > 1 else cache_op.output(tensors[0].value_index)
+
+
+# ---- rfactor -------------------------------------------------------------------------------
+def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0):
+    """Factor the reduction of ``tensor`` over the loop ``axis`` into a new stage ``B.rf``.
+
+    ``B.rf`` computes one partial result per value of ``axis``: it takes over B's loops (the
+    same IterVars, with their splits, annotations and attached stages), ``axis`` becomes its
+    data-parallel axis number ``factor_axis``, and the loops of the reduction tied to ``axis``
+    are re-expressed through it. B becomes a reduction over that axis (``k.inner.v``) with
+    fresh loops of its own. Splitting one reduction into partial ones changes the order in
+    which values are combined, so the reducer must be commutative and associative; a reducer
+    for which this is refuted is rejected instead of silently giving other results.
+    """
+    stage = _stage_of(sch, tensor, "rfactor")
+    op = _check_computable(stage, "rfactor")
+    sname = py_name(stage.name)
+    if not op.is_reduction:
+        raise ScheduleError(f"rfactor: stage {stage.name} is not a reduction, so there is nothing to factor")
+    if not isinstance(axis, E.IterVar) or axis not in stage.leaf_iter_vars:
+        stage._check_leaf(axis, "rfactor")
+    if not axis.is_reduce:
+        raise ScheduleError(
+            f"rfactor of {stage.name}: {axis.name} is a data-parallel loop; rfactor needs one of {stage.name}'s "
+            f"reduction loops: {', '.join(iv.name for iv in stage.leaf_iter_vars if iv.is_reduce)}"
+        )
+    ndim = len(op.axis)
+    pos = factor_axis if factor_axis >= 0 else ndim + 1 + factor_axis
+    if not 0 <= pos <= ndim:
+        raise ScheduleError(
+            f"rfactor of {stage.name}: factor_axis={factor_axis} is out of range; the factored axis can go at "
+            f"positions 0..{ndim} (or -1..{-ndim - 1}) of {stage.name}.rf's {ndim + 1} axes"
+        )
+    red: E.Reduce = op.body[0]
+    from .legality import check_reducer_reorderable
+
+    check_reducer_reorderable(stage, red.combiner, axis)
+
+    touched = connected(stage, axis)
+    rng = static_ranges(stage, [iv for iv in op.reduce_axis if id(iv) in touched])
+    trels = [r for r in stage.relations if any(id(i) in touched for i in r.inputs)]
+    ext = rng[id(axis)].extent
+    fiv = E.IterVar(E.Range(0, ext), E.Var(axis.name, axis.dtype), E.IterVar.DATA_PAR)
+    value: dict[int, E.PrimExpr] = {}
+    for iv in stage.leaf_iter_vars:
+        if id(iv) in touched:
+            value[id(iv)] = fiv.var if iv is axis else iv.var
+    if not E.is_const_int(rng[id(axis)].min, 0):
+        value[id(axis)] = O.add(fiv.var, rng[id(axis)].min)
+    preds = index_up(stage, trels, rng, value)
+    sub = {iv.var: value[id(iv)] for iv in op.reduce_axis if id(iv) in touched}
+    rest = [iv for iv in stage.leaf_iter_vars if id(iv) in touched and iv is not axis]
+    for iv in rest:  # split/fuse outputs made by this schedule: they become B.rf's reduce roots
+        iv.dom = rng[id(iv)]
+    rf_reduce = [iv for iv in op.reduce_axis if id(iv) not in touched] + rest
+    src = tuple(substitute(s, sub) for s in red.source)
+    cond = O.all_(substitute(red.condition, sub), *preds)
+    rf_axis = [*op.axis[:pos], fiv, *op.axis[pos:]]
+    if rf_reduce:
+        rf_bodies = [E.Reduce(red.combiner, src, rf_reduce, cond, k, ()) for k in range(len(src))]
+    else:  # nothing left to reduce: one value per point, the identity where `where` is false
+        ident = red.combiner.identity
+        rf_bodies = [s if E.is_const_int(cond, 1) else O.select(cond, s, i) for s, i in zip(src, ident)]
+    rf_op = ComputeOp(f"{op.name}.rf", op.tag, op.attrs, rf_axis, rf_bodies)
+
+    # B: a reduction over the factored axis, on fresh loops
+    new_axis = [E.IterVar(iv.dom, E.Var(iv.name, iv.dtype), E.IterVar.DATA_PAR) for iv in op.axis]
+    kv = E.IterVar(E.Range(0, ext), E.Var(axis.name + ".v", axis.dtype), E.IterVar.REDUCE)
+    idx = [iv.var for iv in new_axis]
+    idx.insert(pos, kv.var)
+    loads = tuple(t[tuple(idx)] for t in rf_op.outputs)
+    init = tuple(substitute(i, {a.var: b.var for a, b in zip(op.axis, new_axis)}) for i in red.init)
+    new_op = ComputeOp(op.name, op.tag, op.attrs, new_axis,
+                       [E.Reduce(red.combiner, loads, (kv,), O.const(True), k, init) for k in range(len(loads))])
+
+    # B.rf takes over B's loops: untouched relations, their IterVars, attachments, annotations
+    rfs = Stage(rf_op, sch)
+    rfs.created_by = f"rfactor({stage.name}, {axis.name}, factor_axis={factor_axis})"
+    rfs.derived_from[fiv] = f"rfactor of {stage.name}'s reduction loop {axis.name}"
+    rfs.relations = [r for r in stage.relations if not any(id(i) in touched for i in r.inputs)]
+    rfs.all_iter_vars = list(rf_op.root_iter_vars) + [o for r in rfs.relations for o in r.outputs]
+    kept = [iv for iv in stage.leaf_iter_vars if id(iv) not in touched]
+    from_root = {k: j for j, a in enumerate(op.axis) for k in descendants(stage, [a])}
+    at = next((n for n, iv in enumerate(kept) if from_root.get(id(iv), -1) >= pos), None)
+    if at is None:
+        at = max((n + 1 for n, iv in enumerate(kept) if id(iv) in from_root), default=0)
+    rfs.leaf_iter_vars = [*kept[:at], fiv, *kept[at:], *rest]
+    mapping = {id(iv): iv for iv in rfs.all_iter_vars}
+    mapping[id(axis)] = fiv
+    _move_loops(sch, stage, rfs, mapping)
+    for iv in stage.all_iter_vars:
+        if id(iv) in mapping and iv is not axis:
+            sch.iv_notes[iv] = (f"rfactor({stage.name}) moved this loop into {rfs.name}; use s[{sname}_rf] for it, "
+                                f"and s[{sname}].op.axis / s[{sname}].op.reduce_axis for {stage.name}'s new loops")
+        else:
+            sch.iv_notes[iv] = (f"rfactor({stage.name}) factored this reduction loop: {rfs.name} now loops over "
+                                f"{sname}_rf.op.axis[{pos}] ({fiv.name}) and {stage.name} reduces over "
+                                f"s[{sname}].op.reduce_axis[0] ({kv.name})")
+    stage.relations = []
+    stage.all_iter_vars = list(new_op.root_iter_vars)
+    stage.leaf_iter_vars = list(new_op.root_iter_vars)
+    stage.iter_var_attrs = {}
+    _insert_stage(sch, rfs, sch.stages.index(stage))
+    set_stage_op(sch, stage, new_op)
+    return rf_op.outputs if rf_op.num_outputs > 1 else rf_op.output(0)
+
+
+__all__ = ["SCOPES", "cache_read", "cache_write", "py_name", "rfactor", "set_stage_op"]
