@@ -105,7 +105,11 @@ def load_or_build(source: str, name: str, symbol: str, comp: Compiler, flags: li
             lib = _load_verified(so_path, symbol)  # another process may have built it meanwhile
             hit = lib is not None
             if lib is None:
-                _build_entry(source, name, comp, flags, so_path)
+                try:
+                    _build_entry(source, name, comp, flags, so_path)
+                except OSError as e:
+                    raise BuildError(f"cannot write kernel {name!r} into the cache at {root}: {e}; "
+                                     "set TESSEL_CACHE_DIR to a writable directory") from None
                 lib = _load(so_path, symbol)
                 if lib is None:
                     raise BuildError(f"kernel {name!r} compiled to {so_path}, but the library does not load "

@@ -184,8 +184,11 @@ def compile_shared(comp: Compiler, source: str, out_path: str, flags: list[str],
         Path(tmp, fname).write_text(source)
         cmd = [*comp.argv, *flags, fname, "-o", str(out_path), "-lm"]
         res = _run(cmd, what=f"compiling kernel {name!r}", cwd=tmp)
-    if res.returncode != 0 or not os.path.exists(out_path):
-        raise BuildError(format_compile_error(name, fname, source, cmd, res.stderr or res.stdout))
+    if res.returncode != 0 or not os.path.exists(out_path) or os.path.getsize(out_path) == 0:
+        message = (res.stderr or res.stdout).strip() or (
+            f"(no message; exit status {res.returncode}, and no shared object was written: "
+            "is $CC a C compiler?)")
+        raise BuildError(format_compile_error(name, fname, source, cmd, message))
 
 
 def format_compile_error(name: str, fname: str, source: str, cmd: list[str], message: str,
