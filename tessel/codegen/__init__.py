@@ -6,6 +6,7 @@ Targets are plug-ins keyed by name; each takes a PrimFunc and returns a
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 from ..errors import BuildError
@@ -33,7 +34,18 @@ def build_func(func: PrimFunc, target: str = "c") -> Kernel:
     builder = TARGETS.get(target)
     if builder is None:
         raise BuildError(f"unknown target {target!r}; valid targets: {', '.join(sorted(TARGETS))}")
-    return builder(func)
+    # generators recurse over expressions; unrolled reductions make long chains of additions
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 20000))
+    try:
+        return builder(func)
+    except RecursionError:
+        raise BuildError(
+            f"kernel {getattr(func, 'name', func)!r}: an expression is nested too deeply to generate "
+            "code for; unroll less or split the computation"
+        ) from None
+    finally:
+        sys.setrecursionlimit(old)
 
 
 __all__ = ["TARGETS", "Kernel", "build_func"]

@@ -401,3 +401,17 @@ def test_build_errors(target, make, message):
 def test_unknown_target_lists_valid_ones():
     with pytest.raises(BuildError, match=r"unknown target 'cuda'.*c, python"):
         build_func(_simple(lambda A: lambda i: ld(A, i)), "cuda")
+
+
+def test_deeply_nested_expression():
+    n = E.Var("n", "int32")
+    A, B = S.Buffer("A", "float32", (n,)), S.Buffer("B", "float32", (n,))
+
+    def chain(i):  # what fully unrolling a 1500-long reduction produces
+        e = ld(A, i)
+        for _ in range(1500):
+            e = e + ld(A, i)
+        return e
+
+    assert_agree(run(elementwise("deep", [A], [(B, chain)], n), [np.ones(3, "float32")]),
+                 [np.full(3, 1501, "float32")])
