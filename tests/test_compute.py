@@ -233,3 +233,15 @@ def test_producer_region_with_halo():
     a = rand(12)
     b = a * 3
     check(s, [A, C], [a], [b[:-2] + b[1:-1] + b[2:]])
+
+
+def test_int64_shapes_give_int64_loops():
+    n = te.var("n", "int64")
+    A = te.placeholder((n, 6), name="A")
+    B = te.compute((n, 6), lambda i, j: A[i, j] + 1, name="B")
+    assert B.op.axis[0].dtype == "int64"
+    s = te.create_schedule(B.op)
+    o, i = s[B].split(B.op.axis[0], factor=4)
+    assert o.dtype == "int64" and i.dtype == "int64"
+    a = rand(9, 6)
+    check(s, [A, B], [a], [a + 1])
