@@ -30,6 +30,15 @@ def _key(v: Any) -> E.Var:
     return v
 
 
+def _expr(x: Any) -> Any:
+    """Accept what users hold: numbers, IterVars, expressions (statements pass through)."""
+    if isinstance(x, E.IterVar):
+        return x.var
+    if isinstance(x, int | float | bool):
+        return op.convert(x)
+    return x
+
+
 def _public(x: float | int) -> int | None:
     return None if x in (cb.INF, -cb.INF) else int(x)
 
@@ -179,17 +188,15 @@ class Analyzer:
     # ---- questions ----------------------------------------------------------------------
     def simplify(self, e: Any) -> Any:
         """A simpler equivalent of ``e`` (an expression, or a statement: loops bind their vars)."""
-        if isinstance(e, int | float | bool):
-            return op.convert(e)
-        return Simplifier(self).visit(e)
+        return Simplifier(self).visit(_expr(e))
 
     def can_prove(self, cond: Any) -> bool:
         """True only if ``cond`` holds for every value the bound variables may take."""
-        c = self.simplify(op.convert(cond))
+        c = self.simplify(cond)
         return isinstance(c, E.IntImm) and c.value != 0
 
     def can_prove_equal(self, a: Any, b: Any) -> bool:
-        a, b = op.convert(a), op.convert(b)
+        a, b = op.convert(_expr(a)), op.convert(_expr(b))
         if is_index_dtype(a.dtype) and is_index_dtype(b.dtype):
             d = self.simplify(op.sub(a, b))
             return isinstance(d, E.IntImm) and d.value == 0
@@ -197,7 +204,7 @@ class Analyzer:
 
     def const_int_bound(self, e: Any) -> tuple[int | None, int | None]:
         """Inclusive constant bounds of ``e``; ``None`` marks an unbounded end."""
-        e = op.convert(e)
+        e = op.convert(_expr(e))
         s = Simplifier(self)
         if is_index_dtype(e.dtype):
             b = s.lin_bound(s.lin(e))

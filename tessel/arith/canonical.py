@@ -73,15 +73,18 @@ class Simplifier(Mutator):
         hit = self.emo.get(id(e))
         if hit is not None and hit[0] is e:
             return hit[1]
-        if is_index_dtype(e.dtype):
-            try:
-                r = self.from_lin(self.lin(e), e.dtype)
-            except _Overflow:
-                r = self.other(e)
-        else:
-            r = self.other(e)
+        try:
+            r = self.from_lin(self.lin(e), e.dtype) if is_index_dtype(e.dtype) else self.other(e)
+        except _Overflow:
+            r = self._rebuild(e)
         self.emo[id(e)] = (e, r)
         return r
+
+    def _rebuild(self, e: E.PrimExpr) -> E.PrimExpr:
+        """Children simplified, the node itself only constant-folded (C wraparound)."""
+        if isinstance(e, E.BinaryOp):
+            return op.binary(type(e), self.expr(e.a), self.expr(e.b))
+        return self.generic_visit(e)
 
     # ---- atoms and forms ----------------------------------------------------------------
     def atom(self, x: E.PrimExpr) -> Lin:
@@ -318,8 +321,9 @@ class Simplifier(Mutator):
         blk = self._in_block(R, c)
         if blk is not None:
             return R.plus(-blk * c)
-        if abs(R.const) >= c:
-            return self._fmod_rest(R.plus(-c * int(R.const / c)), c, dt)
+        if abs(R.const) >= c:  # drop whole periods of the constant, toward zero
+            q = R.const // c if R.const > 0 else -((-R.const) // c)
+            return self._fmod_rest(R.plus(-c * q), c, dt)
         inner = self._outer(R, E.FloorMod)
         if inner is not None and inner[1] % c == 0:  # (X%c1 + k)%c == (X + k)%c when c | c1
             return self.floormod_const(self.lin(inner[0].a).plus(R.const), c, dt)

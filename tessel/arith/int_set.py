@@ -228,8 +228,11 @@ class _SetEval:
         return _empty_or(a, b) or IntSet(_add(a.min_value, b.max_value, True), _add(a.max_value, b.min_value, True))
 
     def _scale(self, s: IntSet, k: E.PrimExpr, sign: int, fn=op.mul) -> IntSet | None:
-        if sign == 0:
-            return None
+        if sign == 0:  # unknown sign: both products are candidates for either end
+            if s.min_value is None or s.max_value is None or fn is not op.mul:
+                return None
+            p, q = fn(s.min_value, k), fn(s.max_value, k)
+            return IntSet(op.min_(p, q), op.max_(p, q))
         lo = None if s.min_value is None else fn(s.min_value, k)
         hi = None if s.max_value is None else fn(s.max_value, k)
         return IntSet(lo, hi) if sign > 0 else IntSet(hi, lo)
