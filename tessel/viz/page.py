@@ -45,10 +45,10 @@ PAGE = r"""<!DOCTYPE html>
   .note { border-left: 5px solid #c62828; background: #fdecea; padding: 8px 12px; margin: 6px 0; border-radius: 4px; }
   .note.failed { border-color: #ef6c00; background: #fff3e0; }
   .note.legal { border-color: #2e7d32; background: #e8f5e9; }
-  .note pre { background: #fff; }
+  .note pre { background: #fff; white-space: pre-wrap; }
   #grid { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 12px; align-items: start; }
   .view { overflow: auto; }
-  .view svg { max-width: 100%; height: auto; }
+  .view svg { max-width: none; height: auto; }
   table { border-collapse: collapse; font: 12px monospace; width: 100%; }
   th, td { border-bottom: 1px solid #eee; padding: 2px 6px; text-align: left; }
   th { background: #fafafa; }
@@ -148,7 +148,8 @@ PAGE = r"""<!DOCTYPE html>
     var box = el("div", "note " + cls);
     box.appendChild(el("h3", null, title));
     if (err) {
-      box.appendChild(el("pre", "message", err.type + ": " + err.message));
+      var repeats = err.explanation && err.message.indexOf(err.explanation) >= 0;
+      box.appendChild(el("pre", "message", repeats ? err.type : err.type + ": " + err.message));
       if (err.explanation) { box.appendChild(el("h3", null, "Why")); box.appendChild(el("pre", "explanation", err.explanation)); }
       if (err.fix) { box.appendChild(el("h3", null, "Proposed fix")); box.appendChild(el("pre", "fix", err.fix)); }
     }
@@ -256,7 +257,9 @@ PAGE = r"""<!DOCTYPE html>
     renderViews(st);
     renderIR(st);
     renderBounds(st);
-    $("diff-a").value = String(Math.max(k - 1, 0));
+    var from = k - 1;  // compare with the closest earlier step that has IR
+    while (from > 0 && irOf(list[from]) === undefined) from--;
+    $("diff-a").value = String(Math.max(from, 0));
     $("diff-b").value = String(k);
     renderDiff();
   }
