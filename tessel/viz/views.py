@@ -130,7 +130,7 @@ def _note(graph: Graph, text: str | None) -> None:
 def dataflow_graph(s: Schedule) -> View:
     """Stages (boxes) and the tensors they produce and read (ellipses), left to right."""
     _check_schedule(s)
-    g = Graph("dataflow", rankdir="LR")
+    g = Graph("dataflow", rankdir="LR", title="dataflow graph")
     ids = Ids()
     tensor_ids: dict[tuple[int, int], str] = {}
 

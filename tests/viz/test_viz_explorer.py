@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
-from viz_util import example_schedule
+from viz_util import example_schedule, page_data
 
 import tessel
 from tessel import te, viz
-
-
-def page_data(text: str) -> dict:
-    m = re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S)
-    assert m, "no data block"
-    return json.loads(m.group(1))
 
 
 @pytest.fixture(scope="module")

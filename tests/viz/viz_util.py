@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,3 +81,10 @@ def step(sch, primitive: str, nth: int = 0):
     """The schedule as it was right after the ``nth`` call of ``primitive``."""
     found = [r for r in sch.history if r.primitive == primitive]
     return found[nth].snapshot
+
+
+def page_data(text: str) -> dict:
+    """The data an explorer page carries (its JSON block)."""
+    m = re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S)
+    assert m, "no data block"
+    return json.loads(m.group(1))
