@@ -95,7 +95,18 @@ def _consumer_root_sets(ctx: BoundContext, c: Stage, inside: set[int]) -> dict[E
         else:
             up[iv] = IntSet.from_range(r)
     pass_up_domain(c, ctx.rmap, up, ctx.analyzer)
-    relax = {iv.var: IntSet.from_range(ctx.rmap[iv]) for iv in ctx.paths[c] if id(iv) not in inside}
+    # outermost first: an inner loop's range may be written in outer loop variables (a stage
+    # attached inside another attached stage), and those must be relaxed in it as well
+    relax: dict[E.Var, IntSet] = {}
+    for iv in reversed(ctx.paths[c]):
+        if id(iv) in inside:
+            continue
+        pr = ctx.rmap[iv]
+        if relax:
+            relax[iv.var] = IntSet.interval(eval_set(pr.min, relax).min_value,
+                                            eval_set(O.sub(O.add(pr.min, pr.extent), 1), relax).max_value)
+        else:
+            relax[iv.var] = IntSet.from_range(pr)
     dom_map: dict[E.Var, IntSet] = {}
     for iv in c.op.root_iter_vars:
         r = up[iv].cover_range(ctx.rmap[iv])

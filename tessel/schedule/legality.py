@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ScheduleError
 from ..ir import expr as E
-from .dataflow import py_name
+from ..te.tensor import Tensor
+from .dataflow import py_name, static_ranges
 from .graph import effective_consumers, reaches
 from .stage import INLINE, SCOPE, Stage
 from .tree import ScheduleTree, TreeNode, _attach_problem
@@ -101,10 +102,21 @@ class _Names:
 
 
 def _try(sch: Schedule, code: str, names: dict[str, Any], target: Violation | None) -> int:
-    """Apply ``code`` to a copy: 2 when the copy is legal, 1 when ``target``'s problem is gone, 0 else."""
-    trial = sch.copy()
+    """Apply ``code`` to a copy: 2 when the copy is legal, 1 when ``target``'s problem is gone, 0 else.
+
+    The copy is deep (operations and IterVars too), since a fix may be a dataflow rewrite that
+    changes IterVars (rfactor); the names the code uses are mapped onto the copy's tensors.
+    """
+    import copy
+
+    memo: dict[int, Any] = {id(getattr(sch, "history", None)): None}
     try:
-        exec(code, {"s": trial, **names})
+        trial = copy.deepcopy(sch, memo)
+    except Exception:
+        return 0
+    local = {k: memo.get(id(v), v) if isinstance(v, Tensor) else v for k, v in names.items()}
+    try:
+        exec(code, {"s": trial, **local})
         left = find_violations(trial, propose=False)
     except Exception:
         return 0
@@ -335,11 +347,13 @@ def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, pr
     # set behind the primitives' back (they refuse it): the fix must take the annotation off first
     undo = f"s[{n}].iter_var_attrs.pop({names.axis(st, iv)})\n" if iv in st.iter_var_attrs else ""
     data = [a for a in st.leaf_iter_vars if not a.is_reduce]
-    candidates = []
-    if data:
-        candidates.append(undo + f"s[{n}].{method}({names.axis(st, data[0] if kind == 'parallel' else data[-1])})")
-    candidates.append(undo + f"{n}_rf = s.rfactor({n}, {names.axis(st, iv)})\n"
-                      f"s[{n}_rf].{method}(s[{n}_rf].op.axis[0])")
+    rng = static_ranges(st, st.op.axis)
+    trivial = all(E.is_const_int(getattr(rng.get(id(a)), "extent", None), 1) for a in data)
+    candidates = [undo + f"{n}_rf = s.rfactor({n}, {names.axis(st, iv)})\n"
+                  f"s[{n}_rf].{method}(s[{n}_rf].op.axis[0])"]
+    if data:  # a data-parallel loop is the simpler fix, unless it runs once (a full reduction)
+        plain = undo + f"s[{n}].{method}({names.axis(st, data[0] if kind == 'parallel' else data[-1])})"
+        candidates.insert(len(candidates) if trivial else 0, plain)
     return _choose(sch, v, candidates, names)
 
 

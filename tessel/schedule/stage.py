@@ -85,12 +85,14 @@ class Stage:
                 f"(it was already transformed into {made}); use one of the current loops: {self._leaf_names()}"
             )
         owner = self.schedule.stage_of_iter_var(iv)
-        where = f"it belongs to stage {owner.name}" if owner is not None else "it belongs to no stage of this schedule"
-        note = self.schedule.iv_notes.get(iv)
+        note = self.schedule.iv_notes.get(iv)  # a dataflow rewrite moved or retired it
+        if owner is not None:
+            where = f"it belongs to stage {owner.name}" + (f" ({note})" if note else "")
+        else:
+            where = note or "it belongs to no stage of this schedule"
         raise ScheduleError(
-            f"stage {self.name}: cannot {what} axis {iv.name}: {where}"
-            + (f" ({note})" if note else "")
-            + f"; the loops of {self.name} are {self._leaf_names()}"
+            f"stage {self.name}: cannot {what} axis {iv.name}: {where}; the loops of {self.name} are "
+            f"{self._leaf_names()}"
         )
 
     def _new_iv(self, name: str, like: E.IterVar) -> E.IterVar:
