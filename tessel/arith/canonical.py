@@ -77,6 +77,8 @@ class Simplifier(Mutator):
             r = self.from_lin(self.lin(e), e.dtype) if is_index_dtype(e.dtype) else self.other(e)
         except _Overflow:
             r = self._rebuild(e)
+        if r is not e and type(r) is type(e) and structural_equal(r, e):
+            r = e  # nothing changed: hand back the input so that callers can test with `is`
         self.emo[id(e)] = (e, r)
         return r
 
@@ -227,8 +229,8 @@ class Simplifier(Mutator):
         ea, eb = self.from_lin(a, dt), self.from_lin(b, dt)
         if not b.is_const and self.prove_le0(-a) and self.prove_le0(a - b + Lin({}, 1)):
             return Lin() if cls in (E.FloorDiv, E.Div) else a  # 0 <= a < b
-        if isinstance(ea, E.IntImm) and isinstance(eb, E.IntImm) and eb.value == 0:
-            return self.atom(cls(ea, eb))
+        if isinstance(eb, E.IntImm) and eb.value == 0:  # left for the program to fail at run time
+            return self.intern(cls(ea, eb))
         return self.atom(op.binary(cls, ea, eb))
 
     def _split_candidates(self, R: Lin, c: int) -> list[int]:

@@ -44,7 +44,7 @@ def _extend(sub):
 exprs = st.recursive(leaf, _extend, max_leaves=10)
 points = st.fixed_dictionaries({v: st.integers(lo, hi) for v, (lo, hi) in BOUNDS.items()})
 # TESSEL_ARITH_EXAMPLES=5000 runs a deeper search than the default quick one
-SETTINGS = settings(max_examples=int(os.environ.get("TESSEL_ARITH_EXAMPLES", "250")), deadline=None)
+SETTINGS = settings(max_examples=int(os.environ.get("TESSEL_ARITH_EXAMPLES", "200")), deadline=None)
 
 
 @SETTINGS

@@ -178,3 +178,18 @@ def test_simplify_statement_binds_loop_vars():
     s = simplify(For(i, 0, 8, "serial", body))
     assert "if" not in str(s)
     assert "A[i] = 1.0f" in str(s)
+
+
+def test_division_by_zero_is_left_alone():
+    from tessel.ir import FloorDiv, IntImm
+
+    e = FloorDiv(x + 1 - 1, IntImm(0))
+    assert str(simplify(e)) == "x//0"
+    assert str(simplify(op.floordiv(x, n - n))) == "x//0"
+
+
+def test_unchanged_input_is_returned_as_is():
+    e = i * 8 + j
+    assert simplify(e) is e
+    c = op.select(x < y, x, y)
+    assert simplify(c) is c
