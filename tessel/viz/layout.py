@@ -29,6 +29,7 @@ GROUP_GAP = 22.0
 MARGIN = 8.0
 TITLE_H = 22.0
 DUMMY_SIZE = 6.0
+ROW_WIDTH = 1200.0  # clusters (one per stage) wrap into rows past this width
 
 
 @dataclass
@@ -90,6 +91,7 @@ def layout(graph: Graph) -> Layout:
     top = MARGIN
     cursor = MARGIN
     along_max = top
+    across_max = cursor
     local_edges: dict[int, list[Edge]] = {k: [] for k in range(len(groups))}
     for e in graph.edges:
         if e.src in group_of and e.dst in group_of and group_of[e.src] == group_of[e.dst] and e.src != e.dst:
@@ -101,6 +103,8 @@ def layout(graph: Graph) -> Layout:
         across, along = g.run()
         if cluster:
             across = max(across, len(cluster.label) * CHAR_W + 2 * PAD_X - 2 * inset)
+        if not lr and cursor > MARGIN and cursor + across + 2 * inset > ROW_WIDTH:
+            top, cursor = along_max + GROUP_GAP, MARGIN  # many stages: start a new row
         for nid, (a, b) in g.pos.items():
             if nid in graph.nodes:
                 wa, wb = sizes[nid]
@@ -112,12 +116,13 @@ def layout(graph: Graph) -> Layout:
                                                   top + (along + 2 * inset + head) / 2,
                                                   across + 2 * inset, along + 2 * inset + head, lr)))
         cursor += across + 2 * inset + GROUP_GAP
+        across_max = max(across_max, cursor)
         along_max = max(along_max, top + head + along + 2 * inset)
     for e in graph.edges:
         if e.src in group_of and e.dst in group_of and group_of[e.src] != group_of[e.dst]:
             a, b = result.boxes[e.src], result.boxes[e.dst]
             result.routes.append((e, [_clip(a, (b.x, b.y)), _clip(b, (a.x, a.y))], False))
-    across_total = max(cursor - GROUP_GAP + MARGIN, 2 * MARGIN)
+    across_total = max(across_max - GROUP_GAP + MARGIN, 2 * MARGIN)
     along_total = along_max + MARGIN
     result.width, result.height = (along_total, across_total) if lr else (across_total, along_total)
     if graph.title:  # the title sits on top whatever the direction

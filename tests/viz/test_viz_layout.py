@@ -127,3 +127,18 @@ def test_isotonic_place_keeps_order_and_gaps():
 def test_isotonic_place_is_exact_when_targets_fit():
     assert isotonic_place([0.0, 100.0, 300.0], [10, 10, 10], 5) == [0.0, 100.0, 300.0]
     assert isotonic_place([50.0, 50.0], [10, 10], 10) == [40.0, 60.0]
+
+
+def test_many_clusters_wrap_into_rows():
+    g = Graph("g")
+    for c in range(8):
+        g.add_cluster(f"c{c}", f"stage {c}")
+        g.add_node(f"n{c}", ["x" * 40], cluster=f"c{c}")
+    lay = layout(g)
+    assert lay.width <= 1200 + 20
+    boxes = [box for _, box in lay.clusters]
+    assert len({round(b.top) for b in boxes}) > 1
+    for a, b in combinations(boxes, 2):
+        assert not _overlap(a, b)
+    for b in lay.boxes.values():
+        assert b.top + b.h <= lay.height
