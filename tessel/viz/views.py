@@ -19,10 +19,12 @@ from ..arith import Analyzer
 from ..errors import TesselError, ViewError
 from ..ir import expr as E
 from ..ir import op as O
+from ..schedule.graph import DataflowGraph
 from ..schedule.relations import Fuse, Rebase, Singleton, Split
 from ..schedule.schedule import Schedule
-from ..schedule.stage import INLINE, ROOT, SCOPE, Stage
-from ..te.tensor import Operation, PlaceholderOp, Tensor
+from ..schedule.stage import INLINE, SCOPE, Stage
+from ..schedule.tree import ScheduleTree
+from ..te.tensor import Operation, PlaceholderOp
 from .dot import Graph, Ids
 from .svg import to_svg
 
@@ -128,26 +130,17 @@ def _note(graph: Graph, text: str | None) -> None:
 
 # ---- dataflow graph ------------------------------------------------------------------------
 def dataflow_graph(s: Schedule) -> View:
-    """Stages (boxes) and the tensors they produce and read (ellipses), left to right."""
+    """Stages (boxes) and the tensors they produce and read (ellipses), left to right.
+
+    Drawn from the schedule's own :class:`~tessel.schedule.graph.DataflowGraph`, so the
+    picture has exactly the edges legality and the other views reason with.
+    """
     _check_schedule(s)
+    flow = DataflowGraph(s)
     g = Graph("dataflow", rankdir="LR", title="dataflow graph")
     ids = Ids()
     tensor_ids: dict[tuple[int, int], str] = {}
-
-    def tensor_node(t: Tensor, scope: str, known: bool = True) -> str:
-        key = (id(t.op), t.value_index)
-        if key not in tensor_ids:
-            nid = ids(t, f"tensor:{t.name}")
-            label = [t.name, _shape(t.shape), str(t.dtype)]
-            if scope != "global":
-                label.append(f"scope {scope}")
-            if not known:
-                label.append("(no stage in this schedule)")
-            g.add_node(nid, label, role="tensor", shape="ellipse", dashed=not known)
-            tensor_ids[key] = nid
-        return tensor_ids[key]
-
-    for st in s.stages:
+    for st in flow.stages:
         nid = ids(st, f"stage:{st.name}")
         label = [st.name, _kind(st.op)]
         if getattr(st, "created_by", None):
@@ -159,12 +152,13 @@ def dataflow_graph(s: Schedule) -> View:
         role = "input" if st.is_placeholder else "inline" if st.attach_type == INLINE else "stage"
         g.add_node(nid, label, role=role, dashed=st.attach_type == INLINE, bold=st.is_output)
         for t in st.op.outputs:
-            g.add_edge(nid, tensor_node(t, st.scope))
-    for st in s.stages:
-        for t in st.op.input_tensors():
-            producer = s.stage_map.get(t.op)
-            src = tensor_node(t, producer.scope if producer else "global", producer is not None)
-            g.add_edge(src, ids(st, ""))
+            tid = ids(t, f"tensor:{t.name}")
+            tensor_ids[(id(t.op), t.value_index)] = tid
+            extra = [f"scope {st.scope}"] if st.scope != "global" else []
+            g.add_node(tid, [t.name, _shape(t.shape), str(t.dtype), *extra], role="tensor", shape="ellipse")
+            g.add_edge(nid, tid)
+    for e in flow.edges:
+        g.add_edge(tensor_ids[(id(e.tensor.op), e.tensor.value_index)], ids(e.consumer, ""))
     return View(g)
 
 
@@ -172,82 +166,71 @@ def dataflow_graph(s: Schedule) -> View:
 def schedule_tree(s: Schedule) -> View:
     """The root, each stage under the loop it is computed at, each stage's loops in order.
 
-    A stage node is followed by its loops (outermost first); the stages attached at a loop
-    hang under that loop, before the loops inside it, in the order they run.
+    Drawn from the schedule's own :class:`~tessel.schedule.tree.ScheduleTree` (the tree the
+    legality rules are judged on): a stage node is followed by its loops, outermost first;
+    stages attached at a loop hang under it before the loop nested inside it, as they run.
+    A stage whose attachment cannot be placed hangs under the root, detached, in red.
     """
     _check_schedule(s)
+    tree = ScheduleTree(s)
     rmap, why = bounds_of(s)
     g = Graph("schedule_tree", title="schedule tree")
     ids = Ids()
+    stage_ids: dict[int, str] = {}
     g.add_node("root", ["root"], role="root")
-    stage_ids = {id(st): ids(st, f"stage:{st.name}") for st in s.stages if not st.is_placeholder}
-    loop_ids: dict[tuple[int, int], str] = {}
-    for st in s.stages:
-        if st.is_placeholder:
-            continue
-        label = [st.name]
-        if st.scope != "global":
-            label.append(f"scope {st.scope}")
-        if st.attach_type == INLINE:
-            readers = [r.name for r in s.stages if any(t.op is st.op for t in r.op.input_tensors())]
-            label.append("inlined" + (f" into {', '.join(readers)}" if readers else ""))
-        elif rmap:
-            region = " x ".join(range_text(rmap.get(iv)) for iv in st.op.axis)
-            if region:
-                label.append(f"region {region}")
-        g.add_node(stage_ids[id(st)], label, role="inline" if st.attach_type == INLINE else "stage",
-                   dashed=st.attach_type == INLINE, bold=st.is_output)
-        parent = stage_ids[id(st)]
-        if st.attach_type == INLINE:
-            continue
-        for iv in st.leaf_iter_vars:
+    todo = [(child, "root") for child in reversed(tree.root.children)]
+    while todo:  # depth first, children in order, so the DOT lists them as the tree has them
+        node, parent = todo.pop()
+        st = node.stage
+        if node.kind == "stage":
+            nid = stage_ids[id(st)] = ids(st, f"stage:{st.name}")
+            g.add_node(nid, _stage_label(s, st, rmap, node.note),
+                       role="error" if node.note else "inline" if st.attach_type == INLINE else "stage",
+                       dashed=st.attach_type == INLINE, bold=st.is_output)
+            if node.note:
+                g.add_edge(parent, nid, "detached", color="#cc0000", dashed=True)
+            elif st.attach_type == INLINE:
+                g.add_edge(parent, nid, "inline", dashed=True)
+            elif parent == "root":
+                g.add_edge(parent, nid)
+            else:
+                g.add_edge(parent, nid, "compute_at", color="#1e6fb8")
+        else:
+            iv = node.iter_var
             nid = ids(iv, f"loop:{st.name}:{iv.name}")
-            loop_ids[(id(st), id(iv))] = nid
-            g.add_node(nid, [iv.name, range_text(rmap.get(iv)) if rmap else "[?]", *annotation(st, iv)], role="loop")
+            g.add_node(nid, [iv.name, range_text(rmap.get(iv)) if rmap else "[?]", *annotation(st, iv)],
+                       role="loop")
             g.add_edge(parent, nid)
-            parent = nid
-    for st in s.stages:
-        if st.is_placeholder:
-            continue
-        nid = stage_ids[id(st)]
-        if st.attach_type == SCOPE and st.attach_stage is not None:
-            at = loop_ids.get((id(st.attach_stage), id(st.attach_ivar)))
-            if at is not None:
-                g.add_edge(at, nid, "compute_at", color="#1e6fb8")
-            else:  # attached to something that is not a loop of that stage: show it, in red
-                name = getattr(st.attach_ivar, "name", "?")
-                g.add_edge(stage_ids.get(id(st.attach_stage), "root"), nid,
-                           f"at {name}: not a loop", color="#cc0000", dashed=True)
-        elif st.attach_type == INLINE:
-            g.add_edge("root", nid, "inline", dashed=True)
-        elif st.attach_type == ROOT:
-            g.add_edge("root", nid)
+        todo.extend((child, nid) for child in reversed(node.children))
     _mark_violations(s, g, stage_ids)
-    _reorder_children(g)
     _note(g, why)
     return View(g)
 
 
+def _stage_label(s: Schedule, st: Stage, rmap, note: str) -> list[str]:
+    label = [st.name]
+    if st.scope != "global":
+        label.append(f"scope {st.scope}")
+    if st.attach_type == INLINE:
+        readers = [r.name for r in s.stages if any(t.op is st.op for t in r.op.input_tensors())]
+        label.append("inlined" + (f" into {', '.join(readers)}" if readers else ""))
+    elif rmap and st.op.axis:
+        label.append("region " + " x ".join(range_text(rmap.get(iv)) for iv in st.op.axis))
+    return label + textwrap.wrap(note, 36)
+
+
 def _mark_violations(s: Schedule, g: Graph, stage_ids: dict[int, str]) -> None:
     """Stages that break a legality rule are drawn red, with the rule's name."""
-    find = getattr(s, "violations", None)
-    if not callable(find):
-        return
     try:
-        found = find()
-    except Exception:  # legality is judged elsewhere (verify/lower); a view only decorates
+        found = s.violations()
+    except Exception:  # legality is judged by verify/lower; a view only decorates
         return
     for v in found:
-        nid = stage_ids.get(id(getattr(v, "stage", None)))
-        if nid is not None and nid in g.nodes:
+        nid = stage_ids.get(id(v.stage))
+        if nid is not None:
             node = g.nodes[nid]
             node.role = "error"
-            node.label.append(f"illegal: {getattr(v, 'rule', 'rule broken')}")
-
-
-def _reorder_children(g: Graph) -> None:
-    """Under a loop, attached stages come before the loop nested inside it, as they run."""
-    g.edges.sort(key=lambda e: e.dst.startswith("loop:"))
+            node.label.append(f"illegal: {v.rule}")
 
 
 # ---- IterVar-relation DAG -------------------------------------------------------------------------

@@ -199,7 +199,11 @@ def test_views_of_a_schedule_inferbound_rejects_still_draw():
     s[C].compute_at(s[B], B.op.axis[0])  # a cycle of attachments
     d = parse_dot(viz.schedule_tree(s).to_dot())
     assert "note" in d.nodes and "no loop ranges" in d.label("note")[0]
-    assert d.has_edge("loop:C:i", "stage:B") and d.has_edge("loop:B:i", "stage:C")
+    for st in ("stage:B", "stage:C"):  # neither can be placed: both hang under the root, in red
+        assert d.has_edge("root", st, "detached")
+        assert d.label(st)[1] == "detached: its compute_at attachments"
+        assert d.nodes[st]["fillcolor"] == "#f8cecc"
+    assert d.label("loop:B:i") == ["i", "[?]"]
     assert "<svg" in viz.schedule_tree(s).to_svg(engine="python")
 
 
