@@ -133,6 +133,10 @@ def _edge(label: str, dashed: bool, color: str, pts, curved: bool, lr: bool) -> 
         k = (len(pts) - 1) // 2
         (ax, ay), (bx, by) = pts[k], pts[k + 1]
         mx, my = (ax + bx) / 2, (ay + by) / 2
-        out.append(f'<text x="{mx + 4:.1f}" y="{my + 3:.1f}" font-size="10" fill="#444444" stroke="#ffffff" '
+        # on the outer side of the bend, so labels of edges fanning out do not cross each other
+        left = pts[-1][0] < pts[0][0] - 1
+        anchor = ' text-anchor="end"' if left else ""
+        out.append(f'<text x="{mx - 4 if left else mx + 4:.1f}" y="{my + 3:.1f}"{anchor} font-size="10" '
+                   f'fill="#444444" stroke="#ffffff" '
                    f'stroke-width="3" paint-order="stroke">{esc(label)}</text>')
     return out
