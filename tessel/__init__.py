@@ -1,7 +1,7 @@
 """tessel: tensor expressions and schedules, lowered through InferBound to native code."""
 
 # `import tessel as tvm` accepts the TVM-0.6-era spellings (tvm.placeholder, tvm.compute, tvm.sum ...)
-from . import compat, te
+from . import compat, te, viz
 from .bound import infer_bound
 from .compat import *
 from .driver import build, lower
@@ -14,6 +14,7 @@ from .errors import (
     LowerError,
     ScheduleError,
     TesselError,
+    ViewError,
 )
 from .ir.expr import IterVar, Range
 from .schedule import create_schedule
@@ -23,5 +24,5 @@ __version__ = "0.1.0"
 __all__ = [
     "ArgumentError", "BoundError", "BuildError", "DefinitionError", "InternalError", "IterVar",
     "LowerError", "Range", "ScheduleError", "TesselError", "build", "create_schedule", "infer_bound",
-    "lower", "te", "compat", *compat.__all__,
+    "ViewError", "lower", "te", "viz", "compat", *compat.__all__,
 ]

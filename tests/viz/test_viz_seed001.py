@@ -230,3 +230,26 @@ def test_fuse_in_the_itervar_graph():
     assert d.has_edge("iv:B:i", "rel:B:0", "outer") and d.has_edge("iv:B:j", "rel:B:0", "inner")
     assert d.has_edge("rel:B:0", f"iv:B:{f.name}")
     assert d.label("iv:B:i.j.fused")[1:3] == ["[0, 32)", "loop 0"]
+
+
+def test_singleton_and_rebase_in_the_itervar_graph():
+    from tessel.ir import expr as E
+    from tessel.schedule.relations import Rebase
+
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] + 1, name="B")
+    s = te.create_schedule(B.op)
+    one = s[B].fuse()  # fusing nothing makes a loop of extent one
+    (i,) = B.op.axis
+    st = s[B]
+    rebased = E.IterVar(None, E.Var("i.rb", i.dtype))
+    st.all_iter_vars.append(rebased)
+    st.relations.append(Rebase(i, rebased))
+    st.leaf_iter_vars[st.leaf_iter_vars.index(i)] = rebased
+    d = parse_dot(viz.itervar_graph(s).to_dot())
+    assert d.label("rel:B:0") == ["singleton"] and d.has_edge("rel:B:0", f"iv:B:{one.name}")
+    assert d.parents("rel:B:0") == []
+    assert d.label("rel:B:1") == ["rebase"]
+    assert d.has_edge("iv:B:i", "rel:B:1") and d.has_edge("rel:B:1", "iv:B:i.rb")
+    assert d.label("iv:B:i.rb")[1:3] == ["[0, 8)", "loop 1"]
+    assert d.label(f"iv:B:{one.name}")[1:3] == ["[0, 1)", "loop 0"]
