@@ -47,8 +47,9 @@ PAGE = r"""<!DOCTYPE html>
   .note.legal { border-color: #2e7d32; background: #e8f5e9; }
   .note pre { background: #fff; white-space: pre-wrap; }
   #grid { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 12px; align-items: start; }
-  .view { overflow: auto; }
-  .view svg { max-width: none; height: auto; }
+  .view { overflow: auto; cursor: zoom-out; }
+  .view.fit { cursor: zoom-in; }
+  .view.fit svg { max-width: 100%; height: auto; }
   table { border-collapse: collapse; font: 12px monospace; width: 100%; }
   th, td { border-bottom: 1px solid #eee; padding: 2px 6px; text-align: left; }
   th { background: #fafafa; }
@@ -109,7 +110,7 @@ PAGE = r"""<!DOCTYPE html>
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("data").textContent);
-  var sched = 0, cur = 0;
+  var sched = 0, cur = 0, zoomed = {};
   function $(id) { return document.getElementById(id); }
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -177,8 +178,13 @@ PAGE = r"""<!DOCTYPE html>
     data.views.forEach(function (v) {
       var sec = el("section");
       sec.appendChild(el("h2", null, v[1]));
-      var div = el("div", "view");
+      var div = el("div", zoomed[v[0]] ? "view" : "view fit");
       div.id = "view-" + v[0];
+      div.title = "click to switch between fitting the width and full size";
+      div.addEventListener("click", function () {
+        zoomed[v[0]] = !zoomed[v[0]];
+        div.classList.toggle("fit", !zoomed[v[0]]);
+      });
       if (st.views[v[0]] !== undefined) div.innerHTML = data.svgs[st.views[v[0]]];
       else div.appendChild(el("span", "muted", "not available at this step"));
       sec.appendChild(div);

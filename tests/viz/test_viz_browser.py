@@ -119,3 +119,15 @@ def test_ir_diff_between_chosen_steps(page):
     page.select_option("#ir-kind", "schedule_ops")
     assert "produce B.local" in page.inner_text("#ir")
     assert page.problems == []
+
+
+def test_pictures_fit_and_zoom(page):
+    view = page.locator("#view-dataflow")
+    assert "fit" in view.get_attribute("class")
+    view.click()
+    assert "fit" not in view.get_attribute("class")
+    page.click("#next")  # the choice stays for the next step
+    assert "fit" not in page.locator("#view-dataflow").get_attribute("class")
+    page.locator("#view-dataflow").click()
+    assert "fit" in page.locator("#view-dataflow").get_attribute("class")
+    assert page.problems == []
