@@ -357,8 +357,13 @@ class Simplifier(Mutator):
         for key, m, k in mods:
             hit = divs.get(key)
             if hit is not None and hit[1] == k * key[1]:
-                rest = Lin({mm: kk for mm, kk in L.terms.items() if mm not in (m, hit[0])}, L.const)
-                return self._merge_divmod(rest + self.lin(key[0].node).scale(k))
+                merged, out = self.lin(key[0].node).scale(k), Lin({}, L.const)
+                for mm, kk in L.terms.items():  # x*k takes the place of the first of the pair
+                    if mm in (m, hit[0]):
+                        out, merged = out + merged, Lin()
+                    else:
+                        out = out + Lin({mm: kk})
+                return self._merge_divmod(out)
         return L
 
     # ---- min / max ----------------------------------------------------------------------
