@@ -56,8 +56,10 @@ def test_lca_reader_outside_the_producers_loop():
         "B is attached inside D's loop over j.inner (s[D].leaf_iter_vars[2]), but its reader C sits inside "
         "D's loop over i, above that loop, so C would read B before it exists"
     )
-    assert err.fix == "s[C].compute_at(s[D], s[D].leaf_iter_vars[2])"
+    # C was placed by the user, so it stays and B moves out to C's loop
+    assert err.fix == "s[B].compute_at(s[D], D.op.axis[0])"
     apply_fix(s, err)
+    assert s[C].attach_ivar is D.op.axis[0]
     a = rand(8, 6)
     check(s, [A, D], [a], [_want(a)[2]])
 

@@ -91,8 +91,11 @@ class _Names:
                     if k < len(orig) and orig[k] is iv:
                         return f"{name}.op.{field_name}[{k}]"
                     return f"s[{name}].op.{field_name}[{k}]"
-        k = next(n for n, a in enumerate(st.leaf_iter_vars) if a is iv)
-        return f"s[{name}].leaf_iter_vars[{k}]"
+        k = next((n for n, a in enumerate(st.leaf_iter_vars) if a is iv), None)
+        if k is not None:
+            return f"s[{name}].leaf_iter_vars[{k}]"
+        k = next(n for n, a in enumerate(st.all_iter_vars) if a is iv)
+        return f"s[{name}].all_iter_vars[{k}]"
 
     def te(self) -> str:
         from .. import te
@@ -320,9 +323,16 @@ def _check_lca(sch: Schedule, tree: ScheduleTree, st: Stage, r: Stage, cons: dic
     v = Violation("lca", st, text)
     if not propose:
         return v
-    candidates = []
+    # A reader the user placed keeps its place and the producer moves out to it; a reader still
+    # at the root where a rewrite put it (seed 001's B.local) moves in to the producer's loop.
+    move_reader = []
     if r is not owner and not r.is_output and reaches(cons, r, owner):
-        candidates.append(f"s[{names.stage(r)}].compute_at(s[{names.stage(owner)}], {handle})")
+        move_reader.append(f"s[{names.stage(r)}].compute_at(s[{names.stage(owner)}], {handle})")
+    move_producer = []
+    if r.attach_type == SCOPE and r.attach_stage is not None and r.attach_ivar is not None:
+        t = r.attach_stage
+        move_producer.append(f"s[{n}].compute_at(s[{names.stage(t)}], {names.axis(t, r.attach_ivar)})")
+    candidates = move_producer + move_reader if move_producer else move_reader
     candidates.append(f"s[{n}].compute_root()")
     return _choose(sch, v, candidates, names)
 
