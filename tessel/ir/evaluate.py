@@ -223,7 +223,8 @@ class _Evaluator:
             raise DefinitionError(f"evaluate: no array given for `{getattr(holder, 'name', holder)}`")
         arr = self.env[holder]
         idx = tuple(self.run(i) for i in indices)
-        return np.asarray(arr)[idx].item()
+        got = np.asarray(arr)[idx]  # a vector index (a Ramp gives a list) reads several lanes
+        return got.tolist() if got.ndim else got.item()
 
     def ev_ProducerLoad(self, e: E.ProducerLoad) -> Value:
         return self._load(e.producer, e.indices)

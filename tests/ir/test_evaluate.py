@@ -79,6 +79,7 @@ def test_vectors_and_loads():
     buf = Buffer("A", "float32", (4,))
     arr = np.arange(4, dtype="float32")
     assert evaluate(BufferLoad(buf, [x + 1]), {x: 1, buf: arr}) == 2.0
+    assert evaluate(BufferLoad(buf, [Ramp(x, op.const(1), 2)]), {x: 1, buf: arr}) == [1.0, 2.0]
 
 
 def test_missing_variable_is_reported():
