@@ -91,13 +91,13 @@ def test_second_build_in_process_is_a_hit(fresh_cache):
     np.testing.assert_allclose(b, a * np.float32(1.5))
 
 
-def test_cache_hit_across_processes_loads_in_milliseconds(fresh_cache):
+def test_cache_hit_across_processes(fresh_cache):
     first = _result(_spawn(2.5, fresh_cache))
     second = _result(_spawn(2.5, fresh_cache))
     assert first["ok"] and second["ok"]
     assert not first["hit"] and second["hit"]
     assert second["path"] == first["path"]
-    assert second["build_s"] < 0.05 and second["wall_s"] < 0.1, second
+    # how fast the hit is, is measured by benchmarks/matmul.py (tests never assert timings)
 
 
 def test_two_processes_building_one_kernel_at_once(fresh_cache):
