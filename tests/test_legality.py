@@ -246,7 +246,11 @@ def test_parallel_or_vectorized_reduction_loop(primitive, verb):
     assert err.explanation.startswith(f"stage R: cannot {verb} k.inner: it is a reduction loop, so all of its "
                                       f"iterations update the same element R[i]")
     assert s[R].iter_var_attrs == {}  # refused before anything changed
-    assert err.fix == f"s[R].{primitive}(R.op.axis[0])"
+    if primitive == "parallel":
+        assert err.fix == "s[R].parallel(R.op.axis[0])"
+    else:  # the vector loop goes innermost
+        assert err.fix == ("s[R].reorder(s[R].leaf_iter_vars[1], s[R].leaf_iter_vars[2], R.op.axis[0])\n"
+                           "s[R].vectorize(R.op.axis[0])")
     apply_fix(s, err)
     a = rand(8, 12)
     check(s, [A, R], [a], [a.sum(axis=1)], rtol=1e-5)
@@ -380,3 +384,13 @@ def test_reorder_counterexample_accepts_the_builtin_reducers():
     assert "identity" in reorder_counterexample(bad_identity.combiner((dtype("int32"),)))
     avg = te.comm_reducer(lambda x, y: (x + y) * 0.5, lambda t: te.const(0, t), name="avg")
     assert "not associative" in reorder_counterexample(avg.combiner((dtype("float32"),)))
+
+
+def test_build_refuses_an_illegal_schedule_too():
+    A, B, C, D = _chain()
+    s = te.create_schedule(D.op)
+    s[B].compute_at(s[C], C.op.axis[0])
+    s.cache_read(B, "shared", [C])
+    for target in ("python", "c"):
+        with pytest.raises(ScheduleError, match="its new reader B.shared sits at the root"):
+            tessel.build(s, [A, D], target=target)

@@ -124,10 +124,15 @@ root
       for cj"""
 
 
+C_DAG = "IterVar-relation DAG of C\n  root ci: data [0, 7)\n  root cj: data [0, 5)\n  leaves: ci, cj"
+B_DAG = "IterVar-relation DAG of B\n  root bi: data [0, 7)\n  root bj: data [0, 5)\n  leaves: bi, bj"
+
+
 def test_example5_step1_is_legal_and_computes_the_right_values():
     ns = run(EXAMPLE5_STEP_1)
     s, A, B, C = ns["s"], ns["A"], ns["B"], ns["C"]
     assert str(s.schedule_tree()) == STEP1_TREE
+    assert str(s[C].itervar_dag()) == C_DAG and str(s[B].itervar_dag()) == B_DAG
     assert s.violations() == []
     a = rand(M, N)
     b, c = _example5_values(a)
@@ -154,6 +159,7 @@ def test_example5_step2_structures():
     s, B, C = ns["s"], ns["B"], ns["C"]
     BL = s.cache_read(B, "local", readers=[C])
     assert str(s.schedule_tree()) == STEP2_TREE
+    assert str(s[C].itervar_dag()) == C_DAG and str(s[B].itervar_dag()) == B_DAG
     assert str(s.dataflow_graph()) == (
         "dataflow graph\n  A [placeholder]\n  B\n  B.local [local]\n  C [output]\n"
         "  A -> B\n  B -> B.local\n  B.local -> C"
@@ -185,6 +191,7 @@ def test_example5_step3_verbatim():
     ns = run(EXAMPLE5_FIXED)
     s, A, B, C, BL = ns["s"], ns["A"], ns["B"], ns["C"], ns["BL"]
     assert str(s.schedule_tree()) == STEP3_TREE
+    assert str(s[C].itervar_dag()) == C_DAG and str(s[B].itervar_dag()) == B_DAG
     text = str(tvm.lower(s, [A, B], simple_mode=True))
     assert "B.local" in text and "scope=local" in text
     a = rand(M, N)

@@ -362,8 +362,14 @@ def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, pr
     candidates = [undo + f"{n}_rf = s.rfactor({n}, {names.axis(st, iv)})\n"
                   f"s[{n}_rf].{method}(s[{n}_rf].op.axis[0])"]
     if data:  # a data-parallel loop is the simpler fix, unless it runs once (a full reduction)
-        plain = undo + f"s[{n}].{method}({names.axis(st, data[0] if kind == 'parallel' else data[-1])})"
-        candidates.insert(len(candidates) if trivial else 0, plain)
+        pick = data[0] if kind == "parallel" else data[-1]
+        plain = [undo + f"s[{n}].{method}({names.axis(st, pick)})"]
+        if kind == "vectorized" and st.leaf_iter_vars[-1] is not pick:
+            # a vector loop belongs innermost: move the data-parallel loop inside the reduction
+            order = [a for a in st.leaf_iter_vars if a is not pick] + [pick]
+            plain.insert(0, undo + f"s[{n}].reorder({', '.join(names.axis(st, a) for a in order)})\n"
+                         f"s[{n}].{method}({names.axis(st, pick)})")
+        candidates[len(candidates) if trivial else 0:0] = plain
     return _choose(sch, v, candidates, names)
 
 
