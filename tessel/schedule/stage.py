@@ -219,6 +219,9 @@ class Stage:
         if not isinstance(scope, E.IterVar) or scope not in parent.all_iter_vars:
             owner = self.schedule.stage_of_iter_var(scope) if isinstance(scope, E.IterVar) else None
             where = f" (it is an axis of {owner.name})" if owner is not None else ""
+            note = self.schedule.iv_notes.get(scope) if isinstance(scope, E.IterVar) else None
+            if note:
+                where += f" ({note})"
             raise ScheduleError(
                 f"stage {self.name}: compute_at target {getattr(scope, 'name', scope)} is not a loop of "
                 f"stage {parent.name}{where}; choose one of {parent._leaf_names()}"
