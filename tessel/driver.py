@@ -17,7 +17,8 @@ from .ir import expr as E
 from .ir import stmt as S
 from .ir.functor import collect, free_vars
 from .lower import schedule_ops
-from .passes import simplify_stmt, storage_flatten
+from .passes import loop_partition, simplify_stmt, storage_flatten, unroll, vectorize
+from .runtime.compiler import target_vector_bytes
 from .schedule.schedule import Schedule
 from .te.tensor import Tensor
 
@@ -50,8 +51,10 @@ def _params(args: Sequence) -> tuple[dict, list[S.Buffer], list[E.Var]]:
     return buffers, order, sizes
 
 
-def lower_steps(sch: Schedule, args: Sequence, name: str = "main") -> tuple[S.PrimFunc, list[Step]]:
-    """Lower and keep the IR after every step."""
+def lower_steps(sch: Schedule, args: Sequence, name: str = "main",
+                vector_bytes: int | None = None) -> tuple[S.PrimFunc, list[Step]]:
+    """Lower and keep the IR after every step (vectors planned for ``vector_bytes``, by
+    default the C compiler's register width)."""
     sch.verify()  # an illegal schedule is explained (and a fix proposed) before anything is derived from it
     # a rewrite (cache_write, rfactor, a cache_read's reader) replaces a stage's tensors; the user's own
     # tensors stand for the current ones
@@ -68,6 +71,13 @@ def lower_steps(sch: Schedule, args: Sequence, name: str = "main") -> tuple[S.Pr
     stmt = simplify_stmt(stmt)
     steps.append(Step("simplify", stmt))
     _check_free_vars(stmt, sizes)
+    # fast kernels: guards out of hot loops, then the vector and unroll annotations made real
+    stmt = loop_partition(stmt)
+    steps.append(Step("loop_partition", stmt))
+    stmt = vectorize(stmt, target_vector_bytes() if vector_bytes is None else vector_bytes)
+    steps.append(Step("vectorize", stmt))
+    stmt = unroll(stmt)
+    steps.append(Step("unroll", stmt))
     written = {id(s.buffer) for s in collect(stmt, lambda n: isinstance(n, S.BufferStore))}
     outputs = [b for b in params if id(b) in written]
     func = S.PrimFunc(name, params, sizes, stmt, outputs)

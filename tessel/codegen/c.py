@@ -27,10 +27,12 @@ from ..errors import BuildError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import DType
+from ..ir.functor import collect
 from ..runtime.args import ArgSpec
 from ..runtime.cache import load_or_build
 from ..runtime.compiler import find_compiler
 from ..runtime.module import CKernel
+from .c_vector import VectorC
 from .common import NameTable, check_func, unbound_var, unsupported_vector, written_buffers
 
 CTYPE = {
@@ -42,6 +44,8 @@ _SUFFIX = {"bool": "b", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "
            "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "f16", "float32": "f32",
            "float64": "f64"}
 STACK_LIMIT_BYTES = 32 * 1024  # larger (or symbolic) temporaries go to the heap
+MAX_PROMOTED_ELEMENTS = 1024  # a local temporary this small, touched only at constant offsets,
+MAX_PROMOTED_VARIABLES = 64   # becomes at most this many variables (vector registers)
 
 _C_KEYWORDS = set("""
 auto break case char const continue default do double else enum extern float for goto if inline int
@@ -103,6 +107,8 @@ class _CGen:
         self.uses_heap = False
         self.uses_float16 = False
         self._data_memo: dict[int, tuple[bool, E.PrimExpr]] = {}
+        self.vec = VectorC(self)
+        self.promoted: dict[int, tuple[str, int]] = {}  # buffer id -> (name prefix, lanes per variable)
 
     # ---- helpers emitted on demand -------------------------------------------------------
     def helper(self, kind: str, dt: DType) -> str:
@@ -123,7 +129,9 @@ class _CGen:
 
     def _expr(self, e) -> tuple[str, int]:
         if e.dtype.lanes != 1 or isinstance(e, E.Ramp | E.Broadcast):
-            raise unsupported_vector(self.func, e, "c")
+            if e.dtype == "float16" or e.dtype.element == "float16":
+                raise unsupported_vector(self.func, e, "c")
+            return self.vec.expr(e)
         if e.dtype == "float16":
             self.uses_float16 = True
         if isinstance(e, E.Var):
@@ -158,8 +166,22 @@ class _CGen:
             self.bound.discard(id(e.var))
             return f"({{ const {ctype(e.var.dtype)} {name} = {value}; {body}; }})", _ATOM
         if isinstance(e, E.BufferLoad):
+            promoted = self.promoted_access(e.buffer, e.indices[0])
+            if promoted is not None:
+                return promoted, _ATOM
             return f"{self.names.get(e.buffer, e.buffer.name)}[{self.expr(e.indices[0])}]", _ATOM
         raise BuildError(f"kernel {self.func.name!r}: the c target cannot generate `{e}` ({type(e).__name__})")
+
+    def promoted_access(self, buf: S.Buffer, idx: E.PrimExpr) -> str | None:
+        """The variable (or vector lane) standing for ``buf[idx]`` when ``buf`` lives in registers."""
+        entry = self.promoted.get(id(buf))
+        if entry is None:
+            return None
+        prefix, lanes = entry
+        if isinstance(idx, E.Ramp):
+            return f"{prefix}_{idx.base.value // lanes}"
+        k = idx.value
+        return f"{prefix}_{k}" if lanes == 1 else f"{prefix}_{k // lanes}[{k % lanes}]"
 
     def _arith(self, e: E.BinaryOp) -> tuple[str, int]:
         p, dt = _PREC[type(e)], e.dtype
@@ -286,7 +308,8 @@ class _CGen:
             if fresh_scope:
                 self.open("")
             self.scopes[-1].add(name)
-            self.emit(f"const {ctype(s.var.dtype)} {name} = {value};")
+            t = self.vec.vtype(s.var.dtype) if s.var.dtype.lanes > 1 else ctype(s.var.dtype)
+            self.emit(f"const {t} {name} = {value};")
             self.stmt(s.body)
             if fresh_scope:
                 self.close()
@@ -294,6 +317,8 @@ class _CGen:
         elif isinstance(s, S.AttrStmt):
             if s.key == "produce":
                 self.emit(f"// produce {getattr(s.node, 'name', s.node)}")
+            elif s.key == "not_vectorized":
+                self.emit(f"// not vectorized: {s.value}".replace("\n", " "))
             else:
                 self.emit(f"// attr {s.key} = {s.value!s}".replace("\n", " "))
             self.stmt(s.body)
@@ -301,8 +326,12 @@ class _CGen:
             if not isinstance(s.value, E.IntImm | E.FloatImm):
                 self.emit(f"(void)({self.expr(s.value)});")
         elif isinstance(s, S.BufferStore):
-            buf = self.names.get(s.buffer, s.buffer.name)
-            self.emit(f"{buf}[{self.expr(s.indices[0])}] = {self.expr(s.value)};")
+            idx = s.indices[0]
+            if idx.dtype.lanes > 1:
+                self.emit(self.vec.store(s.buffer, idx, s.value))
+            else:
+                buf = self.promoted_access(s.buffer, idx) or f"{self.names.get(s.buffer, s.buffer.name)}[{self.expr(idx)}]"
+                self.emit(f"{buf} = {self.expr(s.value)};")
         elif isinstance(s, S.Allocate):
             self._allocate(s)
         else:
@@ -317,10 +346,10 @@ class _CGen:
         end = ext if _is_zero(s.min) else f"{self.expr(s.min, 6)} + {ext}"
         if s.kind == "parallel":
             self.has_parallel = True
-            self.emit("#pragma omp parallel for")
+            self.emit("#pragma omp parallel for num_threads(tsl_nt) schedule(static)")
         elif s.kind == "unrolled" and isinstance(s.extent, E.IntImm) and 0 < s.extent.value <= 65534:
             self.emit(f"#pragma GCC unroll {s.extent.value}")
-        elif s.kind == "vectorized":
+        elif s.kind == "vectorized":  # the vectorize pass turns these into vector code; left only in hand-built IR
             self.emit("#pragma GCC ivdep")
         elif s.kind == "thread_binding":  # iterations are independent: a CPU runs them in turn
             self.emit(f"// bound to {s.thread_tag or 'a thread axis'}: runs serially on the CPU")
@@ -339,6 +368,8 @@ class _CGen:
         const = all(isinstance(x, E.IntImm) for x in dims)
         count = math.prod(x.value for x in dims) if const else None
         itemsize = max(b.dtype.bits // 8, 1)
+        if count is not None and self._promote(s, count):
+            return
         self.open("")
         if count is not None and count * itemsize <= STACK_LIMIT_BYTES:
             self.emit(f"{t} {name}[{max(count, 1)}] __attribute__((aligned(64)));  // {b.name}, scope {b.scope}")
@@ -356,6 +387,41 @@ class _CGen:
             self.emit(f"free({name});")
             self.close()
         self.close()
+
+    def _promote(self, s: S.Allocate, count: int) -> bool:
+        """Keep a small temporary in variables (registers) instead of an array, when every access
+        is at a constant offset: what a register tile's accumulators look like after unrolling.
+
+        GCC's scalar replacement gives up on arrays accessed as whole vectors through memcpy, so
+        this is done here, where it is certain; an array touched at any variable index stays one.
+        """
+        b = s.buffer
+        if b.scope not in ("local", "warp") or count > MAX_PROMOTED_ELEMENTS or b.dtype == "float16":
+            return False
+        lanes = 0
+        for n in collect(s.body, lambda x: isinstance(x, E.BufferLoad | S.BufferStore) and x.buffer is b):
+            idx = n.indices[0]
+            if isinstance(idx, E.Ramp):
+                if not (isinstance(idx.base, E.IntImm) and E.is_const_int(idx.stride, 1)):
+                    return False
+                if lanes not in (0, idx.lanes) or idx.base.value % idx.lanes:
+                    return False
+                lanes = idx.lanes
+            elif not isinstance(idx, E.IntImm) or not 0 <= idx.value < count:
+                return False
+        lanes = max(lanes, 1)
+        if count % lanes or count // lanes > MAX_PROMOTED_VARIABLES:
+            return False
+        prefix = self.names.get(b, b.name)
+        t = self.vec.vtype(b.dtype.with_lanes(lanes)) if lanes > 1 else ctype(b.dtype)
+        self.open("")
+        decl = ", ".join(f"{prefix}_{k}" for k in range(count // lanes))
+        self.emit(f"{t} {decl};  // {b.name}, scope {b.scope}: kept in registers")
+        self.promoted[id(b)] = (prefix, lanes)
+        self.stmt(s.body)
+        del self.promoted[id(b)]
+        self.close()
+        return True
 
     # ---- the whole translation unit --------------------------------------------------------
     def function(self) -> str:
@@ -380,6 +446,9 @@ class _CGen:
             self.emit(line)
         self.stmt(f.body)
         body = self.lines
+        if self.has_parallel:  # threads: the call's request, else OpenMP's default (all cores, or $OMP_NUM_THREADS)
+            params.append("int32_t tsl_num_threads")
+            body.insert(0, "  const int tsl_nt = tsl_num_threads > 0 ? tsl_num_threads : TSL_MAX_THREADS();")
         head = [f"// generated by tessel (c target) from PrimFunc {f.name!r}"]
         for b in f.params:
             shape = ", ".join(str(x) for x in b.shape)
@@ -389,9 +458,13 @@ class _CGen:
             head.append("//   sizes: " + ", ".join(f"{v.name} ({v.dtype})" for v in f.size_vars))
         head += ["#include <stdbool.h>", "#include <stddef.h>", "#include <stdint.h>",
                  "#include <stdlib.h>", "#include <math.h>", ""]
+        if self.has_parallel:
+            head += [_THREADS, ""]
         if self.uses_heap:
             head += [_ALLOC, ""]
         for text in self.helpers.values():
+            head += [text, ""]
+        for text in self.vec.declarations():
             head += [text, ""]
         sig = f"int32_t {self.symbol}({', '.join(params) or 'void'})"
         out = [*head, sig + " {"]
@@ -406,6 +479,14 @@ class _CGen:
 def _is_zero(e: E.PrimExpr) -> bool:
     return isinstance(e, E.IntImm) and e.value == 0
 
+
+_THREADS = """\
+#ifdef _OPENMP
+#include <omp.h>
+#define TSL_MAX_THREADS() omp_get_max_threads()
+#else
+#define TSL_MAX_THREADS() 1
+#endif"""
 
 _ALLOC = """\
 static void* tsl_alloc(int64_t nbytes) {
@@ -524,4 +605,5 @@ def build_c(func: S.PrimFunc) -> CKernel:
         )
     flags = comp.flags(openmp=gen.has_parallel)
     lib = load_or_build(source, func.name, gen.symbol, comp, flags)
-    return CKernel(func, source, spec, lib.lib, gen.symbol, lib.path, lib.seconds, lib.cache_hit)
+    return CKernel(func, source, spec, lib.lib, gen.symbol, lib.path, lib.seconds, lib.cache_hit,
+                   parallel=gen.has_parallel)

@@ -56,9 +56,8 @@ def check_call(func: S.PrimFunc, call: E.Call) -> None:
 
 def unsupported_vector(func: S.PrimFunc, node: E.PrimExpr, target: str) -> BuildError:
     return BuildError(
-        f"kernel {func.name!r}: the {target} target does not support vector expressions yet "
-        f"(`{node}` has dtype {node.dtype}); mark the loop 'vectorized' and leave it scalar, "
-        "or drop vectorize() until the vectorize pass lands"
+        f"kernel {func.name!r}: the {target} target has no vector form of `{node}` (dtype {node.dtype}); "
+        "the vectorize pass leaves such loops scalar, so this IR was built by hand"
     )
 
 
@@ -140,6 +139,12 @@ def check_func(func: S.PrimFunc) -> None:
         def visit_BufferStore(self, s: S.BufferStore) -> None:
             _one_index(func, s.buffer, s.indices, "store to")
             _live(func, s.buffer, live)
+            lanes = s.indices[0].dtype.lanes
+            if s.value.dtype.lanes != lanes:
+                raise BuildError(
+                    f"kernel {func.name!r}: the store to {s.buffer.name} writes a value of {s.value.dtype.lanes} "
+                    f"lane(s) (`{s.value}`) at an index of {lanes}: a vector value needs a vector index of "
+                    "as many lanes (a Ramp), a scalar one a scalar index")
             self.generic_visit(s)
 
         def visit_Allocate(self, s: S.Allocate) -> None:

@@ -5,6 +5,10 @@ views of the NumPy arrays. Every value is a NumPy scalar of the IR's dtype, so a
 rounds and wraps exactly as the IR says (float32 math in float32, int8 wraps at 8 bits,
 truncating division toward zero), and buffers are wrapped so that an out-of-bounds access is
 an error here instead of silent corruption in C. It is slow on purpose: clarity over speed.
+
+Vector expressions (what the vectorize pass makes of a ``vectorized`` loop) are NumPy arrays
+of one element per lane, so ``ramp(b, 1, 16) * 2.0f`` is ``(b + arange(16)) * float32(2)``
+and a load at a vector index reads those elements, bounds-checked like a scalar load.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..runtime.args import ArgSpec
 from ..runtime.module import KernelRuntimeError, PythonKernel
-from .common import NameTable, check_func, unbound_var, unsupported_vector, written_buffers
+from .common import NameTable, check_func, unbound_var, written_buffers
 
 _DTYPES = ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "float32", "float64")
@@ -68,6 +72,18 @@ class _Buf:
         else:
             raise self._oob("writes", i)
 
+    def vget(self, i: np.ndarray) -> np.ndarray:
+        """Elements at a vector of indices (one per lane)."""
+        if i.min() >= 0 and i.max() < self.n:
+            return self.a[i]
+        raise self._oob("reads", i[(i < 0) | (i >= self.n)][0])
+
+    def vset(self, i: np.ndarray, v) -> None:
+        if i.min() >= 0 and i.max() < self.n:
+            self.a[i] = v
+        else:
+            raise self._oob("writes", i[(i < 0) | (i >= self.n)][0])
+
     def _oob(self, what: str, i) -> KernelRuntimeError:
         return KernelRuntimeError(
             f"kernel {self.kernel!r} {what} {self.name}[{int(i)}], outside its {self.n} elements "
@@ -101,24 +117,47 @@ def _max(a, b):
     return a if a > b else b
 
 
+def _vmin(a, b):
+    return np.where(a < b, a, b)  # lane by lane, NaN behaviour as _min
+
+
+def _vmax(a, b):
+    return np.where(a > b, a, b)
+
+
+def _ramp(base, stride, lanes: int):
+    """``[base, base+stride, ...]`` in the dtype of ``base``, wrapping as the scalar loop would."""
+    t = np.asarray(base).dtype
+    if t.kind == "f":
+        return base + stride * np.arange(lanes, dtype=t)
+    steps = np.arange(lanes, dtype=np.int64) * int(stride) + int(base)
+    return steps.astype(t)
+
+
+def _bc(x, lanes: int):
+    return np.full(lanes, x, dtype=np.asarray(x).dtype)
+
+
 def _ffloormod(a, b):
     return a - np.floor(a / b) * b
 
 
 def _rsqrt(x):
-    return type(x)(1) / np.sqrt(x)
+    return x.dtype.type(1) / np.sqrt(x)
 
 
 def _sigmoid(x):
-    one = type(x)(1)
+    one = x.dtype.type(1)
     return one / (one + np.exp(-x))
 
 
 def _exp10(x):
-    return np.power(type(x)(10), x)
+    return np.power(x.dtype.type(10), x)
 
 
 def _erf(x):
+    if isinstance(x, np.ndarray):
+        return np.array([math.erf(float(v)) for v in x], dtype=x.dtype)
     return type(x)(math.erf(float(x)))
 
 
@@ -127,7 +166,7 @@ def _namespace() -> dict:
     ns.update(np=np, inf=math.inf, nan=math.nan, True_=np.True_, False_=np.False_,
               _Buf=_Buf, _loop=_loop, _alloc=_alloc, _tdiv=_tdiv, _tmod=np.fmod, _min=_min,
               _max=_max, _ffloormod=_ffloormod, _rsqrt=_rsqrt, _sigmoid=_sigmoid, _exp10=_exp10,
-              _erf=_erf)
+              _erf=_erf, _vmin=_vmin, _vmax=_vmax, _ramp=_ramp, _bc=_bc)
     return ns
 
 
@@ -136,7 +175,8 @@ _COUNTER = count()
 
 
 def _np_name(dt) -> str:
-    return "bool_" if dt.is_bool else str(dt)
+    """The NumPy scalar type of ``dt`` (of one lane, for a vector dtype)."""
+    return "bool_" if dt.is_bool else str(dt.element)
 
 
 class _PyGen:
@@ -157,8 +197,21 @@ class _PyGen:
         return f"({text})" if prec < parent else text
 
     def _expr(self, e) -> tuple[str, int]:
-        if e.dtype.lanes != 1 or isinstance(e, E.Ramp | E.Broadcast):
-            raise unsupported_vector(self.func, e, "python")
+        vector = e.dtype.lanes != 1
+        if isinstance(e, E.Ramp):
+            return f"_ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _ATOM
+        if isinstance(e, E.Broadcast):
+            return f"_bc({self.expr(e.value)}, {e.lanes})", _ATOM
+        if vector and isinstance(e, E.Min | E.Max):
+            fn = "_vmin" if isinstance(e, E.Min) else "_vmax"
+            return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
+        if vector and isinstance(e, E.And | E.Or):
+            fn = "np.logical_and" if isinstance(e, E.And) else "np.logical_or"
+            return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
+        if vector and isinstance(e, E.Select):
+            return self._where(e.condition, e.true_value, e.false_value)
+        if vector and isinstance(e, E.Call) and e.op == "if_then_else":
+            return self._where(*e.args)
         if isinstance(e, E.Var):
             return self.var(e), _ATOM
         if isinstance(e, E.IntImm):
@@ -197,11 +250,19 @@ class _PyGen:
             self.bound.discard(id(e.var))
             return f"(({name} := {value}), {body})[1]", _ATOM
         if isinstance(e, E.BufferLoad):
-            return f"{self.names.get(e.buffer, e.buffer.name)}[{self.expr(e.indices[0])}]", _ATOM
+            buf = self.names.get(e.buffer, e.buffer.name)
+            if e.indices[0].dtype.lanes > 1:
+                return f"{buf}.vget({self.expr(e.indices[0])})", _ATOM
+            return f"{buf}[{self.expr(e.indices[0])}]", _ATOM
         raise BuildError(f"kernel {self.func.name!r}: the python target cannot generate `{e}` ({type(e).__name__})")
 
     def _ternary(self, c, t, f) -> tuple[str, int]:
         return f"{self.expr(t, 1)} if {self.expr(c, 1)} else {self.expr(f, 0)}", 0
+
+    def _where(self, c, t, f) -> tuple[str, int]:
+        if c.dtype.lanes == 1:  # one choice for the whole vector
+            return self._ternary(c, t, f)
+        return f"np.where({self.expr(c)}, {self.expr(t)}, {self.expr(f)})", _ATOM
 
     def _division(self, e) -> tuple[str, int]:
         a, b = self.expr(e.a, 6), self.expr(e.b, 7)
@@ -271,6 +332,8 @@ class _PyGen:
         elif isinstance(s, S.AttrStmt):
             if s.key == "produce":
                 self.emit(depth, f"# produce {getattr(s.node, 'name', s.node)}")
+            elif s.key == "not_vectorized":
+                self.emit(depth, f"# not vectorized: {s.value}".replace("\n", " "))
             else:
                 self.emit(depth, f"# attr {s.key} = {s.value!s}".replace("\n", " "))
             self.stmt(s.body, depth)
@@ -279,7 +342,10 @@ class _PyGen:
                 self.emit(depth, self.expr(s.value))
         elif isinstance(s, S.BufferStore):
             buf = self.names.get(s.buffer, s.buffer.name)
-            self.emit(depth, f"{buf}[{self.expr(s.indices[0])}] = {self.expr(s.value)}")
+            if s.indices[0].dtype.lanes > 1:
+                self.emit(depth, f"{buf}.vset({self.expr(s.indices[0])}, {self.expr(s.value)})")
+            else:
+                self.emit(depth, f"{buf}[{self.expr(s.indices[0])}] = {self.expr(s.value)}")
         elif isinstance(s, S.Allocate):
             b = s.buffer
             size = " * ".join(f"int({self.expr(x)})" for x in b.shape) or "1"

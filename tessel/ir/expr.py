@@ -390,7 +390,11 @@ class ProducerLoad(PrimExpr):
 
 
 class BufferLoad(PrimExpr):
-    """A read of a buffer in the lowered IR (one flat index after storage flattening)."""
+    """A read of a buffer in the lowered IR (one flat index after storage flattening).
+
+    A vector index (a ``Ramp``, or any index of ``lanes > 1``) reads that many elements at
+    once, so the load's dtype takes its lanes from the last index, as TVM's does.
+    """
 
     __slots__ = ("buffer", "indices")
     _fields = ("buffer", "indices")

@@ -1,6 +1,10 @@
 """Loop IR to loop IR: one pass per module, composed by :mod:`tessel.driver`."""
 
+from .loop_partition import loop_partition
 from .simplify import simplify_stmt
 from .storage_flatten import flat_index, storage_flatten
+from .unroll import simplify_vector_stmt, unroll
+from .vectorize import vectorize
 
-__all__ = ["flat_index", "simplify_stmt", "storage_flatten"]
+__all__ = ["flat_index", "loop_partition", "simplify_stmt", "simplify_vector_stmt", "storage_flatten",
+           "unroll", "vectorize"]

@@ -37,6 +37,11 @@ _PROBES = {
                 (), False),
 }
 
+# predefined macro -> bytes in one vector register; the first the compiler defines wins
+_VECTOR_MACROS = (("__AVX512F__", 64), ("__AVX__", 32), ("__SSE2__", 16), ("__ARM_NEON", 16),
+                  ("__ALTIVEC__", 16), ("__riscv_vector", 16))
+DEFAULT_VECTOR_BYTES = 16
+
 
 @dataclass
 class Compiler:
@@ -45,7 +50,7 @@ class Compiler:
     argv: tuple[str, ...]
     path: str
     version: str
-    features: dict[str, bool] = field(default_factory=dict)
+    features: dict[str, bool | int] = field(default_factory=dict)
 
     def identity(self) -> str:
         return f"{self.path}\n{self.version}"
@@ -55,6 +60,19 @@ class Compiler:
             self.features[feature] = _probe(self, feature)
             _save_probes(self)
         return self.features[feature]
+
+    def vector_bytes(self) -> int:
+        """Bytes per vector register for the flags kernels are compiled with (``-march=native``).
+
+        Read from the compiler's predefined macros, so it is what the compiler will accept for
+        the target, not what /proc/cpuinfo claims; remembered with the other probes.
+        """
+        native = os.environ.get("TESSEL_NO_MARCH_NATIVE") is None and self.supports("march_native")
+        key = "vector_bytes_native" if native else "vector_bytes"
+        if key not in self.features:
+            self.features[key] = _probe_vector_bytes(self, native)
+            _save_probes(self)
+        return int(self.features[key])
 
     def flags(self, *, openmp: bool = False) -> list[str]:
         """Flags for one kernel: OpenMP only when it has parallel loops (it costs a thread pool)."""
@@ -144,6 +162,36 @@ def _probe(comp: Compiler, feature: str) -> bool:
             except OSError:
                 return False
     return True
+
+
+def _probe_vector_bytes(comp: Compiler, native: bool) -> int:
+    cmd = [*comp.argv, "-dM", "-E", "-x", "c", "-"]
+    if native:
+        cmd.insert(len(comp.argv), "-march=native")
+    try:
+        res = subprocess.run(cmd, input="", capture_output=True, text=True, timeout=_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return DEFAULT_VECTOR_BYTES
+    defined = {ln.split()[1] for ln in res.stdout.splitlines() if ln.startswith("#define ") and len(ln.split()) > 1}
+    return next((n for m, n in _VECTOR_MACROS if m in defined), DEFAULT_VECTOR_BYTES)
+
+
+def target_vector_bytes() -> int:
+    """Vector register width the vectorize pass plans for: ``$TESSEL_VECTOR_BYTES``, else the
+    C compiler's (the python target lowers the same IR, so it plans for the same width), else 16."""
+    env = os.environ.get("TESSEL_VECTOR_BYTES", "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise BuildError(f"TESSEL_VECTOR_BYTES={env!r} is not a number of bytes (e.g. 16, 32, 64)") from None
+        if n < 8 or n & (n - 1):
+            raise BuildError(f"TESSEL_VECTOR_BYTES={env!r} must be a power of two >= 8")
+        return n
+    try:
+        return find_compiler().vector_bytes()
+    except BuildError:
+        return DEFAULT_VECTOR_BYTES
 
 
 def _probe_file() -> Path:

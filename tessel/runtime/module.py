@@ -9,11 +9,12 @@ loaded with ctypes, or generated Python), a call first goes through the kernel's
 from __future__ import annotations
 
 import ctypes
+import os
 from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import TesselError
+from ..errors import ArgumentError, TesselError
 from ..ir import stmt as S
 from .args import ArgSpec
 
@@ -23,8 +24,32 @@ class KernelRuntimeError(TesselError, RuntimeError):
     a temporary buffer the C kernel could not allocate)."""
 
 
+def _thread_count(value, what: str) -> int:
+    """A thread count as given by a user (0 or None: the default, all cores)."""
+    if value is None:
+        return 0
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"{what} must be a whole number of threads, got {value!r}") from None
+    if n < 0 or (n != value and not isinstance(value, str)):
+        raise ArgumentError(f"{what} must be a whole number of threads >= 0 (0: all cores), got {value!r}")
+    return n
+
+
+def env_num_threads() -> int:
+    """``$TESSEL_NUM_THREADS`` (read at every call, so a change takes effect at once); 0 if unset."""
+    raw = os.environ.get("TESSEL_NUM_THREADS", "").strip()
+    return _thread_count(raw, "$TESSEL_NUM_THREADS") if raw else 0
+
+
 class Kernel:
-    """A compiled PrimFunc. ``f(*arrays)`` runs it; outputs are written in place."""
+    """A compiled PrimFunc. ``f(*arrays)`` runs it; outputs are written in place.
+
+    Parallel loops use, in this order of precedence: ``f(..., num_threads=n)``, the count set by
+    ``f.set_num_threads(n)``, ``$TESSEL_NUM_THREADS``, and otherwise every core (OpenMP's
+    default, which ``$OMP_NUM_THREADS`` also sets). A kernel without parallel loops ignores them.
+    """
 
     target = "?"
 
@@ -33,17 +58,28 @@ class Kernel:
         self.source = source
         self.name = func.name
         self._spec = spec
+        self._num_threads = 0
+
+    def set_num_threads(self, n: int | None) -> None:
+        """Threads for this kernel's parallel loops from now on (0 or None: back to the default)."""
+        self._num_threads = _thread_count(n, "set_num_threads(n)")
+
+    @property
+    def num_threads(self) -> int:
+        """The thread count a call without ``num_threads=`` asks for (0: all cores)."""
+        return self._num_threads or env_num_threads()
 
     @property
     def signature(self) -> str:
         """The parameters as ``name: dtype(shape)``, as argument errors quote them."""
         return self._spec.signature
 
-    def __call__(self, *args: np.ndarray) -> None:
+    def __call__(self, *args: np.ndarray, num_threads: int | None = None) -> None:
         ptrs, sizes = self._spec.check(args)
-        self._run(args, ptrs, sizes)
+        threads = _thread_count(num_threads, "num_threads") if num_threads is not None else 0
+        self._run(args, ptrs, sizes, threads or self.num_threads)
 
-    def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int]) -> None:
+    def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int], threads: int) -> None:
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -60,7 +96,7 @@ class PythonKernel(Kernel):
         self._impl = impl
         self._size_types = size_types
 
-    def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int]) -> None:
+    def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int], threads: int) -> None:
         flat = [a.reshape(-1) for a in arrays]
         typed = [t(v) for t, v in zip(self._size_types, sizes)]
         with np.errstate(all="ignore"):  # wraparound and inf/nan are the IR's semantics, not accidents
@@ -73,19 +109,21 @@ class CKernel(Kernel):
     target = "c"
 
     def __init__(self, func: S.PrimFunc, source: str, spec: ArgSpec, lib: ctypes.CDLL, symbol: str,
-                 lib_path: str, build_time_s: float, cache_hit: bool):
+                 lib_path: str, build_time_s: float, cache_hit: bool, parallel: bool = False):
         super().__init__(func, source, spec)
         self.lib_path = lib_path
         self.build_time_s = build_time_s
         self.cache_hit = cache_hit
+        self.parallel = parallel  # the C function then takes the thread count as a last argument
         self._lib = lib  # keeps the shared object loaded as long as the kernel lives
         cfunc = getattr(lib, symbol)
-        cfunc.argtypes = [ctypes.c_void_p] * len(func.params) + [ctypes.c_int64] * len(func.size_vars)
+        argtypes = [ctypes.c_void_p] * len(func.params) + [ctypes.c_int64] * len(func.size_vars)
+        cfunc.argtypes = argtypes + ([ctypes.c_int32] if parallel else [])
         cfunc.restype = ctypes.c_int32
         self._cfunc = cfunc
 
-    def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int]) -> None:
-        status = self._cfunc(*ptrs, *sizes)
+    def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int], threads: int) -> None:
+        status = self._cfunc(*ptrs, *sizes, threads) if self.parallel else self._cfunc(*ptrs, *sizes)
         if status:
             raise KernelRuntimeError(
                 f"kernel {self.name!r} could not allocate a temporary buffer (status {status}); "

@@ -1,0 +1,286 @@
+"""Loop partitioning: the guards of non-divisible splits leave the hot loops.
+
+ScheduleOps keeps a non-divisible split correct with an ``if`` around the body (``if
+(i.outer*16 + i.inner < n)``). Inside a vectorized or unrolled loop that per-iteration test is
+what stops the loop from becoming straight vector code, so this pass moves it out, in three
+steps:
+
+1. **Specialise small-size extents.** InferBound gives the inner loop of ``split(n, 16)`` the
+   extent ``min(n, 16)`` (seed 000's tightening), which is not a constant, and the same
+   ``min`` shows up as a coefficient in indices. The outermost loop using it is versioned:
+   ``if (n >= 16) { the nest with 16 } else { the nest as it was }``; the ``else`` part only runs
+   for inputs smaller than one vector.
+2. **Partition.** For a loop ``x`` whose body tests a condition ``a*x + r < 0`` (``r`` free of
+   ``x``, ranging over the loops inside), the values of ``x`` for which it holds for every inner
+   iteration form a prefix (``a > 0``) or a suffix (``a < 0``) of the loop. The loop is cut there:
+   in the proved part the condition is replaced by ``true``; the other part keeps it.
+3. **Tighten.** A loop whose whole body is ``if (a*x + r < 0)`` runs over exactly the values
+   that satisfy it instead: ``for (x, 0, min(16, n - i.outer*16))``. This is what becomes of
+   the tail, so no loop tests a condition per iteration.
+
+Only conditions on loop variables and sizes are touched: a condition reading data, or using
+a variable bound by a ``let``, stays where it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..arith import Analyzer, IntSet, eval_set
+from ..ir import expr as E
+from ..ir import op as O
+from ..ir import stmt as S
+from ..ir.functor import Mutator, StructKey, collect, free_vars, structural_equal, substitute
+from .simplify import simplify_stmt
+
+MAX_PARTITIONS = 16  # per kernel: each cut duplicates a loop body
+MAX_SPECIALIZATIONS = 4
+
+
+def loop_partition(stmt: S.Stmt) -> S.Stmt:
+    """Specialise, partition and tighten (see the module docstring); simplifies the result."""
+    stmt = _Specialize().visit(stmt)
+    stmt = simplify_stmt(stmt)
+    stmt = _Partition().visit(stmt)
+    stmt = simplify_stmt(stmt)
+    stmt = _Tighten().visit(stmt)
+    return simplify_stmt(stmt)
+
+
+# ---- conditions as `d < 0` -------------------------------------------------------------------
+def conjuncts(cond: E.PrimExpr) -> list[E.PrimExpr]:
+    if isinstance(cond, E.And):
+        return conjuncts(cond.a) + conjuncts(cond.b)
+    return [cond]
+
+
+def _index_type(e: E.PrimExpr) -> bool:
+    dt = e.dtype
+    return dt.lanes == 1 and dt.is_int and dt.bits in (32, 64)
+
+
+def negative_form(c: E.PrimExpr) -> E.PrimExpr | None:
+    """``d`` with ``c`` equivalent to ``d < 0``, for integer comparisons; None otherwise."""
+    if not isinstance(c, E.LT | E.LE | E.GT | E.GE) or not _index_type(c.a):
+        return None
+    if isinstance(c, E.LT):
+        return O.sub(c.a, c.b)
+    if isinstance(c, E.LE):
+        return O.sub(O.sub(c.a, c.b), 1)
+    if isinstance(c, E.GT):
+        return O.sub(c.b, c.a)
+    return O.sub(O.sub(c.b, c.a), 1)
+
+
+@dataclass
+class Linear:
+    """``d == coeff*x + rest`` with a constant nonzero ``coeff``."""
+
+    coeff: int
+    rest: E.PrimExpr
+
+
+def linear_in(d: E.PrimExpr, x: E.Var, ana: Analyzer) -> Linear | None:
+    if collect(d, lambda n: isinstance(n, E.BufferLoad | E.Let | E.Call)):
+        return None
+    d0 = ana.simplify(substitute(d, {x: O.const(0, x.dtype)}))
+    d1 = ana.simplify(substitute(d, {x: O.const(1, x.dtype)}))
+    a = ana.simplify(O.sub(d1, d0))
+    if not isinstance(a, E.IntImm) or a.value == 0:
+        return None
+    check = ana.simplify(O.sub(d, O.add(d0, O.mul(a, O.cast(x, d.dtype)))))
+    if not E.is_const_int(check, 0):
+        return None
+    return Linear(a.value, d0)
+
+
+def split_point(lin: Linear, rmax: E.PrimExpr) -> tuple[E.PrimExpr, bool]:
+    """Where ``coeff*x + rmax < 0`` starts (suffix) or stops (prefix) holding; True for a prefix."""
+    a = lin.coeff
+    if a > 0:  # x < ceil(-rmax / a)
+        return O.floordiv(O.sub(O.const(a - 1, rmax.dtype), rmax), O.const(a, rmax.dtype)), True
+    return O.add(O.floordiv(rmax, O.const(-a, rmax.dtype)), 1), False  # x > rmax / -a
+
+
+# ---- 1. specialisation of min(X, C) extents --------------------------------------------------
+def _min_terms(s: S.Stmt) -> list[E.Min]:
+    """``min(X, C)`` extents of loops in ``s`` whose X only uses variables bound outside ``s``."""
+    loops = collect(s, lambda n: isinstance(n, S.For))
+    inner = {f.loop_var for f in loops} | {n.var for n in collect(s, lambda n: isinstance(n, S.LetStmt))}
+    out: list[E.Min] = []
+    for f in loops:
+        for m in collect(f.extent, lambda n: isinstance(n, E.Min)):
+            x, c = (m.a, m.b) if isinstance(m.b, E.IntImm) else (m.b, m.a)
+            if not isinstance(c, E.IntImm) or c.value <= 1 or isinstance(x, E.IntImm):
+                continue
+            fv = free_vars(x)
+            if not fv or fv & inner or collect(x, lambda n: isinstance(n, E.BufferLoad)):
+                continue
+            if not any(structural_equal(m, o) for o in out):
+                out.append(m)
+    return out
+
+
+class _ReplaceExpr(Mutator):
+    def __init__(self, old: E.PrimExpr, new: E.PrimExpr):
+        self.key = StructKey(old)
+        self.new = new
+
+    def generic_visit(self, node):
+        if isinstance(node, E.PrimExpr) and StructKey(node) == self.key:
+            return self.new
+        return super().generic_visit(node)
+
+
+class _Specialize(Mutator):
+    def __init__(self) -> None:
+        self.done: list[E.Min] = []
+
+    def visit_For(self, s: S.For):
+        terms = [t for t in _min_terms(s) if not any(structural_equal(t, d) for d in self.done)]
+        if not terms or len(self.done) >= MAX_SPECIALIZATIONS:
+            return self.generic_visit(s)
+        t = terms[0]
+        self.done.append(t)
+        x, c = (t.a, t.b) if isinstance(t.b, E.IntImm) else (t.b, t.a)
+        fast = _ReplaceExpr(t, O.cast(c, t.dtype)).visit(s)
+        return S.IfThenElse(O.ge(x, O.cast(c, x.dtype)), self.visit(fast), self.visit(s))
+
+
+# ---- 2. partitioning ---------------------------------------------------------------------------
+@dataclass
+class _Site:
+    cond: E.PrimExpr                  # one conjunct of an IfThenElse condition
+    doms: dict[E.Var, IntSet]         # ranges of the loops between the cut loop and the condition
+    opaque: set[E.Var]                # variables bound by lets on the way
+
+
+def _sites(body: S.Stmt) -> list[_Site]:
+    out: list[_Site] = []
+
+    def walk(s, doms: dict, opaque: set) -> None:
+        if isinstance(s, S.SeqStmt):
+            for x in s.seq:
+                walk(x, doms, opaque)
+        elif isinstance(s, S.For):
+            hi = O.sub(O.add(s.min, s.extent), 1)
+            walk(s.body, {**doms, s.loop_var: IntSet.interval(s.min, hi)}, opaque)
+        elif isinstance(s, S.IfThenElse):
+            for c in conjuncts(s.condition):
+                out.append(_Site(c, doms, opaque))
+            walk(s.then_case, doms, opaque)
+            if s.else_case is not None:
+                walk(s.else_case, doms, opaque)
+        elif isinstance(s, S.LetStmt):
+            walk(s.body, doms, opaque | {s.var})
+        elif isinstance(s, S.Allocate | S.AttrStmt):
+            walk(s.body, doms, opaque)
+
+    walk(body, {}, set())
+    return out
+
+
+class _ProveConjunct(Mutator):
+    """Replace one conjunct of the IfThenElse conditions by ``true``."""
+
+    def __init__(self, cond: E.PrimExpr):
+        self.key = StructKey(cond)
+
+    def visit_IfThenElse(self, s: S.IfThenElse):
+        parts = conjuncts(s.condition)
+        keep = [c for c in parts if StructKey(c) != self.key]
+        then = self.visit(s.then_case)
+        els = self.visit(s.else_case) if s.else_case is not None else None
+        cond = O.all_(*keep) if keep else O.const(True)
+        if len(keep) == len(parts):
+            cond = s.condition
+        return S.IfThenElse(cond, then, els)
+
+
+class _Partition(Mutator):
+    def __init__(self) -> None:
+        self.ana = Analyzer()
+        self.budget = MAX_PARTITIONS
+
+    def visit_For(self, s: S.For, skip: frozenset = frozenset()):
+        # a vectorized loop is not cut on its own variable: both parts would have symbolic
+        # extents; tightening gives its tail one loop instead
+        if s.kind not in ("thread_binding", "vectorized") and self.budget > 0:
+            cut = self._cut(s, skip)
+            if cut is not None:
+                return cut
+        body = self.visit(s.body)
+        return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
+
+    def _cut(self, s: S.For, skip: frozenset) -> S.Stmt | None:
+        x = s.loop_var
+        for site in _sites(s.body):
+            key = StructKey(site.cond)
+            if key in skip:
+                continue
+            d = negative_form(site.cond)
+            if d is None or free_vars(d) & site.opaque or x not in free_vars(d):
+                continue
+            lin = linear_in(self.ana.simplify(d), x, self.ana)
+            if lin is None:
+                continue
+            rng = eval_set(lin.rest, site.doms, self.ana)
+            rmax = rng.max_value
+            if rmax is None or free_vars(rmax) & (set(site.doms) | {x}):
+                continue
+            p, prefix = split_point(lin, rmax)
+            lo, hi = s.min, O.add(s.min, s.extent)
+            p = self.ana.simplify(O.max_(lo, O.min_(hi, O.cast(p, lo.dtype))))
+            self.budget -= 1
+            proved = _ProveConjunct(site.cond)
+            first = S.For(x, lo, self.ana.simplify(O.sub(p, lo)), s.kind, s.body, s.thread_tag)
+            second = S.For(x, p, self.ana.simplify(O.sub(hi, p)), s.kind, s.body, s.thread_tag)
+            # the proved part gets a fresh loop variable; the other keeps x, so that `key` still
+            # names the condition it must not be cut on again
+            if prefix:
+                first = _fresh(proved.visit(first))
+                return S.seq(self.visit(first), self.visit_For(second, skip | {key}))
+            second = _fresh(proved.visit(second))
+            return S.seq(self.visit_For(first, skip | {key}), self.visit(second))
+        return None
+
+
+def _fresh(loop: S.For) -> S.For:
+    v = E.Var(loop.loop_var.name, loop.loop_var.dtype)
+    return S.For(v, loop.min, loop.extent, loop.kind, substitute(loop.body, {loop.loop_var: v}), loop.thread_tag)
+
+
+# ---- 3. tightening -------------------------------------------------------------------------------
+class _Tighten(Mutator):
+    def __init__(self) -> None:
+        self.ana = Analyzer()
+
+    def visit_For(self, s: S.For):
+        body = self.visit(s.body)
+        if s.kind == "thread_binding" or not isinstance(body, S.IfThenElse) or body.else_case is not None:
+            return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
+        x = s.loop_var
+        lo, hi = s.min, O.add(s.min, s.extent)
+        keep: list[E.PrimExpr] = []
+        for c in conjuncts(body.condition):
+            d = negative_form(c)
+            lin = None
+            if d is not None and x in free_vars(d):
+                lin = linear_in(self.ana.simplify(d), x, self.ana)
+            if lin is None:
+                keep.append(c)
+                continue
+            p, prefix = split_point(lin, lin.rest)
+            p = O.cast(p, lo.dtype)
+            if prefix:
+                hi = O.min_(hi, p)
+            else:
+                lo = O.max_(lo, p)
+        if len(keep) == len(conjuncts(body.condition)):
+            return S.For(x, s.min, s.extent, s.kind, body, s.thread_tag)
+        inner = body.then_case if not keep else S.IfThenElse(O.all_(*keep), body.then_case)
+        lo = self.ana.simplify(lo)
+        return S.For(x, lo, self.ana.simplify(O.sub(hi, lo)), s.kind, inner, s.thread_tag)
+
+
+__all__ = ["conjuncts", "linear_in", "loop_partition", "negative_form"]

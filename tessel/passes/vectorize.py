@@ -1,0 +1,315 @@
+"""Vectorization: a ``vectorized`` loop of constant extent becomes Ramp/Broadcast vector code.
+
+A ``#pragma`` asks the C compiler to vectorize and lets it silently decline; vector
+expressions in the IR are a fact both backends must honour. So a vectorized loop ``for (v, m,
+N)`` is strip-mined into chunks of ``L`` lanes, ``L`` the widest power of two not above ``N``
+that the target's vector registers hold for the widest element type in the body (16 float32
+lanes with AVX-512); each chunk's body sees ``v`` as ``ramp(m + c*L, 1, L)``. What is left
+(``N mod L`` iterations) is vectorized again with fewer lanes, down to a single scalar
+iteration, so 7 becomes 4 + 2 + 1 lanes and no iteration runs under a per-lane condition.
+
+Inside the body an expression that does not depend on ``v`` stays scalar (and is broadcast
+where it meets a vector); a load or store whose flat index is ``base + stride*v`` becomes a
+vector access (stride 1: contiguous; another constant stride: a gather/scatter); inner loops
+keep their scalar loop variable and get a vector body.
+
+When the body cannot be expressed this way the loop stays a scalar loop, and an
+``AttrStmt("not_vectorized", reason)`` around it says why in the IR and as a comment in the
+generated C: a symbolic extent, a data-dependent index, a condition on ``v``, a store
+that all lanes would make to one element, a possible dependence between iterations through a
+buffer (read at another index than it is written), a conditional load (which might read out of
+bounds in the lanes that are not selected).
+"""
+
+from __future__ import annotations
+
+from ..arith import Analyzer
+from ..ir import expr as E
+from ..ir import op as O
+from ..ir import stmt as S
+from ..ir.functor import Mutator, collect, structural_equal, substitute, uses_var
+
+DEFAULT_VECTOR_BYTES = 32
+MAX_UNROLLED_CHUNKS = 8  # more chunks than this stay a loop over chunks
+
+
+class NotVectorizable(Exception):
+    """Why a loop body has no vector form (the message ends up in the generated code)."""
+
+
+def vectorize(stmt: S.Stmt, vector_bytes: int = DEFAULT_VECTOR_BYTES) -> S.Stmt:
+    """Turn every ``vectorized`` loop into vector code (or a scalar loop with the reason)."""
+    return _VectorizeLoops(max(int(vector_bytes), 8)).visit(stmt)
+
+
+def _pow2_floor(n: int) -> int:
+    p = 1
+    while p * 2 <= n:
+        p *= 2
+    return p
+
+
+def _elem_bits(body: S.Stmt) -> int:
+    bits = [n.dtype.bits for n in collect(body, lambda n: isinstance(n, E.BufferLoad | E.Cast | E.Call))]
+    bits += [n.buffer.dtype.bits for n in collect(body, lambda n: isinstance(n, S.BufferStore))]
+    return max([b for b in bits if b >= 8] or [32])
+
+
+class _VectorizeLoops(Mutator):
+    def __init__(self, vector_bytes: int):
+        self.vector_bytes = vector_bytes
+        self.ana = Analyzer()
+
+    def visit_For(self, s: S.For):
+        body = self.visit(s.body)  # inner loops first
+        if s.kind != "vectorized":
+            return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
+        return self.vectorize_loop(S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag))
+
+    def vectorize_loop(self, s: S.For) -> S.Stmt:
+        ext = self.ana.simplify(s.extent)
+        if not isinstance(ext, E.IntImm):
+            return self.vectorize_symbolic(s, ext)
+        n = ext.value
+        if n <= 0:
+            return S.Evaluate(0)
+        if n == 1:
+            return substitute(s.body, {s.loop_var: s.min})
+        if collect(s.body, lambda x: isinstance(x, E.Ramp | E.Broadcast) or (
+                isinstance(x, E.PrimExpr) and x.dtype.lanes > 1)):
+            return _scalar(s, "it contains another vectorized loop")
+        lanes = min(_pow2_floor(n), max(self.vector_bytes * 8 // _elem_bits(s.body), 2))
+        chunks, tail = divmod(n, lanes)
+        c = E.Var(s.loop_var.name + ".c", s.loop_var.dtype)
+        base = O.add(s.min, O.mul(c, O.const(lanes, c.dtype))) if chunks > 1 else s.min
+        try:
+            vbody = _Vectorizer(s.loop_var, self.ana.simplify(base), lanes, self.ana).run(s.body)
+        except NotVectorizable as why:
+            return _scalar(s, str(why))
+        if chunks == 1:
+            main = vbody
+        else:
+            kind = "unrolled" if chunks <= MAX_UNROLLED_CHUNKS else "serial"
+            main = S.For(c, O.const(0, c.dtype), O.const(chunks, c.dtype), kind, vbody)
+        if tail == 0:
+            return main
+        rest_min = self.ana.simplify(O.add(s.min, O.const(chunks * lanes, s.min.dtype)))
+        v = E.Var(s.loop_var.name, s.loop_var.dtype)
+        rest = S.For(v, rest_min, O.const(tail, s.extent.dtype), "vectorized",
+                     substitute(s.body, {s.loop_var: v}), s.thread_tag)
+        return S.seq(main, self.vectorize_loop(rest))
+
+
+    def vectorize_symbolic(self, s: S.For, ext: E.PrimExpr) -> S.Stmt:
+        """A symbolic extent: whole vectors while at least ``L`` iterations remain, then a scalar
+        loop for the rest (fewer than ``L``). Extents known to stay below two vectors (a loop
+        tightened to a partition's tail) are left scalar: the vector part would hardly ever run."""
+        lanes = max(self.vector_bytes * 8 // _elem_bits(s.body), 2)
+        hi = self.ana.const_int_bound(ext)[1]
+        if hi is not None and hi < 2 * lanes:
+            return _scalar(s, f"the extent {ext} is not a constant and at most {hi}")
+        if collect(ext, lambda x: isinstance(x, E.BufferLoad)):
+            return _scalar(s, f"the extent {ext} depends on data")
+        if collect(s.body, lambda x: isinstance(x, E.PrimExpr) and x.dtype.lanes > 1):
+            return _scalar(s, "it contains another vectorized loop")
+        c = E.Var(s.loop_var.name + ".c", s.loop_var.dtype)
+        L = O.const(lanes, ext.dtype)
+        chunks = self.ana.simplify(O.floordiv(ext, L))
+        try:
+            vbody = _Vectorizer(s.loop_var, self.ana.simplify(O.add(s.min, O.mul(c, L))), lanes, self.ana).run(s.body)
+        except NotVectorizable as why:
+            return _scalar(s, str(why))
+        main = S.For(c, O.const(0, c.dtype), chunks, "serial", vbody)
+        v = E.Var(s.loop_var.name, s.loop_var.dtype)
+        done = self.ana.simplify(O.mul(chunks, L))
+        rest = S.For(v, self.ana.simplify(O.add(s.min, done)), self.ana.simplify(O.sub(ext, done)), "serial",
+                     substitute(s.body, {s.loop_var: v}), s.thread_tag)
+        return S.seq(main, rest)
+
+
+def _scalar(s: S.For, reason: str) -> S.Stmt:
+    loop = S.For(s.loop_var, s.min, s.extent, "serial", s.body, s.thread_tag)
+    return S.AttrStmt(s.loop_var, "not_vectorized", reason, loop)
+
+
+def _bcast(e: E.PrimExpr, lanes: int) -> E.PrimExpr:
+    return e if e.dtype.lanes == lanes else E.Broadcast(e, lanes)
+
+
+class _Vectorizer(Mutator):
+    """The body of one chunk: ``var`` is ``ramp(base, 1, lanes)``."""
+
+    def __init__(self, var: E.Var, base: E.PrimExpr, lanes: int, ana: Analyzer):
+        self.var, self.base, self.lanes, self.ana = var, base, lanes, ana
+        self.vector_vars: dict[E.Var, E.Var] = {}  # let-bound scalars that became vectors
+
+    def run(self, body: S.Stmt) -> S.Stmt:
+        self._check_dependences(body)
+        return self.visit(body)
+
+    def varies(self, e) -> bool:
+        return uses_var(e, lambda v: v is self.var or v in self.vector_vars)
+
+    # ---- checks on the whole body ---------------------------------------------------------------
+    def _check_dependences(self, body: S.Stmt) -> None:
+        """Lanes run in lockstep, so a buffer written in the body may only be read where it is written."""
+        stores = collect(body, lambda n: isinstance(n, S.BufferStore))
+        loads = collect(body, lambda n: isinstance(n, E.BufferLoad))
+        written: dict[int, list] = {}
+        for st in stores:
+            written.setdefault(id(st.buffer), []).append(st)
+        for st in stores:
+            if not self.varies(st.indices[0]):
+                raise NotVectorizable(
+                    f"every lane would store to the same element {st.buffer.name}[{st.indices[0]}]")
+        for buf_stores in written.values():
+            first = buf_stores[0].indices[0]
+            if any(not structural_equal(first, other.indices[0]) for other in buf_stores[1:]):
+                raise NotVectorizable(f"{buf_stores[0].buffer.name} is written at more than one index")
+        for ld in loads:
+            ws = written.get(id(ld.buffer))
+            if ws and not structural_equal(ld.indices[0], ws[0].indices[0]):
+                raise NotVectorizable(
+                    f"{ld.buffer.name} is read at [{ld.indices[0]}] and written at [{ws[0].indices[0]}]: "
+                    "iterations might depend on each other")
+        for a in collect(body, lambda n: isinstance(n, S.Allocate)):
+            raise NotVectorizable(f"it allocates {a.buffer.name} inside the loop")
+
+    # ---- indices ----------------------------------------------------------------------------------
+    def index(self, idx: E.PrimExpr, what: str) -> E.PrimExpr:
+        """The vector (or scalar) form of a flat index: ``base + stride*var`` only."""
+        if not self.varies(idx):
+            return self.visit(idx)
+        if collect(idx, lambda n: isinstance(n, E.BufferLoad)):
+            raise NotVectorizable(f"the index of {what} depends on data ([{idx}])")
+        if uses_var(idx, lambda v: v in self.vector_vars):
+            raise NotVectorizable(f"the index of {what} uses a value computed per lane ([{idx}])")
+        v = self.var
+        one = O.cast(O.add(v, 1), v.dtype)
+        step = self.ana.simplify(O.sub(substitute(idx, {v: one}), idx))
+        if not isinstance(step, E.IntImm):
+            raise NotVectorizable(f"the index of {what} is not linear in {v.name} ([{idx}])")
+        check = self.ana.simplify(O.sub(idx, O.add(substitute(idx, {v: O.const(0, v.dtype)}),
+                                                   O.mul(O.cast(v, idx.dtype), step))))
+        if not E.is_const_int(check, 0):
+            raise NotVectorizable(f"the index of {what} is not linear in {v.name} ([{idx}])")
+        base = self.ana.simplify(substitute(idx, {v: self.base}))
+        if step.value == 0:
+            return base
+        return E.Ramp(base, step, self.lanes)
+
+    # ---- statements -------------------------------------------------------------------------------
+    def visit_BufferStore(self, s: S.BufferStore):
+        if s.buffer.dtype.is_bool or s.buffer.dtype == "float16":
+            raise NotVectorizable(f"{s.buffer.name} has dtype {s.buffer.dtype}, which has no vector form here")
+        idx = self.index(s.indices[0], f"the store to {s.buffer.name}")
+        value = self.visit(s.value)
+        if idx.dtype.lanes > 1:
+            value = _bcast(value, self.lanes)
+        return S.BufferStore(s.buffer, value, (idx,))
+
+    def visit_IfThenElse(self, s: S.IfThenElse):
+        if self.varies(s.condition):
+            raise NotVectorizable(f"the condition `{s.condition}` depends on {self.var.name}")
+        return self.generic_visit(s)
+
+    def visit_For(self, s: S.For):
+        if self.varies(s.min) or self.varies(s.extent):
+            raise NotVectorizable(f"the bounds of the inner loop {s.loop_var.name} depend on {self.var.name}")
+        return self.generic_visit(s)
+
+    def visit_LetStmt(self, s: S.LetStmt):
+        value = self.visit(s.value)
+        if value.dtype.lanes == 1:
+            body = self.visit(s.body)
+            return S.LetStmt(s.var, value, body)
+        nv = E.Var(s.var.name, s.var.dtype.with_lanes(self.lanes))
+        self.vector_vars[s.var] = nv
+        body = self.visit(s.body)
+        return S.LetStmt(nv, value, body)
+
+    def visit_Evaluate(self, s: S.Evaluate):
+        if self.varies(s.value):
+            raise NotVectorizable(f"`{s.value}` is evaluated for its effect in every lane")
+        return s
+
+    # ---- expressions ------------------------------------------------------------------------------
+    def visit_Var(self, e: E.Var):
+        if e is self.var:
+            return E.Ramp(self.base, O.const(1, e.dtype), self.lanes)
+        return self.vector_vars.get(e, e)
+
+    def visit_BufferLoad(self, e: E.BufferLoad):
+        if not self.varies(e.indices[0]):
+            return e
+        if e.buffer.dtype.is_bool or e.buffer.dtype == "float16":
+            raise NotVectorizable(f"{e.buffer.name} has dtype {e.buffer.dtype}, which has no vector form here")
+        return E.BufferLoad(e.buffer, (self.index(e.indices[0], f"the load from {e.buffer.name}"),))
+
+    def _binary(self, e: E.BinaryOp):
+        a, b = self.visit(e.a), self.visit(e.b)
+        if a is e.a and b is e.b:
+            return e
+        if a.dtype.lanes == 1 and b.dtype.lanes == 1:
+            return type(e)(a, b)
+        return type(e)(_bcast(a, self.lanes), _bcast(b, self.lanes))
+
+    visit_Add = visit_Sub = visit_Mul = visit_Div = visit_Mod = visit_FloorDiv = visit_FloorMod = _binary
+    visit_Min = visit_Max = visit_EQ = visit_NE = visit_LT = visit_LE = visit_GT = visit_GE = _binary
+    visit_And = visit_Or = _binary
+
+    def visit_Not(self, e: E.Not):
+        a = self.visit(e.a)
+        return e if a is e.a else E.Not(a)
+
+    def _choice(self, e, cond, t, f, rebuild):
+        c2 = self.visit(cond)
+        if c2.dtype.lanes > 1 and (_has_load(t, self) or _has_load(f, self)):
+            raise NotVectorizable(
+                f"`{e}` chooses between loads per lane; the unchosen lanes might read out of bounds")
+        t2, f2 = self.visit(t), self.visit(f)
+        if all(x.dtype.lanes == 1 for x in (c2, t2, f2)):
+            return e if (c2 is cond and t2 is t and f2 is f) else rebuild(c2, t2, f2)
+        if c2.dtype.lanes == 1:  # a scalar condition picks a whole vector
+            return rebuild(c2, _bcast(t2, self.lanes), _bcast(f2, self.lanes))
+        return rebuild(c2, _bcast(t2, self.lanes), _bcast(f2, self.lanes))
+
+    def visit_Select(self, e: E.Select):
+        return self._choice(e, e.condition, e.true_value, e.false_value, E.Select)
+
+    def visit_Cast(self, e: E.Cast):
+        v = self.visit(e.value)
+        if v is e.value:
+            return e
+        if e.dtype == "float16" or e.dtype.is_bool:
+            if v.dtype.lanes > 1:
+                raise NotVectorizable(f"a cast to {e.dtype} has no vector form here")
+        return E.Cast(e.dtype.with_lanes(v.dtype.lanes), v)
+
+    def visit_Call(self, e: E.Call):
+        if e.op == "if_then_else":
+            return self._choice(e, *e.args, lambda c, t, f: E.Call(t.dtype, "if_then_else", (c, t, f)))
+        args = [self.visit(a) for a in e.args]
+        if all(a is b for a, b in zip(args, e.args)):
+            return e
+        if e.dtype == "float16" or e.dtype.is_bool:
+            raise NotVectorizable(f"`{e.op}` on {e.dtype} has no vector form here")
+        args = [_bcast(a, self.lanes) for a in args]
+        return E.Call(e.dtype.with_lanes(self.lanes), e.op, args)
+
+    def visit_Let(self, e: E.Let):
+        if self.varies(e):
+            raise NotVectorizable(f"`{e}` binds a value per lane inside an expression")
+        return e
+
+    def visit_Ramp(self, e):
+        raise NotVectorizable("it contains another vectorized loop")
+
+    visit_Broadcast = visit_Ramp
+
+
+def _has_load(e: E.PrimExpr, vec: _Vectorizer) -> bool:
+    return any(vec.varies(ld.indices[0]) for ld in collect(e, lambda n: isinstance(n, E.BufferLoad)))
+
+
+__all__ = ["DEFAULT_VECTOR_BYTES", "NotVectorizable", "vectorize"]
