@@ -245,3 +245,14 @@ def test_int64_shapes_give_int64_loops():
     assert o.dtype == "int64" and i.dtype == "int64"
     a = rand(9, 6)
     check(s, [A, B], [a], [a + 1])
+
+
+def test_same_named_stages_print_apart():
+    A = te.placeholder((4,), name="A")
+    B = te.compute((4,), lambda i: A[i] + 1)
+    C = te.compute((4,), lambda i: B[i] * 2)
+    s = te.create_schedule(C.op)
+    text = str(tessel.lower(s, [A, C], simple_mode=True))
+    assert "compute_1[i] = compute[i]*2.0f" in text
+    a = rand(4)
+    check(s, [A, C], [a], [(a + 1) * 2])

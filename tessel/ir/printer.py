@@ -27,6 +27,10 @@ class Printer:
     def __init__(self) -> None:
         self.names: dict[E.Var, str] = {}
         self.taken: dict[str, E.Var] = {}
+        self.storage: dict[int, str] = {}
+        self.storage_taken: dict[str, object] = {}
+        self.op_names: dict[int, str] = {}
+        self.op_taken: dict[str, object] = {}
         self.lines: list[str] = []
         self.indent = 0
 
@@ -42,6 +46,20 @@ class Printer:
         self.names[v] = cand
         self.taken[cand] = v
         return cand
+
+    def sname(self, obj, ops: bool = False) -> str:
+        """The name of a tensor, buffer (or, apart, an operation); two different ones never print alike."""
+        names, taken = (self.op_names, self.op_taken) if ops else (self.storage, self.storage_taken)
+        key = id(obj)
+        if key not in names:
+            base = obj.name
+            cand, k = base, 0
+            while cand in taken and taken[cand] is not obj:
+                k += 1
+                cand = f"{base}_{k}"
+            names[key] = cand
+            taken[cand] = obj
+        return names[key]
 
     @contextmanager
     def scoped(self, v: E.Var):
@@ -106,9 +124,9 @@ class Printer:
         if isinstance(e, E.Broadcast):
             return f"x{e.lanes}({self.expr(e.value)})", _ATOM
         if isinstance(e, E.ProducerLoad):
-            return f"{e.producer.name}[{', '.join(self.expr(i) for i in e.indices)}]", _ATOM
+            return f"{self.sname(e.producer)}[{', '.join(self.expr(i) for i in e.indices)}]", _ATOM
         if isinstance(e, E.BufferLoad):
-            return f"{e.buffer.name}[{', '.join(self.expr(i) for i in e.indices)}]", _ATOM
+            return f"{self.sname(e.buffer)}[{', '.join(self.expr(i) for i in e.indices)}]", _ATOM
         if isinstance(e, E.Reduce):
             src = ", ".join(self.expr(s) for s in e.source)
             axes = ", ".join(self.name(a.var) for a in e.axis)
@@ -121,7 +139,7 @@ class Printer:
         if isinstance(e, E.Range):
             return f"range(min={self.expr(e.min)}, ext={self.expr(e.extent)})", _ATOM
         if isinstance(e, S.Buffer):
-            return e.name, _ATOM
+            return self.sname(e), _ATOM
         return repr(e) if not isinstance(e, E.Node) else type(e).__name__, _ATOM
 
     # ---- statements ----------------------------------------------------------------------
@@ -159,7 +177,7 @@ class Printer:
                 self.stmt(s.body)
         elif isinstance(s, S.AttrStmt):
             if s.key == "produce":
-                self.block(f"produce {s.node.name}", s.body)
+                self.block(f"produce {self.sname(s.node, ops=True)}", s.body)
             else:
                 node = getattr(s.node, "name", None) or self.expr(s.node)
                 self.emit(f"// attr [{node}] {s.key} = {self.expr(s.value) if isinstance(s.value, E.Node) else s.value!r}")
@@ -168,24 +186,24 @@ class Printer:
             self.emit(self.expr(s.value))
         elif isinstance(s, S.ProducerStore):
             idx = ", ".join(self.expr(i) for i in s.indices)
-            self.emit(f"{s.producer.name}[{idx}] = {self.expr(s.value)}")
+            self.emit(f"{self.sname(s.producer)}[{idx}] = {self.expr(s.value)}")
         elif isinstance(s, S.BufferStore):
             idx = ", ".join(self.expr(i) for i in s.indices)
-            self.emit(f"{s.buffer.name}[{idx}] = {self.expr(s.value)}")
+            self.emit(f"{self.sname(s.buffer)}[{idx}] = {self.expr(s.value)}")
         elif isinstance(s, S.ProducerRealize):
             bounds = ", ".join(f"[{self.expr(r.min)}, {self.expr(r.extent)}]" for r in s.bounds)
             scope = "" if s.scope == "global" else f" scope={s.scope}"
-            self.block(f"realize {s.producer.name}({bounds}){scope}", s.body)
+            self.block(f"realize {self.sname(s.producer)}({bounds}){scope}", s.body)
         elif isinstance(s, S.Allocate):
             b = s.buffer
             size = " * ".join(self.expr(x, 6) for x in b.shape)
             scope = "" if b.scope == "global" else f" scope={b.scope}"
-            self.emit(f"allocate {b.name}[{b.dtype} * {size}]{scope}")
+            self.emit(f"allocate {self.sname(b)}[{b.dtype} * {size}]{scope}")
             self.stmt(s.body)
         elif isinstance(s, S.PrimFunc):
             params = []
             for b in s.params:
-                params.append(f"{b.name}: {b.dtype}[{', '.join(self.expr(x) for x in b.shape)}]")
+                params.append(f"{self.sname(b)}: {b.dtype}[{', '.join(self.expr(x) for x in b.shape)}]")
             self.block(f"func {s.name}({', '.join(params)})", s.body)
         else:
             self.emit(self.expr(s))
