@@ -27,7 +27,7 @@ from ..errors import BuildError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import DType
-from ..ir.functor import collect
+from ..ir.functor import collect, free_vars
 from ..runtime.args import ArgSpec
 from ..runtime.cache import load_or_build
 from ..runtime.compiler import find_compiler
@@ -344,9 +344,21 @@ class _CGen:
         self.bound.add(id(v))
         name = self.names.get(v, v.name)
         end = ext if _is_zero(s.min) else f"{self.expr(s.min, 6)} + {ext}"
+        private: list[str] = []
         if s.kind == "parallel":
             self.has_parallel = True
-            self.emit("#pragma omp parallel for num_threads(tsl_nt) schedule(static)")
+            if self.hoist_to.get(id(s)):  # each thread allocates its temporaries once
+                self.emit("#pragma omp parallel num_threads(tsl_nt)")
+                self.open("")
+                private = self._open_hoisted(id(s))
+                ok = " && ".join(f"{n} != NULL" for n in private)
+                self.open(f"if (!({ok}))")
+                self.emit("#pragma omp atomic write")
+                self.emit("tsl_status = 1;")
+                self.close()
+                self.emit("#pragma omp for schedule(static)")
+            else:
+                self.emit("#pragma omp parallel for num_threads(tsl_nt) schedule(static)")
         elif s.kind == "unrolled" and isinstance(s.extent, E.IntImm) and 0 < s.extent.value <= 65534:
             self.emit(f"#pragma GCC unroll {s.extent.value}")
         elif s.kind == "vectorized":  # the vectorize pass turns these into vector code; left only in hand-built IR
@@ -354,9 +366,18 @@ class _CGen:
         elif s.kind == "thread_binding":  # iterations are independent: a CPU runs them in turn
             self.emit(f"// bound to {s.thread_tag or 'a thread axis'}: runs serially on the CPU")
         self.open(f"for ({ctype(v.dtype)} {name} = {lo}; {name} < {end}; ++{name})")
-        self.stmt(s.body)
+        if private:
+            self.open(f"if ({' && '.join(f'{n} != NULL' for n in private)})")
+            self.stmt(s.body)
+            self.close()
+        else:
+            self.stmt(s.body)
         self.close()
         self.bound.discard(id(v))
+        if private:
+            for n in private:
+                self.emit(f"free({n});")
+            self.close()
 
     def _allocate(self, s: S.Allocate) -> None:
         b = s.buffer
@@ -367,11 +388,13 @@ class _CGen:
         dims = list(b.shape)
         const = all(isinstance(x, E.IntImm) for x in dims)
         count = math.prod(x.value for x in dims) if const else None
-        itemsize = max(b.dtype.bits // 8, 1)
+        if id(s) in self.hoisted:  # allocated once, further out (see _plan_hoisting)
+            self.stmt(s.body)
+            return
         if count is not None and self._promote(s, count):
             return
         self.open("")
-        if count is not None and count * itemsize <= STACK_LIMIT_BYTES:
+        if not _on_heap(b):
             self.emit(f"{t} {name}[{max(count, 1)}] __attribute__((aligned(64)));  // {b.name}, scope {b.scope}")
             self.stmt(s.body)
         else:
@@ -387,6 +410,59 @@ class _CGen:
             self.emit(f"free({name});")
             self.close()
         self.close()
+
+    # ---- heap temporaries: once per call (or per thread), not once per loop iteration ---------------
+    def _plan_hoisting(self, body: S.Stmt) -> None:
+        """Move each heap temporary out of the loops around it, up to the function (allocated
+        once per call) or to the parallel loop around it (once per thread: the threads must not
+        share it), but never past a loop or let whose variable its size uses.
+
+        A malloc per iteration of a compute_at'd stage costs a system call and fresh page faults
+        per strip for large temporaries; hoisted, the pages are touched once and stay warm.
+        """
+        self.hoisted: set[int] = set()
+        self.hoist_to: dict[int, list[S.Allocate]] = {}  # id(parallel For) or id(func) -> allocations
+
+        def walk(n, outer: list) -> None:
+            if isinstance(n, S.Allocate) and _on_heap(n.buffer) and outer:
+                used = set().union(*(free_vars(x) for x in n.buffer.shape))
+                target = None
+                for node in reversed(outer):
+                    bound = node.loop_var if isinstance(node, S.For) else node.var
+                    if bound in used:
+                        break
+                    target = node
+                    if isinstance(node, S.For) and node.kind == "parallel":
+                        break
+                else:
+                    target = self.func
+                if target is not None:
+                    self.hoisted.add(id(n))
+                    self.hoist_to.setdefault(id(target), []).append(n)
+            if isinstance(n, S.For | S.LetStmt):
+                outer = [*outer, n]
+            for f in n.fields():
+                for x in (f if isinstance(f, tuple) else (f,)):
+                    if isinstance(x, S.Stmt):
+                        walk(x, outer)
+
+        walk(body, [])
+
+    def _open_hoisted(self, key: int) -> list[str]:
+        """Declare the temporaries hoisted to ``key``; their names, to free at the end."""
+        names: list[str] = []
+        seen: set[int] = set()
+        for a in self.hoist_to.get(key, []):
+            b = a.buffer
+            if id(b) in seen:  # one buffer allocated in several places (a partitioned loop's copies)
+                continue
+            seen.add(id(b))
+            self.uses_heap = True
+            t, name = ctype(b.dtype), self.names.get(b, b.name)
+            size = " * ".join(f"(int64_t){self.expr(x, 8)}" for x in b.shape) or "1"
+            self.emit(f"{t}* restrict {name} = ({t}*)tsl_alloc(({size}) * (int64_t)sizeof({t}));  // {b.name}")
+            names.append(name)
+        return names
 
     def _promote(self, s: S.Allocate, count: int) -> bool:
         """Keep a small temporary in variables (registers) instead of an array, when every access
@@ -444,7 +520,20 @@ class _CGen:
                 prologue.append(f"const {ctype(v.dtype)} {name} = ({ctype(v.dtype)}){arg};")
         for line in prologue:
             self.emit(line)
-        self.stmt(f.body)
+        self._plan_hoisting(f.body)
+        top = self._open_hoisted(id(f))
+        if top:
+            self.open(f"if (!({' && '.join(f'{n} != NULL' for n in top)}))")
+            self.emit("tsl_status = 1;")
+            self.depth -= 1
+            self.scopes.pop()
+            self.open("} else")
+            self.stmt(f.body)
+            self.close()
+            for n in top:
+                self.emit(f"free({n});")
+        else:
+            self.stmt(f.body)
         body = self.lines
         if self.has_parallel:  # threads: the call's request, else OpenMP's default (all cores, or $OMP_NUM_THREADS)
             params.append("int32_t tsl_num_threads")
@@ -474,6 +563,13 @@ class _CGen:
         out.append("  return tsl_status;" if self.uses_heap else "  return 0;")
         out.append("}")
         return "\n".join(out) + "\n"
+
+
+def _on_heap(b: S.Buffer) -> bool:
+    """Whether a temporary is too large (or of unknown size) for the stack."""
+    if not all(isinstance(x, E.IntImm) for x in b.shape):
+        return True
+    return math.prod(x.value for x in b.shape) * max(b.dtype.bits // 8, 1) > STACK_LIMIT_BYTES
 
 
 def _is_zero(e: E.PrimExpr) -> bool:

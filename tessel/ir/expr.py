@@ -402,7 +402,8 @@ class BufferLoad(PrimExpr):
     def __init__(self, buffer, indices):
         self.buffer = buffer
         self.indices = tuple(indices)
-        self.dtype = buffer.dtype
+        lanes = self.indices[-1].dtype.lanes if self.indices else 1
+        self.dtype = buffer.dtype.with_lanes(lanes) if lanes > 1 else buffer.dtype
 
 
 class Range(Node):

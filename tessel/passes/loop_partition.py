@@ -14,6 +14,9 @@ steps:
    ``x``, ranging over the loops inside), the values of ``x`` for which it holds for every inner
    iteration form a prefix (``a > 0``) or a suffix (``a < 0``) of the loop. The loop is cut there:
    in the proved part the condition is replaced by ``true``; the other part keeps it.
+   Beforehand a condition that does not depend on the loop around it moves out of that loop
+   (``for j { if (i < n) S }`` is ``if (i < n) { for j { S } }``), so that it ends up on the loop
+   whose variable it tests.
 3. **Tighten.** A loop whose whole body is ``if (a*x + r < 0)`` runs over exactly the values
    that satisfy it instead: ``for (x, 0, min(16, n - i.outer*16))``. This is what becomes of
    the tail, so no loop tests a condition per iteration.
@@ -40,9 +43,9 @@ MAX_SPECIALIZATIONS = 4
 def loop_partition(stmt: S.Stmt) -> S.Stmt:
     """Specialise, partition and tighten (see the module docstring); simplifies the result."""
     stmt = _Specialize().visit(stmt)
-    stmt = simplify_stmt(stmt)
+    stmt = _Hoist().visit(simplify_stmt(stmt))
     stmt = _Partition().visit(stmt)
-    stmt = simplify_stmt(stmt)
+    stmt = _Hoist().visit(simplify_stmt(stmt))
     stmt = _Tighten().visit(stmt)
     return simplify_stmt(stmt)
 
@@ -147,6 +150,20 @@ class _Specialize(Mutator):
         return S.IfThenElse(O.ge(x, O.cast(c, x.dtype)), self.visit(fast), self.visit(s))
 
 
+# ---- hoisting loop-invariant conditions --------------------------------------------------------------
+class _Hoist(Mutator):
+    def visit_For(self, s: S.For):
+        body = self.visit(s.body)
+        if isinstance(body, S.IfThenElse) and body.else_case is None:
+            parts = conjuncts(body.condition)
+            inv = [c for c in parts if s.loop_var not in free_vars(c)]
+            if inv:
+                rest = [c for c in parts if s.loop_var in free_vars(c)]
+                inner = S.IfThenElse(O.all_(*rest), body.then_case) if rest else body.then_case
+                return S.IfThenElse(O.all_(*inv), S.For(s.loop_var, s.min, s.extent, s.kind, inner, s.thread_tag))
+        return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
+
+
 # ---- 2. partitioning ---------------------------------------------------------------------------
 @dataclass
 class _Site:
@@ -218,6 +235,9 @@ class _Partition(Mutator):
             key = StructKey(site.cond)
             if key in skip:
                 continue
+            if isinstance(s.body, S.IfThenElse) and s.body.else_case is None and not site.doms and any(
+                    c is site.cond for c in conjuncts(s.body.condition)):
+                continue  # the whole body is guarded: tightening the loop is better than cutting it
             d = negative_form(site.cond)
             if d is None or free_vars(d) & site.opaque or x not in free_vars(d):
                 continue

@@ -27,7 +27,7 @@ from ..arith import Analyzer
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
-from ..ir.functor import Mutator, collect, structural_equal, substitute, uses_var
+from ..ir.functor import Mutator, StructKey, collect, structural_equal, substitute, uses_var
 
 DEFAULT_VECTOR_BYTES = 32
 MAX_UNROLLED_CHUNKS = 8  # more chunks than this stay a loop over chunks
@@ -142,6 +142,7 @@ class _Vectorizer(Mutator):
     def __init__(self, var: E.Var, base: E.PrimExpr, lanes: int, ana: Analyzer):
         self.var, self.base, self.lanes, self.ana = var, base, lanes, ana
         self.vector_vars: dict[E.Var, E.Var] = {}  # let-bound scalars that became vectors
+        self.safe_loads: set[StructKey] = set()    # loads the current statement makes in every lane anyway
 
     def run(self, body: S.Stmt) -> S.Stmt:
         self._check_dependences(body)
@@ -203,6 +204,7 @@ class _Vectorizer(Mutator):
         if s.buffer.dtype.is_bool or s.buffer.dtype == "float16":
             raise NotVectorizable(f"{s.buffer.name} has dtype {s.buffer.dtype}, which has no vector form here")
         idx = self.index(s.indices[0], f"the store to {s.buffer.name}")
+        self.safe_loads = {StructKey(ld) for ld in _unconditional_loads(s.value)}
         value = self.visit(s.value)
         if idx.dtype.lanes > 1:
             value = _bcast(value, self.lanes)
@@ -264,7 +266,7 @@ class _Vectorizer(Mutator):
 
     def _choice(self, e, cond, t, f, rebuild):
         c2 = self.visit(cond)
-        if c2.dtype.lanes > 1 and (_has_load(t, self) or _has_load(f, self)):
+        if c2.dtype.lanes > 1 and (self._unsafe_load(t) or self._unsafe_load(f)):
             raise NotVectorizable(
                 f"`{e}` chooses between loads per lane; the unchosen lanes might read out of bounds")
         t2, f2 = self.visit(t), self.visit(f)
@@ -308,8 +310,32 @@ class _Vectorizer(Mutator):
     visit_Broadcast = visit_Ramp
 
 
-def _has_load(e: E.PrimExpr, vec: _Vectorizer) -> bool:
-    return any(vec.varies(ld.indices[0]) for ld in collect(e, lambda n: isinstance(n, E.BufferLoad)))
+    def _unsafe_load(self, e: E.PrimExpr) -> bool:
+        """A per-lane load that only the chosen lanes would make (so it may be out of bounds)."""
+        return any(self.varies(ld.indices[0]) and StructKey(ld) not in self.safe_loads
+                   for ld in collect(e, lambda n: isinstance(n, E.BufferLoad)))
+
+
+def _unconditional_loads(e: E.PrimExpr) -> list[E.BufferLoad]:
+    """Loads evaluated whatever the conditions say: not inside the branches of a choice."""
+    out: list[E.BufferLoad] = []
+
+    def walk(x) -> None:
+        if isinstance(x, E.BufferLoad):
+            out.append(x)
+        if isinstance(x, E.Select):
+            walk(x.condition)
+            return
+        if isinstance(x, E.Call) and x.op == "if_then_else":
+            walk(x.args[0])
+            return
+        for f in x.fields():
+            for y in (f if isinstance(f, tuple) else (f,)):
+                if isinstance(y, E.PrimExpr):
+                    walk(y)
+
+    walk(e)
+    return out
 
 
 __all__ = ["DEFAULT_VECTOR_BYTES", "NotVectorizable", "vectorize"]

@@ -1,0 +1,352 @@
+"""Fast kernels: vectorize, unroll, parallel, loop partitioning, register tiles, hoisted temporaries.
+
+Every kernel runs on both targets (the python target executes the same vector IR lane by lane
+with NumPy arrays) and is compared with NumPy on awkward sizes; the structure of the lowered IR
+and of the generated C is inspected where the point is how the code looks, never how fast it is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import check, rand
+
+import tessel
+from tessel import te
+from tessel.driver import lower_steps
+from tessel.ir import expr as E
+from tessel.ir import stmt as S
+from tessel.ir.functor import collect
+
+SIZES = (1, 7, 1027)
+
+
+def _final(s, args, vector_bytes=None) -> S.Stmt:
+    func, _ = lower_steps(s, args, vector_bytes=vector_bytes)
+    return func.body
+
+
+def _innermost_loops(stmt: S.Stmt) -> list[S.For]:
+    return [f for f in collect(stmt, lambda n: isinstance(n, S.For))
+            if not collect(f.body, lambda n: isinstance(n, S.For))]
+
+
+def _has_vectors(stmt: S.Stmt) -> bool:
+    return bool(collect(stmt, lambda n: isinstance(n, E.Ramp | E.Broadcast)))
+
+
+def _axpy(n, factor=None):
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute((n,), lambda i: A[i] * 2.5 + B[i], name="C")
+    s = te.create_schedule(C.op)
+    if factor is None:
+        s[C].vectorize(C.op.axis[0])
+    else:
+        _, xi = s[C].split(C.op.axis[0], factor=factor)
+        s[C].vectorize(xi)
+    return s, [A, B, C]
+
+
+# ---- vectorize -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("symbolic", [False, True])
+@pytest.mark.parametrize("factor", [None, 16])
+def test_vectorize_awkward_sizes(n, symbolic, factor):
+    s, args = _axpy(te.var("n") if symbolic else n, factor)
+    a, b = rand(n), rand(n, seed=1)
+    check(s, args, [a, b], [a * np.float32(2.5) + b])
+
+
+def test_vectorized_loop_compiles_to_vector_types():
+    s, args = _axpy(1024, 16)
+    body = _final(s, args, vector_bytes=64)
+    assert _has_vectors(body)
+    assert not [f for f in collect(body, lambda n: isinstance(n, S.For)) if f.kind == "vectorized"]
+    f = tessel.build(s, args)
+    assert "vector_size(" in f.source and "tsl_ld_f32x" in f.source and "tsl_st_f32x" in f.source
+    assert "#pragma GCC ivdep" not in f.source
+
+
+def test_vector_width_follows_the_target():
+    s, args = _axpy(64, 64)
+    for nbytes, lanes in ((16, 4), (32, 8), (64, 16)):
+        ramps = collect(_final(s, args, vector_bytes=nbytes), lambda n: isinstance(n, E.Ramp))
+        assert {r.lanes for r in ramps} == {lanes}
+
+
+def test_odd_extent_splits_into_power_of_two_vectors():
+    s, args = _axpy(7)
+    ramps = collect(_final(s, args, vector_bytes=64), lambda n: isinstance(n, E.Ramp))
+    assert sorted({r.lanes for r in ramps}) == [2, 4]  # 7 = 4 + 2 + a scalar one
+
+
+def test_data_dependent_index_falls_back_to_a_scalar_loop_that_says_why():
+    n = 100
+    A = te.placeholder((n,), name="A")
+    idx = te.placeholder((n,), name="idx", dtype="int32")
+    C = te.compute((n,), lambda i: A[idx[i]] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    _, xi = s[C].split(C.op.axis[0], factor=8)
+    s[C].vectorize(xi)
+    a = rand(n)
+    ix = np.random.default_rng(3).integers(0, n, n).astype("int32")
+    ks = check(s, [A, idx, C], [a, ix], [a[ix] + 1])
+    assert "// not vectorized:" in ks["c"].source and "depends on data" in ks["c"].source
+    assert "# not vectorized:" in ks["python"].source
+
+
+@pytest.mark.parametrize("n", (7, 33))
+def test_strided_access_gathers(n):
+    A = te.placeholder((n, n), name="A")
+    B = te.compute((n, n), lambda i, j: A[j, i] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    _, ji = s[B].split(B.op.axis[1], factor=8)
+    s[B].vectorize(ji)
+    a = rand(n, n)
+    ks = check(s, [A, B], [a], [a.T * 2])
+    if n == 33:
+        assert "tsl_gather_f32x" in ks["c"].source
+
+
+def test_vector_select_min_max_cast_and_math():
+    n = 203
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute((n,), lambda i: te.if_then_else(
+        A[i] > B[i], te.max(A[i], 0.25), te.min(B[i], -0.25)) + (A[i] < 0.0).astype("float32")
+        + te.exp(A[i] * 30.0) * 1e-12 + te.sqrt(te.abs(B[i])) + i.astype("float32"), name="C")
+    s = te.create_schedule(C.op)
+    _, xi = s[C].split(C.op.axis[0], factor=16)
+    s[C].vectorize(xi)
+    a, b = rand(n), rand(n, seed=2)
+    want = (np.where(a > b, np.maximum(a, 0.25), np.minimum(b, -0.25)) + (a < 0) + np.exp(a * 30) * 1e-12
+            + np.sqrt(np.abs(b)) + np.arange(n)).astype("float32")
+    ks = check(s, [A, B, C], [a, b], [want], rtol=2e-5)
+    assert "tsl_sel_f32x" in ks["c"].source and "tsl_vexp_f32x" in ks["c"].source
+
+
+def test_vector_exp_special_values():
+    vals = np.array([-np.inf, -200, -103.9, -87.5, -20, -0.001, 0, 1e-07, 0.5, 1, 10, 80, 88.7, 88.73, 100, np.inf, np.nan, *list(np.linspace(-90, 89, 15))], dtype="float32")
+    n = len(vals)
+    A = te.placeholder((n,), name="A")
+    C = te.compute((n,), lambda i: te.exp(A[i]), name="C")
+    s = te.create_schedule(C.op)
+    _, xi = s[C].split(C.op.axis[0], factor=16)
+    s[C].vectorize(xi)
+    f = tessel.build(s, [A, C])
+    out = np.empty_like(vals)
+    f(vals, out)
+    with np.errstate(over="ignore"):
+        want = np.exp(vals)
+    np.testing.assert_allclose(out, want, rtol=3e-7, atol=1e-44)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "uint16", "float64"])
+def test_vectorized_integer_and_double_arithmetic(dtype):
+    n = 77
+    A = te.placeholder((n,), name="A", dtype=dtype)
+    B = te.placeholder((n,), name="B", dtype=dtype)
+    C = te.compute((n,), lambda i: A[i] * B[i] + A[i] - (B[i] // 3 if dtype != "float64" else B[i] / 3),
+                   name="C")
+    s = te.create_schedule(C.op)
+    _, xi = s[C].split(C.op.axis[0], factor=32)
+    s[C].vectorize(xi)
+    a = rand(n, dtype=dtype, low=-60, high=60) if dtype == "float64" else rand(n, dtype=dtype)
+    b = rand(n, dtype=dtype, seed=4) if dtype != "float64" else rand(n, dtype=dtype, seed=4, low=-60, high=60)
+    with np.errstate(over="ignore"):
+        want = a * b + a - (b // 3 if dtype != "float64" else b / 3)
+    check(s, [A, B, C], [a, b], [want.astype(dtype)])
+
+
+def test_loop_carried_dependence_is_not_vectorized():
+    n = 64
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + 1.0, name="B")
+    C = te.compute((n,), lambda i: B[(i + 3) % n] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    _, xi = s[C].split(C.op.axis[0], factor=8)
+    s[B].compute_at(s[C], xi)
+    s[C].vectorize(xi)
+    a = rand(n)
+    ks = check(s, [A, C], [a], [(np.roll(a, -3) + 1) * 2])
+    assert "not vectorized" in ks["c"].source
+
+
+# ---- reductions: rfactor + vectorize ------------------------------------------------------------------
+@pytest.mark.parametrize("m", SIZES)
+def test_rfactor_vectorized_row_sum(m):
+    rows = 5
+    A = te.placeholder((rows, m), name="A")
+    k = te.reduce_axis((0, m), name="k")
+    B = te.compute((rows,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    _, ki = s[B].split(k, factor=16)
+    BF = s.rfactor(B, ki)
+    s[BF].compute_at(s[B], s[B].op.axis[0])
+    s[BF].reorder(*s[BF].op.reduce_axis, s[BF].op.axis[0])
+    s[BF].vectorize(s[BF].op.axis[0])
+    s[BF].set_scope("local")
+    a = rand(rows, m)
+    ks = check(s, [A, B], [a], [a.sum(axis=1)], rtol=1e-4, atol=1e-4)
+    if m == 1027:
+        assert "tsl_ld_f32x16" in ks["c"].source or "tsl_ld_f32x8" in ks["c"].source
+
+
+# ---- unroll ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n", SIZES)
+def test_unroll_awkward_sizes(n):
+    A = te.placeholder((n,), name="A")
+    C = te.compute((n,), lambda i: A[i] * A[i], name="C")
+    s = te.create_schedule(C.op)
+    _, xi = s[C].split(C.op.axis[0], factor=4)
+    s[C].unroll(xi)
+    a = rand(n)
+    check(s, [A, C], [a], [a * a])
+    if n == 1027:
+        loops = [f.loop_var.name for f in collect(_final(s, [A, C]), lambda x: isinstance(x, S.For))]
+        assert "i.inner" not in loops  # straight-line code, not a loop
+
+
+def test_unroll_keeps_large_or_symbolic_loops():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    C = te.compute((n,), lambda i: A[i] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    s[C].unroll(C.op.axis[0])
+    f = tessel.build(s, [A, C])
+    assert "#pragma GCC unroll" not in f.source or "for (" in f.source
+    a = rand(10)
+    out = np.empty_like(a)
+    f(a, out)
+    np.testing.assert_allclose(out, a + 1)
+
+
+# ---- register tiles: cache_write to local, unrolled and vectorized -------------------------------------
+@pytest.mark.parametrize("n", (7, 40))
+def test_register_tile_matmul(n):
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    CC = s.cache_write(C, "local")
+    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], 4, 16)
+    s[CC].compute_at(s[C], jo)
+    ic, jc = s[CC].op.axis
+    (kk,) = s[CC].op.reduce_axis
+    s[CC].reorder(kk, ic, jc)
+    s[CC].unroll(ic)
+    s[CC].vectorize(jc)
+    s[C].unroll(ii)
+    s[C].vectorize(ji)
+    s[C].parallel(io)
+    a, b = rand(n, n), rand(n, n, seed=1)
+    ks = check(s, [A, B, C], [a, b], [a @ b], rtol=1e-4, atol=1e-4)
+    if n == 40:
+        assert "kept in registers" in ks["c"].source
+
+
+# ---- loop partitioning ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_partition_leaves_no_condition_in_innermost_loops(symbolic):
+    size = 37
+    n = te.var("n") if symbolic else size
+    A = te.placeholder((n, n), name="A")
+    B = te.compute((n, n), lambda i, j: A[i, j] * 3.0, name="B")
+    s = te.create_schedule(B.op)
+    io, jo, ii, ji = s[B].tile(B.op.axis[0], B.op.axis[1], 8, 16)
+    s[B].vectorize(ji)
+    body = _final(s, [A, B])
+    for f in _innermost_loops(body):
+        assert not collect(f.body, lambda x: isinstance(x, S.IfThenElse)), f"`if` inside innermost loop:\n{f}"
+    assert _has_vectors(body)
+    a = rand(size, size)
+    check(s, [A, B], [a], [a * 3])
+
+
+def test_partition_keeps_every_iteration_of_a_reduction():
+    m = 1027
+    A = te.placeholder((m,), name="A")
+    k = te.reduce_axis((0, m), name="k")
+    B = te.compute((1,), lambda i: te.sum(A[k] * A[k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(k, factor=16)
+    s[B].unroll(ki)
+    body = _final(s, [A, B])
+    assert not [f for f in _innermost_loops(body)
+                if collect(f.body, lambda x: isinstance(x, S.IfThenElse))]
+    a = rand(m)
+    check(s, [A, B], [a], [np.array([np.dot(a, a)], "float32")], rtol=1e-4)
+
+
+# ---- parallel ---------------------------------------------------------------------------------------------
+def _parallel_kernel(n):
+    A = te.placeholder((n, 64), name="A")
+    B = te.compute((n, 64), lambda i, j: A[i, j] * 2.0 + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    s[B].parallel(B.op.axis[0])
+    s[B].vectorize(B.op.axis[1])
+    return s, [A, B]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_parallel_thread_counts(n, monkeypatch):
+    s, args = _parallel_kernel(te.var("n"))
+    a = rand(n, 64)
+    want = a * 2 + 1
+    for target in ("python", "c"):
+        f = tessel.build(s, args, target=target)
+        out = np.empty_like(a)
+        for threads in (1, 2, 3):
+            out.fill(np.nan)
+            f(a, out, num_threads=threads)
+            np.testing.assert_allclose(out, want)
+        f.set_num_threads(1)
+        assert f.num_threads == 1
+        out.fill(np.nan)
+        f(a, out)
+        np.testing.assert_allclose(out, want)
+        f.set_num_threads(None)
+        monkeypatch.setenv("TESSEL_NUM_THREADS", "2")
+        assert f.num_threads == 2
+        out.fill(np.nan)
+        f(a, out)
+        np.testing.assert_allclose(out, want)
+        monkeypatch.delenv("TESSEL_NUM_THREADS")
+    assert "num_threads(tsl_nt)" in f.source
+
+
+def test_bad_thread_counts_are_argument_errors(monkeypatch):
+    s, args = _parallel_kernel(16)
+    f = tessel.build(s, args)
+    a = rand(16, 64)
+    out = np.empty_like(a)
+    with pytest.raises(tessel.ArgumentError, match="num_threads"):
+        f(a, out, num_threads=-1)
+    with pytest.raises(tessel.ArgumentError, match="num_threads"):
+        f.set_num_threads(1.5)
+    monkeypatch.setenv("TESSEL_NUM_THREADS", "many")
+    with pytest.raises(tessel.ArgumentError, match="TESSEL_NUM_THREADS"):
+        f(a, out)
+
+
+# ---- temporaries --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n", (5, 300))
+def test_heap_temporary_allocated_once_per_thread(n):
+    A = te.placeholder((n, n), name="A")
+    Bx = te.compute((n, n - 2), lambda y, x: A[y, x] + A[y, x + 1] + A[y, x + 2], name="Bx")
+    By = te.compute((n - 2, n - 2), lambda y, x: Bx[y, x] + Bx[y + 1, x] + Bx[y + 2, x], name="By")
+    s = te.create_schedule(By.op)
+    yo, yi = s[By].split(By.op.axis[0], factor=32)
+    s[Bx].compute_at(s[By], yo)
+    _, xi = s[By].split(By.op.axis[1], factor=16)
+    s[By].vectorize(xi)
+    s[By].parallel(yo)
+    a = rand(n, n)
+    bx = a[:, :-2] + a[:, 1:-1] + a[:, 2:]
+    ks = check(s, [A, By], [a], [bx[:-2] + bx[1:-1] + bx[2:]], rtol=1e-4, atol=1e-5)
+    src = ks["c"].source
+    if n == 300:  # 34 x 298 floats: the heap, allocated in the parallel region, before the loop
+        region = src[src.index("#pragma omp parallel num_threads"):]
+        assert region.index("tsl_alloc") < region.index("#pragma omp for")
