@@ -1,0 +1,251 @@
+"""``python -m benchmarks``: every kernel, every contender, one process, one table.
+
+    python -m benchmarks [--quick] [--repeat N] [--only matmul,blur] [--out results]
+
+For each kernel: tessel's schedule from ``examples/`` is built twice, cold (into a fresh cache
+directory) and cached (the in-process memo dropped, so the shared object comes from the disk
+cache: what a second run of a program sees); NumPy, Halide and TVM (when installed) compute the
+same thing. Every contender's output is checked against NumPy's before anything is timed.
+Then the contenders take turns in blocks of calls (three rounds, alternating order, a short
+pause and two untimed calls before each block: OpenMP's, Halide's and TVM's worker threads
+spin for a while after a call and would otherwise steal the cores from the next contender),
+``--repeat`` timed calls in all, summarized by their median: on a shared machine a burst of
+load then hits every contender alike.
+
+Writes ``results/benchmarks.md`` (the table and the machine's measured peaks),
+``results/benchmarks.json`` and, with matplotlib, ``results/benchmarks.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import machine
+from .kernels import Case, cases
+
+CONTENDERS = ("tessel", "numpy", "halide", "tvm")
+ROUNDS = 3  # each contender runs in blocks, in alternating order: thread pools must not fight
+WARMUP = 2  # untimed calls at the start of each block (waking a thread pool is not the kernel's time)
+
+
+@dataclass
+class Row:
+    kernel: str
+    size: str
+    unit: str
+    threads: str
+    seconds: dict[str, float | None] = field(default_factory=dict)   # median per contender
+    rate: dict[str, float | None] = field(default_factory=dict)      # GFLOP/s or GB/s
+    build_s: dict[str, float | None] = field(default_factory=dict)   # cold build
+    cached_s: float | None = None                                     # tessel's cached build
+    notes: dict[str, str] = field(default_factory=dict)               # why a contender has no number
+
+
+def _tessel(case: Case, inputs: list[np.ndarray]):
+    import tessel
+    from tessel.runtime.cache import clear_memory_cache
+
+    s, args = case.tessel()
+    t0 = time.perf_counter()
+    f = tessel.build(s, args)
+    cold = time.perf_counter() - t0
+    clear_memory_cache()
+    s, args = case.tessel()
+    t0 = time.perf_counter()
+    f = tessel.build(s, args)
+    cached = time.perf_counter() - t0
+    out = np.empty(case.out_shape, "float32")
+    kw = {"num_threads": case.threads} if case.threads else {}
+    return (lambda: f(*inputs, out, **kw)), (lambda: out), cold, cached
+
+
+def run_case(case: Case, repeat: int, peers_on: dict[str, bool]) -> Row:
+    rng = np.random.default_rng(0)
+    inputs = case.make_inputs(rng)
+    want = case.numpy(*inputs)
+    row = Row(case.kernel, case.size, case.unit, str(case.threads or os.cpu_count()))
+    runners = {}
+    fn, res, cold, cached = _tessel(case, inputs)
+    runners["tessel"] = (fn, res)
+    row.build_s["tessel"], row.cached_s = cold, cached
+    runners["numpy"] = ((lambda: case.numpy(*inputs)), (lambda: want))
+    for peer in ("halide", "tvm"):
+        if not peers_on[peer]:
+            row.notes[peer] = "not installed"
+            continue
+        builder = case.peers.get(peer)
+        if builder is None:
+            row.notes[peer] = "not run" if case.threads else "no schedule"
+            continue
+        try:
+            pr = builder(*inputs)
+        except Exception as e:  # a peer failing to build is a result, not a crash of the run
+            row.notes[peer] = f"build failed: {type(e).__name__}"
+            print(f"  {peer} failed to build {case.kernel} {case.size}: {str(e).splitlines()[0][:200]}",
+                  file=sys.stderr)
+            continue
+        runners[peer] = (pr.run, pr.result)
+        row.build_s[peer] = pr.build_s
+    if case.threads == 1:
+        row.notes["numpy"] = "BLAS threads are fixed at load"
+        del runners["numpy"]
+    for name, (fn, res) in list(runners.items()):
+        try:
+            fn()  # warm up: first-touch page faults, thread pools, lazy JIT
+        except Exception as e:
+            row.notes[name] = f"run failed: {type(e).__name__}"
+            print(f"  {name} failed to run {case.kernel} {case.size}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
+            del runners[name]
+            continue
+        if name == "numpy":
+            continue
+        try:
+            np.testing.assert_allclose(res(), want, rtol=case.rtol, atol=case.atol)
+        except AssertionError as e:
+            row.notes[name] = "WRONG RESULT"
+            print(f"  {name} disagrees with NumPy on {case.kernel} {case.size}:\n{str(e)[:600]}", file=sys.stderr)
+            del runners[name]
+    times: dict[str, list[float]] = {name: [] for name in runners}
+    order = list(runners)
+    per_round = max(2, (repeat + ROUNDS - 1) // ROUNDS)
+    for rnd in range(ROUNDS):
+        for name in order if rnd % 2 == 0 else reversed(order):
+            fn = runners[name][0]
+            time.sleep(0.05)  # let the previous contender's worker threads stop spinning
+            for _ in range(WARMUP):
+                fn()
+            for _ in range(per_round):
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
+    for name in CONTENDERS:
+        if name in times:
+            t = float(np.median(times[name]))
+            row.seconds[name] = t
+            unit = 1e9
+            row.rate[name] = case.work / t / unit
+    return row
+
+
+# ---- output ------------------------------------------------------------------------------------
+def _fmt(x: float | None, digits: int = 1) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def _ratio(row: Row, other: str) -> str:
+    a, b = row.seconds.get("tessel"), row.seconds.get(other)
+    if a is None or b is None:
+        return row.notes.get(other, "—")
+    return f"{b / a:.2f}x"
+
+
+def table(rows: list[Row]) -> str:
+    head = ("| kernel | size | threads | tessel | NumPy | Halide | TVM | tessel vs NumPy | vs Halide | vs TVM "
+            "| tessel build cold / cached (ms) | Halide / TVM build (ms) |")
+    out = [head, "|" + "---|" * 12]
+    for r in rows:
+        def cell(name: str, r: Row = r) -> str:
+            if name in r.rate:
+                return f"{_fmt(r.rate[name])} {r.unit}"
+            return r.notes.get(name, "—")
+
+        builds = " / ".join(_fmt(r.build_s[p] * 1e3, 0) if r.build_s.get(p) is not None else "—"
+                            for p in ("halide", "tvm"))
+        out.append(
+            f"| {r.kernel} | {r.size} | {r.threads} | {cell('tessel')} | {cell('numpy')} | {cell('halide')} "
+            f"| {cell('tvm')} | {_ratio(r, 'numpy')} | {_ratio(r, 'halide')} | {_ratio(r, 'tvm')} "
+            f"| {_fmt(r.build_s['tessel'] * 1e3, 0)} / {_fmt((r.cached_s or 0) * 1e3, 1)} | {builds} |")
+    return "\n".join(out)
+
+
+def machine_text(m: machine.Machine) -> str:
+    return "\n".join([
+        f"- cores: {m.cores}; vector registers: {m.vector_bytes * 8} bits ({m.vector_bytes // 4} float32 lanes)",
+        f"- FMA peak (measured): {m.fma_gflops_1t:.1f} GFLOP/s on 1 core, {m.fma_gflops_all:.1f} on {m.cores}",
+        f"- copy bandwidth (read + write, 2 x 64 MiB): tessel {m.copy_gbs_1t:.1f} GB/s on 1 core, "
+        f"{m.copy_gbs_all:.1f} GB/s on {m.cores}; NumPy copyto {m.numpy_copy_gbs:.1f} GB/s",
+    ])
+
+
+def plot(rows: list[Row], path: Path) -> str:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed: no plot (pip install matplotlib)"
+    labels = [f"{r.kernel}\n{r.size}" for r in rows]
+    x = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(max(8, 1.2 * len(rows)), 4.5))
+    width = 0.27
+    for k, (name, color) in enumerate((("tessel", "tab:blue"), ("halide", "tab:orange"), ("tvm", "tab:green"))):
+        vals = []
+        for r in rows:
+            a, b = r.seconds.get(name), r.seconds.get("numpy")
+            vals.append(b / a if a and b else 0.0)
+        ax.bar(x + (k - 1) * width, vals, width, label=name, color=color)
+    ax.axhline(1.0, color="gray", lw=1, ls="--")
+    ax.set_xticks(x, labels, fontsize=7)
+    ax.set_ylabel("speed relative to NumPy (higher is faster)")
+    ax.set_yscale("log")
+    ax.legend()
+    ax.set_title("tessel, Halide and TVM against NumPy (median of interleaved runs)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return f"plot: {path}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes and few runs: a smoke test")
+    ap.add_argument("--repeat", type=int, default=None, help="timed runs per contender (default 15, quick 6)")
+    ap.add_argument("--only", default="", help="comma-separated kernel names (matmul, blur, conv2d, softmax, ...)")
+    ap.add_argument("--out", default="results", help="directory for the table, JSON and plot")
+    ap.add_argument("--no-machine", action="store_true", help="skip measuring the FMA peak and copy bandwidth")
+    opts = ap.parse_args(argv)
+    repeat = opts.repeat or (6 if opts.quick else 15)
+    from . import peers
+
+    peers_on = {p: peers.available(p) for p in ("halide", "tvm")}
+    # cold builds: a cache directory of our own, so that nothing is found from earlier runs
+    os.environ["TESSEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tessel-bench-cache-")
+    selected = [c for c in cases(opts.quick)
+                if not opts.only or any(k.strip() and c.kernel.startswith(k.strip()) for k in opts.only.split(","))]
+    rows = []
+    for case in selected:
+        print(f"{case.kernel} {case.size} ...", file=sys.stderr, flush=True)
+        rows.append(run_case(case, repeat, peers_on))
+    m = None if opts.no_machine else machine.measure(opts.quick)
+    out_dir = Path(opts.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    text = table(rows)
+    missing = [p for p, ok in peers_on.items() if not ok]
+    lines = ["# tessel benchmarks", "",
+             f"`python -m benchmarks{' --quick' if opts.quick else ''}`, median of {repeat} timed runs per contender; "
+             "rates count flops (matmul, conv2d) or bytes read + written (the rest).", ""]
+    if m is not None:
+        lines += ["## machine", "", machine_text(m), ""]
+    if missing:
+        lines += [f"Not installed: {', '.join(missing)} (`pip install .[peers]`).", ""]
+    lines += ["## results", "", text, ""]
+    (out_dir / "benchmarks.md").write_text("\n".join(lines))
+    (out_dir / "benchmarks.json").write_text(json.dumps(
+        {"machine": asdict(m) if m else None, "rows": [asdict(r) for r in rows], "repeat": repeat}, indent=1))
+    print("\n".join(lines))
+    print(plot(rows, out_dir / "benchmarks.png"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Bandwidth-bound kernels: elementwise add, a row sum, and a copy (the yardstick).
+
+Nothing to compute, so the schedule's job is to keep memory busy: long contiguous vector
+loops, split into chunks of 64 Ki elements that the threads share. The row sum reduces each
+row in 16 vector lanes (``rfactor`` over the inner part of the split row), so the adds keep
+pace with the loads.
+
+    python examples/fast_streams.py
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import tessel
+from tessel import te
+
+CHUNK, V = 1 << 16, 16
+
+
+def _stream(s, T, chunk: int, v: int) -> None:
+    xo, xi = s[T].split(T.op.axis[0], factor=chunk)
+    s[T].parallel(xo)
+    _, xv = s[T].split(xi, factor=v)
+    s[T].vectorize(xv)
+
+
+def add(n: int, chunk: int = CHUNK, v: int = V):
+    """``[A, B, C]`` with C = A + B."""
+    A = te.placeholder((n,), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute((n,), lambda i: A[i] + B[i], name="C")
+    s = te.create_schedule(C.op)
+    _stream(s, C, chunk, v)
+    return s, [A, B, C]
+
+
+def copy(n: int, chunk: int = CHUNK, v: int = V):
+    """``[A, C]`` with C = A: what the memory system can do, for comparison."""
+    A = te.placeholder((n,), name="A")
+    C = te.compute((n,), lambda i: A[i], name="C")
+    s = te.create_schedule(C.op)
+    _stream(s, C, chunk, v)
+    return s, [A, C]
+
+
+def row_sum(rows: int, cols: int, v: int = V):
+    """``[A, B]`` with B[i] = sum of row i of A."""
+    A = te.placeholder((rows, cols), name="A")
+    k = te.reduce_axis((0, cols), name="k")
+    B = te.compute((rows,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    _, ki = s[B].split(k, factor=v)
+    BF = s.rfactor(B, ki)
+    s[B].parallel(s[B].op.axis[0])
+    s[BF].compute_at(s[B], s[B].op.axis[0])
+    s[BF].reorder(*s[BF].op.reduce_axis, s[BF].op.axis[0])
+    s[BF].vectorize(s[BF].op.axis[0])
+    s[BF].set_scope("local")
+    return s, [A, B]
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(100003, "float32"), rng.standard_normal(100003, "float32")
+    c = np.empty_like(a)
+    s, args = add(100003)
+    tessel.build(s, args)(a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+    m = rng.standard_normal((37, 1027), "float32")
+    r = np.empty(37, "float32")
+    s, args = row_sum(37, 1027)
+    tessel.build(s, args)(m, r)
+    np.testing.assert_allclose(r, m.sum(axis=1), rtol=1e-4, atol=1e-4)
+    print("add and row sum: match NumPy")
+
+
+if __name__ == "__main__":
+    main()
