@@ -17,20 +17,9 @@ import numpy as np
 from ..errors import DefinitionError
 from . import expr as E
 from .dtype import DType
-from .op import convert
+from .op import convert, fold_int, wrap_int
 
 Value = int | float | bool
-
-
-def wrap_int(value: int, dt: DType) -> int:
-    """Two's-complement wraparound of ``value`` to the width of integer dtype ``dt``."""
-    if dt.is_bool:
-        return int(bool(value))
-    mask = (1 << dt.bits) - 1
-    v = int(value) & mask
-    if dt.is_int and v >= 1 << (dt.bits - 1):
-        v -= 1 << dt.bits
-    return v
 
 
 def _round_float(x: float, dt: DType) -> float:
@@ -53,36 +42,16 @@ def _to_dtype(x: Any, dt: DType) -> Value:
     return wrap_int(int(x), dt)
 
 
-def _tdiv(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
 def _fdiv(a: float, b: float) -> float:
     with np.errstate(divide="ignore", invalid="ignore"):
         return float(np.float64(a) / np.float64(b))
 
 
 def _int_binop(cls: type, a: int, b: int) -> int:
-    if cls in (E.Div, E.Mod, E.FloorDiv, E.FloorMod) and b == 0:
+    value = fold_int(cls, a, b)
+    if value is None:
         raise ZeroDivisionError("integer division by zero in evaluated expression")
-    if cls is E.Add:
-        return a + b
-    if cls is E.Sub:
-        return a - b
-    if cls is E.Mul:
-        return a * b
-    if cls is E.Div:
-        return _tdiv(a, b)
-    if cls is E.Mod:
-        return a - b * _tdiv(a, b)
-    if cls is E.FloorDiv:
-        return a // b
-    if cls is E.FloorMod:
-        return a % b
-    if cls is E.Min:
-        return min(a, b)
-    return max(a, b)
+    return value
 
 
 def _float_binop(cls: type, a: float, b: float) -> float:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import DefinitionError, InternalError
-from .dtype import DType, DTypeLike, bool_, dtype as to_dtype
+from .dtype import DType, DTypeLike, bool_
+from .dtype import dtype as to_dtype
 
 
 class Node:

@@ -12,14 +12,16 @@ from collections.abc import Callable
 
 from ..errors import DefinitionError
 from . import expr as E
-from .dtype import DType, DTypeLike, dtype as to_dtype, promote
+from .dtype import DType, DTypeLike, promote
+from .dtype import dtype as to_dtype
 
 
-def _wrap(value: int, dt: DType) -> int:
+def wrap_int(value: int, dt: DType) -> int:
+    """Two's-complement wraparound of ``value`` to the width of integer dtype ``dt``."""
     if dt.is_bool:
         return int(bool(value))
     mask = (1 << dt.bits) - 1
-    v = value & mask
+    v = int(value) & mask
     if dt.is_int and v >= 1 << (dt.bits - 1):
         v -= 1 << dt.bits
     return v
@@ -107,18 +109,19 @@ def cast(x, dtype: DTypeLike) -> E.PrimExpr:
     if isinstance(x, E.IntImm) and dt.lanes == 1:
         if dt.is_float:
             return E.FloatImm(float(x.value), dt)
-        return E.IntImm(_wrap(x.value, dt), dt)
+        return E.IntImm(wrap_int(x.value, dt), dt)
     if isinstance(x, E.FloatImm) and dt.lanes == 1:
         if dt.is_float:
             return E.FloatImm(x.value, dt)
         if math.isfinite(x.value):
-            return E.IntImm(_wrap(int(x.value), dt), dt)
+            return E.IntImm(wrap_int(int(x.value), dt), dt)
     if dt.lanes > 1 and x.dtype.lanes == 1:
         return E.Broadcast(cast(x, dt.element), dt.lanes)
     return E.Cast(dt, x)
 
 
-def _fold_int(cls: type, a: int, b: int) -> int | None:
+def fold_int(cls: type, a: int, b: int) -> int | None:
+    """Exact integer value of ``cls(a, b)`` (before wrapping to a dtype); None for a zero divisor."""
     if cls is E.Add:
         return a + b
     if cls is E.Sub:
@@ -139,7 +142,7 @@ def _fold_int(cls: type, a: int, b: int) -> int | None:
         q = abs(a) // abs(b)
         return q if (a >= 0) == (b >= 0) else -q
     if cls is E.Mod:
-        return a - b * _fold_int(E.Div, a, b)  # type: ignore[operator]
+        return a - b * fold_int(E.Div, a, b)  # type: ignore[operator]
     return None
 
 
@@ -162,9 +165,9 @@ def binary(cls: type, a, b) -> E.PrimExpr:
         if cls in _CMP:
             return E.IntImm(int(_CMP[cls](ca, cb)), E.bool_)
         if dt.is_integer or dt.is_bool:
-            v = _fold_int(cls, int(ca), int(cb))
+            v = fold_int(cls, int(ca), int(cb))
             if v is not None:
-                return E.IntImm(_wrap(v, dt), dt)
+                return E.IntImm(wrap_int(v, dt), dt)
         elif cls in (E.Add, E.Sub, E.Mul, E.Min, E.Max) or (cls is E.Div and cb != 0):
             fn = {E.Add: lambda: ca + cb, E.Sub: lambda: ca - cb, E.Mul: lambda: ca * cb,
                   E.Min: lambda: min(ca, cb), E.Max: lambda: max(ca, cb), E.Div: lambda: ca / cb}
@@ -243,7 +246,7 @@ def true_div(a, b):
 def neg(a):
     a = convert(a)
     if isinstance(a, E.IntImm):
-        return E.IntImm(_wrap(-a.value, a.dtype), a.dtype)
+        return E.IntImm(wrap_int(-a.value, a.dtype), a.dtype)
     if isinstance(a, E.FloatImm):
         return E.FloatImm(-a.value, a.dtype)
     return binary(E.Sub, _literal_like(0, a), a)

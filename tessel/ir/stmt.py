@@ -8,7 +8,8 @@ on one-dimensional :class:`Buffer` s: the form both code generators consume.
 
 from __future__ import annotations
 
-from .dtype import DType, DTypeLike, dtype as to_dtype
+from .dtype import DType, DTypeLike
+from .dtype import dtype as to_dtype
 from .expr import Node, PrimExpr, Range, Var
 from .op import convert
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..arith import IntSet, eval_set
+from ..bound.infer import BoundContext
+from ..bound.propagate import pass_up_index
 from ..errors import LowerError
 from ..ir import expr as E
 from ..ir import op as O
@@ -21,8 +23,6 @@ from ..ir import stmt as S
 from ..ir.functor import free_vars, substitute
 from ..schedule.relations import Split
 from ..schedule.stage import INLINE, SCOPE, Stage
-from ..bound.infer import BoundContext
-from ..bound.propagate import pass_up_index
 
 
 def schedule_ops(ctx: BoundContext) -> S.Stmt:
