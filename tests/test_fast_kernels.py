@@ -350,3 +350,25 @@ def test_heap_temporary_allocated_once_per_thread(n):
     if n == 300:  # 34 x 298 floats: the heap, allocated in the parallel region, before the loop
         region = src[src.index("#pragma omp parallel num_threads"):]
         assert region.index("tsl_alloc") < region.index("#pragma omp for")
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 19), (33, 17)])
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_partitioned_tiles_with_attached_producer(shape, symbolic):
+    """Non-divisible tiles in both dimensions, a producer computed per tile (its region
+    guarded at the borders), vectorized and unrolled: every partition piece must agree."""
+    h, w = (te.var("h"), te.var("w")) if symbolic else shape
+    A = te.placeholder((h, w), name="A")
+    P = te.compute((h, w - 1), lambda y, x: A[y, x] * 2.0 + A[y, x + 1], name="P")
+    Q = te.compute((h - 2, w - 1), lambda y, x: P[y, x] - P[y + 2, x], name="Q")
+    s = te.create_schedule(Q.op)
+    yo, xo, yi, xi = s[Q].tile(Q.op.axis[0], Q.op.axis[1], 4, 8)
+    s[P].compute_at(s[Q], xo)
+    s[Q].unroll(yi)
+    s[Q].vectorize(xi)
+    _, pxi = s[P].split(s[P].op.axis[1], factor=4)
+    s[P].vectorize(pxi)
+    s[Q].parallel(yo)
+    a = rand(*shape)
+    p = a[:, :-1] * 2 + a[:, 1:]
+    check(s, [A, Q], [a], [p[:-2] - p[2:]])

@@ -586,7 +586,9 @@ _THREADS = """\
 
 _ALLOC = """\
 static void* tsl_alloc(int64_t nbytes) {
-  if (nbytes < 0) return NULL;
+  /* a negative size comes from a temporary hoisted out of a branch not taken (its loops are
+     empty): it is never touched, so a minimal block serves */
+  if (nbytes < 0) nbytes = 0;
   size_t n = ((size_t)nbytes + 63) & ~(size_t)63;
   void* p = NULL;
   return posix_memalign(&p, 64, n ? n : 64) == 0 ? p : NULL;
