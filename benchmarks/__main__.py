@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -68,7 +69,30 @@ def _tessel(case: Case, inputs: list[np.ndarray]):
     return (lambda: f(*inputs, out, **kw)), (lambda: out), cold, cached
 
 
-def run_case(case: Case, repeat: int, peers_on: dict[str, bool]) -> Row:
+def numpy_times(case: Case, repeat: int) -> list[float]:
+    """NumPy's times for ``case`` (its inputs are made from the same seed as in run_case)."""
+    inputs = case.make_inputs(np.random.default_rng(0))
+    for _ in range(WARMUP):
+        case.numpy(*inputs)
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        case.numpy(*inputs)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def numpy_one_thread(index: int, quick: bool, repeat: int) -> list[float]:
+    """NumPy on one thread: BLAS sizes its pool when it is loaded, so in a fresh process."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "benchmarks", "--numpy-case", str(index), "--repeat", str(repeat)]
+    if quick:
+        cmd.append("--quick")
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0, quick: bool = False) -> Row:
     rng = np.random.default_rng(0)
     inputs = case.make_inputs(rng)
     want = case.numpy(*inputs)
@@ -95,8 +119,7 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool]) -> Row:
             continue
         runners[peer] = (pr.run, pr.result)
         row.build_s[peer] = pr.build_s
-    if case.threads == 1:
-        row.notes["numpy"] = "BLAS threads are fixed at load"
+    if case.threads == 1:  # timed in a process of its own, below
         del runners["numpy"]
     for name, (fn, res) in list(runners.items()):
         try:
@@ -127,6 +150,8 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool]) -> Row:
                 t0 = time.perf_counter()
                 fn()
                 times[name].append(time.perf_counter() - t0)
+    if case.threads == 1:
+        times["numpy"] = numpy_one_thread(index, quick, repeat)
     for name in CONTENDERS:
         if name in times:
             t = float(np.median(times[name]))
@@ -213,19 +238,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="comma-separated kernel names (matmul, blur, conv2d, softmax, ...)")
     ap.add_argument("--out", default="results", help="directory for the table, JSON and plot")
     ap.add_argument("--no-machine", action="store_true", help="skip measuring the FMA peak and copy bandwidth")
+    ap.add_argument("--numpy-case", type=int, default=None, help=argparse.SUPPRESS)
     opts = ap.parse_args(argv)
     repeat = opts.repeat or (6 if opts.quick else 15)
+    if opts.numpy_case is not None:
+        print(json.dumps(numpy_times(cases(opts.quick)[opts.numpy_case], repeat)))
+        return 0
     from . import peers
 
+    # every contender gets every core: TVM's pool would otherwise count physical cores per
+    # socket (1 on some VMs), and Halide's is sized here the same way for symmetry
+    for var in ("TVM_NUM_THREADS", "HL_NUM_THREADS"):
+        os.environ.setdefault(var, str(os.cpu_count() or 1))
     peers_on = {p: peers.available(p) for p in ("halide", "tvm")}
     # cold builds: a cache directory of our own, so that nothing is found from earlier runs
     os.environ["TESSEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tessel-bench-cache-")
-    selected = [c for c in cases(opts.quick)
-                if not opts.only or any(k.strip() and c.kernel.startswith(k.strip()) for k in opts.only.split(","))]
+    selected = [(k, c) for k, c in enumerate(cases(opts.quick))
+                if not opts.only or any(w.strip() and c.kernel.startswith(w.strip()) for w in opts.only.split(","))]
     rows = []
-    for case in selected:
+    for index, case in selected:
         print(f"{case.kernel} {case.size} ...", file=sys.stderr, flush=True)
-        rows.append(run_case(case, repeat, peers_on))
+        rows.append(run_case(case, repeat, peers_on, index, opts.quick))
     m = None if opts.no_machine else machine.measure(opts.quick)
     out_dir = Path(opts.out)
     out_dir.mkdir(parents=True, exist_ok=True)

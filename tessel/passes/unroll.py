@@ -24,8 +24,11 @@ MAX_UNROLLED_STMTS = 4096  # statements after unrolling, per loop
 
 
 def unroll(stmt: S.Stmt, max_extent: int = MAX_UNROLL_EXTENT) -> S.Stmt:
-    """Unroll the ``unrolled`` loops that are small enough, then fold the now-constant indices."""
-    return simplify_vector_stmt(_Unroll(max_extent).visit(stmt))
+    """Unroll the ``unrolled`` loops that are small enough, folding the now-constant indices of
+    each copy (the rest of the kernel is left as it is)."""
+    if not collect(stmt, lambda n: isinstance(n, S.For) and n.kind == "unrolled"):
+        return stmt
+    return _Unroll(max_extent).visit(stmt)
 
 
 def _size(s: S.Stmt) -> int:
@@ -46,7 +49,8 @@ class _Unroll(Mutator):
                 return S.Evaluate(0)
             if n <= self.max_extent and n * _size(body) <= MAX_UNROLLED_STMTS:
                 v = s.loop_var
-                return S.seq(*[substitute(body, {v: O.add(s.min, O.const(k, v.dtype))}) for k in range(n)])
+                copies = [substitute(body, {v: O.add(s.min, O.const(k, v.dtype))}) for k in range(n)]
+                return S.seq(*[simplify_vector_stmt(c) for c in copies])
         return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
 
 
@@ -58,23 +62,37 @@ class _VectorSimplify(_Simplify):
     """
 
     def _expr(self, e):
-        if e.dtype.lanes == 1 and not _has_vector(e):
+        vec = _VectorParts(self)
+        if e.dtype.lanes == 1 and not vec.has_vector(e):
             return self.ana.simplify(e)
-        return _VectorParts(self).visit(e)
+        return vec.visit(e)
 
 
 class _VectorParts(Mutator):
     def __init__(self, owner: _VectorSimplify):
         self.owner = owner
+        self.memo: dict[int, bool] = {}
+
+    def has_vector(self, e) -> bool:
+        """Whether ``e`` has a vector node in it (memoized: asked at every level of the walk)."""
+        key = id(e)
+        if key not in self.memo:
+            found = isinstance(e, E.PrimExpr) and e.dtype.lanes > 1
+            if not found:
+                for f in e.fields():
+                    for x in (f if isinstance(f, tuple) else (f,)):
+                        if isinstance(x, E.PrimExpr) and self.has_vector(x):
+                            found = True
+                            break
+                    if found:
+                        break
+            self.memo[key] = found
+        return self.memo[key]
 
     def visit(self, node):
-        if isinstance(node, E.PrimExpr) and node.dtype.lanes == 1 and not _has_vector(node):
+        if isinstance(node, E.PrimExpr) and node.dtype.lanes == 1 and not self.has_vector(node):
             return self.owner.ana.simplify(node)
         return super().visit(node)
-
-
-def _has_vector(e: E.PrimExpr) -> bool:
-    return bool(collect(e, lambda n: isinstance(n, E.PrimExpr) and n.dtype.lanes > 1))
 
 
 def simplify_vector_stmt(stmt: S.Stmt) -> S.Stmt:

@@ -61,7 +61,8 @@ class _VectorizeLoops(Mutator):
         self.ana = Analyzer()
 
     def visit_For(self, s: S.For):
-        body = self.visit(s.body)  # inner loops first
+        with self.ana.scoped_bind(s.loop_var, E.Range(s.min, s.extent)):  # inner extents may use it
+            body = self.visit(s.body)  # inner loops first
         if s.kind != "vectorized":
             return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
         return self.vectorize_loop(S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag))
@@ -114,6 +115,7 @@ class _VectorizeLoops(Mutator):
             return _scalar(s, "it contains another vectorized loop")
         c = E.Var(s.loop_var.name + ".c", s.loop_var.dtype)
         L = O.const(lanes, ext.dtype)
+        ext = self.ana.simplify(O.max_(ext, O.const(0, ext.dtype)))  # a negative extent runs nothing
         chunks = self.ana.simplify(O.floordiv(ext, L))
         try:
             vbody = _Vectorizer(s.loop_var, self.ana.simplify(O.add(s.min, O.mul(c, L))), lanes, self.ana).run(s.body)
