@@ -17,7 +17,7 @@ from .ir import expr as E
 from .ir import stmt as S
 from .ir.functor import collect, free_vars
 from .lower import schedule_ops
-from .passes import loop_partition, simplify_stmt, storage_flatten, unroll, vectorize
+from .passes import loop_partition, simplify_stmt, storage_flatten, streaming_outputs, unroll, vectorize
 from .runtime.compiler import target_vector_bytes
 from .schedule.schedule import Schedule
 from .te.tensor import Tensor
@@ -74,7 +74,8 @@ def lower_steps(sch: Schedule, args: Sequence, name: str = "main",
     # fast kernels: guards out of hot loops, then the vector and unroll annotations made real
     stmt = loop_partition(stmt)
     steps.append(Step("loop_partition", stmt))
-    stmt = vectorize(stmt, target_vector_bytes() if vector_bytes is None else vector_bytes)
+    stream = streaming_outputs(stmt, params)
+    stmt = vectorize(stmt, target_vector_bytes() if vector_bytes is None else vector_bytes, stream)
     steps.append(Step("vectorize", stmt))
     stmt = unroll(stmt)
     steps.append(Step("unroll", stmt))

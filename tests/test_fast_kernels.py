@@ -7,6 +7,8 @@ and of the generated C is inspected where the point is how the code looks, never
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 from helpers import check, rand
@@ -372,3 +374,38 @@ def test_partitioned_tiles_with_attached_producer(shape, symbolic):
     a = rand(*shape)
     p = a[:, :-1] * 2 + a[:, 1:]
     check(s, [A, Q], [a], [p[:-2] - p[2:]])
+
+
+# ---- streaming stores ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(3, 5), (7, 1027), (33, 100)])
+def test_streaming_stores_for_large_outputs(shape, monkeypatch):
+    """Outputs past a size threshold are written with streaming stores after an alignment
+    peel; lowered here for small arrays so that every piece (peel, aligned vectors, tail) runs."""
+    vec = importlib.import_module("tessel.passes.vectorize")  # the module (the package exports a function)
+    monkeypatch.setattr(vec, "STREAM_MIN_BYTES", 64)
+    rows, cols = shape
+    A = te.placeholder((rows, cols), name="A")
+    B = te.compute((rows, cols), lambda i, j: A[i, j] * 3.0 - 1.0, name="B")
+    s = te.create_schedule(B.op)
+    s[B].parallel(B.op.axis[0])
+    s[B].vectorize(B.op.axis[1])
+    a = rand(rows, cols)
+    ks = check(s, [A, B], [a], [a * 3 - 1])
+    if cols >= 64:
+        assert "tsl_stream_f32x" in ks["c"].source and "tsl_sfence();" in ks["c"].source
+        assert "tsl_align_gap(" in ks["c"].source
+
+
+def test_outputs_read_back_are_not_streamed(monkeypatch):
+    vec = importlib.import_module("tessel.passes.vectorize")  # the module (the package exports a function)
+    monkeypatch.setattr(vec, "STREAM_MIN_BYTES", 64)
+    n = 300
+    A = te.placeholder((n,), name="A")
+    k = te.reduce_axis((0, n), name="k")
+    B = te.compute((1,), lambda i: te.sum(A[k], axis=k), name="B")  # B is read while it is summed
+    C = te.compute((n,), lambda i: A[i] + 1.0, name="C")
+    s = te.create_schedule([B.op, C.op])
+    s[C].vectorize(C.op.axis[0])
+    body = _final(s, [A, B, C])
+    streamed = {a.node.name for a in collect(body, lambda x: isinstance(x, S.AttrStmt) and x.key == "stream_store")}
+    assert streamed == {"C"}

@@ -108,6 +108,8 @@ class _CGen:
         self.uses_float16 = False
         self._data_memo: dict[int, tuple[bool, E.PrimExpr]] = {}
         self.vec = VectorC(self)
+        self.streaming: set[int] = set()  # buffers stored to with streaming stores, here
+        self.uses_stream = False
         self.promoted: dict[int, tuple[str, int]] = {}  # buffer id -> (name prefix, lanes per variable)
 
     # ---- helpers emitted on demand -------------------------------------------------------
@@ -250,6 +252,8 @@ class _CGen:
         op, dt = e.op, e.dtype
         if op == "if_then_else":
             return self._ternary(*e.args)
+        if op == "tsl_align_gap":
+            return self._align_gap(e)
         if op in ("isnan", "isinf", "isfinite"):
             arg = self.expr(e.args[0])
             if e.args[0].dtype == "float16":
@@ -265,6 +269,22 @@ class _CGen:
             inner = _float_call(op, DType("float32"), args, self)
             return f"(_Float16)({inner})", 8
         return _float_call(op, dt, args, self), _ATOM
+
+    def _align_gap(self, e: E.Call) -> tuple[str, int]:
+        ld, nbytes = e.args
+        if not isinstance(ld, E.BufferLoad) or not isinstance(nbytes, E.IntImm):
+            raise BuildError(f"kernel {self.func.name!r}: tsl_align_gap takes a load and a constant, got `{e}`")
+        if "tsl_align_gap" not in self.helpers:
+            self.helpers["tsl_align_gap"] = (
+                "static inline int64_t tsl_align_gap(const void* p, int64_t nbytes, int64_t elem) {\n"
+                "  const uintptr_t a = (uintptr_t)p;\n"
+                "  if (a % (uintptr_t)elem) return 0;  /* never aligned: no point peeling */\n"
+                "  return (int64_t)(((uintptr_t)nbytes - a % (uintptr_t)nbytes) % (uintptr_t)nbytes) / elem;\n"
+                "}")
+        buf = self.names.get(ld.buffer, ld.buffer.name)
+        elem = max(ld.buffer.dtype.bits // 8, 1)
+        text = f"tsl_align_gap({buf} + {self.expr(ld.indices[0], 6)}, {nbytes.value}, {elem})"
+        return f"({ctype(e.dtype)}){text}", 8
 
     def _cast_to(self, a: E.PrimExpr, dt: DType) -> str:
         if a.dtype == dt:
@@ -319,6 +339,13 @@ class _CGen:
                 self.emit(f"// produce {getattr(s.node, 'name', s.node)}")
             elif s.key == "not_vectorized":
                 self.emit(f"// not vectorized: {s.value}".replace("\n", " "))
+            elif s.key == "stream_store":  # vectors aligned by the peeled loop before this one
+                self.emit(f"// streaming stores to {s.node.name} (past the caches)")
+                self.uses_stream = True
+                self.streaming.add(id(s.node))
+                self.stmt(s.body)
+                self.streaming.discard(id(s.node))
+                return
             else:
                 self.emit(f"// attr {s.key} = {s.value!s}".replace("\n", " "))
             self.stmt(s.body)
@@ -345,17 +372,22 @@ class _CGen:
         name = self.names.get(v, v.name)
         end = ext if _is_zero(s.min) else f"{self.expr(s.min, 6)} + {ext}"
         private: list[str] = []
+        region = False
+        streams = s.kind == "parallel" and bool(
+            collect(s.body, lambda n: isinstance(n, S.AttrStmt) and n.key == "stream_store"))
         if s.kind == "parallel":
             self.has_parallel = True
-            if self.hoist_to.get(id(s)):  # each thread allocates its temporaries once
+            if self.hoist_to.get(id(s)) or streams:  # a parallel region: per-thread setup and teardown
+                region = True
                 self.emit("#pragma omp parallel num_threads(tsl_nt)")
                 self.open("")
                 private = self._open_hoisted(id(s))
-                ok = " && ".join(f"{n} != NULL" for n in private)
-                self.open(f"if (!({ok}))")
-                self.emit("#pragma omp atomic write")
-                self.emit("tsl_status = 1;")
-                self.close()
+                if private:  # each thread allocates its temporaries once
+                    ok = " && ".join(f"{n} != NULL" for n in private)
+                    self.open(f"if (!({ok}))")
+                    self.emit("#pragma omp atomic write")
+                    self.emit("tsl_status = 1;")
+                    self.close()
                 self.emit("#pragma omp for schedule(static)")
             else:
                 self.emit("#pragma omp parallel for num_threads(tsl_nt) schedule(static)")
@@ -374,7 +406,9 @@ class _CGen:
             self.stmt(s.body)
         self.close()
         self.bound.discard(id(v))
-        if private:
+        if region:
+            if streams:  # streaming stores are weakly ordered: drain them before the threads join
+                self.emit("tsl_sfence();")
             for n in private:
                 self.emit(f"free({n});")
             self.close()
@@ -549,6 +583,8 @@ class _CGen:
                  "#include <stdlib.h>", "#include <math.h>", ""]
         if self.has_parallel:
             head += [_THREADS, ""]
+        if self.uses_stream:
+            head += [_STREAM, ""]
         if self.uses_heap:
             head += [_ALLOC, ""]
         for text in self.helpers.values():
@@ -560,6 +596,8 @@ class _CGen:
         if self.uses_heap:
             out.append("  int32_t tsl_status = 0;")
         out += body
+        if self.uses_stream:
+            out.append("  tsl_sfence();  // streaming stores visible before the caller reads the result")
         out.append("  return tsl_status;" if self.uses_heap else "  return 0;")
         out.append("}")
         return "\n".join(out) + "\n"
@@ -582,6 +620,14 @@ _THREADS = """\
 #define TSL_MAX_THREADS() omp_get_max_threads()
 #else
 #define TSL_MAX_THREADS() 1
+#endif"""
+
+_STREAM = """\
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define tsl_sfence() _mm_sfence()
+#else
+#define tsl_sfence() __sync_synchronize()
 #endif"""
 
 _ALLOC = """\

@@ -111,6 +111,25 @@ class VectorC:
         return self._def(name, f"static inline {t} {name}(const {el}* p, {ti} ix) {{ {t} r; "
                                f"for (int l = 0; l < {dt.lanes}; ++l) r[l] = p[ix[l]]; return r; }}")
 
+    def stream_fn(self, dt: DType) -> str:
+        """A streaming (non-temporal) store where the address allows it, else an ordinary one."""
+        t, el = self.vtype(dt), _CT[_elem(dt)]
+        nbytes = dt.lanes * dt.element.bits // 8
+        name = f"tsl_stream_{t[4:]}"
+        isa = {64: ("__AVX512F__", "_mm512_stream_si512", "__m512i"),
+               32: ("__AVX__", "_mm256_stream_si256", "__m256i"),
+               16: ("__SSE2__", "_mm_stream_si128", "__m128i")}.get(nbytes)
+        self.gen.uses_stream = True
+        if isa is None:
+            return self.store_fn(dt)
+        macro, intrin, it = isa
+        return self._def(name, f"""static inline void {name}({el}* p, {t} v) {{
+#if defined({macro})
+  if (((uintptr_t)p & {nbytes - 1}) == 0) {{ {intrin}(({it}*)p, ({it})v); return; }}
+#endif
+  __builtin_memcpy(p, &v, sizeof v);
+}}""")
+
     def scatter_fn(self, dt: DType, it: DType) -> str:
         t, el, ti = self.vtype(dt), _CT[_elem(dt)], self.vtype(it)
         name = f"tsl_scatter_{t[4:]}_{ti[4:]}"
@@ -242,7 +261,8 @@ class VectorC:
             return f"{promoted} = {vtext};"
         buf = g.names.get(buf_obj, buf_obj.name)
         if isinstance(idx, E.Ramp) and E.is_const_int(idx.stride, 1):
-            return f"{self.store_fn(value.dtype)}({buf} + {g.expr(idx.base, 6)}, {vtext});"
+            fn = self.stream_fn(value.dtype) if id(buf_obj) in g.streaming else self.store_fn(value.dtype)
+            return f"{fn}({buf} + {g.expr(idx.base, 6)}, {vtext});"
         return f"{self.scatter_fn(value.dtype, idx.dtype)}({buf}, {g.expr(idx)}, {vtext});"
 
     def select(self, cond: E.PrimExpr, t: E.PrimExpr, f: E.PrimExpr) -> str:

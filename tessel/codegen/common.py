@@ -32,6 +32,9 @@ INTRINSICS: dict[str, tuple[int, bool]] = {
     "floor": (1, False), "ceil": (1, False), "round": (1, False), "trunc": (1, False),
     "isnan": (1, False), "isinf": (1, False), "isfinite": (1, False),
     "if_then_else": (3, False),
+    # elements from the address of its (load) argument to the next multiple of its second
+    # argument in bytes: where streaming stores can start (0 on targets without alignment)
+    "tsl_align_gap": (2, False),
 }
 # intrinsics answering a question about a float argument: the result is bool
 PREDICATES = ("isnan", "isinf", "isfinite")

@@ -283,6 +283,8 @@ class _PyGen:
         op, dt = e.op, e.dtype
         if op == "if_then_else":
             return self._ternary(*e.args)
+        if op == "tsl_align_gap":  # NumPy has no alignment to respect: no iterations to peel
+            return f"{_np_name(dt)}(0)", _ATOM
         if not dt.is_float and op in ("floor", "ceil", "round", "trunc"):
             return self._expr(e.args[0])
         predicate = op in ("isnan", "isinf", "isfinite")

@@ -4,7 +4,7 @@ from .loop_partition import loop_partition
 from .simplify import simplify_stmt
 from .storage_flatten import flat_index, storage_flatten
 from .unroll import simplify_vector_stmt, unroll
-from .vectorize import vectorize
+from .vectorize import streaming_outputs, vectorize
 
 __all__ = ["flat_index", "loop_partition", "simplify_stmt", "simplify_vector_stmt", "storage_flatten",
-           "unroll", "vectorize"]
+           "streaming_outputs", "unroll", "vectorize"]

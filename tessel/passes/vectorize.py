@@ -31,15 +31,43 @@ from ..ir.functor import Mutator, StructKey, collect, structural_equal, substitu
 
 DEFAULT_VECTOR_BYTES = 32
 MAX_UNROLLED_CHUNKS = 8  # more chunks than this stay a loop over chunks
+STREAM_MIN_BYTES = 16 << 20  # outputs at least this large are written around the caches
+ALIGN_GAP = "tsl_align_gap"  # intrinsic: elements from an address to the next vector-aligned one
 
 
 class NotVectorizable(Exception):
     """Why a loop body has no vector form (the message ends up in the generated code)."""
 
 
-def vectorize(stmt: S.Stmt, vector_bytes: int = DEFAULT_VECTOR_BYTES) -> S.Stmt:
-    """Turn every ``vectorized`` loop into vector code (or a scalar loop with the reason)."""
-    return _VectorizeLoops(max(int(vector_bytes), 8)).visit(stmt)
+def vectorize(stmt: S.Stmt, vector_bytes: int = DEFAULT_VECTOR_BYTES, stream: frozenset[int] = frozenset()) -> S.Stmt:
+    """Turn every ``vectorized`` loop into vector code (or a scalar loop with the reason).
+
+    ``stream`` holds the ids of output buffers to be written with streaming (non-temporal)
+    stores; see :func:`streaming_outputs`.
+    """
+    return _VectorizeLoops(max(int(vector_bytes), 8), stream).visit(stmt)
+
+
+def streaming_outputs(stmt: S.Stmt, params) -> frozenset[int]:
+    """Parameters worth writing with streaming stores: written, never read back by the kernel,
+    and of a constant size of at least :data:`STREAM_MIN_BYTES`.
+
+    An ordinary store first reads the line it writes into the cache (the write-allocate), so
+    a kernel streaming out a large result moves it over the memory bus twice; a streaming
+    store skips that read, and the result would not have stayed in the caches anyway.
+    """
+    loaded = {id(n.buffer) for n in collect(stmt, lambda n: isinstance(n, E.BufferLoad))}
+    written = {id(n.buffer) for n in collect(stmt, lambda n: isinstance(n, S.BufferStore))}
+    out = set()
+    for b in params:
+        if id(b) not in written or id(b) in loaded or not all(isinstance(x, E.IntImm) for x in b.shape):
+            continue
+        nbytes = max(b.dtype.bits // 8, 1)
+        for x in b.shape:
+            nbytes *= x.value
+        if nbytes >= STREAM_MIN_BYTES:
+            out.add(id(b))
+    return frozenset(out)
 
 
 def _pow2_floor(n: int) -> int:
@@ -56,8 +84,9 @@ def _elem_bits(body: S.Stmt) -> int:
 
 
 class _VectorizeLoops(Mutator):
-    def __init__(self, vector_bytes: int):
+    def __init__(self, vector_bytes: int, stream: frozenset[int] = frozenset()):
         self.vector_bytes = vector_bytes
+        self.stream = stream
         self.ana = Analyzer()
 
     def visit_For(self, s: S.For):
@@ -80,6 +109,10 @@ class _VectorizeLoops(Mutator):
                 isinstance(x, E.PrimExpr) and x.dtype.lanes > 1)):
             return _scalar(s, "it contains another vectorized loop")
         lanes = min(_pow2_floor(n), max(self.vector_bytes * 8 // _elem_bits(s.body), 2))
+        if n >= 4 * lanes and self._stream_store(s) is not None:
+            out = self.vectorize_streaming(s, ext)
+            if out is not None:
+                return out
         chunks, tail = divmod(n, lanes)
         c = E.Var(s.loop_var.name + ".c", s.loop_var.dtype)
         base = O.add(s.min, O.mul(c, O.const(lanes, c.dtype))) if chunks > 1 else s.min
@@ -113,6 +146,10 @@ class _VectorizeLoops(Mutator):
             return _scalar(s, f"the extent {ext} depends on data")
         if collect(s.body, lambda x: isinstance(x, E.PrimExpr) and x.dtype.lanes > 1):
             return _scalar(s, "it contains another vectorized loop")
+        if self._stream_store(s) is not None:
+            out = self.vectorize_streaming(s, ext)
+            if out is not None:
+                return out
         c = E.Var(s.loop_var.name + ".c", s.loop_var.dtype)
         L = O.const(lanes, ext.dtype)
         ext = self.ana.simplify(O.max_(ext, O.const(0, ext.dtype)))  # a negative extent runs nothing
@@ -127,6 +164,71 @@ class _VectorizeLoops(Mutator):
         rest = S.For(v, self.ana.simplify(O.add(s.min, done)), self.ana.simplify(O.sub(ext, done)), "serial",
                      substitute(s.body, {s.loop_var: v}), s.thread_tag)
         return S.seq(main, rest)
+
+
+    # ---- streaming stores ----------------------------------------------------------------------
+    def _stream_store(self, s: S.For) -> S.BufferStore | None:
+        """The contiguous store to a streaming output made directly by this loop's body, if any."""
+        if not self.stream:
+            return None
+        found: list[S.BufferStore] = []
+
+        def walk(n) -> None:
+            if isinstance(n, S.BufferStore):
+                found.append(n)
+            elif isinstance(n, S.SeqStmt):
+                for x in n.seq:
+                    walk(x)
+            elif isinstance(n, S.LetStmt | S.AttrStmt):
+                walk(n.body)
+
+        walk(s.body)
+        v = s.loop_var
+        for st in found:
+            if id(st.buffer) not in self.stream:
+                continue
+            idx = st.indices[0]
+            step = self.ana.simplify(O.sub(substitute(idx, {v: O.cast(O.add(v, 1), v.dtype)}), idx))
+            if E.is_const_int(step, 1):
+                return st
+        return None
+
+    def vectorize_streaming(self, s: S.For, ext: E.PrimExpr) -> S.Stmt | None:
+        """Peel scalar iterations until the streaming output's address is vector-aligned (a
+        streaming store must be), then whole aligned vectors, then a scalar tail::
+
+            let head = min(extent, align_gap(&out[first index], vector bytes))
+            for (v, m, head) ...                      // scalar
+            stream_store out { for (c, 0, (extent - head) / L) ...vectors... }
+            for (v, m + head + chunks*L, rest) ...    // scalar
+        """
+        store = self._stream_store(s)
+        assert store is not None
+        lanes = max(self.vector_bytes * 8 // _elem_bits(s.body), 2)
+        v, dt = s.loop_var, s.loop_var.dtype
+        elem = max(store.buffer.dtype.bits // 8, 1)
+        first = self.ana.simplify(substitute(store.indices[0], {v: s.min}))
+        ext = self.ana.simplify(O.max_(ext, O.const(0, ext.dtype)))
+        gap = E.Var(v.name + ".head", dt)
+        gap_value = E.Call(dt, ALIGN_GAP, (E.BufferLoad(store.buffer, (first,)), O.const(lanes * elem, dt)))
+        gap_value = O.min_(O.cast(ext, dt), gap_value)
+        c = E.Var(v.name + ".c", dt)
+        L = O.const(lanes, dt)
+        start = O.add(s.min, gap)
+        try:
+            vbody = _Vectorizer(v, self.ana.simplify(O.add(start, O.mul(c, L))), lanes, self.ana).run(s.body)
+        except NotVectorizable:
+            return None
+        rest = self.ana.simplify(O.sub(ext, gap))
+        chunks = self.ana.simplify(O.floordiv(rest, L))
+        done = self.ana.simplify(O.mul(chunks, L))
+        v1, v2 = E.Var(v.name, dt), E.Var(v.name, dt)
+        head = S.For(v1, s.min, gap, "serial", substitute(s.body, {v: v1}), s.thread_tag)
+        main = S.AttrStmt(store.buffer, "stream_store", lanes,
+                          S.For(c, O.const(0, dt), chunks, "serial", vbody))
+        tail = S.For(v2, self.ana.simplify(O.add(start, done)), self.ana.simplify(O.sub(rest, done)), "serial",
+                     substitute(s.body, {v: v2}), s.thread_tag)
+        return S.LetStmt(gap, gap_value, S.seq(head, main, tail))
 
 
 def _scalar(s: S.For, reason: str) -> S.Stmt:
