@@ -224,7 +224,7 @@ def plot(rows: list[Row], path: Path) -> str:
     ax.set_ylabel("speed relative to NumPy (higher is faster)")
     ax.set_yscale("log")
     ax.legend()
-    ax.set_title("tessel, Halide and TVM against NumPy (median of interleaved runs)")
+    ax.set_title("tessel, Halide and TVM against NumPy (medians of alternating blocks of runs)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
