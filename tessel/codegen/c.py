@@ -1,9 +1,16 @@
-"""The c target: readable C99 (+ OpenMP pragmas) from a lowered PrimFunc.
+"""The c target: readable C (GNU C11: vector extensions, OpenMP pragmas) from a lowered PrimFunc.
 
 The exported function is ``int32_t <name>(T* restrict buf, ..., int64_t size, ...)``: buffers in
-parameter order (``const`` when the kernel never writes them), then the size vars. It returns
-0, or nonzero when a heap temporary could not be allocated, so that failure becomes a Python
+parameter order (``const`` when the kernel never writes them), then the size vars, then, for a
+kernel with parallel loops, ``int32_t tsl_num_threads`` (0: OpenMP's default). It returns 0, or
+nonzero when a heap temporary could not be allocated, so that failure becomes a Python
 exception instead of a crash.
+
+Vector expressions (what the vectorize pass makes of ``vectorized`` loops) are written by
+:mod:`tessel.codegen.c_vector`. Temporaries: a small local one touched only at constant
+offsets becomes plain variables (registers); others are 64-byte aligned arrays, on the stack
+up to :data:`STACK_LIMIT_BYTES`, else on the heap, allocated once per call (or once per thread
+inside a parallel loop) rather than once per iteration of the loops around them.
 
 The C must compute what the python reference computes, so a few IR rules are spelled out
 rather than left to C: arithmetic on 8/16-bit integers, bool and float16 is cast back to its
