@@ -409,3 +409,18 @@ def test_outputs_read_back_are_not_streamed(monkeypatch):
     body = _final(s, [A, B, C])
     streamed = {a.node.name for a in collect(body, lambda x: isinstance(x, S.AttrStmt) and x.key == "stream_store")}
     assert streamed == {"C"}
+
+
+@pytest.mark.parametrize("n", (100, 1027))
+def test_split_then_vectorized_output_still_streams(n, monkeypatch):
+    """The TVM idiom split(x, 16) + vectorize(inner) is re-fused into one row for the peel."""
+    vec = importlib.import_module("tessel.passes.vectorize")
+    monkeypatch.setattr(vec, "STREAM_MIN_BYTES", 64)
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + 0.5, name="B")
+    s = te.create_schedule(B.op)
+    _, xi = s[B].split(B.op.axis[0], factor=16)
+    s[B].vectorize(xi)
+    a = rand(n)
+    ks = check(s, [A, B], [a], [a + np.float32(0.5)])
+    assert "tsl_stream_f32x" in ks["c"].source

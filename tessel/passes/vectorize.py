@@ -28,6 +28,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, StructKey, collect, structural_equal, substitute, uses_var
+from .simplify import simplify_stmt
 
 DEFAULT_VECTOR_BYTES = 32
 MAX_UNROLLED_CHUNKS = 8  # more chunks than this stay a loop over chunks
@@ -90,11 +91,36 @@ class _VectorizeLoops(Mutator):
         self.ana = Analyzer()
 
     def visit_For(self, s: S.For):
+        fused = self._fuse_for_streaming(s)
+        if fused is not None:
+            return self.visit(fused)
         with self.ana.scoped_bind(s.loop_var, E.Range(s.min, s.extent)):  # inner extents may use it
             body = self.visit(s.body)  # inner loops first
         if s.kind != "vectorized":
             return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
         return self.vectorize_loop(S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag))
+
+    def _fuse_for_streaming(self, s: S.For) -> S.For | None:
+        """``for (o, 0, n) { vectorized (i, 0, L) { out[o*L + i] = ... } }`` (a split, then the
+        inner part vectorized) as one vectorized loop ``(x, 0, n*L)``, when it writes a
+        streaming output: only a whole row can be peeled to an aligned start."""
+        inner = s.body
+        if s.kind != "serial" or not isinstance(inner, S.For) or inner.kind != "vectorized" or not self.stream:
+            return None
+        if not (E.is_const_int(s.min, 0) and E.is_const_int(inner.min, 0) and isinstance(inner.extent, E.IntImm)):
+            return None
+        if self._stream_store(inner) is None:
+            return None
+        o, i, L = s.loop_var, inner.loop_var, inner.extent
+        x = E.Var(f"{o.name}.{i.name}.fused", o.dtype)
+        total = O.mul(s.extent, O.cast(L, s.extent.dtype))
+        body = substitute(inner.body, {o: O.floordiv(x, O.cast(L, x.dtype)), i: O.floormod(x, O.cast(L, x.dtype))})
+        with self.ana.scoped_bind(x, E.Range(O.const(0, x.dtype), total)):
+            body = simplify_stmt(body)
+        if uses_var(body, lambda v: v is x) and collect(body, lambda n: isinstance(n, E.FloorDiv | E.FloorMod)
+                                                        and uses_var(n, lambda v: v is x)):
+            return None  # the body uses o or i apart from o*L + i: keep the loops as they are
+        return S.For(x, O.const(0, x.dtype), total, "vectorized", body, s.thread_tag)
 
     def vectorize_loop(self, s: S.For) -> S.Stmt:
         ext = self.ana.simplify(s.extent)
