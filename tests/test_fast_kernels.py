@@ -29,8 +29,12 @@ def _final(s, args, vector_bytes=None) -> S.Stmt:
 
 
 def _innermost_loops(stmt: S.Stmt) -> list[S.For]:
+    """Innermost loops, except in the branch kept for inputs smaller than a split factor
+    (``small_sizes``: the loop nest as scheduled, guards and all, run only for tiny inputs)."""
+    small = collect(stmt, lambda n: isinstance(n, S.AttrStmt) and n.key == "small_sizes")
+    skip = {id(f) for a in small for f in collect(a, lambda n: isinstance(n, S.For))}
     return [f for f in collect(stmt, lambda n: isinstance(n, S.For))
-            if not collect(f.body, lambda n: isinstance(n, S.For))]
+            if id(f) not in skip and not collect(f.body, lambda n: isinstance(n, S.For))]
 
 
 def _has_vectors(stmt: S.Stmt) -> bool:

@@ -344,6 +344,8 @@ class _CGen:
         elif isinstance(s, S.AttrStmt):
             if s.key == "produce":
                 self.emit(f"// produce {getattr(s.node, 'name', s.node)}")
+            elif s.key == "small_sizes":
+                self.emit(f"// {s.node} < {s.value}: the loop nest as scheduled, unspecialised")
             elif s.key == "not_vectorized":
                 self.emit(f"// not vectorized: {s.value}".replace("\n", " "))
             elif s.key == "stream_store":  # vectors aligned by the peeled loop before this one

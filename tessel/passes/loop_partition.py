@@ -9,7 +9,7 @@ steps:
    extent ``min(n, 16)`` (seed 000's tightening), which is not a constant, and the same
    ``min`` shows up as a coefficient in indices. The outermost loop using it is versioned:
    ``if (n >= 16) { the nest with 16 } else { the nest as it was }``; the ``else`` part only runs
-   for inputs smaller than one vector.
+   for inputs smaller than one vector, so it is left as it is (marked ``small_sizes``).
 2. **Partition.** For a loop ``x`` whose body tests a condition ``a*x + r < 0`` (``r`` free of
    ``x``, ranging over the loops inside), the values of ``x`` for which it holds for every inner
    iteration form a prefix (``a > 0``) or a suffix (``a < 0``) of the loop. The loop is cut there:
@@ -48,6 +48,9 @@ def loop_partition(stmt: S.Stmt) -> S.Stmt:
     stmt = _Hoist().visit(simplify_stmt(stmt))
     stmt = _Tighten().visit(stmt)
     return simplify_stmt(stmt)
+
+
+SMALL = "small_sizes"  # AttrStmt key on the branch a specialisation keeps for tiny inputs
 
 
 # ---- conditions as `d < 0` -------------------------------------------------------------------
@@ -147,11 +150,43 @@ class _Specialize(Mutator):
         self.done.append(t)
         x, c = (t.a, t.b) if isinstance(t.b, E.IntImm) else (t.b, t.a)
         fast = _ReplaceExpr(t, O.cast(c, t.dtype)).visit(s)
-        return S.IfThenElse(O.ge(x, O.cast(c, x.dtype)), self.visit(fast), self.visit(s))
+        slow = S.AttrStmt(t, SMALL, O.cast(c, t.dtype), self.visit(s))
+        return S.IfThenElse(O.ge(x, O.cast(c, x.dtype)), self.visit(fast), slow)
 
 
 # ---- hoisting loop-invariant conditions --------------------------------------------------------------
 class _Hoist(Mutator):
+    """Move conditions outwards: out of loops that they do not depend on, out of allocations and
+    ``produce`` markers, and out of sequences whose every statement tests them."""
+
+    def visit_AttrStmt(self, s: S.AttrStmt):
+        if s.key == SMALL:
+            return s
+        body = self.visit(s.body)
+        if isinstance(body, S.IfThenElse) and body.else_case is None:
+            return S.IfThenElse(body.condition, S.AttrStmt(s.node, s.key, s.value, body.then_case))
+        return s if body is s.body else S.AttrStmt(s.node, s.key, s.value, body)
+
+    def visit_Allocate(self, s: S.Allocate):
+        body = self.visit(s.body)
+        if isinstance(body, S.IfThenElse) and body.else_case is None:
+            return S.IfThenElse(body.condition, S.Allocate(s.buffer, body.then_case))
+        return s if body is s.body else S.Allocate(s.buffer, body)
+
+    def visit_SeqStmt(self, s: S.SeqStmt):
+        parts = [self.visit(x) for x in s.seq]
+        if all(isinstance(x, S.IfThenElse) and x.else_case is None for x in parts):
+            common = [c for c in conjuncts(parts[0].condition)
+                      if all(any(structural_equal(c, d) for d in conjuncts(x.condition)) for x in parts[1:])]
+            if common:
+                keys = {StructKey(c) for c in common}
+                inner = []
+                for x in parts:
+                    rest = [c for c in conjuncts(x.condition) if StructKey(c) not in keys]
+                    inner.append(S.IfThenElse(O.all_(*rest), x.then_case) if rest else x.then_case)
+                return S.IfThenElse(O.all_(*common), S.seq(*inner))
+        return S.seq(*parts)
+
     def visit_For(self, s: S.For):
         body = self.visit(s.body)
         if isinstance(body, S.IfThenElse) and body.else_case is None:
@@ -219,6 +254,9 @@ class _Partition(Mutator):
         self.ana = Analyzer()
         self.budget = MAX_PARTITIONS
 
+    def visit_AttrStmt(self, s: S.AttrStmt):
+        return s if s.key == SMALL else self.generic_visit(s)
+
     def visit_For(self, s: S.For, skip: frozenset = frozenset()):
         # a vectorized loop is not cut on its own variable: both parts would have symbolic
         # extents; tightening gives its tail one loop instead
@@ -274,6 +312,9 @@ def _fresh(loop: S.For) -> S.For:
 class _Tighten(Mutator):
     def __init__(self) -> None:
         self.ana = Analyzer()
+
+    def visit_AttrStmt(self, s: S.AttrStmt):
+        return s if s.key == SMALL else self.generic_visit(s)
 
     def visit_For(self, s: S.For):
         body = self.visit(s.body)
