@@ -394,7 +394,9 @@ class _Vectorizer(Mutator):
         a = self.visit(e.a)
         return e if a is e.a else E.Not(a)
 
-    def _choice(self, e, cond, t, f, rebuild):
+    def _choice(self, e: E.PrimExpr, cond: E.PrimExpr, t: E.PrimExpr, f: E.PrimExpr, rebuild) -> E.PrimExpr:
+        """A select: per lane when the condition varies (both sides are then computed in every
+        lane, so a load only the chosen lanes would make is refused), else of whole vectors."""
         c2 = self.visit(cond)
         if c2.dtype.lanes > 1 and (self._unsafe_load(t) or self._unsafe_load(f)):
             raise NotVectorizable(
@@ -402,8 +404,6 @@ class _Vectorizer(Mutator):
         t2, f2 = self.visit(t), self.visit(f)
         if all(x.dtype.lanes == 1 for x in (c2, t2, f2)):
             return e if (c2 is cond and t2 is t and f2 is f) else rebuild(c2, t2, f2)
-        if c2.dtype.lanes == 1:  # a scalar condition picks a whole vector
-            return rebuild(c2, _bcast(t2, self.lanes), _bcast(f2, self.lanes))
         return rebuild(c2, _bcast(t2, self.lanes), _bcast(f2, self.lanes))
 
     def visit_Select(self, e: E.Select):
