@@ -1,4 +1,4 @@
-"""Vectorization: a ``vectorized`` loop of constant extent becomes Ramp/Broadcast vector code.
+"""Vectorization: a ``vectorized`` loop becomes Ramp/Broadcast vector code.
 
 A ``#pragma`` asks the C compiler to vectorize and lets it silently decline; vector
 expressions in the IR are a fact both backends must honour. So a vectorized loop ``for (v, m,
@@ -7,6 +7,7 @@ that the target's vector registers hold for the widest element type in the body 
 lanes with AVX-512); each chunk's body sees ``v`` as ``ramp(m + c*L, 1, L)``. What is left
 (``N mod L`` iterations) is vectorized again with fewer lanes, down to a single scalar
 iteration, so 7 becomes 4 + 2 + 1 lanes and no iteration runs under a per-lane condition.
+A symbolic extent gets whole vectors while ``L`` iterations remain, then a scalar loop.
 
 Inside the body an expression that does not depend on ``v`` stays scalar (and is broadcast
 where it meets a vector); a load or store whose flat index is ``base + stride*v`` becomes a
@@ -15,10 +16,16 @@ keep their scalar loop variable and get a vector body.
 
 When the body cannot be expressed this way the loop stays a scalar loop, and an
 ``AttrStmt("not_vectorized", reason)`` around it says why in the IR and as a comment in the
-generated C: a symbolic extent, a data-dependent index, a condition on ``v``, a store
-that all lanes would make to one element, a possible dependence between iterations through a
-buffer (read at another index than it is written), a conditional load (which might read out of
-bounds in the lanes that are not selected).
+generated C: an extent known to stay below two vectors, a data-dependent index, a condition
+on ``v``, a store that all lanes would make to one element, a possible dependence between
+iterations through a buffer (read at another index than it is written), a conditional load
+(which might read out of bounds in the lanes that are not selected).
+
+A loop that stores contiguously into a large output the kernel never reads back (see
+:func:`streaming_outputs`) is peeled until the store address is aligned, and its vectors are
+marked ``stream_store`` for the C generator to write past the caches; a split whose inner
+part alone was vectorized is re-fused into one loop first, since only a whole row can be
+peeled.
 """
 
 from __future__ import annotations
