@@ -250,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
     # socket (1 on some VMs), and Halide's is sized here the same way for symmetry
     for var in ("TVM_NUM_THREADS", "HL_NUM_THREADS"):
         os.environ.setdefault(var, str(os.cpu_count() or 1))
+    # TVM's idle workers yield-spin for ~300k rounds (a good fraction of a second) after each call,
+    # which on a small machine steals the cores from whoever runs next; they sleep at once with 0
+    # (OpenMP's and Halide's workers stop spinning within milliseconds, inside the pause below)
+    os.environ.setdefault("TVM_THREAD_POOL_SPIN_COUNT", "0")
     peers_on = {p: peers.available(p) for p in ("halide", "tvm")}
     # cold builds: a cache directory of our own, so that nothing is found from earlier runs
     os.environ["TESSEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tessel-bench-cache-")
