@@ -6,7 +6,7 @@ import pytest
 
 import tessel
 from tessel import te
-from tessel.errors import DefinitionError, LowerError, ScheduleError
+from tessel.errors import BoundError, DefinitionError, LowerError, ScheduleError
 
 
 def _ab():
@@ -167,3 +167,28 @@ def test_symbolic_bool_context():
     with pytest.raises(DefinitionError, match="if_then_else"):
         if i < 3:
             pass
+
+
+def test_read_past_an_input_is_refused():
+    A = te.placeholder((10,), name="A")
+    B = te.compute((10,), lambda i: A[i] + A[i + 1], name="B")
+    s = te.create_schedule(B.op)
+    with pytest.raises(BoundError, match=r"stage B reads A\[i \+ 1\] outside A's shape \(10\).*\[1, 10\].*if_then_else"):
+        tessel.build(s, [A, B])
+
+
+def test_read_past_a_symbolic_input_and_before_a_computed_tensor():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 2, name="B")
+    C = te.compute((n,), lambda i: B[i - 1] + A[i], name="C")
+    s = te.create_schedule(C.op)
+    with pytest.raises(BoundError, match=r"stage C reads B\[i - 1\]"):
+        tessel.lower(s, [A, C])
+
+
+def test_guarded_reads_are_allowed():
+    A = te.placeholder((10,), name="A")
+    B = te.compute((10,), lambda i: te.if_then_else(i < 9, A[i + 1], 0.0) + A[i], name="B")
+    s = te.create_schedule(B.op)
+    tessel.lower(s, [A, B])

@@ -20,6 +20,7 @@ from ..ir import op as O
 from ..schedule.graph import attach_path, consumers, effective_bodies, reads
 from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, Stage
+from .check import check_reads_in_bounds
 from .propagate import pass_down_domain, pass_up_domain
 
 
@@ -42,6 +43,7 @@ def infer_bound(sch: Schedule) -> dict[E.IterVar, E.Range]:
 
 def run_infer_bound(sch: Schedule) -> BoundContext:
     ctx = BoundContext(sch)
+    check_reads_in_bounds(sch, ctx.bodies)
     for st in reversed(sch.stages):
         if st.attach_type == INLINE or st.is_placeholder:
             continue
