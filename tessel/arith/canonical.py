@@ -381,6 +381,9 @@ class Simplifier(Mutator):
         if common.terms or common.const:  # min(x + c, y + c) == min(x, y) + c
             return common + self.minmax(cls, a - common, b - common, dt)
         ea, eb = self.from_lin(a, dt), self.from_lin(b, dt)
+        order = self._floordiv_order(ea, eb)  # min((n + 7)//8, n//8) == n//8: floordiv is monotone
+        if order is not None:
+            return (a if order <= 0 else b) if is_min else (b if order <= 0 else a)
         for x, ly in ((ea, b), (eb, a)):  # min(min(p, q), y) == min(p, q) if y >= p or y >= q
             if isinstance(x, cls):
                 for part in (x.a, x.b):
@@ -390,6 +393,18 @@ class Simplifier(Mutator):
         if isinstance(ea, E.IntImm):  # constants last: max(j, 0)
             ea, eb = eb, ea
         return self.atom(cls(ea, eb))
+
+    def _floordiv_order(self, ea: E.PrimExpr, eb: E.PrimExpr) -> int | None:
+        """-1 when ``ea <= eb`` always, 1 when ``ea >= eb``: both ``x//c`` of numerators a constant apart."""
+        if not (isinstance(ea, E.FloorDiv) and isinstance(eb, E.FloorDiv)):
+            return None
+        ca, cb = E.const_value(ea.b), E.const_value(eb.b)
+        if ca is None or ca != cb or ca <= 0:
+            return None
+        d = self.lin(ea.a) - self.lin(eb.a)
+        if not d.is_const:
+            return None
+        return -1 if d.const <= 0 else 1
 
     # ---- everything that is not index arithmetic ----------------------------------------
     def other(self, e: E.PrimExpr) -> E.PrimExpr:

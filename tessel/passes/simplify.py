@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..arith import Analyzer
 from ..ir import expr as E
+from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, substitute
 
@@ -41,7 +42,10 @@ class _Simplify(Mutator):
             return self.visit(chosen) if chosen is not None else S.Evaluate(0)
         with self.ana.constraint_scope(cond):
             then = self.visit(s.then_case)
-        els = self.visit(s.else_case) if s.else_case is not None else None
+        els = None
+        if s.else_case is not None:
+            with self.ana.constraint_scope(O.logical_not(cond)):
+                els = self.visit(s.else_case)
         return S.IfThenElse(cond, then, els)
 
     def visit_SeqStmt(self, s: S.SeqStmt):

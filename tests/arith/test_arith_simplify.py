@@ -73,6 +73,9 @@ CASES = [
     (op.min_(x + 4, y + 4), None, "min(x, y) + 4"),
     (op.min_(op.min_(x, 8), 16), None, "min(x, 8)"),
     (op.max_(op.max_(x, 8), 4), None, "max(x, 8)"),
+    (op.min_(fd(n + 7, 8), fd(n, 8)), None, "n//8"),
+    (op.max_(fd(n + 7, 8), fd(n, 8)), None, "(n + 7)//8"),
+    (op.min_(fd(n, 8), fd(n, 4)), None, "min(n//8, n//4)"),
     # comparisons
     (i < 8, B8, "True"),
     (i >= 8, B8, "False"),
