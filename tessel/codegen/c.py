@@ -40,7 +40,7 @@ from ..runtime.cache import load_or_build
 from ..runtime.compiler import find_compiler
 from ..runtime.module import CKernel
 from .c_vector import VectorC
-from .common import NameTable, check_func, unbound_var, unsupported_vector, written_buffers
+from .common import ExprWriter, NameTable, check_func, unsupported_vector, written_buffers
 
 CTYPE = {
     "bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
@@ -100,7 +100,7 @@ def _math_fn(name: str, dt: DType) -> str:
     return name if dt.bits == 64 else name + "f"
 
 
-class _CGen:
+class _CGen(ExprWriter):
     def __init__(self, func: S.PrimFunc):
         self.func = func
         self.names = NameTable(_RESERVED, lambda s: False)
@@ -127,15 +127,6 @@ class _CGen:
         return name
 
     # ---- expressions ---------------------------------------------------------------------
-    def var(self, v: E.Var) -> str:
-        if id(v) not in self.bound:
-            raise unbound_var(self.func, v)
-        return self.names.get(v, v.name)
-
-    def expr(self, e: E.PrimExpr, parent: int = 0) -> str:
-        text, prec = self._expr(e)
-        return f"({text})" if prec < parent else text
-
     def _expr(self, e) -> tuple[str, int]:
         if e.dtype.lanes != 1 or isinstance(e, E.Ramp | E.Broadcast):
             if e.dtype == "float16" or e.dtype.element == "float16":

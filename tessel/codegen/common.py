@@ -198,3 +198,27 @@ def unbound_var(func: S.PrimFunc, v: E.Var) -> BuildError:
         f"kernel {func.name!r}: variable {v.name!r} is used but never bound (not a loop or let "
         f"variable, not among the size vars: {sizes})"
     )
+
+
+class ExprWriter:
+    """What both source generators share: names of bound variables and precedence-aware text.
+
+    Subclasses set ``func``, ``names`` (a NameTable) and ``bound`` (ids of variables in scope)
+    and implement ``_expr(e) -> (text, precedence)``.
+    """
+
+    func: S.PrimFunc
+    names: NameTable
+    bound: set[int]
+
+    def var(self, v: E.Var) -> str:
+        if id(v) not in self.bound:
+            raise unbound_var(self.func, v)
+        return self.names.get(v, v.name)
+
+    def expr(self, e: E.PrimExpr, parent: int = 0) -> str:
+        text, prec = self._expr(e)
+        return f"({text})" if prec < parent else text
+
+    def _expr(self, e: E.PrimExpr) -> tuple[str, int]:
+        raise NotImplementedError

@@ -26,7 +26,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..runtime.args import ArgSpec
 from ..runtime.module import KernelRuntimeError, PythonKernel
-from .common import NameTable, check_func, unbound_var, written_buffers
+from .common import ExprWriter, NameTable, check_func, written_buffers
 
 _DTYPES = ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "float32", "float64")
@@ -179,7 +179,7 @@ def _np_name(dt) -> str:
     return "bool_" if dt.is_bool else str(dt.element)
 
 
-class _PyGen:
+class _PyGen(ExprWriter):
     def __init__(self, func: S.PrimFunc):
         self.func = func
         self.names = NameTable(_RESERVED, keyword.iskeyword)
@@ -187,15 +187,6 @@ class _PyGen:
         self.lines: list[str] = []
 
     # ---- expressions ---------------------------------------------------------------------
-    def var(self, v: E.Var) -> str:
-        if id(v) not in self.bound:
-            raise unbound_var(self.func, v)
-        return self.names.get(v, v.name)
-
-    def expr(self, e: E.PrimExpr, parent: int = 0) -> str:
-        text, prec = self._expr(e)
-        return f"({text})" if prec < parent else text
-
     def _expr(self, e) -> tuple[str, int]:
         vector = e.dtype.lanes != 1
         if isinstance(e, E.Ramp):
