@@ -95,6 +95,38 @@ class Substituter(Mutator):
     def visit_Var(self, v: Var):
         return self.vmap.get(v, v)
 
+    def visit_Allocate(self, s):
+        """An allocation's size may use the loops around it (a compute_at region whose extent
+        varies with the consumer's loop, after storage flattening). Buffers are leaves shared by
+        identity, so a substitution there makes a new buffer, and the accesses in the body are
+        moved onto it; without this, a pass that renames or fixes a loop variable (a partitioned
+        loop's fresh variable, an unrolled copy, a unit loop folded away) would leave the size
+        reading a variable that no longer exists."""
+        old = s.buffer
+        shape = tuple(self.visit(x) for x in old.shape)
+        body = self.visit(s.body)
+        if all(a is b for a, b in zip(shape, old.shape)):
+            return s if body is s.body else type(s)(old, body)
+        new = Buffer(old.name, old.dtype, shape, old.scope)
+        return type(s)(new, replace_buffer(body, old, new))
+
+
+class _BufferReplacer(Mutator):
+    def __init__(self, old: Buffer, new: Buffer):
+        self.old, self.new = old, new
+
+    def generic_visit(self, node: Any) -> Any:
+        node = super().generic_visit(node)
+        if getattr(node, "buffer", None) is self.old and "buffer" in node._fields:
+            fields = [self.new if f == "buffer" else getattr(node, f) for f in node._fields]
+            return type(node)(*fields)
+        return node
+
+
+def replace_buffer(node: Any, old: Buffer, new: Buffer) -> Any:
+    """``node`` with every access to (or allocation of) buffer ``old`` made to ``new``."""
+    return _BufferReplacer(old, new).visit(node)
+
 
 def substitute(node: Any, vmap: Mapping[Var, Any]) -> Any:
     """Replace variables by expressions (keys are Vars; IterVars are accepted for convenience)."""
