@@ -29,8 +29,12 @@ class _Simplify(Mutator):
             return S.Evaluate(0)
         if E.is_const_int(ext, 1) and not self.keep_unit_loops and s.kind != "thread_binding":
             return self.visit(substitute(s.body, {s.loop_var: mn}))
-        self.ana.bind(s.loop_var, E.Range(mn, ext))
-        body = self.visit(s.body)
+        # the loop's range holds inside its body only: kept afterwards, the facts it brings
+        # (``min <= v < min + extent``, so ``extent >= 1``) would claim the loop ran, and a
+        # later statement -- a sibling loop over the same variable after loop partitioning,
+        # whose extent is the same expression -- would be simplified as if that were known
+        with self.ana.scoped_bind(s.loop_var, E.Range(mn, ext)):
+            body = self.visit(s.body)
         if isinstance(body, S.Evaluate) and isinstance(body.value, E.IntImm):
             return body
         return S.For(s.loop_var, mn, ext, s.kind, body, s.thread_tag)
