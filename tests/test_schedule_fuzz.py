@@ -27,6 +27,7 @@ import os
 import re
 import traceback
 
+import numpy as np
 from helpers import check, rand
 from hypothesis import HealthCheck, given, note, seed, settings
 from hypothesis import strategies as st
@@ -42,7 +43,8 @@ SEED = os.environ.get("TESSEL_FUZZ_SEED")
 COLLECT = os.environ.get("TESSEL_FUZZ_COLLECT")
 MATCH = os.environ.get("TESSEL_FUZZ_MATCH")
 SIZES = (1, 3, 7, 10, 13)
-FACTORS = (1, 2, 3, 4, 5, 6, 8, 16)
+BIG = (17, 33)  # now and then: past a split factor of 16 and two vectors of 16 lanes
+FACTORS = (1, 2, 3, 4, 5, 6, 7, 8, 16, 32)
 DTYPES = ("float32",) * 6 + ("float64", "int32", "int16", "int8")
 
 FUZZ = settings(
@@ -150,7 +152,7 @@ def _tuple(shape) -> str:
 
 
 def build_pipeline(draw, prog: Program, stages: tuple[int, int]) -> None:
-    n0, n1 = draw(st.sampled_from(SIZES)), draw(st.sampled_from(SIZES))
+    n0, n1 = (draw(st.sampled_from(SIZES if draw(st.integers(0, 6)) else BIG)) for _ in range(2))
     d0, d1 = Dim(str(n0), n0), Dim(str(n1), n1)
     # now and then symbolic sizes, bound from A's shape at call time
     sym = draw(st.sampled_from(["", "", "", "n", "nm"]))
@@ -371,7 +373,7 @@ def apply_primitive(draw, prog: Program) -> None:
     elif what in ("vectorize", "unroll"):
         # mostly the innermost loop; now and then another one (legal, if less useful)
         k = n - 1 if draw(st.integers(0, 3)) else draw(st.integers(0, n - 1))
-        if not leaves[k].is_reduce:
+        if what == "unroll" or not leaves[k].is_reduce:
             prog.attempt(f"s[{name}].{what}({lv}[{k}])")
     elif what == "parallel":
         outer = []
@@ -379,6 +381,8 @@ def apply_primitive(draw, prog: Program) -> None:
             if iv.is_reduce:
                 break
             outer.append(k)
+        if draw(st.integers(0, 4)) == 0:  # any data-parallel loop, also one inside a reduction loop
+            outer = [k for k, iv in enumerate(leaves) if not iv.is_reduce]
         if outer:
             k = draw(st.sampled_from(outer))
             prog.attempt(f"s[{name}].parallel({lv}[{k}])")
@@ -408,14 +412,15 @@ def apply_primitive(draw, prog: Program) -> None:
         if red and draw(st.integers(0, 1)) == 0:
             k = draw(st.sampled_from(red))
             new = f"{name}F{len(prog.stage_names)}"
-            if prog.attempt(f"{new} = s.rfactor({name}, {lv}[{k}])"):
+            fa = draw(st.sampled_from(["", "", ", factor_axis=1", ", factor_axis=-1"]))
+            if prog.attempt(f"{new} = s.rfactor({name}, {lv}[{k}]{fa})"):
                 prog.stage_names.append(new)
 
 
 def run_example(draw, stats: dict, stages: tuple[int, int]) -> None:
     prog = Program()
     build_pipeline(draw, prog, stages)
-    steps = draw(st.integers(1, 12))
+    steps = draw(st.integers(1, 14))
     for _ in range(steps):
         apply_primitive(draw, prog)
     args = ", ".join([*prog.inputs, *prog.outputs])
@@ -513,3 +518,36 @@ def test_simplify_forgets_a_loop_range_after_the_loop():
     after = S.IfThenElse(O.ge(q, 1), S.BufferStore(buf, O.const(2.0, "float32"), (O.const(5),)))
     out = simplify_stmt(S.For(x, 0, 2, "serial", S.seq(loop, after)))
     assert "if (" in str(out)
+
+
+def test_padding_computed_through_a_cache_write_at_the_row_loop():
+    """A zero-padded copy computed row by row through cache_write: the C compiler (GCC 12,
+    -O3) if-converted the guarded reads of each row into masked vector loads and gave one of
+    them the wrong mask, so rows 3-5 read as zeros on the C target only. Kernels that read
+    under a condition are now compiled without loop if-conversion."""
+    A = te.placeholder((5, 3), name="A")
+    B = te.compute((8, 3), lambda i, j: te.if_then_else(te.all(i >= 2, i < 7), A[i - 2, j], -0.75), name="B")
+    C = te.compute((8, 3), lambda i, j: B[i, j] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    BL = s.cache_write(B, "local")
+    s[BL].compute_at(s[B], B.op.axis[0])
+    a = rand(5, 3)
+    check(s, [A, C], [a], [np.pad(a, [(2, 1), (0, 0)], constant_values=-0.75) * 2])
+
+
+def test_guarded_loads_are_found_for_the_compiler_flags():
+    from tessel.codegen.c import has_guarded_loads
+    from tessel.driver import lower_steps
+    from tessel.runtime.compiler import NO_IF_CONVERT, find_compiler
+
+    A = te.placeholder((6,), name="A")
+    P = te.compute((8,), lambda i: te.if_then_else(te.all(i >= 1, i < 7), A[i - 1], 0.0), name="P")
+    f, _ = lower_steps(te.create_schedule(P.op), [A, P])
+    assert has_guarded_loads(f.body)
+    D = te.compute((6,), lambda i: te.select(A[i] > 0.0, 1.0, -1.0), name="D")  # reads, then chooses
+    f, _ = lower_steps(te.create_schedule(D.op), [A, D])
+    assert not has_guarded_loads(f.body)
+    comp = find_compiler()
+    if comp.supports("no_if_convert"):
+        assert NO_IF_CONVERT in comp.flags(guarded_loads=True)
+        assert NO_IF_CONVERT not in comp.flags()

@@ -34,7 +34,7 @@ from ..errors import BuildError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import DType
-from ..ir.functor import collect, free_vars
+from ..ir.functor import Visitor, collect, free_vars
 from ..runtime.args import ArgSpec
 from ..runtime.cache import load_or_build
 from ..runtime.compiler import find_compiler
@@ -728,6 +728,51 @@ def _helper_source(kind: str, name: str, dt: DType) -> str:
     return "\n".join(lines)
 
 
+def has_guarded_loads(body: S.Stmt) -> bool:
+    """Whether the C of ``body`` reads memory only when a condition holds: a load in a branch
+    of an ``if``, of a ternary (select / if_then_else) or in the right operand of ``&&``/``||``
+    (see ``runtime.compiler.NO_IF_CONVERT`` for why the compiler must know)."""
+    return _Guarded().run(body)
+
+
+class _Guarded(Visitor):
+    def run(self, body) -> bool:
+        self.depth, self.found = 0, False
+        self.visit(body)
+        return self.found
+
+    def _guarded(self, *parts) -> None:
+        self.depth += 1
+        for p in parts:
+            if p is not None:
+                self.visit(p)
+        self.depth -= 1
+
+    def visit_BufferLoad(self, e: E.BufferLoad) -> None:
+        self.found = self.found or self.depth > 0
+        self.generic_visit(e)
+
+    def visit_IfThenElse(self, s: S.IfThenElse) -> None:
+        self.visit(s.condition)
+        self._guarded(s.then_case, s.else_case)
+
+    def visit_Select(self, e: E.Select) -> None:
+        self.visit(e.condition)
+        self._guarded(e.true_value, e.false_value)
+
+    def visit_Call(self, e: E.Call) -> None:
+        if e.op != "if_then_else":
+            return self.generic_visit(e)
+        self.visit(e.args[0])
+        self._guarded(*e.args[1:])
+
+    def visit_And(self, e: E.And) -> None:
+        self.visit(e.a)
+        self._guarded(e.b)
+
+    visit_Or = visit_And
+
+
 def c_source(func: S.PrimFunc) -> str:
     """The C source of ``func`` (what ``Kernel.source`` shows for the c target)."""
     check_func(func)
@@ -747,7 +792,7 @@ def build_c(func: S.PrimFunc) -> CKernel:
             "use a newer gcc/clang (gcc >= 12, clang >= 15 on x86-64), compute in float32, or build "
             "with target='python'"
         )
-    flags = comp.flags(openmp=gen.has_parallel)
+    flags = comp.flags(openmp=gen.has_parallel, guarded_loads=has_guarded_loads(func.body))
     lib = load_or_build(source, func.name, gen.symbol, comp, flags)
     return CKernel(func, source, spec, lib.lib, gen.symbol, lib.path, lib.seconds, lib.cache_hit,
                    parallel=gen.has_parallel)

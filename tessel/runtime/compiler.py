@@ -35,7 +35,19 @@ _PROBES = {
                ("-fopenmp",), True),
     "float16": ("_Float16 tsl_probe(_Float16 a, _Float16 b) { return a * b + (_Float16)1.0f; }\n",
                 (), False),
+    # GCC's switch for loop if-conversion (see NO_IF_CONVERT); -Werror: a compiler that only
+    # warns about an optimisation flag it does not know (clang) does not have it
+    "no_if_convert": ("int tsl_probe(void) { return 0; }\n", ("-fno-tree-loop-if-convert", "-Werror"), False),
 }
+
+# GCC 12 (at least) miscompiles the masked loads its loop if-conversion makes of guarded reads:
+# ``for i { for j < 3 { L[j] = (i >= 2 && i < 7) ? A[3*i + j - 6] : c; } ... }`` comes out at
+# -O3 with a mask of the wrong vector on one of the three grouped vector loads, so in-range
+# elements read as 0 (found by tests/test_schedule_fuzz.py; -O2 and -fno-tree-loop-if-convert
+# are correct). A kernel that reads under a condition (padding, guards of non-divisible splits)
+# is compiled without that transformation; tessel's own vectorize pass already leaves such
+# loads scalar, so only GCC's speculative vectorization of those loops is given up.
+NO_IF_CONVERT = "-fno-tree-loop-if-convert"
 
 # predefined macro -> bytes in one vector register; the first the compiler defines wins
 _VECTOR_MACROS = (("__AVX512F__", 64), ("__AVX__", 32), ("__SSE2__", 16), ("__ARM_NEON", 16),
@@ -74,13 +86,16 @@ class Compiler:
             _save_probes(self)
         return int(self.features[key])
 
-    def flags(self, *, openmp: bool = False) -> list[str]:
-        """Flags for one kernel: OpenMP only when it has parallel loops (it costs a thread pool)."""
+    def flags(self, *, openmp: bool = False, guarded_loads: bool = False) -> list[str]:
+        """Flags for one kernel: OpenMP only when it has parallel loops (it costs a thread pool);
+        no loop if-conversion when it reads memory under a condition (see NO_IF_CONVERT)."""
         out = list(BASE_FLAGS)
         if os.environ.get("TESSEL_NO_MARCH_NATIVE") is None and self.supports("march_native"):
             out.append("-march=native")
         if openmp and self.supports("openmp"):
             out.append("-fopenmp")
+        if guarded_loads and self.supports("no_if_convert"):
+            out.append(NO_IF_CONVERT)
         out += shlex.split(os.environ.get("TESSEL_CFLAGS", ""))
         return out
 
