@@ -28,6 +28,7 @@ import re
 import traceback
 
 import numpy as np
+import pytest
 from helpers import check, rand
 from hypothesis import HealthCheck, given, note, seed, settings
 from hypothesis import strategies as st
@@ -72,6 +73,9 @@ class Program:
         self.computed: list[str] = []  # tensor variable names, producer first
         self.shapes: dict[str, tuple[Dim, ...]] = {}
         self.outputs: list[str] = []
+        self.helpers: list[str] = []  # stages a pipeline step made besides its result
+        self.data_lines: list[str] = []
+        self.symbolic: list[str] = []  # "N", "M": the sizes bound from A's shape at call time
         self.dtype = "float32"
         self.refs: dict[str, str] = {}  # tensor variable -> its NumPy value's variable
         self.reductions: set[str] = set()
@@ -80,6 +84,12 @@ class Program:
     def run(self, line: str) -> None:
         exec(line, self.ns)
         self.lines.append(line)
+
+    def data(self, line: str) -> None:
+        """A line of the NumPy side (inputs and expected results), kept to be run again for
+        other values of the symbolic sizes."""
+        self.run(line)
+        self.data_lines.append(line)
 
     def attempt(self, line: str) -> bool:
         """Run one schedule primitive; a refused one (ScheduleError) is left out of the program."""
@@ -117,29 +127,29 @@ def _np_ew(code: str) -> str:
 
 
 class Dim:
-    """One dimension: its size in the program (a number, or an expression of ``n``/``m``) and
-    its value in this example."""
+    """One dimension: its size in the program (a number, or an expression of ``n``/``m``), its
+    value in this example, and that value as an expression of ``N``/``M`` (the values of
+    ``n``/``m``) for the NumPy side, so the data can be made again for other sizes."""
 
-    def __init__(self, text: str, value: int):
+    def __init__(self, text: str, value: int, expr: str | None = None):
         self.text, self.value = text, value
+        self.expr = str(value) if expr is None else expr
+
+    def _derive(self, text: str, value: int, expr: str) -> Dim:
+        return Dim(str(value), value) if self.text.isdigit() else Dim(text, value, expr)
 
     def minus(self, w: int) -> Dim:
         return self.plus(-w)
 
     def plus(self, w: int) -> Dim:
-        if self.text.isdigit():
-            return Dim(str(self.value + w), self.value + w)
-        return Dim(f"{self.text} + {w}" if w >= 0 else f"{self.text} - {-w}", self.value + w)
+        text = f"{self.text} + {w}" if w >= 0 else f"{self.text} - {-w}"
+        return self._derive(text, self.value + w, f"({self.expr} + {w})")
 
     def times(self, f: int) -> Dim:
-        if self.text.isdigit():
-            return Dim(str(self.value * f), self.value * f)
-        return Dim(f"({self.text}) * {f}", self.value * f)
+        return self._derive(f"({self.text}) * {f}", self.value * f, f"({self.expr} * {f})")
 
     def half_up(self) -> Dim:
-        if self.text.isdigit():
-            return Dim(str((self.value + 1) // 2), (self.value + 1) // 2)
-        return Dim(f"({self.text} + 1) // 2", (self.value + 1) // 2)
+        return self._derive(f"({self.text} + 1) // 2", (self.value + 1) // 2, f"(({self.expr} + 1) // 2)")
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Dim) and (self.text, self.value) == (other.text, other.value)
@@ -156,12 +166,15 @@ def build_pipeline(draw, prog: Program, stages: tuple[int, int]) -> None:
     d0, d1 = Dim(str(n0), n0), Dim(str(n1), n1)
     # now and then symbolic sizes, bound from A's shape at call time
     sym = draw(st.sampled_from(["", "", "", "n", "nm"]))
+    prog.data(f"N, M = {n0}, {n1}")
     if "n" in sym:
         prog.run("n = te.var('n')")
-        d0 = Dim("n", n0)
+        d0 = Dim("n", n0, "N")
+        prog.symbolic.append("N")
     if "m" in sym:
         prog.run("m = te.var('m')")
-        d1 = Dim("m", n1)
+        d1 = Dim("m", n1, "M")
+        prog.symbolic.append("M")
     dt = draw(st.sampled_from(DTYPES))
     prog.dtype = dt
     is_int = dt.startswith("int")
@@ -171,7 +184,7 @@ def build_pipeline(draw, prog: Program, stages: tuple[int, int]) -> None:
         return str(i) if is_int else repr(f)
 
     prog.run(f"A = te.placeholder({_tuple((d0, d1))}, name='A', dtype='{dt}')")
-    prog.run(f"a = rand({n0}, {n1}, dtype='{dt}')")
+    prog.data(f"a = rand({d0.expr}, {d1.expr}, dtype='{dt}')")
     prog.inputs.append("A")
     prog.shapes["A"] = (d0, d1)
     prog.refs["A"] = "a"
@@ -182,7 +195,9 @@ def build_pipeline(draw, prog: Program, stages: tuple[int, int]) -> None:
         shape = prog.shapes[cur]
         kinds = ["ew", "transpose", "add2", "pad", "stride2", "upsample"]
         if len(shape) == 2:
-            kinds += ["reduce", "matmul"]
+            kinds += ["reduce", "matmul", "bcast"]
+            if not is_int:
+                kinds.append("argmax")
             if shape[1].value >= 3:
                 kinds += ["conv"]
         if any(d.value >= 2 for d in shape):
@@ -198,19 +213,19 @@ def build_pipeline(draw, prog: Program, stages: tuple[int, int]) -> None:
         if kind == "ew":
             e = _ew_expr(draw, "x", is_int)
             prog.run(f"{name} = te.compute({_tuple(shape)}, lambda {idx}: (lambda x: {e})({cur}[{idx}]), name='{name}')")
-            prog.run(f"{r} = (lambda x: {_np_ew(e)})({ref})")
+            prog.data(f"{r} = (lambda x: {_np_ew(e)})({ref})")
         elif kind == "transpose":
             if len(shape) == 2:
                 shape = (shape[1], shape[0])
                 prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i, j: {cur}[j, i] * {c(2.0, 2)} - {c(1.0, 1)}, name='{name}')")
-                prog.run(f"{r} = {ref}.T * {c(2.0, 2)} - {c(1.0, 1)}")
+                prog.data(f"{r} = {ref}.T * {c(2.0, 2)} - {c(1.0, 1)}")
             else:
                 prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i: {cur}[{shape[0].text} - 1 - i] + {c(0.5, 2)}, name='{name}')")
-                prog.run(f"{r} = {ref}[::-1] + {c(0.5, 2)}")
+                prog.data(f"{r} = {ref}[::-1] + {c(0.5, 2)}")
         elif kind == "add2":
             other = draw(st.sampled_from(same))
             prog.run(f"{name} = te.compute({_tuple(shape)}, lambda {idx}: {cur}[{idx}] - {other}[{idx}] * {c(0.5, 2)}, name='{name}')")
-            prog.run(f"{r} = {ref} - {prog.refs[other]} * {c(0.5, 2)}")
+            prog.data(f"{r} = {ref} - {prog.refs[other]} * {c(0.5, 2)}")
         elif kind == "shift":
             d = draw(st.sampled_from([d for d in range(len(shape)) if shape[d].value >= 2]))
             w = draw(st.integers(1, min(2, shape[d].value - 1)))  # reads x, x+1 (.. x+w)
@@ -219,13 +234,13 @@ def build_pipeline(draw, prog: Program, stages: tuple[int, int]) -> None:
             terms, nterms = [], []
             for off in range(w + 1):
                 ix = [f"{v} + {off}" if (p == d and off) else v for p, v in enumerate(vs)]
-                sl = [f"{off}:{off + out[p].value}" if p == d else ":" for p in range(len(shape))]
+                sl = [f"{off}:{off} + {out[p].expr}" if p == d else ":" for p in range(len(shape))]
                 k_ = c(*((1.0, 1), (-0.5, -2), (0.25, 3))[off])
                 terms.append(f"{cur}[{', '.join(ix)}] * {k_}")
                 nterms.append(f"{ref}[{', '.join(sl)}] * {k_}")
             shape = tuple(out)
             prog.run(f"{name} = te.compute({_tuple(shape)}, lambda {idx}: {' + '.join(terms)}, name='{name}')")
-            prog.run(f"{r} = {' + '.join(nterms)}")
+            prog.data(f"{r} = {' + '.join(nterms)}")
         elif kind == "pad":  # a zero border of p on one side or both: guarded reads outside the input
             d = draw(st.integers(0, len(shape) - 1))
             lo, hi = draw(st.sampled_from([(1, 1), (1, 0), (0, 2), (2, 1)]))
@@ -236,7 +251,7 @@ def build_pipeline(draw, prog: Program, stages: tuple[int, int]) -> None:
             cond = f"te.all({v} >= {lo}, {v} < {shape[d].text} + {lo})"
             prog.run(f"{name} = te.compute({_tuple(out)}, lambda {idx}: te.if_then_else({cond}, {cur}[{', '.join(ix)}], {c(-0.75, -3)}), name='{name}')")
             widths = ", ".join(f"({lo}, {hi})" if p == d else "(0, 0)" for p in range(len(shape)))
-            prog.run(f"{r} = np.pad({ref}, [{widths}], constant_values={c(-0.75, -3)})")
+            prog.data(f"{r} = np.pad({ref}, [{widths}], constant_values={c(-0.75, -3)})")
             shape = tuple(out)
         elif kind == "stride2":  # every other element: floordiv-free reads at 2*i
             d = draw(st.integers(0, len(shape) - 1))
@@ -245,7 +260,7 @@ def build_pipeline(draw, prog: Program, stages: tuple[int, int]) -> None:
             ix = [f"{x} * 2" if p == d else x for p, x in enumerate(vs)]
             sl = ["::2" if p == d else ":" for p in range(len(shape))]
             prog.run(f"{name} = te.compute({_tuple(out)}, lambda {idx}: {cur}[{', '.join(ix)}] + {c(0.125, 1)}, name='{name}')")
-            prog.run(f"{r} = {ref}[{', '.join(sl)}] + {c(0.125, 1)}")
+            prog.data(f"{r} = {ref}[{', '.join(sl)}] + {c(0.125, 1)}")
             shape = tuple(out)
         elif kind == "upsample":  # each element twice: reads at i // 2
             d = draw(st.integers(0, len(shape) - 1))
@@ -253,7 +268,7 @@ def build_pipeline(draw, prog: Program, stages: tuple[int, int]) -> None:
             out[d] = shape[d].times(2)
             ix = [f"{x} // 2" if p == d else x for p, x in enumerate(vs)]
             prog.run(f"{name} = te.compute({_tuple(out)}, lambda {idx}: {cur}[{', '.join(ix)}] * {c(0.75, 3)}, name='{name}')")
-            prog.run(f"{r} = np.repeat({ref}, 2, axis={d}) * {c(0.75, 3)}")
+            prog.data(f"{r} = np.repeat({ref}, 2, axis={d}) * {c(0.75, 3)}")
             shape = tuple(out)
         elif kind == "conv":  # a 1-D convolution along the rows: a reduction over shifted reads
             n, m = shape
@@ -262,30 +277,49 @@ def build_pipeline(draw, prog: Program, stages: tuple[int, int]) -> None:
             prog.run(f"{kv} = te.reduce_axis((0, {w}), name='{kv}')")
             shape = (n, m.minus(w - 1))
             prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i, j: te.sum({cur}[i, j + {kv}] * ({kv} + 1).astype('{dt}'), axis={kv}), name='{name}')")
-            prog.run(f"{r} = sum({ref}[:, t:t + {shape[1].value}] * (t + 1) for t in range({w}))")
+            prog.data(f"{r} = sum({ref}[:, t:t + {shape[1].expr}] * (t + 1) for t in range({w}))")
             prog.reductions.add(name)
         elif kind == "reduce":
-            how = draw(st.sampled_from(["sum", "max", "where"]))
+            how = draw(st.sampled_from(["sum", "max", "min", "where"]))
             n, m = shape
             kv = f"k{name.lower()}"
             prog.run(f"{kv} = te.reduce_axis((0, {m.text}), name='{kv}')")
             shape = (n,)
             if how == "sum":
                 prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i: te.sum({cur}[i, {kv}] * {c(0.5, 2)}, axis={kv}), name='{name}')")
-                prog.run(f"{r} = ({ref} * {c(0.5, 2)}).sum(axis=1)")
-            elif how == "max":
-                prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i: te.max({cur}[i, {kv}], axis={kv}), name='{name}')")
-                prog.run(f"{r} = {ref}.max(axis=1)")
+                prog.data(f"{r} = ({ref} * {c(0.5, 2)}).sum(axis=1)")
+            elif how in ("max", "min"):
+                prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i: te.{how}({cur}[i, {kv}], axis={kv}), name='{name}')")
+                prog.data(f"{r} = {ref}.{how}(axis=1)")
             else:
                 prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i: te.sum({cur}[i, {kv}], axis={kv}, where={kv} % 3 != 1), name='{name}')")
-                prog.run(f"{r} = ({ref} * (np.arange({m.value}) % 3 != 1)).sum(axis=1)")
+                prog.data(f"{r} = ({ref} * (np.arange({m.expr}) % 3 != 1)).sum(axis=1)")
+            prog.reductions.add(name)
+        elif kind == "bcast":  # softmax's first step: a row maximum, read back along the row
+            n, m = shape
+            kv, h = f"k{name.lower()}m", f"{name}m"
+            prog.run(f"{kv} = te.reduce_axis((0, {m.text}), name='{kv}')")
+            prog.run(f"{h} = te.compute(({n.text},), lambda i: te.max({cur}[i, {kv}], axis={kv}), name='{h}')")
+            prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i, j: {cur}[i, j] - {h}[i], name='{name}')")
+            prog.data(f"{r} = {ref} - {ref}.max(axis=1, keepdims=True)")
+            prog.helpers.append(h)
+        elif kind == "argmax":  # a reduction with two outputs; the next stage reads the value
+            n, m = shape
+            kv = f"k{name.lower()}"
+            prog.run("argmax = te.comm_reducer(lambda x, y: (te.select(x[1] >= y[1], x[0], y[0]), "
+                     "te.select(x[1] >= y[1], x[1], y[1])), lambda t0, t1: (te.const(-1, t0), te.min_value(t1)), "
+                     "name='argmax')")
+            prog.run(f"{kv} = te.reduce_axis((0, {m.text}), name='{kv}')")
+            shape = (n,)
+            prog.run(f"{name}i, {name} = te.compute({_tuple(shape)}, lambda i: argmax(({kv}.var, {cur}[i, {kv}]), axis={kv}), name='{name}')")
+            prog.data(f"{r} = {ref}.max(axis=1)")
             prog.reductions.add(name)
         elif kind == "matmul":
             n, kk = shape
             mv = draw(st.sampled_from(SIZES))
             w = f"W{name}"
             prog.run(f"{w} = te.placeholder(({kk.text}, {mv}), name='{w}', dtype='{dt}')")
-            prog.run(f"w{name.lower()} = rand({kk.value}, {mv}, seed={k + 1}, dtype='{dt}')")
+            prog.data(f"w{name.lower()} = rand({kk.expr}, {mv}, seed={k + 1}, dtype='{dt}')")
             prog.inputs.append(w)
             prog.shapes[w] = (kk, Dim(str(mv), mv))
             prog.refs[w] = f"w{name.lower()}"
@@ -294,9 +328,9 @@ def build_pipeline(draw, prog: Program, stages: tuple[int, int]) -> None:
             prog.run(f"{kv} = te.reduce_axis((0, {kk.text}), name='{kv}')")
             prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i, j: te.sum({cur}[i, {kv}] * {w}[{kv}, j], axis={kv}), name='{name}')")
             acc = "np.int64" if is_int else "np.float64"
-            prog.run(f"{r} = {ref}.astype({acc}) @ w{name.lower()}.astype({acc})")
+            prog.data(f"{r} = {ref}.astype({acc}) @ w{name.lower()}.astype({acc})")
             prog.reductions.add(name)
-        prog.run(f"{r} = np.asarray({r}).astype(np.{dt})")  # wraps around like the kernel's integers
+        prog.data(f"{r} = np.asarray({r}).astype(np.{dt})")  # wraps around like the kernel's integers
         prog.shapes[name] = shape
         prog.refs[name] = r
         prog.computed.append(name)
@@ -305,7 +339,7 @@ def build_pipeline(draw, prog: Program, stages: tuple[int, int]) -> None:
     if len(prog.computed) >= 2 and draw(st.integers(0, 5)) == 0:  # an intermediate result is an output too
         prog.outputs.insert(0, draw(st.sampled_from(prog.computed[:-1])))
     prog.run(f"s = te.create_schedule([{', '.join(t + '.op' for t in prog.outputs)}])")
-    prog.stage_names = list(prog.computed)
+    prog.stage_names = prog.computed + prog.helpers
 
 
 # ---- schedules ---------------------------------------------------------------------------
@@ -428,7 +462,12 @@ def run_example(draw, stats: dict, stages: tuple[int, int]) -> None:
     want = ", ".join(prog.refs[t] for t in prog.outputs)
     tol = "rtol=0, atol=0" if prog.dtype.startswith("int") else "rtol=1e-4, atol=1e-4"
     line = f"check(s, [{args}], [{refs}], [{want}], {tol})"
-    note(prog.source() + "\n" + line)
+    tail = [line]
+    if prog.symbolic:  # the same kernel at other sizes, larger (so every stage keeps a shape)
+        n2 = prog.ns["N"] + draw(st.sampled_from([0, 1, 4, 16])) if "N" in prog.symbolic else prog.ns["N"]
+        m2 = prog.ns["M"] + draw(st.sampled_from([0, 1, 4, 16])) if "M" in prog.symbolic else prog.ns["M"]
+        tail += [f"N, M = {n2}, {m2}", *prog.data_lines[1:], line]
+    note(prog.source() + "\n" + "\n".join(tail))
     try:
         tessel.lower(prog.ns["s"], [prog.ns[t] for t in [*prog.inputs, *prog.outputs]])
     except ScheduleError:
@@ -436,30 +475,32 @@ def run_example(draw, stats: dict, stages: tuple[int, int]) -> None:
         return
     stats["accepted"] = stats.get("accepted", 0) + 1
     try:
-        exec(line, prog.ns)
+        for ln in tail:
+            exec(ln, prog.ns)
     except Exception as e:
+        text = prog.source() + "\n" + "\n".join(tail)
         if COLLECT:
             with open(COLLECT, "a") as fh:
-                fh.write(f"==== {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}\n"
-                         f"{prog.source()}\n{line}\n")
+                fh.write(f"==== {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}\n{text}\n")
             if not (MATCH and re.search(MATCH, f"{type(e).__name__}: {e}")):
                 return
-        raise AssertionError(f"{type(e).__name__}: {e}\n---- program ----\n{prog.source()}\n{line}\n"
+        raise AssertionError(f"{type(e).__name__}: {e}\n---- program ----\n{text}\n"
                              f"---- traceback ----\n{traceback.format_exc()}") from None
 
 
-def _fuzz(stages: tuple[int, int]) -> dict:
+def _fuzz(stages: tuple[int, int], part: int = 0, examples: int = EXAMPLES) -> dict:
     stats: dict = {}
 
-    @seed(int(SEED or 0) * 1000 + 10 * stages[0] + stages[1])  # each family its own examples
-    @FUZZ
+    # each family (and part of one) its own examples
+    @seed(int(SEED or 0) * 1000 + 100 * part + 10 * stages[0] + stages[1])
+    @settings(FUZZ, max_examples=examples)
     @given(st.data())
     def run(data):
         run_example(data.draw, stats, stages)
 
     run()
     if os.environ.get("TESSEL_FUZZ_STATS"):
-        print(stages, stats)
+        print(stages, part, stats)
     total = stats.get("accepted", 0) + stats.get("rejected", 0)
     assert total and stats.get("accepted", 0) >= 0.6 * total, stats
     return stats
@@ -469,8 +510,10 @@ def test_schedule_fuzz_short_pipelines():
     _fuzz((1, 2))
 
 
-def test_schedule_fuzz_three_stages():
-    _fuzz((3, 3))
+@pytest.mark.parametrize("part", [0, 1])
+def test_schedule_fuzz_three_stages(part):
+    """Three stages take longer to build and run: two halves, so that test workers share them."""
+    _fuzz((3, 3), part, max(EXAMPLES // 2, 1))
 
 
 # ---- regressions: the fuzzer's findings, minimised ----------------------------------------
@@ -551,3 +594,42 @@ def test_guarded_loads_are_found_for_the_compiler_flags():
     if comp.supports("no_if_convert"):
         assert NO_IF_CONVERT in comp.flags(guarded_loads=True)
         assert NO_IF_CONVERT not in comp.flags()
+
+
+def test_temporary_sized_by_an_outer_loop_is_allocated_inside_it():
+    """C's region in D's loop over t varies with the loop outside t (a fused-and-split loop),
+    so its size uses that loop's variable and C lives on the heap. The C target moved such a
+    temporary out of the loops around it, up to the function or a parallel loop; stopped by
+    the outer loop it never declared it (C_1 undeclared). It is now allocated once per
+    iteration of that loop, at the top of its body."""
+    A = te.placeholder((13, 10), name="A")
+    C = te.compute((13, 10), lambda i, j: A[i, j] * 2.0, name="C")
+    D = te.compute((10, 13, 2), lambda i, j, t: C[j, i] - t.astype("float32"), name="D")
+    s = te.create_schedule(D.op)
+    i, j, t = D.op.axis
+    o, fi = s[D].split(s[D].fuse(i, j), factor=17)
+    s[D].reorder(o, t, fi)
+    s[C].compute_at(s[D], t)
+    a = rand(13, 10)
+    check(s, [A, D], [a], [(a.T[:, :, None] * 2 - np.arange(2)[None, None, :]).astype("float32")])
+
+
+def test_symbolic_upsample_with_partitioned_compute_at_regions():
+    """The fuzzer's program for the bug above: partitioned copies of a compute_at region whose
+    size varies with j.outer, at two values of the symbolic sizes."""
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m - 1), lambda i, j: A[i, j] - A[i, j + 1] * 0.5, name="B")
+    C = te.compute((n, (m - 1) * 2), lambda i, j: B[i, j // 2] * 0.75, name="C")
+    D = te.compute((n, (m - 1) * 2), lambda i, j: C[i, j] + 1.0, name="D")
+    s = te.create_schedule(D.op)
+    s[C].vectorize(C.op.axis[1])
+    s[C].split(C.op.axis[1], factor=3)
+    s[B].compute_at(s[D], D.op.axis[0])
+    s[C].compute_at(s[D], D.op.axis[0])
+    s[D].vectorize(D.op.axis[1])
+    s[D].tile(D.op.axis[0], D.op.axis[1], 3, 7)
+    for shape in [(10, 7), (10, 23)]:
+        a = rand(*shape)
+        b = a[:, :-1] - a[:, 1:] * 0.5
+        check(s, [A, D], [a], [np.repeat(b, 2, axis=1) * 0.75 + 1.0])

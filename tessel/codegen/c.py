@@ -322,13 +322,14 @@ class _CGen(ExprWriter):
             value = self.expr(s.value)
             self.bound.add(id(s.var))
             name = self.names.get(s.var, s.var.name)
-            fresh_scope = name in self.scopes[-1]  # the same variable bound twice in one block
+            # the same variable bound twice in one block, or temporaries allocated in its body
+            fresh_scope = name in self.scopes[-1] or id(s) in self.hoist_into
             if fresh_scope:
                 self.open("")
             self.scopes[-1].add(name)
             t = self.vec.vtype(s.var.dtype) if s.var.dtype.lanes > 1 else ctype(s.var.dtype)
             self.emit(f"const {t} {name} = {value};")
-            self.stmt(s.body)
+            self._body_with_hoisted(s, s.body)
             if fresh_scope:
                 self.close()
             self.bound.discard(id(s.var))
@@ -400,10 +401,10 @@ class _CGen(ExprWriter):
         self.open(f"for ({ctype(v.dtype)} {name} = {lo}; {name} < {end}; ++{name})")
         if private:
             self.open(f"if ({' && '.join(f'{n} != NULL' for n in private)})")
-            self.stmt(s.body)
+            self._body_with_hoisted(s, s.body)
             self.close()
         else:
-            self.stmt(s.body)
+            self._body_with_hoisted(s, s.body)
         self.close()
         self.bound.discard(id(v))
         if region:
@@ -456,14 +457,20 @@ class _CGen(ExprWriter):
         """
         self.hoisted: set[int] = set()
         self.hoist_to: dict[int, list[S.Allocate]] = {}  # id(parallel For) or id(func) -> allocations
+        # id(For or LetStmt) -> allocations made once per iteration, at the top of its body
+        self.hoist_into: dict[int, list[S.Allocate]] = {}
 
         def walk(n, outer: list) -> None:
             if isinstance(n, S.Allocate) and _on_heap(n.buffer) and outer:
                 used = set().union(*(free_vars(x) for x in n.buffer.shape))
-                target = None
+                target, plan = None, self.hoist_to
                 for node in reversed(outer):
                     bound = node.loop_var if isinstance(node, S.For) else node.var
                     if bound in used:
+                        # the size changes with this loop (a compute_at region that varies with
+                        # it): allocate at the top of its body, out of the loops inside it only
+                        if target is not None:
+                            target, plan = node, self.hoist_into
                         break
                     target = node
                     if isinstance(node, S.For) and node.kind == "parallel":
@@ -472,7 +479,7 @@ class _CGen(ExprWriter):
                     target = self.func
                 if target is not None:
                     self.hoisted.add(id(n))
-                    self.hoist_to.setdefault(id(target), []).append(n)
+                    plan.setdefault(id(target), []).append(n)
             if isinstance(n, S.For | S.LetStmt):
                 outer = [*outer, n]
             for f in n.fields():
@@ -482,11 +489,28 @@ class _CGen(ExprWriter):
 
         walk(body, [])
 
-    def _open_hoisted(self, key: int) -> list[str]:
+    def _body_with_hoisted(self, node, body: S.Stmt) -> None:
+        """``body`` of loop or let ``node``, after the temporaries hoisted into it are allocated
+        (and freed after it)."""
+        names = self._open_hoisted(id(node), self.hoist_into)
+        if not names:
+            self.stmt(body)
+            return
+        self.open(f"if (!({' && '.join(f'{n} != NULL' for n in names)}))")
+        self.emit("tsl_status = 1;")
+        self.depth -= 1
+        self.scopes.pop()
+        self.open("} else")
+        self.stmt(body)
+        self.close()
+        for n in names:
+            self.emit(f"free({n});")
+
+    def _open_hoisted(self, key: int, plan: dict | None = None) -> list[str]:
         """Declare the temporaries hoisted to ``key``; their names, to free at the end."""
         names: list[str] = []
         seen: set[int] = set()
-        for a in self.hoist_to.get(key, []):
+        for a in (self.hoist_to if plan is None else plan).get(key, []):
             b = a.buffer
             if id(b) in seen:  # one buffer allocated in several places (a partitioned loop's copies)
                 continue

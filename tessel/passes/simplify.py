@@ -12,7 +12,7 @@ from ..arith import Analyzer
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
-from ..ir.functor import Mutator, substitute
+from ..ir.functor import Mutator, replace_buffer, structural_equal, substitute
 
 
 class _Simplify(Mutator):
@@ -51,6 +51,18 @@ class _Simplify(Mutator):
             with self.ana.constraint_scope(O.logical_not(cond)):
                 els = self.visit(s.else_case)
         return S.IfThenElse(cond, then, els)
+
+    def visit_Allocate(self, s: S.Allocate):
+        """The size too, in the context of the loops around it: a region's extent written in a
+        loop variable that a partition or an unrolled copy has since fixed (``(7*17 + 16)//13 -
+        7*17//13 + 1``) folds to a constant, so the temporary can live on the stack."""
+        old = s.buffer
+        shape = tuple(self._expr(x) for x in old.shape)
+        body = self.visit(s.body)
+        if all(structural_equal(a, b) for a, b in zip(shape, old.shape)):
+            return s if body is s.body else S.Allocate(old, body)
+        new = S.Buffer(old.name, old.dtype, shape, old.scope)
+        return S.Allocate(new, replace_buffer(body, old, new))
 
     def visit_SeqStmt(self, s: S.SeqStmt):
         return S.seq(*[self.visit(x) for x in s.seq])
