@@ -10,7 +10,9 @@ Then the contenders take turns in blocks of calls (three rounds, alternating ord
 pause and two untimed calls before each block: OpenMP's, Halide's and TVM's worker threads
 spin for a while after a call and would otherwise steal the cores from the next contender),
 ``--repeat`` timed calls in all, summarized by their median: on a shared machine a burst of
-load then hits every contender alike.
+load then hits every contender alike. A bandwidth-bound kernel (GB/s) has a yardstick in the
+same rounds: tessel's plain copy of 2 x 64 MiB, so "% of copy" compares two figures taken
+under the same load rather than one from the start of the run and one from minutes later.
 
 Writes ``results/benchmarks.md`` (the table and the machine's measured peaks),
 ``results/benchmarks.json`` and, with matplotlib, ``results/benchmarks.png``.
@@ -48,6 +50,7 @@ class Row:
     rate: dict[str, float | None] = field(default_factory=dict)      # GFLOP/s or GB/s
     build_s: dict[str, float | None] = field(default_factory=dict)   # cold build
     cached_s: float | None = None                                     # tessel's cached build
+    copy_rate: float | None = None                                    # GB/s of the copy yardstick
     notes: dict[str, str] = field(default_factory=dict)               # why a contender has no number
 
 
@@ -67,6 +70,19 @@ def _tessel(case: Case, inputs: list[np.ndarray]):
     out = np.empty(case.out_shape, "float32")
     kw = {"num_threads": case.threads} if case.threads else {}
     return (lambda: f(*inputs, out, **kw)), (lambda: out), cold, cached
+
+
+def _copy_yardstick(threads: int | None, quick: bool):
+    """tessel's copy kernel (``examples/fast_streams.copy``) ready to call, and the bytes it moves."""
+    import tessel
+    from examples.fast_streams import copy
+
+    n = 1 << (20 if quick else 24)
+    f = tessel.build(*copy(n))
+    a = np.random.default_rng(1).standard_normal(n, "float32")
+    out = np.empty_like(a)
+    kw = {"num_threads": threads} if threads else {}
+    return (lambda: f(a, out, **kw)), 2.0 * a.nbytes
 
 
 def numpy_times(case: Case, repeat: int) -> list[float]:
@@ -121,6 +137,10 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
         row.build_s[peer] = pr.build_s
     if case.threads == 1:  # timed in a process of its own, below
         del runners["numpy"]
+    copy_bytes = 0.0
+    if case.unit == "GB/s":
+        fn, copy_bytes = _copy_yardstick(case.threads, quick)
+        runners["copy"] = (fn, None)
     for name, (fn, res) in list(runners.items()):
         try:
             fn()  # warm up: first-touch page faults, thread pools, lazy JIT
@@ -129,7 +149,7 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
             print(f"  {name} failed to run {case.kernel} {case.size}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
             del runners[name]
             continue
-        if name == "numpy":
+        if name in ("numpy", "copy"):
             continue
         try:
             np.testing.assert_allclose(res(), want, rtol=case.rtol, atol=case.atol)
@@ -152,6 +172,8 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
                 times[name].append(time.perf_counter() - t0)
     if case.threads == 1:
         times["numpy"] = numpy_one_thread(index, quick, repeat)
+    if "copy" in times:
+        row.copy_rate = copy_bytes / float(np.median(times.pop("copy"))) / 1e9
     for name in CONTENDERS:
         if name in times:
             t = float(np.median(times[name]))
@@ -173,10 +195,17 @@ def _ratio(row: Row, other: str) -> str:
     return f"{b / a:.2f}x"
 
 
+def _of_copy(row: Row) -> str:
+    rate = row.rate.get("tessel")
+    if row.copy_rate is None or rate is None:
+        return "—"
+    return f"{100 * rate / row.copy_rate:.0f}% of {row.copy_rate:.1f}"
+
+
 def table(rows: list[Row]) -> str:
     head = ("| kernel | size | threads | tessel | NumPy | Halide | TVM | tessel vs NumPy | vs Halide | vs TVM "
-            "| tessel build cold / cached (ms) | Halide / TVM build (ms) |")
-    out = [head, "|" + "---|" * 12]
+            "| % of copy | tessel build cold / cached (ms) | Halide / TVM build (ms) |")
+    out = [head, "|" + "---|" * 13]
     for r in rows:
         def cell(name: str, r: Row = r) -> str:
             if name in r.rate:
@@ -188,7 +217,7 @@ def table(rows: list[Row]) -> str:
         out.append(
             f"| {r.kernel} | {r.size} | {r.threads} | {cell('tessel')} | {cell('numpy')} | {cell('halide')} "
             f"| {cell('tvm')} | {_ratio(r, 'numpy')} | {_ratio(r, 'halide')} | {_ratio(r, 'tvm')} "
-            f"| {_fmt(r.build_s['tessel'] * 1e3, 0)} / {_fmt((r.cached_s or 0) * 1e3, 1)} | {builds} |")
+            f"| {_of_copy(r)} | {_fmt(r.build_s['tessel'] * 1e3, 0)} / {_fmt((r.cached_s or 0) * 1e3, 1)} | {builds} |")
     return "\n".join(out)
 
 

@@ -30,8 +30,10 @@ import math
 
 import numpy as np
 
+from ..arith import Analyzer
 from ..errors import BuildError
 from ..ir import expr as E
+from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.dtype import DType
 from ..ir.functor import Visitor, collect, free_vars
@@ -365,13 +367,20 @@ class _CGen(ExprWriter):
         else:
             raise BuildError(f"kernel {self.func.name!r}: the c target cannot generate {type(s).__name__}")
 
+    def _loop_end(self, s: S.For) -> str:
+        """``min + extent``, simplified when that is shorter: a tail loop's bounds are written
+        as what came before it plus what remains, and the two halves usually cancel."""
+        plain = f"{self.expr(s.min, 6)} + {self.expr(s.extent, 6)}"
+        folded = self.expr(Analyzer().simplify(O.add(s.min, s.extent)), 6)
+        return folded if len(folded) < len(plain) else plain
+
     def _for(self, s: S.For) -> None:
         v = s.loop_var
         lo = self.expr(s.min)
         ext = self.expr(s.extent, 6)
         self.bound.add(id(v))
         name = self.names.get(v, v.name)
-        end = ext if _is_zero(s.min) else f"{self.expr(s.min, 6)} + {ext}"
+        end = ext if _is_zero(s.min) else self._loop_end(s)
         private: list[str] = []
         region = False
         streams = s.kind == "parallel" and bool(
