@@ -428,3 +428,66 @@ def test_split_then_vectorized_output_still_streams(n, monkeypatch):
     a = rand(n)
     ks = check(s, [A, B], [a], [a + np.float32(0.5)])
     assert "tsl_stream_f32x" in ks["c"].source
+
+
+# ---- pragmas -----------------------------------------------------------------------------------------
+def _tiled_scale(m, n, bi, bj):
+    A = te.placeholder((m, n), name="A")
+    C = te.compute((m, n), lambda i, j: A[i, j] * 3.0 - 1.0, name="C")
+    s = te.create_schedule(C.op)
+    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], bi, bj)
+    return s, [A, C], (io, jo, ii, ji)
+
+
+@pytest.mark.parametrize("shape", [(8, 8), (7, 13)])
+def test_auto_unroll_max_step_unrolls_small_nests_only(shape):
+    m, n = shape
+    s, args, (io, jo, ii, ji) = _tiled_scale(m, n, 2, 4)
+    s[args[1]].pragma(jo, "auto_unroll_max_step", 8)  # ii x ji = 8 steps: both unrolled, jo itself not
+    a = rand(m, n)
+    check(s, args, [a], [a * 3.0 - 1.0])
+    loops = {f.loop_var.name for f in collect(_final(s, args), lambda x: isinstance(x, S.For))}
+    assert "i.inner" not in loops and "j.inner" not in loops
+    assert "j.outer" in loops and "i.outer" in loops
+
+
+def test_auto_unroll_max_step_below_the_nest_unrolls_only_the_inner_loop():
+    s, args, (io, jo, ii, ji) = _tiled_scale(8, 8, 2, 4)
+    s[args[1]].pragma(jo, "auto_unroll_max_step", 4)  # ji (4 steps) fits, ii x ji (8) does not
+    loops = {f.loop_var.name for f in collect(_final(s, args), lambda x: isinstance(x, S.For))}
+    assert "j.inner" not in loops and "i.inner" in loops
+    a = rand(8, 8)
+    check(s, args, [a], [a * 3.0 - 1.0])
+
+
+def test_auto_unroll_zero_and_unroll_explicit_change_nothing():
+    s, args, (io, jo, ii, ji) = _tiled_scale(8, 8, 2, 4)
+    before = tessel.build(s, args).source
+    s[args[1]].pragma(io, "auto_unroll_max_step", 0)
+    s[args[1]].pragma(io, "unroll_explicit", True)
+    assert tessel.build(s, args).source == before
+
+
+def test_debug_skip_region_leaves_the_output_untouched():
+    s, args, (io, jo, ii, ji) = _tiled_scale(8, 8, 2, 4)
+    s[args[1]].pragma(io, "debug_skip_region")
+    assert "pragma_debug_skip_region" in str(tessel.lower(s, args))
+    for target in ("python", "c"):
+        f = tessel.build(s, args, target=target)
+        out = np.full((8, 8), 7.0, "float32")
+        f(rand(8, 8), out)
+        np.testing.assert_array_equal(out, 7.0)
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("parallel_launch_point", None, "unknown pragma"),
+    ("auto_unroll_max_step", -1, "int >= 0"),
+    ("auto_unroll_max_step", 2.5, "int >= 0"),
+    ("unroll_explicit", False, "always unrolls in the IR"),
+])
+def test_pragma_refused_with_the_reason(key, value, words):
+    s, args, (io, jo, ii, ji) = _tiled_scale(8, 8, 2, 4)
+    with pytest.raises(tessel.ScheduleError, match=words) as info:
+        s[args[1]].pragma(io, key, value)
+    assert "stage C" in str(info.value) and "i.outer" in str(info.value)
+    assert not s[args[1]].iter_var_attrs.get(io) or not s[args[1]].iter_var_attrs[io].pragmas

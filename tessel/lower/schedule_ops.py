@@ -123,7 +123,13 @@ class _Builder:
             body = substitute(body, {iv.var: O.add(var, r.min)})
         if kind == "thread_binding" and not tag:
             kind = "serial"
-        return S.For(var, O.const(0, r.extent.dtype), r.extent, kind, body, tag)
+        loop: S.Stmt = S.For(var, O.const(0, r.extent.dtype), r.extent, kind, body, tag)
+        pragmas = attr.pragmas if attr else {}
+        if "debug_skip_region" in pragmas:
+            return S.AttrStmt(st.op, "pragma_debug_skip_region", iv.var.name, S.Evaluate(0))
+        if pragmas.get("auto_unroll_max_step"):
+            loop = _auto_unroll(loop, pragmas["auto_unroll_max_step"], self.ctx.analyzer)
+        return loop
 
     # ---- guards for non-divisible splits and regions beyond a tensor ---------------------
     def bound_checks(self, st: Stage, value: dict[E.IterVar, E.PrimExpr]) -> list[E.PrimExpr]:
@@ -166,3 +172,48 @@ def _guard(preds: list[E.PrimExpr], body: S.Stmt) -> S.Stmt:
 
 
 __all__ = ["LowerError", "schedule_ops"]
+
+
+def _auto_unroll(stmt: S.Stmt, max_steps: int, ana) -> S.Stmt:
+    """``pragma(x, "auto_unroll_max_step", n)``: serial loops of constant extent in the nest
+    whose iterations, counting those of the loops inside them, are at most ``n`` become
+    ``unrolled``; the unroll pass then makes them straight-line code. Vectorized, parallel and
+    bound loops keep their kind and count as one step (a vector statement is one step)."""
+
+    def visit(s: S.Stmt) -> tuple[S.Stmt, int | None]:
+        """The rewritten statement and its number of steps (None: not a constant)."""
+        if isinstance(s, S.For):
+            body, inner = visit(s.body)
+            ext = ana.simplify(s.extent)
+            if s.kind not in ("serial", "unrolled"):
+                steps = inner
+            else:
+                steps = ext.value * inner if isinstance(ext, E.IntImm) and inner is not None else None
+            kind = "unrolled" if s.kind == "serial" and steps is not None and steps <= max_steps else s.kind
+            if body is s.body and kind == s.kind:
+                return s, steps
+            return S.For(s.loop_var, s.min, s.extent, kind, body, s.thread_tag), steps
+        if isinstance(s, S.SeqStmt):
+            parts = [visit(x) for x in s.seq]
+            counts = [c for _, c in parts]
+            total = None if any(c is None for c in counts) else sum(counts)
+            return S.seq(*[x for x, _ in parts]), total
+        body = getattr(s, "body", None)
+        if isinstance(body, S.Stmt) and isinstance(s, S.AttrStmt | S.LetStmt | S.Allocate | S.ProducerRealize):
+            new, steps = visit(body)
+            if new is body:
+                return s, steps
+            return _with_body(s, new), steps
+        if isinstance(s, S.IfThenElse):
+            then, a = visit(s.then_case)
+            els, b = visit(s.else_case) if s.else_case is not None else (None, 0)
+            steps = None if a is None or b is None else max(a, b)
+            return S.IfThenElse(s.condition, then, els), steps
+        return s, 1
+
+    return visit(stmt)[0]
+
+
+def _with_body(s: S.Stmt, body: S.Stmt) -> S.Stmt:
+    fields = [body if f == "body" else getattr(s, f) for f in s._fields]
+    return type(s)(*fields)

@@ -297,7 +297,34 @@ class Stage:
 
     @recorded
     def pragma(self, iv: E.IterVar, key: str, value=None) -> None:
+        """A hint on loop ``iv`` that is not a loop kind of its own (TVM's spellings):
+
+        * ``"auto_unroll_max_step", n``: unroll every serial loop of constant extent in this
+          loop's nest (itself included) whose iterations, with those of the loops inside it,
+          number at most ``n``;
+        * ``"unroll_explicit", True``: accepted for TVM schedules; tessel always unrolls in the
+          IR (``False``, leaving it to the C compiler, is refused);
+        * ``"debug_skip_region"``: the loop is not run at all, to time a kernel without it.
+
+        Any other key is refused rather than stored and ignored: a hint with no effect would
+        look as if it had been honoured.
+        """
         self._check_leaf(iv, "pragma")
+        label = f"stage {self.name}: pragma({iv.var.name}, {key!r}"
+        if key == "auto_unroll_max_step":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ScheduleError(f"{label}, {value!r}): the maximum number of unrolled steps must be an "
+                                    "int >= 0, e.g. s[C].pragma(xo, 'auto_unroll_max_step', 16)")
+        elif key == "unroll_explicit":
+            if value is not None and not value:
+                raise ScheduleError(f"{label}, {value!r}): tessel always unrolls in the IR, so unrolled loops "
+                                    "become straight-line code; drop the pragma or pass True")
+        elif key == "debug_skip_region":
+            pass
+        else:
+            raise ScheduleError(f"{label}): unknown pragma; tessel knows 'auto_unroll_max_step' (with a step "
+                                "count), 'unroll_explicit' and 'debug_skip_region'. For unrolling one loop use "
+                                "s[T].unroll(axis), for threads s[T].parallel(axis)")
         self.iter_var_attrs.setdefault(iv, IterVarAttr()).pragmas[key] = value
 
     @recorded
