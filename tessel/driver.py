@@ -15,6 +15,7 @@ from .bound import run_infer_bound
 from .errors import LowerError
 from .ir import expr as E
 from .ir import stmt as S
+from .ir.fingerprint import Unhashable, fingerprint
 from .ir.functor import collect, free_vars
 from .lower import schedule_ops
 from .passes import loop_partition, simplify_stmt, storage_flatten, streaming_outputs, unroll, vectorize
@@ -55,6 +56,16 @@ def lower_steps(sch: Schedule, args: Sequence, name: str = "main",
                 vector_bytes: int | None = None) -> tuple[S.PrimFunc, list[Step]]:
     """Lower and keep the IR after every step (vectors planned for ``vector_bytes``, by
     default the C compiler's register width)."""
+    front, steps = _lower_schedule(sch, args, name)
+    func = _fast_passes(front, steps, vector_bytes)
+    if os.environ.get("TESSEL_DEBUG"):
+        for st in steps:
+            print(f"---- after {st.name} ----\n{st.ir}")
+    return func, steps
+
+
+def _lower_schedule(sch: Schedule, args: Sequence, name: str) -> tuple[S.PrimFunc, list[Step]]:
+    """The schedule as loops over flat buffers: every step that reads the schedule."""
     sch.verify()  # an illegal schedule is explained (and a fix proposed) before anything is derived from it
     # a rewrite (cache_write, rfactor, a cache_read's reader) replaces a stage's tensors; the user's own
     # tensors stand for the current ones
@@ -71,21 +82,22 @@ def lower_steps(sch: Schedule, args: Sequence, name: str = "main",
     stmt = simplify_stmt(stmt)
     steps.append(Step("simplify", stmt))
     _check_free_vars(stmt, sizes)
-    # fast kernels: guards out of hot loops, then the vector and unroll annotations made real
-    stmt = loop_partition(stmt)
+    return S.PrimFunc(name, params, sizes, stmt), steps
+
+
+def _fast_passes(front: S.PrimFunc, steps: list[Step], vector_bytes: int | None) -> S.PrimFunc:
+    """Guards out of hot loops, then the vector and unroll annotations made real: a function of
+    the IR alone, which is what lets ``build`` remember the code generated after it."""
+    stmt = loop_partition(front.body)
     steps.append(Step("loop_partition", stmt))
-    stream = streaming_outputs(stmt, params)
+    stream = streaming_outputs(stmt, list(front.params))
     stmt = vectorize(stmt, target_vector_bytes() if vector_bytes is None else vector_bytes, stream)
     steps.append(Step("vectorize", stmt))
     stmt = unroll(stmt)
     steps.append(Step("unroll", stmt))
     written = {id(s.buffer) for s in collect(stmt, lambda n: isinstance(n, S.BufferStore))}
-    outputs = [b for b in params if id(b) in written]
-    func = S.PrimFunc(name, params, sizes, stmt, outputs)
-    if os.environ.get("TESSEL_DEBUG"):
-        for st in steps:
-            print(f"---- after {st.name} ----\n{st.ir}")
-    return func, steps
+    outputs = [b for b in front.params if id(b) in written]
+    return S.PrimFunc(front.name, front.params, front.size_vars, stmt, outputs)
 
 
 def _check_free_vars(stmt: S.Stmt, sizes: list[E.Var]) -> None:
@@ -112,8 +124,30 @@ def lower(sch: Schedule, args: Sequence, name: str = "main", simple_mode: bool =
 
 
 def build(sch: Schedule, args: Sequence, target: str = "c", name: str = "main"):
-    """Compile the schedule into a callable on NumPy arrays (outputs are written in place)."""
+    """Compile the schedule into a callable on NumPy arrays (outputs are written in place).
+
+    For the C target the generated code is remembered (on disk, beside the compiled kernels)
+    under a hash of the lowered IR, the vector width and tessel's own code: a later build of the
+    same kernel, in this process or another, skips the last passes and the C generator, which
+    are most of a cached build's time when loops are unrolled."""
     from .codegen import build_func
 
-    func, _ = lower_steps(sch, args, name)
-    return build_func(func, target=target)
+    if target != "c" or os.environ.get("TESSEL_DEBUG"):
+        func, _ = lower_steps(sch, args, name)
+        return build_func(func, target=target)
+    from .codegen.c import build_c_source
+    from .runtime.cache import code_version, load_lowered, store_lowered
+
+    front, steps = _lower_schedule(sch, args, name)
+    vb = target_vector_bytes()
+    try:
+        key: str | None = fingerprint(code_version(), "c", vb, front)
+    except Unhashable:
+        key = None
+    plan = load_lowered(key) if key else None
+    if plan is not None and plan["name"] == name:
+        return build_c_source(front, plan, finish=lambda: _fast_passes(front, [], vb))
+    kernel = build_func(_fast_passes(front, steps, vb), target="c")
+    if key:
+        store_lowered(key, kernel.plan)
+    return kernel

@@ -815,17 +815,32 @@ def c_source(func: S.PrimFunc) -> str:
 def build_c(func: S.PrimFunc) -> CKernel:
     """Generate C for ``func``, compile it (or take it from the cache) and load it."""
     check_func(func)
-    spec = ArgSpec(func, written_buffers(func) | set(func.outputs))
+    outputs = written_buffers(func) | set(func.outputs)
     gen = _CGen(func)
     source = gen.function()
+    plan = {"source": source, "symbol": gen.symbol, "name": func.name, "openmp": gen.has_parallel,
+            "guarded_loads": has_guarded_loads(func.body), "float16": gen.uses_float16,
+            "outputs": [k for k, b in enumerate(func.params) if b in outputs]}
+    return build_c_source(func, plan)
+
+
+def build_c_source(func: S.PrimFunc, plan: dict, finish=None) -> CKernel:
+    """Compile and load generated code described by ``plan`` (see ``build_c``) for ``func``.
+
+    ``tessel.build`` calls this directly with the code it remembered for the kernel, ``func``
+    then being the kernel before its last passes and ``finish`` what completes it on demand
+    (the parameters, which are all the calling convention needs, are the same)."""
     comp = find_compiler()
-    if gen.uses_float16 and not comp.supports("float16"):
+    if plan["float16"] and not comp.supports("float16"):
         raise BuildError(
             f"kernel {func.name!r} uses float16, but the C compiler {comp.path} has no _Float16 type; "
             "use a newer gcc/clang (gcc >= 12, clang >= 15 on x86-64), compute in float32, or build "
             "with target='python'"
         )
-    flags = comp.flags(openmp=gen.has_parallel, guarded_loads=has_guarded_loads(func.body))
-    lib = load_or_build(source, func.name, gen.symbol, comp, flags)
-    return CKernel(func, source, spec, lib.lib, gen.symbol, lib.path, lib.seconds, lib.cache_hit,
-                   parallel=gen.has_parallel)
+    spec = ArgSpec(func, {func.params[k] for k in plan["outputs"]})
+    flags = comp.flags(openmp=plan["openmp"], guarded_loads=plan["guarded_loads"])
+    lib = load_or_build(plan["source"], func.name, plan["symbol"], comp, flags)
+    kernel = CKernel(func, plan["source"], spec, lib.lib, plan["symbol"], lib.path, lib.seconds, lib.cache_hit,
+                     parallel=plan["openmp"], finish=finish)
+    kernel.plan = plan
+    return kernel

@@ -189,6 +189,61 @@ def _load(so_path: Path, symbol: str) -> ctypes.CDLL | None:
 
 
 def clear_memory_cache() -> None:
-    """Forget libraries loaded by this process (they stay mapped while kernels use them)."""
+    """Forget libraries loaded by this process (they stay mapped while kernels use them), and
+    the generated code remembered for lowered kernels."""
     with _MEMO_LOCK:
         _LOADED.clear()
+        _LOWERED.clear()
+
+
+# ---- generated code by lowered kernel ------------------------------------------------------------
+# ``tessel.build`` spends most of a cached build in the passes after lowering and in the C
+# generator (unrolled register tiles are thousands of IR nodes). Their output is a function of the
+# lowered IR and of tessel's own code, so it is remembered under a hash of both: an entry is
+# ``lowered/<key>.json`` holding the C source (with its sha256, checked on reading) and what the
+# compiler flags and the calling convention need.
+_LOWERED: dict[str, dict] = {}
+_LOWERED_FIELDS = {"source": str, "source_sha256": str, "symbol": str, "name": str, "openmp": bool,
+                   "guarded_loads": bool, "float16": bool, "outputs": list}
+
+
+@functools.cache
+def code_version() -> str:
+    """A hash of tessel's own source files: generated code depends on the generator's version."""
+    h = hashlib.sha256(_VERSION.encode())
+    root = Path(__file__).resolve().parent.parent
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def load_lowered(key: str) -> dict | None:
+    """The remembered code for ``key``, or None (missing, unreadable or damaged: build afresh)."""
+    with _MEMO_LOCK:
+        if key in _LOWERED:
+            return _LOWERED[key]
+    try:
+        entry = json.loads((cache_dir() / "lowered" / f"{key}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entry, dict) or any(not isinstance(entry.get(k), t) for k, t in _LOWERED_FIELDS.items()):
+        return None
+    if hashlib.sha256(entry["source"].encode()).hexdigest() != entry["source_sha256"]:
+        return None
+    with _MEMO_LOCK:
+        _LOWERED[key] = entry
+    return entry
+
+
+def store_lowered(key: str, entry: dict) -> None:
+    """Remember ``entry`` (see ``_LOWERED_FIELDS``) under ``key``; a failure to write is not an error."""
+    entry = dict(entry, source_sha256=hashlib.sha256(entry["source"].encode()).hexdigest())
+    with _MEMO_LOCK:
+        _LOWERED[key] = entry
+    root = cache_dir() / "lowered"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        _write_atomic(root / f"{key}.json", json.dumps(entry))
+    except OSError:
+        pass  # the kernel itself is built; only the next process's shortcut is lost

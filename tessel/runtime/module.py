@@ -53,12 +53,21 @@ class Kernel:
 
     target = "?"
 
-    def __init__(self, func: S.PrimFunc, source: str, spec: ArgSpec):
-        self.func = func
+    def __init__(self, func: S.PrimFunc, source: str, spec: ArgSpec, finish: Callable | None = None):
+        self._func = func
+        self._finish = finish
         self.source = source
         self.name = func.name
         self._spec = spec
         self._num_threads = 0
+
+    @property
+    def func(self) -> S.PrimFunc:
+        """The lowered kernel the code was generated from (completed on first use when the code
+        came from the memo of generated code)."""
+        if self._finish is not None:
+            self._func, self._finish = self._finish(), None
+        return self._func
 
     def set_num_threads(self, n: int | None) -> None:
         """Threads for this kernel's parallel loops from now on (0 or None: back to the default)."""
@@ -109,8 +118,9 @@ class CKernel(Kernel):
     target = "c"
 
     def __init__(self, func: S.PrimFunc, source: str, spec: ArgSpec, lib: ctypes.CDLL, symbol: str,
-                 lib_path: str, build_time_s: float, cache_hit: bool, parallel: bool = False):
-        super().__init__(func, source, spec)
+                 lib_path: str, build_time_s: float, cache_hit: bool, parallel: bool = False,
+                 finish: Callable | None = None):
+        super().__init__(func, source, spec, finish)
         self.lib_path = lib_path
         self.build_time_s = build_time_s
         self.cache_hit = cache_hit
