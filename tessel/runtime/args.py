@@ -92,9 +92,20 @@ class ArgSpec:
         self.outputs = tuple(p.position for p in params if p.output)
         self.signature = ", ".join(f"{p.name}: {p.dtype}{p.shape_text}" for p in params)
         self._limits = [(v.dtype.min_value(), v.dtype.max_value()) for v in self.vars]
+        # the common call -- constant shapes, fresh C-contiguous arrays -- checked in one pass of
+        # identity and tuple comparisons; anything unusual goes through the full checks below,
+        # which also give the error messages
+        self._fast = None
+        if not self.vars and not self.has_exprs:
+            self._fast = tuple((p.dtype, tuple(d.const for d in p.dims), _c_strides(p), p.dtype.itemsize)
+                               for p in params)
 
     def check(self, args: tuple) -> tuple[list[int], list[int]]:
         """Return the data pointers and the size-var values (in ``func.size_vars`` order), or raise."""
+        if self._fast is not None and len(args) == len(self._fast):
+            ptrs = self._check_fast(args)
+            if ptrs is not None:
+                return ptrs, []
         if len(args) != len(self.params):
             raise ArgumentError(
                 f"kernel {self.kernel!r} takes {len(self.params)} arrays ({self.signature}), got {len(args)}"
@@ -106,6 +117,26 @@ class ArgSpec:
         if self.outputs:
             self._check_aliasing(args, ptrs)
         return ptrs, values[: self.n_sizes]  # type: ignore[return-value]
+
+    def _check_fast(self, args: tuple) -> list[int] | None:
+        """The pointers if every array is exactly as expected, else None (then: the full checks).
+
+        Taking a writable buffer is the writability check (a read-only array fails it and goes
+        the long way, where an input may be read-only and an output is refused)."""
+        ptrs = []
+        for a, (dt, shape, strides, size) in zip(args, self._fast):
+            if type(a) is not np.ndarray or a.dtype is not dt or a.shape != shape or a.strides != strides:
+                return None
+            try:
+                ptr = ctypes.addressof(ctypes.c_char.from_buffer(a))
+            except (TypeError, ValueError):
+                return None
+            if ptr % size:
+                return None
+            ptrs.append(ptr)
+        if self.outputs:
+            self._check_aliasing(args, ptrs)
+        return ptrs
 
     def _check_array(self, p: _Param, a, values: list) -> int:
         if not isinstance(a, np.ndarray):
@@ -188,6 +219,15 @@ class ArgSpec:
                         f"kernel {self.kernel!r}, {p.label}: the output shares memory with "
                         f"{q.label}; pass a separate array for {p.name!r}"
                     )
+
+
+def _c_strides(p: _Param) -> tuple[int, ...]:
+    """The strides of a fresh C-contiguous array of ``p``'s constant shape."""
+    out, step = [], p.dtype.itemsize
+    for d in reversed(p.dims):
+        out.append(step)
+        step *= d.const
+    return tuple(reversed(out))
 
 
 def data_pointer(a: np.ndarray) -> int:

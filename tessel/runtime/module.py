@@ -52,6 +52,7 @@ class Kernel:
     """
 
     target = "?"
+    threaded = True  # whether a call's thread count reaches the code (read from the environment if not given)
 
     def __init__(self, func: S.PrimFunc, source: str, spec: ArgSpec, finish: Callable | None = None):
         self._func = func
@@ -86,7 +87,9 @@ class Kernel:
     def __call__(self, *args: np.ndarray, num_threads: int | None = None) -> None:
         ptrs, sizes = self._spec.check(args)
         threads = _thread_count(num_threads, "num_threads") if num_threads is not None else 0
-        self._run(args, ptrs, sizes, threads or self.num_threads)
+        if not threads and self.threaded:  # $TESSEL_NUM_THREADS only matters to parallel loops
+            threads = self.num_threads
+        self._run(args, ptrs, sizes, threads)
 
     def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int], threads: int) -> None:
         raise NotImplementedError
@@ -99,6 +102,7 @@ class PythonKernel(Kernel):
     """The reference target: generated Python over flat NumPy views."""
 
     target = "python"
+    threaded = False  # one thread, whatever is asked
 
     def __init__(self, func: S.PrimFunc, source: str, spec: ArgSpec, impl: Callable, size_types: list):
         super().__init__(func, source, spec)
@@ -125,6 +129,7 @@ class CKernel(Kernel):
         self.build_time_s = build_time_s
         self.cache_hit = cache_hit
         self.parallel = parallel  # the C function then takes the thread count as a last argument
+        self.threaded = parallel
         self._lib = lib  # keeps the shared object loaded as long as the kernel lives
         cfunc = getattr(lib, symbol)
         argtypes = [ctypes.c_void_p] * len(func.params) + [ctypes.c_int64] * len(func.size_vars)

@@ -158,3 +158,34 @@ def test_size_var_absent_from_every_shape_is_a_build_error(target):
     f = S.PrimFunc(f.name, f.params, (n, m), f.body, f.outputs)
     with pytest.raises(BuildError, match=r"size var 'm' is not a dimension of any parameter"):
         build_func(f, target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_constant_shapes_take_the_quick_path_and_refuse_the_same_calls(target):
+    """Kernels with constant shapes check a usual call by identity and tuple comparisons only;
+    every call that is not usual must still get the full checks and their messages."""
+    A, B, C = (S.Buffer(x, "float32", (3, 4)) for x in "ABC")
+    i = E.Var("i", "int32")
+    body = S.For(i, const(0), const(12), "serial", S.BufferStore(C, ld(A, i) + ld(B, i), (i,)))
+    f = build_func(S.PrimFunc("add_const", (A, B, C), (), body, (C,)), target)
+    assert f._spec._fast is not None
+    a, b, c = _arrays()
+    f(a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+    ro = a.copy()
+    ro.flags.writeable = False
+    f(ro, b, c)  # a read-only input is fine
+    with pytest.raises(ArgumentError, match="is an output but the array is read-only"):
+        f(a, b, ro)
+    with pytest.raises(ArgumentError, match="expected a C-contiguous array"):
+        f(rand((6, 4), "float32", 3)[::2], b, c)
+    with pytest.raises(ArgumentError, match="expected dtype float32"):
+        f(a.astype(">f4"), b, c)  # byte-swapped: same kind and size, not the same dtype
+    with pytest.raises(ArgumentError, match="shares memory"):
+        f(a, b, a)
+    raw = bytearray(a.nbytes + 1)
+    mis = np.frombuffer(raw, dtype="float32", offset=1, count=a.size).reshape(a.shape)
+    with pytest.raises(ArgumentError, match="not aligned"):
+        f(mis, b, c)
+    with pytest.raises(ArgumentError, match=r"dimension 0 must be 3"):
+        f(rand((4, 4), "float32", 3), b, c)
