@@ -17,7 +17,15 @@ from .ir import expr as E
 from .ir import stmt as S
 from .ir.functor import collect, free_vars
 from .lower import schedule_ops
-from .passes import loop_partition, simplify_stmt, storage_flatten, streaming_outputs, unroll, vectorize
+from .passes import (
+    index_dtype,
+    loop_partition,
+    simplify_stmt,
+    storage_flatten,
+    streaming_outputs,
+    unroll,
+    vectorize,
+)
 from .runtime.compiler import target_vector_bytes
 from .schedule.schedule import Schedule
 from .te.tensor import Tensor
@@ -79,9 +87,12 @@ def lower_steps(sch: Schedule, args: Sequence, name: str = "main",
     steps.append(Step("vectorize", stmt))
     stmt = unroll(stmt)
     steps.append(Step("unroll", stmt))
+    # last, so that it types the very expressions the code generators print (seed 002)
+    stmt, guards = index_dtype(stmt, sizes)
+    steps.append(Step("index_dtype", stmt))
     written = {id(s.buffer) for s in collect(stmt, lambda n: isinstance(n, S.BufferStore))}
     outputs = [b for b in params if id(b) in written]
-    func = S.PrimFunc(name, params, sizes, stmt, outputs)
+    func = S.PrimFunc(name, params, sizes, stmt, outputs, guards)
     if os.environ.get("TESSEL_DEBUG"):
         for st in steps:
             print(f"---- after {st.name} ----\n{st.ir}")
