@@ -174,11 +174,11 @@ def test_symbolic_sizes_keep_their_dtype_and_get_a_guard():
     assert f.guards and {g.what for g in f.guards} == {"the index of B", "the index of A"}
     k = tessel.build(s, [A, B])
     spec = k._spec
-    spec.check_sizes([1000, 1000])  # 10^6 elements: fine
+    spec.guards.check([1000, 1000])  # 10^6 elements: fine
     with pytest.raises(tessel.IndexOverflowError, match=r"n=50000, m=50000, the index of [AB] .*int64"):
-        spec.check_sizes([BIG, BIG])  # what a call with two 10 GB arrays would be refused with
+        spec.guards.check([BIG, BIG])  # what a call with two 10 GB arrays would be refused with
     with pytest.raises(tessel.ArgumentError):  # catchable as any bad call
-        spec.check_sizes([BIG, BIG])
+        spec.guards.check([BIG, BIG])
     a = rand(37, 19)
     check(s, [A, B], [a], [a * 2])
 

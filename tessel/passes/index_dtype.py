@@ -71,7 +71,7 @@ def index_dtype(stmt: S.Stmt, size_vars: Sequence[E.Var]) -> tuple[S.Stmt, tuple
     """``stmt`` with index dtypes that hold their values, and the guards its symbolic sizes need."""
     p = _IndexDtype(size_vars)
     out = p.visit(stmt)
-    return out, tuple(p.guards.guards.values())
+    return out, p.guards.result()
 
 
 @cache

@@ -68,7 +68,8 @@ class GuardBuilder:
         self.bounds: dict[E.Var, cb.Bound] = {}  # loop and let variables, sizes in [0, max]
         # a size is an array's extent: never negative, and it fits its dtype
         self.at_call = LaneBounds(self._var_bound)  # bounds of ends, which use sizes only
-        self.guards: dict[tuple[int, int], S.IndexGuard] = {}  # by the ends' identity: shared ends, one guard
+        # (side, the end without its constant term) -> the guard with the extreme constant
+        self.guards: dict[tuple[int, int], tuple[S.IndexGuard, int]] = {}
         self._fresh()
 
     def _fresh(self) -> None:
@@ -121,7 +122,18 @@ class GuardBuilder:
                 f"{what}: `{e}` is computed in {dt}, but reaches {high if high is not None else low} whatever "
                 f"the sizes are; declare the sizes int64 (te.var(..., dtype='int64'))"
             )
-        self.guards.setdefault((id(low), id(high)), S.IndexGuard(what, e, low, high))
+        for end, sign in ((low, -1), (high, 1)):
+            if end is None:
+                continue
+            # unrolled copies reach ``x + 0``, ``x + 16``, ...: one guard, on the extreme constant
+            base, c = _offset(end)
+            key = (sign, id(base))  # ``base`` stays alive in the guard kept for it
+            if key not in self.guards or sign * c > sign * self.guards[key][1]:
+                guard = S.IndexGuard(what, e, end, None) if sign < 0 else S.IndexGuard(what, e, None, end)
+                self.guards[key] = (guard, c)
+
+    def result(self) -> tuple[S.IndexGuard, ...]:
+        return tuple(g for g, _ in self.guards.values())
 
     def _names(self) -> str:
         return ", ".join(sorted(v.name for v in self.sizes))
@@ -221,6 +233,13 @@ class GuardBuilder:
         # any divisor: the result is no larger in magnitude than the dividend
         m = O.max_(O.max_(a[1], O.neg(a[0])), zero)
         return O.neg(m), m
+
+
+def _offset(end: E.PrimExpr) -> tuple[E.PrimExpr, int]:
+    """``end`` as ``base + c`` for a constant ``c`` (0 when it has no constant term)."""
+    if isinstance(end, E.Add | E.Sub) and isinstance(end.b, E.IntImm):
+        return end.a, end.b.value if isinstance(end, E.Add) else -end.b.value
+    return end, 0
 
 
 def _constant(x: Ends) -> int | None:

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ArgumentError, BuildError, IndexOverflowError
+from ..errors import ArgumentError, BuildError
 from ..ir import expr as E
 from ..ir import stmt as S
+from .guards import SizeGuards
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,8 @@ class ArgSpec:
         self.outputs = tuple(p.position for p in params if p.output)
         self.signature = ", ".join(f"{p.name}: {p.dtype}{p.shape_text}" for p in params)
         self._limits = [(v.dtype.min_value(), v.dtype.max_value()) for v in self.vars]
-        self.guards = tuple(getattr(func, "guards", ()))
-        self._sizes_ok: tuple | None = None  # the last sizes the guards accepted (calls repeat them)
+        guards = getattr(func, "guards", ())  # hand-built PrimFuncs may predate them
+        self.guards = SizeGuards(guards, self.vars, func.name) if guards else None
 
     def check(self, args: tuple) -> tuple[list[int], list[int]]:
         """Return the data pointers and the size-var values (in ``func.size_vars`` order), or raise."""
@@ -105,8 +106,8 @@ class ArgSpec:
         ptrs = [self._check_array(p, a, values) for p, a in zip(self.params, args)]
         if self.has_exprs:
             self._check_exprs(args, values)
-        if self.guards:
-            self.check_sizes(values)
+        if self.guards is not None:
+            self.guards.check(values)
         if self.outputs:
             self._check_aliasing(args, ptrs)
         return ptrs, values[: self.n_sizes]  # type: ignore[return-value]
@@ -178,33 +179,6 @@ class ArgSpec:
                             f"{a.shape}; dimension {d.index} = {d.expr} must be {want}"
                         )
 
-    def check_sizes(self, values: list) -> None:
-        """Refuse sizes (in ``self.vars`` order) that the kernel's narrow index arithmetic cannot
-        hold: each guard's bounds, exact in Python integers, must stay in its dtype."""
-        key = tuple(values)
-        if key == self._sizes_ok:
-            return
-        env = {id(v): x for v, x in zip(self.vars, values)}
-        memo: dict[int, int] = {}  # guards share their subexpressions (the ranges of loops)
-        for g in self.guards:
-            dt = g.expr.dtype.element
-            low, high = dt.min_value(), dt.max_value()
-            if g.low is not None:
-                low = eval_int(g.low, env, self.kernel, memo, zero_divisor=True)
-            if g.high is not None:
-                high = eval_int(g.high, env, self.kernel, memo, zero_divisor=True)
-            if low < dt.min_value() or high > dt.max_value():
-                sizes = ", ".join(f"{v.name}={x}" for v, x in zip(self.vars, values))
-                narrow = ", ".join(v.name for v in self.vars if v.dtype.bits < 64) or "n"
-                raise IndexOverflowError(
-                    f"kernel {self.kernel!r}: with {sizes}, {g.what} (`{g.expr}`) reaches "
-                    f"{high if high > dt.max_value() else low}, beyond the {dt} it is computed in; index "
-                    f"arithmetic over symbolic sizes keeps their dtype (seed 002), so declare {narrow} int64 "
-                    f"(te.var({narrow.split(', ')[0]!r}, dtype='int64')) and rebuild, or call the kernel on "
-                    "smaller pieces"
-                )
-        self._sizes_ok = key
-
     def _check_aliasing(self, args: tuple, ptrs: list[int]) -> None:
         # every array is C-contiguous by now, so its bytes are one interval and the test is exact
         spans = [(lo, lo + a.nbytes) for lo, a in zip(ptrs, args)]
@@ -238,35 +212,20 @@ _EVAL = {
 }
 
 
-def eval_int(e: E.PrimExpr, env: dict[int, int], kernel: str, memo: dict | None = None,
-             zero_divisor: bool = False) -> int:
-    """The value of a shape expression over size vars (exact, in Python integers).
-
-    ``memo`` (id -> value) lets expressions that share subexpressions, such as the bounds of
-    index guards, be evaluated once per node; ``zero_divisor`` gives a division by zero the
-    value 0 the kernels give it, instead of refusing the call."""
+def eval_int(e: E.PrimExpr, env: dict[int, int], kernel: str) -> int:
+    """The value of a shape expression over size vars (exact, in Python integers)."""
     if isinstance(e, E.IntImm):
         return e.value
     if isinstance(e, E.Var):
         if id(e) not in env:
             raise BuildError(f"kernel {kernel!r}: shape uses {e.name!r}, which is not a size var")
         return env[id(e)]
-    if memo is not None and id(e) in memo:
-        return memo[id(e)]
     if isinstance(e, E.Cast):
-        out = eval_int(e.value, env, kernel, memo, zero_divisor)
-    else:
-        fn = _EVAL.get(type(e))
-        if fn is None:
-            raise BuildError(f"kernel {kernel!r}: cannot evaluate the shape expression `{e}`")
-        a = eval_int(e.a, env, kernel, memo, zero_divisor)  # type: ignore[attr-defined]
-        b = eval_int(e.b, env, kernel, memo, zero_divisor)  # type: ignore[attr-defined]
-        if b == 0 and type(e) in (E.FloorDiv, E.FloorMod, E.Div, E.Mod):
-            if not zero_divisor:
-                raise ArgumentError(f"kernel {kernel!r}: shape expression `{e}` divides by zero")
-            out = 0
-        else:
-            out = fn(a, b)
-    if memo is not None:
-        memo[id(e)] = out
-    return out
+        return eval_int(e.value, env, kernel)
+    fn = _EVAL.get(type(e))
+    if fn is None:
+        raise BuildError(f"kernel {kernel!r}: cannot evaluate the shape expression `{e}`")
+    a, b = eval_int(e.a, env, kernel), eval_int(e.b, env, kernel)  # type: ignore[attr-defined]
+    if b == 0 and type(e) in (E.FloorDiv, E.FloorMod, E.Div, E.Mod):
+        raise ArgumentError(f"kernel {kernel!r}: shape expression `{e}` divides by zero")
+    return fn(a, b)
