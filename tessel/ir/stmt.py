@@ -133,14 +133,17 @@ class IndexGuard(Node):
     int32 arithmetic for int32 sizes even though ``n*m`` may exceed int32 at run time. ``low``
     and ``high`` bound the values of ``expr`` (described by ``what``, e.g. "the index of B") in
     terms of the size vars only; each call evaluates them exactly and refuses sizes for which
-    they leave ``expr.dtype`` (``None``: that side always fits).
+    they leave ``expr.dtype`` (``None``: that side always fits). ``when`` are the conditions on
+    the sizes under which ``expr`` runs at all (the branches a loop partition specialised on the
+    sizes): a guard whose branch the sizes do not take does not apply.
     """
 
-    __slots__ = ("what", "expr", "low", "high")
-    _fields = ("what", "expr", "low", "high")
+    __slots__ = ("what", "expr", "low", "high", "when")
+    _fields = ("what", "expr", "low", "high", "when")
 
-    def __init__(self, what: str, expr: PrimExpr, low: PrimExpr | None, high: PrimExpr | None):
+    def __init__(self, what: str, expr: PrimExpr, low: PrimExpr | None, high: PrimExpr | None, when=()):
         self.what, self.expr, self.low, self.high = what, expr, low, high
+        self.when = tuple(when)
 
 
 class PrimFunc(Node):

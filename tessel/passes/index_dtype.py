@@ -203,7 +203,16 @@ class _IndexDtype(Mutator):
 
     def visit_IfThenElse(self, s: S.IfThenElse):
         self.where = ("the condition", s.condition)
-        return super().generic_visit(s)
+        cond = self.visit(s.condition)
+        with self.guards.assume(s.condition):
+            then = self.visit(s.then_case)
+        els = s.else_case
+        if els is not None:
+            with self.guards.assume(O.logical_not(s.condition)):
+                els = self.visit(els)
+        if cond is s.condition and then is s.then_case and els is s.else_case:
+            return s
+        return S.IfThenElse(cond, then, els)
 
     def visit_Allocate(self, s: S.Allocate):
         old = s.buffer

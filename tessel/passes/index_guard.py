@@ -19,7 +19,8 @@ subexpressions (the ranges of the loops) and each is evaluated once per new set 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..arith import const_bound as cb
@@ -69,7 +70,8 @@ class GuardBuilder:
         # a size is an array's extent: never negative, and it fits its dtype
         self.at_call = LaneBounds(self._var_bound)  # bounds of ends, which use sizes only
         # (side, the end without its constant term) -> the guard with the extreme constant
-        self.guards: dict[tuple[int, int], tuple[S.IndexGuard, int]] = {}
+        self.guards: dict[tuple, tuple[S.IndexGuard, int]] = {}
+        self.when: list[E.PrimExpr] = []  # the conditions on sizes alone of the branches we are in
         self._fresh()
 
     def _fresh(self) -> None:
@@ -91,6 +93,27 @@ class GuardBuilder:
     def leave(self) -> None:
         self.bounds.pop(self.frames.pop().var, None)
         self._fresh()
+
+    @contextmanager
+    def assume(self, cond: E.PrimExpr) -> Iterator[None]:
+        """Inside a branch taken when ``cond`` holds: a condition on the sizes alone (a loop
+        partition's ``m >= 16``) limits the guards made there; any other is left out, which
+        only makes them stricter."""
+        mine = not self._uses_more_than_sizes(cond)
+        if mine:
+            self.when.append(cond)
+        try:
+            yield
+        finally:
+            if mine:
+                self.when.pop()
+
+    def _uses_more_than_sizes(self, e: E.PrimExpr) -> bool:
+        if isinstance(e, E.Var):
+            return e not in self.sizes
+        if isinstance(e, E.BufferLoad | E.Call | E.Let | E.Ramp | E.Broadcast):
+            return True
+        return any(self._uses_more_than_sizes(x) for x in e.fields() if isinstance(x, E.PrimExpr))
 
     # ---- guards --------------------------------------------------------------------------
     def check(self, e: E.PrimExpr, what: str) -> None:
@@ -127,10 +150,11 @@ class GuardBuilder:
                 continue
             # unrolled copies reach ``x + 0``, ``x + 16``, ...: one guard, on the extreme constant
             base, c = _offset(end)
-            key = (sign, id(base))  # ``base`` stays alive in the guard kept for it
+            when = tuple(self.when)
+            key = (sign, id(base), *map(id, when))  # ``base`` stays alive in the guard kept for it
             if key not in self.guards or sign * c > sign * self.guards[key][1]:
-                guard = S.IndexGuard(what, e, end, None) if sign < 0 else S.IndexGuard(what, e, None, end)
-                self.guards[key] = (guard, c)
+                ends = (end, None) if sign < 0 else (None, end)
+                self.guards[key] = (S.IndexGuard(what, e, *ends, when), c)
 
     def result(self) -> tuple[S.IndexGuard, ...]:
         return tuple(g for g, _ in self.guards.values())

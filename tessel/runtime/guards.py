@@ -19,7 +19,8 @@ from ..ir import stmt as S
 from ..ir.op import fold_int
 
 REMEMBERED = 64  # accepted size tuples kept (the oldest is forgotten first)
-_INFIX = {E.Add: "+", E.Sub: "-", E.Mul: "*"}
+_INFIX = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">=", E.EQ: "==",
+          E.NE: "!=", E.And: "and", E.Or: "or"}
 _CALLS = {E.Min: "min", E.Max: "max", E.FloorDiv: "_div", E.Div: "_div", E.FloorMod: "_div", E.Mod: "_div"}
 
 
@@ -74,6 +75,8 @@ def _compile(guards: Sequence[S.IndexGuard], size_vars: Sequence[E.Var],
             return f"s[{position[id(e)]}]"
         if isinstance(e, E.Cast):  # the bounds are exact integers: a widening changes nothing
             return value(e.value)
+        if isinstance(e, E.Not):
+            return f"(not {value(e.a)})"
         if id(e) in names:
             return names[id(e)]
         if type(e) in _INFIX:
@@ -90,10 +93,11 @@ def _compile(guards: Sequence[S.IndexGuard], size_vars: Sequence[E.Var],
 
     for k, g in enumerate(guards):
         el = g.expr.dtype.element
+        taken = "".join(f"{value(c)} and " for c in g.when)  # the branch the guarded index is in
         for end, test in ((g.low, f"< {el.min_value()}"), (g.high, f"> {el.max_value()}")):
             if end is not None:
                 v = value(end)
-                lines.append(f"    if {v} {test}: return {k}, {v}")
+                lines.append(f"    if {taken}{v} {test}: return {k}, {v}")
     source = "def first_bad(s):\n" + "\n".join([*lines, "    return None"]) + "\n"
     ns: dict = {"E": E, "_div": _div}
     exec(compile(source, f"<tessel index guards of {kernel}>", "exec"), ns)
