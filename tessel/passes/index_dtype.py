@@ -39,12 +39,14 @@ out of this step unchanged, and so does its generated code.
 
 Symbolic sizes. ``i*m + j`` over a symbolic ``(n, m)`` tensor stays int32 arithmetic, by rule 2,
 yet ``n*m`` may exceed int32 at run time even though ``n`` and ``m`` fit. Promoting it would
-break the rule and slow every symbolic kernel for the sake of tensors of 2^31 elements (8 GiB
-of float32), so instead each such narrow node that cannot be shown to fit gets an
-:class:`~tessel.ir.stmt.IndexGuard`: its bounds expressed in the sizes alone (``n*m - 1``),
-which the kernel's argument check evaluates exactly at every call and refuses, with an
-:class:`~tessel.errors.IndexOverflowError` naming the tensor, sizes it cannot index. Sizes
-declared int64 (``te.var("n", dtype="int64")``) index in int64 and need no guard.
+break the rule and change the code of every symbolic kernel for the sake of tensors of 2^31
+elements (8 GiB of float32); staying silent would be a wrong result. So each such narrow node
+that cannot be shown to fit gets an :class:`~tessel.ir.stmt.IndexGuard`: its bounds in the
+sizes alone (``(n - 1)*m + m - 1``), which the kernel's argument check evaluates exactly at
+every call, refusing sizes it cannot index with an :class:`~tessel.errors.IndexOverflowError`
+that names the tensor (see :mod:`.index_guard`; the bounds are safe, not tight, so a tiled
+kernel may refuse sizes within a tile's rounding of the limit). Sizes declared int64
+(``te.var("n", dtype="int64")``) index in int64 and need no guard.
 """
 
 from __future__ import annotations
