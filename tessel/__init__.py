@@ -10,6 +10,7 @@ from .errors import (
     BoundError,
     BuildError,
     DefinitionError,
+    IndexOverflowError,
     InternalError,
     LowerError,
     ScheduleError,
@@ -22,7 +23,7 @@ from .schedule import create_schedule
 __version__ = "0.1.0"
 
 __all__ = [
-    "ArgumentError", "BoundError", "BuildError", "DefinitionError", "InternalError", "IterVar",
+    "ArgumentError", "BoundError", "BuildError", "DefinitionError", "IndexOverflowError", "InternalError", "IterVar",
     "LowerError", "Range", "ScheduleError", "TesselError", "build", "create_schedule", "infer_bound",
     "ViewError", "lower", "te", "viz", "compat", *compat.__all__,
 ]

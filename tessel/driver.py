@@ -18,7 +18,15 @@ from .ir import stmt as S
 from .ir.fingerprint import Unhashable, fingerprint
 from .ir.functor import collect, free_vars
 from .lower import schedule_ops
-from .passes import loop_partition, simplify_stmt, storage_flatten, streaming_outputs, unroll, vectorize
+from .passes import (
+    index_dtype,
+    loop_partition,
+    simplify_stmt,
+    storage_flatten,
+    streaming_outputs,
+    unroll,
+    vectorize,
+)
 from .runtime.compiler import target_vector_bytes
 from .schedule.schedule import Schedule
 from .te.tensor import Tensor
@@ -95,9 +103,12 @@ def _fast_passes(front: S.PrimFunc, steps: list[Step], vector_bytes: int | None)
     steps.append(Step("vectorize", stmt))
     stmt = unroll(stmt)
     steps.append(Step("unroll", stmt))
+    # last, so that it types the very expressions the code generators print (seed 002)
+    stmt, guards = index_dtype(stmt, list(front.size_vars))
+    steps.append(Step("index_dtype", stmt))
     written = {id(s.buffer) for s in collect(stmt, lambda n: isinstance(n, S.BufferStore))}
     outputs = [b for b in front.params if id(b) in written]
-    return S.PrimFunc(front.name, front.params, front.size_vars, stmt, outputs)
+    return S.PrimFunc(front.name, front.params, front.size_vars, stmt, outputs, guards)
 
 
 def _check_free_vars(stmt: S.Stmt, sizes: list[E.Var]) -> None:
@@ -144,10 +155,12 @@ def build(sch: Schedule, args: Sequence, target: str = "c", name: str = "main"):
         key: str | None = fingerprint(code_version(), "c", vb, front)
     except Unhashable:
         key = None
-    plan = load_lowered(key) if key else None
+    # the index guards of symbolic sizes come out of the last pass, and the calling convention
+    # needs them: a kernel with symbolic sizes is always lowered in full
+    plan = load_lowered(key) if key and not front.size_vars else None
     if plan is not None and plan["name"] == name:
         return build_c_source(front, plan, finish=lambda: _fast_passes(front, [], vb))
     kernel = build_func(_fast_passes(front, steps, vb), target="c")
-    if key:
+    if key and not front.size_vars:
         store_lowered(key, kernel.plan)
     return kernel

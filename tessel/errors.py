@@ -48,6 +48,13 @@ class ArgumentError(TesselError, ValueError):
     """An array handed to a compiled kernel does not match what the kernel expects."""
 
 
+class IndexOverflowError(ArgumentError):
+    """The sizes of a call would take the kernel's narrow (int32) index arithmetic out of range.
+
+    Index arithmetic over symbolic sizes keeps the sizes' dtype (seed 002); declaring the sizes
+    int64 makes it int64 arithmetic."""
+
+
 class ViewError(TesselError):
     """A view or report could not be made as asked (unknown stage or engine, Graphviz failed,
     a script given to the ``tessel`` command failed or built no schedule)."""

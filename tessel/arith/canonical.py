@@ -83,9 +83,10 @@ class Simplifier(Mutator):
         return r
 
     def _rebuild(self, e: E.PrimExpr) -> E.PrimExpr:
-        """Children simplified, the node itself only constant-folded (C wraparound)."""
+        """Children simplified, the node itself only constant-folded where its value fits: an
+        index whose value leaves the dtype is exact until the index_dtype step widens it."""
         if isinstance(e, E.BinaryOp):
-            return op.binary(type(e), self.expr(e.a), self.expr(e.b))
+            return op.binary_exact(type(e), self.expr(e.a), self.expr(e.b))
         return self.generic_visit(e)
 
     # ---- atoms and forms ----------------------------------------------------------------

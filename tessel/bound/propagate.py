@@ -41,7 +41,8 @@ def pass_down_domain(st: Stage, rmap: dict[E.IterVar, E.Range], ana: Analyzer) -
                 put(rel.outer, E.Range(0, n))
                 put(rel.inner, E.Range(0, ceildiv(ext, rel.nparts)))
         elif isinstance(rel, Fuse):
-            put(rel.fused, E.Range(0, O.mul(rmap[rel.outer].extent, rmap[rel.inner].extent)))
+            # exact: a fused extent beyond the loop's dtype is widened later (index_dtype), not wrapped
+            put(rel.fused, E.Range(0, O.binary_exact(E.Mul, rmap[rel.outer].extent, rmap[rel.inner].extent)))
         elif isinstance(rel, Rebase):
             put(rel.rebased, E.Range(0, rmap[rel.parent].extent))
         elif isinstance(rel, Singleton):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from ..errors import DefinitionError
 from . import expr as E
-from .dtype import DType, DTypeLike, promote
+from .dtype import DType, DTypeLike, int64, promote
 from .dtype import dtype as to_dtype
 
 
@@ -194,6 +194,23 @@ def binary(cls: type, a, b) -> E.PrimExpr:
     if cls in (E.FloorDiv, E.FloorMod, E.Div, E.Mod) and cb == 0 and not dt.is_float:
         raise DefinitionError(f"division by the constant zero in `{a} {cls.symbol} {b}`")
     return cls(a, b)
+
+
+def binary_exact(cls: type, a, b) -> E.PrimExpr:
+    """``binary`` for index arithmetic, whose integers are exact until the index_dtype step.
+
+    Folding two constants wraps to their dtype, which is right for data (C and NumPy wrap) but
+    wrong for an index: ``49999*50000`` as an int32 row offset must not become -1795017296.
+    So a result that does not fit the dtype (but fits the widest index dtype) stays an unfolded
+    node; ``tessel.passes.index_dtype`` later computes it in a dtype that holds it.
+    """
+    a, b = match_types(a, b)
+    if isinstance(a, E.IntImm) and isinstance(b, E.IntImm) and a.dtype.is_int:
+        v = fold_int(cls, a.value, b.value)
+        if v is not None and not a.dtype.min_value() <= v <= a.dtype.max_value() \
+                and int64.min_value() <= v <= int64.max_value():
+            return cls(a, b)
+    return binary(cls, a, b)
 
 
 def add(a, b):

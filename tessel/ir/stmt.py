@@ -126,22 +126,45 @@ class Allocate(Stmt):
         self.buffer, self.body = buffer, body
 
 
+class IndexGuard(Node):
+    """What the symbolic sizes of a call must satisfy for one index computation to fit its dtype.
+
+    Index arithmetic over symbolic sizes keeps the sizes' dtype (seed 002), so ``i*m + j`` is
+    int32 arithmetic for int32 sizes even though ``n*m`` may exceed int32 at run time. ``low``
+    and ``high`` bound the values of ``expr`` (described by ``what``, e.g. "the index of B") in
+    terms of the size vars only; each call evaluates them exactly and refuses sizes for which
+    they leave ``expr.dtype`` (``None``: that side always fits). ``when`` are the conditions on
+    the sizes under which ``expr`` runs at all (the branches a loop partition specialised on the
+    sizes): a guard whose branch the sizes do not take does not apply.
+    """
+
+    __slots__ = ("what", "expr", "low", "high", "when")
+    _fields = ("what", "expr", "low", "high", "when")
+
+    def __init__(self, what: str, expr: PrimExpr, low: PrimExpr | None, high: PrimExpr | None, when=()):
+        self.what, self.expr, self.low, self.high = what, expr, low, high
+        self.when = tuple(when)
+
+
 class PrimFunc(Node):
     """A lowered kernel: buffer parameters (in call order) and a body over flat buffers.
 
     ``size_vars`` are the symbolic sizes, in the order the native calling convention passes
     them (after the buffers); each is bound from the first buffer dimension it names.
+    ``guards`` are the conditions on those sizes that the body's narrow index arithmetic needs
+    (:class:`IndexGuard`), checked at every call.
     """
 
-    __slots__ = ("name", "params", "size_vars", "body", "outputs")
-    _fields = ("name", "params", "size_vars", "body", "outputs")
+    __slots__ = ("name", "params", "size_vars", "body", "outputs", "guards")
+    _fields = ("name", "params", "size_vars", "body", "outputs", "guards")
 
-    def __init__(self, name: str, params, size_vars, body: Stmt, outputs=()):
+    def __init__(self, name: str, params, size_vars, body: Stmt, outputs=(), guards=()):
         self.name = name
         self.params = tuple(params)
         self.size_vars = tuple(size_vars)
         self.body = body
         self.outputs = tuple(outputs)
+        self.guards = tuple(guards)
 
 
 def seq(*stmts: Stmt | None) -> Stmt:

@@ -16,9 +16,11 @@ from ..ir.functor import Mutator
 
 
 def flat_index(indices, shape) -> E.PrimExpr:
+    """The row-major offset, exact: a constant row of a large tensor (``A[49999, i]``) folds to
+    an offset beyond int32 that must not wrap (the index_dtype step gives it a dtype)."""
     idx: E.PrimExpr | None = None
     for i, n in zip(indices, shape):
-        idx = i if idx is None else O.add(O.mul(idx, n), i)
+        idx = i if idx is None else O.binary_exact(E.Add, O.binary_exact(E.Mul, idx, n), i)
     return idx if idx is not None else O.const(0, "int32")
 
 

@@ -120,7 +120,7 @@ class _VectorizeLoops(Mutator):
             return None
         o, i, L = s.loop_var, inner.loop_var, inner.extent
         x = E.Var(f"{o.name}.{i.name}.fused", o.dtype)
-        total = O.mul(s.extent, O.cast(L, s.extent.dtype))
+        total = O.binary_exact(E.Mul, s.extent, O.cast(L, s.extent.dtype))  # widened later if it must be
         body = substitute(inner.body, {o: O.floordiv(x, O.cast(L, x.dtype)), i: O.floormod(x, O.cast(L, x.dtype))})
         with self.ana.scoped_bind(x, E.Range(O.const(0, x.dtype), total)):
             body = simplify_stmt(body)

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import ArgumentError, BuildError
 from ..ir import expr as E
 from ..ir import stmt as S
+from .guards import SizeGuards
 
 
 @dataclass(frozen=True)
@@ -92,11 +93,13 @@ class ArgSpec:
         self.outputs = tuple(p.position for p in params if p.output)
         self.signature = ", ".join(f"{p.name}: {p.dtype}{p.shape_text}" for p in params)
         self._limits = [(v.dtype.min_value(), v.dtype.max_value()) for v in self.vars]
+        guards = getattr(func, "guards", ())  # hand-built PrimFuncs may predate them
+        self.guards = SizeGuards(guards, self.vars, func.name) if guards else None
         # the common call -- constant shapes, fresh C-contiguous arrays -- checked in one pass of
         # identity and tuple comparisons; anything unusual goes through the full checks below,
         # which also give the error messages
         self._fast = None
-        if not self.vars and not self.has_exprs:
+        if not self.vars and not self.has_exprs and self.guards is None:
             self._fast = tuple((p.dtype, tuple(d.const for d in p.dims), _c_strides(p), p.dtype.itemsize)
                                for p in params)
 
@@ -114,6 +117,8 @@ class ArgSpec:
         ptrs = [self._check_array(p, a, values) for p, a in zip(self.params, args)]
         if self.has_exprs:
             self._check_exprs(args, values)
+        if self.guards is not None:
+            self.guards.check(values)
         if self.outputs:
             self._check_aliasing(args, ptrs)
         return ptrs, values[: self.n_sizes]  # type: ignore[return-value]

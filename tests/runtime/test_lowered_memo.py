@@ -138,3 +138,17 @@ def test_lowering_front_is_what_the_key_is_made_of():
     f1, _ = _lower_schedule(*_tile_kernel(), "main")
     f2, _ = _lower_schedule(*_tile_kernel(), "main")
     assert f1 is not f2 and fingerprint(f1) == fingerprint(f2)
+
+
+def test_symbolic_sizes_are_lowered_in_full_for_their_index_guards(fresh_cache):
+    """The guards that refuse sizes overflowing int32 index arithmetic come from the last pass;
+    a kernel with symbolic sizes must keep them, so it never takes code from the memo."""
+    n = te.var("n")
+    A = te.placeholder((n, n), name="A")
+    B = te.compute((n, n), lambda i, j: A[i, j] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    f = tessel.build(s, [A, B])
+    assert not _entries(fresh_cache) and f.func.guards
+    clear_memory_cache()
+    g = tessel.build(s, [A, B])
+    assert g._finish is None and g.func.guards
