@@ -668,3 +668,20 @@ def test_symbolic_upsample_with_partitioned_compute_at_regions():
         b = a[:, :-1] - a[:, 1:] * 0.5
         check(s, [A, D], [a], [np.repeat(b, 2, axis=1) * 0.75 + 1.0])
 
+
+def test_flattened_cache_write_of_a_fused_stage_with_symbolic_size_is_not_refused():
+    """cache_write of C after fusing its loops gives C.local one flat axis, read back as
+    ``C.local[i*(n - 2) + j]``. The check for reads outside a tensor evaluated that index
+    after simplification (``i*n - i*2 + j``: the two ``i`` taken as independent, so down to
+    -32) and without knowing that ``n - 2 >= 1`` wherever C runs, and refused the legal
+    schedule with a BoundError."""
+    n = te.var("n")
+    A = te.placeholder((17, n), name="A")
+    C = te.compute((17, n - 2), lambda i, j: A[i, j + 2] * 2.0, name="C")
+    D = te.compute((17, n - 2), lambda i, j: C[i, j] + 1.0, name="D")
+    s = te.create_schedule(D.op)
+    s[C].fuse(*s[C].leaf_iter_vars)
+    s.cache_write(C, "local")
+    for cols in (3, 10):
+        a = rand(17, cols)
+        check(s, [A, D], [a], [a[:, 2:] * 2 + 1])
