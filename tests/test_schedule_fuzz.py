@@ -19,6 +19,9 @@ error -- is a bug.
 
 Settings: ``TESSEL_FUZZ_EXAMPLES`` (default 40 per test) and ``TESSEL_FUZZ_SEED`` (default 0: a
 fixed seed, so CI runs the same examples every time; set another number to explore others).
+``TESSEL_FUZZ_STAGES=lo-hi`` (e.g. ``4-6``, at most 6) makes the three-stage test build deeper
+pipelines instead -- for exploring only: CI keeps three stages, and its time.
+``TESSEL_FUZZ_STEPS`` (default 14) is the most schedule primitives drawn per example.
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ SEED = os.environ.get("TESSEL_FUZZ_SEED")
 # at the first; with TESSEL_FUZZ_MATCH=regex, failures matching it still fail (and are shrunk)
 COLLECT = os.environ.get("TESSEL_FUZZ_COLLECT")
 MATCH = os.environ.get("TESSEL_FUZZ_MATCH")
+# exploring deeper pipelines: "lo-hi" stages in the three-stage test (CI: unset, three stages)
+DEEP = tuple(int(x) for x in os.environ["TESSEL_FUZZ_STAGES"].split("-")) if os.environ.get("TESSEL_FUZZ_STAGES") else (3, 3)
+STAGE_NAMES = "BCDEFG"
+STEPS = int(os.environ.get("TESSEL_FUZZ_STEPS", "14"))  # at most this many schedule primitives
 SIZES = (1, 3, 7, 10, 13)
 BIG = (17, 33)  # now and then: past a split factor of 16 and two vectors of 16 lanes
 FACTORS = (1, 2, 3, 4, 5, 6, 7, 8, 16, 32)
@@ -191,15 +198,18 @@ def build_pipeline(draw, prog: Program, stages: tuple[int, int]) -> None:
     cur, ref = "A", "a"
     nstages = draw(st.integers(*stages))
     for k in range(nstages):
-        name = "BCD"[k]
+        name = STAGE_NAMES[k]
         shape = prog.shapes[cur]
         kinds = ["ew", "transpose", "add2", "pad", "stride2", "upsample"]
         if len(shape) == 2:
             kinds += ["reduce", "matmul", "bcast"]
             if not is_int:
                 kinds.append("argmax")
+            kinds += ["colsum"]
             if shape[1].value >= 3:
                 kinds += ["conv"]
+            if shape[0].value >= 2 and shape[1].value >= 2:
+                kinds += ["pool"]
         if any(d.value >= 2 for d in shape):
             kinds += ["shift", "shift"]
         kind = draw(st.sampled_from(kinds))
@@ -278,6 +288,23 @@ def build_pipeline(draw, prog: Program, stages: tuple[int, int]) -> None:
             shape = (n, m.minus(w - 1))
             prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i, j: te.sum({cur}[i, j + {kv}] * ({kv} + 1).astype('{dt}'), axis={kv}), name='{name}')")
             prog.data(f"{r} = sum({ref}[:, t:t + {shape[1].expr}] * (t + 1) for t in range({w}))")
+            prog.reductions.add(name)
+        elif kind == "pool":  # a 2x2 window sum: two reduction axes over shifted reads
+            n, m = shape
+            kv, kw = f"k{name.lower()}", f"l{name.lower()}"
+            prog.run(f"{kv} = te.reduce_axis((0, 2), name='{kv}')")
+            prog.run(f"{kw} = te.reduce_axis((0, 2), name='{kw}')")
+            shape = (n.minus(1), m.minus(1))
+            prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i, j: te.sum({cur}[i + {kv}, j + {kw}] * ({kv} * 2 + {kw} + 1).astype('{dt}'), axis=[{kv}, {kw}]), name='{name}')")
+            prog.data(f"{r} = sum({ref}[t:t + {shape[0].expr}, u:u + {shape[1].expr}] * (t * 2 + u + 1) for t in range(2) for u in range(2))")
+            prog.reductions.add(name)
+        elif kind == "colsum":  # a reduction over the first axis: the reduction loop reads down columns
+            n, m = shape
+            kv = f"k{name.lower()}"
+            prog.run(f"{kv} = te.reduce_axis((0, {n.text}), name='{kv}')")
+            shape = (m,)
+            prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i: te.sum({cur}[{kv}, i] * {c(0.5, 2)}, axis={kv}), name='{name}')")
+            prog.data(f"{r} = ({ref} * {c(0.5, 2)}).sum(axis=0)")
             prog.reductions.add(name)
         elif kind == "reduce":
             how = draw(st.sampled_from(["sum", "max", "min", "where"]))
@@ -372,7 +399,7 @@ def apply_primitive(draw, prog: Program) -> None:
     what = draw(st.sampled_from([
         "split", "split", "split", "fuse", "reorder", "reorder", "compute_at", "compute_at", "compute_at",
         "inline", "vectorize", "unroll", "parallel", "cache_read", "cache_write", "rfactor", "tile",
-        "compute_root",
+        "compute_root", "pragma", "set_scope",
     ]))
     if what == "split":
         k = draw(st.integers(0, n - 1))
@@ -436,6 +463,13 @@ def apply_primitive(draw, prog: Program) -> None:
     elif what == "compute_root":
         if stage.attach_type == "scope":
             prog.attempt(f"s[{name}].compute_root()")
+    elif what == "pragma":  # unrolls the small loops of a nest; the other pragmas change no value
+        k = draw(st.integers(0, n - 1))
+        steps = draw(st.sampled_from([1, 4, 16, 64]))
+        prog.attempt(f"s[{name}].pragma({lv}[{k}], 'auto_unroll_max_step', {steps})")
+    elif what == "set_scope":
+        if not stage.is_output:
+            prog.attempt(f"s[{name}].set_scope('{draw(st.sampled_from(['local', 'shared', 'global']))}')")
     elif what == "cache_write":
         if draw(st.integers(0, 2)) == 0:
             new = f"{name}W{len(prog.stage_names)}"
@@ -454,7 +488,7 @@ def apply_primitive(draw, prog: Program) -> None:
 def run_example(draw, stats: dict, stages: tuple[int, int]) -> None:
     prog = Program()
     build_pipeline(draw, prog, stages)
-    steps = draw(st.integers(1, 14))
+    steps = draw(st.integers(1, STEPS))
     for _ in range(steps):
         apply_primitive(draw, prog)
     args = ", ".join([*prog.inputs, *prog.outputs])
@@ -469,12 +503,12 @@ def run_example(draw, stats: dict, stages: tuple[int, int]) -> None:
         tail += [f"N, M = {n2}, {m2}", *prog.data_lines[1:], line]
     note(prog.source() + "\n" + "\n".join(tail))
     try:
-        tessel.lower(prog.ns["s"], [prog.ns[t] for t in [*prog.inputs, *prog.outputs]])
-    except ScheduleError:
-        stats["rejected"] = stats.get("rejected", 0) + 1
-        return
-    stats["accepted"] = stats.get("accepted", 0) + 1
-    try:
+        try:
+            tessel.lower(prog.ns["s"], [prog.ns[t] for t in [*prog.inputs, *prog.outputs]])
+        except ScheduleError:
+            stats["rejected"] = stats.get("rejected", 0) + 1
+            return
+        stats["accepted"] = stats.get("accepted", 0) + 1  # any other error of lower() is collected too
         for ln in tail:
             exec(ln, prog.ns)
     except Exception as e:
@@ -513,7 +547,7 @@ def test_schedule_fuzz_short_pipelines():
 @pytest.mark.parametrize("part", [0, 1])
 def test_schedule_fuzz_three_stages(part):
     """Three stages take longer to build and run: two halves, so that test workers share them."""
-    _fuzz((3, 3), part, max(EXAMPLES // 2, 1))
+    _fuzz(DEEP, part, max(EXAMPLES // 2, 1))
 
 
 # ---- regressions: the fuzzer's findings, minimised ----------------------------------------
@@ -633,3 +667,21 @@ def test_symbolic_upsample_with_partitioned_compute_at_regions():
         a = rand(*shape)
         b = a[:, :-1] - a[:, 1:] * 0.5
         check(s, [A, D], [a], [np.repeat(b, 2, axis=1) * 0.75 + 1.0])
+
+
+def test_flattened_cache_write_of_a_fused_stage_with_symbolic_size_is_not_refused():
+    """cache_write of C after fusing its loops gives C.local one flat axis, read back as
+    ``C.local[i*(n - 2) + j]``. The check for reads outside a tensor evaluated that index
+    after simplification (``i*n - i*2 + j``: the two ``i`` taken as independent, so down to
+    -32) and without knowing that ``n - 2 >= 1`` wherever C runs, and refused the legal
+    schedule with a BoundError."""
+    n = te.var("n")
+    A = te.placeholder((17, n), name="A")
+    C = te.compute((17, n - 2), lambda i, j: A[i, j + 2] * 2.0, name="C")
+    D = te.compute((17, n - 2), lambda i, j: C[i, j] + 1.0, name="D")
+    s = te.create_schedule(D.op)
+    s[C].fuse(*s[C].leaf_iter_vars)
+    s.cache_write(C, "local")
+    for cols in (3, 10):
+        a = rand(17, cols)
+        check(s, [A, D], [a], [a[:, 2:] * 2 + 1])

@@ -153,14 +153,18 @@ def intersect(sets: Iterable[IntSet], analyzer: Analyzer | None = None) -> IntSe
     return IntSet(lo, hi)
 
 
-def eval_set(e: Any, dom_map: Mapping[Any, Any], analyzer: Analyzer | None = None) -> IntSet:
+def eval_set(e: Any, dom_map: Mapping[Any, Any], analyzer: Analyzer | None = None,
+             presimplify: bool = True) -> IntSet:
     """The values ``e`` takes when each variable of ``dom_map`` ranges over its set.
 
     ``dom_map`` maps Vars (or IterVars) to IntSets or Ranges; other variables stay symbolic.
+    ``presimplify=False`` evaluates ``e`` as written: the simplifier distributes products
+    (``i*(n - 2)`` becomes ``i*n - i*2``), and the interval of the sum then treats the two
+    ``i`` as independent, which can be far looser than that of the factored form.
     """
     ana = analyzer or Analyzer()
     dom = {(k.var if isinstance(k, E.IterVar) else k): _as_set(v) for k, v in dom_map.items()}
-    e = ana.simplify(op.convert(e))
+    e = ana.simplify(op.convert(e)) if presimplify else op.convert(e)
     s = _SetEval(ana, dom).eval(e)
     if s.is_nothing():
         return IntSet.nothing()

@@ -6,9 +6,19 @@ producer's uninitialised storage) and return garbage. The check evaluates every 
 index over the reading stage's whole domain and refuses the program when the interval provably
 leaves the tensor's shape. Reads under ``if_then_else``/``select`` or a reduction's ``where``
 are the user's way of saying "only when in range" and are not checked.
+
+A stage whose domain is empty reads nothing, so the check assumes every extent of the domain
+is at least 1: with symbolic sizes, ``i*(n - 2) + j`` over ``i < 17, j < n - 2`` stays within
+``17*(n - 2)`` only because ``n - 2 >= 1`` whenever it is evaluated at all. Without that
+assumption the product's interval reaches down to ``16*(n - 2) < 0`` and a legal program
+(a flattened ``cache_write`` of a fused stage, for one) was refused. The index is also
+evaluated as written, not only simplified: simplifying distributes ``i*(n - 2)`` into
+``i*n - i*2``, whose interval ``[-32, ...]`` loses that both terms share ``i``.
 """
 
 from __future__ import annotations
+
+from contextlib import ExitStack
 
 from ..arith import Analyzer, IntSet, eval_set
 from ..errors import BoundError
@@ -16,7 +26,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir.functor import Visitor
 from ..schedule.schedule import Schedule
-from ..schedule.stage import INLINE
+from ..schedule.stage import INLINE, Stage
 
 
 class _Unguarded(Visitor):
@@ -48,22 +58,34 @@ def check_reads_in_bounds(sch: Schedule, bodies: dict) -> None:
     for st in sch.stages:
         if st.attach_type == INLINE or st.is_placeholder:
             continue
-        dom = {iv.var: IntSet.from_range(iv.dom) for iv in st.op.root_iter_vars if iv.dom is not None}
+        ivs = [iv for iv in st.op.root_iter_vars if iv.dom is not None]
+        dom = {iv.var: IntSet.from_range(iv.dom) for iv in ivs}
         v = _Unguarded()
         for b in bodies[st.op]:
             v.visit(b)
-        for load in v.loads:
-            t = load.producer
-            for k, (idx, size) in enumerate(zip(load.indices, t.shape)):
-                s = eval_set(ana.simplify(idx), dom)
+        with ExitStack() as scope:
+            for iv in ivs:  # a read happens only if the domain is not empty
+                scope.enter_context(ana.constraint_scope(O.ge(iv.dom.extent, 1)))
+            _check_loads(st, v.loads, dom, ana)
+
+
+def _check_loads(st: Stage, loads: list[E.ProducerLoad], dom: dict, ana: Analyzer) -> None:
+    """Refuse the first load of ``st`` whose index provably leaves its tensor (BoundError)."""
+    for load in loads:
+        t = load.producer
+        for k, (idx, size) in enumerate(zip(load.indices, t.shape)):
+            # both evaluations over-approximate the index's range; each is looser for some
+            # forms (see eval_set), so refuse only what both place outside the shape
+            below = above = True
+            for s in (eval_set(idx, dom, ana), eval_set(idx, dom, ana, presimplify=False)):
                 lo, hi = s.min_value, s.max_value
-                below = lo is not None and ana.can_prove(O.lt(lo, 0))
-                above = hi is not None and ana.can_prove(O.ge(hi, size))
-                if below or above:
-                    shown = ", ".join(str(i) for i in load.indices)
-                    raise BoundError(
-                        f"stage {st.name} reads {t.name}[{shown}] outside {t.name}'s shape "
-                        f"({', '.join(str(x) for x in t.shape)}): over {st.name}'s domain, index {k} "
-                        f"ranges over [{lo}, {hi}] but must stay within [0, {size} - 1]; shrink "
-                        f"{st.name}'s shape, or guard the read with te.if_then_else(cond, {t.name}[...], value)"
-                    )
+                below = below and lo is not None and ana.can_prove(O.lt(lo, 0))
+                above = above and hi is not None and ana.can_prove(O.ge(hi, size))
+            if below or above:
+                shown = ", ".join(str(i) for i in load.indices)
+                raise BoundError(
+                    f"stage {st.name} reads {t.name}[{shown}] outside {t.name}'s shape "
+                    f"({', '.join(str(x) for x in t.shape)}): over {st.name}'s domain, index {k} "
+                    f"ranges over [{lo}, {hi}] but must stay within [0, {size} - 1]; shrink "
+                    f"{st.name}'s shape, or guard the read with te.if_then_else(cond, {t.name}[...], value)"
+                )
