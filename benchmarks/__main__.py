@@ -58,6 +58,10 @@ def _tessel(case: Case, inputs: list[np.ndarray]):
     import tessel
     from tessel.runtime.cache import clear_memory_cache
 
+    # cold: nothing on disk or in memory from earlier cases (matmul 1024 on one thread is the
+    # kernel of matmul 1024 on two)
+    os.environ["TESSEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tessel-bench-cache-")
+    clear_memory_cache()
     s, args = case.tessel()
     t0 = time.perf_counter()
     f = tessel.build(s, args)
