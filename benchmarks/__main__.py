@@ -10,9 +10,10 @@ Then the contenders take turns in blocks of calls (three rounds, alternating ord
 pause and two untimed calls before each block: OpenMP's, Halide's and TVM's worker threads
 spin for a while after a call and would otherwise steal the cores from the next contender),
 ``--repeat`` timed calls in all, summarized by their median: on a shared machine a burst of
-load then hits every contender alike. A bandwidth-bound kernel (GB/s) has a yardstick in the
-same rounds: tessel's plain copy of 2 x 64 MiB, so "% of copy" compares two figures taken
-under the same load rather than one from the start of the run and one from minutes later.
+load then hits every contender alike. A bandwidth-bound kernel (GB/s) has a yardstick:
+tessel's plain copy of 2 x 64 MiB, timed right after each block of tessel's calls (one
+thread pool, so no pause between them), so that "% of copy" compares two figures taken under
+the same load rather than one from the start of the run and one from minutes later.
 
 Writes ``results/benchmarks.md`` (the table and the machine's measured peaks),
 ``results/benchmarks.json`` and, with matplotlib, ``results/benchmarks.png``.
@@ -36,7 +37,7 @@ from . import machine
 from .kernels import Case, cases
 
 CONTENDERS = ("tessel", "numpy", "halide", "tvm")
-ROUNDS = 3  # each contender runs in blocks, in alternating order: thread pools must not fight
+ROUNDS = 6  # each contender runs in blocks, in alternating order: thread pools must not fight
 WARMUP = 2  # untimed calls at the start of each block (waking a thread pool is not the kernel's time)
 
 
@@ -141,10 +142,7 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
         row.build_s[peer] = pr.build_s
     if case.threads == 1:  # timed in a process of its own, below
         del runners["numpy"]
-    copy_bytes = 0.0
-    if case.unit == "GB/s":
-        fn, copy_bytes = _copy_yardstick(case.threads, quick)
-        runners["copy"] = (fn, None)
+    copy_fn, copy_bytes = _copy_yardstick(case.threads, quick) if case.unit == "GB/s" else (None, 0.0)
     for name, (fn, res) in list(runners.items()):
         try:
             fn()  # warm up: first-touch page faults, thread pools, lazy JIT
@@ -153,7 +151,7 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
             print(f"  {name} failed to run {case.kernel} {case.size}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
             del runners[name]
             continue
-        if name in ("numpy", "copy"):
+        if name == "numpy":
             continue
         try:
             np.testing.assert_allclose(res(), want, rtol=case.rtol, atol=case.atol)
@@ -162,6 +160,7 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
             print(f"  {name} disagrees with NumPy on {case.kernel} {case.size}:\n{str(e)[:600]}", file=sys.stderr)
             del runners[name]
     times: dict[str, list[float]] = {name: [] for name in runners}
+    copy_times: list[float] = []
     order = list(runners)
     per_round = max(2, (repeat + ROUNDS - 1) // ROUNDS)
     for rnd in range(ROUNDS):
@@ -174,10 +173,16 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
                 t0 = time.perf_counter()
                 fn()
                 times[name].append(time.perf_counter() - t0)
+            if name == "tessel" and copy_fn is not None:  # the same thread pool: no pause needed
+                copy_fn()  # lets the kernel's last writes drain before the copy is timed
+                for _ in range(per_round):
+                    t0 = time.perf_counter()
+                    copy_fn()
+                    copy_times.append(time.perf_counter() - t0)
     if case.threads == 1:
         times["numpy"] = numpy_one_thread(index, quick, repeat)
-    if "copy" in times:
-        row.copy_rate = copy_bytes / float(np.median(times.pop("copy"))) / 1e9
+    if copy_times:
+        row.copy_rate = copy_bytes / float(np.median(copy_times)) / 1e9
     for name in CONTENDERS:
         if name in times:
             t = float(np.median(times[name]))
@@ -267,13 +272,13 @@ def plot(rows: list[Row], path: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes and few runs: a smoke test")
-    ap.add_argument("--repeat", type=int, default=None, help="timed runs per contender (default 15, quick 6)")
+    ap.add_argument("--repeat", type=int, default=None, help="timed runs per contender (default 30, quick 6)")
     ap.add_argument("--only", default="", help="comma-separated kernel names (matmul, blur, conv2d, softmax, ...)")
     ap.add_argument("--out", default="results", help="directory for the table, JSON and plot")
     ap.add_argument("--no-machine", action="store_true", help="skip measuring the FMA peak and copy bandwidth")
     ap.add_argument("--numpy-case", type=int, default=None, help=argparse.SUPPRESS)
     opts = ap.parse_args(argv)
-    repeat = opts.repeat or (6 if opts.quick else 15)
+    repeat = opts.repeat or (6 if opts.quick else 30)
     if opts.numpy_case is not None:
         print(json.dumps(numpy_times(cases(opts.quick)[opts.numpy_case], repeat)))
         return 0
