@@ -20,7 +20,7 @@ from ..ir import expr as E
 from ..ir import op
 from ..ir import stmt as S
 from ..ir.dtype import DType
-from ..ir.functor import Mutator, StructKey, structural_equal
+from ..ir.functor import Mutator, StructKey, memoized, structural_equal
 from . import const_bound as cb
 from .linear import Lin, Mono
 
@@ -108,12 +108,7 @@ class Simplifier(Mutator):
         return Lin.atom(k)
 
     def lin(self, e: E.PrimExpr) -> Lin:
-        hit = self.lmemo.get(id(e))
-        if hit is not None and hit[0] is e:
-            return hit[1]
-        r = self._lin(e)
-        self.lmemo[id(e)] = (e, r)
-        return r
+        return memoized(self.lmemo, e, self._lin)
 
     def _lin(self, e: E.PrimExpr) -> Lin:
         t = type(e)

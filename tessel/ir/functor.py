@@ -196,3 +196,16 @@ class StructKey:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, StructKey) and structural_equal(self.node, other.node)
+
+
+def memoized(memo: dict, node: Any, compute: Callable[[Any], Any]) -> Any:
+    """``compute(node)``, remembered by the node's identity: IR is a DAG whose shared
+    subexpressions would otherwise be analysed once per use. The node is kept beside the
+    result, so an id reused by a new object after the old one died never finds a stale entry."""
+    hit = memo.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    out = compute(node)
+    memo[id(node)] = (node, out)
+    return out
+

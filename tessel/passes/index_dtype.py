@@ -62,7 +62,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.dtype import DType, int64
-from ..ir.functor import Mutator, replace_buffer
+from ..ir.functor import Mutator, memoized, replace_buffer
 from .index_guard import GuardBuilder, LaneBounds
 
 WIDE = int64  # the dtype a promoted index computation is given
@@ -229,12 +229,7 @@ class _IndexDtype(Mutator):
     # ---- expressions -----------------------------------------------------------------------
     def expr(self, e: E.PrimExpr) -> E.PrimExpr:
         """``e`` computed in dtypes that hold its values: its own dtype, or int64 (lane-wise)."""
-        hit = self.memo.get(id(e))
-        if hit is not None and hit[0] is e:
-            return hit[1]
-        out = self._expr(e)
-        self.memo[id(e)] = (e, out)
-        return out
+        return memoized(self.memo, e, self._expr)
 
     def _expr(self, e: E.PrimExpr) -> E.PrimExpr:
         rule = self.rules.get(type(e))

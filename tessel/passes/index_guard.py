@@ -29,6 +29,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.dtype import int64
+from ..ir.functor import memoized
 
 Ends = tuple[E.PrimExpr, E.PrimExpr]
 _MAY_OVERFLOW = (E.Add, E.Sub, E.Mul, E.Ramp)  # other nodes stay within their operands' values
@@ -166,12 +167,7 @@ class GuardBuilder:
     def ends(self, e: E.PrimExpr) -> Ends | None:
         """Lowest and highest value of ``e`` (each lane, for a vector) in terms of the sizes, as
         int64 expressions; ``None`` when ``e`` depends on data or on calls."""
-        hit = self.memo.get(id(e))
-        if hit is not None and hit[0] is e:
-            return hit[1]
-        out = self._ends(e)
-        self.memo[id(e)] = (e, out)
-        return out
+        return memoized(self.memo, e, self._ends)
 
     def _ends(self, e: E.PrimExpr) -> Ends | None:
         if isinstance(e, E.IntImm):
