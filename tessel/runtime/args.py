@@ -11,6 +11,7 @@ target runs the very same checks, so both targets accept and reject exactly the 
 from __future__ import annotations
 
 import ctypes
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,6 +103,7 @@ class ArgSpec:
         if not self.vars and not self.has_exprs and self.guards is None:
             self._fast = tuple((p.dtype, tuple(d.const for d in p.dims), _c_strides(p), p.dtype.itemsize)
                                for p in params)
+            self._fast_nbytes = tuple(p.dtype.itemsize * math.prod(d.const for d in p.dims) for p in params)
 
     def check(self, args: tuple) -> tuple[list[int], list[int]]:
         """Return the data pointers and the size-var values (in ``func.size_vars`` order), or raise."""
@@ -139,8 +141,12 @@ class ArgSpec:
             if ptr % size:
                 return None
             ptrs.append(ptr)
-        if self.outputs:
-            self._check_aliasing(args, ptrs)
+        nbytes = self._fast_nbytes
+        for i in self.outputs:  # any overlap: the full checks say which arguments share memory
+            lo, hi = ptrs[i], ptrs[i] + nbytes[i]
+            for j, lo2 in enumerate(ptrs):
+                if j != i and lo2 < hi and lo < lo2 + nbytes[j] and lo < hi and nbytes[j]:
+                    return None
         return ptrs
 
     def _check_array(self, p: _Param, a, values: list) -> int:
