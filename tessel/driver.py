@@ -152,7 +152,7 @@ def build(sch: Schedule, args: Sequence, target: str = "c", name: str = "main"):
     front, steps = _lower_schedule(sch, args, name)
     vb = target_vector_bytes()
     try:
-        key: str | None = fingerprint(code_version(), "c", vb, front)
+        key: str | None = fingerprint(code_version(), "c", vb, _tunables(), front)
     except Unhashable:
         key = None
     # the index guards of symbolic sizes come out of the last pass, and the calling convention
@@ -164,3 +164,19 @@ def build(sch: Schedule, args: Sequence, target: str = "c", name: str = "main"):
     if key and not front.size_vars:
         store_lowered(key, kernel.plan)
     return kernel
+
+
+def _tunables() -> tuple:
+    """The current values of the module-level limits of the passes and the C generator (the
+    streaming-store threshold, unroll limits, ...): part of the memo's key, because a program
+    (or a test) may change them at run time, which the hash of tessel's source cannot see."""
+    import importlib
+
+    out = []
+    for mod in ("passes.loop_partition", "passes.unroll", "passes.vectorize", "passes.index_dtype",
+                "codegen.c", "codegen.c_vector"):
+        m = importlib.import_module(f"{__package__}.{mod}")
+        out.extend((mod, k, v) for k, v in sorted(vars(m).items())
+                   if k.isupper() and not k.startswith("_") and type(v) in (int, float, str, bool))
+    return tuple(out)
+

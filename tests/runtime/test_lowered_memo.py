@@ -3,6 +3,7 @@ generator, and nothing but the very same lowered kernel may ever get its code.""
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import numpy as np
@@ -152,3 +153,26 @@ def test_symbolic_sizes_are_lowered_in_full_for_their_index_guards(fresh_cache):
     clear_memory_cache()
     g = tessel.build(s, [A, B])
     assert g._finish is None and g.func.guards
+
+
+def test_a_limit_changed_at_run_time_is_part_of_the_key(fresh_cache, monkeypatch):
+    """The streaming-store threshold is a module constant a program (or a test) may lower; the
+    memo must not hand back the code generated under the old value."""
+    vec = importlib.import_module("tessel.passes.vectorize")  # the module (the package exports a function)
+
+    def big_copy():
+        A = te.placeholder((64, 64), name="A")
+        C = te.compute((64, 64), lambda i, j: A[i, j] + 1.0, name="C")
+        s = te.create_schedule(C.op)
+        s[C].vectorize(C.op.axis[1])
+        return s, [A, C]
+
+    plain = tessel.build(*big_copy())
+    assert "stream" not in plain.source
+    monkeypatch.setattr(vec, "STREAM_MIN_BYTES", 64)
+    streamed = tessel.build(*big_copy())
+    assert "tsl_stream" in streamed.source
+    a = np.random.default_rng(0).uniform(-1, 1, (64, 64)).astype("float32")
+    c = np.empty_like(a)
+    streamed(a, c)
+    np.testing.assert_array_equal(c, a + 1.0)
