@@ -37,6 +37,7 @@ from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.dtype import DType
 from ..ir.functor import Visitor, collect, free_vars
+from ..ir.intrinsics import PREDICATES, c_spelling
 from ..runtime.args import ArgSpec
 from ..runtime.cache import load_or_build
 from ..runtime.compiler import find_compiler
@@ -70,16 +71,6 @@ isinf isfinite abs labs llabs fmin fmax fma lgamma tgamma remainder signbit ldex
 _LIBM_F = {n + "f" for n in _LIBM}
 _INT_TYPES = {f"{s}int{b}_t" for s in ("", "u") for b in (8, 16, 32, 64)} | {f"INT{b}_MIN" for b in (8, 16, 32, 64)}
 _RESERVED = _C_KEYWORDS | _LIBM | _LIBM_F | _INT_TYPES
-
-# intrinsic -> C math function (double); the float version appends "f"
-_MATH = {
-    "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log2": "log2", "log10": "log10",
-    "log1p": "log1p", "sqrt": "sqrt", "cbrt": "cbrt", "sin": "sin", "cos": "cos", "tan": "tan",
-    "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
-    "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "erf": "erf", "pow": "pow", "fmod": "fmod",
-    "atan2": "atan2", "hypot": "hypot", "copysign": "copysign", "fabs": "fabs", "abs": "fabs",
-    "floor": "floor", "ceil": "ceil", "round": "rint", "trunc": "trunc",
-}
 
 # precedence, loosest first: ?: 1, || 2, && 3, ==/!= 4, relational 5, +- 6, */% 7, unary 8
 _PREC = {E.Or: 2, E.And: 3, E.EQ: 4, E.NE: 4, E.LT: 5, E.LE: 5, E.GT: 5, E.GE: 5,
@@ -254,11 +245,11 @@ class _CGen(ExprWriter):
             return self._ternary(*e.args)
         if op == "tsl_align_gap":
             return self._align_gap(e)
-        if op in ("isnan", "isinf", "isfinite"):
+        if op in PREDICATES:
             arg = self.expr(e.args[0])
             if e.args[0].dtype == "float16":
                 arg = f"(float){self.expr(e.args[0], 8)}"
-            return f"(bool){op}({arg})", 8
+            return f"(bool){c_spelling(op, 64, [arg])}", 8
         if not dt.is_float:  # integer abs/floor/ceil/round/trunc
             if op in ("abs", "fabs") and not (dt.is_uint or dt.is_bool):
                 return f"{self.helper('abs', dt)}({self.expr(e.args[0])})", _ATOM
@@ -266,9 +257,9 @@ class _CGen(ExprWriter):
         args = [self._cast_to(a, dt) for a in e.args]
         if dt == "float16":  # compute in float, round once, as NumPy does for float16
             args = [f"(float){a}" for a in args]
-            inner = _float_call(op, DType("float32"), args, self)
+            inner = c_spelling(op, 32, args)
             return f"(_Float16)({inner})", 8
-        return _float_call(op, dt, args, self), _ATOM
+        return c_spelling(op, dt.bits, args), _ATOM
 
     def _align_gap(self, e: E.Call) -> tuple[str, int]:
         ld, nbytes = e.args
@@ -707,18 +698,6 @@ def _float_literal(v: float, dt: DType) -> tuple[str, int]:
     return text, (8 if text.startswith("-") else _ATOM)
 
 
-def _float_call(op: str, dt: DType, args: list[str], gen: _CGen) -> str:
-    if op == "rsqrt":
-        one = "1.0" if dt.bits == 64 else "1.0f"
-        return f"({one} / {_math_fn('sqrt', dt)}({args[0]}))"
-    if op == "exp10":
-        ten = "10.0" if dt.bits == 64 else "10.0f"
-        return f"{_math_fn('pow', dt)}({ten}, {args[0]})"
-    if op == "sigmoid":
-        return f"{gen.helper('sigmoid', dt)}({args[0]})"
-    return f"{_math_fn(_MATH[op], dt)}({', '.join(args)})"
-
-
 def _helper_source(kind: str, name: str, dt: DType) -> str:
     t = ctype(dt)
     sig = f"static inline {t} {name}({t} a, {t} b) {{"
@@ -728,9 +707,6 @@ def _helper_source(kind: str, name: str, dt: DType) -> str:
     if kind == "abs":
         u = f"uint{max(dt.bits, 32)}_t"
         return f"static inline {t} {name}({t} a) {{ return a < 0 ? ({t})(0u - ({u})a) : a; }}"
-    if kind == "sigmoid":
-        one = "1.0" if dt.bits == 64 else "1.0f"
-        return f"static inline {t} {name}({t} a) {{ return {one} / ({one} + {_math_fn('exp', dt)}(-a)); }}"
     if dt == "float16":  # through float, rounding to half after each step as NumPy does
         body = {"fmod": "return (_Float16)fmodf((float)a, (float)b);",
                 "floordiv": "return (_Float16)floorf((float)(_Float16)(a / b));",

@@ -14,30 +14,7 @@ from ..errors import BuildError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Visitor
-
-# name -> (number of arguments, needs a float dtype).  Float-only intrinsics are math functions;
-# the rest also make sense on integers (abs is |x|, floor/ceil/round/trunc are the identity).
-INTRINSICS: dict[str, tuple[int, bool]] = {
-    "exp": (1, True), "exp2": (1, True), "exp10": (1, True), "expm1": (1, True),
-    "log": (1, True), "log2": (1, True), "log10": (1, True), "log1p": (1, True),
-    "sqrt": (1, True), "rsqrt": (1, True), "cbrt": (1, True),
-    "sin": (1, True), "cos": (1, True), "tan": (1, True),
-    "asin": (1, True), "acos": (1, True), "atan": (1, True),
-    "sinh": (1, True), "cosh": (1, True), "tanh": (1, True),
-    "asinh": (1, True), "acosh": (1, True), "atanh": (1, True),
-    "sigmoid": (1, True), "erf": (1, True),
-    "pow": (2, True), "fmod": (2, True), "atan2": (2, True), "hypot": (2, True),
-    "copysign": (2, True),
-    "fabs": (1, False), "abs": (1, False),
-    "floor": (1, False), "ceil": (1, False), "round": (1, False), "trunc": (1, False),
-    "isnan": (1, False), "isinf": (1, False), "isfinite": (1, False),
-    "if_then_else": (3, False),
-    # elements from the address of its (load) argument to the next multiple of its second
-    # argument in bytes: where streaming stores can start (0 on targets without alignment)
-    "tsl_align_gap": (2, False),
-}
-# intrinsics answering a question about a float argument: the result is bool
-PREDICATES = ("isnan", "isinf", "isfinite")
+from ..ir.intrinsics import INTRINSICS, PREDICATES
 
 
 def check_call(func: S.PrimFunc, call: E.Call) -> None:
@@ -46,12 +23,12 @@ def check_call(func: S.PrimFunc, call: E.Call) -> None:
     if spec is None:
         known = ", ".join(sorted(INTRINSICS))
         raise BuildError(f"kernel {func.name!r}: unknown intrinsic {call.op!r} in `{call}`; known: {known}")
-    nargs, float_only = spec
+    nargs = spec.arity
     if len(call.args) != nargs:
         raise BuildError(
             f"kernel {func.name!r}: intrinsic {call.op!r} takes {nargs} argument(s), got {len(call.args)} in `{call}`"
         )
-    if float_only and not call.dtype.is_float:
+    if spec.float_only and not call.dtype.is_float:
         raise BuildError(f"kernel {func.name!r}: intrinsic {call.op!r} needs a float dtype, got {call.dtype} in `{call}`")
     if call.op in PREDICATES and not call.args[0].dtype.is_float:
         raise BuildError(f"kernel {func.name!r}: {call.op} needs a float argument, got {call.args[0].dtype}")

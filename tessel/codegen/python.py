@@ -24,28 +24,13 @@ import numpy as np
 from ..errors import BuildError
 from ..ir import expr as E
 from ..ir import stmt as S
+from ..ir.intrinsics import INTRINSICS
 from ..runtime.args import ArgSpec
 from ..runtime.module import KernelRuntimeError, PythonKernel
 from .common import ExprWriter, NameTable, check_func, written_buffers
 
 _DTYPES = ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "float32", "float64")
-
-_FLOAT_CALL = {
-    "exp": "np.exp", "exp2": "np.exp2", "exp10": "_exp10", "expm1": "np.expm1",
-    "log": "np.log", "log2": "np.log2", "log10": "np.log10", "log1p": "np.log1p",
-    "sqrt": "np.sqrt", "rsqrt": "_rsqrt", "cbrt": "np.cbrt",
-    "sin": "np.sin", "cos": "np.cos", "tan": "np.tan",
-    "asin": "np.arcsin", "acos": "np.arccos", "atan": "np.arctan",
-    "sinh": "np.sinh", "cosh": "np.cosh", "tanh": "np.tanh",
-    "asinh": "np.arcsinh", "acosh": "np.arccosh", "atanh": "np.arctanh",
-    "sigmoid": "_sigmoid", "erf": "_erf",
-    "pow": "np.power", "fmod": "np.fmod", "atan2": "np.arctan2", "hypot": "np.hypot",
-    "copysign": "np.copysign",
-    "fabs": "np.abs", "abs": "np.abs",
-    "floor": "np.floor", "ceil": "np.ceil", "round": "np.rint", "trunc": "np.trunc",
-    "isnan": "np.isnan", "isinf": "np.isinf", "isfinite": "np.isfinite",
-}
 
 _PREC = {E.Or: 1, E.And: 2, E.EQ: 4, E.NE: 4, E.LT: 4, E.LE: 4, E.GT: 4, E.GE: 4,
          E.Add: 5, E.Sub: 5, E.Mul: 6, E.Div: 6, E.FloorDiv: 6, E.FloorMod: 6}
@@ -276,16 +261,18 @@ class _PyGen(ExprWriter):
             return self._ternary(*e.args)
         if op == "tsl_align_gap":  # NumPy has no alignment to respect: no iterations to peel
             return f"{_np_name(dt)}(0)", _ATOM
-        if not dt.is_float and op in ("floor", "ceil", "round", "trunc"):
+        spec = INTRINSICS[op]
+        exact = spec.rule == "any"  # |x| and rounding: exact in every dtype, the identity on integers
+        if not dt.is_float and exact and op not in ("abs", "fabs"):
             return self._expr(e.args[0])
-        predicate = op in ("isnan", "isinf", "isfinite")
+        predicate = spec.rule == "predicate"
         # float16 math runs in float32 and rounds once, exactly like the C target
-        via = "float32" if dt == "float16" and op not in ("fabs", "abs", "floor", "ceil", "round", "trunc") else None
+        via = "float32" if dt == "float16" and not exact else None
         args = []
         for a in e.args:
             want = via or (None if predicate else _np_name(dt))
             args.append(self.expr(a) if want is None or a.dtype == want else f"{self.expr(a, _ATOM)}.astype({want})")
-        text = f"{_FLOAT_CALL[op]}({', '.join(args)})"
+        text = f"{spec.python}({', '.join(args)})"
         return (f"{text}.astype(float16)" if via else text), _ATOM
 
     # ---- statements ----------------------------------------------------------------------

@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import DefinitionError
 from . import expr as E
 from .dtype import DType
+from .intrinsics import lookup
 from .op import convert, fold_int, wrap_int
 
 Value = int | float | bool
@@ -77,37 +78,6 @@ def _float_binop(cls: type, a: float, b: float) -> float:
 _CMP = {
     E.EQ: lambda x, y: x == y, E.NE: lambda x, y: x != y, E.LT: lambda x, y: x < y,
     E.LE: lambda x, y: x <= y, E.GT: lambda x, y: x > y, E.GE: lambda x, y: x >= y,
-}
-
-
-def _sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
-
-
-def _safe(fn):
-    def call(*args):
-        try:
-            return fn(*args)
-        except OverflowError:
-            return math.inf
-        except ValueError:
-            return math.nan
-
-    return call
-
-
-_INTRIN = {
-    "exp": _safe(math.exp), "exp2": _safe(lambda x: 2.0 ** x), "exp10": _safe(lambda x: 10.0 ** x),
-    "log": _safe(lambda x: -math.inf if x == 0 else math.log(x)),
-    "log2": _safe(lambda x: -math.inf if x == 0 else math.log2(x)),
-    "log10": _safe(lambda x: -math.inf if x == 0 else math.log10(x)),
-    "log1p": _safe(math.log1p), "sqrt": _safe(math.sqrt), "rsqrt": _safe(lambda x: 1.0 / math.sqrt(x)),
-    "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": _safe(math.asin),
-    "acos": _safe(math.acos), "atan": math.atan, "atan2": math.atan2, "sinh": _safe(math.sinh),
-    "cosh": _safe(math.cosh), "tanh": math.tanh, "erf": math.erf, "sigmoid": _sigmoid,
-    "fabs": abs, "abs": abs, "floor": math.floor, "ceil": math.ceil, "trunc": math.trunc,
-    "round": round, "nearbyint": round, "pow": _safe(math.pow), "power": _safe(math.pow),
-    "fmod": _safe(math.fmod),
 }
 
 
@@ -174,7 +144,8 @@ class _Evaluator:
         args = [self.run(a) for a in e.args]
         if e.op in ("likely", "tir.likely"):
             return args[0]
-        fn = _INTRIN.get(e.op.removeprefix("tir."))
+        spec = lookup(e.op)
+        fn = spec.scalar if spec is not None else None
         if fn is None:
             raise DefinitionError(f"evaluate: unknown intrinsic `{e.op}`")
         return _to_dtype(fn(*args), e.dtype)

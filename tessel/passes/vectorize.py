@@ -35,6 +35,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, StructKey, collect, structural_equal, substitute, uses_var
+from ..ir.intrinsics import lookup
 from .simplify import simplify_stmt
 
 DEFAULT_VECTOR_BYTES = 32
@@ -431,6 +432,9 @@ class _Vectorizer(Mutator):
         args = [self.visit(a) for a in e.args]
         if all(a is b for a, b in zip(args, e.args)):
             return e
+        spec = lookup(e.op)
+        if spec is not None and not spec.vectorizable:
+            raise NotVectorizable(f"`{e.op}` has no vector form")
         if e.dtype == "float16" or e.dtype.is_bool:
             raise NotVectorizable(f"`{e.op}` on {e.dtype} has no vector form here")
         args = [_bcast(a, self.lanes) for a in args]

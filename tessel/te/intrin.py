@@ -6,6 +6,7 @@ from ..errors import DefinitionError
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir.dtype import DTypeLike
+from ..ir.intrinsics import INTRINSICS, Intrinsic
 
 
 def var(name: str = "tindex", dtype: DTypeLike = "int32") -> E.Var:
@@ -36,31 +37,40 @@ def if_then_else(cond, t, f) -> E.PrimExpr:
     return E.Call(t.dtype, "if_then_else", (cond, t, f))
 
 
-_FLOAT_UNARY = ("exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos",
-                "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "erf", "floor",
-                "ceil", "round", "trunc", "nearbyint")
-
-
-def _float_call(name: str, x) -> E.PrimExpr:
-    x = O.convert(x)
-    if not x.dtype.is_float:
+def _float_args(name: str, args) -> list[E.PrimExpr]:
+    args = list(O.match_types(*args)) if len(args) > 1 else [O.convert(args[0])]
+    if not args[0].dtype.is_float:
         raise DefinitionError(
-            f"te.{name} needs a floating-point argument, but `{x}` is {x.dtype}; cast it first, "
+            f"te.{name} needs a floating-point argument, but `{args[0]}` is {args[0].dtype}; cast it first, "
             f"e.g. te.{name}(x.astype('float32'))"
         )
-    return E.Call(x.dtype, name, (x,))
+    return args
 
 
-def _make_unary(name: str):
-    def fn(x):
-        return _float_call(name, x)
+def _make(spec: Intrinsic):
+    """The te function of one public intrinsic of the table (math functions need floats; a
+    predicate of an integer is a constant)."""
+    if spec.rule == "predicate":
+        def fn(x):
+            x = O.convert(x)
+            if not x.dtype.is_float:
+                return O.const(spec.name == "isfinite")
+            return E.Call("bool", spec.name, (x,))
+    else:
+        def fn(*args):
+            if len(args) != spec.arity:
+                raise DefinitionError(f"te.{spec.name} takes {spec.arity} argument(s), got {len(args)}")
+            args = _float_args(spec.name, args)
+            return E.Call(args[0].dtype, spec.name, tuple(args))
 
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise {name} of a floating-point expression."
+    fn.__name__ = fn.__qualname__ = spec.name
+    fn.__doc__ = f"Elementwise {spec.name} of floating-point expressions (see tessel.ir.intrinsics)."
     return fn
 
 
-globals().update({n: _make_unary(n) for n in _FLOAT_UNARY})
+# every public intrinsic of the table; abs, pow and fmod are written out below
+_FLOAT_UNARY = tuple(n for n, i in INTRINSICS.items() if i.public and n not in ("pow", "fmod"))
+globals().update({n: _make(INTRINSICS[n]) for n in _FLOAT_UNARY})
 
 
 def abs(x) -> E.PrimExpr:
@@ -85,13 +95,6 @@ power = pow
 def fmod(x, y) -> E.PrimExpr:
     x, y = O.match_types(x, y)
     return E.Call(x.dtype, "fmod", (x, y))
-
-
-def isnan(x) -> E.PrimExpr:
-    x = O.convert(x)
-    if not x.dtype.is_float:
-        return O.const(False)
-    return E.Call("bool", "isnan", (x,))
 
 
 floordiv = O.floordiv
@@ -120,3 +123,8 @@ def any(*conds) -> E.PrimExpr:
     for c in conds:
         out = O.logical_or(out, c)
     return out
+
+
+# te name -> the intrinsic it builds, for every exported one (what the tests run on both targets)
+EXPORTED: dict[str, str] = {**{n: n for n in _FLOAT_UNARY}, "abs": "fabs", "pow": "pow", "power": "pow",
+                            "fmod": "fmod"}
