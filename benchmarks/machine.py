@@ -118,10 +118,10 @@ def numpy_copy_bandwidth(n: int = 1 << 24, repeat: int = 9) -> float:
 
 
 def measure(quick: bool = False) -> Machine:
-    from tessel.runtime.compiler import target_vector_bytes
+    from tessel.target import host
 
     cores = os.cpu_count() or 1
-    vb = target_vector_bytes()
+    vb = host().vector_bytes
     n = 1 << (22 if quick else 24)
     return Machine(
         cores=cores, vector_bytes=vb,

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .bound import run_infer_bound
+from .codegen import Generated, generate
 from .errors import LowerError
 from .ir import expr as E
 from .ir import stmt as S
@@ -27,8 +28,9 @@ from .passes import (
     unroll,
     vectorize,
 )
-from .runtime.compiler import target_vector_bytes
+from .runtime.cache import code_version, load_lowered, store_lowered
 from .schedule.schedule import Schedule
+from .target import Target, as_target, backend, resolve
 from .te.tensor import Tensor
 
 
@@ -60,12 +62,15 @@ def _params(args: Sequence) -> tuple[dict, list[S.Buffer], list[E.Var]]:
     return buffers, order, sizes
 
 
-def lower_steps(sch: Schedule, args: Sequence, name: str = "main",
-                vector_bytes: int | None = None) -> tuple[S.PrimFunc, list[Step]]:
-    """Lower and keep the IR after every step (vectors planned for ``vector_bytes``, by
-    default the C compiler's register width)."""
+def lower_steps(sch: Schedule, args: Sequence, name: str = "main", vector_bytes: int | None = None,
+                target: str | Target | None = None) -> tuple[S.PrimFunc, list[Step]]:
+    """Lower for ``target`` (by default this machine's C target; ``vector_bytes`` overrides
+    its vector width) and keep the IR after every step."""
+    tgt = resolve(as_target(target))
+    if vector_bytes is not None:
+        tgt = tgt.with_(vector_bytes=vector_bytes)
     front, steps = _lower_schedule(sch, args, name)
-    func = _fast_passes(front, steps, vector_bytes)
+    func = _fast_passes(front, steps, tgt)
     if os.environ.get("TESSEL_DEBUG"):
         for st in steps:
             print(f"---- after {st.name} ----\n{st.ir}")
@@ -93,13 +98,13 @@ def _lower_schedule(sch: Schedule, args: Sequence, name: str) -> tuple[S.PrimFun
     return S.PrimFunc(name, params, sizes, stmt), steps
 
 
-def _fast_passes(front: S.PrimFunc, steps: list[Step], vector_bytes: int | None) -> S.PrimFunc:
-    """Guards out of hot loops, then the vector and unroll annotations made real: a function of
-    the IR alone, which is what lets ``build`` remember the code generated after it."""
+def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.PrimFunc:
+    """Guards out of hot loops, then the vector and unroll annotations made real for ``target``:
+    a function of the IR and the target alone, which is what lets ``build`` remember the code
+    generated after it."""
     stmt = loop_partition(front.body)
     steps.append(Step("loop_partition", stmt))
-    stream = streaming_outputs(stmt, list(front.params))
-    stmt = vectorize(stmt, target_vector_bytes() if vector_bytes is None else vector_bytes, stream)
+    stmt = vectorize(stmt, target, streaming_outputs(stmt, list(front.params)))
     steps.append(Step("vectorize", stmt))
     stmt = unroll(stmt)
     steps.append(Step("unroll", stmt))
@@ -125,45 +130,56 @@ def _check_free_vars(stmt: S.Stmt, sizes: list[E.Var]) -> None:
         )
 
 
-def lower(sch: Schedule, args: Sequence, name: str = "main", simple_mode: bool = False, trace: bool = False):
+def lower(sch: Schedule, args: Sequence, name: str = "main", simple_mode: bool = False, trace: bool = False,
+          target: str | Target | None = None):
     """The lowered kernel; with ``simple_mode`` just its body (what ``print`` shows is the IR)."""
-    func, steps = lower_steps(sch, args, name)
+    func, steps = lower_steps(sch, args, name, target=target)
     if trace:
         for st in steps:
             print(f"---- after {st.name} ----\n{st.ir}")
     return func.body if simple_mode else func
 
 
-def build(sch: Schedule, args: Sequence, target: str = "c", name: str = "main"):
+def build(sch: Schedule, args: Sequence, target: str | Target | None = "c", name: str = "main"):
     """Compile the schedule into a callable on NumPy arrays (outputs are written in place).
 
-    For the C target the generated code is remembered (on disk, beside the compiled kernels)
-    under a hash of the lowered IR, the vector width and tessel's own code: a later build of the
-    same kernel, in this process or another, skips the last passes and the C generator, which
-    are most of a cached build's time when loops are unrolled."""
-    from .codegen import build_func
+    ``target``: a :class:`~tessel.target.Target`, a target string (``"c"``, ``"python"``,
+    ``"c -vector-bytes=32"``) or None (this machine's C target).
 
-    if target != "c" or os.environ.get("TESSEL_DEBUG"):
-        func, _ = lower_steps(sch, args, name)
-        return build_func(func, target=target)
-    from .codegen.c import build_c_source
-    from .runtime.cache import code_version, load_lowered, store_lowered
-
+    A target whose generated code is plain data (C) has it remembered (on disk, beside the
+    compiled kernels) under a hash of the lowered IR, the target's description and tessel's own
+    code: a later build of the same kernel, in this process or another, skips the last passes
+    and the code generator, which are most of a cached build's time when loops are unrolled."""
+    tgt = as_target(target)
+    back = backend(tgt)
+    tgt = resolve(tgt)
+    if not back.memo or os.environ.get("TESSEL_DEBUG"):
+        func, _ = lower_steps(sch, args, name, target=tgt)
+        return build_func(func, tgt)
     front, steps = _lower_schedule(sch, args, name)
-    vb = target_vector_bytes()
     try:
-        key: str | None = fingerprint(code_version(), "c", vb, _tunables(), front)
+        key: str | None = fingerprint(code_version(), tgt.describe(), _tunables(), front)
     except Unhashable:
         key = None
     # the index guards of symbolic sizes come out of the last pass, and the calling convention
     # needs them: a kernel with symbolic sizes is always lowered in full
     plan = load_lowered(key) if key and not front.size_vars else None
     if plan is not None and plan["name"] == name:
-        return build_c_source(front, plan, finish=lambda: _fast_passes(front, [], vb))
-    kernel = build_func(_fast_passes(front, steps, vb), target="c")
+        gen = Generated.from_plan(tgt.kind, plan)
+        return back.load(front, gen, tgt, finish=lambda: _fast_passes(front, [], tgt))
+    func = _fast_passes(front, steps, tgt)
+    gen = generate(back.generate, func, tgt)
     if key and not front.size_vars:
-        store_lowered(key, kernel.plan)
-    return kernel
+        store_lowered(key, gen.plan())
+    return back.load(func, gen, tgt)
+
+
+def build_func(func: S.PrimFunc, target: str | Target | None = "c"):
+    """Generate code for one lowered PrimFunc and load it as a kernel, through ``target``'s backend."""
+    tgt = as_target(target)
+    back = backend(tgt)
+    tgt = resolve(tgt)
+    return back.load(func, generate(back.generate, func, tgt), tgt)
 
 
 def _tunables() -> tuple:

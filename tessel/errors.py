@@ -62,3 +62,8 @@ class ViewError(TesselError):
 
 class InternalError(TesselError, AssertionError):
     """A broken invariant inside tessel: please report it with the program that caused it."""
+
+
+class KernelRuntimeError(TesselError, RuntimeError):
+    """A kernel failed while running (an out-of-bounds access seen by the python target,
+    a temporary buffer the C kernel could not allocate)."""

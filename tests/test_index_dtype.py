@@ -20,6 +20,7 @@ from tessel.ir import expr as E
 from tessel.ir import op as O
 from tessel.ir import stmt as S
 from tessel.ir.functor import collect
+from tessel.target import STREAMING_STORES, Target
 
 BIG = 50000  # BIG*BIG elements: a flat index beyond int32 (10 GB of float32: never allocated here)
 
@@ -85,7 +86,9 @@ def test_vector_accesses_of_a_large_tensor_take_an_int64_base():
     _, ji = s[B].split(B.op.axis[1], 16)
     s[B].vectorize(ji)
     s[B].parallel(B.op.axis[0])  # a large output: streaming stores after an alignment peel
-    f = lowered(s, [A, B])
+    # an explicit target: 16 float32 lanes and streaming stores whatever this machine has
+    avx512 = Target(vector_bytes=64, features=frozenset({"avx512f", STREAMING_STORES}))
+    f = lower_steps(s, [A, B], target=avx512)[0]
     ramps = collect(f.body, lambda n: isinstance(n, E.Ramp))
     assert ramps and all(r.dtype == "int64x16" and r.base.dtype == "int64" for r in ramps)
     src = c_source(f)

@@ -1,44 +1,58 @@
-"""Code generators: a lowered PrimFunc in, a callable Kernel out.
+"""Code generators: a lowered PrimFunc in, source text and its calling convention out.
 
-Targets are plug-ins keyed by name; each takes a PrimFunc and returns a
-:class:`~tessel.runtime.module.Kernel`, so ``tessel.build`` never needs to know which backend ran.
+A generator never compiles or loads anything (it does not import the runtime): it returns a
+:class:`Generated`, and the runtime of the same target turns that into a callable kernel.
+Which generator and runtime a target uses is the target's business
+(:mod:`tessel.target.backends`).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from ..errors import BuildError
 from ..ir.stmt import PrimFunc
-from ..runtime.module import Kernel
 
 
-def _build_c(func: PrimFunc) -> Kernel:
-    from .c import build_c
+@dataclass(frozen=True)
+class Generated:
+    """What a generator hands the runtime: the source and how to call it.
 
-    return build_c(func)
+    ``symbol`` is the entry point in ``source``; ``outputs`` the indices of the parameters the
+    code writes. The C target adds how to compile (``openmp``: parallel loops; ``guarded_loads``:
+    memory read under a condition; ``float16``: needs ``_Float16``); the python target the
+    globals its code runs with (``namespace``)."""
+
+    kind: str
+    name: str
+    symbol: str
+    source: str
+    outputs: tuple[int, ...]
+    openmp: bool = False
+    guarded_loads: bool = False
+    float16: bool = False
+    namespace: Mapping | None = field(default=None, compare=False, repr=False)
+
+    def plan(self) -> dict:
+        """The JSON form remembered by the memo of generated code (C only: no namespace)."""
+        return {"source": self.source, "symbol": self.symbol, "name": self.name, "openmp": self.openmp,
+                "guarded_loads": self.guarded_loads, "float16": self.float16, "outputs": list(self.outputs)}
+
+    @classmethod
+    def from_plan(cls, kind: str, plan: Mapping) -> Generated:
+        return cls(kind, plan["name"], plan["symbol"], plan["source"], tuple(plan["outputs"]),
+                   bool(plan["openmp"]), bool(plan["guarded_loads"]), bool(plan["float16"]))
 
 
-def _build_python(func: PrimFunc) -> Kernel:
-    from .python import build_python
-
-    return build_python(func)
-
-
-TARGETS: dict[str, Callable[[PrimFunc], Kernel]] = {"c": _build_c, "python": _build_python}
-
-
-def build_func(func: PrimFunc, target: str = "c") -> Kernel:
-    """Compile one lowered PrimFunc for ``target`` ("c" or "python")."""
-    builder = TARGETS.get(target)
-    if builder is None:
-        raise BuildError(f"unknown target {target!r}; valid targets: {', '.join(sorted(TARGETS))}")
+def generate(generator: Callable, func: PrimFunc, target) -> Generated:
+    """Run one generator on ``func``, turning an expression nested too deeply into a BuildError."""
     # generators recurse over expressions; unrolled reductions make long chains of additions
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old, 20000))
     try:
-        return builder(func)
+        return generator(func, target)
     except RecursionError:
         raise BuildError(
             f"kernel {getattr(func, 'name', func)!r}: an expression is nested too deeply to generate "
@@ -48,4 +62,4 @@ def build_func(func: PrimFunc, target: str = "c") -> Kernel:
         sys.setrecursionlimit(old)
 
 
-__all__ = ["TARGETS", "Kernel", "build_func"]
+__all__ = ["Generated", "generate"]

@@ -38,10 +38,7 @@ from ..ir import stmt as S
 from ..ir.dtype import DType
 from ..ir.functor import Visitor, collect, free_vars
 from ..ir.intrinsics import PREDICATES, c_spelling
-from ..runtime.args import ArgSpec
-from ..runtime.cache import load_or_build
-from ..runtime.compiler import find_compiler
-from ..runtime.module import CKernel
+from . import Generated
 from .c_vector import VectorC
 from .common import ExprWriter, NameTable, check_func, unsupported_vector, written_buffers
 
@@ -788,35 +785,11 @@ def c_source(func: S.PrimFunc) -> str:
     return _CGen(func).function()
 
 
-def build_c(func: S.PrimFunc) -> CKernel:
-    """Generate C for ``func``, compile it (or take it from the cache) and load it."""
+def generate_c(func: S.PrimFunc, target=None) -> Generated:
+    """The C source of ``func`` and how to compile and call it (the runtime does both)."""
     check_func(func)
     outputs = written_buffers(func) | set(func.outputs)
     gen = _CGen(func)
     source = gen.function()
-    plan = {"source": source, "symbol": gen.symbol, "name": func.name, "openmp": gen.has_parallel,
-            "guarded_loads": has_guarded_loads(func.body), "float16": gen.uses_float16,
-            "outputs": [k for k, b in enumerate(func.params) if b in outputs]}
-    return build_c_source(func, plan)
-
-
-def build_c_source(func: S.PrimFunc, plan: dict, finish=None) -> CKernel:
-    """Compile and load generated code described by ``plan`` (see ``build_c``) for ``func``.
-
-    ``tessel.build`` calls this directly with the code it remembered for the kernel, ``func``
-    then being the kernel before its last passes and ``finish`` what completes it on demand
-    (the parameters, which are all the calling convention needs, are the same)."""
-    comp = find_compiler()
-    if plan["float16"] and not comp.supports("float16"):
-        raise BuildError(
-            f"kernel {func.name!r} uses float16, but the C compiler {comp.path} has no _Float16 type; "
-            "use a newer gcc/clang (gcc >= 12, clang >= 15 on x86-64), compute in float32, or build "
-            "with target='python'"
-        )
-    spec = ArgSpec(func, {func.params[k] for k in plan["outputs"]})
-    flags = comp.flags(openmp=plan["openmp"], guarded_loads=plan["guarded_loads"])
-    lib = load_or_build(plan["source"], func.name, plan["symbol"], comp, flags)
-    kernel = CKernel(func, plan["source"], spec, lib.lib, plan["symbol"], lib.path, lib.seconds, lib.cache_hit,
-                     parallel=plan["openmp"], finish=finish)
-    kernel.plan = plan
-    return kernel
+    return Generated("c", func.name, gen.symbol, source, tuple(k for k, b in enumerate(func.params) if b in outputs),
+                     openmp=gen.has_parallel, guarded_loads=has_guarded_loads(func.body), float16=gen.uses_float16)

@@ -15,18 +15,15 @@ from __future__ import annotations
 
 import builtins
 import keyword
-import linecache
 import math
-from itertools import count
 
 import numpy as np
 
-from ..errors import BuildError
+from ..errors import BuildError, KernelRuntimeError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.intrinsics import INTRINSICS
-from ..runtime.args import ArgSpec
-from ..runtime.module import KernelRuntimeError, PythonKernel
+from . import Generated
 from .common import ExprWriter, NameTable, check_func, written_buffers
 
 _DTYPES = ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -156,7 +153,6 @@ def _namespace() -> dict:
 
 
 _RESERVED = set(_namespace()) | set(dir(builtins))
-_COUNTER = count()
 
 
 def _np_name(dt) -> str:
@@ -359,19 +355,12 @@ def python_source(func: S.PrimFunc) -> str:
     return _PyGen(func).function()
 
 
-def build_python(func: S.PrimFunc) -> PythonKernel:
-    """Generate, exec and wrap ``func`` as a kernel that runs on NumPy arrays."""
+def generate_python(func: S.PrimFunc, target=None) -> Generated:
+    """The Python source of ``func`` and the globals it runs with (the runtime execs it)."""
     check_func(func)
     gen = _PyGen(func)
     source = gen.function()
-    spec = ArgSpec(func, written_buffers(func) | set(func.outputs))
-    filename = f"<tessel-python {func.name} #{next(_COUNTER)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # readable tracebacks
-    ns = _namespace()
-    try:
-        exec(compile(source, filename, "exec"), ns)
-    except SyntaxError as e:  # a bug in this generator, shown with the offending line
-        raise BuildError(f"python target produced invalid code for {func.name!r}: {e}\n{source}") from e
-    impl = ns[gen.names.get(func, func.name)]
-    size_types = [getattr(np, _np_name(v.dtype)) for v in func.size_vars]
-    return PythonKernel(func, source, spec, impl, size_types)
+    written = written_buffers(func) | set(func.outputs)
+    outputs = tuple(k for k, b in enumerate(func.params) if b in written)
+    return Generated("python", func.name, gen.names.get(func, func.name), source, outputs,
+                     namespace=_namespace())

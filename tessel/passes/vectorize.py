@@ -30,6 +30,8 @@ peeled.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..arith import Analyzer
 from ..ir import expr as E
 from ..ir import op as O
@@ -38,7 +40,9 @@ from ..ir.functor import Mutator, StructKey, collect, structural_equal, substitu
 from ..ir.intrinsics import lookup
 from .simplify import simplify_stmt
 
-DEFAULT_VECTOR_BYTES = 32
+if TYPE_CHECKING:  # annotations only: a pass receives its target and never imports the target package
+    from ..target import Target
+
 MAX_UNROLLED_CHUNKS = 8  # more chunks than this stay a loop over chunks
 STREAM_MIN_BYTES = 16 << 20  # outputs at least this large are written around the caches
 ALIGN_GAP = "tsl_align_gap"  # intrinsic: elements from an address to the next vector-aligned one
@@ -48,13 +52,17 @@ class NotVectorizable(Exception):
     """Why a loop body has no vector form (the message ends up in the generated code)."""
 
 
-def vectorize(stmt: S.Stmt, vector_bytes: int = DEFAULT_VECTOR_BYTES, stream: frozenset[int] = frozenset()) -> S.Stmt:
-    """Turn every ``vectorized`` loop into vector code (or a scalar loop with the reason).
+def vectorize(stmt: S.Stmt, target: Target, stream: frozenset[int] = frozenset()) -> S.Stmt:
+    """Turn every ``vectorized`` loop into vector code for ``target``'s vector width (or a
+    scalar loop with the reason).
 
-    ``stream`` holds the ids of output buffers to be written with streaming (non-temporal)
-    stores; see :func:`streaming_outputs`.
+    ``stream`` holds the ids of output buffers worth writing with streaming (non-temporal)
+    stores (see :func:`streaming_outputs`); they are used, after an alignment peel, only when
+    the target has them (its ``streaming_stores`` feature: x86).
     """
-    return _VectorizeLoops(max(int(vector_bytes), 8), stream).visit(stmt)
+    if not target.streaming_stores:
+        stream = frozenset()
+    return _VectorizeLoops(max(int(target.vector_bytes), 8), stream).visit(stmt)
 
 
 def streaming_outputs(stmt: S.Stmt, params) -> frozenset[int]:
@@ -479,4 +487,4 @@ def _unconditional_loads(e: E.PrimExpr) -> list[E.BufferLoad]:
     return out
 
 
-__all__ = ["DEFAULT_VECTOR_BYTES", "NotVectorizable", "vectorize"]
+__all__ = ["NotVectorizable", "streaming_outputs", "vectorize"]

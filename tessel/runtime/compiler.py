@@ -62,7 +62,7 @@ class Compiler:
     argv: tuple[str, ...]
     path: str
     version: str
-    features: dict[str, bool | int] = field(default_factory=dict)
+    features: dict[str, bool | int | dict] = field(default_factory=dict)
 
     def identity(self) -> str:
         return f"{self.path}\n{self.version}"
@@ -73,24 +73,31 @@ class Compiler:
             _save_probes(self)
         return self.features[feature]
 
-    def vector_bytes(self) -> int:
-        """Bytes per vector register for the flags kernels are compiled with (``-march=native``).
+    def isa(self, march: str | None = None) -> dict:
+        """What kernels compiled with ``-march=<march>`` may use (None: this machine's, when the
+        compiler takes ``-march=native`` and ``$TESSEL_NO_MARCH_NATIVE`` is unset): bytes per
+        vector register and ISA features, as ``{"vector_bytes": n, "features": [...]}``.
 
         Read from the compiler's predefined macros, so it is what the compiler will accept for
         the target, not what /proc/cpuinfo claims; remembered with the other probes.
         """
-        native = os.environ.get("TESSEL_NO_MARCH_NATIVE") is None and self.supports("march_native")
-        key = "vector_bytes_native" if native else "vector_bytes"
-        if key not in self.features:
-            self.features[key] = _probe_vector_bytes(self, native)
+        if march is None:
+            native = os.environ.get("TESSEL_NO_MARCH_NATIVE") is None and self.supports("march_native")
+            march = "native" if native else ""
+        key = f"isa:{march}"
+        if not isinstance(self.features.get(key), dict):
+            self.features[key] = _probe_isa(self, march)
             _save_probes(self)
-        return int(self.features[key])
+        return self.features[key]
 
-    def flags(self, *, openmp: bool = False, guarded_loads: bool = False) -> list[str]:
+    def flags(self, *, openmp: bool = False, guarded_loads: bool = False, march: str | None = None) -> list[str]:
         """Flags for one kernel: OpenMP only when it has parallel loops (it costs a thread pool);
-        no loop if-conversion when it reads memory under a condition (see NO_IF_CONVERT)."""
+        no loop if-conversion when it reads memory under a condition (see NO_IF_CONVERT);
+        ``-march=<march>`` when a target names its CPU, else this machine's."""
         out = list(BASE_FLAGS)
-        if os.environ.get("TESSEL_NO_MARCH_NATIVE") is None and self.supports("march_native"):
+        if march:
+            out.append(f"-march={march}")
+        elif os.environ.get("TESSEL_NO_MARCH_NATIVE") is None and self.supports("march_native"):
             out.append("-march=native")
         if openmp and self.supports("openmp"):
             out.append("-fopenmp")
@@ -104,9 +111,10 @@ _LOCK = threading.Lock()
 _FOUND: dict[str, Compiler] = {}
 
 
-def find_compiler() -> Compiler:
-    """The compiler named by ``$CC``, else the first of cc, gcc, clang on PATH."""
-    cc_env = os.environ.get("CC", "").strip()
+def find_compiler(cc: str | None = None) -> Compiler:
+    """The compiler ``cc`` (a target's), else the one named by ``$CC``, else the first of cc,
+    gcc, clang on PATH."""
+    cc_env = (cc if cc else os.environ.get("CC", "")).strip()
     with _LOCK:
         if cc_env in _FOUND:
             return _FOUND[cc_env]
@@ -179,34 +187,25 @@ def _probe(comp: Compiler, feature: str) -> bool:
     return True
 
 
-def _probe_vector_bytes(comp: Compiler, native: bool) -> int:
+# predefined macro -> the feature name a Target records
+_FEATURE_MACROS = {"__SSE2__": "sse2", "__AVX__": "avx", "__AVX2__": "avx2", "__FMA__": "fma",
+                   "__AVX512F__": "avx512f", "__ARM_NEON": "neon", "__x86_64__": "x86_64"}
+
+
+def _probe_isa(comp: Compiler, march: str) -> dict:
     cmd = [*comp.argv, "-dM", "-E", "-x", "c", "-"]
-    if native:
-        cmd.insert(len(comp.argv), "-march=native")
+    if march:
+        cmd.insert(len(comp.argv), f"-march={march}")
     try:
         res = subprocess.run(cmd, input="", capture_output=True, text=True, timeout=_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired):
-        return DEFAULT_VECTOR_BYTES
+        return {"vector_bytes": DEFAULT_VECTOR_BYTES, "features": []}
+    if res.returncode != 0 and march not in ("", "native"):
+        raise BuildError(f"the C compiler {comp.path} does not know the CPU -march={march} of the target: "
+                         f"{res.stderr.strip()[:400]}; name one it knows (e.g. -mcpu=skylake-avx512) or drop -mcpu")
     defined = {ln.split()[1] for ln in res.stdout.splitlines() if ln.startswith("#define ") and len(ln.split()) > 1}
-    return next((n for m, n in _VECTOR_MACROS if m in defined), DEFAULT_VECTOR_BYTES)
-
-
-def target_vector_bytes() -> int:
-    """Vector register width the vectorize pass plans for: ``$TESSEL_VECTOR_BYTES``, else the
-    C compiler's (the python target lowers the same IR, so it plans for the same width), else 16."""
-    env = os.environ.get("TESSEL_VECTOR_BYTES", "").strip()
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            raise BuildError(f"TESSEL_VECTOR_BYTES={env!r} is not a number of bytes (e.g. 16, 32, 64)") from None
-        if n < 8 or n & (n - 1):
-            raise BuildError(f"TESSEL_VECTOR_BYTES={env!r} must be a power of two >= 8")
-        return n
-    try:
-        return find_compiler().vector_bytes()
-    except BuildError:
-        return DEFAULT_VECTOR_BYTES
+    return {"vector_bytes": next((n for m, n in _VECTOR_MACROS if m in defined), DEFAULT_VECTOR_BYTES),
+            "features": sorted(f for m, f in _FEATURE_MACROS.items() if m in defined)}
 
 
 def _probe_file() -> Path:

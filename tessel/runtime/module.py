@@ -14,14 +14,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import ArgumentError, TesselError
+from ..errors import ArgumentError, KernelRuntimeError
 from ..ir import stmt as S
 from .args import ArgSpec
-
-
-class KernelRuntimeError(TesselError, RuntimeError):
-    """A kernel failed while running (an out-of-bounds access seen by the python target,
-    a temporary buffer the C kernel could not allocate)."""
 
 
 def _thread_count(value, what: str) -> int:

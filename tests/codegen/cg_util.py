@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tessel.codegen import build_func
+from tessel.driver import build_func
 from tessel.ir import expr as E
 from tessel.ir import stmt as S
 from tessel.ir.op import const

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from cg_util import assert_agree, elementwise, ld, loop, rand, run, st
 
-from tessel.codegen import build_func
+from tessel.driver import build_func
 from tessel.errors import BuildError
 from tessel.ir import expr as E
 from tessel.ir import op

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from cg_util import elementwise, ld, rand
 
-from tessel.codegen import build_func
+from tessel.driver import build_func
 from tessel.errors import ArgumentError, BuildError
 from tessel.ir import expr as E
 from tessel.ir import stmt as S

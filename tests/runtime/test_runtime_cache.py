@@ -14,7 +14,8 @@ import pytest
 from cg_util import elementwise, ld, rand
 
 import tessel
-from tessel.codegen import build_func, c
+from tessel.codegen import c
+from tessel.driver import build_func
 from tessel.errors import BuildError
 from tessel.ir import expr as E
 from tessel.ir import stmt as S
@@ -30,7 +31,7 @@ _SCRIPT = r"""
 import json, sys, time
 t0 = time.perf_counter()
 import numpy as np
-from tessel.codegen import build_func
+from tessel.driver import build_func
 from tessel.ir import expr as E, stmt as S
 from tessel.ir.op import const
 start = float(sys.argv[2])

@@ -1,0 +1,61 @@
+"""From generated code to a callable kernel, per target: compile and load C, exec Python.
+
+A code generator returns its source and calling convention (``tessel.codegen.Generated``:
+read here by attribute, so the runtime does not depend on the generators); the target says
+which compiler and flags to use.
+"""
+
+from __future__ import annotations
+
+import linecache
+from collections.abc import Callable
+from itertools import count
+
+import numpy as np
+
+from ..errors import BuildError
+from ..ir.stmt import PrimFunc
+from .args import ArgSpec
+from .cache import load_or_build
+from .compiler import find_compiler
+from .module import CKernel, PythonKernel
+
+_COUNTER = count()
+
+
+def load_c(func: PrimFunc, gen, target, finish: Callable | None = None) -> CKernel:
+    """Compile (or take from the cache) and load the C of ``gen`` for ``func`` on ``target``.
+
+    ``tessel.build`` also calls this with code it remembered for the kernel, ``func`` then
+    being the kernel before its last passes and ``finish`` what completes it on demand (the
+    parameters, which are all the calling convention needs, are the same)."""
+    comp = find_compiler(getattr(target, "compiler", None))
+    if gen.float16 and not comp.supports("float16"):
+        raise BuildError(
+            f"kernel {func.name!r} uses float16, but the C compiler {comp.path} has no _Float16 type; "
+            "use a newer gcc/clang (gcc >= 12, clang >= 15 on x86-64), compute in float32, or build "
+            "with target='python'"
+        )
+    spec = ArgSpec(func, {func.params[k] for k in gen.outputs})
+    flags = comp.flags(openmp=gen.openmp, guarded_loads=gen.guarded_loads, march=getattr(target, "mcpu", None))
+    flags += list(getattr(target, "flags", ()))
+    lib = load_or_build(gen.source, func.name, gen.symbol, comp, flags)
+    kernel = CKernel(func, gen.source, spec, lib.lib, gen.symbol, lib.path, lib.seconds, lib.cache_hit,
+                     parallel=gen.openmp, finish=finish)
+    kernel.plan = gen.plan()
+    return kernel
+
+
+def load_python(func: PrimFunc, gen, target=None, finish: Callable | None = None) -> PythonKernel:
+    """Exec the Python of ``gen`` in its namespace and wrap its entry point as a kernel."""
+    source = gen.source
+    spec = ArgSpec(func, {func.params[k] for k in gen.outputs})
+    filename = f"<tessel-python {func.name} #{next(_COUNTER)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # readable tracebacks
+    ns = dict(gen.namespace or {})
+    try:
+        exec(compile(source, filename, "exec"), ns)
+    except SyntaxError as e:  # a bug in the generator, shown with the offending line
+        raise BuildError(f"python target produced invalid code for {func.name!r}: {e}\n{source}") from e
+    size_types = [np.dtype("bool" if v.dtype.is_bool else str(v.dtype)).type for v in func.size_vars]
+    return PythonKernel(func, source, spec, ns[gen.symbol], size_types)
