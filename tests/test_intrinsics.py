@@ -37,7 +37,7 @@ def _elementwise(fn, args):
 def _kernel(dtype: str):
     """One kernel computing every exported intrinsic into its own output (one build per target)."""
     ins, outs = [], []
-    for k, name in enumerate(sorted(EXPORTED)):
+    for name in sorted(EXPORTED):
         fn = getattr(te, name)
         arity = INTRINSICS[EXPORTED[name]].arity
         args = [te.placeholder((N,), name=f"{name}_x{j}", dtype=dtype) for j in range(arity)]

@@ -7,6 +7,9 @@ that lowers is run on both targets against NumPy.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from helpers import check, rand
@@ -321,11 +324,15 @@ def test_seed000_programs_verbatim(code, out, want):
     check(ns["s"], [ns[out]], [], [want])
 
 
-def _seed_blocks():
-    import re
-    from pathlib import Path
+SEED_PROGRAMS = Path(__file__).parent / "seed_programs"  # copied verbatim from seeds 000 and 001
 
-    root = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+
+def _seed_blocks() -> list[str]:
+    return [p.read_text() for p in sorted(SEED_PROGRAMS.glob("seed00[01]_*.txt"))]
+
+
+def _document_blocks(root: Path) -> list[str]:
+    """The complete TE programs of the seed documents: code blocks that build a schedule."""
     blocks = []
     for f in sorted(root.glob("00[01]_*.txt")):
         for b in re.findall(r"```[a-z]*\n(.*?)```", f.read_text(), re.S):
@@ -334,11 +341,21 @@ def _seed_blocks():
     return blocks
 
 
-@pytest.mark.skipif(not _seed_blocks(), reason="the seed documents are not next to this checkout")
+def test_the_copied_seed_programs_are_the_documents_blocks():
+    """The copies in tests/ are what the seed documents say, where the documents are at hand."""
+    root = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+    if not root.is_dir():
+        pytest.skip(f"the seed documents are not at {root}; the copies in {SEED_PROGRAMS} are still run")
+    copies = ["".join(b.splitlines(True)[2:]) for b in _seed_blocks()]
+    assert copies == _document_blocks(root)
+
+
 def test_every_complete_seed_program_runs_verbatim(capsys):
     """Example 5 steps 1-2 must be refused (it is the seed's illegal schedule); all others lower and
     compute what a default schedule of the same tensors computes."""
-    for code in _seed_blocks():
+    blocks = _seed_blocks()
+    assert len(blocks) == 10, f"expected the 10 programs of seeds 000 and 001 in {SEED_PROGRAMS}"
+    for code in blocks:
         illegal = "cache_read" in code and "step 3" not in code
         if illegal and "tvm.lower" in code:
             with pytest.raises(tvm.ScheduleError, match="B is attached inside C's loop over ci"):
