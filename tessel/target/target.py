@@ -12,6 +12,7 @@ Strings name targets the way TVM's do: ``"c"``, ``"python"``,
 
 from __future__ import annotations
 
+import functools
 import shlex
 from dataclasses import dataclass, replace
 
@@ -88,6 +89,7 @@ class Target:
         return replace(self, **changes)
 
 
+@functools.lru_cache(maxsize=64)  # a build parses its target string every time
 def parse(text: str) -> Target:
     """A target from its string form: a kind, then ``-option=value`` words (see :data:`_OPTIONS`)."""
     try:
