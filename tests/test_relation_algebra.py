@@ -5,7 +5,8 @@ random root domains. The loop nest the passed-down ranges describe is enumerated
 point and the indices passed up from it are evaluated:
 
 * where the guards hold, every leaf point lands inside the root domain, and every root point
-  is reached exactly once; every loop variable on the way stays inside its own range;
+  is reached exactly once; every loop variable on the way stays inside its own range; the
+  guards a relation marks unneeded never decide;
 * passing a root point down and back up returns it, at a leaf point whose guards hold;
 * each relation's output ranges are exactly what its inputs' points map to (at least, for an
   nparts split, whose last outer iterations may be all padding: TVM's rule);
@@ -112,8 +113,10 @@ def test_the_leaf_nest_covers_the_root_domain_once(chain):
     value, guards = _up(rels, rmap, leaves)
     assert all(iv in value for iv in roots)
     hits: Counter = Counter()
+    needed = [g for g in guards if g.needed]
     for point in _leaf_points(leaves, rmap):
         if not _holds(guards, point):
+            assert not _holds(needed, point), "a guard the relation called unneeded was the one that failed"
             continue
         vals = _at(value, point)
         for iv, v in vals.items():  # no loop variable runs outside its own range

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..arith import Analyzer
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir import op as O
@@ -125,22 +124,13 @@ def check_scope(scope, what: str) -> str:
 def loop_ranges(stage: Stage, roots) -> dict[E.IterVar, E.Range]:
     """Ranges of the IterVars below ``roots`` from their domains alone (no consumer requests).
 
-    The same PassDownDomain InferBound runs for an output stage (the factor of a split cut to
-    its parent, except on a thread-bound loop; extents simplified), so that the loops a rewrite
-    makes here agree with the ones lowering will make.
+    InferBound's PassDownDomain for an output stage, so that the loops a rewrite makes agree
+    with the ones lowering will make; but these extents become tensor shapes, so a split's
+    factor is cut to its parent only where both are constants (``relations.Cut``), and the
+    extents are left as the relations write them.
     """
-    ana = Analyzer()
-    rng: dict[E.IterVar, E.Range] = {}
-    for iv in roots:
-        if iv.dom is not None:
-            rng[iv] = iv.dom
-            ana.bind(iv.var, iv.dom)
-
-    def put(iv: E.IterVar, r: E.Range) -> None:
-        rng[iv] = E.Range(ana.simplify(r.min), ana.simplify(r.extent))
-        ana.bind(iv.var, rng[iv])
-
-    R.pass_down_domain(stage.relations, rng, put, R.bound_to_thread(stage.iter_var_attrs))
+    rng: dict[E.IterVar, E.Range] = {iv: iv.dom for iv in roots if iv.dom is not None}
+    R.pass_down_domain(stage.relations, rng, cut=R.Cut(R.bound_to_thread(stage.iter_var_attrs), symbolic=False))
     return rng
 
 

@@ -61,6 +61,32 @@ def _fresh(like: E.IterVar, name: str, dtype=None, dom: E.Range | None = None) -
     return E.IterVar(dom, E.Var(name, dtype or like.dtype), like.iter_type)
 
 
+def _never_bound(iv: E.IterVar) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Cut:
+    """When a split's factor (or nparts) larger than its parent is cut down to the parent.
+
+    The loop then runs once instead of running past the end under a guard. Never on a loop
+    bound to a thread (the launch fixes its count) nor for an empty parent. InferBound cuts
+    symbolically (``min(n, 16)``); the dataflow rewrites, whose extents become tensor shapes,
+    cut only where both are constants, so that a shape stays a plain size.
+    """
+
+    thread_bound: ThreadBound = _never_bound
+    symbolic: bool = True
+
+    def __call__(self, loop: E.IterVar, ext: E.PrimExpr, amount: E.PrimExpr) -> E.PrimExpr:
+        if self.thread_bound(loop) or E.is_const_int(ext, 0):
+            return amount
+        if self.symbolic:
+            return O.min_(ext, amount)
+        both = isinstance(ext, E.IntImm) and isinstance(amount, E.IntImm)
+        return ext if both and ext.value < amount.value else amount
+
+
 @dataclass(frozen=True)
 class Guard:
     """An index passed up must lie in ``[min, min + extent)`` of loop ``iter_var``.
@@ -100,7 +126,7 @@ class Relation:
         """The relation's parameters beyond its IterVars, for views (``{"factor": 4}``)."""
         return {}
 
-    def pass_down(self, rmap: RangeMap, thread_bound: ThreadBound) -> list[tuple[E.IterVar, E.Range]]:
+    def pass_down(self, rmap: RangeMap, cut: Cut) -> list[tuple[E.IterVar, E.Range]]:
         """Ranges of the outputs, given the inputs' ranges in ``rmap``."""
         raise NotImplementedError
 
@@ -161,17 +187,13 @@ class Split(Relation):
     def params(self) -> dict[str, E.PrimExpr]:
         return {"factor": self.factor} if self.factor is not None else {"nparts": self.nparts}
 
-    def pass_down(self, rmap: RangeMap, thread_bound: ThreadBound) -> list[tuple[E.IterVar, E.Range]]:
-        # a factor larger than the parent is cut to it (the loop then runs once), unless the
-        # loop is bound to a thread, whose count the launch fixes
+    def pass_down(self, rmap: RangeMap, cut: Cut) -> list[tuple[E.IterVar, E.Range]]:
         ext = rmap[self.parent].extent
-        fixed = self.inner if self.factor is not None else self.outer
-        tighten = not thread_bound(fixed) and not E.is_const_int(ext, 0)
-        amount = self.factor if self.factor is not None else self.nparts
-        cut = O.min_(ext, amount) if tighten else amount
         if self.factor is not None:
-            return [(self.inner, E.Range(0, cut)), (self.outer, E.Range(0, ceildiv(ext, amount)))]
-        return [(self.outer, E.Range(0, cut)), (self.inner, E.Range(0, ceildiv(ext, amount)))]
+            return [(self.inner, E.Range(0, cut(self.inner, ext, self.factor))),
+                    (self.outer, E.Range(0, ceildiv(ext, self.factor)))]
+        return [(self.outer, E.Range(0, cut(self.outer, ext, self.nparts))),
+                (self.inner, E.Range(0, ceildiv(ext, self.nparts)))]
 
     def pass_up_domain(self, rmap: RangeMap, up: dict[E.IterVar, IntSet], ana: Analyzer) -> None:
         so, si = up[self.outer], up[self.inner]
@@ -234,7 +256,7 @@ class Fuse(Relation):
     def outputs(self) -> tuple[E.IterVar, ...]:
         return (self.fused,)
 
-    def pass_down(self, rmap: RangeMap, thread_bound: ThreadBound) -> list[tuple[E.IterVar, E.Range]]:
+    def pass_down(self, rmap: RangeMap, cut: Cut) -> list[tuple[E.IterVar, E.Range]]:
         # exact: a fused extent beyond the loop's dtype is widened later (index_dtype), not wrapped
         ext = O.binary_exact(E.Mul, rmap[self.outer].extent, rmap[self.inner].extent)
         return [(self.fused, E.Range(0, ext))]
@@ -302,7 +324,7 @@ class Rebase(Relation):
     def outputs(self) -> tuple[E.IterVar, ...]:
         return (self.rebased,)
 
-    def pass_down(self, rmap: RangeMap, thread_bound: ThreadBound) -> list[tuple[E.IterVar, E.Range]]:
+    def pass_down(self, rmap: RangeMap, cut: Cut) -> list[tuple[E.IterVar, E.Range]]:
         return [(self.rebased, E.Range(0, rmap[self.parent].extent))]
 
     def pass_up_domain(self, rmap: RangeMap, up: dict[E.IterVar, IntSet], ana: Analyzer) -> None:
@@ -343,7 +365,7 @@ class Singleton(Relation):
     def outputs(self) -> tuple[E.IterVar, ...]:
         return (self.iter_var,)
 
-    def pass_down(self, rmap: RangeMap, thread_bound: ThreadBound) -> list[tuple[E.IterVar, E.Range]]:
+    def pass_down(self, rmap: RangeMap, cut: Cut) -> list[tuple[E.IterVar, E.Range]]:
         return [(self.iter_var, E.Range(0, 1))]
 
     def pass_up_domain(self, rmap: RangeMap, up: dict[E.IterVar, IntSet], ana: Analyzer) -> None:
@@ -361,13 +383,8 @@ class Singleton(Relation):
 
 
 # ---- a stage's chain of relations --------------------------------------------------------------
-def _never_bound(iv: E.IterVar) -> bool:
-    return False
-
-
 def bound_to_thread(iter_var_attrs: Mapping[E.IterVar, object]) -> ThreadBound:
-    """Whether a loop is bound to a thread, from a stage's annotations (its count is then the
-    launch's, and ``pass_down`` never cuts it)."""
+    """Whether a loop is bound to a thread, from a stage's annotations (for ``Cut``)."""
 
     def bound(iv: E.IterVar) -> bool:
         return getattr(iter_var_attrs.get(iv), "bind_thread", None) is not None
@@ -377,7 +394,7 @@ def bound_to_thread(iter_var_attrs: Mapping[E.IterVar, object]) -> ThreadBound:
 
 def pass_down_domain(relations: Iterable[Relation], rmap: dict[E.IterVar, E.Range],
                      put: Callable[[E.IterVar, E.Range], None] | None = None,
-                     thread_bound: ThreadBound = _never_bound,
+                     cut: Cut = Cut(),
                      missing: Callable[[Relation, E.IterVar], None] | None = None) -> None:
     """Give every loop made by ``relations`` its range (seed 000, PassDownDomain).
 
@@ -390,7 +407,7 @@ def pass_down_domain(relations: Iterable[Relation], rmap: dict[E.IterVar, E.Rang
             if missing is not None:
                 missing(rel, absent)
             continue
-        for iv, r in rel.pass_down(rmap, thread_bound):
+        for iv, r in rel.pass_down(rmap, cut):
             if put is None:
                 rmap[iv] = r
             else:
@@ -426,5 +443,5 @@ def replay(relations: Iterable[Relation], axis_map: dict[E.IterVar, E.IterVar]) 
     return [rel.replay(axis_map) for rel in relations]
 
 
-__all__ = ["Fuse", "Guard", "Rebase", "Relation", "Singleton", "Split", "bound_to_thread", "ceildiv", "pass_down_domain",
+__all__ = ["Cut", "Fuse", "Guard", "Rebase", "Relation", "Singleton", "Split", "bound_to_thread", "ceildiv", "pass_down_domain",
            "pass_down_index", "pass_up_domain", "pass_up_index", "replay"]
