@@ -285,3 +285,21 @@ def test_the_dispatch_scan_finds_what_it_looks_for():
            "match r:\n    case Singleton(): pass\n"
            "if isinstance(r, E.IterVar): pass\n")
     assert _type_dispatch(ast.parse(src)) == [1, 2, 3, 5]
+
+
+def test_a_factor_larger_than_its_parent_is_cut_except_on_a_thread():
+    n = E.Var("n")
+    p, o, i = (E.IterVar(None, E.Var(k)) for k in "poi")
+    split = R.Split(p, o, i, O.const(16, "int32"), None)
+
+    def inner_extent(ext, cut):
+        rmap = {p: E.Range(0, ext)}
+        R.pass_down_domain([split], rmap, cut=cut)
+        return Analyzer().simplify(rmap[i].extent)
+
+    assert inner_extent(5, R.Cut()).value == 5
+    assert inner_extent(5, R.Cut(symbolic=False)).value == 5
+    assert inner_extent(5, R.Cut(thread_bound=lambda iv: iv is i)).value == 16  # the launch fixes 16 threads
+    assert inner_extent(5, R.Cut(thread_bound=lambda iv: iv is o)).value == 5
+    assert "min" in str(inner_extent(n, R.Cut()))  # InferBound: min(n, 16)
+    assert inner_extent(n, R.Cut(symbolic=False)).value == 16  # a rewrite's shape stays a plain size
