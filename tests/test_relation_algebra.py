@@ -100,6 +100,14 @@ def _at(exprs: dict, point: dict) -> dict:
     return {iv: evaluate(e, env) for iv, e in exprs.items()}
 
 
+def _nest(chain):
+    """The chain's ranges and the root indices (and guards) passed up from its leaf variables."""
+    roots, dom, rels, leaves = chain
+    rmap = _ranges(roots, dom, rels)
+    value, guards = _up(rels, rmap, leaves)
+    return roots, rels, leaves, rmap, value, guards
+
+
 def _holds(guards, point) -> bool:
     env = {iv.var: v for iv, v in point.items()}
     return all(evaluate(g.predicate(), env) for g in guards)
@@ -108,9 +116,7 @@ def _holds(guards, point) -> bool:
 @settings(max_examples=60, deadline=None)
 @given(chains())
 def test_the_leaf_nest_covers_the_root_domain_once(chain):
-    roots, dom, rels, leaves = chain
-    rmap = _ranges(roots, dom, rels)
-    value, guards = _up(rels, rmap, leaves)
+    roots, _, leaves, rmap, value, guards = _nest(chain)
     assert all(iv in value for iv in roots)
     hits: Counter = Counter()
     needed = [g for g in guards if g.needed]
@@ -130,9 +136,7 @@ def test_the_leaf_nest_covers_the_root_domain_once(chain):
 @settings(max_examples=60, deadline=None)
 @given(chains())
 def test_down_then_up_is_the_identity(chain):
-    roots, dom, rels, leaves = chain
-    rmap = _ranges(roots, dom, rels)
-    value, guards = _up(rels, rmap, leaves)
+    roots, rels, leaves, rmap, value, guards = _nest(chain)
     down_exprs = {iv: iv.var for iv in roots}
     R.pass_down_index(rels, rmap, down_exprs)
     for root_point in itertools.product(*(_span(rmap[iv]) for iv in roots)):
@@ -175,9 +179,7 @@ def _const(e) -> int:
 @settings(max_examples=60, deadline=None)
 @given(chains(), st.data())
 def test_pass_up_of_a_leaf_box_covers_what_it_reaches(chain, data):
-    roots, dom, rels, leaves = chain
-    rmap = _ranges(roots, dom, rels)
-    value, guards = _up(rels, rmap, leaves)
+    roots, rels, leaves, rmap, value, guards = _nest(chain)
     shape = data.draw(st.sampled_from(["whole", "point", "box"]))
     box: dict[E.IterVar, range] = {}
     for iv in leaves:
