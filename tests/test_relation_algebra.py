@@ -24,11 +24,13 @@ import itertools
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tessel
 from tessel.arith import Analyzer, IntSet
+from tessel.errors import InternalError
 from tessel.ir import expr as E
 from tessel.ir import op as O
 from tessel.ir.evaluate import evaluate
@@ -230,6 +232,16 @@ def test_a_replayed_chain_has_the_same_ranges_and_index_maps(chain):
         a = _at({iv: value[iv] for iv in roots}, point)
         b = _at({axis_map[iv]: value2[axis_map[iv]] for iv in roots}, {axis_map[iv]: v for iv, v in point.items()})
         assert [a[iv] for iv in roots] == [b[axis_map[iv]] for iv in roots]
+
+
+def test_replay_needs_every_input_mapped():
+    p, o, i = (E.IterVar(None, E.Var(k)) for k in "poi")
+    split = R.Split(p, o, i, O.const(4, "int32"), None)
+    with pytest.raises(InternalError, match="no loop for p"):
+        split.replay({})
+    q = E.IterVar(None, E.Var("q", "int64"))
+    again = split.replay({p: q})
+    assert again.parent is q and again.outer.name == "q.outer" and again.factor.dtype == q.dtype
 
 
 def test_a_nonzero_parent_min_is_added_back():

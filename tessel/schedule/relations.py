@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..arith import Analyzer, IntSet, eval_set
+from ..errors import InternalError
 from ..ir import expr as E
 from ..ir import op as O
 
@@ -153,7 +154,8 @@ class Relation:
     def _mapped_inputs(self, axis_map: Mapping[E.IterVar, E.IterVar]) -> list[E.IterVar]:
         missing = [iv.name for iv in self.inputs if iv not in axis_map]
         if missing:
-            raise KeyError(f"replay of {self.kind}: no axis given for {', '.join(missing)}")
+            # the caller (computeAt, schedule replay) maps every root before replaying a chain
+            raise InternalError(f"replay of a {self.kind}: the axis map gives no loop for {', '.join(missing)}")
         return [axis_map[iv] for iv in self.inputs]
 
     def _output(self, axis_map: dict[E.IterVar, E.IterVar], old: E.IterVar, make: Callable[[], E.IterVar]) -> E.IterVar:
