@@ -21,7 +21,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import free_vars, substitute
-from ..schedule.relations import Split
+from ..schedule.relations import Guard, Rebase
 from ..schedule.stage import INLINE, SCOPE, Stage
 
 
@@ -58,11 +58,11 @@ class _Builder:
     def compute(self, st: Stage) -> S.Stmt:
         leaves = st.leaf_iter_vars
         value = {iv: iv.var for iv in leaves}
-        pass_up_index(st, self.rmap, value)
+        guards = pass_up_index(st, self.rmap, value)
         body = self.ctx.bodies[st.op]
         roots = {iv.var: value[iv] for iv in st.op.root_iter_vars}
         idx = [value[iv] for iv in st.op.axis]
-        preds = self.bound_checks(st, value)
+        preds = self.bound_checks(st, value, guards)
         if not st.op.is_reduction:
             stores = [S.ProducerStore(t, substitute(b, roots), idx) for t, b in zip(st.op.outputs, body)]
             return self.nest(st, 0, len(leaves), _guard(preds, S.seq(*stores)))
@@ -118,9 +118,12 @@ class _Builder:
         attr = st.iter_var_attrs.get(iv)
         tag = attr.bind_thread.thread_tag if attr and attr.bind_thread is not None else ""
         var = iv.var
-        if not E.is_const_int(r.min, 0):
-            var = E.Var(iv.var.name, iv.var.dtype)
-            body = substitute(body, {iv.var: O.add(var, r.min)})
+        if not E.is_const_int(r.min, 0):  # counted from zero: TVM's normalize rebases such a leaf
+            rebase = Rebase.of_leaf(iv, r)
+            value = {rebase.rebased: rebase.rebased.var}
+            rebase.index_up(self.rmap, value)
+            var = rebase.rebased.var
+            body = substitute(body, {iv.var: value[iv]})
         if kind == "thread_binding" and not tag:
             kind = "serial"
         loop: S.Stmt = S.For(var, O.const(0, r.extent.dtype), r.extent, kind, body, tag)
@@ -132,7 +135,7 @@ class _Builder:
         return loop
 
     # ---- guards for non-divisible splits and regions beyond a tensor ---------------------
-    def bound_checks(self, st: Stage, value: dict[E.IterVar, E.PrimExpr]) -> list[E.PrimExpr]:
+    def bound_checks(self, st: Stage, value: dict[E.IterVar, E.PrimExpr], guards: list[Guard]) -> list[E.PrimExpr]:
         ana = self.ctx.analyzer
         preds: list[E.PrimExpr] = []
 
@@ -144,10 +147,8 @@ class _Builder:
             if s.max_value is None or not ana.can_prove(O.lt(s.max_value, ext)):
                 preds.append(O.lt(off, ext))
 
-        for rel in st.relations:
-            if isinstance(rel, Split) and rel.parent in value:
-                r = self.rmap[rel.parent]
-                check(value[rel.parent], r.min, r.extent, lower=False)
+        for g in guards:  # checked here even where the split is exact: its outputs may not be
+            check(g.index, g.min, g.extent, lower=False)
         for iv in st.op.root_iter_vars:
             r = self.rmap[iv]
             if iv.dom is not None and not (ana.can_prove_equal(r.min, iv.dom.min) and ana.can_prove_equal(r.extent, iv.dom.extent)):

@@ -30,7 +30,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir.functor import Mutator, substitute
 from ..te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
-from .relations import Fuse, Rebase, Relation, Singleton, Split
+from . import relations as R
 from .stage import INLINE, SCOPE, Stage
 
 if TYPE_CHECKING:
@@ -120,92 +120,25 @@ def check_scope(scope, what: str) -> str:
     return scope
 
 
-# ---- the relation records as arithmetic (a local PassDown / PassUp, seed 000) ----------------
-def _ceildiv(a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
-    return O.floordiv(O.sub(O.add(a, b), 1), b)
-
-
-def _divides(ext: E.PrimExpr, f: E.PrimExpr) -> bool:
-    return isinstance(ext, E.IntImm) and isinstance(f, E.IntImm) and f.value > 0 and ext.value % f.value == 0
-
-
-def static_ranges(stage: Stage, roots) -> dict[int, E.Range]:
+# ---- the loops a rewrite makes: the relation algebra over a stage's own domains ---------------
+def loop_ranges(stage: Stage, roots) -> dict[E.IterVar, E.Range]:
     """Ranges of the IterVars below ``roots`` from their domains alone (no consumer requests).
 
-    Mirrors InferBound's PassDownDomain for an output stage, including the tightening of a
-    split factor larger than its parent, so that loops made here agree with the ones lowering
-    will make.
+    InferBound's PassDownDomain for an output stage, so that the loops a rewrite makes agree
+    with the ones lowering will make; but these extents become tensor shapes, so a split's
+    factor is cut to its parent only where both are constants (``relations.Cut``), and the
+    extents are left as the relations write them.
     """
-    rng: dict[int, E.Range] = {id(iv): iv.dom for iv in roots if iv.dom is not None}
-    for rel in stage.relations:
-        if isinstance(rel, Split) and id(rel.parent) in rng:
-            ext = rng[id(rel.parent)].extent
-            if rel.factor is not None:
-                f = rel.factor
-                inner = ext if isinstance(ext, E.IntImm) and isinstance(f, E.IntImm) and ext.value < f.value else f
-                rng[id(rel.inner)] = E.Range(0, inner)
-                rng[id(rel.outer)] = E.Range(0, _ceildiv(ext, f))
-            else:
-                n = rel.nparts
-                outer = ext if isinstance(ext, E.IntImm) and isinstance(n, E.IntImm) and ext.value < n.value else n
-                rng[id(rel.outer)] = E.Range(0, outer)
-                rng[id(rel.inner)] = E.Range(0, _ceildiv(ext, n))
-        elif isinstance(rel, Fuse) and id(rel.outer) in rng and id(rel.inner) in rng:
-            rng[id(rel.fused)] = E.Range(0, O.mul(rng[id(rel.outer)].extent, rng[id(rel.inner)].extent))
-        elif isinstance(rel, Rebase) and id(rel.parent) in rng:
-            rng[id(rel.rebased)] = E.Range(0, rng[id(rel.parent)].extent)
-        elif isinstance(rel, Singleton):
-            rng[id(rel.iter_var)] = E.Range(0, 1)
+    rng: dict[E.IterVar, E.Range] = {iv: iv.dom for iv in roots if iv.dom is not None}
+    R.pass_down_domain(stage.relations, rng, cut=R.Cut(R.bound_to_thread(stage.iter_var_attrs), symbolic=False))
     return rng
 
 
-def index_up(stage: Stage, rels: list[Relation], rng: dict[int, E.Range],
-             value: dict[int, E.PrimExpr]) -> list[E.PrimExpr]:
-    """Extend ``value`` (leaf -> expression) to the parents; return the guards a non-divisible split needs."""
-    preds: list[E.PrimExpr] = []
-    for rel in reversed(rels):
-        if isinstance(rel, Split):
-            if id(rel.outer) not in value or id(rel.inner) not in value:
-                continue
-            pr = rng[id(rel.parent)]
-            f = rng[id(rel.inner)].extent
-            v = O.add(O.mul(value[id(rel.outer)], f), value[id(rel.inner)])
-            if not E.is_const_int(pr.min, 0):
-                v = O.add(v, pr.min)
-            value[id(rel.parent)] = v
-            covered = O.mul(rng[id(rel.outer)].extent, f)
-            if not (_divides(pr.extent, f) and _divides(covered, pr.extent)):
-                preds.append(O.lt(v, O.add(pr.min, pr.extent)) if not E.is_const_int(pr.min, 0) else O.lt(v, pr.extent))
-        elif isinstance(rel, Fuse):
-            if id(rel.fused) not in value:
-                continue
-            fv = value[id(rel.fused)]
-            ro, ri = rng[id(rel.outer)], rng[id(rel.inner)]
-            value[id(rel.outer)] = O.add(O.floordiv(fv, ri.extent), ro.min)
-            value[id(rel.inner)] = O.add(O.floormod(fv, ri.extent), ri.min)
-        elif isinstance(rel, Rebase):
-            if id(rel.rebased) in value:
-                value[id(rel.parent)] = O.add(value[id(rel.rebased)], rng[id(rel.parent)].min)
-    return preds
-
-
-def index_down(rels: list[Relation], rng: dict[int, E.Range], value: dict[int, E.PrimExpr]) -> None:
-    """Extend ``value`` (root -> expression) to the derived loops: where a root index lands."""
-    for rel in rels:
-        if isinstance(rel, Split) and id(rel.parent) in value:
-            pr = rng[id(rel.parent)]
-            off = O.sub(value[id(rel.parent)], pr.min)
-            f = rng[id(rel.inner)].extent
-            value[id(rel.outer)] = O.floordiv(off, f)
-            value[id(rel.inner)] = O.floormod(off, f)
-        elif isinstance(rel, Fuse) and id(rel.outer) in value and id(rel.inner) in value:
-            ro, ri = rng[id(rel.outer)], rng[id(rel.inner)]
-            value[id(rel.fused)] = O.add(O.mul(O.sub(value[id(rel.outer)], ro.min), ri.extent),
-                                         O.sub(value[id(rel.inner)], ri.min))
-        elif isinstance(rel, Rebase) and id(rel.parent) in value:
-            value[id(rel.rebased)] = O.sub(value[id(rel.parent)], rng[id(rel.parent)].min)
-        elif isinstance(rel, Singleton):
-            value[id(rel.iter_var)] = O.const(0, rel.iter_var.dtype)
+def _index_up(rels: list[R.Relation], rng: dict[E.IterVar, E.Range],
+              value: dict[E.IterVar, E.PrimExpr]) -> list[E.PrimExpr]:
+    """Extend ``value`` (leaf -> index) to the parents; return the guards a non-divisible split needs."""
+    guards = R.pass_up_index(rels, rng, value)
+    return [g.predicate() for g in reversed(guards) if g.needed]
 
 
 def descendants(stage: Stage, roots) -> set[int]:
@@ -330,15 +263,15 @@ def cache_write(sch: Schedule, tensor, scope: str):
         )
     red_ids = descendants(stage, op.reduce_axis)
     data_leaves = [iv for iv in stage.leaf_iter_vars if id(iv) not in red_ids]
-    rng = static_ranges(stage, op.axis)
+    rng = loop_ranges(stage, op.axis)
     data_rels = [r for r in stage.relations if not any(id(i) in red_ids for i in r.inputs)]
     new_axes = []
     for iv in data_leaves:
-        r = rng[id(iv)]
+        r = rng[iv]
         new_axes.append(E.IterVar(E.Range(0, r.extent), E.Var(iv.name + ".c", iv.dtype), E.IterVar.DATA_PAR))
-    value: dict[int, E.PrimExpr] = {id(iv): nv.var for iv, nv in zip(data_leaves, new_axes)}
-    preds = index_up(stage, data_rels, rng, value)
-    sub = {iv.var: value[id(iv)] for iv in op.axis}
+    value: dict[E.IterVar, E.PrimExpr] = {iv: nv.var for iv, nv in zip(data_leaves, new_axes)}
+    preds = _index_up(data_rels, rng, value)
+    sub = {iv.var: value[iv] for iv in op.axis}
     bodies = [substitute(b, sub) for b in op.body]
     if preds:
         guard = O.all_(*preds)
@@ -351,10 +284,10 @@ def cache_write(sch: Schedule, tensor, scope: str):
             bodies = [if_then_else(guard, b, O.const(0, b.dtype)) for b in bodies]
     cache_op = ComputeOp(_unique_name(sch, stage.name, scope), op.tag, op.attrs, new_axes, bodies)
     # C reads its value back from the cache, at the place its old loops put it
-    down: dict[int, E.PrimExpr] = {id(iv): iv.var for iv in op.axis}
-    index_down(data_rels, rng, down)
+    down: dict[E.IterVar, E.PrimExpr] = {iv: iv.var for iv in op.axis}
+    R.pass_down_index(data_rels, rng, down)
     copy_op = ComputeOp(op.name, op.tag, op.attrs, op.axis,
-                        [t[tuple(down[id(iv)] for iv in data_leaves)] for t in cache_op.outputs])
+                        [t[tuple(down[iv] for iv in data_leaves)] for t in cache_op.outputs])
 
     cstage = Stage(cache_op, sch)
     cstage.scope = scope
@@ -429,21 +362,21 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0
     check_reducer_reorderable(stage, red.combiner, axis)
 
     touched = connected(stage, axis)
-    rng = static_ranges(stage, [iv for iv in op.reduce_axis if id(iv) in touched])
+    rng = loop_ranges(stage, [iv for iv in op.reduce_axis if id(iv) in touched])
     trels = [r for r in stage.relations if any(id(i) in touched for i in r.inputs)]
-    ext = rng[id(axis)].extent
+    ext = rng[axis].extent
     fiv = E.IterVar(E.Range(0, ext), E.Var(axis.name, axis.dtype), E.IterVar.DATA_PAR)
-    value: dict[int, E.PrimExpr] = {}
+    value: dict[E.IterVar, E.PrimExpr] = {}
     for iv in stage.leaf_iter_vars:
         if id(iv) in touched:
-            value[id(iv)] = fiv.var if iv is axis else iv.var
-    if not E.is_const_int(rng[id(axis)].min, 0):
-        value[id(axis)] = O.add(fiv.var, rng[id(axis)].min)
-    preds = index_up(stage, trels, rng, value)
-    sub = {iv.var: value[id(iv)] for iv in op.reduce_axis if id(iv) in touched}
+            value[iv] = fiv.var if iv is axis else iv.var
+    if not E.is_const_int(rng[axis].min, 0):
+        value[axis] = O.add(fiv.var, rng[axis].min)
+    preds = _index_up(trels, rng, value)
+    sub = {iv.var: value[iv] for iv in op.reduce_axis if id(iv) in touched}
     rest = [iv for iv in stage.leaf_iter_vars if id(iv) in touched and iv is not axis]
     for iv in rest:  # split/fuse outputs made by this schedule: they become B.rf's reduce roots
-        iv.dom = rng[id(iv)]
+        iv.dom = rng[iv]
     rf_reduce = [iv for iv in op.reduce_axis if id(iv) not in touched] + rest
     src = tuple(substitute(s, sub) for s in red.source)
     cond = O.all_(substitute(red.condition, sub), *preds)
@@ -497,4 +430,4 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0
     return rf_op.outputs if rf_op.num_outputs > 1 else rf_op.output(0)
 
 
-__all__ = ["SCOPES", "cache_read", "cache_write", "py_name", "rfactor", "set_stage_op"]
+__all__ = ["SCOPES", "cache_read", "cache_write", "loop_ranges", "py_name", "rfactor", "set_stage_op"]

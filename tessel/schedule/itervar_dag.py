@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir import expr as E
-from .relations import Fuse, Rebase, Relation, Singleton, Split
+from .relations import Relation
 from .stage import Stage
 
 
@@ -79,16 +79,8 @@ class IterVarDag:
 
 
 def _edge(r: Relation) -> DagEdge:
-    if isinstance(r, Split):
-        params = f"factor {r.factor}" if r.factor is not None else f"nparts {r.nparts}"
-        return DagEdge("split", r.inputs, r.outputs, params, r)
-    if isinstance(r, Fuse):
-        return DagEdge("fuse", r.inputs, r.outputs, "", r)
-    if isinstance(r, Rebase):
-        return DagEdge("rebase", r.inputs, r.outputs, "", r)
-    if isinstance(r, Singleton):
-        return DagEdge("singleton", r.inputs, r.outputs, "", r)
-    raise TypeError(f"unknown relation {r!r}")
+    params = ", ".join(f"{k} {v}" for k, v in r.params().items())
+    return DagEdge(r.kind, r.inputs, r.outputs, params, r)
 
 
 __all__ = ["DagEdge", "IterVarDag"]

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..te.tensor import Tensor
-from .dataflow import py_name, static_ranges
+from .dataflow import loop_ranges, py_name
 from .graph import effective_consumers, reaches
 from .stage import INLINE, SCOPE, Stage
 from .tree import ScheduleTree, TreeNode, _attach_problem
@@ -357,8 +357,8 @@ def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, pr
     # set behind the primitives' back (they refuse it): the fix must take the annotation off first
     undo = f"s[{n}].iter_var_attrs.pop({names.axis(st, iv)})\n" if iv in st.iter_var_attrs else ""
     data = [a for a in st.leaf_iter_vars if not a.is_reduce]
-    rng = static_ranges(st, st.op.axis)
-    trivial = all(E.is_const_int(getattr(rng.get(id(a)), "extent", None), 1) for a in data)
+    rng = loop_ranges(st, st.op.axis)
+    trivial = all(E.is_const_int(getattr(rng.get(a), "extent", None), 1) for a in data)
     candidates = [undo + f"{n}_rf = s.rfactor({n}, {names.axis(st, iv)})\n"
                   f"s[{n}_rf].{method}(s[{n}_rf].op.axis[0])"]
     if data:  # a data-parallel loop is the simpler fix, unless it runs once (a full reduction)

@@ -1,82 +1,449 @@
-"""The IterVar relations a stage records, in the order they were made.
+"""The IterVar relations a stage records, and the one algebra over them (seeds 000 and 001).
 
-They are replayable facts, not instructions: InferBound passes ranges down them and index
-sets up them (seed 000), lowering derives root indices from leaf loop variables through them,
-and the views draw them as the IterVar-relation DAG (seed 001).
+A stage's relations are replayable facts, not instructions. Each record knows its own
+arithmetic, so this module is the only place that asks what kind a relation is:
+
+* ``pass_down``: the ranges of the loops it makes from the ranges of its inputs (seed 000,
+  PassDownDomain). InferBound and the dataflow rewrites both use it, so a loop a rewrite makes
+  has the extent lowering will give it.
+* ``pass_up_domain``: index *sets* of its outputs to an index set of its inputs (seed 000,
+  PassUpDomain). The result covers every input index the output sets reach; it is exact when
+  the outputs' sets are their whole ranges, or single points.
+* ``index_up`` / ``index_down``: index *expressions* across the relation (leaf loop variables to
+  root indices, what lowering substitutes into a body; root indices to where they land among
+  the derived loops, what cache_write's copy reads).
+* ``guards``: what must hold for an index passed up to exist (a non-divisible split runs past
+  its parent's end).
+* ``replay``: the same relation made over other IterVars through an axis map, for applying one
+  stage's loop structure to another (computeAt by position, schedule replay).
+
+Relations are keyed by IterVar object (IterVars compare by identity in dictionaries). A new
+kind (shift, skew, reverse) is a new subclass of ``Relation``; nothing outside this module
+needs to learn about it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
-from ..ir.expr import IterVar, PrimExpr
+from ..arith import Analyzer, IntSet, eval_set
+from ..errors import InternalError
+from ..ir import expr as E
+from ..ir import op as O
+
+RangeMap = Mapping[E.IterVar, E.Range]
+ThreadBound = Callable[[E.IterVar], bool]
+
+
+def ceildiv(a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
+    return O.floordiv(O.sub(O.add(a, b), 1), b)
+
+
+def _plus_min(e: E.PrimExpr, r: E.Range) -> E.PrimExpr:
+    """``e + min(r)``, leaving out a zero minimum so that indices stay as written."""
+    return e if E.is_const_int(r.min, 0) else O.add(e, r.min)
+
+
+def _divides(ext: E.PrimExpr, f: E.PrimExpr) -> bool:
+    return isinstance(ext, E.IntImm) and isinstance(f, E.IntImm) and f.value > 0 and ext.value % f.value == 0
+
+
+def _matches(s: IntSet, r: E.Range, ana: Analyzer) -> bool:
+    """The set is exactly the loop's whole range (seed 000, PassUpDomain case 1)."""
+    if s.is_everything() or s.min_value is None or s.max_value is None:
+        return False
+    return ana.can_prove_equal(s.min_value, r.min) and ana.can_prove_equal(
+        s.max_value, O.sub(O.add(r.min, r.extent), 1))
+
+
+def _fresh(like: E.IterVar, name: str, dtype=None, dom: E.Range | None = None) -> E.IterVar:
+    return E.IterVar(dom, E.Var(name, dtype or like.dtype), like.iter_type)
+
+
+def _never_bound(iv: E.IterVar) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Cut:
+    """When a split's factor (or nparts) larger than its parent is cut down to the parent.
+
+    The loop then runs once instead of running past the end under a guard. Never on a loop
+    bound to a thread (the launch fixes its count) nor for an empty parent. InferBound cuts
+    symbolically (``min(n, 16)``); the dataflow rewrites, whose extents become tensor shapes,
+    cut only where both are constants, so that a shape stays a plain size.
+    """
+
+    thread_bound: ThreadBound = _never_bound
+    symbolic: bool = True
+
+    def __call__(self, loop: E.IterVar, ext: E.PrimExpr, amount: E.PrimExpr) -> E.PrimExpr:
+        if self.thread_bound(loop) or E.is_const_int(ext, 0):
+            return amount
+        if self.symbolic:
+            return O.min_(ext, amount)
+        both = isinstance(ext, E.IntImm) and isinstance(amount, E.IntImm)
+        return ext if both and ext.value < amount.value else amount
+
+
+@dataclass(frozen=True)
+class Guard:
+    """An index passed up must lie in ``[min, min + extent)`` of loop ``iter_var``.
+
+    ``needed`` is False when the relation alone proves it for in-range outputs (a split whose
+    constant factor divides its constant parent exactly); a caller that checks the outputs
+    separately may skip those, a caller that proves things itself may check them anyway.
+    """
+
+    iter_var: E.IterVar
+    index: E.PrimExpr
+    min: E.PrimExpr
+    extent: E.PrimExpr
+    needed: bool
+
+    def predicate(self) -> E.PrimExpr:
+        end = self.extent if E.is_const_int(self.min, 0) else O.add(self.min, self.extent)
+        return O.lt(self.index, end)
+
+
+class Relation:
+    """One hyper-edge of the IterVar-relation DAG: ``inputs`` -> ``outputs``."""
+
+    kind: ClassVar[str] = "relation"
+    input_roles: ClassVar[tuple[str, ...]] = ()
+    output_roles: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def inputs(self) -> tuple[E.IterVar, ...]:
+        raise NotImplementedError
+
+    @property
+    def outputs(self) -> tuple[E.IterVar, ...]:
+        raise NotImplementedError
+
+    def params(self) -> dict[str, E.PrimExpr]:
+        """The relation's parameters beyond its IterVars, for views (``{"factor": 4}``)."""
+        return {}
+
+    def pass_down(self, rmap: RangeMap, cut: Cut) -> list[tuple[E.IterVar, E.Range]]:
+        """Ranges of the outputs, given the inputs' ranges in ``rmap``."""
+        raise NotImplementedError
+
+    def pass_up_domain(self, rmap: RangeMap, up: dict[E.IterVar, IntSet], ana: Analyzer) -> None:
+        """Set ``up`` of the inputs from ``up`` of the outputs (over-approximating)."""
+        raise NotImplementedError
+
+    def index_up(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
+        """Set ``value`` of the inputs from ``value`` of the outputs (when all are known)."""
+        raise NotImplementedError
+
+    def index_down(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
+        """Set ``value`` of the outputs from ``value`` of the inputs (when all are known)."""
+        raise NotImplementedError
+
+    def guards(self, rmap: RangeMap, value: Mapping[E.IterVar, E.PrimExpr]) -> list[Guard]:
+        """The checks an index passed up through this relation needs (after ``index_up``)."""
+        return []
+
+    def replay(self, axis_map: dict[E.IterVar, E.IterVar]) -> Relation:
+        """This relation over ``axis_map[input]``; outputs not in the map are made fresh and added."""
+        raise NotImplementedError
+
+    def _mapped_inputs(self, axis_map: Mapping[E.IterVar, E.IterVar]) -> list[E.IterVar]:
+        missing = [iv.name for iv in self.inputs if iv not in axis_map]
+        if missing:
+            # the caller (computeAt, schedule replay) maps every root before replaying a chain
+            raise InternalError(f"replay of a {self.kind}: the axis map gives no loop for {', '.join(missing)}")
+        return [axis_map[iv] for iv in self.inputs]
+
+    def _output(self, axis_map: dict[E.IterVar, E.IterVar], old: E.IterVar, make: Callable[[], E.IterVar]) -> E.IterVar:
+        if old not in axis_map:
+            axis_map[old] = make()
+        return axis_map[old]
 
 
 @dataclass(frozen=True, eq=False)
-class Split:
-    """``parent = outer * factor + inner`` (``nparts`` fixes the outer extent instead)."""
+class Split(Relation):
+    """``parent = outer * extent(inner) + inner + min(parent)``; ``nparts`` fixes the outer extent."""
 
-    parent: IterVar
-    outer: IterVar
-    inner: IterVar
-    factor: PrimExpr | None
-    nparts: PrimExpr | None
+    parent: E.IterVar
+    outer: E.IterVar
+    inner: E.IterVar
+    factor: E.PrimExpr | None
+    nparts: E.PrimExpr | None
+
+    kind: ClassVar[str] = "split"
+    input_roles: ClassVar[tuple[str, ...]] = ("",)
+    output_roles: ClassVar[tuple[str, ...]] = ("outer", "inner")
 
     @property
-    def inputs(self) -> tuple[IterVar, ...]:
+    def inputs(self) -> tuple[E.IterVar, ...]:
         return (self.parent,)
 
     @property
-    def outputs(self) -> tuple[IterVar, ...]:
+    def outputs(self) -> tuple[E.IterVar, ...]:
         return (self.outer, self.inner)
+
+    def params(self) -> dict[str, E.PrimExpr]:
+        return {"factor": self.factor} if self.factor is not None else {"nparts": self.nparts}
+
+    def pass_down(self, rmap: RangeMap, cut: Cut) -> list[tuple[E.IterVar, E.Range]]:
+        ext = rmap[self.parent].extent
+        if self.factor is not None:
+            return [(self.inner, E.Range(0, cut(self.inner, ext, self.factor))),
+                    (self.outer, E.Range(0, ceildiv(ext, self.factor)))]
+        return [(self.outer, E.Range(0, cut(self.outer, ext, self.nparts))),
+                (self.inner, E.Range(0, ceildiv(ext, self.nparts)))]
+
+    def pass_up_domain(self, rmap: RangeMap, up: dict[E.IterVar, IntSet], ana: Analyzer) -> None:
+        so, si = up[self.outer], up[self.inner]
+        pr = rmap[self.parent]
+        if _matches(so, rmap[self.outer], ana) and _matches(si, rmap[self.inner], ana):
+            up[self.parent] = IntSet.from_range(pr)
+            return
+        f = rmap[self.inner].extent  # the inner loop's extent, not the factor (seed 000)
+        e = O.add(O.add(O.mul(self.outer.var, f), self.inner.var), pr.min)
+        up[self.parent] = eval_set(e, {self.outer.var: so, self.inner.var: si})
+
+    def index_up(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
+        if self.outer in value and self.inner in value:
+            f = rmap[self.inner].extent
+            value[self.parent] = _plus_min(O.add(O.mul(value[self.outer], f), value[self.inner]), rmap[self.parent])
+
+    def index_down(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
+        if self.parent in value:
+            off = O.sub(value[self.parent], rmap[self.parent].min)
+            f = rmap[self.inner].extent
+            value[self.outer] = O.floordiv(off, f)
+            value[self.inner] = O.floormod(off, f)
+
+    def guards(self, rmap: RangeMap, value: Mapping[E.IterVar, E.PrimExpr]) -> list[Guard]:
+        if self.parent not in value or self.outer not in value or self.inner not in value:
+            return []
+        pr = rmap[self.parent]
+        f = rmap[self.inner].extent
+        exact = _divides(pr.extent, f) and _divides(O.mul(rmap[self.outer].extent, f), pr.extent)
+        return [Guard(self.parent, value[self.parent], pr.min, pr.extent, not exact)]
+
+    def replay(self, axis_map: dict[E.IterVar, E.IterVar]) -> Split:
+        (p,) = self._mapped_inputs(axis_map)
+        outer = self._output(axis_map, self.outer, lambda: _fresh(self.outer, p.name + ".outer", p.dtype))
+        inner = self._output(axis_map, self.inner, lambda: _fresh(self.inner, p.name + ".inner", p.dtype))
+
+        def amount(a: E.PrimExpr | None) -> E.PrimExpr | None:
+            return None if a is None else a if a.dtype == p.dtype else O.cast(a, p.dtype)
+
+        return Split(p, outer, inner, amount(self.factor), amount(self.nparts))
 
 
 @dataclass(frozen=True, eq=False)
-class Fuse:
-    """``fused = outer * extent(inner) + inner``."""
+class Fuse(Relation):
+    """``fused = (outer - min(outer)) * extent(inner) + (inner - min(inner))``."""
 
-    outer: IterVar
-    inner: IterVar
-    fused: IterVar
+    outer: E.IterVar
+    inner: E.IterVar
+    fused: E.IterVar
+
+    kind: ClassVar[str] = "fuse"
+    input_roles: ClassVar[tuple[str, ...]] = ("outer", "inner")
+    output_roles: ClassVar[tuple[str, ...]] = ("",)
 
     @property
-    def inputs(self) -> tuple[IterVar, ...]:
+    def inputs(self) -> tuple[E.IterVar, ...]:
         return (self.outer, self.inner)
 
     @property
-    def outputs(self) -> tuple[IterVar, ...]:
+    def outputs(self) -> tuple[E.IterVar, ...]:
         return (self.fused,)
 
+    def pass_down(self, rmap: RangeMap, cut: Cut) -> list[tuple[E.IterVar, E.Range]]:
+        # exact: a fused extent beyond the loop's dtype is widened later (index_dtype), not wrapped
+        ext = O.binary_exact(E.Mul, rmap[self.outer].extent, rmap[self.inner].extent)
+        return [(self.fused, E.Range(0, ext))]
+
+    def pass_up_domain(self, rmap: RangeMap, up: dict[E.IterVar, IntSet], ana: Analyzer) -> None:
+        sf = up[self.fused]
+        ro, ri = rmap[self.outer], rmap[self.inner]
+        if _matches(sf, rmap[self.fused], ana):
+            up[self.outer], up[self.inner] = IntSet.from_range(ro), IntSet.from_range(ri)
+        elif sf.is_single_point():
+            v = sf.point_value()
+            up[self.outer] = IntSet.single_point(O.add(O.floordiv(v, ri.extent), ro.min))
+            up[self.inner] = IntSet.single_point(O.add(O.floormod(v, ri.extent), ri.min))
+        else:  # a run of fused indices: its rows, and (conservatively) every column
+            fv = E.Var("fused", self.fused.dtype)
+            up[self.outer] = eval_set(O.add(O.floordiv(fv, ri.extent), ro.min), {fv: sf})
+            up[self.inner] = IntSet.from_range(ri)
+
+    def index_up(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
+        if self.fused in value:
+            v = value[self.fused]
+            ro, ri = rmap[self.outer], rmap[self.inner]
+            value[self.outer] = O.add(O.floordiv(v, ri.extent), ro.min)
+            value[self.inner] = O.add(O.floormod(v, ri.extent), ri.min)
+
+    def index_down(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
+        if self.outer in value and self.inner in value:
+            ro, ri = rmap[self.outer], rmap[self.inner]
+            value[self.fused] = O.add(O.mul(O.sub(value[self.outer], ro.min), ri.extent),
+                                      O.sub(value[self.inner], ri.min))
+
+    def replay(self, axis_map: dict[E.IterVar, E.IterVar]) -> Fuse:
+        o, i = self._mapped_inputs(axis_map)
+        dtype = o.dtype if o.dtype.bits >= i.dtype.bits else i.dtype
+        fused = self._output(axis_map, self.fused, lambda: _fresh(self.fused, f"{o.name}.{i.name}.fused", dtype))
+        return Fuse(o, i, fused)
+
 
 @dataclass(frozen=True, eq=False)
-class Rebase:
-    """``parent = rebased + min(parent)``: the same loop, counted from zero."""
+class Rebase(Relation):
+    """``parent = rebased + min(parent)``: the same loop, counted from zero.
 
-    parent: IterVar
-    rebased: IterVar
+    Lowering makes one (without recording it) for every leaf loop whose range does not start
+    at zero, where TVM's normalize step records it: a stage computed at a consumer's loop runs
+    over its region ``[m, m + e)`` as ``for x in [0, e)`` with ``x + m`` in its indices.
+    """
+
+    parent: E.IterVar
+    rebased: E.IterVar
+
+    kind: ClassVar[str] = "rebase"
+    input_roles: ClassVar[tuple[str, ...]] = ("",)
+    output_roles: ClassVar[tuple[str, ...]] = ("",)
+
+    @staticmethod
+    def of_leaf(leaf: E.IterVar, r: E.Range) -> Rebase:
+        """A fresh loop variable of the same name counting ``leaf``'s range ``r`` from zero."""
+        return Rebase(leaf, E.IterVar(E.Range(0, r.extent), E.Var(leaf.var.name, leaf.var.dtype), leaf.iter_type))
 
     @property
-    def inputs(self) -> tuple[IterVar, ...]:
+    def inputs(self) -> tuple[E.IterVar, ...]:
         return (self.parent,)
 
     @property
-    def outputs(self) -> tuple[IterVar, ...]:
+    def outputs(self) -> tuple[E.IterVar, ...]:
         return (self.rebased,)
+
+    def pass_down(self, rmap: RangeMap, cut: Cut) -> list[tuple[E.IterVar, E.Range]]:
+        return [(self.rebased, E.Range(0, rmap[self.parent].extent))]
+
+    def pass_up_domain(self, rmap: RangeMap, up: dict[E.IterVar, IntSet], ana: Analyzer) -> None:
+        sr = up[self.rebased]
+        pr = rmap[self.parent]
+        if _matches(sr, rmap[self.rebased], ana):
+            up[self.parent] = IntSet.from_range(pr)
+        else:
+            up[self.parent] = eval_set(O.add(self.rebased.var, pr.min), {self.rebased.var: sr})
+
+    def index_up(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
+        if self.rebased in value:
+            value[self.parent] = O.add(value[self.rebased], rmap[self.parent].min)
+
+    def index_down(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
+        if self.parent in value:
+            value[self.rebased] = O.sub(value[self.parent], rmap[self.parent].min)
+
+    def replay(self, axis_map: dict[E.IterVar, E.IterVar]) -> Rebase:
+        (p,) = self._mapped_inputs(axis_map)
+        return Rebase(p, self._output(axis_map, self.rebased, lambda: _fresh(self.rebased, p.name + ".rb", p.dtype)))
 
 
 @dataclass(frozen=True, eq=False)
-class Singleton:
+class Singleton(Relation):
     """A loop of extent one made out of nothing (fusing zero axes)."""
 
-    iter_var: IterVar
+    iter_var: E.IterVar
+
+    kind: ClassVar[str] = "singleton"
+    output_roles: ClassVar[tuple[str, ...]] = ("",)
 
     @property
-    def inputs(self) -> tuple[IterVar, ...]:
+    def inputs(self) -> tuple[E.IterVar, ...]:
         return ()
 
     @property
-    def outputs(self) -> tuple[IterVar, ...]:
+    def outputs(self) -> tuple[E.IterVar, ...]:
         return (self.iter_var,)
 
+    def pass_down(self, rmap: RangeMap, cut: Cut) -> list[tuple[E.IterVar, E.Range]]:
+        return [(self.iter_var, E.Range(0, 1))]
 
-Relation = Split | Fuse | Rebase | Singleton
+    def pass_up_domain(self, rmap: RangeMap, up: dict[E.IterVar, IntSet], ana: Analyzer) -> None:
+        return None
+
+    def index_up(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
+        return None
+
+    def index_down(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
+        value[self.iter_var] = O.const(0, self.iter_var.dtype)
+
+    def replay(self, axis_map: dict[E.IterVar, E.IterVar]) -> Singleton:
+        iv = self.iter_var
+        return Singleton(self._output(axis_map, iv, lambda: _fresh(iv, iv.name, dom=E.Range(0, 1))))
+
+
+# ---- a stage's chain of relations --------------------------------------------------------------
+def bound_to_thread(iter_var_attrs: Mapping[E.IterVar, object]) -> ThreadBound:
+    """Whether a loop is bound to a thread, from a stage's annotations (for ``Cut``)."""
+
+    def bound(iv: E.IterVar) -> bool:
+        return getattr(iter_var_attrs.get(iv), "bind_thread", None) is not None
+
+    return bound
+
+
+def pass_down_domain(relations: Iterable[Relation], rmap: dict[E.IterVar, E.Range],
+                     put: Callable[[E.IterVar, E.Range], None] | None = None,
+                     cut: Cut = Cut(),
+                     missing: Callable[[Relation, E.IterVar], None] | None = None) -> None:
+    """Give every loop made by ``relations`` its range (seed 000, PassDownDomain).
+
+    ``put`` stores a range (InferBound simplifies and binds it; by default it is just stored).
+    A relation whose inputs have no range is skipped, or reported to ``missing``.
+    """
+    for rel in relations:
+        absent = next((iv for iv in rel.inputs if iv not in rmap), None)
+        if absent is not None:
+            if missing is not None:
+                missing(rel, absent)
+            continue
+        for iv, r in rel.pass_down(rmap, cut):
+            if put is None:
+                rmap[iv] = r
+            else:
+                put(iv, r)
+
+
+def pass_up_domain(relations: list[Relation], rmap: RangeMap, up: dict[E.IterVar, IntSet], ana: Analyzer) -> None:
+    """Extend ``up`` (leaf -> index set) to every input of ``relations`` (seed 000, PassUpDomain)."""
+    for rel in reversed(relations):
+        if all(iv in up for iv in rel.outputs):
+            rel.pass_up_domain(rmap, up, ana)
+
+
+def pass_up_index(relations: list[Relation], rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> list[Guard]:
+    """Extend ``value`` (leaf -> index) to the inputs of ``relations``; return the guards the
+    passed-up indices need, in the order of ``relations``."""
+    guards: list[Guard] = []
+    for rel in reversed(relations):
+        rel.index_up(rmap, value)
+        guards[:0] = rel.guards(rmap, value)
+    return guards
+
+
+def pass_down_index(relations: Iterable[Relation], rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
+    """Extend ``value`` (root -> index) to the loops made from the roots: where an index lands."""
+    for rel in relations:
+        rel.index_down(rmap, value)
+
+
+def replay(relations: Iterable[Relation], axis_map: dict[E.IterVar, E.IterVar]) -> list[Relation]:
+    """``relations`` made over the IterVars ``axis_map`` gives for their roots; ``axis_map``
+    grows by every output (fresh IterVars unless the map already names them)."""
+    return [rel.replay(axis_map) for rel in relations]
+
+
+__all__ = ["Cut", "Fuse", "Guard", "Rebase", "Relation", "Singleton", "Split", "bound_to_thread", "ceildiv", "pass_down_domain",
+           "pass_down_index", "pass_up_domain", "pass_up_index", "replay"]

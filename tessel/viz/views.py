@@ -20,7 +20,7 @@ from ..errors import TesselError, ViewError
 from ..ir import expr as E
 from ..ir import op as O
 from ..schedule.graph import DataflowGraph
-from ..schedule.relations import Fuse, Rebase, Singleton, Split
+from ..schedule.relations import Relation
 from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, SCOPE, Stage
 from ..schedule.tree import ScheduleTree
@@ -274,25 +274,12 @@ def itervar_graph(s: Schedule, stage=None) -> View:
     return View(g)
 
 
-def _relation_label(rel) -> list[str]:
-    if isinstance(rel, Split):
-        return ["split", f"factor={rel.factor}" if rel.factor is not None else f"nparts={rel.nparts}"]
-    if isinstance(rel, Fuse):
-        return ["fuse"]
-    if isinstance(rel, Rebase):
-        return ["rebase"]
-    if isinstance(rel, Singleton):
-        return ["singleton"]
-    return [type(rel).__name__.lower()]
+def _relation_label(rel: Relation) -> list[str]:
+    return [rel.kind, *(f"{k}={v}" for k, v in rel.params().items())]
 
 
-def _port_labels(rel) -> tuple[list[str], list[str]]:
-    n_in, n_out = len(rel.inputs), len(rel.outputs)
-    if isinstance(rel, Split):
-        return [""], ["outer", "inner"]
-    if isinstance(rel, Fuse):
-        return ["outer", "inner"], [""]
-    return [""] * n_in, [""] * n_out
+def _port_labels(rel: Relation) -> tuple[list[str], list[str]]:
+    return list(rel.input_roles), list(rel.output_roles)
 
 
 def _pick_stages(s: Schedule, stage) -> list[Stage]:
