@@ -10,6 +10,7 @@ from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.functor import Mutator, substitute
 from ..te.tensor import Tensor
+from .dataflow import py_name
 from .schedule import Schedule
 from .stage import INLINE, SCOPE, Stage
 
@@ -55,6 +56,12 @@ def consumers(sch: Schedule, bodies: dict) -> dict[Stage, list[Stage]]:
         seen: set[int] = set()
         for t in st.op.read_tensors(bodies[st.op]):
             prod = sch.stage_map.get(t.op)
+            if prod is not None and prod.attach_type == INLINE:
+                raise ScheduleError(
+                    f"stage {st.name} reads {prod.name}, which is inlined, but {st.name}'s operation "
+                    f"({type(st.op).__name__}) cannot substitute an inlined expression for its reads; "
+                    f"keep {prod.name} stored: s[{py_name(prod.name)}].compute_root()"
+                )
             if prod is not None and id(prod) not in seen:
                 seen.add(id(prod))
                 result[prod].append(st)
