@@ -26,7 +26,7 @@ of every output. Precise bounds come from overriding ``propagate_bounds``/``gath
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..arith import Analyzer, IntSet
 from ..errors import BoundError, LowerError, ScheduleError
@@ -38,6 +38,27 @@ if TYPE_CHECKING:
 
 #: one request: a tensor read by an operation and, per dimension, the indices read
 Request = tuple["Tensor", list[IntSet]]
+
+
+class LoopNest(Protocol):
+    """What ScheduleOps lends ``build_provide``: the stage's loops as the schedule made them,
+    so an operation writes only its statements and never deals with splits, attachments or
+    annotations itself."""
+
+    def index_values(self, stage: Any) -> dict[E.IterVar, E.PrimExpr]:
+        """Every IterVar of the stage (its root loops included) in terms of the leaf loops."""
+
+    def bound_checks(self, stage: Any, value: dict[E.IterVar, E.PrimExpr]) -> list[E.PrimExpr]:
+        """Guards that keep a non-divisible split or a partial region inside the domain."""
+
+    def guarded(self, preds: list[E.PrimExpr], body: S.Stmt) -> S.Stmt:
+        """``body`` run only where every predicate holds."""
+
+    def nest(self, stage: Any, begin: int, end: int, body: S.Stmt) -> S.Stmt:
+        """Leaf loops ``begin:end`` around ``body``, with the stages attached at them inside."""
+
+    def loop(self, stage: Any, iv: E.IterVar, body: S.Stmt) -> S.Stmt:
+        """One leaf loop around ``body``, as annotated (kind, thread binding, pragmas)."""
 
 
 class Operation:
@@ -136,9 +157,8 @@ class Operation:
         return iv.dom
 
     # ---- lowering ------------------------------------------------------------------------
-    def build_provide(self, nest: Any, stage: Any, body: tuple) -> S.Stmt:
-        """Its loop nest and statements, written through ScheduleOps' loop builder ``nest``
-        (``index_values``, ``bound_checks``, ``guarded``, ``nest``, ``loop``)."""
+    def build_provide(self, nest: LoopNest, stage: Any, body: tuple) -> S.Stmt:
+        """Its loop nest and statements, written through ScheduleOps' loop builder ``nest``."""
         raise LowerError(
             f"operation {self.name} ({type(self).__name__}) does not say how it is lowered: "
             "define build_provide on its class"
@@ -157,4 +177,4 @@ class Operation:
         return f"{type(self).__name__}({self.name})"
 
 
-__all__ = ["Operation", "Request"]
+__all__ = ["LoopNest", "Operation", "Request"]

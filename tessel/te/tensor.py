@@ -1,6 +1,8 @@
-"""Tensors and the operations that produce them.
+"""Tensors and the two built-in operations that produce them: placeholders and computes.
 
-An :class:`Operation` says *what* is computed; a :class:`Tensor` is one of its outputs.
+An :class:`Operation` says *what* is computed; a :class:`Tensor` is one of its outputs. What
+every operation must answer (its bounds, its loop nest) is the interface in ``operation.py``;
+:class:`ComputeOp` answers it from its body: every read is a ``ProducerLoad`` in it.
 Indexing a tensor builds a :class:`~tessel.ir.ProducerLoad` and checks the number of indices
 right away, so a wrong program fails where it is written, not deep inside lowering.
 """
@@ -18,7 +20,7 @@ from ..ir.dtype import DType, DTypeLike
 from ..ir.dtype import dtype as to_dtype
 from ..ir.functor import Mutator, collect, free_vars, substitute
 from ..ir.op import convert
-from .operation import Operation, Request
+from .operation import LoopNest, Operation, Request
 
 
 class Tensor:
@@ -147,7 +149,7 @@ class ComputeOp(Operation):
         return out
 
     # ---- lowering: ``out[axis] = body``, or a reduction's init and update ------------------------
-    def build_provide(self, nest, stage, body: tuple) -> S.Stmt:
+    def build_provide(self, nest: LoopNest, stage, body: tuple) -> S.Stmt:
         value = nest.index_values(stage)
         roots = {iv.var: value[iv] for iv in self.root_iter_vars}
         idx = [value[iv] for iv in self.axis]
@@ -165,7 +167,7 @@ class ComputeOp(Operation):
         return body
 
 
-def _build_reduction(op: ComputeOp, nest, stage, red: E.Reduce, roots, idx, preds) -> S.Stmt:
+def _build_reduction(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, roots, idx, preds) -> S.Stmt:
     """Init over the data-parallel loops inside the first reduction loop, then the update."""
     leaves = stage.leaf_iter_vars
     first = next((k for k, iv in enumerate(leaves) if iv.is_reduce), len(leaves))
