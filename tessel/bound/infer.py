@@ -1,7 +1,11 @@
 """InferBound (seed 000): a Range for every IterVar of every stage.
 
-Stages are visited consumers first. For each stage, InferRootBound gathers what every consumer
-requests of its outputs (phases 1-4) and PassDownDomain gives the derived loops their ranges.
+Stages are visited consumers first, in an order taken from the read graph (``stage_order``),
+never from their position in ``sch.stages``. For each stage, InferRootBound gathers what every
+consumer requests of its outputs (phases 1-4) and PassDownDomain gives the derived loops their
+ranges. What is specific to a kind of operation (which regions of its inputs a region of its
+loops reads, how its loops' ranges follow from the requests) is asked of the operation itself
+(``te/operation.py``), so a new kind of operation needs no change here.
 Where the seed is silent the behaviour of TVM TE v0.14 is followed (a split whose factor
 exceeds its parent's extent is tightened to that extent).
 
@@ -13,13 +17,14 @@ for that value is exact; TVM's answer is a superset, ours is never smaller than 
 
 from __future__ import annotations
 
-from ..arith import Analyzer, IntSet, eval_set, union
-from ..errors import BoundError
+from ..arith import Analyzer, IntSet, eval_set
+from ..errors import InternalError
 from ..ir import expr as E
 from ..ir import op as O
-from ..schedule.graph import attach_path, consumers, effective_bodies, reads
+from ..schedule.graph import attach_path, consumers, effective_bodies
 from ..schedule.schedule import Schedule
-from ..schedule.stage import INLINE, Stage
+from ..schedule.stage import INLINE, SCOPE, Stage
+from ..te.operation import Request
 from .check import check_reads_in_bounds
 from .propagate import pass_down_domain, pass_up_domain
 
@@ -32,8 +37,37 @@ class BoundContext:
         self.bodies = effective_bodies(sch)
         self.consumers = consumers(sch, self.bodies)
         self.paths = {st: attach_path(st) for st in sch.stages if st.attach_type != INLINE}
+        self.order = stage_order(sch, self.consumers)
         self.rmap: dict[E.IterVar, E.Range] = {}
         self.analyzer = Analyzer()
+
+
+def stage_order(sch: Schedule, cons: dict[Stage, list[Stage]]) -> list[Stage]:
+    """The stages producers first: after every stage it reads, and before the stage it is
+    computed at (whose loops must have ranges before its requests can be evaluated).
+
+    The order comes from the read graph, not from the position in ``sch.stages``; the
+    position only breaks ties, so a list already in dataflow order is kept as it is. If the
+    attachments contradict the reads (an illegal schedule), the earliest stage left goes next.
+    """
+    pos = {id(st): k for k, st in enumerate(sch.stages)}
+    before: dict[int, set[int]] = {id(st): set() for st in sch.stages}  # what must come first
+    for prod, readers in cons.items():
+        for c in readers:
+            before[id(c)].add(id(prod))
+    for st in sch.stages:
+        if st.attach_type == SCOPE and st.attach_stage is not None and id(st.attach_stage) in before:
+            before[id(st.attach_stage)].add(id(st))
+    order: list[Stage] = []
+    done: set[int] = set()
+    left = list(sch.stages)
+    while left:
+        ready = [st for st in left if before[id(st)] <= done]
+        st = min(ready or left, key=lambda x: pos[id(x)])
+        order.append(st)
+        done.add(id(st))
+        left.remove(st)
+    return order
 
 
 def infer_bound(sch: Schedule) -> dict[E.IterVar, E.Range]:
@@ -44,7 +78,7 @@ def infer_bound(sch: Schedule) -> dict[E.IterVar, E.Range]:
 def run_infer_bound(sch: Schedule) -> BoundContext:
     ctx = BoundContext(sch)
     check_reads_in_bounds(sch, ctx.bodies)
-    for st in reversed(sch.stages):
+    for st in reversed(ctx.order):  # consumers first (seed 000)
         if st.attach_type == INLINE or st.is_placeholder:
             continue
         _infer_root_bound(ctx, st)
@@ -58,31 +92,24 @@ def _set_range(ctx: BoundContext, iv: E.IterVar, r: E.Range) -> None:
 
 
 def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
+    """Phases 1-4: each consumer's requests (its operation propagates them to its inputs),
+    gathered by this stage's operation into ranges of its root loops."""
     op = st.op
     readers = ctx.consumers[st]
-    for iv in op.root_iter_vars:
-        if iv.is_reduce or st.is_output or not readers:
-            if iv.dom is None:
-                raise BoundError(f"stage {st.name}: axis {iv.name} has no domain")
-            _set_range(ctx, iv, iv.dom)
     if st.is_output or not readers:
+        for iv in op.root_iter_vars:
+            _set_range(ctx, iv, op.root_domain(st, iv))
         return
-    ndim = len(op.axis)
-    requests: list[list[IntSet]] = [[] for _ in range(ndim)]
+    requests: list[Request] = []
     inside = {id(iv) for iv in ctx.paths[st]}
     for c in readers:
         dom_map = _consumer_root_sets(ctx, c, inside)
-        for load in reads(ctx.bodies[c.op]):
-            if load.producer.op is not op:
-                continue
-            for j, idx in enumerate(load.indices):
-                requests[j].append(eval_set(idx, dom_map))
-    for j, iv in enumerate(op.axis):
-        if not requests[j]:
-            _set_range(ctx, iv, iv.dom)
-            continue
-        r = union(requests[j]).cover_range(iv.dom)
-        _set_range(ctx, iv, E.Range(ctx.analyzer.simplify(r.min), ctx.analyzer.simplify(r.extent)))
+        requests.extend(c.op.propagate_bounds(ctx.bodies[c.op], dom_map, op, ctx.analyzer))
+    for iv, r in op.gather_bound(st, requests, ctx.analyzer):
+        _set_range(ctx, iv, r)
+    missing = [iv.name for iv in op.root_iter_vars if iv not in ctx.rmap]
+    if missing:
+        raise InternalError(f"stage {st.name}: {type(op).__name__}.gather_bound gave no range for {', '.join(missing)}")
 
 
 def _consumer_root_sets(ctx: BoundContext, c: Stage, inside: set[int]) -> dict[E.Var, IntSet]:

@@ -20,19 +20,20 @@ from ..errors import LowerError
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
-from ..ir.functor import free_vars, substitute
-from ..schedule.relations import Guard, Rebase
+from ..ir.functor import substitute
+from ..schedule.relations import Rebase
 from ..schedule.stage import INLINE, SCOPE, Stage
 
 
 def schedule_ops(ctx: BoundContext) -> S.Stmt:
+    # producers before consumers (the read graph's order, see BoundContext.order)
     attached: dict[tuple[int, int], list[Stage]] = defaultdict(list)
-    for st in ctx.sch.stages:
+    for st in ctx.order:
         if st.attach_type == SCOPE:
             attached[(id(st.attach_stage), id(st.attach_ivar))].append(st)
     builder = _Builder(ctx, attached)
     body: S.Stmt = S.Evaluate(0)
-    for st in reversed(ctx.sch.stages):
+    for st in reversed(ctx.order):
         if st.is_placeholder or st.attach_type in (INLINE, SCOPE):
             continue
         body = builder.pipeline(st, body)
@@ -40,6 +41,8 @@ def schedule_ops(ctx: BoundContext) -> S.Stmt:
 
 
 class _Builder:
+    """The loop builder an operation's ``build_provide`` writes its loop nest through."""
+
     def __init__(self, ctx: BoundContext, attached: dict):
         self.ctx = ctx
         self.rmap = ctx.rmap
@@ -48,57 +51,20 @@ class _Builder:
 
     # ---- one stage: realize { produce { loops }; rest } --------------------------------
     def pipeline(self, st: Stage, rest: S.Stmt) -> S.Stmt:
-        produce = S.AttrStmt(st.op, "produce", 0, self.compute(st))
-        out = S.seq(produce, rest)
-        bounds = tuple(self.rmap[iv] for iv in st.op.axis)
-        for t in reversed(st.op.outputs):
-            out = S.ProducerRealize(t, bounds, out, st.scope)
-        return out
+        op = st.op
+        produce = S.AttrStmt(op, "produce", 0, op.build_provide(self, st, self.ctx.bodies[op]))
+        return op.build_realize(st, self.rmap, S.seq(produce, rest))
 
-    def compute(self, st: Stage) -> S.Stmt:
-        leaves = st.leaf_iter_vars
-        value = {iv: iv.var for iv in leaves}
-        guards = pass_up_index(st, self.rmap, value)
-        body = self.ctx.bodies[st.op]
-        roots = {iv.var: value[iv] for iv in st.op.root_iter_vars}
-        idx = [value[iv] for iv in st.op.axis]
-        preds = self.bound_checks(st, value, guards)
-        if not st.op.is_reduction:
-            stores = [S.ProducerStore(t, substitute(b, roots), idx) for t, b in zip(st.op.outputs, body)]
-            return self.nest(st, 0, len(leaves), _guard(preds, S.seq(*stores)))
-        return self.reduction(st, body, roots, idx, preds)
+    def index_values(self, st: Stage) -> dict[E.IterVar, E.PrimExpr]:
+        """Every IterVar of ``st`` as an expression of its leaf loop variables."""
+        value = {iv: iv.var for iv in st.leaf_iter_vars}
+        pass_up_index(st, self.rmap, value)
+        return value
 
-    def reduction(self, st: Stage, body, roots, idx, preds) -> S.Stmt:
-        leaves = st.leaf_iter_vars
-        first = next((k for k, iv in enumerate(leaves) if iv.is_reduce), len(leaves))
-        red: E.Reduce = body[0]
-        outs = st.op.outputs
-        reduce_vars = {iv.var for iv in leaves if iv.is_reduce}
-        # init: over the data-parallel loops inside the first reduction loop, fresh variables
-        init_leaves = [iv for iv in leaves[first:] if not iv.is_reduce]
-        fresh = {iv.var: E.Var(iv.var.name, iv.var.dtype) for iv in init_leaves}
-        init_vals = red.init if red.init else red.combiner.identity
-        init_preds = [p for p in preds if not (free_vars(p) & reduce_vars)]
-        init: S.Stmt = _guard(init_preds, S.seq(*[S.ProducerStore(t, v, idx) for t, v in zip(outs, init_vals)]))
-        for iv in reversed(init_leaves):
-            init = self.loop(st, iv, init)
-        init = substitute(init, fresh)
-        # update: acc = combine(acc, source) under the reduction's `where`
-        src = tuple(substitute(s, roots) for s in red.source)
-        acc = tuple(E.ProducerLoad(t, idx) for t in outs)
-        new = red.combiner.combine(acc, src)
-        if len(outs) == 1:
-            update: S.Stmt = S.ProducerStore(outs[0], new[0], idx)
-        else:
-            tmps = [E.Var(f"{t.name}_v", t.dtype) for t in outs]
-            update = S.seq(*[S.ProducerStore(t, v, idx) for t, v in zip(outs, tmps)])
-            for v, e in reversed(list(zip(tmps, new))):
-                update = S.LetStmt(v, e, update)
-        cond = substitute(red.condition, roots)
-        if not (isinstance(cond, E.IntImm) and cond.value):
-            update = S.IfThenElse(cond, update)
-        update = self.nest(st, first, len(leaves), _guard(preds, update))
-        return self.nest(st, 0, first, S.seq(init, update))
+    @staticmethod
+    def guarded(preds: list[E.PrimExpr], body: S.Stmt) -> S.Stmt:
+        """``body`` run only where every predicate holds."""
+        return _guard(preds, body)
 
     # ---- loops ---------------------------------------------------------------------------
     def nest(self, st: Stage, begin: int, end: int, body: S.Stmt) -> S.Stmt:
@@ -135,8 +101,11 @@ class _Builder:
         return loop
 
     # ---- guards for non-divisible splits and regions beyond a tensor ---------------------
-    def bound_checks(self, st: Stage, value: dict[E.IterVar, E.PrimExpr], guards: list[Guard]) -> list[E.PrimExpr]:
+    def bound_checks(self, st: Stage, value: dict[E.IterVar, E.PrimExpr]) -> list[E.PrimExpr]:
+        """The predicates under which ``st``'s body runs: the guards of its non-divisible splits
+        and, where the realized region is smaller than an axis's domain, that axis's range."""
         ana = self.ctx.analyzer
+        guards = [g for rel in st.relations for g in rel.guards(self.rmap, value)]
         preds: list[E.PrimExpr] = []
 
         def check(v: E.PrimExpr, lo: E.PrimExpr, ext: E.PrimExpr, lower: bool) -> None:

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir import op as O
-from ..ir.functor import Mutator, substitute
-from ..te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor
+from ..ir.functor import substitute
+from ..te.tensor import ComputeOp, Operation, Tensor
 from . import relations as R
 from .stage import INLINE, SCOPE, Stage
 
@@ -47,40 +47,9 @@ def py_name(name: str) -> str:
 
 
 # ---- reading and rewriting operations -------------------------------------------------------
-class _ReadRewriter(Mutator):
-    """Re-points reads of the tensors in ``tmap``.
-
-    Memoized by node identity so that the source shared by the outputs of a multi-output
-    reduction is rewritten once and stays shared.
-    """
-
-    def __init__(self, tmap: dict[Tensor, Tensor]):
-        self.tmap = tmap
-        self.memo: dict[int, object] = {}
-
-    def visit(self, node):
-        key = id(node)
-        if key not in self.memo:
-            self.memo[key] = super().visit(node)
-        return self.memo[key]
-
-    def visit_ProducerLoad(self, e: E.ProducerLoad):
-        idx = tuple(self.visit(i) for i in e.indices)
-        t = self.tmap.get(e.producer, e.producer)
-        if t is e.producer and all(a is b for a, b in zip(idx, e.indices)):
-            return e
-        return E.ProducerLoad(t, idx)
-
-
 def reads_any(op: Operation, tensors) -> bool:
     ids = {id(t) for t in tensors}
     return any(id(t) in ids for t in op.input_tensors())
-
-
-def rewrite_reads(op: ComputeOp, tmap: dict[Tensor, Tensor]) -> ComputeOp:
-    """The same computation over the same IterVars, reading ``tmap[t]`` wherever it read ``t``."""
-    rw = _ReadRewriter(tmap)
-    return ComputeOp(op.name, op.tag, op.attrs, op.axis, [rw.visit(b) for b in op.body])
 
 
 def set_stage_op(sch: Schedule, stage: Stage, new_op: Operation) -> None:
@@ -97,8 +66,8 @@ def set_stage_op(sch: Schedule, stage: Stage, new_op: Operation) -> None:
 
     put(stage, new_op)
     for st in sch.stages[sch.stages.index(stage) + 1:]:
-        if isinstance(st.op, ComputeOp) and reads_any(st.op, tmap):
-            put(st, rewrite_reads(st.op, tmap))
+        if reads_any(st.op, tmap):
+            put(st, st.op.replace_inputs(tmap))
 
 
 def _insert_stage(sch: Schedule, stage: Stage, pos: int) -> None:
@@ -182,8 +151,11 @@ def _stage_of(sch: Schedule, tensor, what: str) -> Stage:
 
 
 def _check_computable(stage: Stage, what: str) -> ComputeOp:
-    if isinstance(stage.op, PlaceholderOp) or not isinstance(stage.op, ComputeOp):
+    if stage.is_placeholder:
         raise ScheduleError(f"{what}: {stage.name} is an input placeholder, not a computed stage")
+    if not isinstance(stage.op, ComputeOp):  # the rewrite rebuilds te.compute bodies
+        raise ScheduleError(f"{what}: {stage.name} is a {type(stage.op).__name__}; {what} rewrites "
+                            "te.compute stages only")
     if stage.attach_type == INLINE:
         raise ScheduleError(
             f"{what}: stage {stage.name} is inlined, so it has no loops or storage of its own; "
@@ -213,8 +185,8 @@ def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers) -> Tensor:
         st = r if isinstance(r, Stage) else sch[r]
         if st in rstages:
             continue
-        if not isinstance(st.op, ComputeOp) or not reads_any(st.op, [cur]):
-            reading = [s.name for s in sch.stages if isinstance(s.op, ComputeOp) and reads_any(s.op, [cur])]
+        if not reads_any(st.op, [cur]):
+            reading = [s.name for s in sch.stages if reads_any(s.op, [cur])]
             raise ScheduleError(
                 f"cache_read of {tensor.name}: {st.name} does not read {tensor.name}, so it cannot be made to read "
                 f"the copy; the stages reading {tensor.name} are: {', '.join(reading) or 'none'}"
@@ -229,7 +201,7 @@ def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers) -> Tensor:
     _insert_stage(sch, cstage, sch.stages.index(prod) + 1)
     cache = cache_op.output(0)
     for st in rstages:
-        set_stage_op(sch, st, rewrite_reads(st.op, {cur: cache}))
+        set_stage_op(sch, st, st.op.replace_inputs({cur: cache}))
     return cache
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from ..errors import ScheduleError
 from ..ir import expr as E
-from ..ir.functor import Mutator, collect, substitute
-from ..te.tensor import ComputeOp, Tensor
+from ..ir.functor import Mutator, substitute
+from ..te.tensor import Tensor
+from .dataflow import py_name
 from .schedule import Schedule
 from .stage import INLINE, SCOPE, Stage
 
@@ -35,11 +36,8 @@ def inlined_body(sch: Schedule, stage: Stage, cache: dict | None = None) -> tupl
     cache = {} if cache is None else cache
     if stage.op in cache:
         return cache[stage.op]
-    if not isinstance(stage.op, ComputeOp):
-        cache[stage.op] = ()
-        return ()
     cache[stage.op] = None  # cycle guard
-    body = tuple(_Inliner(sch, cache).visit(b) for b in stage.op.body)
+    body = stage.op.effective_body(_Inliner(sch, cache).visit)
     cache[stage.op] = body
     return body
 
@@ -49,13 +47,6 @@ def effective_bodies(sch: Schedule) -> dict:
     return {st.op: inlined_body(sch, st, cache) for st in sch.stages if st.attach_type != INLINE}
 
 
-def reads(bodies: tuple[E.PrimExpr, ...]) -> list[E.ProducerLoad]:
-    out: list[E.ProducerLoad] = []
-    for b in bodies:
-        out.extend(collect(b, lambda n: isinstance(n, E.ProducerLoad)))
-    return out
-
-
 def consumers(sch: Schedule, bodies: dict) -> dict[Stage, list[Stage]]:
     """For every stage, the (non-inlined) stages that read one of its outputs."""
     result: dict[Stage, list[Stage]] = {st: [] for st in sch.stages}
@@ -63,8 +54,14 @@ def consumers(sch: Schedule, bodies: dict) -> dict[Stage, list[Stage]]:
         if st.attach_type == INLINE:
             continue
         seen: set[int] = set()
-        for load in reads(bodies[st.op]):
-            prod = sch.stage_map.get(load.producer.op)
+        for t in st.op.read_tensors(bodies[st.op]):
+            prod = sch.stage_map.get(t.op)
+            if prod is not None and prod.attach_type == INLINE:
+                raise ScheduleError(
+                    f"stage {st.name} reads {prod.name}, which is inlined, but {st.name}'s operation "
+                    f"({type(st.op).__name__}) cannot substitute an inlined expression for its reads; "
+                    f"keep {prod.name} stored: s[{py_name(prod.name)}].compute_root()"
+                )
             if prod is not None and id(prod) not in seen:
                 seen.add(id(prod))
                 result[prod].append(st)

@@ -59,9 +59,7 @@ class Stage:
 
     @property
     def is_placeholder(self) -> bool:
-        from ..te.tensor import PlaceholderOp
-
-        return isinstance(self.op, PlaceholderOp)
+        return self.op.is_placeholder
 
     def __repr__(self) -> str:
         return f"stage({self.name})"
@@ -247,17 +245,9 @@ class Stage:
     @recorded
     def compute_inline(self) -> None:
         """Substitute this stage's expression into every reader instead of storing it."""
-        from ..te.tensor import ComputeOp
-
-        if not isinstance(self.op, ComputeOp):
-            raise ScheduleError(f"stage {self.name}: only a te.compute stage can be inlined")
-        if self.op.is_reduction:
-            raise ScheduleError(
-                f"stage {self.name}: a reduction cannot be inlined (its value needs a loop); "
-                f"use compute_at to place it inside its reader instead"
-            )
-        if self.op.num_outputs > 1:
-            raise ScheduleError(f"stage {self.name}: an operation with several outputs cannot be inlined")
+        why = self.op.inline_refusal()
+        if why:
+            raise ScheduleError(f"stage {self.name}: {why}")
         if self.is_output:
             raise ScheduleError(
                 f"stage {self.name} is an output of the schedule; an output must be stored, so it cannot be inlined"

@@ -1,6 +1,8 @@
-"""Tensors and the operations that produce them.
+"""Tensors and the two built-in operations that produce them: placeholders and computes.
 
-An :class:`Operation` says *what* is computed; a :class:`Tensor` is one of its outputs.
+An :class:`Operation` says *what* is computed; a :class:`Tensor` is one of its outputs. What
+every operation must answer (its bounds, its loop nest) is the interface in ``operation.py``;
+:class:`ComputeOp` answers it from its body: every read is a ``ProducerLoad`` in it.
 Indexing a tensor builds a :class:`~tessel.ir.ProducerLoad` and checks the number of indices
 right away, so a wrong program fails where it is written, not deep inside lowering.
 """
@@ -10,12 +12,15 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 
+from ..arith import Analyzer, IntSet, eval_set, union
 from ..errors import DefinitionError
 from ..ir import expr as E
+from ..ir import stmt as S
 from ..ir.dtype import DType, DTypeLike
 from ..ir.dtype import dtype as to_dtype
-from ..ir.functor import collect
+from ..ir.functor import Mutator, collect, free_vars, substitute
 from ..ir.op import convert
+from .operation import LoopNest, Operation, Request
 
 
 class Tensor:
@@ -70,33 +75,11 @@ def _shape_text(shape) -> str:
     return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-class Operation:
-    """Base of every operation; ``outputs`` are created once so tensors keep their identity."""
-
-    name: str
-    tag: str
-    attrs: dict
-    outputs: tuple[Tensor, ...]
-
-    @property
-    def num_outputs(self) -> int:
-        return len(self.outputs)
-
-    def output(self, i: int) -> Tensor:
-        return self.outputs[i]
-
-    @property
-    def root_iter_vars(self) -> tuple[E.IterVar, ...]:
-        return ()
-
-    def input_tensors(self) -> list[Tensor]:
-        return []
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.name})"
-
-
 class PlaceholderOp(Operation):
+    """An input of the kernel: its data come from the caller, so it has no loops of its own."""
+
+    is_placeholder = True
+
     def __init__(self, name: str, shape, dtype: DType):
         self.name, self.tag, self.attrs = name, "", {}
         self.shape = tuple(shape)
@@ -112,7 +95,7 @@ class ComputeOp(Operation):
         self.axis = tuple(axis)
         self.body = tuple(body)
         first = self.body[0]
-        self.reduce_axis: tuple[E.IterVar, ...] = first.axis if isinstance(first, E.Reduce) else ()
+        self.reduce_axis = first.axis if isinstance(first, E.Reduce) else ()
         shape = tuple(iv.dom.extent for iv in self.axis)
         self.outputs = tuple(Tensor(self, k, shape, b.dtype) for k, b in enumerate(self.body))
 
@@ -121,15 +104,139 @@ class ComputeOp(Operation):
         return self.axis + self.reduce_axis
 
     def input_tensors(self) -> list[Tensor]:
-        seen: dict[int, Tensor] = {}
-        for b in self.body:
-            for load in collect(b, lambda n: isinstance(n, E.ProducerLoad)):
-                seen.setdefault(id(load.producer), load.producer)
-        return list(seen.values())
+        return _loaded(self.body)
 
-    @property
-    def is_reduction(self) -> bool:
-        return bool(self.reduce_axis)
+    def replace_inputs(self, tmap: dict[Tensor, Tensor]) -> ComputeOp:
+        """The same computation over the same IterVars, reading ``tmap[t]`` wherever it read ``t``."""
+        if not any(t in tmap for t in self.input_tensors()):
+            return self
+        rw = _ReadRewriter(tmap)
+        return ComputeOp(self.name, self.tag, self.attrs, self.axis, [rw.visit(b) for b in self.body])
+
+    def inline_refusal(self) -> str | None:
+        if self.is_reduction:
+            return ("a reduction cannot be inlined (its value needs a loop); "
+                    "use compute_at to place it inside its reader instead")
+        if self.num_outputs > 1:
+            return "an operation with several outputs cannot be inlined"
+        return None
+
+    # ---- InferBound (seed 000): every read is a ProducerLoad of the body ----------------------
+    def effective_body(self, inline: Callable[[E.PrimExpr], E.PrimExpr]) -> tuple[E.PrimExpr, ...]:
+        return tuple(inline(b) for b in self.body)
+
+    def read_tensors(self, body: tuple) -> list[Tensor]:
+        return _loaded(body)
+
+    def propagate_bounds(self, body: tuple, dom_map: dict, producer: Operation, analyzer: Analyzer) -> list[Request]:
+        return [(load.producer, [eval_set(idx, dom_map) for idx in load.indices])
+                for load in _loads(body) if load.producer.op is producer]
+
+    def gather_bound(self, stage, requests: Sequence[Request], analyzer: Analyzer) -> list[tuple[E.IterVar, E.Range]]:
+        """Reduction loops run whole; each axis covers the union of the requests of its dimension
+        (dimension-wise, the over-approximation seed 000 names)."""
+        out = [(iv, self.root_domain(stage, iv)) for iv in self.reduce_axis]
+        per_dim: list[list[IntSet]] = [[] for _ in self.axis]
+        for _, sets in requests:
+            for j, s in enumerate(sets):
+                per_dim[j].append(s)
+        for iv, sets in zip(self.axis, per_dim):
+            if not sets:
+                out.append((iv, iv.dom))
+                continue
+            r = union(sets).cover_range(iv.dom)
+            out.append((iv, E.Range(analyzer.simplify(r.min), analyzer.simplify(r.extent))))
+        return out
+
+    # ---- lowering: ``out[axis] = body``, or a reduction's init and update ------------------------
+    def build_provide(self, nest: LoopNest, stage, body: tuple) -> S.Stmt:
+        value = nest.index_values(stage)
+        roots = {iv.var: value[iv] for iv in self.root_iter_vars}
+        idx = [value[iv] for iv in self.axis]
+        preds = nest.bound_checks(stage, value)
+        if not self.is_reduction:
+            stores = [S.ProducerStore(t, substitute(b, roots), idx) for t, b in zip(self.outputs, body)]
+            return nest.nest(stage, 0, len(stage.leaf_iter_vars), nest.guarded(preds, S.seq(*stores)))
+        return _build_reduction(self, nest, stage, body[0], roots, idx, preds)
+
+    def build_realize(self, stage, rmap: dict[E.IterVar, E.Range], body: S.Stmt) -> S.Stmt:
+        """Each output is stored over the region InferBound found for the axes."""
+        bounds = tuple(rmap[iv] for iv in self.axis)
+        for t in reversed(self.outputs):
+            body = S.ProducerRealize(t, bounds, body, stage.scope)
+        return body
+
+
+def _build_reduction(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, roots, idx, preds) -> S.Stmt:
+    """Init over the data-parallel loops inside the first reduction loop, then the update."""
+    leaves = stage.leaf_iter_vars
+    first = next((k for k, iv in enumerate(leaves) if iv.is_reduce), len(leaves))
+    outs = op.outputs
+    reduce_vars = {iv.var for iv in leaves if iv.is_reduce}
+    # init: over the data-parallel loops inside the first reduction loop, fresh variables
+    init_leaves = [iv for iv in leaves[first:] if not iv.is_reduce]
+    fresh = {iv.var: E.Var(iv.var.name, iv.var.dtype) for iv in init_leaves}
+    init_vals = red.init if red.init else red.combiner.identity
+    init_preds = [p for p in preds if not (free_vars(p) & reduce_vars)]
+    init: S.Stmt = nest.guarded(init_preds, S.seq(*[S.ProducerStore(t, v, idx) for t, v in zip(outs, init_vals)]))
+    for iv in reversed(init_leaves):
+        init = nest.loop(stage, iv, init)
+    init = substitute(init, fresh)
+    # update: acc = combine(acc, source) under the reduction's `where`
+    src = tuple(substitute(s, roots) for s in red.source)
+    acc = tuple(E.ProducerLoad(t, idx) for t in outs)
+    new = red.combiner.combine(acc, src)
+    if len(outs) == 1:
+        update: S.Stmt = S.ProducerStore(outs[0], new[0], idx)
+    else:
+        tmps = [E.Var(f"{t.name}_v", t.dtype) for t in outs]
+        update = S.seq(*[S.ProducerStore(t, v, idx) for t, v in zip(outs, tmps)])
+        for v, e in reversed(list(zip(tmps, new))):
+            update = S.LetStmt(v, e, update)
+    cond = substitute(red.condition, roots)
+    if not (isinstance(cond, E.IntImm) and cond.value):
+        update = S.IfThenElse(cond, update)
+    update = nest.nest(stage, first, len(leaves), nest.guarded(preds, update))
+    return nest.nest(stage, 0, first, S.seq(init, update))
+
+
+def _loads(body) -> list[E.ProducerLoad]:
+    out: list[E.ProducerLoad] = []
+    for b in body:
+        out.extend(collect(b, lambda n: isinstance(n, E.ProducerLoad)))
+    return out
+
+
+def _loaded(body) -> list[Tensor]:
+    seen: dict[int, Tensor] = {}
+    for load in _loads(body):
+        seen.setdefault(id(load.producer), load.producer)
+    return list(seen.values())
+
+
+class _ReadRewriter(Mutator):
+    """Re-points reads of the tensors in ``tmap``.
+
+    Memoized by node identity so that the source shared by the outputs of a multi-output
+    reduction is rewritten once and stays shared.
+    """
+
+    def __init__(self, tmap: dict[Tensor, Tensor]):
+        self.tmap = tmap
+        self.memo: dict[int, object] = {}
+
+    def visit(self, node):
+        key = id(node)
+        if key not in self.memo:
+            self.memo[key] = super().visit(node)
+        return self.memo[key]
+
+    def visit_ProducerLoad(self, e: E.ProducerLoad):
+        idx = tuple(self.visit(i) for i in e.indices)
+        t = self.tmap.get(e.producer, e.producer)
+        if t is e.producer and all(a is b for a, b in zip(idx, e.indices)):
+            return e
+        return E.ProducerLoad(t, idx)
 
 
 def placeholder(shape, dtype: DTypeLike = "float32", name: str = "placeholder") -> Tensor:

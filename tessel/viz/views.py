@@ -24,7 +24,7 @@ from ..schedule.relations import Relation
 from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, SCOPE, Stage
 from ..schedule.tree import ScheduleTree
-from ..te.tensor import Operation, PlaceholderOp
+from ..te.tensor import Operation
 from .dot import Graph, Ids
 from .svg import to_svg
 
@@ -112,9 +112,9 @@ def attach_text(st: Stage) -> str:
 
 
 def _kind(op: Operation) -> str:
-    if isinstance(op, PlaceholderOp):
+    if op.is_placeholder:
         return "placeholder"
-    if getattr(op, "is_reduction", False):
+    if op.is_reduction:
         return "reduction"
     return "compute" if hasattr(op, "body") else type(op).__name__
 

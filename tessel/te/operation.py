@@ -1,0 +1,180 @@
+"""The Operation interface: everything the rest of tessel asks of an operation.
+
+InferBound, lowering and the dataflow rewrites never look at an operation's class; they call
+the methods below. A new kind of computation (a scan, an extern call, a polyhedrally defined
+statement, or a test's toy copy) is a new subclass and needs no edit anywhere else.
+
+The protocol, in the order the pipeline uses it (seed 000's names where it has them):
+
+* what it is: ``outputs`` (its tensors, with shapes and dtypes), ``root_iter_vars`` (the
+  loops its stage starts from), ``input_tensors()`` (the read graph), ``is_placeholder``;
+* schedule rewrites: ``replace_inputs(tmap)`` (cache_read and every rewrite that replaces a
+  tensor re-points its readers through it), ``inline_refusal()`` (whether compute_inline may
+  substitute it into its readers), ``is_reduction``;
+* InferBound: ``effective_body(inline)`` (its expressions once inlined producers are
+  substituted; what it reads is then ``read_tensors(body)``), ``propagate_bounds`` (phase 3:
+  the regions of its inputs that one region of its root loops reads) and ``gather_bound``
+  (phase 4: its root loops' ranges from the regions its consumers request);
+* lowering: ``build_provide`` (its loop nest and statements, through the loop builder of
+  ScheduleOps) and ``build_realize`` (the storage of its outputs around them).
+
+The defaults are conservative, so a new operation can start with ``build_provide`` alone:
+it reads all of every input, computes its whole domain wherever it is placed and stores all
+of every output. Precise bounds come from overriding ``propagate_bounds``/``gather_bound``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..arith import Analyzer, IntSet
+from ..errors import BoundError, LowerError, ScheduleError
+from ..ir import expr as E
+from ..ir import stmt as S
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+#: one request: a tensor read by an operation and, per dimension, the indices read
+Request = tuple["Tensor", list[IntSet]]
+
+
+class LoopNest(Protocol):
+    """What ScheduleOps lends ``build_provide``: the stage's loops as the schedule made them,
+    so an operation writes only its statements and never deals with splits, attachments or
+    annotations itself."""
+
+    def index_values(self, stage: Any) -> dict[E.IterVar, E.PrimExpr]:
+        """Every IterVar of the stage (its root loops included) in terms of the leaf loops."""
+
+    def bound_checks(self, stage: Any, value: dict[E.IterVar, E.PrimExpr]) -> list[E.PrimExpr]:
+        """Guards that keep a non-divisible split or a partial region inside the domain."""
+
+    def guarded(self, preds: list[E.PrimExpr], body: S.Stmt) -> S.Stmt:
+        """``body`` run only where every predicate holds."""
+
+    def nest(self, stage: Any, begin: int, end: int, body: S.Stmt) -> S.Stmt:
+        """Leaf loops ``begin:end`` around ``body``, with the stages attached at them inside."""
+
+    def loop(self, stage: Any, iv: E.IterVar, body: S.Stmt) -> S.Stmt:
+        """One leaf loop around ``body``, as annotated (kind, thread binding, pragmas)."""
+
+
+class Operation:
+    """Base of every operation; ``outputs`` are created once so tensors keep their identity."""
+
+    name: str
+    tag: str
+    attrs: dict
+    outputs: tuple[Tensor, ...]
+    #: an input of the kernel: supplied by the caller, so it has no stage loops or storage
+    is_placeholder: bool = False
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.outputs)
+
+    def output(self, i: int) -> Tensor:
+        return self.outputs[i]
+
+    # ---- what it is ----------------------------------------------------------------------
+    @property
+    def root_iter_vars(self) -> tuple[E.IterVar, ...]:
+        """The loops a stage of this operation starts from (before any split or fuse)."""
+        return ()
+
+    #: the data-parallel root loops that index the outputs (``C.op.axis``); () if none
+    axis: tuple[E.IterVar, ...] = ()
+    #: the root loops that accumulate into the outputs
+    reduce_axis: tuple[E.IterVar, ...] = ()
+
+    @property
+    def is_reduction(self) -> bool:
+        """Whether some root loop accumulates (it may then not be parallelized or vectorized)."""
+        return bool(self.reduce_axis)
+
+    def input_tensors(self) -> list[Tensor]:
+        """The tensors it reads, as written (the dataflow graph's edges)."""
+        return []
+
+    # ---- schedule rewrites ---------------------------------------------------------------
+    def replace_inputs(self, tmap: dict[Tensor, Tensor]) -> Operation:
+        """The same operation reading ``tmap[t]`` wherever it read ``t`` (self if it reads none).
+
+        The result keeps the root IterVars, so the stage's loops and their schedule stay valid.
+        """
+        if any(t in tmap for t in self.input_tensors()):
+            raise ScheduleError(
+                f"operation {self.name} ({type(self).__name__}) cannot be made to read another tensor "
+                f"(it does not define replace_inputs); leave it out of the readers of cache_read"
+            )
+        return self
+
+    def inline_refusal(self) -> str | None:
+        """Why compute_inline must refuse this operation (None: it may be inlined).
+
+        An inlinable operation gives one expression per output over ``axis`` in
+        ``effective_body``; readers substitute it for their loads.
+        """
+        return "only a te.compute stage can be inlined"
+
+    # ---- InferBound ----------------------------------------------------------------------
+    def effective_body(self, inline: Callable[[E.PrimExpr], E.PrimExpr]) -> tuple:
+        """Its expressions with every read of an inlined stage substituted by ``inline``.
+
+        What InferBound and lowering pass back to ``read_tensors``, ``propagate_bounds`` and
+        ``build_provide``; an operation without expressions returns ().
+        """
+        return ()
+
+    def read_tensors(self, body: tuple) -> list[Tensor]:
+        """The tensors it reads once inlined stages are substituted (``body``: effective_body)."""
+        return self.input_tensors()
+
+    def propagate_bounds(self, body: tuple, dom_map: dict[E.Var, IntSet], producer: Operation,
+                         analyzer: Analyzer) -> list[Request]:
+        """Seed 000, phase 3: what of ``producer``'s outputs it reads while its root loops range
+        over ``dom_map`` (root Var -> IntSet); one entry per read, in a fixed order.
+
+        The default reads every element of every input, which is always safe.
+        """
+        return [(t, [IntSet.from_range(E.Range(0, n)) for n in t.shape])
+                for t in self.read_tensors(body) if t.op is producer]
+
+    def gather_bound(self, stage: Any, requests: Sequence[Request], analyzer: Analyzer) -> list[tuple[E.IterVar, E.Range]]:
+        """Seed 000, phase 4: a Range for every root loop from what its consumers request
+        (``requests``: the entries of every consumer's ``propagate_bounds``), in binding order.
+
+        The default computes the whole domain, which is always enough.
+        """
+        return [(iv, self.root_domain(stage, iv)) for iv in self.root_iter_vars]
+
+    def root_domain(self, stage: Any, iv: E.IterVar) -> E.Range:
+        """The declared domain of root loop ``iv``: the range of a stage nobody restricts."""
+        if iv.dom is None:
+            raise BoundError(f"stage {stage.name}: axis {iv.name} has no domain")
+        return iv.dom
+
+    # ---- lowering ------------------------------------------------------------------------
+    def build_provide(self, nest: LoopNest, stage: Any, body: tuple) -> S.Stmt:
+        """Its loop nest and statements, written through ScheduleOps' loop builder ``nest``."""
+        raise LowerError(
+            f"operation {self.name} ({type(self).__name__}) does not say how it is lowered: "
+            "define build_provide on its class"
+        )
+
+    def build_realize(self, stage: Any, rmap: dict[E.IterVar, E.Range], body: S.Stmt) -> S.Stmt:
+        """The storage of its outputs around ``body`` (the region InferBound found needed).
+
+        The default stores all of each output, which suits the default ``gather_bound``.
+        """
+        for t in reversed(self.outputs):
+            body = S.ProducerRealize(t, tuple(E.Range(0, n) for n in t.shape), body, stage.scope)
+        return body
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name})"
+
+
+__all__ = ["LoopNest", "Operation", "Request"]
