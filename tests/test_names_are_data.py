@@ -5,12 +5,16 @@ so nothing in a name runs, and the kernel still computes the right values."""
 from __future__ import annotations
 
 import ast
+import os
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
 
 import tessel
 from tessel import te
+from tessel.errors import BuildError, DefinitionError
 
 
 def _c_payload(marker) -> str:
@@ -134,3 +138,101 @@ def test_markup_escapers():
     assert html_text("<a href='x'>&\x01") == "&lt;a href=&#39;x&#39;&gt;&amp;\\x01"
     assert dot_string('a"b\\') == '"a\\"b\\\\x5c"'
     assert dot_string(["one", "two\nlines"]) == '"one\\ntwo\\\\nlines"'
+
+
+# ---- the property: any names at all ---------------------------------------------------------
+_SPECIAL = list("\n\r\t\\\"'*/?#<>&;{}()\x00\x0b\x0c\x7f\x85\u2028\u2029\u202e\ufeff")
+_CHARS = st.one_of(st.characters(), st.characters(categories=["Cs"]), st.sampled_from(_SPECIAL))
+_WORDS = ["linux", "unix", "M_PI", "HUGE_VAL", "INT32_MAX", "main", "NAN", "errno", "signbit", "int",
+          "for", "return", "None", "lambda", "np", "float32", "_Buf", "tsl_nt", "omp_get_num_threads",
+          "__builtins__", "A", "B", "i", "i.outer", "k", "n", "", " ", "0", "9lives"]
+# payloads that would create the marker if a name ever became code; {m} is the marker's path
+_PAYLOADS = [
+    'X\n__attribute__((constructor)) static void p(void){{extern int system(const char*); system("touch {m}");}}\n//',
+    "X */ __attribute__((constructor)) static void p(void){{extern int system(const char*); "
+    'system("touch {m}");}} /* ',
+    "X\n    __import__('os').system('touch {m}')\n    #",
+    "X')\n__import__('os').system('touch {m}')\n#",
+    "X\\\n__import__('os').system('touch {m}')",
+    "X\r    __import__('os').system('touch {m}')\r    #",
+]
+_NAME = st.one_of(
+    st.text(_CHARS, max_size=12),
+    st.sampled_from(_WORDS),
+    st.sampled_from(range(len(_PAYLOADS))),  # an index: made a payload in the test, with the marker
+    st.builds(lambda c, n: c * n, st.text(_CHARS, min_size=1, max_size=3), st.integers(300, 3000)),
+    st.builds(lambda a, b: a + b, st.sampled_from(_WORDS), st.text(_CHARS, max_size=4)),
+)
+# path-safety of build(name=) is covered in tests/runtime/test_hardening_*: on the c target the
+# kernel name (which also names the cache's files) is drawn from names that are valid file names
+_C_KERNEL = st.one_of(st.sampled_from([w for w in _WORDS if w.strip() and "." not in w]),
+                      st.text("abcXYZ019_-+= ", min_size=1, max_size=20))
+
+
+@st.composite
+def _programs(draw):
+    names = {key: draw(_NAME) for key in ("a", "b", "k", "n", "tag", "kernel")}
+    target = draw(st.sampled_from(["python"] * 7 + ["c"]))  # most on the cheap target
+    if target == "c":
+        names["kernel"] = draw(_C_KERNEL)
+    shape = draw(st.sampled_from(["map", "map_split_bound", "reduce", "symbolic"]))
+    return target, shape, names
+
+
+def _hostile_kernel(shape: str, nm: dict):
+    n = te.var(nm["n"]) if shape == "symbolic" else 6
+    A = te.placeholder((n, 5), name=nm["a"])
+    if shape == "reduce":
+        k = te.reduce_axis((0, 5), name=nm["k"])
+        B = te.compute((n,), lambda i: te.sum(A[i, k] * 2.0, axis=k), name=nm["b"])
+    else:
+        B = te.compute((n, 5), lambda i, j: A[i, j] * 2.0 + 1.0, name=nm["b"])
+    s = te.create_schedule(B.op)
+    if shape == "map_split_bound":
+        xo, _ = s[B].split(B.op.axis[1], 2)
+        s[B].bind(xo, te.thread_axis(nm["tag"]))
+    return s, A, B
+
+
+def _expected(shape: str, a: np.ndarray) -> np.ndarray:
+    return (a * 2.0).sum(axis=1) if shape == "reduce" else a * 2.0 + 1.0
+
+
+def _tree(root) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if "cache" not in p.relative_to(root).parts}
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory):
+    root = tmp_path_factory.mktemp("names")
+    old = os.environ.get("TESSEL_CACHE_DIR")
+    os.environ["TESSEL_CACHE_DIR"] = str(root / "cache")
+    yield root
+    if old is None:
+        os.environ.pop("TESSEL_CACHE_DIR", None)
+    else:
+        os.environ["TESSEL_CACHE_DIR"] = old
+
+
+@settings(max_examples=int(os.environ.get("TESSEL_NAME_EXAMPLES", "300")), derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_programs())
+def test_any_names_build_and_compute_or_fail_with_a_reason(sandbox, program):
+    target, shape, names = program
+    marker = sandbox / "pwned"
+    names = {k: _PAYLOADS[v].format(m=marker) if isinstance(v, int) else v for k, v in names.items()}
+    before, cwd_before = _tree(sandbox), set(os.listdir("."))
+    try:
+        s, A, B = _hostile_kernel(shape, names)
+        f = tessel.build(s, [A, B], target=target, name=names["kernel"])
+    except (DefinitionError, BuildError) as err:
+        assert str(err).strip()  # it says why
+        note(f"refused: {type(err).__name__}: {err!r}"[:500])
+    else:
+        rows = 7 if shape == "symbolic" else 6
+        a = np.random.default_rng(rows).uniform(-2, 2, (rows, 5)).astype("float32")
+        b = np.full(_expected(shape, a).shape, np.nan, "float32")
+        f(a, b)
+        np.testing.assert_allclose(b, _expected(shape, a), rtol=1e-5, atol=1e-5)
+    assert not marker.exists(), f"a name ran code: {names!r}"
+    assert _tree(sandbox) == before and set(os.listdir(".")) == cwd_before
