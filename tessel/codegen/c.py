@@ -38,6 +38,7 @@ from ..ir import stmt as S
 from ..ir.dtype import DType
 from ..ir.functor import Visitor, collect, free_vars
 from ..ir.intrinsics import PREDICATES, c_spelling
+from ..ir.names import comment
 from . import Generated
 from .c_vector import VectorC
 from .common import ExprWriter, NameTable, check_func, unsupported_vector, written_buffers
@@ -58,7 +59,8 @@ _C_KEYWORDS = set("""
 auto break case char const continue default do double else enum extern float for goto if inline int
 long register restrict return short signed sizeof static struct switch typedef union unsigned void
 volatile while bool true false asm typeof main NULL NAN INFINITY errno free malloc calloc realloc
-aligned_alloc posix_memalign abort exit memcpy memset size_t ptrdiff_t
+aligned_alloc posix_memalign abort exit memcpy memset size_t ptrdiff_t uintptr_t HUGE_VAL INT64_C
+UINT64_C
 """.split())
 _LIBM = set("""
 exp exp2 exp10 expm1 log log2 log10 log1p sqrt cbrt sin cos tan asin acos atan sinh cosh tanh asinh
@@ -93,7 +95,7 @@ def _math_fn(name: str, dt: DType) -> str:
 class _CGen(ExprWriter):
     def __init__(self, func: S.PrimFunc):
         self.func = func
-        self.names = NameTable(_RESERVED, lambda s: False)
+        self.names = NameTable("c", _RESERVED, ("tsl_", "omp_"))
         self.symbol = self.names.get(func, func.name)
         self.helpers: dict[str, str] = {}
         self.bound: set[int] = set()
@@ -107,7 +109,8 @@ class _CGen(ExprWriter):
         self.vec = VectorC(self)
         self.streaming: set[int] = set()  # buffers stored to with streaming stores, here
         self.uses_stream = False
-        self.promoted: dict[int, tuple[str, int]] = {}  # buffer id -> (name prefix, lanes per variable)
+        self.promoted: dict[int, tuple[list[str], int]] = {}  # buffer id -> (variables, lanes per variable)
+        self.promoted_names: dict[int, list[str]] = {}
 
     # ---- helpers emitted on demand -------------------------------------------------------
     def helper(self, kind: str, dt: DType) -> str:
@@ -167,11 +170,11 @@ class _CGen(ExprWriter):
         entry = self.promoted.get(id(buf))
         if entry is None:
             return None
-        prefix, lanes = entry
+        cells, lanes = entry
         if isinstance(idx, E.Ramp):
-            return f"{prefix}_{idx.base.value // lanes}"
+            return cells[idx.base.value // lanes]
         k = idx.value
-        return f"{prefix}_{k}" if lanes == 1 else f"{prefix}_{k // lanes}[{k % lanes}]"
+        return cells[k] if lanes == 1 else f"{cells[k // lanes]}[{k % lanes}]"
 
     def _arith(self, e: E.BinaryOp) -> tuple[str, int]:
         p, dt = _PREC[type(e)], e.dtype
@@ -325,20 +328,20 @@ class _CGen(ExprWriter):
             self.bound.discard(id(s.var))
         elif isinstance(s, S.AttrStmt):
             if s.key == "produce":
-                self.emit(f"// produce {getattr(s.node, 'name', s.node)}")
+                self.emit(f"// produce {comment(getattr(s.node, 'name', s.node))}")
             elif s.key == "small_sizes":
-                self.emit(f"// {s.node} < {s.value}: the loop nest as scheduled, unspecialised")
+                self.emit(f"// {comment(s.node)} < {comment(s.value)}: the loop nest as scheduled, unspecialised")
             elif s.key == "not_vectorized":
-                self.emit(f"// not vectorized: {s.value}".replace("\n", " "))
+                self.emit("// not vectorized: " + comment(str(s.value).replace("\n", " ")))
             elif s.key == "stream_store":  # vectors aligned by the peeled loop before this one
-                self.emit(f"// streaming stores to {s.node.name} (past the caches)")
+                self.emit(f"// streaming stores to {comment(s.node.name)} (past the caches)")
                 self.uses_stream = True
                 self.streaming.add(id(s.node))
                 self.stmt(s.body)
                 self.streaming.discard(id(s.node))
                 return
             else:
-                self.emit(f"// attr {s.key} = {s.value!s}".replace("\n", " "))
+                self.emit("// " + comment(f"attr {s.key} = {s.value!s}".replace("\n", " ")))
             self.stmt(s.body)
         elif isinstance(s, S.Evaluate):
             if not isinstance(s.value, E.IntImm | E.FloatImm):
@@ -394,7 +397,7 @@ class _CGen(ExprWriter):
         elif s.kind == "vectorized":  # the vectorize pass turns these into vector code; left only in hand-built IR
             self.emit("#pragma GCC ivdep")
         elif s.kind == "thread_binding":  # iterations are independent: a CPU runs them in turn
-            self.emit(f"// bound to {s.thread_tag or 'a thread axis'}: runs serially on the CPU")
+            self.emit(f"// bound to {comment(s.thread_tag or 'a thread axis')}: runs serially on the CPU")
         self.open(f"for ({ctype(v.dtype)} {name} = {lo}; {name} < {end}; ++{name})")
         if private:
             self.open(f"if ({' && '.join(f'{n} != NULL' for n in private)})")
@@ -427,12 +430,13 @@ class _CGen(ExprWriter):
             return
         self.open("")
         if not _on_heap(b):
-            self.emit(f"{t} {name}[{max(count, 1)}] __attribute__((aligned(64)));  // {b.name}, scope {b.scope}")
+            self.emit(f"{t} {name}[{max(count, 1)}] __attribute__((aligned(64)));  "
+                      f"// {comment(b.name)}, scope {comment(b.scope)}")
             self.stmt(s.body)
         else:
             self.uses_heap = True
             size = str(count) if count is not None else " * ".join(f"(int64_t){self.expr(x, 8)}" for x in dims)
-            self.emit(f"{t}* restrict {name} = ({t}*)tsl_alloc(({size}) * (int64_t)sizeof({t}));  // {b.name}")
+            self.emit(f"{t}* restrict {name} = ({t}*)tsl_alloc(({size}) * (int64_t)sizeof({t}));  // {comment(b.name)}")
             self.open(f"if ({name} == NULL)")
             self.emit("tsl_status = 1;")
             self.depth -= 1
@@ -515,7 +519,7 @@ class _CGen(ExprWriter):
             self.uses_heap = True
             t, name = ctype(b.dtype), self.names.get(b, b.name)
             size = " * ".join(f"(int64_t){self.expr(x, 8)}" for x in b.shape) or "1"
-            self.emit(f"{t}* restrict {name} = ({t}*)tsl_alloc(({size}) * (int64_t)sizeof({t}));  // {b.name}")
+            self.emit(f"{t}* restrict {name} = ({t}*)tsl_alloc(({size}) * (int64_t)sizeof({t}));  // {comment(b.name)}")
             names.append(name)
         return names
 
@@ -546,9 +550,11 @@ class _CGen(ExprWriter):
         prefix = self.names.get(b, b.name)
         t = self.vec.vtype(b.dtype.with_lanes(lanes)) if lanes > 1 else ctype(b.dtype)
         self.open("")
-        decl = ", ".join(f"{prefix}_{k}" for k in range(count // lanes))
-        self.emit(f"{t} {decl};  // {b.name}, scope {b.scope}: kept in registers")
-        self.promoted[id(b)] = (prefix, lanes)
+        # each variable is an identifier of the table, so it cannot clash with a user's name
+        cells = self.promoted_names.setdefault(
+            id(b), [self.names.get(object(), f"{prefix}_{k}") for k in range(count // lanes)])
+        self.emit(f"{t} {', '.join(cells)};  // {comment(b.name)}, scope {comment(b.scope)}: kept in registers")
+        self.promoted[id(b)] = (cells, lanes)
         self.stmt(s.body)
         del self.promoted[id(b)]
         self.close()
@@ -593,15 +599,16 @@ class _CGen(ExprWriter):
         if self.has_parallel:  # threads: the call's request, else OpenMP's default (all cores, or $OMP_NUM_THREADS)
             params.append("int32_t tsl_num_threads")
             body.insert(0, "  const int tsl_nt = tsl_num_threads > 0 ? tsl_num_threads : TSL_MAX_THREADS();")
-        head = [f"// generated by tessel (c target) from PrimFunc {f.name!r}"]
+        head = [f"// generated by tessel (c target) from PrimFunc {comment(f.name)}"]
         for b in f.params:
             shape = ", ".join(str(x) for x in b.shape)
             role = "output" if b in written else "input"
-            head.append(f"//   {b.name}: {b.dtype}[{shape}] ({role})")
+            head.append(f"//   {comment(b.name)}: {b.dtype}[{shape}] ({role})")
         if f.size_vars:
-            head.append("//   sizes: " + ", ".join(f"{v.name} ({v.dtype})" for v in f.size_vars))
+            head.append("//   sizes: " + ", ".join(f"{comment(v.name)} ({v.dtype})" for v in f.size_vars))
         head += ["#include <stdbool.h>", "#include <stddef.h>", "#include <stdint.h>",
                  "#include <stdlib.h>", "#include <math.h>", ""]
+        head += _undefine(self.names.taken)
         if self.has_parallel:
             head += [_THREADS, ""]
         if self.uses_stream:
@@ -622,6 +629,17 @@ class _CGen(ExprWriter):
         out.append("  return tsl_status;" if self.uses_heap else "  return 0;")
         out.append("}")
         return "\n".join(out) + "\n"
+
+
+def _undefine(idents: set[str]) -> list[str]:
+    """``#undef`` for every identifier made from a user's name: the compiler predefines some
+    lower-case names (``linux``, ``unix``) and the headers many more (``M_PI``, ``INT32_MAX``,
+    function-like ``signbit``); whatever the compiler and its headers define, such a macro
+    must not rewrite the kernel (the names tessel's own code uses are kept off the table)."""
+    if not idents:
+        return []
+    return ["// the names below come from the program: no macro of the compiler or a header may rewrite them",
+            *(f"#undef {n}" for n in sorted(idents)), ""]
 
 
 def _on_heap(b: S.Buffer) -> bool:

@@ -7,14 +7,12 @@ variables are bound where) lives here once, and the two backends differ only in 
 
 from __future__ import annotations
 
-import keyword
-import re
-
 from ..errors import BuildError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Visitor
 from ..ir.intrinsics import INTRINSICS, PREDICATES
+from ..ir.names import identifier
 
 
 def check_call(func: S.PrimFunc, call: E.Call) -> None:
@@ -42,29 +40,28 @@ def unsupported_vector(func: S.PrimFunc, node: E.PrimExpr, target: str) -> Build
 
 
 class NameTable:
-    """Unique, valid identifiers for IR variables and buffers.
+    """Unique, valid identifiers of one generated language for IR variables, buffers, kernels.
 
-    IR names may contain dots (``i.outer``) and two different Vars may share a name; the
-    generated program needs one identifier per object, none of them a keyword or a name the
-    generated code itself relies on (helpers, libm functions, module names).
+    A name is data: :func:`tessel.ir.names.identifier` spells any user string as an identifier
+    of the language (IR names may contain dots, ``i.outer``, or anything else a user typed),
+    keeping it off the keywords, the ``reserved`` names the generated code itself relies on
+    (helpers, libm functions, module names) and the ``prefixes`` of its own helpers; this
+    table adds uniqueness, since two different objects may share a name or spell alike.
     """
 
-    def __init__(self, reserved: set[str], is_keyword=keyword.iskeyword):
-        self.reserved = set(reserved)
-        self.is_keyword = is_keyword
+    def __init__(self, lang: str, reserved: set[str], prefixes: tuple[str, ...] = ("tsl_",)):
+        self.lang = lang
+        self.reserved = frozenset(reserved)
+        self.prefixes = prefixes
         self.by_obj: dict[int, str] = {}
         self.taken: set[str] = set()
         self._keep: list[object] = []  # keep objects alive so id() stays unique
 
-    def get(self, obj: object, hint: str) -> str:
+    def get(self, obj: object, hint: object) -> str:
         key = id(obj)
         if key in self.by_obj:
             return self.by_obj[key]
-        base = re.sub(r"\W", "_", hint or "v")
-        if not base or base[0].isdigit():
-            base = "v_" + base
-        if self.is_keyword(base) or base in self.reserved or base.startswith(("tsl_", "_")):
-            base = base.lstrip("_") + "_"
+        base = identifier(hint or "v", self.lang, self.reserved, self.prefixes)
         cand, k = base, 0
         while cand in self.taken or cand in self.reserved:
             k += 1

@@ -3,7 +3,8 @@
 Expressions print with the fewest parentheses their precedence allows (``i*8 + j``);
 statements print in the brace style of TVM's listings (``for (i, 0, 16) {``), which is the
 style of seed 000. Two different variables live at once under the same name are told apart
-with a suffix, so that a printed program never silently means something else.
+with a suffix, so that a printed program never silently means something else; a name is
+shown by :func:`tessel.ir.names.shown` (in full), so no name can break a line of the listing.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from . import expr as E
 from . import stmt as S
+from .names import shown
 
 _PREC = {
     E.Or: 1, E.And: 2,
@@ -38,7 +40,7 @@ class Printer:
     def name(self, v: E.Var) -> str:
         if v in self.names:
             return self.names[v]
-        base = v.name or "v"
+        base = shown(v.name, None) or "v"
         cand, k = base, 0
         while cand in self.taken and self.taken[cand] is not v:
             k += 1
@@ -52,7 +54,7 @@ class Printer:
         names, taken = (self.op_names, self.op_taken) if ops else (self.storage, self.storage_taken)
         key = id(obj)
         if key not in names:
-            base = obj.name
+            base = shown(obj.name, None)
             cand, k = base, 0
             while cand in taken and taken[cand] is not obj:
                 k += 1
@@ -130,7 +132,7 @@ class Printer:
         if isinstance(e, E.Reduce):
             src = ", ".join(self.expr(s) for s in e.source)
             axes = ", ".join(self.name(a.var) for a in e.axis)
-            text = f"{e.combiner.name}({src}, axis=[{axes}]"
+            text = f"{shown(e.combiner.name, None)}({src}, axis=[{axes}]"
             if not (isinstance(e.condition, E.IntImm) and e.condition.value):
                 text += f", where={self.expr(e.condition)}"
             if len(e.source) > 1:
@@ -179,7 +181,7 @@ class Printer:
             if s.key == "produce":
                 self.block(f"produce {self.sname(s.node, ops=True)}", s.body)
             else:
-                node = getattr(s.node, "name", None) or self.expr(s.node)
+                node = shown(getattr(s.node, "name", None) or self.expr(s.node), None)
                 self.emit(f"// attr [{node}] {s.key} = {self.expr(s.value) if isinstance(s.value, E.Node) else s.value!r}")
                 self.stmt(s.body)
         elif isinstance(s, S.Evaluate):
@@ -204,7 +206,7 @@ class Printer:
             params = []
             for b in s.params:
                 params.append(f"{self.sname(b)}: {b.dtype}[{', '.join(self.expr(x) for x in b.shape)}]")
-            self.block(f"func {s.name}({', '.join(params)})", s.body)
+            self.block(f"func {shown(s.name, None)}({', '.join(params)})", s.body)
         else:
             self.emit(self.expr(s))
 
@@ -218,7 +220,7 @@ def to_text(node: Any) -> str:
         dom = p.expr(node.dom) if node.dom is not None else "None"
         return f"iter_var({p.name(node.var)}, {dom})"
     if isinstance(node, S.Buffer):
-        return f"Buffer({node.name}, {node.dtype}, [{', '.join(p.expr(x) for x in node.shape)}])"
+        return f"Buffer({shown(node.name, None)}, {node.dtype}, [{', '.join(p.expr(x) for x in node.shape)}])"
     if isinstance(node, E.CommReducer):
-        return f"comm_reducer({node.name})"
+        return f"comm_reducer({shown(node.name, None)})"
     return p.expr(node)

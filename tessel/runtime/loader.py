@@ -14,6 +14,7 @@ from itertools import count
 import numpy as np
 
 from ..errors import BuildError
+from ..ir.names import comment
 from ..ir.stmt import PrimFunc
 from .args import ArgSpec
 from .cache import load_or_build
@@ -50,7 +51,7 @@ def load_python(func: PrimFunc, gen, target=None, finish: Callable | None = None
     """Exec the Python of ``gen`` in its namespace and wrap its entry point as a kernel."""
     source = gen.source
     spec = ArgSpec(func, {func.params[k] for k in gen.outputs})
-    filename = f"<tessel-python {func.name} #{next(_COUNTER)}>"
+    filename = f"<tessel-python {comment(func.name, 60)} #{next(_COUNTER)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # readable tracebacks
     ns = dict(gen.namespace or {})
     try:

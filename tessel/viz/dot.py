@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..ir.names import dot_string, shown
+
 # Fill colours by role, so the same kind of thing looks the same in every view.
 COLORS = {
     "root": "#eeeeee",
@@ -99,6 +101,7 @@ class Ids:
         key = id(obj)
         if key in self._by_obj:
             return self._by_obj[key]
+        text = shown(text, None)  # unique as written: two names may be shown alike
         cand, k = text, 1
         while cand in self._used:
             k += 1
@@ -109,9 +112,16 @@ class Ids:
         return cand
 
 
-def quote(text: str) -> str:
-    """A DOT double-quoted string; newlines become centred line breaks."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+def quote(text: str | list[str]) -> str:
+    """A DOT double-quoted label, each line (a list is several) shown as
+    :func:`tessel.ir.names.shown` shows a name: printable, escaped, capped, as in the SVG."""
+    return dot_string(text)
+
+
+def quote_id(text: str) -> str:
+    """A node, cluster or graph id as a DOT string, shown in full (``Ids`` made them unique as
+    shown): a name is data, whatever it holds it cannot end the string or the line."""
+    return dot_string(text, None)
 
 
 def _node_attrs(node: Node) -> str:
@@ -123,7 +133,7 @@ def _node_attrs(node: Node) -> str:
     if node.shape == "box" and node.role in ("stage", "root", "input", "inline", "error"):
         style.append("rounded")
     attrs = [
-        f"label={quote(chr(10).join(node.label))}",
+        f"label={quote(node.label)}",
         f"shape={node.shape}",
         f"style={quote(','.join(style))}",
         f"fillcolor={quote(COLORS.get(node.role, '#ffffff'))}",
@@ -144,22 +154,22 @@ def _edge_attrs(edge: Edge) -> str:
 
 def to_dot(graph: Graph) -> str:
     """DOT text, one statement per line, in the graph's insertion order (stable for diffs)."""
-    out = [f"digraph {quote(graph.name)} {{"]
+    out = [f"digraph {quote_id(graph.name)} {{"]
     out.append(f'  graph [rankdir={graph.rankdir}, fontname="monospace", fontsize=11, nodesep=0.3, ranksep=0.4'
                + (f", label={quote(graph.title)}, labelloc=t" if graph.title else "") + "];")
     out.append('  node [fontname="monospace", fontsize=10, margin="0.12,0.05", color="#333333"];')
     out.append('  edge [fontname="monospace", fontsize=9, color="#333333", arrowsize=0.7];')
     for node in graph.nodes.values():
         if node.cluster is None:
-            out.append(f"  {quote(node.id)} [{_node_attrs(node)}];")
+            out.append(f"  {quote_id(node.id)} [{_node_attrs(node)}];")
     for cluster in graph.clusters:
-        out.append(f"  subgraph {quote('cluster_' + cluster.id)} {{")
+        out.append(f"  subgraph {quote_id('cluster_' + cluster.id)} {{")
         out.append(f'    label={quote(cluster.label)}; style="rounded"; color="#999999";')
         for node in graph.nodes.values():
             if node.cluster == cluster.id:
-                out.append(f"    {quote(node.id)} [{_node_attrs(node)}];")
+                out.append(f"    {quote_id(node.id)} [{_node_attrs(node)}];")
         out.append("  }")
     for edge in graph.edges:
-        out.append(f"  {quote(edge.src)} -> {quote(edge.dst)}{_edge_attrs(edge)};")
+        out.append(f"  {quote_id(edge.src)} -> {quote_id(edge.dst)}{_edge_attrs(edge)};")
     out.append("}")
     return "\n".join(out) + "\n"

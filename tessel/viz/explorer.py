@@ -10,13 +10,13 @@ archived or opened years later.
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import ScheduleError, TesselError, ViewError
+from ..ir.names import html_text
 from ..schedule.history import Record
 from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE
@@ -45,11 +45,21 @@ def explorer(s_or_history, args=None, path: str | Path | None = None, engine: st
         sch_args = args.get(sch) if isinstance(args, dict) else args
         data["schedules"].append({"label": label or f"schedule {k + 1}",
                                   "steps": _mark_transitions([renderer.step(r, sch_args) for r in steps])})
-    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
-    text = PAGE.replace("__TITLE__", html.escape(title)).replace("__DATA__", payload)
+    text = PAGE.replace("__TITLE__", html_text(title)).replace("__DATA__", embedded_json(data))
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")
     return text
+
+
+def embedded_json(data: Any) -> str:
+    """``data`` as JSON that can sit inside a ``<script>`` element whatever strings it holds.
+
+    Inside a script the HTML parser still looks for ``</script``, and ``<!--`` followed by
+    ``<script`` makes it skip the real end tag (the page goes blank), so escaping ``</`` is
+    not enough: no ``<``, ``>`` or ``&`` is left at all (JSON's ``\\u003c`` means the same to
+    ``JSON.parse``), and ASCII output escapes U+2028/U+2029 and lone surrogates."""
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _groups(obj) -> list[tuple[str, list[Record], Schedule | None]]:
@@ -105,8 +115,8 @@ class _Renderer:
 
     def _error_svg(self, key: str, err: Exception) -> int:
         self.svgs.append(f'<svg xmlns="http://www.w3.org/2000/svg" width="600" height="30"><text x="8" y="20" '
-                         f'font-family="monospace" font-size="12">{html.escape(key)} view failed: '
-                         f"{html.escape(str(err))}</text></svg>")
+                         f'font-family="monospace" font-size="12">{html_text(key)} view failed: '
+                         f"{html_text(str(err), 400)}</text></svg>")
         return len(self.svgs) - 1
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from ..ir.names import shown
 from .dot import Cluster, Edge, Graph, Node
 
 CHAR_W = 6.7  # advance of an 11px monospace glyph (0.6em, rounded up)
@@ -63,7 +64,7 @@ class Layout:
 
 
 def node_size(node: Node) -> tuple[float, float]:
-    chars = max((len(line) for line in node.label), default=1)
+    chars = max((len(shown(line)) for line in node.label), default=1)
     w = chars * CHAR_W + 2 * PAD_X
     h = max(len(node.label), 1) * LINE_H + 2 * PAD_Y
     if node.shape == "ellipse":
@@ -102,7 +103,7 @@ def layout(graph: Graph) -> Layout:
         g = _Layered(members, local_edges[k], sizes)
         across, along = g.run()
         if cluster:
-            across = max(across, len(cluster.label) * CHAR_W + 2 * PAD_X - 2 * inset)
+            across = max(across, len(shown(cluster.label)) * CHAR_W + 2 * PAD_X - 2 * inset)
         if not lr and cursor > MARGIN and cursor + across + 2 * inset > ROW_WIDTH:
             top, cursor = along_max + GROUP_GAP, MARGIN  # many stages: start a new row
         for nid, (a, b) in g.pos.items():
@@ -127,7 +128,7 @@ def layout(graph: Graph) -> Layout:
     result.width, result.height = (along_total, across_total) if lr else (across_total, along_total)
     if graph.title:  # the title sits on top whatever the direction
         _shift_down(result, TITLE_H)
-        result.width = max(result.width, len(graph.title) * CHAR_W + 2 * MARGIN)
+        result.width = max(result.width, len(shown(graph.title)) * CHAR_W + 2 * MARGIN)
     return result
 
 

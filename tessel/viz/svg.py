@@ -14,6 +14,7 @@ import subprocess
 from itertools import pairwise
 
 from ..errors import ViewError
+from ..ir.names import html_text
 from .dot import COLORS, Graph, to_dot
 from .layout import LINE_H, Box, Layout, layout
 
@@ -22,7 +23,9 @@ ENGINES = ("auto", "dot", "python")
 
 
 def esc(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    """Text of the picture as XML: names are data (see :mod:`tessel.ir.names`), so any string
+    becomes valid XML characters, one line, with markup escaped."""
+    return html_text(text)
 
 
 def to_svg(graph: Graph, engine: str = "auto") -> str:
@@ -123,6 +126,7 @@ def _edge(label: str, dashed: bool, color: str, pts, curved: bool, lr: bool) -> 
     else:
         d = "M" + " L".join(f"{x:.1f},{y:.1f}" for x, y in pts)
     dash = ' stroke-dasharray="5 3"' if dashed else ""
+    color = esc(color)
     out = [f'<path d="{d}" fill="none" stroke="{color}" stroke-width="1.1"{dash}/>']
     nx, ny = -dy, dx
     a = (tip[0] - dx * size + nx * 3.5, tip[1] - dy * size + ny * 3.5)
