@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .bound import run_infer_bound
-from .errors import LowerError
+from .errors import BuildError, DefinitionError, LowerError
 from .ir import expr as E
 from .ir import stmt as S
 from .ir.fingerprint import Unhashable, fingerprint
@@ -143,6 +143,7 @@ def build(sch: Schedule, args: Sequence, target: str = "c", name: str = "main"):
     are most of a cached build's time when loops are unrolled."""
     from .codegen import build_func
 
+    _check_build_args(sch, args, target, name)
     if target != "c" or os.environ.get("TESSEL_DEBUG"):
         func, _ = lower_steps(sch, args, name)
         return build_func(func, target=target)
@@ -157,13 +158,36 @@ def build(sch: Schedule, args: Sequence, target: str = "c", name: str = "main"):
         key = None
     # the index guards of symbolic sizes come out of the last pass, and the calling convention
     # needs them: a kernel with symbolic sizes is always lowered in full
-    plan = load_lowered(key) if key and not front.size_vars else None
+    plan = load_lowered(key, len(front.params)) if key and not front.size_vars else None
     if plan is not None and plan["name"] == name:
         return build_c_source(front, plan, finish=lambda: _fast_passes(front, [], vb))
     kernel = build_func(_fast_passes(front, steps, vb), target="c")
     if key and not front.size_vars:
         store_lowered(key, kernel.plan)
     return kernel
+
+
+def _check_build_args(sch, args, target, name) -> None:
+    """Refuse what ``build`` cannot use before any work, each with what to pass instead. The name
+    is data (it never becomes a file name or a compiler argument), so any text is accepted but NUL,
+    which no C tool can carry."""
+    from .codegen import TARGETS
+
+    if not isinstance(sch, Schedule):
+        raise DefinitionError(f"build(sch, args): sch must be a schedule (te.create_schedule(...)), "
+                              f"got {type(sch).__name__}")
+    if isinstance(args, str | bytes | Tensor) or not isinstance(args, Sequence):
+        raise DefinitionError(f"build(sch, args): args must be a list of the tensors the kernel reads and "
+                              f"writes, e.g. [A, B], got {args!r:.80}")
+    if not isinstance(target, str) or target not in TARGETS:
+        raise BuildError(f"build(..., target={target!r:.80}): unknown target; "
+                         f"valid targets: {', '.join(map(repr, sorted(TARGETS)))}")
+    if not isinstance(name, str):
+        raise DefinitionError(f"build(..., name={name!r:.80}): the kernel name must be a str, "
+                              f"got {type(name).__name__}")
+    if "\0" in name:
+        raise BuildError(f"build(..., name={name!r:.80}): the kernel name contains a NUL character, "
+                         "which C cannot carry; pass a name without it")
 
 
 def _tunables() -> tuple:

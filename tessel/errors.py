@@ -62,3 +62,8 @@ class ViewError(TesselError):
 
 class InternalError(TesselError, AssertionError):
     """A broken invariant inside tessel: please report it with the program that caused it."""
+
+
+class TesselWarning(UserWarning):
+    """Base of tessel's warnings: something works, but not as well as asked (e.g. parallel loops
+    that run on one thread because the C compiler has no OpenMP)."""
