@@ -330,6 +330,32 @@ def evict(in_use: set[str], root: Path | None = None) -> int:
     return removed
 
 
+def info(root: Path | None = None) -> dict:
+    """What ``tessel cache info`` prints: where the cache is, what it holds, and its limit."""
+    root = root or cache_dir()
+    found = entries(root)
+    limit = max_bytes()
+    return {"location": str(root), "kernels": sum(e.kind == "kernel" for e in found),
+            "lowered": sum(e.kind == "lowered" for e in found), "bytes": sum(e.size for e in found),
+            "limit_bytes": limit, "leftovers": sum(1 for _ in _leftovers(root))}
+
+
+def clear(root: Path | None = None) -> int:
+    """Remove every entry, the compilers' answers and killed builds' leftovers (what a running
+    build is writing stays); files that are not tessel's are left alone. Returns entries removed."""
+    root = root or cache_dir()
+    removed = sum(remove_entry(e, root) for e in entries(root))
+    with contextlib.suppress(OSError):
+        os.unlink(root / "compilers.json")
+    sweep_leftovers(root)
+    with contextlib.suppress(OSError), os.scandir(root / "kernels") as it:
+        for e in it:
+            if e.name.endswith(".lock") and _KEY.fullmatch(e.name[:-5]):
+                with key_lock(Path(e.path), "clearing", wait=False):
+                    pass  # removed on release, if nobody holds it
+    return removed
+
+
 def is_locked(path: Path) -> bool:
     """Whether someone holds the lock file ``path`` right now (an entry being written)."""
     if fcntl is None:
