@@ -105,8 +105,14 @@ def _leftovers(root: Path) -> Iterator[os.DirEntry]:
 
 
 def sweep_leftovers(root: Path | None = None) -> int:
-    """Remove what killed builds left behind; returns how many were removed."""
+    """Remove what killed builds left behind (files, folders, lock files nobody holds); returns
+    how many files and folders were removed."""
     root = root or cache_dir()
+    with contextlib.suppress(OSError), os.scandir(root / "kernels") as it:
+        for e in it:
+            if e.name.endswith(".lock") and _KEY.fullmatch(e.name[:-5]):
+                with key_lock(Path(e.path), "sweeping", wait=False):
+                    pass  # taken, hence nobody's: removed on release
     removed = 0
     now = time.time()
     for e in _leftovers(root):
@@ -348,11 +354,6 @@ def clear(root: Path | None = None) -> int:
     with contextlib.suppress(OSError):
         os.unlink(root / "compilers.json")
     sweep_leftovers(root)
-    with contextlib.suppress(OSError), os.scandir(root / "kernels") as it:
-        for e in it:
-            if e.name.endswith(".lock") and _KEY.fullmatch(e.name[:-5]):
-                with key_lock(Path(e.path), "clearing", wait=False):
-                    pass  # removed on release, if nobody holds it
     return removed
 
 
