@@ -15,6 +15,7 @@ of candidate kernels does not keep thousands of libraries mapped.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -31,7 +32,16 @@ from pathlib import Path
 
 from ..errors import BuildError
 from .compiler import Compiler, compile_shared
-from .files import cache_dir, encode_text, evict, key_lock, owner_tag, sweep_leftovers, touch, write_atomic
+from .files import (
+    cache_dir,
+    encode_text,
+    key_lock,
+    note_written,
+    owner_tag,
+    sweep_leftovers,
+    touch,
+    write_atomic,
+)
 
 __all__ = ["Library", "cache_dir", "cache_key", "clear_memory_cache", "load_lowered", "load_or_build",
            "store_lowered"]
@@ -107,7 +117,7 @@ def load_or_build(source: str, name: str, symbol: str, comp: Compiler, flags: li
     with _MEMO_LOCK:
         _LOADED[memo] = weakref.ref(lib, functools.partial(_forget, memo))
     if not hit:
-        evict(_in_use(), root.parent)
+        note_written(_entry_bytes(so_path), _in_use(), root.parent)
     return Library(lib, str(so_path), hit, time.perf_counter() - t0)
 
 
@@ -123,6 +133,14 @@ def _build_and_load(source: str, name: str, symbol: str, comp: Compiler, flags: 
         raise BuildError(f"kernel {name!r} compiled to {so_path}, but the library does not load "
                          f"or lacks the symbol {symbol!r}")
     return lib
+
+
+def _entry_bytes(so_path: Path) -> int:
+    total = 0
+    for suffix in (".so", ".json", ".c"):
+        with contextlib.suppress(OSError):
+            total += so_path.with_suffix(suffix).stat().st_size
+    return total
 
 
 def _forget(memo: str, ref: weakref.ref) -> None:

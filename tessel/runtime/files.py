@@ -316,16 +316,38 @@ def remove_entry(entry: Entry, root: Path | None = None) -> bool:
     return True
 
 
-def evict(in_use: set[str], root: Path | None = None) -> int:
-    """Bring the cache under its size limit, the least recently used entries first; never one in
-    ``in_use`` (loaded by this process) or being written. Returns how many entries went."""
+RECOUNT_S = 60.0  # the cache is counted afresh at most this often, or when it may pass its limit
+_USAGE: dict[str, tuple[int, float]] = {}  # cache root -> (bytes as last counted plus written since, when counted)
+
+
+def note_written(nbytes: int, in_use: set[str], root: Path | None = None) -> int:
+    """This process wrote ``nbytes`` into the cache: evict if that may take it past its limit.
+    Counting a big cache means a stat per file, so it is done only when the estimate (the last
+    count plus what this process wrote since) passes the limit, or the count is old (other
+    processes write too). Returns how many entries went."""
     limit = max_bytes()
     if limit is None:
         return 0
+    root = root or cache_dir()
+    counted, when = _USAGE.get(str(root), (0, -RECOUNT_S))
+    now = time.monotonic()
+    if counted + nbytes <= limit and now - when < RECOUNT_S:
+        _USAGE[str(root)] = (counted + nbytes, when)
+        return 0
+    removed, total = evict(in_use, root)
+    _USAGE[str(root)] = (total, now)
+    return removed
+
+
+def evict(in_use: set[str], root: Path | None = None) -> tuple[int, int]:
+    """Bring the cache under its size limit, the least recently used entries first; never one in
+    ``in_use`` (loaded by this process) or being written. Returns how many entries went, and the
+    bytes the cache holds then."""
+    limit = max_bytes()
     found = entries(root)
     total = sum(e.size for e in found)
-    if total <= limit:
-        return 0
+    if limit is None or total <= limit:
+        return 0, total
     removed = 0
     for e in sorted(found, key=lambda e: e.used):
         if total <= limit * EVICT_TO:
@@ -333,7 +355,7 @@ def evict(in_use: set[str], root: Path | None = None) -> int:
         if e.key not in in_use and remove_entry(e, root):
             total -= e.size
             removed += 1
-    return removed
+    return removed, total
 
 
 def info(root: Path | None = None) -> dict:
