@@ -377,20 +377,3 @@ def clear(root: Path | None = None) -> int:
         os.unlink(root / "compilers.json")
     sweep_leftovers(root)
     return removed
-
-
-def is_locked(path: Path) -> bool:
-    """Whether someone holds the lock file ``path`` right now (an entry being written)."""
-    if fcntl is None:
-        return False
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
