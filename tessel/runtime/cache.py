@@ -152,7 +152,8 @@ def _forget(memo: str, ref: weakref.ref) -> None:
 def _in_use() -> set[str]:
     """The keys of the libraries this process has loaded and still uses (never evicted)."""
     with _MEMO_LOCK:
-        return {m.rsplit("/", 1)[1] for m, r in _LOADED.items() if r() is not None}
+        loaded = _LOADED.copy()  # a copy made in one step: a collection meanwhile may drop entries
+    return {m.rsplit("/", 1)[1] for m, r in loaded.items() if r() is not None}
 
 
 def _sweep_once(root: Path) -> None:
