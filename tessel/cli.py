@@ -1,10 +1,11 @@
-"""The ``tessel`` command: run a user's script and show the schedules it builds.
+"""The ``tessel`` command: run a user's script and show the schedules it builds; manage the cache.
 
 ``tessel explain SCRIPT.py -o report.html`` writes the step explorer of every schedule the
 script creates; ``tessel show SCRIPT.py --view tree -o tree.svg`` draws one view of the last
 one. The script runs unmodified (as ``python SCRIPT.py`` would run it): schedules are found
 through the history hook every schedule calls when it is created, and the tensors the script
 passes to ``tessel.lower``/``tessel.build`` are noted so the report lowers with the same ones.
+``tessel cache info`` and ``tessel cache clear`` show and empty the cache of compiled kernels.
 """
 
 from __future__ import annotations
@@ -107,6 +108,9 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--stage", help="for --view itervar: only this stage")
     sh.add_argument("-o", "--output", help="file to write: .svg, or .dot/.gv for DOT text (default: SVG to stdout)")
     sh.add_argument("--engine", choices=ENGINES, default="auto", help="as for explain")
+    ca = sub.add_parser("cache", help="show (info) or empty (clear) the cache of compiled kernels")
+    ca.add_argument("action", choices=("info", "clear"),
+                    help="info: location, entries, size and limit; clear: remove every entry")
     return p
 
 
@@ -119,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     args.script_args = script_args
     try:
+        if args.command == "cache":
+            return _cache(args.action)
         return _explain(args) if args.command == "explain" else _show(args)
     except TesselError as err:
         print(f"tessel: error: {err}", file=sys.stderr)
@@ -156,6 +162,29 @@ def _show(args) -> int:
         else:
             sys.stdout.write(view.to_svg(args.engine))
     return _verdict(run, wrote=args.output if run.schedules else None)
+
+
+def _cache(action: str) -> int:
+    from .runtime import files
+
+    if action == "clear":
+        n = files.clear()
+        print(f"tessel: removed {n} entr{'y' if n == 1 else 'ies'} from {files.cache_dir()}")
+        return 0
+    got = files.info()
+    limit = got["limit_bytes"]
+    print(f"location: {got['location']}  ($TESSEL_CACHE_DIR)")
+    print(f"entries:  {got['kernels']} compiled kernel(s), {got['lowered']} remembered plan(s)")
+    print(f"size:     {_mb(got['bytes'])}")
+    print(f"limit:    {_mb(limit) if limit else 'none'}  ($TESSEL_CACHE_MAX_MB, default "
+          f"{files.DEFAULT_MAX_MB:g}; least recently used entries go first)")
+    if got["leftovers"]:
+        print(f"in progress or left by killed builds: {got['leftovers']} file(s)")
+    return 0
+
+
+def _mb(n: int) -> str:
+    return f"{n / 2**20:.1f} MB ({n} bytes)"
 
 
 def _verdict(run: ScriptRun, wrote) -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .bound import run_infer_bound
 from .codegen import Generated, generate
-from .errors import LowerError
+from .errors import BuildError, DefinitionError, LowerError
 from .ir import expr as E
 from .ir import stmt as S
 from .ir.fingerprint import Unhashable, fingerprint
@@ -150,6 +150,7 @@ def build(sch: Schedule, args: Sequence, target: str | Target | None = "c", name
     compiled kernels) under a hash of the lowered IR, the target's description and tessel's own
     code: a later build of the same kernel, in this process or another, skips the last passes
     and the code generator, which are most of a cached build's time when loops are unrolled."""
+    _check_build_args(sch, args, name)
     tgt = as_target(target)
     back = backend(tgt)
     tgt = resolve(tgt)
@@ -163,7 +164,7 @@ def build(sch: Schedule, args: Sequence, target: str | Target | None = "c", name
         key = None
     # the index guards of symbolic sizes come out of the last pass, and the calling convention
     # needs them: a kernel with symbolic sizes is always lowered in full
-    plan = load_lowered(key) if key and not front.size_vars else None
+    plan = load_lowered(key, len(front.params)) if key and not front.size_vars else None
     if plan is not None and plan["name"] == name:
         gen = Generated.from_plan(tgt.kind, plan)
         return back.load(front, gen, tgt, finish=lambda: _fast_passes(front, [], tgt))
@@ -180,6 +181,24 @@ def build_func(func: S.PrimFunc, target: str | Target | None = "c"):
     back = backend(tgt)
     tgt = resolve(tgt)
     return back.load(func, generate(back.generate, func, tgt), tgt)
+
+
+def _check_build_args(sch, args, name) -> None:
+    """Refuse what ``build`` cannot use before any work, each with what to pass instead. The name
+    is data (it never becomes a file name or a compiler argument), so any text is accepted but NUL,
+    which no C tool can carry."""
+    if not isinstance(sch, Schedule):
+        raise DefinitionError(f"build(sch, args): sch must be a schedule (te.create_schedule(...)), "
+                              f"got {type(sch).__name__}")
+    if isinstance(args, str | bytes | Tensor) or not isinstance(args, Sequence):
+        raise DefinitionError(f"build(sch, args): args must be a list of the tensors the kernel reads and "
+                              f"writes, e.g. [A, B], got {args!r:.80}")
+    if not isinstance(name, str):
+        raise DefinitionError(f"build(..., name={name!r:.80}): the kernel name must be a str, "
+                              f"got {type(name).__name__}")
+    if "\0" in name:
+        raise BuildError(f"build(..., name={name!r:.80}): the kernel name contains a NUL character, "
+                         "which C cannot carry; pass a name without it")
 
 
 def _tunables() -> tuple:

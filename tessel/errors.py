@@ -67,3 +67,8 @@ class InternalError(TesselError, AssertionError):
 class KernelRuntimeError(TesselError, RuntimeError):
     """A kernel failed while running (an out-of-bounds access seen by the python target,
     a temporary buffer the C kernel could not allocate)."""
+
+
+class TesselWarning(UserWarning):
+    """Base of tessel's warnings: something works, but not as well as asked (e.g. parallel loops
+    that run on one thread because the C compiler has no OpenMP)."""

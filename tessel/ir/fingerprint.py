@@ -50,7 +50,7 @@ class _Writer:
         self.keep: list[Any] = []  # objects numbered: alive until the end, so no id is reused
 
     def put(self, text: str) -> None:
-        self.h.update(text.encode("utf-8", "surrogatepass"))  # names may hold lone surrogates
+        self.h.update(text.encode("utf-8", "surrogatepass"))  # a lone surrogate in a name is data
         self.h.update(b"\x1f")
 
     def value(self, v: Any) -> None:

@@ -6,27 +6,37 @@ size and modification time: a new process that finds its kernels cached must not
 spawning the compiler just to ask it questions. Every failure becomes a
 :class:`~tessel.errors.BuildError` that shows the compiler's own message and the lines of
 generated source it points at.
+
+Every run of the compiler is bounded by ``$TESSEL_CC_TIMEOUT`` seconds (default 300). The
+compiler starts in a session of its own, so a timeout ends it and everything it started
+(``cc1``, ``as``). A compiler that timed out is not asked again by this process while the same
+time passes (one hang costs one timeout, not one per probe), and nothing it failed to answer is
+remembered: a later build asks again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
-import tempfile
 import threading
+import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import BuildError
+from ..errors import BuildError, TesselWarning
+from .files import cache_dir, encode_text, env_seconds, scratch_dir, write_atomic
 
 # no -fwrapv: it stops GCC vectorizing int32 index arithmetic; the generator makes data wrap instead
 BASE_FLAGS = ("-std=gnu11", "-O3", "-fPIC", "-shared", "-Wno-unknown-pragmas")
-_TIMEOUT_S = 300
+DEFAULT_CC_TIMEOUT_S = 300.0  # $TESSEL_CC_TIMEOUT
 
 _PROBES = {
     # feature -> (source, extra flags, whether the result must also load into this process)
@@ -55,6 +65,27 @@ _VECTOR_MACROS = (("__AVX512F__", 64), ("__AVX__", 32), ("__SSE2__", 16), ("__AR
 DEFAULT_VECTOR_BYTES = 16
 
 
+class CompilerTimeout(BuildError):
+    """The C compiler did not finish within ``$TESSEL_CC_TIMEOUT`` seconds (it was stopped)."""
+
+
+class NoOpenMPWarning(TesselWarning):
+    """A kernel with parallel loops runs on one thread: its C compiler has no OpenMP."""
+
+
+def cc_timeout() -> float:
+    """``$TESSEL_CC_TIMEOUT``: seconds one run of the C compiler may take (default 300)."""
+    return env_seconds("TESSEL_CC_TIMEOUT", DEFAULT_CC_TIMEOUT_S)
+
+
+def _split(var: str, text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as e:
+        raise BuildError(f"${var}={text!r} is not a valid command line ({e}); fix its quoting "
+                         f"(e.g. {var}='gcc -m64') or unset it") from None
+
+
 @dataclass
 class Compiler:
     """One C compiler: how to call it, what it is, and what it supports."""
@@ -69,9 +100,12 @@ class Compiler:
 
     def supports(self, feature: str) -> bool:
         if feature not in self.features:
-            self.features[feature] = _probe(self, feature)
+            answer = _probe(self, feature)
+            if answer is None:  # it timed out: no answer, so nothing to remember
+                return False
+            self.features[feature] = answer
             _save_probes(self)
-        return self.features[feature]
+        return bool(self.features[feature])
 
     def isa(self, march: str | None = None) -> dict:
         """What kernels compiled with ``-march=<march>`` may use (None: this machine's, when the
@@ -86,7 +120,10 @@ class Compiler:
             march = "native" if native else ""
         key = f"isa:{march}"
         if not isinstance(self.features.get(key), dict):
-            self.features[key] = _probe_isa(self, march)
+            found = _probe_isa(self, march)
+            if found is None:  # it timed out: answer for now, nothing remembered, ask again later
+                return {"vector_bytes": DEFAULT_VECTOR_BYTES, "features": []}
+            self.features[key] = found
             _save_probes(self)
         return self.features[key]
 
@@ -103,8 +140,18 @@ class Compiler:
             out.append("-fopenmp")
         if guarded_loads and self.supports("no_if_convert"):
             out.append(NO_IF_CONVERT)
-        out += shlex.split(os.environ.get("TESSEL_CFLAGS", ""))
+        out += _split("TESSEL_CFLAGS", os.environ.get("TESSEL_CFLAGS", ""))
         return out
+
+    def serial_note(self, name: str) -> str | None:
+        """Why a kernel with parallel loops runs serially (None: it does not); warns once per build."""
+        if self.supports("openmp"):
+            return None
+        note = f"runs serially: the C compiler {self.path} has no OpenMP"
+        warnings.warn(NoOpenMPWarning(
+            f"kernel {name!r} has parallel loops but {note} (-fopenmp failed); set CC to a compiler "
+            "with OpenMP (gcc, or clang with libomp installed) to run them on several threads"), stacklevel=4)
+        return note
 
 
 _LOCK = threading.Lock()
@@ -125,8 +172,8 @@ def find_compiler(cc: str | None = None) -> Compiler:
 
 def _locate(cc_env: str) -> Compiler:
     if cc_env:
-        argv = shlex.split(cc_env)
-        path = shutil.which(argv[0])
+        argv = _split("CC", cc_env)
+        path = shutil.which(argv[0]) if argv[0] else None
         if path is None:
             raise BuildError(
                 f"the C compiler {argv[0]!r} named by $CC was not found; set CC to a C compiler "
@@ -146,35 +193,76 @@ def _locate(cc_env: str) -> Compiler:
     argv = [path, *argv[1:]]
     stat = os.stat(path)
     stamp = f"{' '.join(argv)}|{stat.st_size}|{stat.st_mtime_ns}"
-    saved = _load_probes().get(stamp)
+    saved = _saved(stamp)
     if saved:
-        return Compiler(tuple(argv), path, saved["version"], dict(saved.get("features", {})))
+        return Compiler(tuple(argv), path, *saved)
     version = _run([*argv, "--version"], what="asking the C compiler for its version").stdout.strip()
     comp = Compiler(tuple(argv), path, version)
     _save_probes(comp)
     return comp
 
 
-def _run(cmd: list[str], *, what: str, cwd: str | None = None) -> subprocess.CompletedProcess:
+_HUNG: dict[str, tuple[float, str]] = {}  # compiler -> (until when it is not asked again, what timed out)
+
+
+def _run(cmd: list[str], *, what: str, cwd: str | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """Run the compiler in a session of its own; on timeout stop the whole session."""
+    timeout = cc_timeout()
+    hung = _HUNG.get(cmd[0])
+    if hung and time.monotonic() < hung[0]:
+        raise CompilerTimeout(f"{what}: not run, because {cmd[0]!r} did not finish within {timeout:g} s "
+                              f"a moment ago ({hung[1]}); {_TIMEOUT_ADVICE}")
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT_S, cwd=cwd, check=False)
-    except FileNotFoundError as e:
-        raise BuildError(f"{what}: cannot run {cmd[0]!r} ({e.strerror})") from None
-    except PermissionError as e:
-        raise BuildError(f"{what}: cannot run {cmd[0]!r} ({e.strerror})") from None
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, text=True,
+                                encoding="utf-8", errors="replace", start_new_session=True)
+    except OSError as e:
+        raise BuildError(f"{what}: cannot run {cmd[0]!r} ({e.strerror or e})") from None
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise BuildError(f"{what}: {cmd[0]!r} did not finish within {_TIMEOUT_S} s") from None
+        _stop(proc)
+        _HUNG[cmd[0]] = (time.monotonic() + timeout, what)
+        raise CompilerTimeout(f"{what}: {cmd[0]!r} did not finish within {timeout:g} s, so it was stopped "
+                              f"with every process it started; {_TIMEOUT_ADVICE}") from None
+    except BaseException:  # KeyboardInterrupt: no compiler left running behind the user's back
+        _stop(proc)
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def _probe(comp: Compiler, feature: str) -> bool:
+_TIMEOUT_ADVICE = ("if the compiler is merely slow (a large unrolled kernel), raise $TESSEL_CC_TIMEOUT "
+                   f"(seconds, default {DEFAULT_CC_TIMEOUT_S:g}); otherwise check $CC")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Kill the compiler's whole session (cc1 and as too), then collect it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (OSError, AttributeError):  # already gone, or no process groups (not POSIX)
+        proc.kill()
+    try:
+        proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired:  # a descendant left the session and holds the pipes open
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        proc.wait()
+
+
+def _probe(comp: Compiler, feature: str) -> bool | None:
+    """Whether the compiler has ``feature``; None if it could not tell in time (ask again later)."""
     source, flags, load = _PROBES[feature]
-    with tempfile.TemporaryDirectory(prefix="tessel-probe-") as tmp:
+    with scratch_dir("tessel-probe-") as tmp:
         src = Path(tmp, "probe.c")
         src.write_text(source)
         out = Path(tmp, "probe.so")
         cmd = [*comp.argv, "-fPIC", "-shared", *flags, str(src), "-o", str(out)]
         try:
-            res = _run(cmd, what="probing the C compiler")
+            res = _run(cmd, what=f"probing the C compiler for {feature}")
+        except CompilerTimeout:
+            return None
         except BuildError:
             return False
         if res.returncode != 0 or not out.exists():
@@ -192,13 +280,15 @@ _FEATURE_MACROS = {"__SSE2__": "sse2", "__AVX__": "avx", "__AVX2__": "avx2", "__
                    "__AVX512F__": "avx512f", "__ARM_NEON": "neon", "__x86_64__": "x86_64"}
 
 
-def _probe_isa(comp: Compiler, march: str) -> dict:
+def _probe_isa(comp: Compiler, march: str) -> dict | None:
     cmd = [*comp.argv, "-dM", "-E", "-x", "c", "-"]
     if march:
         cmd.insert(len(comp.argv), f"-march={march}")
     try:
-        res = subprocess.run(cmd, input="", capture_output=True, text=True, timeout=_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        res = _run(cmd, what="asking the C compiler for its vector width and features", stdin="")
+    except CompilerTimeout:
+        return None
+    except BuildError:
         return {"vector_bytes": DEFAULT_VECTOR_BYTES, "features": []}
     if res.returncode != 0 and march not in ("", "native"):
         raise BuildError(f"the C compiler {comp.path} does not know the CPU -march={march} of the target: "
@@ -209,16 +299,34 @@ def _probe_isa(comp: Compiler, march: str) -> dict:
 
 
 def _probe_file() -> Path:
-    from .cache import cache_dir
-
     return cache_dir() / "compilers.json"
 
 
 def _load_probes() -> dict:
     try:
-        return json.loads(_probe_file().read_text())
+        data = json.loads(_probe_file().read_text())
     except (OSError, ValueError):
         return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _saved(stamp: str) -> tuple[str, dict[str, bool | int]] | None:
+    """The remembered version and features of a compiler; a damaged record is ignored (and
+    answers that do not have the right type are asked again)."""
+    entry = _load_probes().get(stamp)
+    if not isinstance(entry, dict) or not isinstance(entry.get("version"), str):
+        return None
+    features = entry.get("features")
+    features = features if isinstance(features, dict) else {}
+    return entry["version"], {k: v for k, v in features.items() if _valid_answer(k, v)}
+
+
+def _valid_answer(feature: str, value: object) -> bool:
+    if feature in _PROBES:
+        return type(value) is bool
+    if feature in ("vector_bytes", "vector_bytes_native"):
+        return type(value) is int and value >= 8 and not value & (value - 1)
+    return False
 
 
 def _save_probes(comp: Compiler) -> None:
@@ -230,21 +338,21 @@ def _save_probes(comp: Compiler) -> None:
         data[stamp] = {"version": comp.version, "features": comp.features}
         path = _probe_file()
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".compilers-", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(data, indent=1))
     except OSError:
         pass
 
 
 def compile_shared(comp: Compiler, source: str, out_path: str, flags: list[str], name: str) -> None:
-    """Compile ``source`` into the shared object ``out_path``, or raise BuildError."""
-    with tempfile.TemporaryDirectory(prefix="tessel-cc-") as tmp:
+    """Compile ``source`` into the shared object ``out_path``, or raise BuildError.
+
+    ``name`` is the user's kernel name: it appears in messages only, never in a path or argument
+    (a name is data: ``-v``, ``../../x`` or ``/etc/x`` must not become options or file names)."""
+    with scratch_dir("tessel-cc-") as tmp:
         # a fixed relative file name keeps the object file identical across processes
-        fname = f"{name}.c"
-        Path(tmp, fname).write_text(source)
-        cmd = [*comp.argv, *flags, fname, "-o", str(out_path), "-lm"]
+        fname = "kernel.c"
+        Path(tmp, fname).write_bytes(encode_text(source))
+        cmd = [*comp.argv, *flags, fname, "-o", os.path.abspath(out_path), "-lm"]
         res = _run(cmd, what=f"compiling kernel {name!r}", cwd=tmp)
     if res.returncode != 0 or not os.path.exists(out_path) or os.path.getsize(out_path) == 0:
         message = (res.stderr or res.stdout).strip() or (

@@ -11,6 +11,7 @@ subexpression computed once; and the sizes it accepted are remembered, since cal
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 
 from ..errors import BuildError, IndexOverflowError
@@ -36,18 +37,20 @@ class SizeGuards:
         self.kernel = kernel
         self._first_bad = _compile(self.guards, self.vars, kernel)
         self._accepted: dict[tuple, None] = {}  # insertion order: the oldest first
+        self._lock = threading.Lock()  # kernels are called from many threads; only misses take it
 
     def check(self, values: Sequence[int]) -> None:
         """Refuse sizes (in ``size_vars`` order) that take a guarded index out of its dtype."""
         key = tuple(values)
-        if key in self._accepted:
+        if key in self._accepted:  # a lookup is atomic; only the changes below need the lock
             return
         bad = self._first_bad(key)
         if bad is not None:
             raise self._error(key, *bad)
-        if len(self._accepted) >= REMEMBERED:
-            del self._accepted[next(iter(self._accepted))]
-        self._accepted[key] = None
+        with self._lock:
+            if len(self._accepted) >= REMEMBERED:
+                del self._accepted[next(iter(self._accepted))]
+            self._accepted[key] = None
 
     def _error(self, values: tuple, k: int, reach: int) -> IndexOverflowError:
         g = self.guards[k]

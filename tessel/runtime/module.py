@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import ArgumentError, KernelRuntimeError
 from ..ir import stmt as S
 from .args import ArgSpec
+from .compiler import find_compiler
 
 
 def _thread_count(value, what: str) -> int:
@@ -90,7 +91,9 @@ class Kernel:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        return f"<tessel.Kernel {self.name}({self._spec.signature}) target={self.target}>"
+        note = getattr(self, "serial_note", None)
+        extra = f" ({note})" if note else ""
+        return f"<tessel.Kernel {self.name}({self._spec.signature}) target={self.target}{extra}>"
 
 
 class PythonKernel(Kernel):
@@ -126,7 +129,9 @@ class CKernel(Kernel):
         self.parallel = parallel  # the C function then takes the thread count as a last argument
         self.threaded = parallel
         self._lib = lib  # keeps the shared object loaded as long as the kernel lives
-        cfunc = getattr(lib, symbol)
+        # why parallel loops run on one thread (None: they do not), shown by repr
+        self.serial_note = find_compiler().serial_note(self.name) if parallel else None
+        cfunc = lib[symbol]  # not getattr: ctypes would cache it on lib, a cycle that delays unloading
         argtypes = [ctypes.c_void_p] * len(func.params) + [ctypes.c_int64] * len(func.size_vars)
         cfunc.argtypes = argtypes + ([ctypes.c_int32] if parallel else [])
         cfunc.restype = ctypes.c_int32
