@@ -27,8 +27,10 @@ from .passes import (
     unroll,
     vectorize,
 )
+from .passes.unroll import oversized_unrolls
 from .runtime.compiler import target_vector_bytes
 from .schedule.schedule import Schedule
+from .schedule.unroll_limit import MAX_UNROLL_STATEMENTS, unroll_limit_error, unrolled_owner
 from .te.tensor import Tensor
 
 
@@ -90,6 +92,7 @@ def _lower_schedule(sch: Schedule, args: Sequence, name: str) -> tuple[S.PrimFun
     stmt = simplify_stmt(stmt)
     steps.append(Step("simplify", stmt))
     _check_free_vars(stmt, sizes)
+    _check_unrolls(sch, stmt)
     return S.PrimFunc(name, params, sizes, stmt), steps
 
 
@@ -101,7 +104,7 @@ def _fast_passes(front: S.PrimFunc, steps: list[Step], vector_bytes: int | None)
     stream = streaming_outputs(stmt, list(front.params))
     stmt = vectorize(stmt, target_vector_bytes() if vector_bytes is None else vector_bytes, stream)
     steps.append(Step("vectorize", stmt))
-    stmt = unroll(stmt)
+    stmt = unroll(stmt, max_statements=MAX_UNROLL_STATEMENTS)
     steps.append(Step("unroll", stmt))
     # last, so that it types the very expressions the code generators print (seed 002)
     stmt, guards = index_dtype(stmt, list(front.size_vars))
@@ -109,6 +112,15 @@ def _fast_passes(front: S.PrimFunc, steps: list[Step], vector_bytes: int | None)
     written = {id(s.buffer) for s in collect(stmt, lambda n: isinstance(n, S.BufferStore))}
     outputs = [b for b in front.params if id(b) in written]
     return S.PrimFunc(front.name, front.params, front.size_vars, stmt, outputs, guards)
+
+
+def _check_unrolls(sch: Schedule, stmt: S.Stmt) -> None:
+    """Refuse a loop the user unrolled whose straight-line code would pass the limit (see
+    ``schedule.unroll_limit``), now that InferBound has given every loop its extent."""
+    for loop, extent, body in oversized_unrolls(stmt, MAX_UNROLL_STATEMENTS):
+        owner = unrolled_owner(sch.stages, loop.loop_var)
+        if owner is not None:  # else auto_unroll_max_step marked it: the unroll pass keeps it a loop
+            raise unroll_limit_error(owner[0], owner[1], extent, body)
 
 
 def _check_free_vars(stmt: S.Stmt, sizes: list[E.Var]) -> None:
@@ -174,7 +186,7 @@ def _tunables() -> tuple:
 
     out = []
     for mod in ("passes.loop_partition", "passes.unroll", "passes.vectorize", "passes.index_dtype",
-                "codegen.c", "codegen.c_vector"):
+                "codegen.c", "codegen.c_vector", "schedule.unroll_limit"):
         m = importlib.import_module(f"{__package__}.{mod}")
         out.extend((mod, k, v) for k, v in sorted(vars(m).items())
                    if k.isupper() and not k.startswith("_") and type(v) in (int, float, str, bool))

@@ -56,6 +56,7 @@ _SUFFIX = {"bool": "b", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "
 STACK_LIMIT_BYTES = 32 * 1024  # larger (or symbolic) temporaries go to the heap
 MAX_PROMOTED_ELEMENTS = 1024  # a local temporary this small, touched only at constant offsets,
 MAX_PROMOTED_VARIABLES = 64   # becomes at most this many variables (vector registers)
+MAX_PRAGMA_UNROLL = 64  # `#pragma GCC unroll` asks for at most this many copies (GCC's time grows fast)
 
 _C_KEYWORDS = set("""
 auto break case char const continue default do double else enum extern float for goto if inline int
@@ -404,8 +405,8 @@ class _CGen(ExprWriter):
                 self.emit("#pragma omp for schedule(static)")
             else:
                 self.emit("#pragma omp parallel for num_threads(tsl_nt) schedule(static)")
-        elif s.kind == "unrolled" and isinstance(s.extent, E.IntImm) and 0 < s.extent.value <= 65534:
-            self.emit(f"#pragma GCC unroll {s.extent.value}")
+        elif s.kind == "unrolled" and isinstance(s.extent, E.IntImm) and s.extent.value > 0:
+            self.emit(f"#pragma GCC unroll {min(s.extent.value, MAX_PRAGMA_UNROLL)}")
         elif s.kind == "vectorized":  # the vectorize pass turns these into vector code; left only in hand-built IR
             self.emit("#pragma GCC ivdep")
         elif s.kind == "thread_binding":  # iterations are independent: a CPU runs them in turn
