@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .bound import run_infer_bound
+from .deep import deep_stack
 from .errors import LowerError
 from .ir import expr as E
 from .ir import stmt as S
@@ -62,6 +63,7 @@ def _params(args: Sequence) -> tuple[dict, list[S.Buffer], list[E.Var]]:
     return buffers, order, sizes
 
 
+@deep_stack("lower_steps")
 def lower_steps(sch: Schedule, args: Sequence, name: str = "main",
                 vector_bytes: int | None = None) -> tuple[S.PrimFunc, list[Step]]:
     """Lower and keep the IR after every step (vectors planned for ``vector_bytes``, by
@@ -137,6 +139,7 @@ def _check_free_vars(stmt: S.Stmt, sizes: list[E.Var]) -> None:
         )
 
 
+@deep_stack("lower")
 def lower(sch: Schedule, args: Sequence, name: str = "main", simple_mode: bool = False, trace: bool = False):
     """The lowered kernel; with ``simple_mode`` just its body (what ``print`` shows is the IR)."""
     func, steps = lower_steps(sch, args, name)
@@ -146,6 +149,7 @@ def lower(sch: Schedule, args: Sequence, name: str = "main", simple_mode: bool =
     return func.body if simple_mode else func
 
 
+@deep_stack("build")
 def build(sch: Schedule, args: Sequence, target: str = "c", name: str = "main"):
     """Compile the schedule into a callable on NumPy arrays (outputs are written in place).
 
