@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .bound import run_infer_bound
 from .codegen import Generated, generate
+from .deep import deep_stack
 from .errors import BuildError, DefinitionError, LowerError
 from .ir import expr as E
 from .ir import stmt as S
@@ -28,8 +29,10 @@ from .passes import (
     unroll,
     vectorize,
 )
+from .passes.unroll import oversized_unrolls
 from .runtime.cache import code_version, load_lowered, store_lowered
 from .schedule.schedule import Schedule
+from .schedule.unroll_limit import MAX_UNROLL_STATEMENTS, unroll_limit_error, unrolled_owner
 from .target import Target, as_target, backend, resolve
 from .te.tensor import Tensor
 
@@ -62,6 +65,7 @@ def _params(args: Sequence) -> tuple[dict, list[S.Buffer], list[E.Var]]:
     return buffers, order, sizes
 
 
+@deep_stack("lower_steps")
 def lower_steps(sch: Schedule, args: Sequence, name: str = "main", vector_bytes: int | None = None,
                 target: str | Target | None = None) -> tuple[S.PrimFunc, list[Step]]:
     """Lower for ``target`` (by default this machine's C target; ``vector_bytes`` overrides
@@ -95,6 +99,7 @@ def _lower_schedule(sch: Schedule, args: Sequence, name: str) -> tuple[S.PrimFun
     stmt = simplify_stmt(stmt)
     steps.append(Step("simplify", stmt))
     _check_free_vars(stmt, sizes)
+    _check_unrolls(sch, stmt)
     return S.PrimFunc(name, params, sizes, stmt), steps
 
 
@@ -106,7 +111,7 @@ def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.Prim
     steps.append(Step("loop_partition", stmt))
     stmt = vectorize(stmt, target, streaming_outputs(stmt, list(front.params)))
     steps.append(Step("vectorize", stmt))
-    stmt = unroll(stmt)
+    stmt = unroll(stmt, max_statements=MAX_UNROLL_STATEMENTS)
     steps.append(Step("unroll", stmt))
     # last, so that it types the very expressions the code generators print (seed 002)
     stmt, guards = index_dtype(stmt, list(front.size_vars))
@@ -114,6 +119,15 @@ def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.Prim
     written = {id(s.buffer) for s in collect(stmt, lambda n: isinstance(n, S.BufferStore))}
     outputs = [b for b in front.params if id(b) in written]
     return S.PrimFunc(front.name, front.params, front.size_vars, stmt, outputs, guards)
+
+
+def _check_unrolls(sch: Schedule, stmt: S.Stmt) -> None:
+    """Refuse a loop the user unrolled whose straight-line code would pass the limit (see
+    ``schedule.unroll_limit``), now that InferBound has given every loop its extent."""
+    for loop, extent, body in oversized_unrolls(stmt, MAX_UNROLL_STATEMENTS):
+        owner = unrolled_owner(sch.stages, loop.loop_var)
+        if owner is not None:  # else auto_unroll_max_step marked it: the unroll pass keeps it a loop
+            raise unroll_limit_error(owner[0], owner[1], extent, body)
 
 
 def _check_free_vars(stmt: S.Stmt, sizes: list[E.Var]) -> None:
@@ -130,6 +144,7 @@ def _check_free_vars(stmt: S.Stmt, sizes: list[E.Var]) -> None:
         )
 
 
+@deep_stack("lower")
 def lower(sch: Schedule, args: Sequence, name: str = "main", simple_mode: bool = False, trace: bool = False,
           target: str | Target | None = None):
     """The lowered kernel; with ``simple_mode`` just its body (what ``print`` shows is the IR)."""
@@ -140,6 +155,7 @@ def lower(sch: Schedule, args: Sequence, name: str = "main", simple_mode: bool =
     return func.body if simple_mode else func
 
 
+@deep_stack("build")
 def build(sch: Schedule, args: Sequence, target: str | Target | None = "c", name: str = "main"):
     """Compile the schedule into a callable on NumPy arrays (outputs are written in place).
 
@@ -209,7 +225,7 @@ def _tunables() -> tuple:
 
     out = []
     for mod in ("passes.loop_partition", "passes.unroll", "passes.vectorize", "passes.index_dtype",
-                "codegen.c", "codegen.c_vector"):
+                "codegen.c", "codegen.c_vector", "schedule.unroll_limit"):
         m = importlib.import_module(f"{__package__}.{mod}")
         out.extend((mod, k, v) for k, v in sorted(vars(m).items())
                    if k.isupper() and not k.startswith("_") and type(v) in (int, float, str, bool))

@@ -17,7 +17,8 @@ rather than left to C: arithmetic on 8/16-bit integers, bool and float16 is cast
 dtype after every operation (C would silently widen to int or float); signed 32/64-bit
 arithmetic on data (an expression that reads a buffer) wraps, computed in the unsigned type;
 integer division and remainder by zero give 0 and never trap; floordiv/floormod round toward
-minus infinity through small helpers; ``round`` is round-half-to-even (``rint``, as NumPy's).
+minus infinity through small helpers (on floats as NumPy's floor_divide/remainder); min/max
+of a NaN is NaN (NumPy's minimum/maximum); ``round`` is round-half-to-even (``rint``, as NumPy's).
 
 Index arithmetic (loop variables, sizes and constants only) is left as plain C on purpose:
 there an overflow is already an out-of-bounds access, and ``-fwrapv`` or unsigned casts would
@@ -54,6 +55,7 @@ _SUFFIX = {"bool": "b", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "
 STACK_LIMIT_BYTES = 32 * 1024  # larger (or symbolic) temporaries go to the heap
 MAX_PROMOTED_ELEMENTS = 1024  # a local temporary this small, touched only at constant offsets,
 MAX_PROMOTED_VARIABLES = 64   # becomes at most this many variables (vector registers)
+MAX_PRAGMA_UNROLL = 64  # `#pragma GCC unroll` asks for at most this many copies (GCC's time grows fast)
 
 _C_KEYWORDS = set("""
 auto break case char const continue default do double else enum extern float for goto if inline int
@@ -115,6 +117,8 @@ class _CGen(ExprWriter):
     # ---- helpers emitted on demand -------------------------------------------------------
     def helper(self, kind: str, dt: DType) -> str:
         name = f"tsl_{kind}_{_SUFFIX[str(dt)]}"
+        if dt == "float16" and kind in ("floordiv", "floormod"):
+            self.helper(kind, DType("float32"))  # computed in float, as NumPy's half loops do
         if name not in self.helpers:
             self.helpers[name] = _helper_source(kind, name, dt)
         return name
@@ -392,8 +396,8 @@ class _CGen(ExprWriter):
                 self.emit("#pragma omp for schedule(static)")
             else:
                 self.emit("#pragma omp parallel for num_threads(tsl_nt) schedule(static)")
-        elif s.kind == "unrolled" and isinstance(s.extent, E.IntImm) and 0 < s.extent.value <= 65534:
-            self.emit(f"#pragma GCC unroll {s.extent.value}")
+        elif s.kind == "unrolled" and isinstance(s.extent, E.IntImm) and s.extent.value > 0:
+            self.emit(f"#pragma GCC unroll {min(s.extent.value, MAX_PRAGMA_UNROLL)}")
         elif s.kind == "vectorized":  # the vectorize pass turns these into vector code; left only in hand-built IR
             self.emit("#pragma GCC ivdep")
         elif s.kind == "thread_binding":  # iterations are independent: a CPU runs them in turn
@@ -716,22 +720,22 @@ def _float_literal(v: float, dt: DType) -> tuple[str, int]:
 def _helper_source(kind: str, name: str, dt: DType) -> str:
     t = ctype(dt)
     sig = f"static inline {t} {name}({t} a, {t} b) {{"
-    if kind in ("min", "max"):
+    if kind in ("min", "max"):  # floats: a NaN operand gives NaN, as NumPy's minimum/maximum
         op = "<" if kind == "min" else ">"
-        return f"{sig} return a {op} b ? a : b; }}"
+        nan = " || a != a" if dt.is_float else ""
+        return f"{sig} return (a {op} b{nan}) ? a : b; }}"
     if kind == "abs":
         u = f"uint{max(dt.bits, 32)}_t"
         return f"static inline {t} {name}({t} a) {{ return a < 0 ? ({t})(0u - ({u})a) : a; }}"
-    if dt == "float16":  # through float, rounding to half after each step as NumPy does
+    if dt == "float16":  # through float, rounded to half at the end, as NumPy does
         body = {"fmod": "return (_Float16)fmodf((float)a, (float)b);",
-                "floordiv": "return (_Float16)floorf((float)(_Float16)(a / b));",
-                "floormod": "_Float16 q = (_Float16)floorf((float)(_Float16)(a / b)); return (_Float16)(a - (_Float16)(q * b));"}[kind]
+                "floordiv": "return (_Float16)tsl_floordiv_f32((float)a, (float)b);",
+                "floormod": "return (_Float16)tsl_floormod_f32((float)a, (float)b);"}[kind]
         return f"{sig} {body} }}"
     if dt.is_float:
-        fl = _math_fn("floor", dt)
-        body = {"fmod": f"return {_math_fn('fmod', dt)}(a, b);", "floordiv": f"return {fl}(a / b);",
-                "floormod": f"return a - {fl}(a / b) * b;"}[kind]
-        return f"{sig} {body} }}"
+        if kind == "fmod":
+            return f"{sig} return {_math_fn('fmod', dt)}(a, b); }}"
+        return _float_floor_source(kind, name, dt)
     # integers: x / 0 and x % 0 give 0; MIN / -1 wraps instead of trapping
     lines = [sig, "  if (b == 0) return 0;"]
     if dt.is_int:
@@ -750,6 +754,19 @@ def _helper_source(kind: str, name: str, dt: DType) -> str:
         lines += [f"  {t} r = ({t})(a % b);", f"  return (r != 0 && ((r < 0) != (b < 0))) ? ({t})(r + b) : r;"]
     lines.append("}")
     return "\n".join(lines)
+
+
+def _float_floor_source(kind: str, name: str, dt: DType) -> str:
+    """Float ``//`` and ``%`` as NumPy's ``floor_divide``/``remainder`` (and Python's): from the
+    exact ``fmod``, not ``floor(a / b)``, whose rounded quotient gives ``1 // 0.1 == 10`` and
+    ``-5 % inf == nan``; ``ir.evaluate`` and the python target compute the same."""
+    t, f = ctype(dt), ("" if dt.bits == 64 else "f")
+    if kind == "floormod":
+        return (f"static inline {t} {name}({t} a, {t} b) {{\n  {t} m = fmod{f}(a, b);\n  if (b == 0) return m;\n"
+                f"  if (m != 0) return ((b < 0) != (m < 0)) ? m + b : m;\n  return copysign{f}(0, b);\n}}")
+    return (f"static inline {t} {name}({t} a, {t} b) {{\n  if (b == 0) return a / b;\n"
+            f"  {t} m = fmod{f}(a, b), d = (a - m) / b;\n  if (m != 0 && (b < 0) != (m < 0)) d -= 1;\n"
+            f"  if (d == 0) return copysign{f}(0, a / b);\n  {t} q = floor{f}(d);\n  return (d - q > 0.5{f}) ? q + 1 : q;\n}}")
 
 
 def has_guarded_loads(body: S.Stmt) -> bool:

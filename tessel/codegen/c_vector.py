@@ -148,8 +148,11 @@ class VectorC:
         sel = self.select_fn(dt)
         m = self.mtype(dt.element.bits, dt.lanes)
         op = "<" if kind == "min" else ">"
-        name = f"tsl_v{kind}_{t[4:]}"  # the scalar helpers' semantics, NaN included: a OP b ? a : b
-        return self._def(name, f"static inline {t} {name}({t} a, {t} b) {{ return {sel}(({m})(a {op} b), a, b); }}")
+        # the scalar helpers' semantics, NaN included: (a OP b || a != a) ? a : b; a blend on
+        # two compares, so a max reduction stays in vector registers
+        nan = " | (a != a)" if dt.element.is_float else ""
+        name = f"tsl_v{kind}_{t[4:]}"
+        return self._def(name, f"static inline {t} {name}({t} a, {t} b) {{ return {sel}(({m})((a {op} b){nan}), a, b); }}")
 
     def exp_fn(self, dt: DType) -> str:
         t = self.vtype(dt)

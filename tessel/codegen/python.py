@@ -92,19 +92,11 @@ def _tdiv(a, b):
 
 
 def _min(a, b):
-    return a if a < b else b  # the same NaN behaviour as the C target's ternary
+    return a if (a < b or a != a) else b  # a NaN operand gives NaN, as np.minimum and the C target
 
 
 def _max(a, b):
-    return a if a > b else b
-
-
-def _vmin(a, b):
-    return np.where(a < b, a, b)  # lane by lane, NaN behaviour as _min
-
-
-def _vmax(a, b):
-    return np.where(a > b, a, b)
+    return a if (a > b or a != a) else b
 
 
 def _ramp(base, stride, lanes: int):
@@ -118,10 +110,6 @@ def _ramp(base, stride, lanes: int):
 
 def _bc(x, lanes: int):
     return np.full(lanes, x, dtype=np.asarray(x).dtype)
-
-
-def _ffloormod(a, b):
-    return a - np.floor(a / b) * b
 
 
 def _rsqrt(x):
@@ -147,8 +135,8 @@ def _namespace() -> dict:
     ns = {name: getattr(np, name) for name in _DTYPES}
     ns.update(np=np, inf=math.inf, nan=math.nan, True_=np.True_, False_=np.False_,
               _Buf=_Buf, _loop=_loop, _alloc=_alloc, _tdiv=_tdiv, _tmod=np.fmod, _min=_min,
-              _max=_max, _ffloormod=_ffloormod, _rsqrt=_rsqrt, _sigmoid=_sigmoid, _exp10=_exp10,
-              _erf=_erf, _vmin=_vmin, _vmax=_vmax, _ramp=_ramp, _bc=_bc)
+              _max=_max, _rsqrt=_rsqrt, _sigmoid=_sigmoid, _exp10=_exp10,
+              _erf=_erf, _vmin=np.minimum, _vmax=np.maximum, _ramp=_ramp, _bc=_bc)
     return ns
 
 
@@ -243,9 +231,8 @@ class _PyGen(ExprWriter):
                 return f"{a} / {b}", 6
             if isinstance(e, E.Mod):
                 return f"np.fmod({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
-            if isinstance(e, E.FloorDiv):
-                return f"np.floor({a} / {b})", _ATOM
-            return f"_ffloormod({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
+            fn = "np.floor_divide" if isinstance(e, E.FloorDiv) else "np.remainder"  # NumPy's own
+            return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
         if isinstance(e, E.FloorDiv | E.FloorMod):  # NumPy integers follow Python: floor semantics
             return f"{a} {_SYM[type(e)]} {b}", 6
         fn = "_tdiv" if isinstance(e, E.Div) else "_tmod"

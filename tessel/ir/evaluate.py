@@ -2,8 +2,10 @@
 
 It is the oracle that the simplifier, the interval sets and the code generators are checked
 against, so it never takes shortcuts: integers wrap at their dtype's width, ``Div``/``Mod``
-truncate toward zero while ``FloorDiv``/``FloorMod`` round down, ``select`` evaluates only the
-chosen side, and float results are rounded to their dtype after every operation.
+truncate toward zero while ``FloorDiv``/``FloorMod`` round down (on floats as NumPy's
+``floor_divide``/``remainder``), ``min``/``max`` with a NaN operand are NaN (NumPy's
+``minimum``/``maximum``), ``select`` evaluates only the chosen side, and float results are
+rounded to their dtype after every operation.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from ..errors import DefinitionError
 from . import expr as E
 from .dtype import DType
 from .intrinsics import lookup
-from .op import convert, fold_int, wrap_int
+from .op import convert, float_max, float_min, fold_int, wrap_int
 
 Value = int | float | bool
 
@@ -66,13 +68,19 @@ def _float_binop(cls: type, a: float, b: float) -> float:
         return _fdiv(a, b)
     if cls is E.Mod:
         return math.fmod(a, b) if b != 0 else math.nan
-    if cls is E.FloorDiv:
-        return math.floor(_fdiv(a, b)) if b != 0 else _fdiv(a, b)
-    if cls is E.FloorMod:
-        return a - b * math.floor(a / b) if b != 0 else math.nan
     if cls is E.Min:
-        return min(a, b)
-    return max(a, b)
+        return float_min(a, b)
+    return float_max(a, b)
+
+
+def _float_floor_op(cls: type, a: float, b: float, dt: DType) -> float:
+    """Float ``//`` and ``%`` as NumPy's ``floor_divide`` and ``remainder`` in ``dt`` (not
+    ``floor(a / b)``: ``1 // 0.1`` is 9, ``inf // 2`` NaN and ``-5 % inf`` inf there, as in
+    Python); the generated C and the python target compute the same."""
+    t = np.dtype(f"float{dt.bits}").type
+    fn = np.floor_divide if cls is E.FloorDiv else np.remainder
+    with np.errstate(all="ignore"):
+        return float(fn(t(a), t(b)))
 
 
 _CMP = {
@@ -176,6 +184,8 @@ class _Evaluator:
 def _scalar_binop(cls: type, dt: DType, a: Value, b: Value) -> Value:
     if cls in _CMP:
         return bool(_CMP[cls](a, b))
+    if dt.is_float and cls in (E.FloorDiv, E.FloorMod):
+        return _float_floor_op(cls, float(a), float(b), dt)
     if dt.is_float:
         return _round_float(_float_binop(cls, float(a), float(b)), dt)
     return _to_dtype(_int_binop(cls, int(a), int(b)), dt)

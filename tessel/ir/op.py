@@ -146,6 +146,18 @@ def fold_int(cls: type, a: int, b: int) -> int | None:
     return None
 
 
+def float_min(a: float, b: float) -> float:
+    """``min`` as NumPy's ``minimum``: a NaN operand gives NaN, whatever the order. Python's
+    ``min`` keeps the first operand on an unordered comparison, so the answer would depend on
+    the order of a reduction (and so on the schedule); every target follows this one rule."""
+    return a if (a < b or a != a) else b
+
+
+def float_max(a: float, b: float) -> float:
+    """``max`` as NumPy's ``maximum``: a NaN operand gives NaN (see ``float_min``)."""
+    return a if (a > b or a != a) else b
+
+
 _CMP: dict[type, Callable] = {
     E.EQ: lambda x, y: x == y,
     E.NE: lambda x, y: x != y,
@@ -170,7 +182,7 @@ def binary(cls: type, a, b) -> E.PrimExpr:
                 return E.IntImm(wrap_int(v, dt), dt)
         elif cls in (E.Add, E.Sub, E.Mul, E.Min, E.Max) or (cls is E.Div and cb != 0):
             fn = {E.Add: lambda: ca + cb, E.Sub: lambda: ca - cb, E.Mul: lambda: ca * cb,
-                  E.Min: lambda: min(ca, cb), E.Max: lambda: max(ca, cb), E.Div: lambda: ca / cb}
+                  E.Min: lambda: float_min(ca, cb), E.Max: lambda: float_max(ca, cb), E.Div: lambda: ca / cb}
             return E.FloatImm(fn[cls](), dt)
     if dt.is_integer:
         if cls is E.Add:

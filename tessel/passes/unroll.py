@@ -7,7 +7,10 @@ so the C generator can see which temporaries are only ever touched at constant o
 keep them in registers), and the C compiler sees plain straight-line code.
 
 A loop with a symbolic extent, or whose unrolled body would exceed :data:`MAX_UNROLLED_STMTS`
-statements, stays a loop; the C generator still puts ``#pragma GCC unroll`` on it.
+statements, stays a loop; the C generator still puts ``#pragma GCC unroll`` on it. A loop whose
+*straight-line size* (:func:`straight_line_size`) passes the limit the driver hands in becomes
+a plain serial loop: the driver has already refused such a loop where the user unrolled it
+(``tessel.schedule.unroll_limit``); the ones left were marked by ``auto_unroll_max_step``.
 """
 
 from __future__ import annotations
@@ -23,21 +26,64 @@ MAX_UNROLL_EXTENT = 64
 MAX_UNROLLED_STMTS = 4096  # statements after unrolling, per loop
 
 
-def unroll(stmt: S.Stmt, max_extent: int = MAX_UNROLL_EXTENT) -> S.Stmt:
+def unroll(stmt: S.Stmt, max_extent: int = MAX_UNROLL_EXTENT, max_statements: int | None = None) -> S.Stmt:
     """Unroll the ``unrolled`` loops that are small enough, folding the now-constant indices of
-    each copy (the rest of the kernel is left as it is)."""
+    each copy (the rest of the kernel is left as it is); an unrolled loop whose straight-line
+    size passes ``max_statements`` becomes a serial loop."""
     if not collect(stmt, lambda n: isinstance(n, S.For) and n.kind == "unrolled"):
         return stmt
-    return _Unroll(max_extent).visit(stmt)
+    return _Unroll(max_extent, max_statements).visit(stmt)
 
 
 def _size(s: S.Stmt) -> int:
     return len(collect(s, lambda n: isinstance(n, S.Stmt)))
 
 
+def straight_line_size(s: S.Stmt) -> int:
+    """The statements ``s`` becomes once its unrolled loops are copied out: an unrolled loop of
+    constant extent n counts n times its body, any other loop its body once (plus itself)."""
+    if isinstance(s, S.SeqStmt):
+        return sum(straight_line_size(x) for x in s.seq)
+    if isinstance(s, S.For):
+        ext = s.extent
+        if s.kind == "unrolled" and isinstance(ext, E.IntImm):
+            return max(ext.value, 0) * straight_line_size(s.body)
+        return 1 + straight_line_size(s.body)
+    if isinstance(s, S.IfThenElse):
+        other = straight_line_size(s.else_case) if s.else_case is not None else 0
+        return 1 + straight_line_size(s.then_case) + other
+    body = getattr(s, "body", None)
+    return 1 + (straight_line_size(body) if isinstance(body, S.Stmt) else 0)
+
+
+def oversized_unrolls(stmt: S.Stmt, limit: int) -> list[tuple[S.For, int, int]]:
+    """``(loop, extent, body size)`` of each unrolled loop whose straight-line size passes
+    ``limit`` while its body's does not: the loops to split (an enclosing one is then fine)."""
+    out: list[tuple[S.For, int, int]] = []
+
+    def walk(s: S.Stmt) -> int:
+        """Straight-line size of ``s``, recording the loops that cross the limit."""
+        if isinstance(s, S.SeqStmt):
+            return sum(walk(x) for x in s.seq)
+        if isinstance(s, S.IfThenElse):
+            return 1 + walk(s.then_case) + (walk(s.else_case) if s.else_case is not None else 0)
+        body = getattr(s, "body", None)
+        inner = walk(body) if isinstance(body, S.Stmt) else 0
+        if isinstance(s, S.For) and s.kind == "unrolled" and isinstance(s.extent, E.IntImm):
+            n = max(s.extent.value, 0)
+            if n * inner > limit >= inner:
+                out.append((s, n, inner))
+            return n * inner
+        return 1 + inner
+
+    walk(stmt)
+    return out
+
+
 class _Unroll(Mutator):
-    def __init__(self, max_extent: int):
+    def __init__(self, max_extent: int, max_statements: int | None = None):
         self.max_extent = max_extent
+        self.max_statements = max_statements
         self.ana = Analyzer()
 
     def visit_For(self, s: S.For):
@@ -47,6 +93,8 @@ class _Unroll(Mutator):
             n = ext.value
             if n <= 0:
                 return S.Evaluate(0)
+            if self.max_statements is not None and n * straight_line_size(body) > self.max_statements:
+                return S.For(s.loop_var, s.min, s.extent, "serial", body, s.thread_tag)
             if n <= self.max_extent and n * _size(body) <= MAX_UNROLLED_STMTS:
                 v = s.loop_var
                 copies = [substitute(body, {v: O.add(s.min, O.const(k, v.dtype))}) for k in range(n)]
@@ -100,4 +148,4 @@ def simplify_vector_stmt(stmt: S.Stmt) -> S.Stmt:
     return _VectorSimplify(keep_unit_loops=False).visit(stmt)
 
 
-__all__ = ["MAX_UNROLL_EXTENT", "simplify_vector_stmt", "unroll"]
+__all__ = ["MAX_UNROLL_EXTENT", "oversized_unrolls", "simplify_vector_stmt", "straight_line_size", "unroll"]

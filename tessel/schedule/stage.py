@@ -270,6 +270,11 @@ class Stage:
 
     @recorded
     def unroll(self, iv: E.IterVar) -> None:
+        """Copy the loop's body once per iteration (bounded: see ``schedule.unroll_limit``)."""
+        from .unroll_limit import check_unroll_call
+
+        self._check_leaf(iv, "unroll")
+        check_unroll_call(self, iv)
         self._annotate(iv, "unrolled")
 
     @recorded

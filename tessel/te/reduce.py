@@ -98,6 +98,12 @@ def _max_value(t: DType):
 sum = comm_reducer(lambda x, y: x + y, lambda t: O.const(0, t), name="sum")
 min = comm_reducer(lambda x, y: O.min_(x, y), _max_value, name="min")
 max = comm_reducer(lambda x, y: O.max_(x, y), _min_value, name="max")
+min.__doc__ = """``te.min(expr, axis=k)`` reduces, ``te.min(a, b)`` is elementwise. As NumPy's ``min`` and
+``minimum``: a NaN operand makes the result NaN, whatever the order a schedule visits the
+axis in (split, reorder, rfactor, vectorize, parallel); integers as usual."""
+max.__doc__ = """``te.max(expr, axis=k)`` reduces, ``te.max(a, b)`` is elementwise. As NumPy's ``max`` and
+``maximum``: a NaN operand makes the result NaN, whatever the order a schedule visits the
+axis in (split, reorder, rfactor, vectorize, parallel); integers as usual."""
 
 
 def min_value(dtype) -> E.PrimExpr:

@@ -1,0 +1,89 @@
+"""How much straight-line code an unrolled loop nest may become, and the error past that.
+
+An unrolled loop is copied once per iteration, so nested unrolls multiply: three nested
+40-way unrolls are 64,000 copies of the body, and the C compiler's time and memory grow faster
+than the code (GCC took 22 s on one 4096-way unroll and ran out of memory on the 40^3 nest).
+So the *straight-line size* of an unrolled loop, the product of the extents of the nested
+unrolled loops times the statements of the body inside them (a loop that stays a loop counts
+its body once), may be at most :data:`MAX_UNROLL_STATEMENTS`. Past it the schedule is
+refused with a ScheduleError naming the stage and loop and proposing a split, whose inner
+loop (which keeps the ``unroll``) fits. ``unroll()`` checks a loop whose extent it already
+knows; a loop whose extent only InferBound gives (a split's inner loop) is checked when the
+schedule is lowered.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import ScheduleError
+from ..ir import expr as E
+
+if TYPE_CHECKING:
+    from .stage import Stage
+
+MAX_UNROLL_STATEMENTS = 1024  # straight-line statements one unrolled loop nest may become
+MAX_UNROLL_FACTOR = 64  # the largest split factor proposed (the unroll pass copies up to 64 in the IR)
+
+
+def check_unroll_call(stage: Stage, iv: E.IterVar) -> None:
+    """Refuse ``unroll(iv)`` at the call when ``iv``'s extent alone is over the limit."""
+    ext = iv.dom.extent if iv.dom is not None else None
+    if isinstance(ext, E.IntImm) and ext.value > MAX_UNROLL_STATEMENTS:
+        raise unroll_limit_error(stage, iv, ext.value, 1, annotated=False)
+
+
+def unroll_limit_error(stage: Stage, iv: E.IterVar, extent: int, body: int,
+                       annotated: bool = True) -> ScheduleError:
+    """The error for unrolling ``iv`` (``extent`` copies of a ``body``-statement body). When
+    ``iv`` already carries the unroll, a split hands it to the inner loop; else (refused at the
+    call) the fix unrolls the inner loop itself."""
+    from .legality import _Names
+
+    names = _Names(stage.schedule)
+    st, axis = names.stage(stage), names.axis(stage, iv)
+    factor = _split_factor(extent, body)
+    explanation = (
+        f"stage {stage.name}: unrolling loop {iv.name} ({extent} iterations of a body of {body} "
+        f"statement(s), its own unrolled loops included) makes {extent * body} statements of "
+        f"straight-line code, over the limit of {MAX_UNROLL_STATEMENTS} "
+        "(tessel.schedule.unroll_limit.MAX_UNROLL_STATEMENTS), past which the C compiler's time "
+        "and memory explode; "
+    )
+    if factor >= 2:
+        fix = f"s[{st}].split({axis}, factor={factor})"
+        if not annotated:
+            fix = f"s[{st}].unroll({fix}[1])"
+        explanation += f"split the loop: its inner loop of {factor} iterations keeps the unroll"
+    else:
+        fix = None
+        explanation += "unroll fewer of the loops inside it, or do not unroll this one"
+    err = ScheduleError(explanation, fix=fix)
+    err.rule = "unroll_limit"  # type: ignore[attr-defined]
+    err.fix_names = dict(names.names)  # type: ignore[attr-defined]
+    err.stage = stage.name  # type: ignore[attr-defined]
+    return err
+
+
+def _split_factor(extent: int, body: int) -> int:
+    """The largest factor that fits, preferring one that divides ``extent``: a split that does
+    not divide adds a guard to every copy of the body, which would double its size."""
+    fits = [f for f in range(2, min(MAX_UNROLL_FACTOR, extent - 1) + 1) if f * body <= MAX_UNROLL_STATEMENTS]
+    exact = [f for f in fits if extent % f == 0]
+    if exact:
+        return exact[-1]
+    guarded = [f for f in fits if f * 2 * body <= MAX_UNROLL_STATEMENTS]
+    return guarded[-1] if guarded else 1
+
+
+def unrolled_owner(stages, var: E.Var) -> tuple[Stage, E.IterVar] | None:
+    """The stage and leaf IterVar whose loop variable is ``var``, if the user unrolled it."""
+    for st in stages:
+        for iv in st.leaf_iter_vars:
+            attr = st.iter_var_attrs.get(iv)
+            if iv.var is var and attr is not None and attr.kind == "unrolled":
+                return st, iv
+    return None
+
+
+__all__ = ["MAX_UNROLL_STATEMENTS", "check_unroll_call", "unroll_limit_error", "unrolled_owner"]
