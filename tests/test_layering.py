@@ -31,7 +31,9 @@ ALLOWED: dict[str, set[str]] = {
     "runtime": {"errors", "ir"},
     # a target knows its generator and runtime (backends) and probes the host's compiler
     "target": {"errors", "ir", "codegen", "runtime"},
-    "driver": _FRONT | {"codegen", "runtime", "target"},
+    # running a pipeline on a deeper stack: driver's helper, knows nothing of the pipeline
+    "deep": {"errors"},
+    "driver": _FRONT | {"codegen", "runtime", "target", "deep"},
     "viz": {"errors", "ir", "arith", "te", "schedule", "bound", "driver"},
     "compat": _FRONT | {"driver", "target"},
     "demo": _FRONT | {"driver", "viz", "target"},
