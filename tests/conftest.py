@@ -22,24 +22,6 @@ def _private_cache(tmp_path_factory):
 
 
 # ---- replay check: every schedule that reaches lowering is rebuilt from its steps ----------------
-def replayed_lowering(sch, args) -> tuple[str, str]:
-    """The lowered IR of ``sch`` and of the schedule its history rebuilds on fresh tensors.
-
-    The fresh tensors are a deep copy of the operations the schedule was created for (the same
-    program, other objects); the arguments are found there by their stage's position."""
-    import copy
-
-    import tessel
-    from tessel.schedule.history import corresponding
-    from tessel.te.tensor import Tensor
-
-    want = str(tessel.lower(sch, args, simple_mode=True))
-    fresh = copy.deepcopy(sch.history.origin.outputs)
-    again = sch.history.replay(onto=fresh)
-    rargs = [corresponding(a, sch, again) if isinstance(a, Tensor) else a for a in args]
-    return want, str(tessel.lower(again, rargs, simple_mode=True))
-
-
 @pytest.fixture(autouse=True, scope="session")
 def _replay_every_lowered_schedule():
     """With TESSEL_REPLAY_CHECK=1, every schedule a test lowers or builds is also rebuilt with
@@ -47,6 +29,8 @@ def _replay_every_lowered_schedule():
     if not os.environ.get("TESSEL_REPLAY_CHECK"):
         yield
         return
+    from replay_check import OriginalLoweringFailed, replayed_lowering
+
     from tessel import driver
     from tessel.errors import TesselError
     from tessel.schedule.history import History
@@ -60,6 +44,8 @@ def _replay_every_lowered_schedule():
             busy.append(True)
             try:
                 want, got = replayed_lowering(sch, args)
+            except OriginalLoweringFailed:
+                return result  # the schedule's own lowering fails later on: the test is about that
             except TesselError as err:
                 raise AssertionError(f"replaying the schedule of {sch} failed: {err}") from err
             finally:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import replayed_lowering
 from helpers import check, rand
+from replay_check import replayed_lowering
 
 import tessel
 from tessel import te
@@ -154,12 +154,14 @@ def test_primitives_change_no_ir_node():
     assert [(iv.dom, iv.var, iv.var.dtype, iv.iter_type) for iv in every] == fields
     assert ko.dom is not None and int(ko.dom.extent) == 5  # known when the loop was made
 
-    X = te.placeholder((6, 10), name="X")
-    Y = te.compute((6, 10), lambda i, j: X[i, j] + 1, name="Y")
+    m = te.var("m", "int64")
+    X = te.placeholder((m, 10), name="X")
+    Y = te.compute((m, 10), lambda i, j: X[i, j] + 1, name="Y")
     s = te.create_schedule(Y.op)
-    i64 = Y.op.axis[0].var
-    f = s[Y].fuse(*Y.op.axis)
-    assert f.dtype == i64.dtype and Y.op.axis[0].var is i64
+    f = s[Y].fuse(*Y.op.axis)  # an int64 and an int32 loop: the fused loop is int64 from the start
+    assert f.dtype == "int64" and [str(iv.dtype) for iv in Y.op.axis] == ["int64", "int32"]
+    want, got = replayed_lowering(s, [X, Y])
+    assert got == want
 
 
 # ---- legality as data ----------------------------------------------------------------------------

@@ -320,10 +320,8 @@ class History(list):
         stage; symbolic sizes of the original are replaced by the matching ones of ``onto``."""
         from .schedule import Schedule, create_schedule
 
-        if onto is None:
-            onto = create_schedule(self.origin.outputs)
-        elif not isinstance(onto, Schedule):
-            onto = create_schedule(onto)
+        if not isinstance(onto, Schedule):  # made here, not by the user: observers need not hear of it
+            onto = create_schedule(self.origin.outputs if onto is None else onto, notify=False)
         var_map = match_computations(self.origin.outputs, onto)
         steps = [st for st in self[1:(None if upto is None else upto + 1)] if st.error is None]
         return apply_steps(onto, steps, var_map)

@@ -184,7 +184,7 @@ class Schedule:
         return f"Schedule(outputs=[{', '.join(o.name for o in self.outputs)}])"
 
 
-def create_schedule(ops) -> Schedule:
+def create_schedule(ops, *, notify: bool = True) -> Schedule:
     """A default schedule for one operation or a list of them (every producer gets a stage)."""
     if not isinstance(ops, list | tuple):
         ops = [ops]
@@ -195,7 +195,7 @@ def create_schedule(ops) -> Schedule:
         if not isinstance(op, Operation):
             raise ScheduleError(f"create_schedule expects operations (e.g. C.op), got {op!r}")
         out.append(op)
-    return Schedule(out)
+    return Schedule(out, notify=notify)
 
 
 __all__ = ["ROOT", "Schedule", "create_schedule"]
