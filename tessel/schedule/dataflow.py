@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import ScheduleError
+from ..errors import InternalError, ScheduleError
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir.functor import substitute
@@ -347,8 +347,9 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0
     preds = _index_up(trels, rng, value)
     sub = {iv.var: value[iv] for iv in op.reduce_axis if id(iv) in touched}
     rest = [iv for iv in stage.leaf_iter_vars if id(iv) in touched and iv is not axis]
-    for iv in rest:  # split/fuse outputs made by this schedule: they become B.rf's reduce roots
-        iv.dom = rng[iv]
+    for iv in rest:  # split/fuse outputs made by this schedule become B.rf's reduce roots, with the
+        if iv.dom is None:  # domain they were given when made (IR is never changed afterwards)
+            raise InternalError(f"rfactor of {stage.name}: reduction loop {iv.name} was made without a domain")
     rf_reduce = [iv for iv in op.reduce_axis if id(iv) not in touched] + rest
     src = tuple(substitute(s, sub) for s in red.source)
     cond = O.all_(substitute(red.condition, sub), *preds)

@@ -10,42 +10,77 @@ few rules beyond the tree for schedules TVM accepted and silently miscompiled (p
 vectorized reduction loops, one thread index bound to two nested loops, rfactor of a reducer
 whose result depends on the order of combination).
 
-Every broken rule becomes a :class:`Violation`: one sentence in the model's terms saying which
-stage cannot be placed where and why, and, where one exists, a fix as code. A fix is only
-proposed after it has been applied to a copy of the schedule and shown to remove the problem,
-so applying it (``exec(err.fix, {"s": s, **err.fix_names})``) is safe. The code names stages
-and tensors by Python identifiers made from their names (``B.local`` -> ``B_local``);
-``fix_names`` maps each identifier to the tensor the user holds.
+Every broken rule becomes a :class:`Violation`: its kind (:class:`ViolationKind`), the stages
+and loops involved, one sentence in the model's terms saying which stage cannot be placed where
+and why, and, where one exists, a fix as steps (``fixes.py``). A fix is only proposed after its
+steps have been replayed onto a copy of the schedule and shown to remove the problem, so
+applying it (``err.fix_steps.apply(s)``, or its code: ``exec(err.fix, {"s": s, **err.fix_names})``)
+is safe. The code names stages and tensors by Python identifiers made from their names
+(``B.local`` -> ``B_local``); ``fix_names`` maps each identifier to the tensor the user holds.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-import random
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
 
 from ..errors import ScheduleError
 from ..ir import expr as E
-from ..te.tensor import Tensor
-from .dataflow import loop_ranges, py_name
+from .dataflow import loop_ranges
+from .fixes import Fix, FixBuilder, Names, choose
 from .graph import effective_consumers, reaches
 from .stage import INLINE, SCOPE, Stage
-from .tree import ScheduleTree, TreeNode, _attach_problem
+from .tree import ScheduleTree, TreeNode, attach_fault
 
 if TYPE_CHECKING:
     from .schedule import Schedule
 
 
+class ViolationKind(Enum):
+    """Which rule is broken; the value is the stable short name (``err.rule``)."""
+
+    INLINED_OUTPUT = "inlined-output"
+    ATTACHED_OUTPUT = "attached-output"
+    SELF_ATTACHMENT = "self-attachment"
+    ATTACHMENT_CYCLE = "attachment-cycle"
+    INLINED_TARGET = "inlined-target"
+    STALE_ATTACHMENT = "stale-attachment"
+    BAD_ATTACHMENT = "bad-attachment"
+    ATTACHED_TO_NON_CONSUMER = "attached-to-non-consumer"
+    LCA = "lca"
+    PARALLEL_REDUCTION = "parallel-reduction"
+    VECTORIZED_REDUCTION = "vectorized-reduction"
+    THREAD_BOUND_TWICE = "thread-bound-twice"
+    RFACTOR_ORDER_DEPENDENT_REDUCER = "rfactor-order-dependent-reducer"
+
+
 @dataclass
 class Violation:
-    """One broken rule. ``rule`` is a stable short name; ``fix`` is code or None."""
+    """One broken rule: its ``kind``, the ``stage`` at fault, every stage and loop involved,
+    the explanation, and the fix as steps (``proposed``; None when no candidate works)."""
 
-    rule: str
+    kind: ViolationKind
     stage: Stage
     explanation: str
-    fix: str | None = None
-    names: dict[str, Any] = field(default_factory=dict)
+    stages: tuple[Stage, ...] = ()
+    loops: tuple[E.IterVar, ...] = ()
+    proposed: Fix | None = None
+
+    @property
+    def rule(self) -> str:
+        return self.kind.value
+
+    @property
+    def fix(self) -> str | None:
+        """The fix as code, as a user would type it."""
+        return self.proposed.code if self.proposed is not None else None
+
+    @property
+    def names(self) -> dict:
+        return dict(self.proposed.names) if self.proposed is not None else {}
 
     def error(self, others: int = 0) -> ScheduleError:
         msg = f"illegal schedule: {self.explanation}"
@@ -53,102 +88,13 @@ class Violation:
             msg += f"\n  ({others} more problem(s); s.violations() lists them all)"
         err = ScheduleError(msg, explanation=self.explanation, fix=self.fix)
         err.rule = self.rule  # type: ignore[attr-defined]
-        err.fix_names = dict(self.names)  # type: ignore[attr-defined]
+        err.kind = self.kind  # type: ignore[attr-defined]
+        err.fix_names = self.names  # type: ignore[attr-defined]
+        err.fix_steps = self.proposed  # type: ignore[attr-defined]
         err.stage = self.stage.name  # type: ignore[attr-defined]
+        err.stages = tuple(st.name for st in (self.stages or (self.stage,)))  # type: ignore[attr-defined]
+        err.loops = tuple(iv.name for iv in self.loops)  # type: ignore[attr-defined]
         return err
-
-
-# ---- how to name things in fix code --------------------------------------------------------
-class _Names:
-    """Identifiers for stages in fix code, mapped to the tensors the user holds."""
-
-    def __init__(self, sch: Schedule):
-        self.sch = sch
-        self.names: dict[str, Any] = {}
-        self._by_stage: dict[int, str] = {}
-
-    def stage(self, st: Stage) -> str:
-        if id(st) in self._by_stage:
-            return self._by_stage[id(st)]
-        base = py_name(st.name)
-        name, k = base, 0
-        while name in self.names or name in ("s", "te"):
-            k += 1
-            name = f"{base}_{k}"
-        self._by_stage[id(st)] = name
-        self.names[name] = st.origin_op.output(0)
-        return name
-
-    def axis(self, st: Stage, iv: E.IterVar) -> str:
-        """A handle for loop ``iv`` of ``st``: ``C.op.axis[0]`` when the user's own op has it."""
-        name = self.stage(st)
-        op, origin = st.op, st.origin_op
-        for field_name in ("axis", "reduce_axis"):
-            cur = getattr(op, field_name, ())
-            for k, a in enumerate(cur):
-                if a is iv:
-                    orig = getattr(origin, field_name, ())
-                    if k < len(orig) and orig[k] is iv:
-                        return f"{name}.op.{field_name}[{k}]"
-                    return f"s[{name}].op.{field_name}[{k}]"
-        k = next((n for n, a in enumerate(st.leaf_iter_vars) if a is iv), None)
-        if k is not None:
-            return f"s[{name}].leaf_iter_vars[{k}]"
-        k = next(n for n, a in enumerate(st.all_iter_vars) if a is iv)
-        return f"s[{name}].all_iter_vars[{k}]"
-
-    def te(self) -> str:
-        from .. import te
-
-        self.names["te"] = te
-        return "te"
-
-
-def _try(sch: Schedule, code: str, names: dict[str, Any], target: Violation | None) -> int:
-    """Apply ``code`` to a copy: 2 when the copy is legal, 1 when ``target``'s problem is gone, 0 else.
-
-    The copy is deep (operations and IterVars too), since a fix may be a dataflow rewrite that
-    changes IterVars (rfactor); the names the code uses are mapped onto the copy's tensors.
-    """
-    import copy
-
-    memo: dict[int, Any] = {id(getattr(sch, "history", None)): None}
-    try:
-        trial = copy.deepcopy(sch, memo)
-    except Exception:
-        return 0
-    local = {k: memo.get(id(v), v) if isinstance(v, Tensor) else v for k, v in names.items()}
-    try:
-        exec(code, {"s": trial, **local})
-        left = find_violations(trial, propose=False)
-    except Exception:
-        return 0
-    if not left:
-        return 2
-    if target is not None and not any(v.rule == target.rule and v.stage.name == target.stage.name for v in left):
-        return 1
-    return 0
-
-
-def _choose(sch: Schedule, v: Violation, candidates: list[str], names: _Names) -> Violation:
-    """Keep the first candidate fix that makes the schedule legal, else one that removes ``v``."""
-    best, score = None, 0
-    for code in candidates:
-        got = _try(sch, code, names.names, v)
-        if got > score:
-            best, score = code, got
-        if got == 2:
-            break
-    if best is not None:
-        v.fix = best
-        v.names = {k: x for k, x in names.names.items() if _mentions(best, k)}
-    return v
-
-
-def _mentions(code: str, name: str) -> bool:
-    import re
-
-    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", code) is not None
 
 
 # ---- the rules -----------------------------------------------------------------------------
@@ -199,21 +145,31 @@ def verify(sch: Schedule) -> None:
 def _check_output(sch: Schedule, st: Stage, propose: bool) -> Violation | None:
     if not st.is_output or st.attach_type not in (INLINE, SCOPE):
         return None
-    names = _Names(sch)
-    n = names.stage(st)
     if st.attach_type == INLINE:
         why = (f"{st.name} is an output of the schedule but is marked inline: the caller receives all of "
                f"{st.name}, so it must be stored, and an inlined stage is never stored (its expression is "
                f"substituted into its readers)")
-        rule = "inlined-output"
+        kind = ViolationKind.INLINED_OUTPUT
     else:
         where = _loop_words(st.attach_stage, st.attach_ivar)
         why = (f"{st.name} is an output of the schedule but is attached inside {where}: the caller receives "
                f"all of {st.name}, so it must be computed in full, once, at the root; inside that loop it "
                f"would be recomputed on every iteration or only partly stored")
-        rule = "attached-output"
-    v = Violation(rule, st, why)
-    return _choose(sch, v, [f"s[{n}].compute_root()"], names) if propose else v
+        kind = ViolationKind.ATTACHED_OUTPUT
+    v = Violation(kind, st, why, _stages(st, st.attach_stage), _loops(st.attach_ivar))
+    return choose(sch, v, [FixBuilder(Names(sch)).compute_root(st)]) if propose else v
+
+
+def _stages(*stages: Stage | None) -> tuple[Stage, ...]:
+    out: list[Stage] = []
+    for st in stages:
+        if st is not None and not any(st is o for o in out):
+            out.append(st)
+    return tuple(out)
+
+
+def _loops(*loops: E.IterVar | None) -> tuple[E.IterVar, ...]:
+    return tuple(iv for iv in loops if iv is not None)
 
 
 def _loop_words(st: Stage | None, iv: E.IterVar | None) -> str:
@@ -223,15 +179,16 @@ def _loop_words(st: Stage | None, iv: E.IterVar | None) -> str:
 def _check_attachment(sch: Schedule, st: Stage, propose: bool) -> Violation | None:
     if st.attach_type != SCOPE:
         return None
-    why = _attach_problem(st)
-    if why is None:
+    fault = attach_fault(st)
+    if fault is None:
         return None
-    names = _Names(sch)
-    n = names.stage(st)
+    fault_kind, why = fault
+    names = Names(sch)
     tgt, iv = st.attach_stage, st.attach_ivar
     where = _loop_words(tgt, iv)
-    candidates = [f"s[{n}].compute_root()"]
-    if "cycle" in why:
+    candidates = [FixBuilder(names).compute_root(st)]
+    involved = _stages(st, tgt)
+    if fault_kind == "cycle":
         chain = [st.name]
         s = tgt
         while s is not None and s is not st and len(chain) < 32:
@@ -240,38 +197,39 @@ def _check_attachment(sch: Schedule, st: Stage, propose: bool) -> Violation | No
         if tgt is st:
             text = (f"{st.name} is attached inside its own loop over {iv.name if iv is not None else '?'}: "
                     f"{st.name} would have to exist before it is computed, so the schedule tree has no place for it")
-            rule = "self-attachment"
+            kind = ViolationKind.SELF_ATTACHMENT
         else:
             text = (f"{st.name} is attached inside {where}, but the attachments {' -> '.join(chain)} -> {st.name} "
                     f"form a cycle: each stage would have to run inside the next, so the schedule tree has no "
                     f"place for any of them")
-            rule = "attachment-cycle"
-            members = []
+            kind = ViolationKind.ATTACHMENT_CYCLE
+            members: list[Stage] = []
             s = st
             while s is not None and not any(s is m for m in members):
                 members.append(s)
                 s = s.attach_stage
-            candidates = [f"s[{names.stage(m)}].compute_root()" for m in members]
+            candidates = [FixBuilder(names).compute_root(m) for m in members]
+            involved = tuple(members)
     elif tgt is not None and tgt.attach_type == INLINE:
         text = (f"{st.name} is attached inside {where}, but {tgt.name} is inlined: its expression is "
                 f"substituted into its readers and it has no loops, so there is nowhere to compute {st.name}")
-        rule = "inlined-target"
-        candidates.append(f"s[{names.stage(tgt)}].compute_root()")
+        kind = ViolationKind.INLINED_TARGET
+        candidates.append(FixBuilder(names).compute_root(tgt))
     elif tgt is not None and iv is not None and not any(iv is x for x in tgt.leaf_iter_vars):
         text = (f"{st.name} is attached at {where}, but {iv.name} is not one of {tgt.name}'s loops now "
                 f"({tgt._leaf_names()}), so the schedule tree has no node for it")
-        rule = "stale-attachment"
+        kind = ViolationKind.STALE_ATTACHMENT
         from .dataflow import descendants
 
         desc = descendants(tgt, [iv])
         leaves = [x for x in tgt.leaf_iter_vars if id(x) in desc]
         if leaves:
-            candidates.insert(0, f"s[{n}].compute_at(s[{names.stage(tgt)}], {names.axis(tgt, leaves[-1])})")
+            candidates.insert(0, FixBuilder(names).compute_at(st, tgt, leaves[-1]))
     else:
         text = f"{st.name} is attached inside {where}, but {why}"
-        rule = "bad-attachment"
-    v = Violation(rule, st, text)
-    return _choose(sch, v, candidates, names) if propose else v
+        kind = ViolationKind.BAD_ATTACHMENT
+    v = Violation(kind, st, text, involved, _loops(iv))
+    return choose(sch, v, candidates) if propose else v
 
 
 def _check_reader_relation(sch: Schedule, st: Stage, cons: dict, propose: bool) -> Violation | None:
@@ -280,21 +238,20 @@ def _check_reader_relation(sch: Schedule, st: Stage, cons: dict, propose: bool) 
     assert tgt is not None and st.attach_ivar is not None
     if reaches(cons, st, tgt):
         return None
-    names = _Names(sch)
-    n = names.stage(st)
     readers = ", ".join(r.name for r in cons.get(st, [])) or "none"
     text = (f"{st.name} is attached inside {_loop_words(tgt, st.attach_ivar)}, but {tgt.name} does not read "
             f"{st.name}, directly or through other stages ({st.name}'s readers: {readers}); a stage can only be "
             f"computed inside the loops of a stage that consumes it, where it is needed")
-    v = Violation("attached-to-non-consumer", st, text)
+    v = Violation(ViolationKind.ATTACHED_TO_NON_CONSUMER, st, text, _stages(st, tgt), _loops(st.attach_ivar))
     if not propose:
         return v
-    candidates = [f"s[{n}].compute_root()"]
+    names = Names(sch)
+    candidates = [FixBuilder(names).compute_root(st)]
     direct = cons.get(st, [])
     if len(direct) == 1 and direct[0].leaf_iter_vars and direct[0].attach_type != INLINE:
         r = direct[0]
-        candidates.insert(0, f"s[{n}].compute_at(s[{names.stage(r)}], {names.axis(r, r.leaf_iter_vars[0])})")
-    return _choose(sch, v, candidates, names)
+        candidates.insert(0, FixBuilder(names).compute_at(st, r, r.leaf_iter_vars[0]))
+    return choose(sch, v, candidates)
 
 
 def _check_lca(sch: Schedule, tree: ScheduleTree, st: Stage, r: Stage, cons: dict, propose: bool) -> Violation | None:
@@ -304,8 +261,9 @@ def _check_lca(sch: Schedule, tree: ScheduleTree, st: Stage, r: Stage, cons: dic
     if at.kind == "root" or ScheduleTree.dominates(at, use):
         return None
     assert at.stage is not None and at.iter_var is not None
-    names = _Names(sch)
-    n, owner = names.stage(st), at.stage
+    names = Names(sch)
+    names.stage(st)  # named first, as the fix code names it first
+    owner = at.stage
     loop = at.iter_var
     handle = names.axis(owner, loop)
     rplace = tree.placement(r)
@@ -320,21 +278,20 @@ def _check_lca(sch: Schedule, tree: ScheduleTree, st: Stage, r: Stage, cons: dic
             f"{r.name} sits {rwhere}, {rel} that loop, so {r.name} would read {st.name} before it exists "
             f"(in the schedule tree LCA({st.name}, {r.name}) is {lca.where()}, above {st.name}'s attach point "
             f"{at.where()}; a producer must be computed at a node that encloses all of its readers)")
-    v = Violation("lca", st, text)
+    v = Violation(ViolationKind.LCA, st, text, _stages(st, r, owner), _loops(loop))
     if not propose:
         return v
     # A reader the user placed keeps its place and the producer moves out to it; a reader still
     # at the root where a rewrite put it (seed 001's B.local) moves in to the producer's loop.
     move_reader = []
     if r is not owner and not r.is_output and reaches(cons, r, owner):
-        move_reader.append(f"s[{names.stage(r)}].compute_at(s[{names.stage(owner)}], {handle})")
+        move_reader.append(FixBuilder(names).compute_at(r, owner, loop))
     move_producer = []
     if r.attach_type == SCOPE and r.attach_stage is not None and r.attach_ivar is not None:
-        t = r.attach_stage
-        move_producer.append(f"s[{n}].compute_at(s[{names.stage(t)}], {names.axis(t, r.attach_ivar)})")
+        move_producer.append(FixBuilder(names).compute_at(st, r.attach_stage, r.attach_ivar))
     candidates = move_producer + move_reader if move_producer else move_reader
-    candidates.append(f"s[{n}].compute_root()")
-    return _choose(sch, v, candidates, names)
+    candidates.append(FixBuilder(names).compute_root(st))
+    return choose(sch, v, candidates)
 
 
 # ---- rules beyond the tree -----------------------------------------------------------------
@@ -348,29 +305,31 @@ def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, pr
                 "a vector over it would write one element from every lane at once and keep only one") +
             f". {verb.capitalize()} a data-parallel loop instead, or rfactor the reduction first so that the "
             f"loop becomes a data-parallel axis of the factored stage")
-    v = Violation(f"{kind}-reduction", st, text)
+    v = Violation(ViolationKind(f"{kind}-reduction"), st, text, (st,), (iv,))
     if not propose:
         return v
-    names = _Names(sch)
-    n = names.stage(st)
+    names = Names(sch)
+    names.stage(st)
     method = "parallel" if kind == "parallel" else "vectorize"
-    # set behind the primitives' back (they refuse it): the fix must take the annotation off first
-    undo = f"s[{n}].iter_var_attrs.pop({names.axis(st, iv)})\n" if iv in st.iter_var_attrs else ""
+
+    def start() -> FixBuilder:
+        # set behind the primitives' back (they refuse it): the fix must take the annotation off first
+        fix = FixBuilder(names)
+        return fix.drop_annotation(st, iv) if iv in st.iter_var_attrs else fix
+
     data = [a for a in st.leaf_iter_vars if not a.is_reduce]
     rng = loop_ranges(st, st.op.axis)
     trivial = all(E.is_const_int(getattr(rng.get(a), "extent", None), 1) for a in data)
-    candidates = [undo + f"{n}_rf = s.rfactor({n}, {names.axis(st, iv)})\n"
-                  f"s[{n}_rf].{method}(s[{n}_rf].op.axis[0])"]
+    candidates = [start().rfactor_then(st, iv, method)]
     if data:  # a data-parallel loop is the simpler fix, unless it runs once (a full reduction)
         pick = data[0] if kind == "parallel" else data[-1]
-        plain = [undo + f"s[{n}].{method}({names.axis(st, pick)})"]
+        plain = [start().annotate(st, method, pick)]
         if kind == "vectorized" and st.leaf_iter_vars[-1] is not pick:
             # a vector loop belongs innermost: move the data-parallel loop inside the reduction
             order = [a for a in st.leaf_iter_vars if a is not pick] + [pick]
-            plain.insert(0, undo + f"s[{n}].reorder({', '.join(names.axis(st, a) for a in order)})\n"
-                         f"s[{n}].{method}({names.axis(st, pick)})")
+            plain.insert(0, start().reorder(st, order).annotate(st, method, pick))
         candidates[len(candidates) if trivial else 0:0] = plain
-    return _choose(sch, v, candidates, names)
+    return choose(sch, v, candidates)
 
 
 def reduction_annotation_error(stage: Stage, iv: E.IterVar, kind: str) -> ScheduleError:
@@ -419,11 +378,10 @@ def _thread_twice(sch: Schedule, tree: ScheduleTree, node: TreeNode, outer: Tree
     text = (f"{st.name}'s loop over {iv.name} is bound to {tag}, but it runs inside {outer.where()}, which is "
             f"already bound to {tag}: one thread index cannot count two nested loops, so both would take the "
             f"same value and most iterations would never run")
-    v = Violation("thread-bound-twice", st, text)
+    v = Violation(ViolationKind.THREAD_BOUND_TWICE, st, text, _stages(st, outer.stage), _loops(iv, outer.iter_var))
     if not propose:
         return v
-    names = _Names(sch)
-    n = names.stage(st)
+    names = Names(sch)
     used = {t for a in [node, *node.ancestors()] if (t := _bound_tag(a))}
     for sub in node.walk():
         t = _bound_tag(sub)
@@ -431,9 +389,8 @@ def _thread_twice(sch: Schedule, tree: ScheduleTree, node: TreeNode, outer: Tree
             used.add(t)
     family = _FAMILIES.get(tag.split(".")[0], ())
     others = [t for fam in ([family] + [f for f in _FAMILIES.values() if f is not family]) for t in fam]
-    candidates = [f's[{n}].bind({names.axis(st, iv)}, {names.te()}.thread_axis("{t}"))'
-                  for t in others if t not in used]
-    return _choose(sch, v, candidates[:3], names)
+    candidates = [FixBuilder(names).bind(st, iv, t) for t in [t for t in others if t not in used][:3]]
+    return choose(sch, v, candidates)
 
 
 # ---- reducers whose result depends on the order of combination ------------------------------
@@ -464,39 +421,38 @@ def _fmt(t: tuple) -> str:
     return t[0].__repr__() if len(t) == 1 else "(" + ", ".join(repr(x) for x in t) + ")"
 
 
-def reorder_counterexample(comb: E.CommReducer) -> str | None:
-    """Why ``comb`` may not be combined in another order, or None when no sample shows it.
+def _sample_points(pools: list[list]) -> list[tuple]:
+    """Every combination of the sample values, thinned evenly to at most 64 (deterministic)."""
+    values = [tuple(x) for x in itertools.product(*pools)]
+    step = max(1, math.ceil(len(values) / 64))
+    return values[::step]
 
-    Checked by evaluating the combine function on sample values that include ties and zeros:
+
+def reorder_counterexample(comb: E.CommReducer) -> str | None:
+    """Values showing that ``comb`` may not be combined in another order, or None.
+
+    The combine function is evaluated on fixed sample values that include ties and zeros:
     commutativity, associativity, and that the identity is neutral (every partial result of an
     rfactor starts from it). Evaluation is exact for these small values, so a difference is a
-    real one; passing is evidence, not proof. A combiner that cannot be evaluated at all is
-    refused, since then nothing shows that reordering is safe.
-    """
+    real one. This can only refute a reducer's declaration (see ``check_reducer_reorderable``):
+    finding nothing proves nothing, and a combine function that cannot be evaluated is not
+    refuted."""
     from ..ir.evaluate import evaluate
 
     lhs, rhs = comb.lhs, comb.rhs
     pools = [_samples(v.dtype) for v in lhs]
-    rnd = random.Random(0)
-    values: list[tuple] = []
-    total = math.prod(len(p) for p in pools)
-    if total <= 64:
-        import itertools
-
-        values = [tuple(x) for x in itertools.product(*pools)]
-    else:
-        values = [tuple(rnd.choice(p) for p in pools) for _ in range(64)]
+    values = _sample_points(pools)
+    n = len(values)
 
     def f(a: tuple, b: tuple) -> tuple | None:
         env = {**dict(zip(lhs, a)), **dict(zip(rhs, b))}
         try:
             return tuple(evaluate(r, env) for r in comb.result)
-        except Exception:
+        except Exception:  # not evaluable here (an intrinsic without a value): nothing refuted
             return None
 
-    evaluated = 0
-    pairs = [(a, b) for a in values for b in values] if len(values) ** 2 <= 400 else \
-        [(rnd.choice(values), rnd.choice(values)) for _ in range(400)]
+    pairs = [(a, b) for a in values for b in values] if n * n <= 400 else \
+        [(values[i % n], values[(i * 7 + 3) % n]) for i in range(400)]
     # near-ties: equal in all but one component (where tie-breaking rules hide)
     for a in values[:24]:
         for k in range(len(a)):
@@ -504,42 +460,47 @@ def reorder_counterexample(comb: E.CommReducer) -> str | None:
                 pairs.append((a, (*a[:k], x, *a[k + 1:])))
     for a, b in pairs:
         ab, ba = f(a, b), f(b, a)
-        if ab is None or ba is None:
-            continue
-        evaluated += 1
-        if not _same(ab, ba):
+        if ab is not None and ba is not None and not _same(ab, ba):
             return (f"it is not commutative: combine(x, y) = {_fmt(ab)} but combine(y, x) = {_fmt(ba)} "
                     f"for x = {_fmt(a)}, y = {_fmt(b)}")
-    for _ in range(300):
-        a, b, c = rnd.choice(values), rnd.choice(values), rnd.choice(values)
+    for i in range(300):
+        a, b, c = values[i % n], values[(i * 5 + 1) % n], values[(i * 11 + 2) % n]
         ab, bc = f(a, b), f(b, c)
-        if ab is None or bc is None:
-            continue
-        left, right = f(ab, c), f(a, bc)
-        if left is None or right is None:
-            continue
-        evaluated += 1
-        if not _same(left, right):
+        left = f(ab, c) if ab is not None else None
+        right = f(a, bc) if bc is not None else None
+        if left is not None and right is not None and not _same(left, right):
             return (f"it is not associative: combine(combine(x, y), z) = {_fmt(left)} but combine(x, combine(y, z)) "
                     f"= {_fmt(right)} for x = {_fmt(a)}, y = {_fmt(b)}, z = {_fmt(c)}")
     try:
         ident = tuple(evaluate(i) for i in comb.identity)
-    except Exception:
-        ident = None
-    if ident is not None:
-        for a in values:
-            got = f(ident, a)
-            if got is not None and not _same(got, a):
-                return (f"its identity {_fmt(ident)} is not neutral: combine(identity, x) = {_fmt(got)} "
-                        f"for x = {_fmt(a)}")
-    if evaluated == 0:
-        return "tessel could not evaluate its combine function, so nothing shows that reordering it is safe"
+    except Exception:  # same: an identity without a value here refutes nothing
+        return None
+    for a in values:
+        got = f(ident, a)
+        if got is not None and not _same(got, a):
+            return f"its identity {_fmt(ident)} is not neutral: combine(identity, x) = {_fmt(got)} for x = {_fmt(a)}"
     return None
+
+
+def _reorder_refusal(comb: E.CommReducer) -> str | None:
+    """Why rfactor may not reorder ``comb``: what the reducer declares decides; a declaration
+    that the sample values contradict is refused with them."""
+    from ..te.reduce import declared_properties
+
+    props = declared_properties(comb)
+    if props is None:
+        return ("it declares nothing about the order of combination (make it with te.comm_reducer, which "
+                "declares it commutative and associative)")
+    if not props.commutative:
+        return "it is declared not commutative (commutative=False)"
+    if not props.associative:
+        return "it is declared not associative (associative=False)"
+    return reorder_counterexample(comb)
 
 
 def check_reducer_reorderable(stage: Stage, comb: E.CommReducer, axis: E.IterVar) -> None:
     """rfactor combines partial results in another order: refuse reducers for which that matters."""
-    why = reorder_counterexample(comb)
+    why = _reorder_refusal(comb)
     if why is None:
         return
     text = (f"rfactor of {stage.name} over {axis.name}: the reducer {comb.name} cannot be factored, because {why}. "
@@ -547,8 +508,8 @@ def check_reducer_reorderable(stage: Stage, comb: E.CommReducer, axis: E.IterVar
             f"different order than the original loop, so {stage.name} would silently get different values. "
             f"Make the combine function commutative and associative with a neutral identity (for an arg-max, "
             f"break ties by index), or keep the reduction serial (do not rfactor it)")
-    raise Violation("rfactor-order-dependent-reducer", stage, text).error()
+    raise Violation(ViolationKind.RFACTOR_ORDER_DEPENDENT_REDUCER, stage, text, (stage,), (axis,)).error()
 
 
-__all__ = ["Violation", "check_reducer_reorderable", "find_violations", "reduction_annotation_error",
-           "reorder_counterexample", "verify"]
+__all__ = ["Violation", "ViolationKind", "check_reducer_reorderable", "find_violations",
+           "reduction_annotation_error", "reorder_counterexample", "verify"]

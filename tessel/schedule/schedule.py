@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..te.tensor import Operation, Tensor
-from .history import Record, note_created, recorded
+from .history import History, note_created, recorded
 from .stage import ROOT, Stage
 
 
@@ -38,7 +38,7 @@ def _post_dfs(outputs: Iterable[Operation]) -> list[Operation]:
 class Schedule:
     """Stages in producer-before-consumer order; ``s[T]`` gives the stage of tensor ``T``."""
 
-    def __init__(self, outputs: list[Operation]):
+    def __init__(self, outputs: list[Operation], *, notify: bool = True):
         self.outputs = list(outputs)
         self.stages: list[Stage] = []
         self.stage_map: dict[Operation, Stage] = {}
@@ -49,9 +49,17 @@ class Schedule:
             self.stage_map[op] = st
         # IterVars that a dataflow rewrite moved or retired -> what to use instead (for errors)
         self.iv_notes: dict[E.IterVar, str] = {}
-        # every primitive call, where it was made, and the schedule after it (see history.py)
-        self.history: list[Record] = []
-        note_created(self)
+        # every primitive call as a step, where it was made (see history.py)
+        self.history: History | None = None
+        note_created(self, notify)
+
+    @classmethod
+    def _detached(cls, outputs: list[Operation]) -> Schedule:
+        """A schedule that tells no observer and keeps no steps (a snapshot's starting point)."""
+        new = cls(outputs, notify=False)
+        assert new.history is not None
+        new.history = History(new.history.origin)
+        return new
 
     def __getitem__(self, key) -> Stage:
         if isinstance(key, Stage):
@@ -146,29 +154,22 @@ class Schedule:
         verify(self)
         return self
 
-    def copy(self) -> Schedule:
-        """An independent copy of the scheduling decisions (operations and IterVars are shared).
+    def copy(self, record: bool = True) -> Schedule:
+        """An independent copy of the scheduling decisions, cheap because IR is immutable:
+        operations and IterVars are shared, stages and everything a primitive changes are new.
 
-        Used to try a proposed fix without touching the user's schedule.
+        The copy's history continues this one's (``record``; else it records nothing), so
+        ``t = s.copy(); t[C].split(...)`` leaves ``s`` and its history as they were, and
+        ``t.history.replay()`` rebuilds ``t``.
         """
         import copy as _copy
 
         new = _copy.copy(self)
         new.outputs = list(self.outputs)
         new.iv_notes = dict(self.iv_notes)
-        new.history = None
-        smap = {}
-        new.stages = []
-        for st in self.stages:
-            c = _copy.copy(st)
-            c.schedule = new
-            c.all_iter_vars = list(st.all_iter_vars)
-            c.leaf_iter_vars = list(st.leaf_iter_vars)
-            c.relations = list(st.relations)
-            c.iter_var_attrs = {iv: _copy.copy(a) for iv, a in st.iter_var_attrs.items()}
-            c.derived_from = dict(st.derived_from)
-            smap[id(st)] = c
-            new.stages.append(c)
+        new.history = self.history.fork() if record and self.history is not None else None
+        smap = {id(st): st.copy_into(new) for st in self.stages}
+        new.stages = [smap[id(st)] for st in self.stages]
         for c in new.stages:
             if c.attach_stage is not None:
                 c.attach_stage = smap.get(id(c.attach_stage), c.attach_stage)
@@ -183,7 +184,7 @@ class Schedule:
         return f"Schedule(outputs=[{', '.join(o.name for o in self.outputs)}])"
 
 
-def create_schedule(ops) -> Schedule:
+def create_schedule(ops, *, notify: bool = True) -> Schedule:
     """A default schedule for one operation or a list of them (every producer gets a stage)."""
     if not isinstance(ops, list | tuple):
         ops = [ops]
@@ -194,7 +195,7 @@ def create_schedule(ops) -> Schedule:
         if not isinstance(op, Operation):
             raise ScheduleError(f"create_schedule expects operations (e.g. C.op), got {op!r}")
         out.append(op)
-    return Schedule(out)
+    return Schedule(out, notify=notify)
 
 
 __all__ = ["ROOT", "Schedule", "create_schedule"]

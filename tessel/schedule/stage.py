@@ -7,6 +7,7 @@ stage as it was, and the error names the stage and the axis in the user's own wo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from ..errors import ScheduleError
@@ -93,11 +94,24 @@ class Stage:
             f"{self._leaf_names()}"
         )
 
-    def _new_iv(self, name: str, like: E.IterVar) -> E.IterVar:
+    def _new_iv(self, name: str, like: E.IterVar, dtype=None, dom: E.Range | None = None) -> E.IterVar:
+        """A loop derived from ``like``. IR is never changed after it is built, so everything the
+        IterVar will ever say (its dtype; for a reduction loop its domain, which rfactor makes it
+        a root with) is decided here."""
         kind = E.IterVar.REDUCE if like.iter_type == E.IterVar.REDUCE else E.IterVar.DATA_PAR
-        iv = E.IterVar(None, E.Var(name, like.dtype), kind)
+        iv = E.IterVar(dom if kind == E.IterVar.REDUCE else None, E.Var(name, dtype or like.dtype), kind)
         self.all_iter_vars.append(iv)
         return iv
+
+    def _reduce_doms(self, rel: Relation) -> dict[E.IterVar, E.Range]:
+        """The domains the outputs of ``rel`` have from its inputs' domains alone: known for the
+        loops of a reduction (nothing a reader asks changes a reduction's range)."""
+        from .dataflow import loop_ranges
+
+        if not all(iv.is_reduce and iv.dom is not None for iv in rel.inputs):
+            return {}
+        probe = SimpleNamespace(relations=[rel], iter_var_attrs={})
+        return loop_ranges(probe, list(rel.inputs))  # type: ignore[arg-type]
 
     # ---- loop transformations ------------------------------------------------------------
     @recorded
@@ -119,10 +133,12 @@ class Stage:
         from ..ir.op import cast
 
         amount = cast(amount, parent.dtype)
-        outer = self._new_iv(parent.name + ".outer", parent)
-        inner = self._new_iv(parent.name + ".inner", parent)
-        self.relations.append(Split(parent, outer, inner, amount if factor is not None else None,
-                                    amount if nparts is not None else None))
+        fac, parts = (amount, None) if factor is not None else (None, amount)
+        po, pi = E.IterVar(None, parent.var), E.IterVar(None, parent.var)  # probes for the domains
+        doms = self._reduce_doms(Split(parent, po, pi, fac, parts))
+        outer = self._new_iv(parent.name + ".outer", parent, dom=doms.get(po))
+        inner = self._new_iv(parent.name + ".inner", parent, dom=doms.get(pi))
+        self.relations.append(Split(parent, outer, inner, fac, parts))
         k = self.leaf_iter_vars.index(parent)
         self.leaf_iter_vars[k:k + 1] = [outer, inner]
         self._move_attachments(parent, inner)
@@ -162,9 +178,10 @@ class Stage:
                 f"stage {self.name}: cannot fuse {outer.name} and {inner.name}: one is a reduction "
                 "axis and the other is not"
             )
-        fused = self._new_iv(f"{outer.name}.{inner.name}.fused", outer)
-        if outer.dtype != inner.dtype:
-            fused.var.dtype = outer.dtype if outer.dtype.bits >= inner.dtype.bits else inner.dtype
+        dtype = outer.dtype if outer.dtype.bits >= inner.dtype.bits else inner.dtype
+        probe = E.IterVar(None, outer.var)
+        dom = self._reduce_doms(Fuse(outer, inner, probe)).get(probe)
+        fused = self._new_iv(f"{outer.name}.{inner.name}.fused", outer, dtype=dtype, dom=dom)
         self.relations.append(Fuse(outer, inner, fused))
         self.leaf_iter_vars[po:pi + 1] = [fused]
         self._move_attachments(inner, fused)
@@ -327,6 +344,24 @@ class Stage:
         if scope not in ("global", "local", "shared", "warp"):
             raise ScheduleError(f"stage {self.name}: unknown storage scope {scope!r} (global, local, shared, warp)")
         self.scope = scope
+
+    def _drop_annotation(self, iv: E.IterVar) -> None:
+        """Take the annotation off loop ``iv`` (a legality fix for one set behind the primitives' back)."""
+        self.iter_var_attrs.pop(iv, None)
+
+    def copy_into(self, schedule: Schedule) -> Stage:
+        """This stage for a copy of its schedule: what primitives change is copied, the IR shared."""
+        import copy
+
+        new = copy.copy(self)
+        new.schedule = schedule
+        new.all_iter_vars = list(self.all_iter_vars)
+        new.leaf_iter_vars = list(self.leaf_iter_vars)
+        new.relations = list(self.relations)
+        new.iter_var_attrs = {iv: IterVarAttr(a.kind, a.bind_thread, dict(a.pragmas))
+                              for iv, a in self.iter_var_attrs.items()}
+        new.derived_from = dict(self.derived_from)
+        return new
 
     # ---- keeping attachments and annotations on the loop they were made for ---------------
     def _move_attachments(self, old: E.IterVar, new: E.IterVar) -> None:

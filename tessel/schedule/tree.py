@@ -203,27 +203,36 @@ class ScheduleTree:
         return f"ScheduleTree({len(self._stage)} stages)"
 
 
-def _attach_problem(st: Stage) -> str | None:
-    """Why ``st``'s compute_at cannot be placed in a tree, or None when it can."""
+def attach_fault(st: Stage) -> tuple[str, str] | None:
+    """Why ``st``'s compute_at cannot be placed in a tree, as (kind, sentence); None when it can.
+
+    The kind is one of ``unplaced``, ``other-schedule``, ``inlined-target``, ``placeholder-target``,
+    ``stale`` and ``cycle``: legality classifies by it, never by the sentence (which holds names)."""
     tgt, iv = st.attach_stage, st.attach_ivar
     if tgt is None or iv is None:
-        return "its attachment names no stage or loop"
+        return "unplaced", "its attachment names no stage or loop"
     if tgt.schedule is not st.schedule:
-        return f"{tgt.name} belongs to another schedule"
+        return "other-schedule", f"{tgt.name} belongs to another schedule"
     if tgt.attach_type == INLINE:
-        return f"{tgt.name} is inlined and has no loops"
+        return "inlined-target", f"{tgt.name} is inlined and has no loops"
     if tgt.is_placeholder:
-        return f"{tgt.name} is a placeholder and has no loops"
+        return "placeholder-target", f"{tgt.name} is a placeholder and has no loops"
     if not any(iv is x for x in tgt.leaf_iter_vars):
-        return f"{iv.name} is not a loop of {tgt.name}"
+        return "stale", f"{iv.name} is not a loop of {tgt.name}"
     seen: set[int] = set()
     s: Stage | None = tgt
     while s is not None and s.attach_type == SCOPE and id(s) not in seen:
         if s is st:
-            return "its compute_at attachments form a cycle"
+            break
         seen.add(id(s))
         s = s.attach_stage
-    return "its compute_at attachments form a cycle" if s is st else None
+    return ("cycle", "its compute_at attachments form a cycle") if s is st else None
+
+
+def _attach_problem(st: Stage) -> str | None:
+    """Why ``st``'s compute_at cannot be placed in a tree, or None when it can."""
+    fault = attach_fault(st)
+    return None if fault is None else fault[1]
 
 
 __all__ = ["ScheduleTree", "TreeNode"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..errors import DefinitionError
 from ..ir import expr as E
@@ -34,6 +35,43 @@ def thread_axis(dom=None, tag: str = "", name: str = "") -> E.IterVar:
     return E.IterVar(dom, E.Var(name or tag or "thread", "int32"), E.IterVar.THREAD, tag)
 
 
+@dataclass(frozen=True)
+class ReducerProperties:
+    """What a reducer declares about its combine function. rfactor relies on these, not on
+    trying values: combining partial results in another order is only right for a function
+    that is commutative and associative with a neutral identity."""
+
+    commutative: bool = True
+    associative: bool = True
+
+    @property
+    def reorderable(self) -> bool:
+        return self.commutative and self.associative
+
+
+# declarations by the reducer's definition (name, dtypes, combine and identity as text), so that
+# a copy of the computation (a snapshot, a replay onto fresh tensors) keeps them
+_DECLARED: dict[tuple, ReducerProperties] = {}
+
+
+def _definition(comb: E.CommReducer) -> tuple:
+    return (comb.name, tuple(str(v.dtype) for v in comb.lhs), tuple(str(r) for r in comb.result),
+            tuple(str(i) for i in comb.identity))
+
+
+def declared_properties(comb: E.CommReducer) -> ReducerProperties | None:
+    """What the reducer that made ``comb`` declared; None for a combiner made some other way."""
+    return _DECLARED.get(_definition(comb))
+
+
+def _declare(comb: E.CommReducer, props: ReducerProperties) -> None:
+    key = _definition(comb)
+    old = _DECLARED.get(key)
+    if old is not None and old != props:  # two reducers defined alike, declared differently: the weaker
+        props = ReducerProperties(old.commutative and props.commutative, old.associative and props.associative)
+    _DECLARED[key] = props
+
+
 class Reducer:
     """A user-visible reducer: call it as ``r(expr, axis=k, where=cond)``.
 
@@ -41,8 +79,10 @@ class Reducer:
     ``te.max(a, b)`` is the elementwise maximum, as in TVM.
     """
 
-    def __init__(self, fcombine: Callable, fidentity: Callable, name: str):
+    def __init__(self, fcombine: Callable, fidentity: Callable, name: str,
+                 properties: ReducerProperties = ReducerProperties()):
         self.fcombine, self.fidentity, self.name = fcombine, fidentity, name
+        self.properties = properties
         self._cache: dict[tuple[DType, ...], E.CommReducer] = {}
 
     def combiner(self, dtypes: tuple[DType, ...]) -> E.CommReducer:
@@ -60,6 +100,7 @@ class Reducer:
             res = tuple(O.cast(r, t) for r, t in zip(res, dtypes))
             ident = tuple(O.cast(v, t) for v, t in zip(ident, dtypes))
             self._cache[dtypes] = E.CommReducer(lhs, rhs, res, ident, self.name)
+            _declare(self._cache[dtypes], self.properties)
         return self._cache[dtypes]
 
     def __call__(self, expr, axis=None, where=None, init=None):
@@ -82,9 +123,15 @@ class Reducer:
         return outs if len(outs) > 1 else outs[0]
 
 
-def comm_reducer(fcombine: Callable, fidentity: Callable, name: str = "reduce") -> Reducer:
-    """A commutative, associative reducer from a combine function and an identity per dtype."""
-    return Reducer(fcombine, fidentity, name)
+def comm_reducer(fcombine: Callable, fidentity: Callable, name: str = "reduce", *,
+                 commutative: bool = True, associative: bool = True) -> Reducer:
+    """A reducer from a combine function and an identity per dtype.
+
+    As its name says (TVM's ``comm_reducer``), it declares the combine function commutative and
+    associative with ``fidentity`` neutral; say ``commutative=False`` or ``associative=False``
+    for one that is not, and tessel will keep its reductions serial (rfactor refuses them).
+    """
+    return Reducer(fcombine, fidentity, name, ReducerProperties(commutative, associative))
 
 
 def _min_value(t: DType):

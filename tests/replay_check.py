@@ -1,0 +1,30 @@
+"""Lowering a schedule and the schedule its history rebuilds, for comparison (conftest.py's
+TESSEL_REPLAY_CHECK plugin and test_replay.py)."""
+
+from __future__ import annotations
+
+import copy
+
+import tessel
+from tessel.errors import TesselError
+from tessel.schedule.history import corresponding
+from tessel.te.tensor import Tensor
+
+
+class OriginalLoweringFailed(Exception):
+    """The schedule itself does not lower (what the calling test is about): nothing to compare."""
+
+
+def replayed_lowering(sch, args) -> tuple[str, str]:
+    """The lowered IR of ``sch`` and of the schedule its history rebuilds on fresh tensors.
+
+    The fresh tensors are a deep copy of the operations the schedule was created for (the same
+    program, other objects); the arguments are found there by their stage's position."""
+    try:
+        want = str(tessel.lower(sch, args, simple_mode=True))
+    except TesselError as err:
+        raise OriginalLoweringFailed(str(err)) from err
+    fresh = copy.deepcopy(sch.history.origin.outputs)
+    again = sch.history.replay(onto=fresh)
+    rargs = [corresponding(a, sch, again) if isinstance(a, Tensor) else a for a in args]
+    return want, str(tessel.lower(again, rargs, simple_mode=True))
