@@ -38,9 +38,9 @@ def unroll_limit_error(stage: Stage, iv: E.IterVar, extent: int, body: int,
     """The error for unrolling ``iv`` (``extent`` copies of a ``body``-statement body). When
     ``iv`` already carries the unroll, a split hands it to the inner loop; else (refused at the
     call) the fix unrolls the inner loop itself."""
-    from .legality import _Names
+    from .fixes import Names
 
-    names = _Names(stage.schedule)
+    names = Names(stage.schedule)
     st, axis = names.stage(stage), names.axis(stage, iv)
     factor = _split_factor(extent, body)
     explanation = (
