@@ -15,6 +15,19 @@ class OriginalLoweringFailed(Exception):
     """The schedule itself does not lower (what the calling test is about): nothing to compare."""
 
 
+def replayed_schedule(sch, args):
+    """``sch`` rebuilt by its history on fresh tensors (a deep copy of the operations it was
+    created for), with ``args`` found there by their stage's position; None for a schedule
+    without a history (built by hand)."""
+    from tessel.schedule.history import History
+
+    if not isinstance(getattr(sch, "history", None), History) or not sch.history:
+        return None
+    fresh = copy.deepcopy(sch.history.origin.outputs)
+    again = sch.history.replay(onto=fresh)
+    return again, [corresponding(a, sch, again) if isinstance(a, Tensor) else a for a in args]
+
+
 def replayed_lowering(sch, args) -> tuple[str, str]:
     """The lowered IR of ``sch`` and of the schedule its history rebuilds on fresh tensors.
 
