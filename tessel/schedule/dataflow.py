@@ -215,6 +215,48 @@ def cache_write(sch: Schedule, tensor, scope: str):
     ``C.local``), and C's loops are reset to its original axes. Stages attached at, and
     annotations on, loops of C that disappear follow the loop into the cache stage.
     """
+    stage, op, tensors = _cache_write_target(sch, tensor, scope)
+    red_ids = descendants(stage, op.reduce_axis)
+    data_leaves = [iv for iv in stage.leaf_iter_vars if id(iv) not in red_ids]
+    rng = loop_ranges(stage, op.axis)
+    data_rels = [r for r in stage.relations if not any(id(i) in red_ids for i in r.inputs)]
+    new_axes = [E.IterVar(E.Range(0, rng[iv].extent), E.Var(iv.name + ".c", iv.dtype), E.IterVar.DATA_PAR)
+                for iv in data_leaves]
+    value: dict[E.IterVar, E.PrimExpr] = {iv: nv.var for iv, nv in zip(data_leaves, new_axes)}
+    preds = _index_up(data_rels, rng, value)
+    bodies = _guarded_bodies([substitute(b, {iv.var: value[iv] for iv in op.axis}) for b in op.body], preds)
+    cache_op = ComputeOp(_unique_name(sch, stage.name, scope), op.tag, op.attrs, new_axes, bodies)
+    # C reads its value back from the cache, at the place its old loops put it
+    down: dict[E.IterVar, E.PrimExpr] = {iv: iv.var for iv in op.axis}
+    R.pass_down_index(data_rels, rng, down)
+    copy_op = ComputeOp(op.name, op.tag, op.attrs, op.axis,
+                        [t[tuple(down[iv] for iv in data_leaves)] for t in cache_op.outputs])
+
+    cstage = Stage(cache_op, sch)
+    cstage.scope = scope
+    cstage.created_by = f"cache_write({stage.name}, {scope!r})"
+    for iv, nv in zip(data_leaves, new_axes):
+        cstage.derived_from[nv] = f"cache_write copy of {stage.name}'s loop {iv.name}"
+    # loops of C that vanish move into the cache: data loops to their `.c` axis, reduction
+    # loops to the reduce axis they came from
+    keep = {id(iv) for iv in op.axis}
+    mapping: dict[int, E.IterVar] = {id(iv): nv for iv, nv in zip(data_leaves, new_axes) if id(iv) not in keep}
+    for root in op.reduce_axis:
+        for k in descendants(stage, [root]):
+            mapping[k] = root
+    _move_loops(sch, stage, cstage, mapping)
+    _note_cache_write_loops(sch, stage, cstage, keep, mapping)
+    stage.relations = []
+    stage.all_iter_vars = list(op.axis)
+    stage.leaf_iter_vars = list(op.axis)
+    stage.iter_var_attrs = {iv: a for iv, a in stage.iter_var_attrs.items() if id(iv) in keep}
+    _insert_stage(sch, cstage, sch.stages.index(stage))
+    set_stage_op(sch, stage, copy_op)
+    return cache_op.outputs if len(tensors) > 1 else cache_op.output(tensors[0].value_index)
+
+
+def _cache_write_target(sch: Schedule, tensor, scope: str) -> tuple[Stage, ComputeOp, list]:
+    """The stage whose outputs ``tensor`` names, refused unless it is one whole operation."""
     tensors = list(tensor) if isinstance(tensor, list | tuple) else [tensor]
     if not tensors:
         raise ScheduleError("cache_write needs a tensor (or the list of outputs of one operation)")
@@ -233,51 +275,27 @@ def cache_write(sch: Schedule, tensor, scope: str):
             f"cache_write of {stage.name}: the operation has {op.num_outputs} outputs and all of them are computed "
             f"together, so all must be cached together: s.cache_write([{names}], {scope!r})"
         )
-    red_ids = descendants(stage, op.reduce_axis)
-    data_leaves = [iv for iv in stage.leaf_iter_vars if id(iv) not in red_ids]
-    rng = loop_ranges(stage, op.axis)
-    data_rels = [r for r in stage.relations if not any(id(i) in red_ids for i in r.inputs)]
-    new_axes = []
-    for iv in data_leaves:
-        r = rng[iv]
-        new_axes.append(E.IterVar(E.Range(0, r.extent), E.Var(iv.name + ".c", iv.dtype), E.IterVar.DATA_PAR))
-    value: dict[E.IterVar, E.PrimExpr] = {iv: nv.var for iv, nv in zip(data_leaves, new_axes)}
-    preds = _index_up(data_rels, rng, value)
-    sub = {iv.var: value[iv] for iv in op.axis}
-    bodies = [substitute(b, sub) for b in op.body]
-    if preds:
-        guard = O.all_(*preds)
-        if op.is_reduction:
-            bodies = [E.Reduce(b.combiner, b.source, b.axis, O.logical_and(b.condition, guard), b.value_index, b.init)
-                      for b in bodies]
-        else:
-            from ..te.intrin import if_then_else
+    return stage, op, tensors
 
-            bodies = [if_then_else(guard, b, O.const(0, b.dtype)) for b in bodies]
-    cache_op = ComputeOp(_unique_name(sch, stage.name, scope), op.tag, op.attrs, new_axes, bodies)
-    # C reads its value back from the cache, at the place its old loops put it
-    down: dict[E.IterVar, E.PrimExpr] = {iv: iv.var for iv in op.axis}
-    R.pass_down_index(data_rels, rng, down)
-    copy_op = ComputeOp(op.name, op.tag, op.attrs, op.axis,
-                        [t[tuple(down[iv] for iv in data_leaves)] for t in cache_op.outputs])
 
-    cstage = Stage(cache_op, sch)
-    cstage.scope = scope
-    cstage.created_by = f"cache_write({stage.name}, {scope!r})"
-    for iv, nv in zip(data_leaves, new_axes):
-        cstage.derived_from[nv] = f"cache_write copy of {stage.name}'s loop {iv.name}"
-    # loops of C that vanish move into the cache: data loops to their `.c` axis, reduction
-    # loops to the reduce axis they came from
-    keep = {id(iv) for iv in op.axis}
-    mapping: dict[int, E.IterVar] = {}
-    for iv, nv in zip(data_leaves, new_axes):
-        if id(iv) not in keep:
-            mapping[id(iv)] = nv
-    for root in op.reduce_axis:
-        for k in descendants(stage, [root]):
-            mapping[k] = root
-    _move_loops(sch, stage, cstage, mapping)
-    cname = py_name(cstage.name)
+def _guarded_bodies(bodies: list, preds: list[E.PrimExpr]) -> list:
+    """``bodies`` computed only where the non-divisible splits' guards hold (a reduction adds
+    them to its condition; an elementwise body gives 0 outside)."""
+    if not preds:
+        return bodies
+    guard = O.all_(*preds)
+    if isinstance(bodies[0], E.Reduce):
+        return [E.Reduce(b.combiner, b.source, b.axis, O.logical_and(b.condition, guard), b.value_index, b.init)
+                for b in bodies]
+    from ..te.intrin import if_then_else
+
+    return [if_then_else(guard, b, O.const(0, b.dtype)) for b in bodies]
+
+
+def _note_cache_write_loops(sch: Schedule, stage: Stage, cstage: Stage, keep: set[int],
+                            mapping: dict[int, E.IterVar]) -> None:
+    """For each loop of C that cache_write takes away, what a later use of it should say."""
+    op, cname = stage.op, py_name(cstage.name)
     for iv in stage.all_iter_vars:
         if id(iv) in keep:
             continue
@@ -288,13 +306,6 @@ def cache_write(sch: Schedule, tensor, scope: str):
             sch.iv_notes[iv] = (f"cache_write({stage.name}) reset {stage.name}'s loops to its axes "
                                 f"{', '.join(a.name for a in op.axis)}; the computation now runs in {cstage.name}, "
                                 f"whose loops are {cname}.op.axis")
-    stage.relations = []
-    stage.all_iter_vars = list(op.axis)
-    stage.leaf_iter_vars = list(op.axis)
-    stage.iter_var_attrs = {iv: a for iv, a in stage.iter_var_attrs.items() if id(iv) in keep}
-    _insert_stage(sch, cstage, sch.stages.index(stage))
-    set_stage_op(sch, stage, copy_op)
-    return cache_op.outputs if len(tensors) > 1 else cache_op.output(tensors[0].value_index)
 
 
 # ---- rfactor -------------------------------------------------------------------------------
@@ -311,7 +322,37 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0
     """
     stage = _stage_of(sch, tensor, "rfactor")
     op = _check_computable(stage, "rfactor")
-    sname = py_name(stage.name)
+    pos = _rfactor_position(stage, op, axis, factor_axis)
+    red: E.Reduce = op.body[0]
+    from .legality import check_reducer_reorderable
+
+    check_reducer_reorderable(stage, red.combiner, axis)
+    touched = connected(stage, axis)
+    rf_op, fiv, rest = _partial_op(stage, axis, pos, touched)
+    ext = fiv.dom.extent
+    # B: a reduction over the factored axis, on fresh loops
+    new_axis = [E.IterVar(iv.dom, E.Var(iv.name, iv.dtype), E.IterVar.DATA_PAR) for iv in op.axis]
+    kv = E.IterVar(E.Range(0, ext), E.Var(axis.name + ".v", axis.dtype), E.IterVar.REDUCE)
+    idx = [iv.var for iv in new_axis]
+    idx.insert(pos, kv.var)
+    loads = tuple(t[tuple(idx)] for t in rf_op.outputs)
+    init = tuple(substitute(i, {a.var: b.var for a, b in zip(op.axis, new_axis)}) for i in red.init)
+    new_op = ComputeOp(op.name, op.tag, op.attrs, new_axis,
+                       [E.Reduce(red.combiner, loads, (kv,), O.const(True), k, init) for k in range(len(loads))])
+
+    rfs = _partial_stage(sch, stage, rf_op, axis, fiv, rest, pos, touched, factor_axis)
+    _note_rfactor_loops(sch, stage, rfs, axis, fiv, kv, pos)
+    stage.relations = []
+    stage.all_iter_vars = list(new_op.root_iter_vars)
+    stage.leaf_iter_vars = list(new_op.root_iter_vars)
+    stage.iter_var_attrs = {}
+    _insert_stage(sch, rfs, sch.stages.index(stage))
+    set_stage_op(sch, stage, new_op)
+    return rf_op.outputs if rf_op.num_outputs > 1 else rf_op.output(0)
+
+
+def _rfactor_position(stage: Stage, op: ComputeOp, axis: E.IterVar, factor_axis: int) -> int:
+    """Where the factored axis goes among B.rf's axes; refuses what rfactor cannot factor."""
     if not op.is_reduction:
         raise ScheduleError(f"rfactor: stage {stage.name} is not a reduction, so there is nothing to factor")
     if not isinstance(axis, E.IterVar) or axis not in stage.leaf_iter_vars:
@@ -328,16 +369,17 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0
             f"rfactor of {stage.name}: factor_axis={factor_axis} is out of range; the factored axis can go at "
             f"positions 0..{ndim} (or -1..{-ndim - 1}) of {stage.name}.rf's {ndim + 1} axes"
         )
+    return pos
+
+
+def _partial_op(stage: Stage, axis: E.IterVar, pos: int, touched: set[int]):
+    """B.rf's operation: B's reduction with ``axis`` made data-parallel axis ``pos``; also the
+    new axis and the other reduction loops tied to ``axis`` (B.rf's reduce roots now)."""
+    op = stage.op
     red: E.Reduce = op.body[0]
-    from .legality import check_reducer_reorderable
-
-    check_reducer_reorderable(stage, red.combiner, axis)
-
-    touched = connected(stage, axis)
     rng = loop_ranges(stage, [iv for iv in op.reduce_axis if id(iv) in touched])
     trels = [r for r in stage.relations if any(id(i) in touched for i in r.inputs)]
-    ext = rng[axis].extent
-    fiv = E.IterVar(E.Range(0, ext), E.Var(axis.name, axis.dtype), E.IterVar.DATA_PAR)
+    fiv = E.IterVar(E.Range(0, rng[axis].extent), E.Var(axis.name, axis.dtype), E.IterVar.DATA_PAR)
     value: dict[E.IterVar, E.PrimExpr] = {}
     for iv in stage.leaf_iter_vars:
         if id(iv) in touched:
@@ -359,19 +401,14 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0
     else:  # nothing left to reduce: one value per point, the identity where `where` is false
         ident = red.combiner.identity
         rf_bodies = [s if E.is_const_int(cond, 1) else O.select(cond, s, i) for s, i in zip(src, ident)]
-    rf_op = ComputeOp(f"{op.name}.rf", op.tag, op.attrs, rf_axis, rf_bodies)
+    return ComputeOp(f"{op.name}.rf", op.tag, op.attrs, rf_axis, rf_bodies), fiv, rest
 
-    # B: a reduction over the factored axis, on fresh loops
-    new_axis = [E.IterVar(iv.dom, E.Var(iv.name, iv.dtype), E.IterVar.DATA_PAR) for iv in op.axis]
-    kv = E.IterVar(E.Range(0, ext), E.Var(axis.name + ".v", axis.dtype), E.IterVar.REDUCE)
-    idx = [iv.var for iv in new_axis]
-    idx.insert(pos, kv.var)
-    loads = tuple(t[tuple(idx)] for t in rf_op.outputs)
-    init = tuple(substitute(i, {a.var: b.var for a, b in zip(op.axis, new_axis)}) for i in red.init)
-    new_op = ComputeOp(op.name, op.tag, op.attrs, new_axis,
-                       [E.Reduce(red.combiner, loads, (kv,), O.const(True), k, init) for k in range(len(loads))])
 
-    # B.rf takes over B's loops: untouched relations, their IterVars, attachments, annotations
+def _partial_stage(sch: Schedule, stage: Stage, rf_op: ComputeOp, axis: E.IterVar, fiv: E.IterVar,
+                   rest: list[E.IterVar], pos: int, touched: set[int], factor_axis: int) -> Stage:
+    """B.rf's stage: it takes over B's loops (untouched relations, their IterVars, attachments,
+    annotations), with the factored axis placed among them where axis ``pos`` lands."""
+    op = stage.op
     rfs = Stage(rf_op, sch)
     rfs.created_by = f"rfactor({stage.name}, {axis.name}, factor_axis={factor_axis})"
     rfs.derived_from[fiv] = f"rfactor of {stage.name}'s reduction loop {axis.name}"
@@ -386,21 +423,22 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0
     mapping = {id(iv): iv for iv in rfs.all_iter_vars}
     mapping[id(axis)] = fiv
     _move_loops(sch, stage, rfs, mapping)
+    return rfs
+
+
+def _note_rfactor_loops(sch: Schedule, stage: Stage, rfs: Stage, axis: E.IterVar, fiv: E.IterVar,
+                        kv: E.IterVar, pos: int) -> None:
+    """For each of B's old loops, what a later use of it should say."""
+    sname = py_name(stage.name)
+    moved = {id(iv) for iv in rfs.all_iter_vars}
     for iv in stage.all_iter_vars:
-        if id(iv) in mapping and iv is not axis:
+        if id(iv) in moved and iv is not axis:
             sch.iv_notes[iv] = (f"rfactor({stage.name}) moved this loop into {rfs.name}; use s[{sname}_rf] for it, "
                                 f"and s[{sname}].op.axis / s[{sname}].op.reduce_axis for {stage.name}'s new loops")
         else:
             sch.iv_notes[iv] = (f"rfactor({stage.name}) factored this reduction loop: {rfs.name} now loops over "
                                 f"{sname}_rf.op.axis[{pos}] ({fiv.name}) and {stage.name} reduces over "
                                 f"s[{sname}].op.reduce_axis[0] ({kv.name})")
-    stage.relations = []
-    stage.all_iter_vars = list(new_op.root_iter_vars)
-    stage.leaf_iter_vars = list(new_op.root_iter_vars)
-    stage.iter_var_attrs = {}
-    _insert_stage(sch, rfs, sch.stages.index(stage))
-    set_stage_op(sch, stage, new_op)
-    return rf_op.outputs if rf_op.num_outputs > 1 else rf_op.output(0)
 
 
 __all__ = ["SCOPES", "cache_read", "cache_write", "loop_ranges", "py_name", "rfactor", "set_stage_op"]
