@@ -437,20 +437,29 @@ def reorder_counterexample(comb: E.CommReducer) -> str | None:
     real one. This can only refute a reducer's declaration (see ``check_reducer_reorderable``):
     finding nothing proves nothing, and a combine function that cannot be evaluated is not
     refuted."""
+    pools = [_samples(v.dtype) for v in comb.lhs]
+    values = _sample_points(pools)
+    f = _combine_function(comb)
+    return (_not_commutative(f, values, pools) or _not_associative(f, values)
+            or _identity_not_neutral(comb, f, values))
+
+
+def _combine_function(comb: E.CommReducer):
+    """``comb``'s combine on concrete tuples; None where it has no value here."""
     from ..ir.evaluate import evaluate
 
-    lhs, rhs = comb.lhs, comb.rhs
-    pools = [_samples(v.dtype) for v in lhs]
-    values = _sample_points(pools)
-    n = len(values)
-
     def f(a: tuple, b: tuple) -> tuple | None:
-        env = {**dict(zip(lhs, a)), **dict(zip(rhs, b))}
+        env = {**dict(zip(comb.lhs, a)), **dict(zip(comb.rhs, b))}
         try:
             return tuple(evaluate(r, env) for r in comb.result)
         except Exception:  # not evaluable here (an intrinsic without a value): nothing refuted
             return None
 
+    return f
+
+
+def _not_commutative(f, values: list[tuple], pools: list[list]) -> str | None:
+    n = len(values)
     pairs = [(a, b) for a in values for b in values] if n * n <= 400 else \
         [(values[i % n], values[(i * 7 + 3) % n]) for i in range(400)]
     # near-ties: equal in all but one component (where tie-breaking rules hide)
@@ -463,6 +472,11 @@ def reorder_counterexample(comb: E.CommReducer) -> str | None:
         if ab is not None and ba is not None and not _same(ab, ba):
             return (f"it is not commutative: combine(x, y) = {_fmt(ab)} but combine(y, x) = {_fmt(ba)} "
                     f"for x = {_fmt(a)}, y = {_fmt(b)}")
+    return None
+
+
+def _not_associative(f, values: list[tuple]) -> str | None:
+    n = len(values)
     for i in range(300):
         a, b, c = values[i % n], values[(i * 5 + 1) % n], values[(i * 11 + 2) % n]
         ab, bc = f(a, b), f(b, c)
@@ -471,6 +485,12 @@ def reorder_counterexample(comb: E.CommReducer) -> str | None:
         if left is not None and right is not None and not _same(left, right):
             return (f"it is not associative: combine(combine(x, y), z) = {_fmt(left)} but combine(x, combine(y, z)) "
                     f"= {_fmt(right)} for x = {_fmt(a)}, y = {_fmt(b)}, z = {_fmt(c)}")
+    return None
+
+
+def _identity_not_neutral(comb: E.CommReducer, f, values: list[tuple]) -> str | None:
+    from ..ir.evaluate import evaluate
+
     try:
         ident = tuple(evaluate(i) for i in comb.identity)
     except Exception:  # same: an identity without a value here refutes nothing
