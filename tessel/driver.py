@@ -70,6 +70,7 @@ def lower_steps(sch: Schedule, args: Sequence, name: str = "main", vector_bytes:
                 target: str | Target | None = None) -> tuple[S.PrimFunc, list[Step]]:
     """Lower for ``target`` (by default this machine's C target; ``vector_bytes`` overrides
     its vector width) and keep the IR after every step."""
+    _check_build_args(sch, args, name, "lower")
     tgt = resolve(as_target(target))
     if vector_bytes is not None:
         tgt = tgt.with_(vector_bytes=vector_bytes)
@@ -199,21 +200,21 @@ def build_func(func: S.PrimFunc, target: str | Target | None = "c"):
     return back.load(func, generate(back.generate, func, tgt), tgt)
 
 
-def _check_build_args(sch, args, name) -> None:
-    """Refuse what ``build`` cannot use before any work, each with what to pass instead. The name
-    is data (it never becomes a file name or a compiler argument), so any text is accepted but NUL,
-    which no C tool can carry."""
+def _check_build_args(sch, args, name, what: str = "build") -> None:
+    """Refuse what ``build``/``lower`` cannot use before any work, each with what to pass instead.
+    The name is data (it never becomes a file name or a compiler argument), so any text is
+    accepted but NUL, which no C tool can carry."""
     if not isinstance(sch, Schedule):
-        raise DefinitionError(f"build(sch, args): sch must be a schedule (te.create_schedule(...)), "
+        raise DefinitionError(f"{what}(sch, args): sch must be a schedule (te.create_schedule(...)), "
                               f"got {type(sch).__name__}")
     if isinstance(args, str | bytes | Tensor) or not isinstance(args, Sequence):
-        raise DefinitionError(f"build(sch, args): args must be a list of the tensors the kernel reads and "
+        raise DefinitionError(f"{what}(sch, args): args must be a list of the tensors the kernel reads and "
                               f"writes, e.g. [A, B], got {args!r:.80}")
     if not isinstance(name, str):
-        raise DefinitionError(f"build(..., name={name!r:.80}): the kernel name must be a str, "
+        raise DefinitionError(f"{what}(..., name={name!r:.80}): the kernel name must be a str, "
                               f"got {type(name).__name__}")
     if "\0" in name:
-        raise BuildError(f"build(..., name={name!r:.80}): the kernel name contains a NUL character, "
+        raise BuildError(f"{what}(..., name={name!r:.80}): the kernel name contains a NUL character, "
                          "which C cannot carry; pass a name without it")
 
 

@@ -138,3 +138,16 @@ def test_cache_directory_given_relative_is_made_absolute(tmp_path, monkeypatch):
     _check(f, 23)
     assert Path(f.lib_path).is_absolute() and (tmp_path / "-cache" / "kernels").is_dir()
     shutil.rmtree(tmp_path / "-cache")
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda s, a: tessel.lower(s, None), ["lower(sch, args)", "list of the tensors", "None"]),
+    (lambda s, a: tessel.lower(None, a), ["lower(sch, args)", "create_schedule"]),
+    (lambda s, a: tessel.lower(s, a, name=7), ["lower(", "name", "str"]),
+])
+def test_misuse_of_lower_is_a_definition_error(call, words):
+    sch, args = _schedule()
+    with pytest.raises(DefinitionError) as info:
+        call(sch, args)
+    for w in words:
+        assert w in str(info.value)
