@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import BuildError
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.functor import Visitor
+from ..ir.functor import Functor, Visitor
 from ..ir.intrinsics import INTRINSICS, PREDICATES
 from ..ir.names import identifier
 
@@ -174,11 +174,12 @@ def unbound_var(func: S.PrimFunc, v: E.Var) -> BuildError:
     )
 
 
-class ExprWriter:
+class ExprWriter(Functor):
     """What both source generators share: names of bound variables and precedence-aware text.
 
     Subclasses set ``func``, ``names`` (a NameTable) and ``bound`` (ids of variables in scope)
-    and implement ``_expr(e) -> (text, precedence)``.
+    and print each kind of expression in a ``visit_<Node>`` method returning ``(text,
+    precedence)``; the parent asks for parentheses by passing its own precedence to ``expr``.
     """
 
     func: S.PrimFunc
@@ -191,8 +192,5 @@ class ExprWriter:
         return self.names.get(v, v.name)
 
     def expr(self, e: E.PrimExpr, parent: int = 0) -> str:
-        text, prec = self._expr(e)
+        text, prec = self.visit(e)
         return f"({text})" if prec < parent else text
-
-    def _expr(self, e: E.PrimExpr) -> tuple[str, int]:
-        raise NotImplementedError
