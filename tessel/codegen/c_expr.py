@@ -125,11 +125,7 @@ class CExprWriter(ExprWriter):
         return f"({ctype(e.dtype)}){self.expr(e.value, 8)}", 8
 
     def visit_Let(self, e: E.Let) -> tuple[str, int]:
-        value = self.expr(e.value)
-        self.bound.add(id(e.var))
-        name = self.names.get(e.var, e.var.name)
-        body = self.expr(e.body)
-        self.bound.discard(id(e.var))
+        name, value, body = self.let_parts(e)
         return f"({{ const {ctype(e.var.dtype)} {name} = {value}; {body}; }})", ATOM
 
     def visit_BufferLoad(self, e: E.BufferLoad) -> tuple[str, int]:

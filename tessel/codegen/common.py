@@ -194,3 +194,13 @@ class ExprWriter(Functor):
     def expr(self, e: E.PrimExpr, parent: int = 0) -> str:
         text, prec = self.visit(e)
         return f"({text})" if prec < parent else text
+
+    def let_parts(self, e: E.Let) -> tuple[str, str, str]:
+        """The variable's name, value and body of ``e``: the value printed outside the
+        variable's scope, the body inside it."""
+        value = self.expr(e.value)
+        self.bound.add(id(e.var))
+        name = self.names.get(e.var, e.var.name)
+        body = self.expr(e.body)
+        self.bound.discard(id(e.var))
+        return name, value, body

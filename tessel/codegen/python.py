@@ -215,11 +215,7 @@ class _PyGen(ExprWriter):
         return f"{self.expr(e.value, _ATOM)}.astype({_np_name(e.dtype)})", _ATOM
 
     def visit_Let(self, e: E.Let) -> tuple[str, int]:
-        value = self.expr(e.value)
-        self.bound.add(id(e.var))
-        name = self.names.get(e.var, e.var.name)
-        body = self.expr(e.body)
-        self.bound.discard(id(e.var))
+        name, value, body = self.let_parts(e)
         return f"(({name} := {value}), {body})[1]", _ATOM
 
     def visit_BufferLoad(self, e: E.BufferLoad) -> tuple[str, int]:
