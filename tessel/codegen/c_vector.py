@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING
 from ..errors import BuildError
 from ..ir import expr as E
 from ..ir.dtype import DType
+from ..ir.functor import Functor
 
 if TYPE_CHECKING:
-    from .c import _CGen
+    from .c_expr import CExprWriter
 
 _SFX = {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16",
         "uint32": "u32", "uint64": "u64", "float32": "f32", "float64": "f64"}
@@ -42,10 +43,10 @@ def _elem(dt: DType) -> str:
     return str(dt.element)
 
 
-class VectorC:
+class VectorC(Functor):
     """The vector half of the C generator (owns the typedefs and helpers it asks for)."""
 
-    def __init__(self, gen: _CGen):
+    def __init__(self, gen: CExprWriter):
         self.gen = gen
         self.types: dict[str, str] = {}    # typedef name -> declaration
         self.helpers: dict[str, str] = {}  # helper name -> definition
@@ -209,41 +210,59 @@ class VectorC:
         return self._def(name, body)
 
     # ---- expressions ------------------------------------------------------------------------------
-    def expr(self, e: E.PrimExpr) -> tuple[str, int]:
-        g = self.gen
-        dt = e.dtype
-        if dt.is_bool:
-            return self.mask(e, 32), _ATOM
-        if isinstance(e, E.Var):
-            return g.var(e), _ATOM
-        if isinstance(e, E.Ramp):
-            return f"{self.ramp_fn(dt)}({g.expr(e.base)}, {g.expr(e.stride)})", _ATOM
-        if isinstance(e, E.Broadcast):
-            return f"{self.broadcast_fn(dt)}({g.expr(e.value)})", _ATOM
-        if isinstance(e, E.BufferLoad):
-            return self.load(e), _ATOM
-        if isinstance(e, E.Min | E.Max):
-            fn = self.minmax_fn(dt, "min" if isinstance(e, E.Min) else "max")
-            return f"{fn}({g.expr(e.a)}, {g.expr(e.b)})", _ATOM
-        if isinstance(e, E.Add | E.Sub | E.Mul) or (isinstance(e, E.Div) and dt.is_float):
-            return self.arith(e)
-        if isinstance(e, E.BinaryOp):  # integer division, float floordiv/mod: lane by lane
-            return self.lanewise(type(e).__name__.lower(), e, [e.a, e.b]), _ATOM
-        if isinstance(e, E.Select):
-            return self.select(e.condition, e.true_value, e.false_value), _ATOM
-        if isinstance(e, E.Cast):
-            return self.cast(e), _ATOM
-        if isinstance(e, E.Call):
-            return self.call(e), _ATOM
-        raise BuildError(f"kernel {g.func.name!r}: the c target cannot generate the vector expression `{e}`")
+    def visit(self, node: E.PrimExpr) -> tuple[str, int]:
+        """A boolean vector as a mask; the rest by node type."""
+        if node.dtype.is_bool:
+            return self.mask(node, 32), _ATOM
+        return self.handler(type(node))(self, node)
+
+    def visit_PrimExpr(self, e: E.PrimExpr) -> tuple[str, int]:
+        raise BuildError(f"kernel {self.gen.func.name!r}: the c target cannot generate the vector expression `{e}`")
+
+    def visit_Var(self, e: E.Var) -> tuple[str, int]:
+        return self.gen.var(e), _ATOM
+
+    def visit_Ramp(self, e: E.Ramp) -> tuple[str, int]:
+        return f"{self.ramp_fn(e.dtype)}({self.gen.expr(e.base)}, {self.gen.expr(e.stride)})", _ATOM
+
+    def visit_Broadcast(self, e: E.Broadcast) -> tuple[str, int]:
+        return f"{self.broadcast_fn(e.dtype)}({self.gen.expr(e.value)})", _ATOM
+
+    def visit_BufferLoad(self, e: E.BufferLoad) -> tuple[str, int]:
+        return self.load(e), _ATOM
+
+    def visit_Min(self, e: E.Min | E.Max) -> tuple[str, int]:
+        fn = self.minmax_fn(e.dtype, "min" if isinstance(e, E.Min) else "max")
+        return f"{fn}({self.gen.expr(e.a)}, {self.gen.expr(e.b)})", _ATOM
+
+    visit_Max = visit_Min
+
+    def visit_BinaryOp(self, e: E.BinaryOp) -> tuple[str, int]:
+        """Integer division, float floordiv/mod: lane by lane."""
+        return self.lanewise(type(e).__name__.lower(), e, [e.a, e.b]), _ATOM
+
+    def visit_Div(self, e: E.Div) -> tuple[str, int]:
+        return self.arith(e) if e.dtype.is_float else self.visit_BinaryOp(e)
+
+    def visit_Select(self, e: E.Select) -> tuple[str, int]:
+        return self.select(e.condition, e.true_value, e.false_value), _ATOM
+
+    def visit_Cast(self, e: E.Cast) -> tuple[str, int]:
+        return self.cast(e), _ATOM
+
+    def visit_Call(self, e: E.Call) -> tuple[str, int]:
+        return self.call(e), _ATOM
 
     def arith(self, e: E.BinaryOp) -> tuple[str, int]:
+        """``+ - *`` and float ``/``: C's own vector operators (integers wrap, as scalars do)."""
         g, dt = self.gen, e.dtype
         prec = 7 if isinstance(e, E.Mul | E.Div) else 6
         if dt.is_int:  # wraps, as the scalar code does: computed on the unsigned type
             t, u = self.vtype(dt), self.vtype(DType(f"uint{dt.bits}x{dt.lanes}"))
             return f"({t})(({u}){g.expr(e.a, 8)} {e.symbol} ({u}){g.expr(e.b, 8)})", 8
         return f"{g.expr(e.a, prec)} {e.symbol} {g.expr(e.b, prec + 1)}", prec
+
+    visit_Add = visit_Sub = visit_Mul = arith
 
     def load(self, e: E.BufferLoad) -> str:
         g = self.gen

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import BuildError
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.functor import Visitor
+from ..ir.functor import Functor, Visitor
 from ..ir.intrinsics import INTRINSICS, PREDICATES
 from ..ir.names import identifier
 
@@ -174,11 +174,12 @@ def unbound_var(func: S.PrimFunc, v: E.Var) -> BuildError:
     )
 
 
-class ExprWriter:
+class ExprWriter(Functor):
     """What both source generators share: names of bound variables and precedence-aware text.
 
     Subclasses set ``func``, ``names`` (a NameTable) and ``bound`` (ids of variables in scope)
-    and implement ``_expr(e) -> (text, precedence)``.
+    and print each kind of expression in a ``visit_<Node>`` method returning ``(text,
+    precedence)``; the parent asks for parentheses by passing its own precedence to ``expr``.
     """
 
     func: S.PrimFunc
@@ -191,8 +192,15 @@ class ExprWriter:
         return self.names.get(v, v.name)
 
     def expr(self, e: E.PrimExpr, parent: int = 0) -> str:
-        text, prec = self._expr(e)
+        text, prec = self.visit(e)
         return f"({text})" if prec < parent else text
 
-    def _expr(self, e: E.PrimExpr) -> tuple[str, int]:
-        raise NotImplementedError
+    def let_parts(self, e: E.Let) -> tuple[str, str, str]:
+        """The variable's name, value and body of ``e``: the value printed outside the
+        variable's scope, the body inside it."""
+        value = self.expr(e.value)
+        self.bound.add(id(e.var))
+        name = self.names.get(e.var, e.var.name)
+        body = self.expr(e.body)
+        self.bound.discard(id(e.var))
+        return name, value, body

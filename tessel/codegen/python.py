@@ -156,65 +156,73 @@ class _PyGen(ExprWriter):
         self.lines: list[str] = []
 
     # ---- expressions ---------------------------------------------------------------------
-    def _expr(self, e) -> tuple[str, int]:
-        vector = e.dtype.lanes != 1
-        if isinstance(e, E.Ramp):
-            return f"_ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _ATOM
-        if isinstance(e, E.Broadcast):
-            return f"_bc({self.expr(e.value)}, {e.lanes})", _ATOM
-        if vector and isinstance(e, E.Min | E.Max):
-            fn = "_vmin" if isinstance(e, E.Min) else "_vmax"
-            return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
-        if vector and isinstance(e, E.And | E.Or):
-            fn = "np.logical_and" if isinstance(e, E.And) else "np.logical_or"
-            return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
-        if vector and isinstance(e, E.Select):
-            return self._where(e.condition, e.true_value, e.false_value)
-        if vector and isinstance(e, E.Call) and e.op == "if_then_else":
-            return self._where(*e.args)
-        if isinstance(e, E.Var):
-            return self.var(e), _ATOM
-        if isinstance(e, E.IntImm):
-            if e.dtype.is_bool:
-                return ("True_" if e.value else "False_"), _ATOM
-            return f"{e.dtype}({e.value})", _ATOM
-        if isinstance(e, E.FloatImm):
-            v = e.value
-            text = repr(v) if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
-            return f"{e.dtype}({text})", _ATOM
-        if isinstance(e, E.Min | E.Max):
-            fn = "_min" if isinstance(e, E.Min) else "_max"
-            return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
-        if isinstance(e, E.Div | E.Mod | E.FloorDiv | E.FloorMod):
-            return self._division(e)
-        if isinstance(e, E.BinaryOp):
-            p = _PREC[type(e)]
-            sym = _SYM.get(type(e), e.symbol)
-            # comparisons chain in Python: a nested comparison must keep its parentheses
-            right = p + 1
-            left = p + 1 if p == 4 else p
-            return f"{self.expr(e.a, left)} {sym} {self.expr(e.b, right)}", p
-        if isinstance(e, E.Not):
-            return f"np.logical_not({self.expr(e.a)})", _ATOM
-        if isinstance(e, E.Select):
-            return self._ternary(e.condition, e.true_value, e.false_value)
-        if isinstance(e, E.Cast):
-            return f"{self.expr(e.value, _ATOM)}.astype({_np_name(e.dtype)})", _ATOM
-        if isinstance(e, E.Call):
-            return self._call(e)
-        if isinstance(e, E.Let):
-            value = self.expr(e.value)
-            self.bound.add(id(e.var))
-            name = self.names.get(e.var, e.var.name)
-            body = self.expr(e.body)
-            self.bound.discard(id(e.var))
-            return f"(({name} := {value}), {body})[1]", _ATOM
-        if isinstance(e, E.BufferLoad):
-            buf = self.names.get(e.buffer, e.buffer.name)
-            if e.indices[0].dtype.lanes > 1:
-                return f"{buf}.vget({self.expr(e.indices[0])})", _ATOM
-            return f"{buf}[{self.expr(e.indices[0])}]", _ATOM
+    def visit_PrimExpr(self, e: E.PrimExpr) -> tuple[str, int]:
         raise BuildError(f"kernel {self.func.name!r}: the python target cannot generate `{e}` ({type(e).__name__})")
+
+    def visit_Ramp(self, e: E.Ramp) -> tuple[str, int]:
+        return f"_ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _ATOM
+
+    def visit_Broadcast(self, e: E.Broadcast) -> tuple[str, int]:
+        return f"_bc({self.expr(e.value)}, {e.lanes})", _ATOM
+
+    def visit_Min(self, e: E.Min | E.Max) -> tuple[str, int]:
+        if e.dtype.lanes != 1:
+            fn = "_vmin" if isinstance(e, E.Min) else "_vmax"
+        else:
+            fn = "_min" if isinstance(e, E.Min) else "_max"
+        return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
+
+    visit_Max = visit_Min
+
+    def visit_Var(self, e: E.Var) -> tuple[str, int]:
+        return self.var(e), _ATOM
+
+    def visit_IntImm(self, e: E.IntImm) -> tuple[str, int]:
+        if e.dtype.is_bool:
+            return ("True_" if e.value else "False_"), _ATOM
+        return f"{e.dtype}({e.value})", _ATOM
+
+    def visit_FloatImm(self, e: E.FloatImm) -> tuple[str, int]:
+        v = e.value
+        text = repr(v) if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
+        return f"{e.dtype}({text})", _ATOM
+
+    def visit_BinaryOp(self, e: E.BinaryOp) -> tuple[str, int]:
+        p = _PREC[type(e)]
+        sym = _SYM.get(type(e), e.symbol)
+        # comparisons chain in Python: a nested comparison must keep its parentheses
+        right = p + 1
+        left = p + 1 if p == 4 else p
+        return f"{self.expr(e.a, left)} {sym} {self.expr(e.b, right)}", p
+
+    def visit_And(self, e: E.And | E.Or) -> tuple[str, int]:
+        if e.dtype.lanes == 1:
+            return self.visit_BinaryOp(e)
+        fn = "np.logical_and" if isinstance(e, E.And) else "np.logical_or"
+        return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
+
+    visit_Or = visit_And
+
+    def visit_Not(self, e: E.Not) -> tuple[str, int]:
+        return f"np.logical_not({self.expr(e.a)})", _ATOM
+
+    def visit_Select(self, e: E.Select) -> tuple[str, int]:
+        if e.dtype.lanes != 1:
+            return self._where(e.condition, e.true_value, e.false_value)
+        return self._ternary(e.condition, e.true_value, e.false_value)
+
+    def visit_Cast(self, e: E.Cast) -> tuple[str, int]:
+        return f"{self.expr(e.value, _ATOM)}.astype({_np_name(e.dtype)})", _ATOM
+
+    def visit_Let(self, e: E.Let) -> tuple[str, int]:
+        name, value, body = self.let_parts(e)
+        return f"(({name} := {value}), {body})[1]", _ATOM
+
+    def visit_BufferLoad(self, e: E.BufferLoad) -> tuple[str, int]:
+        buf = self.names.get(e.buffer, e.buffer.name)
+        if e.indices[0].dtype.lanes > 1:
+            return f"{buf}.vget({self.expr(e.indices[0])})", _ATOM
+        return f"{buf}[{self.expr(e.indices[0])}]", _ATOM
 
     def _ternary(self, c, t, f) -> tuple[str, int]:
         return f"{self.expr(t, 1)} if {self.expr(c, 1)} else {self.expr(f, 0)}", 0
@@ -224,7 +232,8 @@ class _PyGen(ExprWriter):
             return self._ternary(c, t, f)
         return f"np.where({self.expr(c)}, {self.expr(t)}, {self.expr(f)})", _ATOM
 
-    def _division(self, e) -> tuple[str, int]:
+    def visit_Div(self, e) -> tuple[str, int]:
+        """Div, Mod, FloorDiv, FloorMod: NumPy's own where it means what the IR means."""
         a, b = self.expr(e.a, 6), self.expr(e.b, 7)
         if e.dtype.is_float:
             if isinstance(e, E.Div):
@@ -238,16 +247,18 @@ class _PyGen(ExprWriter):
         fn = "_tdiv" if isinstance(e, E.Div) else "_tmod"
         return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
 
-    def _call(self, e: E.Call) -> tuple[str, int]:
+    visit_Mod = visit_FloorDiv = visit_FloorMod = visit_Div
+
+    def visit_Call(self, e: E.Call) -> tuple[str, int]:
         op, dt = e.op, e.dtype
         if op == "if_then_else":
-            return self._ternary(*e.args)
+            return self._where(*e.args) if dt.lanes != 1 else self._ternary(*e.args)
         if op == "tsl_align_gap":  # NumPy has no alignment to respect: no iterations to peel
             return f"{_np_name(dt)}(0)", _ATOM
         spec = INTRINSICS[op]
         exact = spec.rule == "any"  # |x| and rounding: exact in every dtype, the identity on integers
         if not dt.is_float and exact and op not in ("abs", "fabs"):
-            return self._expr(e.args[0])
+            return self.visit(e.args[0])
         predicate = spec.rule == "predicate"
         # float16 math runs in float32 and rounds once, exactly like the C target
         via = "float32" if dt == "float16" and not exact else None
@@ -269,54 +280,66 @@ class _PyGen(ExprWriter):
             self.emit(depth, "pass")
 
     def stmt(self, s, depth: int) -> None:
-        if isinstance(s, S.SeqStmt):
-            for x in s.seq:
-                self.stmt(x, depth)
-        elif isinstance(s, S.For):
-            lo, ext = self._loop_bound(s.min), self._loop_bound(s.extent)
-            self.bound.add(id(s.loop_var))
-            name = self.names.get(s.loop_var, s.loop_var.name)
-            note = "" if s.kind == "serial" else "  # " + comment(f"{s.kind} {s.thread_tag}".rstrip())
-            self.emit(depth, f"for {name} in _loop({_np_name(s.loop_var.dtype)}, {lo}, {ext}):{note}")
-            self.block(s.body, depth + 1)
-            self.bound.discard(id(s.loop_var))
-        elif isinstance(s, S.IfThenElse):
-            self.emit(depth, f"if {self.expr(s.condition)}:")
-            self.block(s.then_case, depth + 1)
-            if s.else_case is not None:
-                self.emit(depth, "else:")
-                self.block(s.else_case, depth + 1)
-        elif isinstance(s, S.LetStmt):
-            value = self.expr(s.value)
-            self.bound.add(id(s.var))
-            self.emit(depth, f"{self.names.get(s.var, s.var.name)} = {value}")
-            self.stmt(s.body, depth)
-            self.bound.discard(id(s.var))
-        elif isinstance(s, S.AttrStmt):
-            if s.key == "produce":
-                self.emit(depth, f"# produce {comment(getattr(s.node, 'name', s.node))}")
-            elif s.key == "not_vectorized":
-                self.emit(depth, "# not vectorized: " + comment(str(s.value).replace("\n", " ")))
-            else:
-                self.emit(depth, "# " + comment(f"attr {s.key} = {s.value!s}".replace("\n", " ")))
-            self.stmt(s.body, depth)
-        elif isinstance(s, S.Evaluate):
-            if not isinstance(s.value, E.IntImm | E.FloatImm):
-                self.emit(depth, self.expr(s.value))
-        elif isinstance(s, S.BufferStore):
-            buf = self.names.get(s.buffer, s.buffer.name)
-            if s.indices[0].dtype.lanes > 1:
-                self.emit(depth, f"{buf}.vset({self.expr(s.indices[0])}, {self.expr(s.value)})")
-            else:
-                self.emit(depth, f"{buf}[{self.expr(s.indices[0])}] = {self.expr(s.value)}")
-        elif isinstance(s, S.Allocate):
-            b = s.buffer
-            size = " * ".join(f"int({self.expr(x)})" for x in b.shape) or "1"
-            name = self.names.get(b, b.name)
-            self.emit(depth, f"{name} = _alloc({size}, {_np_name(b.dtype)}, {b.name!r}, {self.func.name!r})")
-            self.stmt(s.body, depth)
-        else:
+        if not isinstance(s, S.Stmt):
             raise BuildError(f"kernel {self.func.name!r}: the python target cannot generate {type(s).__name__}")
+        self.visit(s, depth)
+
+    def visit_Stmt(self, s: S.Stmt, depth: int) -> None:
+        raise BuildError(f"kernel {self.func.name!r}: the python target cannot generate {type(s).__name__}")
+
+    def visit_SeqStmt(self, s: S.SeqStmt, depth: int) -> None:
+        for x in s.seq:
+            self.stmt(x, depth)
+
+    def visit_For(self, s: S.For, depth: int) -> None:
+        lo, ext = self._loop_bound(s.min), self._loop_bound(s.extent)
+        self.bound.add(id(s.loop_var))
+        name = self.names.get(s.loop_var, s.loop_var.name)
+        note = "" if s.kind == "serial" else "  # " + comment(f"{s.kind} {s.thread_tag}".rstrip())
+        self.emit(depth, f"for {name} in _loop({_np_name(s.loop_var.dtype)}, {lo}, {ext}):{note}")
+        self.block(s.body, depth + 1)
+        self.bound.discard(id(s.loop_var))
+
+    def visit_IfThenElse(self, s: S.IfThenElse, depth: int) -> None:
+        self.emit(depth, f"if {self.expr(s.condition)}:")
+        self.block(s.then_case, depth + 1)
+        if s.else_case is not None:
+            self.emit(depth, "else:")
+            self.block(s.else_case, depth + 1)
+
+    def visit_LetStmt(self, s: S.LetStmt, depth: int) -> None:
+        value = self.expr(s.value)
+        self.bound.add(id(s.var))
+        self.emit(depth, f"{self.names.get(s.var, s.var.name)} = {value}")
+        self.stmt(s.body, depth)
+        self.bound.discard(id(s.var))
+
+    def visit_AttrStmt(self, s: S.AttrStmt, depth: int) -> None:
+        if s.key == "produce":
+            self.emit(depth, f"# produce {comment(getattr(s.node, 'name', s.node))}")
+        elif s.key == "not_vectorized":
+            self.emit(depth, "# not vectorized: " + comment(str(s.value).replace("\n", " ")))
+        else:
+            self.emit(depth, "# " + comment(f"attr {s.key} = {s.value!s}".replace("\n", " ")))
+        self.stmt(s.body, depth)
+
+    def visit_Evaluate(self, s: S.Evaluate, depth: int) -> None:
+        if not isinstance(s.value, E.IntImm | E.FloatImm):
+            self.emit(depth, self.expr(s.value))
+
+    def visit_BufferStore(self, s: S.BufferStore, depth: int) -> None:
+        buf = self.names.get(s.buffer, s.buffer.name)
+        if s.indices[0].dtype.lanes > 1:
+            self.emit(depth, f"{buf}.vset({self.expr(s.indices[0])}, {self.expr(s.value)})")
+        else:
+            self.emit(depth, f"{buf}[{self.expr(s.indices[0])}] = {self.expr(s.value)}")
+
+    def visit_Allocate(self, s: S.Allocate, depth: int) -> None:
+        b = s.buffer
+        size = " * ".join(f"int({self.expr(x)})" for x in b.shape) or "1"
+        name = self.names.get(b, b.name)
+        self.emit(depth, f"{name} = _alloc({size}, {_np_name(b.dtype)}, {b.name!r}, {self.func.name!r})")
+        self.stmt(s.body, depth)
 
     def _loop_bound(self, e: E.PrimExpr) -> str:
         return str(e.value) if isinstance(e, E.IntImm) else self.expr(e)

@@ -225,3 +225,38 @@ def memoized(memo: dict, node: Any, compute: Callable[[Any], Any]) -> Any:
     memo[id(node)] = (node, out)
     return out
 
+
+
+class Functor:
+    """Dispatch by node type for a walk that computes something per node (a printer's text).
+
+    The convention of :class:`Visitor` and :class:`Mutator`, a method ``visit_<ClassName>``,
+    with the one thing a printer needs besides a return value: a class without a method of its
+    own falls back on its bases', in method resolution order, so ``visit_CmpOp`` serves all six
+    comparisons and a ``visit_PrimExpr`` or ``visit_Stmt`` catches whatever a subclass leaves
+    unhandled. There is no generic walk: each method recurses where it wants to. The method
+    found is remembered per (functor class, node class); extra arguments of ``visit`` go to it.
+    """
+
+    _handlers: dict[type, Callable[..., Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._handlers = {}
+
+    @classmethod
+    def handler(cls, node_type: type) -> Callable[..., Any]:
+        """The (unbound) method that handles nodes of ``node_type``."""
+        fn = cls._handlers.get(node_type)
+        if fn is None:
+            for base in node_type.__mro__:
+                fn = getattr(cls, "visit_" + base.__name__, None)
+                if fn is not None:
+                    break
+            else:
+                raise TypeError(f"{cls.__name__} has no visit_ method for {node_type.__name__} or its bases")
+            cls._handlers[node_type] = fn
+        return fn
+
+    def visit(self, node: Any, *args: Any) -> Any:
+        return self.handler(type(node))(self, node, *args)

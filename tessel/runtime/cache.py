@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -195,8 +196,8 @@ def _load_verified(so_path: Path, symbol: str, openmp: bool) -> ctypes.CDLL | No
 
 
 def _load(so_path: Path, symbol: str, openmp: bool) -> ctypes.CDLL | None:
-    """Load a library that is unloaded again when the returned object is collected. ``lib[symbol]``,
-    not ``getattr``: ctypes caches attributes on the library, a cycle that would delay that."""
+    """Load a library that is unloaded again when the returned object is collected (its symbol is
+    looked up without ``lib[symbol]`` or ``getattr``: see :func:`c_function`)."""
     try:
         lib = ctypes.CDLL(str(so_path))
     except OSError:
@@ -204,10 +205,29 @@ def _load(so_path: Path, symbol: str, openmp: bool) -> ctypes.CDLL | None:
     if not openmp or _pin_openmp_runtime():
         weakref.finalize(lib, _dlclose, lib._handle).atexit = False
     try:
-        lib[symbol]
-    except AttributeError:
+        _address(lib, symbol)
+    except (AttributeError, OSError):
         return None
     return lib
+
+
+def c_function(lib: ctypes.CDLL, symbol: str, restype: type, argtypes: list[type]) -> Callable:
+    """``symbol`` of ``lib`` as a ctypes function that keeps ``lib`` loaded while it lives.
+
+    Not ``lib[symbol]``: CPython's function objects taken from a library refer to themselves,
+    a cycle only a garbage collection breaks, so every library would stay mapped until one
+    reached it (one that survived a collection while in use: until a much later one)."""
+    fn = ctypes.CFUNCTYPE(restype, *argtypes)(_address(lib, symbol))
+    fn.lib = lib
+    return fn
+
+
+def _address(lib: ctypes.CDLL, symbol: str) -> int:
+    try:
+        from _ctypes import dlsym
+    except ImportError:  # pragma: no cover - not POSIX
+        return ctypes.cast(lib[symbol], ctypes.c_void_p).value
+    return dlsym(lib._handle, symbol)
 
 
 def _dlclose(handle: int) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import ArgumentError, KernelRuntimeError
 from ..ir import stmt as S
 from .args import ArgSpec
+from .cache import c_function
 from .compiler import find_compiler
 
 
@@ -131,11 +132,8 @@ class CKernel(Kernel):
         self._lib = lib  # keeps the shared object loaded as long as the kernel lives
         # why parallel loops run on one thread (None: they do not), shown by repr
         self.serial_note = find_compiler().serial_note(self.name) if parallel else None
-        cfunc = lib[symbol]  # not getattr: ctypes would cache it on lib, a cycle that delays unloading
         argtypes = [ctypes.c_void_p] * len(func.params) + [ctypes.c_int64] * len(func.size_vars)
-        cfunc.argtypes = argtypes + ([ctypes.c_int32] if parallel else [])
-        cfunc.restype = ctypes.c_int32
-        self._cfunc = cfunc
+        self._cfunc = c_function(lib, symbol, ctypes.c_int32, argtypes + ([ctypes.c_int32] if parallel else []))
 
     def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int], threads: int) -> None:
         status = self._cfunc(*ptrs, *sizes, threads) if self.parallel else self._cfunc(*ptrs, *sizes)

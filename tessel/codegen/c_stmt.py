@@ -1,0 +1,271 @@
+"""Statements in C: loops (with their OpenMP and unroll pragmas), branches, lets, attributes,
+stores and the temporaries' declarations, one ``visit_<Node>`` method per kind of statement.
+
+Where each temporary lives is decided by :mod:`tessel.codegen.c_memory`; this module writes
+it: stack arrays, heap blocks allocated where the hoisting plan put them (a failed allocation
+sets the status the kernel returns instead of crashing), and registers for promoted tiles.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..arith import Analyzer
+from ..errors import BuildError
+from ..ir import expr as E
+from ..ir import op as O
+from ..ir import stmt as S
+from ..ir.functor import collect
+from ..ir.names import comment
+from .c_expr import CExprWriter
+from .c_helpers import ctype
+from .c_memory import HoistPlan, on_heap, promotion_lanes
+
+MAX_PRAGMA_UNROLL = 64  # `#pragma GCC unroll` asks for at most this many copies (GCC's time grows fast)
+
+
+class CStmtWriter(CExprWriter):
+    """The statement half of the C generator: lines of C at the current depth."""
+
+    def __init__(self, func: S.PrimFunc):
+        super().__init__(func)
+        self.lines: list[str] = []
+        self.depth = 1
+        self.scopes: list[set[str]] = [set()]
+        self.has_parallel = False
+        self.uses_heap = False
+        self.plan = HoistPlan()
+        self.promoted_names: dict[int, list[str]] = {}
+
+    def emit(self, text: str) -> None:
+        self.lines.append("  " * self.depth + text)
+
+    def open(self, head: str) -> None:
+        self.emit(f"{head} {{" if head else "{")
+        self.depth += 1
+        self.scopes.append(set())
+
+    def close(self, tail: str = "}") -> None:
+        self.depth -= 1
+        self.scopes.pop()
+        self.emit(tail)
+
+    def _else(self) -> None:
+        """``} else {``: the block open since the last ``open`` continues as an else branch."""
+        self.depth -= 1
+        self.scopes.pop()
+        self.open("} else")
+
+    def stmt(self, s) -> None:
+        if not isinstance(s, S.Stmt):
+            raise BuildError(f"kernel {self.func.name!r}: the c target cannot generate {type(s).__name__}")
+        self.visit(s)
+
+    def visit_Stmt(self, s: S.Stmt) -> None:
+        raise BuildError(f"kernel {self.func.name!r}: the c target cannot generate {type(s).__name__}")
+
+    def visit_SeqStmt(self, s: S.SeqStmt) -> None:
+        for x in s.seq:
+            self.stmt(x)
+
+    def visit_IfThenElse(self, s: S.IfThenElse) -> None:
+        self.open(f"if ({self.expr(s.condition)})")
+        self.stmt(s.then_case)
+        if s.else_case is not None:
+            self._else()
+            self.stmt(s.else_case)
+        self.close()
+
+    def visit_LetStmt(self, s: S.LetStmt) -> None:
+        value = self.expr(s.value)
+        self.bound.add(id(s.var))
+        name = self.names.get(s.var, s.var.name)
+        # the same variable bound twice in one block, or temporaries allocated in its body
+        fresh_scope = name in self.scopes[-1] or id(s) in self.plan.into
+        if fresh_scope:
+            self.open("")
+        self.scopes[-1].add(name)
+        t = self.vec.vtype(s.var.dtype) if s.var.dtype.lanes > 1 else ctype(s.var.dtype)
+        self.emit(f"const {t} {name} = {value};")
+        self.with_hoisted(self.plan.into.get(id(s), []), s.body)
+        if fresh_scope:
+            self.close()
+        self.bound.discard(id(s.var))
+
+    def visit_AttrStmt(self, s: S.AttrStmt) -> None:
+        if s.key == "produce":
+            self.emit(f"// produce {comment(getattr(s.node, 'name', s.node))}")
+        elif s.key == "small_sizes":
+            self.emit(f"// {comment(s.node)} < {comment(s.value)}: the loop nest as scheduled, unspecialised")
+        elif s.key == "not_vectorized":
+            self.emit("// not vectorized: " + comment(str(s.value).replace("\n", " ")))
+        elif s.key == "stream_store":  # vectors aligned by the peeled loop before this one
+            self.emit(f"// streaming stores to {comment(s.node.name)} (past the caches)")
+            self.uses_stream = True
+            self.streaming.add(id(s.node))
+            self.stmt(s.body)
+            self.streaming.discard(id(s.node))
+            return
+        else:
+            self.emit("// " + comment(f"attr {s.key} = {s.value!s}".replace("\n", " ")))
+        self.stmt(s.body)
+
+    def visit_Evaluate(self, s: S.Evaluate) -> None:
+        if not isinstance(s.value, E.IntImm | E.FloatImm):
+            self.emit(f"(void)({self.expr(s.value)});")
+
+    def visit_BufferStore(self, s: S.BufferStore) -> None:
+        idx = s.indices[0]
+        if idx.dtype.lanes > 1:
+            self.emit(self.vec.store(s.buffer, idx, s.value))
+        else:
+            buf = self.promoted_access(s.buffer, idx) or f"{self.names.get(s.buffer, s.buffer.name)}[{self.expr(idx)}]"
+            self.emit(f"{buf} = {self.expr(s.value)};")
+
+    # ---- loops -----------------------------------------------------------------------------
+    def _loop_end(self, s: S.For) -> str:
+        """``min + extent``, simplified when that is shorter: a tail loop's bounds are written
+        as what came before it plus what remains, and the two halves usually cancel."""
+        plain = f"{self.expr(s.min, 6)} + {self.expr(s.extent, 6)}"
+        folded = self.expr(Analyzer().simplify(O.add(s.min, s.extent)), 6)
+        return folded if len(folded) < len(plain) else plain
+
+    def visit_For(self, s: S.For) -> None:
+        v = s.loop_var
+        lo = self.expr(s.min)
+        ext = self.expr(s.extent, 6)
+        self.bound.add(id(v))
+        name = self.names.get(v, v.name)
+        end = ext if _is_zero(s.min) else self._loop_end(s)
+        streams = s.kind == "parallel" and bool(
+            collect(s.body, lambda n: isinstance(n, S.AttrStmt) and n.key == "stream_store"))
+        region = s.kind == "parallel" and bool(self.plan.to.get(id(s)) or streams)
+        private = self._loop_pragmas(s, region)
+        self.open(f"for ({ctype(v.dtype)} {name} = {lo}; {name} < {end}; ++{name})")
+        if private:
+            self.open(f"if ({' && '.join(f'{n} != NULL' for n in private)})")
+            self.with_hoisted(self.plan.into.get(id(s), []), s.body)
+            self.close()
+        else:
+            self.with_hoisted(self.plan.into.get(id(s), []), s.body)
+        self.close()
+        self.bound.discard(id(v))
+        if region:
+            if streams:  # streaming stores are weakly ordered: drain them before the threads join
+                self.emit("tsl_sfence();")
+            for n in private:
+                self.emit(f"free({n});")
+            self.close()
+
+    def _loop_pragmas(self, s: S.For, region: bool) -> list[str]:
+        """What goes before loop ``s``: its pragma and, for a parallel ``region`` (per-thread
+        setup and teardown), the opening of the region and the temporaries each thread
+        allocates once; their names, to free when the region ends."""
+        private: list[str] = []
+        if s.kind == "parallel":
+            self.has_parallel = True
+            if region:
+                self.emit("#pragma omp parallel num_threads(tsl_nt)")
+                self.open("")
+                private = self.open_hoisted(self.plan.to.get(id(s), []))
+                if private:  # each thread allocates its temporaries once
+                    ok = " && ".join(f"{n} != NULL" for n in private)
+                    self.open(f"if (!({ok}))")
+                    self.emit("#pragma omp atomic write")
+                    self.emit("tsl_status = 1;")
+                    self.close()
+                self.emit("#pragma omp for schedule(static)")
+            else:
+                self.emit("#pragma omp parallel for num_threads(tsl_nt) schedule(static)")
+        elif s.kind == "unrolled" and isinstance(s.extent, E.IntImm) and s.extent.value > 0:
+            self.emit(f"#pragma GCC unroll {min(s.extent.value, MAX_PRAGMA_UNROLL)}")
+        elif s.kind == "vectorized":  # the vectorize pass turns these into vector code; left only in hand-built IR
+            self.emit("#pragma GCC ivdep")
+        elif s.kind == "thread_binding":  # iterations are independent: a CPU runs them in turn
+            self.emit(f"// bound to {comment(s.thread_tag or 'a thread axis')}: runs serially on the CPU")
+        return private
+
+    # ---- temporaries -------------------------------------------------------------------------
+    def visit_Allocate(self, s: S.Allocate) -> None:
+        b = s.buffer
+        t = ctype(b.dtype)
+        if b.dtype == "float16":
+            self.uses_float16 = True
+        name = self.names.get(b, b.name)
+        dims = list(b.shape)
+        const = all(isinstance(x, E.IntImm) for x in dims)
+        count = math.prod(x.value for x in dims) if const else None
+        if id(s) in self.plan.hoisted:  # allocated once, further out (see c_memory.plan_hoisting)
+            self.stmt(s.body)
+            return
+        if count is not None and self._promote(s, count):
+            return
+        self.open("")
+        if not on_heap(b):
+            self.emit(f"{t} {name}[{max(count, 1)}] __attribute__((aligned(64)));  "
+                      f"// {comment(b.name)}, scope {comment(b.scope)}")
+            self.stmt(s.body)
+        else:
+            self.uses_heap = True
+            size = str(count) if count is not None else " * ".join(f"(int64_t){self.expr(x, 8)}" for x in dims)
+            self.emit(f"{t}* restrict {name} = ({t}*)tsl_alloc(({size}) * (int64_t)sizeof({t}));  // {comment(b.name)}")
+            self.open(f"if ({name} == NULL)")
+            self.emit("tsl_status = 1;")
+            self._else()
+            self.stmt(s.body)
+            self.emit(f"free({name});")
+            self.close()
+        self.close()
+
+    def with_hoisted(self, allocs: list[S.Allocate], body: S.Stmt) -> None:
+        """``body``, after the hoisted temporaries ``allocs`` are allocated (and freed after it)."""
+        names = self.open_hoisted(allocs)
+        if not names:
+            self.stmt(body)
+            return
+        self.open(f"if (!({' && '.join(f'{n} != NULL' for n in names)}))")
+        self.emit("tsl_status = 1;")
+        self._else()
+        self.stmt(body)
+        self.close()
+        for n in names:
+            self.emit(f"free({n});")
+
+    def open_hoisted(self, allocs: list[S.Allocate]) -> list[str]:
+        """Declare the hoisted temporaries ``allocs``; their names, to free at the end."""
+        names: list[str] = []
+        seen: set[int] = set()
+        for a in allocs:
+            b = a.buffer
+            if id(b) in seen:  # one buffer allocated in several places (a partitioned loop's copies)
+                continue
+            seen.add(id(b))
+            self.uses_heap = True
+            t, name = ctype(b.dtype), self.names.get(b, b.name)
+            size = " * ".join(f"(int64_t){self.expr(x, 8)}" for x in b.shape) or "1"
+            self.emit(f"{t}* restrict {name} = ({t}*)tsl_alloc(({size}) * (int64_t)sizeof({t}));  // {comment(b.name)}")
+            names.append(name)
+        return names
+
+    def _promote(self, s: S.Allocate, count: int) -> bool:
+        """Keep a small temporary in variables, when c_memory.promotion_lanes allows it."""
+        lanes = promotion_lanes(s, count)
+        if lanes is None:
+            return False
+        b = s.buffer
+        prefix = self.names.get(b, b.name)
+        t = self.vec.vtype(b.dtype.with_lanes(lanes)) if lanes > 1 else ctype(b.dtype)
+        self.open("")
+        # each variable is an identifier of the table, so it cannot clash with a user's name
+        cells = self.promoted_names.setdefault(
+            id(b), [self.names.get(object(), f"{prefix}_{k}") for k in range(count // lanes)])
+        self.emit(f"{t} {', '.join(cells)};  // {comment(b.name)}, scope {comment(b.scope)}: kept in registers")
+        self.promoted[id(b)] = (cells, lanes)
+        self.stmt(s.body)
+        del self.promoted[id(b)]
+        self.close()
+        return True
+
+
+def _is_zero(e: E.PrimExpr) -> bool:
+    return isinstance(e, E.IntImm) and e.value == 0
