@@ -94,6 +94,26 @@ def post_order_visit(node: Any, fn: Callable[[Any], None]) -> None:
         stack.extend((c, False) for c in reversed(_children(n)))
 
 
+def depth(node: Any, limit: int | None = None) -> int:
+    """The number of nodes on the longest path from ``node`` down to a leaf (shared subtrees
+    counted once: an explicit stack and a memo by identity, so it is cheap even where every
+    other walk would need ``tessel.deep``'s big stack). With ``limit``, it may stop and return
+    a value above ``limit`` as soon as one path is that long."""
+    memo: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(node, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if expanded:
+            d = 1 + max((memo[id(c)] for c in _children(n)), default=0)
+            memo[id(n)] = d
+            if limit is not None and d > limit:
+                return d
+        elif id(n) not in memo:
+            stack.append((n, True))
+            stack.extend((c, False) for c in _children(n) if id(c) not in memo)
+    return memo[id(node)]
+
+
 def collect(node: Any, pred: Callable[[Any], bool]) -> list[Any]:
     out: list[Any] = []
     post_order_visit(node, lambda n: out.append(n) if pred(n) else None)
