@@ -10,6 +10,7 @@ subtrees are shared and ``is`` tells a pass whether anything happened.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from operator import attrgetter
 from typing import Any
 
 from .expr import IterVar, Node, PrimExpr, Range, Var
@@ -20,6 +21,24 @@ _CHILD = (PrimExpr, Stmt, Range)
 
 def _is_child(v: Any) -> bool:
     return isinstance(v, _CHILD)
+
+
+_GETTERS: dict[type, Callable[[Any], tuple]] = {}
+
+
+def _fields(node: Any) -> tuple:
+    """``node.fields()`` through one C-level getter per class: every walk reads every node's
+    fields, and a 10,000-term body or a 1,000-stage chain is walked dozens of times."""
+    get = _GETTERS.get(type(node))
+    if get is None:
+        names = type(node)._fields
+        if len(names) >= 2:
+            get = attrgetter(*names)
+        else:
+            one = attrgetter(names[0]) if names else None
+            get = (lambda n: (one(n),)) if one else (lambda n: ())
+        _GETTERS[type(node)] = get
+    return get(node)
 
 
 class Visitor:
@@ -33,7 +52,7 @@ class Visitor:
             self.generic_visit(node)
 
     def generic_visit(self, node: Any) -> None:
-        for v in node.fields():
+        for v in _fields(node):
             if _is_child(v):
                 self.visit(v)
             elif isinstance(v, tuple):
@@ -43,7 +62,14 @@ class Visitor:
 
 
 class Mutator:
-    """Rebuilding walk; returns the same object when no child changed."""
+    """Rebuilding walk; returns the same object when no child changed.
+
+    A pass that rewrites statements only (its ``visit_*`` methods are for statements, and
+    nothing it does depends on visiting an expression) sets ``statements_only``: the generic
+    walk then leaves expressions and ranges as they are without walking them, which matters
+    when a body is an expression of 10,000 nodes."""
+
+    statements_only: bool = False
 
     def visit(self, node: Any) -> Any:
         fn = getattr(self, "visit_" + type(node).__name__, None)
@@ -52,15 +78,16 @@ class Mutator:
         return self.generic_visit(node)
 
     def _field(self, v: Any) -> Any:
-        if _is_child(v):
+        child = (lambda x: isinstance(x, Stmt)) if self.statements_only else _is_child
+        if child(v):
             return self.visit(v)
-        if isinstance(v, tuple) and any(_is_child(x) for x in v):
-            new = tuple(self.visit(x) if _is_child(x) else x for x in v)
+        if isinstance(v, tuple) and any(child(x) for x in v):
+            new = tuple(self.visit(x) if child(x) else x for x in v)
             return v if all(a is b for a, b in zip(new, v)) else new
         return v
 
     def generic_visit(self, node: Any) -> Any:
-        old = node.fields()
+        old = _fields(node)
         new = [self._field(v) for v in old]
         if all(a is b for a, b in zip(old, new)):
             return node
@@ -69,7 +96,7 @@ class Mutator:
 
 def _children(node: Any) -> list[Any]:
     out: list[Any] = []
-    for v in node.fields():
+    for v in _fields(node):
         if _is_child(v):
             out.append(v)
         elif isinstance(v, tuple):
@@ -188,17 +215,29 @@ _IDENTITY = (Var, IterVar, Buffer)
 
 
 def structural_equal(a: Any, b: Any) -> bool:
-    """Same shape and values; variables, IterVars and buffers must be the same objects."""
-    if a is b:
-        return True
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(structural_equal(x, y) for x, y in zip(a, b))
-    if isinstance(a, Node) and isinstance(b, Node):
-        if type(a) is not type(b) or isinstance(a, _IDENTITY):
+    """Same shape and values; variables, IterVars and buffers must be the same objects.
+
+    An explicit stack of pairs (no recursion: the simplifier compares expressions as deep as
+    the user's); pairs are compared in no particular order, which a yes/no answer cannot tell."""
+    stack = [(a, b)]
+    while stack:
+        a, b = stack.pop()
+        if a is b:
+            continue
+        if isinstance(a, tuple) and isinstance(b, tuple):
+            if len(a) != len(b):
+                return False
+            stack.extend(zip(a, b))
+        elif isinstance(a, Node) and isinstance(b, Node):
+            if type(a) is not type(b) or isinstance(a, _IDENTITY):
+                return False
+            stack.extend(zip(_fields(a), _fields(b)))
+        elif isinstance(a, Node) or isinstance(b, Node) or not _equal_leaf(a, b):
             return False
-        return all(structural_equal(x, y) for x, y in zip(a.fields(), b.fields()))
-    if isinstance(a, Node) or isinstance(b, Node):
-        return False
+    return True
+
+
+def _equal_leaf(a: Any, b: Any) -> bool:
     try:
         return bool(a == b) and type(a) is type(b)
     except Exception:
@@ -206,16 +245,32 @@ def structural_equal(a: Any, b: Any) -> bool:
 
 
 def structural_hash(a: Any) -> int:
-    if isinstance(a, _IDENTITY):
-        return id(a)
-    if isinstance(a, tuple):
-        return hash(tuple(structural_hash(x) for x in a))
-    if isinstance(a, Node):
-        return hash((type(a).__name__, tuple(structural_hash(x) for x in a.fields())))
+    """The hash of a node from its class name and its fields' hashes (identity for variables
+    and buffers), computed children first on an explicit stack, like ``structural_equal``."""
+    done: list[int] = []  # hashes of finished values, in the order a recursive walk would give
+    stack: list[tuple[Any, int]] = [(a, -1)]  # (value, -1) to expand; (value, n) to combine n hashes
+    while stack:
+        x, n = stack.pop()
+        if n >= 0:
+            parts = tuple(done[len(done) - n:]) if n else ()
+            del done[len(done) - n:]
+            done.append(hash((type(x).__name__, parts)) if isinstance(x, Node) else hash(parts))
+        elif isinstance(x, _IDENTITY):
+            done.append(id(x))
+        elif isinstance(x, tuple | Node):
+            kids = x if isinstance(x, tuple) else _fields(x)
+            stack.append((x, len(kids)))
+            stack.extend((k, -1) for k in reversed(kids))
+        else:
+            done.append(_hash_leaf(x))
+    return done[0]
+
+
+def _hash_leaf(x: Any) -> int:
     try:
-        return hash(a)
+        return hash(x)
     except TypeError:
-        return id(a)
+        return id(x)
 
 
 class StructKey:
