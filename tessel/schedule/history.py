@@ -34,6 +34,9 @@ _observers: list[Callable[[Schedule], None]] = []
 
 # Turn off to record calls without copying the schedule (e.g. in a long-running search).
 SNAPSHOTS = True
+# A schedule with more stages than this is not copied: one copy per primitive makes a script
+# that schedules a long chain quadratic (and such a copy passes the recursion limit anyway).
+MAX_SNAPSHOT_STAGES = 200
 
 
 @dataclass
@@ -116,7 +119,10 @@ def capture() -> Iterator[list[Schedule]]:
 def _append(sch: Schedule, primitive: str, call: str, result: str = "", error: BaseException | None = None) -> None:
     filename, lineno, code = _user_frame()
     rec = Record(len(sch.history), primitive, call, filename, lineno, code, result, error)
-    if SNAPSHOTS:
+    if SNAPSHOTS and len(sch.stages) > MAX_SNAPSHOT_STAGES:
+        rec.snapshot_error = (f"not copied: the schedule has {len(sch.stages)} stages "
+                              f"(tessel.schedule.history.MAX_SNAPSHOT_STAGES is {MAX_SNAPSHOT_STAGES})")
+    elif SNAPSHOTS:
         try:
             ops = _reachable_ops(sch)
             # the copy must not drag the history (and its earlier copies) along
