@@ -10,7 +10,6 @@ subtrees are shared and ``is`` tells a pass whether anything happened.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from operator import attrgetter
 from typing import Any
 
 from .expr import IterVar, Node, PrimExpr, Range, Var
@@ -21,24 +20,6 @@ _CHILD = (PrimExpr, Stmt, Range)
 
 def _is_child(v: Any) -> bool:
     return isinstance(v, _CHILD)
-
-
-_GETTERS: dict[type, Callable[[Any], tuple]] = {}
-
-
-def _fields(node: Any) -> tuple:
-    """``node.fields()`` through one C-level getter per class: every walk reads every node's
-    fields, and a 10,000-term body or a 1,000-stage chain is walked dozens of times."""
-    get = _GETTERS.get(type(node))
-    if get is None:
-        names = type(node)._fields
-        if len(names) >= 2:
-            get = attrgetter(*names)
-        else:
-            one = attrgetter(names[0]) if names else None
-            get = (lambda n: (one(n),)) if one else (lambda n: ())
-        _GETTERS[type(node)] = get
-    return get(node)
 
 
 class Visitor:
@@ -52,7 +33,7 @@ class Visitor:
             self.generic_visit(node)
 
     def generic_visit(self, node: Any) -> None:
-        for v in _fields(node):
+        for v in node.fields():
             if _is_child(v):
                 self.visit(v)
             elif isinstance(v, tuple):
@@ -87,7 +68,7 @@ class Mutator:
         return v
 
     def generic_visit(self, node: Any) -> Any:
-        old = _fields(node)
+        old = node.fields()
         new = [self._field(v) for v in old]
         if all(a is b for a, b in zip(old, new)):
             return node
@@ -96,7 +77,7 @@ class Mutator:
 
 def _children(node: Any) -> list[Any]:
     out: list[Any] = []
-    for v in _fields(node):
+    for v in node.fields():
         if _is_child(v):
             out.append(v)
         elif isinstance(v, tuple):
@@ -231,7 +212,7 @@ def structural_equal(a: Any, b: Any) -> bool:
         elif isinstance(a, Node) and isinstance(b, Node):
             if type(a) is not type(b) or isinstance(a, _IDENTITY):
                 return False
-            stack.extend(zip(_fields(a), _fields(b)))
+            stack.extend(zip(a.fields(), b.fields()))
         elif isinstance(a, Node) or isinstance(b, Node) or not _equal_leaf(a, b):
             return False
     return True
@@ -258,7 +239,7 @@ def structural_hash(a: Any) -> int:
         elif isinstance(x, _IDENTITY):
             done.append(id(x))
         elif isinstance(x, tuple | Node):
-            kids = x if isinstance(x, tuple) else _fields(x)
+            kids = x if isinstance(x, tuple) else x.fields()
             stack.append((x, len(kids)))
             stack.extend((k, -1) for k in reversed(kids))
         else:
