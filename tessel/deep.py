@@ -2,7 +2,8 @@
 
 The IR is walked recursively (visitors, mutators, the simplifier, printers, code generators),
 so the depth of a walk is the depth of the expression: a body summing 10,000 terms is a chain
-of 10,000 additions, and a chain of 1,000 stages inlined into one another is as deep. Python's
+of 10,000 additions, and a chain of 1,000 stages inlined into one another is as deep; stored
+stages nest too (each opens an allocation around the rest of the chain). Python's
 default limit (1,000 frames) stops such walks with a RecursionError long before memory does.
 
 :func:`deep_stack` runs a pipeline entry point in a worker thread with a big stack straight away
