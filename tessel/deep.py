@@ -2,11 +2,14 @@
 
 The IR is walked recursively (visitors, mutators, the simplifier, printers, code generators),
 so the depth of a walk is the depth of the expression: a body summing 10,000 terms is a chain
-of 10,000 additions, and a chain of 1,000 stages inlined into one another is as deep. Python's
+of 10,000 additions, and a chain of 1,000 stages inlined into one another is as deep; stored
+stages nest too (each opens an allocation around the rest of the chain). Python's
 default limit (1,000 frames) stops such walks with a RecursionError long before memory does.
 
-:func:`deep_stack` runs a pipeline entry point as usual and, only if it hits a RecursionError,
-runs it again in a worker thread with a stack of :data:`STACK_BYTES` (reserved, not committed:
+:func:`deep_stack` runs a pipeline entry point in a worker thread with a big stack straight away
+when a cheap look at its arguments says the program is deep (``is_deep``: no time is wasted on
+an attempt bound to fail), and otherwise as usual, running it again in such a worker only if it
+hits a RecursionError. The worker has a stack of :data:`STACK_BYTES` (reserved, not committed:
 pages are touched only as deep as the walk goes) and a recursion limit of
 :data:`RECURSION_LIMIT`. That is a bounded measure: a program deeper still is refused with a
 :class:`~tessel.errors.BuildError` that says so, never a crash. While the worker runs the
@@ -78,18 +81,20 @@ def _run_on_big_stack(fn: Callable, args: tuple, kwargs: dict) -> Any:
     return out["value"]
 
 
-def deep_stack(what: str) -> Callable[[F], F]:
-    """Decorate a pipeline entry point (``what`` names it in the error) as described above."""
+def deep_stack(what: str, is_deep: Callable[..., bool] | None = None) -> Callable[[F], F]:
+    """Decorate a pipeline entry point (``what`` names it in the error) as described above;
+    ``is_deep(*args, **kwargs)`` says whether to go to the big stack without a first try."""
 
     def wrap(fn: F) -> F:
         @functools.wraps(fn)
         def call(*args, **kwargs):
             if getattr(_inside, "active", False):
                 return fn(*args, **kwargs)
-            try:
-                return fn(*args, **kwargs)
-            except RecursionError:
-                pass  # retried below, outside the except block so the first traceback is dropped
+            if is_deep is None or not is_deep(*args, **kwargs):
+                try:
+                    return fn(*args, **kwargs)
+                except RecursionError:
+                    pass  # retried below, outside the except block so the first traceback is dropped
             try:
                 return _run_on_big_stack(fn, args, kwargs)
             except RecursionError:

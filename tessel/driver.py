@@ -18,7 +18,7 @@ from .errors import BuildError, DefinitionError, LowerError
 from .ir import expr as E
 from .ir import stmt as S
 from .ir.fingerprint import Unhashable, fingerprint
-from .ir.functor import collect, free_vars
+from .ir.functor import collect, depth, free_vars
 from .lower import schedule_ops
 from .passes import (
     index_dtype,
@@ -65,7 +65,29 @@ def _params(args: Sequence) -> tuple[dict, list[S.Buffer], list[E.Var]]:
     return buffers, order, sizes
 
 
-@deep_stack("lower_steps")
+# stage count plus the summed depth of the stages' expressions (an upper bound on any inlined
+# expression's depth) past which a program goes to tessel.deep's big stack without a first try:
+# an ordinary program stays far below it, one that would recurse past Python's limit does not
+DEEP_PROGRAM = 200
+
+
+def _is_deep(sch, *_args, **_kwargs) -> bool:
+    """Cheap (one memoized, non-recursive walk per stage), so a 1,000-stage chain or a
+    10,000-term body is lowered once on the big stack instead of failing first."""
+    stages = getattr(sch, "stages", None)
+    if not isinstance(stages, list):
+        return False  # not a schedule: the entry point itself says what is wrong
+    total = len(stages)
+    for st in stages:
+        for e in getattr(st.op, "body", ()):
+            if isinstance(e, E.PrimExpr):
+                total += depth(e, DEEP_PROGRAM)
+            if total > DEEP_PROGRAM:
+                return True
+    return False
+
+
+@deep_stack("lower_steps", _is_deep)
 def lower_steps(sch: Schedule, args: Sequence, name: str = "main", vector_bytes: int | None = None,
                 target: str | Target | None = None) -> tuple[S.PrimFunc, list[Step]]:
     """Lower for ``target`` (by default this machine's C target; ``vector_bytes`` overrides
@@ -145,7 +167,7 @@ def _check_free_vars(stmt: S.Stmt, sizes: list[E.Var]) -> None:
         )
 
 
-@deep_stack("lower")
+@deep_stack("lower", _is_deep)
 def lower(sch: Schedule, args: Sequence, name: str = "main", simple_mode: bool = False, trace: bool = False,
           target: str | Target | None = None):
     """The lowered kernel; with ``simple_mode`` just its body (what ``print`` shows is the IR)."""
@@ -156,7 +178,7 @@ def lower(sch: Schedule, args: Sequence, name: str = "main", simple_mode: bool =
     return func.body if simple_mode else func
 
 
-@deep_stack("build")
+@deep_stack("build", _is_deep)
 def build(sch: Schedule, args: Sequence, target: str | Target | None = "c", name: str = "main"):
     """Compile the schedule into a callable on NumPy arrays (outputs are written in place).
 

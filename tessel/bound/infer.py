@@ -17,6 +17,8 @@ for that value is exact; TVM's answer is a superset, ours is never smaller than 
 
 from __future__ import annotations
 
+import heapq
+
 from ..arith import Analyzer, IntSet, eval_set
 from ..errors import InternalError
 from ..ir import expr as E
@@ -58,15 +60,28 @@ def stage_order(sch: Schedule, cons: dict[Stage, list[Stage]]) -> list[Stage]:
     for st in sch.stages:
         if st.attach_type == SCOPE and st.attach_stage is not None and id(st.attach_stage) in before:
             before[id(st.attach_stage)].add(id(st))
+    # Kahn's algorithm with the ready stages in a heap by position (linear, not quadratic, in
+    # the number of stages: a chain may have a thousand)
+    after: dict[int, list[int]] = {k: [] for k in before}
+    for k, firsts in before.items():
+        for f in firsts:
+            after[f].append(k)
+    waiting = {k: len(v) for k, v in before.items()}
+    ready = [pos[k] for k, n in waiting.items() if n == 0]
+    heapq.heapify(ready)
     order: list[Stage] = []
     done: set[int] = set()
-    left = list(sch.stages)
-    while left:
-        ready = [st for st in left if before[id(st)] <= done]
-        st = min(ready or left, key=lambda x: pos[id(x)])
+    while len(order) < len(sch.stages):
+        if ready:
+            st = sch.stages[heapq.heappop(ready)]
+        else:  # the attachments contradict the reads: the earliest stage left goes next
+            st = next(x for x in sch.stages if id(x) not in done)
         order.append(st)
         done.add(id(st))
-        left.remove(st)
+        for k in after[id(st)]:
+            waiting[k] -= 1
+            if waiting[k] == 0 and k not in done:
+                heapq.heappush(ready, pos[k])
     return order
 
 

@@ -43,7 +43,14 @@ class Visitor:
 
 
 class Mutator:
-    """Rebuilding walk; returns the same object when no child changed."""
+    """Rebuilding walk; returns the same object when no child changed.
+
+    A pass that rewrites statements only (its ``visit_*`` methods are for statements, and
+    nothing it does depends on visiting an expression) sets ``statements_only``: the generic
+    walk then leaves expressions and ranges as they are without walking them, which matters
+    when a body is an expression of 10,000 nodes."""
+
+    statements_only: bool = False
 
     def visit(self, node: Any) -> Any:
         fn = getattr(self, "visit_" + type(node).__name__, None)
@@ -52,10 +59,11 @@ class Mutator:
         return self.generic_visit(node)
 
     def _field(self, v: Any) -> Any:
-        if _is_child(v):
+        child = (lambda x: isinstance(x, Stmt)) if self.statements_only else _is_child
+        if child(v):
             return self.visit(v)
-        if isinstance(v, tuple) and any(_is_child(x) for x in v):
-            new = tuple(self.visit(x) if _is_child(x) else x for x in v)
+        if isinstance(v, tuple) and any(child(x) for x in v):
+            new = tuple(self.visit(x) if child(x) else x for x in v)
             return v if all(a is b for a, b in zip(new, v)) else new
         return v
 
@@ -92,6 +100,26 @@ def post_order_visit(node: Any, fn: Callable[[Any], None]) -> None:
             continue
         stack.append((n, True))
         stack.extend((c, False) for c in reversed(_children(n)))
+
+
+def depth(node: Any, limit: int | None = None) -> int:
+    """The number of nodes on the longest path from ``node`` down to a leaf (shared subtrees
+    counted once: an explicit stack and a memo by identity, so it is cheap even where every
+    other walk would need ``tessel.deep``'s big stack). With ``limit``, it may stop and return
+    a value above ``limit`` as soon as one path is that long."""
+    memo: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(node, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if expanded:
+            d = 1 + max((memo[id(c)] for c in _children(n)), default=0)
+            memo[id(n)] = d
+            if limit is not None and d > limit:
+                return d
+        elif id(n) not in memo:
+            stack.append((n, True))
+            stack.extend((c, False) for c in _children(n) if id(c) not in memo)
+    return memo[id(node)]
 
 
 def collect(node: Any, pred: Callable[[Any], bool]) -> list[Any]:
@@ -168,17 +196,29 @@ _IDENTITY = (Var, IterVar, Buffer)
 
 
 def structural_equal(a: Any, b: Any) -> bool:
-    """Same shape and values; variables, IterVars and buffers must be the same objects."""
-    if a is b:
-        return True
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(structural_equal(x, y) for x, y in zip(a, b))
-    if isinstance(a, Node) and isinstance(b, Node):
-        if type(a) is not type(b) or isinstance(a, _IDENTITY):
+    """Same shape and values; variables, IterVars and buffers must be the same objects.
+
+    An explicit stack of pairs (no recursion: the simplifier compares expressions as deep as
+    the user's); pairs are compared in no particular order, which a yes/no answer cannot tell."""
+    stack = [(a, b)]
+    while stack:
+        a, b = stack.pop()
+        if a is b:
+            continue
+        if isinstance(a, tuple) and isinstance(b, tuple):
+            if len(a) != len(b):
+                return False
+            stack.extend(zip(a, b))
+        elif isinstance(a, Node) and isinstance(b, Node):
+            if type(a) is not type(b) or isinstance(a, _IDENTITY):
+                return False
+            stack.extend(zip(a.fields(), b.fields()))
+        elif isinstance(a, Node) or isinstance(b, Node) or not _equal_leaf(a, b):
             return False
-        return all(structural_equal(x, y) for x, y in zip(a.fields(), b.fields()))
-    if isinstance(a, Node) or isinstance(b, Node):
-        return False
+    return True
+
+
+def _equal_leaf(a: Any, b: Any) -> bool:
     try:
         return bool(a == b) and type(a) is type(b)
     except Exception:
@@ -186,16 +226,32 @@ def structural_equal(a: Any, b: Any) -> bool:
 
 
 def structural_hash(a: Any) -> int:
-    if isinstance(a, _IDENTITY):
-        return id(a)
-    if isinstance(a, tuple):
-        return hash(tuple(structural_hash(x) for x in a))
-    if isinstance(a, Node):
-        return hash((type(a).__name__, tuple(structural_hash(x) for x in a.fields())))
+    """The hash of a node from its class name and its fields' hashes (identity for variables
+    and buffers), computed children first on an explicit stack, like ``structural_equal``."""
+    done: list[int] = []  # hashes of finished values, in the order a recursive walk would give
+    stack: list[tuple[Any, int]] = [(a, -1)]  # (value, -1) to expand; (value, n) to combine n hashes
+    while stack:
+        x, n = stack.pop()
+        if n >= 0:
+            parts = tuple(done[len(done) - n:]) if n else ()
+            del done[len(done) - n:]
+            done.append(hash((type(x).__name__, parts)) if isinstance(x, Node) else hash(parts))
+        elif isinstance(x, _IDENTITY):
+            done.append(id(x))
+        elif isinstance(x, tuple | Node):
+            kids = x if isinstance(x, tuple) else x.fields()
+            stack.append((x, len(kids)))
+            stack.extend((k, -1) for k in reversed(kids))
+        else:
+            done.append(_hash_leaf(x))
+    return done[0]
+
+
+def _hash_leaf(x: Any) -> int:
     try:
-        return hash(a)
+        return hash(x)
     except TypeError:
-        return id(a)
+        return id(x)
 
 
 class StructKey:

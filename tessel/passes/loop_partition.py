@@ -139,6 +139,8 @@ class _ReplaceExpr(Mutator):
 
 
 class _Specialize(Mutator):
+    statements_only = True  # expressions are read off the statements it rewrites, never walked
+
     def __init__(self) -> None:
         self.done: list[E.Min] = []
 
@@ -158,6 +160,8 @@ class _Specialize(Mutator):
 class _Hoist(Mutator):
     """Move conditions outwards: out of loops that they do not depend on, out of allocations and
     ``produce`` markers, and out of sequences whose every statement tests them."""
+
+    statements_only = True  # expressions are read off the statements it rewrites, never walked
 
     def visit_AttrStmt(self, s: S.AttrStmt):
         if s.key == SMALL:
@@ -235,6 +239,8 @@ def _sites(body: S.Stmt) -> list[_Site]:
 class _ProveConjunct(Mutator):
     """Replace one conjunct of the IfThenElse conditions by ``true``."""
 
+    statements_only = True  # expressions are read off the statements it rewrites, never walked
+
     def __init__(self, cond: E.PrimExpr):
         self.key = StructKey(cond)
 
@@ -250,6 +256,8 @@ class _ProveConjunct(Mutator):
 
 
 class _Partition(Mutator):
+    statements_only = True  # expressions are read off the statements it rewrites, never walked
+
     def __init__(self) -> None:
         self.ana = Analyzer()
         self.budget = MAX_PARTITIONS
@@ -310,6 +318,8 @@ def _fresh(loop: S.For) -> S.For:
 
 # ---- 3. tightening -------------------------------------------------------------------------------
 class _Tighten(Mutator):
+    statements_only = True  # expressions are read off the statements it rewrites, never walked
+
     def __init__(self) -> None:
         self.ana = Analyzer()
 

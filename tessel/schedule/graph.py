@@ -16,16 +16,29 @@ from .stage import INLINE, SCOPE, Stage
 
 
 class _Inliner(Mutator):
-    def __init__(self, sch: Schedule, cache: dict):
-        self.sch, self.cache = sch, cache
+    """Substitutes the bodies of inlined stages for their reads, outermost read first: the
+    producer's own body, with its axes replaced by the read's indices, is then inlined in turn.
+    (Substituting each producer's already inlined body instead copies it once per stage of a
+    chain, which is quadratic in the chain's length.)"""
+
+    def __init__(self, sch: Schedule):
+        self.sch = sch
+        self.active: list[Stage] = []  # inlined stages being expanded, to refuse a cycle
 
     def visit_ProducerLoad(self, e: E.ProducerLoad):
         idx = tuple(self.visit(i) for i in e.indices)
-        op = e.producer.op
-        st = self.sch.stage_map.get(op)
+        st = self.sch.stage_map.get(e.producer.op)
         if st is not None and st.attach_type == INLINE:
-            body = inlined_body(self.sch, st, self.cache)[e.producer.value_index]
-            return substitute(body, {iv.var: i for iv, i in zip(st.op.axis, idx)})
+            if any(st is a for a in self.active):
+                raise ScheduleError(f"stage {st.name} is inlined into itself (through "
+                                    f"{', '.join(a.name for a in self.active)}); keep it stored: "
+                                    f"s[{py_name(st.name)}].compute_root()")
+            body = st.op.effective_body(lambda b: b)[e.producer.value_index]
+            self.active.append(st)
+            try:  # the indices are inlined already: visiting them again leaves them as they are
+                return self.visit(substitute(body, {iv.var: i for iv, i in zip(st.op.axis, idx)}))
+            finally:
+                self.active.pop()
         if all(a is b for a, b in zip(idx, e.indices)):
             return e
         return E.ProducerLoad(e.producer, idx)
@@ -34,12 +47,9 @@ class _Inliner(Mutator):
 def inlined_body(sch: Schedule, stage: Stage, cache: dict | None = None) -> tuple[E.PrimExpr, ...]:
     """The stage's body with every inlined producer substituted (recursively)."""
     cache = {} if cache is None else cache
-    if stage.op in cache:
-        return cache[stage.op]
-    cache[stage.op] = None  # cycle guard
-    body = stage.op.effective_body(_Inliner(sch, cache).visit)
-    cache[stage.op] = body
-    return body
+    if stage.op not in cache:
+        cache[stage.op] = stage.op.effective_body(_Inliner(sch).visit)
+    return cache[stage.op]
 
 
 def effective_bodies(sch: Schedule) -> dict:

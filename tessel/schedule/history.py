@@ -42,6 +42,9 @@ _observers: list[Callable[[Schedule], None]] = []
 
 # Turn off to record steps without offering snapshots (e.g. in a long-running search).
 SNAPSHOTS = True
+# A schedule with more stages than this offers no snapshots: replaying a long chain once per
+# step is quadratic (and copying its expressions passes the recursion limit anyway).
+MAX_SNAPSHOT_STAGES = 200
 
 
 # ---- handles: how a step names what it was given -------------------------------------------
@@ -308,6 +311,9 @@ class History(list):
         step._origin = self.origin
         step._stages, step._stage_map = tuple(sch.stages), sch.stage_map
         step._snapshots = SNAPSHOTS
+        if SNAPSHOTS and len(sch.stages) > MAX_SNAPSHOT_STAGES:
+            step._snap_error = (f"not copied: the schedule has {len(sch.stages)} stages "
+                                f"(tessel.schedule.history.MAX_SNAPSHOT_STAGES is {MAX_SNAPSHOT_STAGES})")
         self.append(step)
         return step
 
