@@ -20,20 +20,37 @@ def _apply(err: tessel.ScheduleError, s) -> None:
     exec(err.fix, {"s": s, **err.fix_names})
 
 
-def test_unroll_of_a_loop_longer_than_the_limit_is_refused_at_the_call():
+def test_unroll_of_a_loop_longer_than_the_limit_is_refused_when_lowered():
     n = 4 * MAX_UNROLL_STATEMENTS + 3
     A = te.placeholder((n,), name="A")
     B = te.compute((n,), lambda i: A[i] * 2.0, name="B")
     s = te.create_schedule(B.op)
+    s[B].unroll(B.op.axis[0])  # the extent a loop will have is known only once bounds are inferred
     with pytest.raises(tessel.ScheduleError) as info:
-        s[B].unroll(B.op.axis[0])
+        tessel.lower(s, [A, B])
     err = info.value
     assert "stage B" in str(err) and "loop i" in str(err) and str(MAX_UNROLL_STATEMENTS) in str(err)
-    assert err.fix.startswith("s[B].unroll(s[B].split(B.op.axis[0], factor=")
-    _apply(err, s)  # the inner loop of the split is unrolled
+    assert err.fix.startswith("s[B].split(B.op.axis[0], factor=")
+    _apply(err, s)  # the split hands the unroll to its inner loop
     assert "B[i.outer*64 + 63] =" in str(tessel.lower(s, [A, B], simple_mode=True))  # copied out
     a = rand(n)
     check(s, [A, B], [a], [a * 2])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_axis_with_a_long_domain_is_unrolled_where_it_is_attached_inside_a_tile(target):
+    """C.local's axis i.c spans all 2048 rows of C, but attached inside C's tile of 4 rows it
+    loops 4 times: what counts is the extent InferBound gives the loop (fast_matmul's pattern)."""
+    n = 2 * MAX_UNROLL_STATEMENTS
+    A = te.placeholder((n, 8), name="A")
+    C = te.compute((n, 8), lambda i, j: A[i, j] * 3.0, name="C")
+    s = te.create_schedule(C.op)
+    CL = s.cache_write(C, "local")
+    io, ii = s[C].split(C.op.axis[0], factor=4)
+    s[CL].compute_at(s[C], io)
+    s[CL].unroll(CL.op.axis[0])
+    a = rand(n, 8)
+    check(s, [A, C], [a], [a * 3], targets=(target,))
 
 
 def test_nested_unrolls_past_the_limit_are_refused_when_lowered_and_the_fix_builds():

@@ -26,18 +26,9 @@ MAX_UNROLL_STATEMENTS = 1024  # straight-line statements one unrolled loop nest 
 MAX_UNROLL_FACTOR = 64  # the largest split factor proposed (the unroll pass copies up to 64 in the IR)
 
 
-def check_unroll_call(stage: Stage, iv: E.IterVar) -> None:
-    """Refuse ``unroll(iv)`` at the call when ``iv``'s extent alone is over the limit."""
-    ext = iv.dom.extent if iv.dom is not None else None
-    if isinstance(ext, E.IntImm) and ext.value > MAX_UNROLL_STATEMENTS:
-        raise unroll_limit_error(stage, iv, ext.value, 1, annotated=False)
-
-
-def unroll_limit_error(stage: Stage, iv: E.IterVar, extent: int, body: int,
-                       annotated: bool = True) -> ScheduleError:
-    """The error for unrolling ``iv`` (``extent`` copies of a ``body``-statement body). When
-    ``iv`` already carries the unroll, a split hands it to the inner loop; else (refused at the
-    call) the fix unrolls the inner loop itself."""
+def unroll_limit_error(stage: Stage, iv: E.IterVar, extent: int, body: int) -> ScheduleError:
+    """The error for unrolling ``iv`` (``extent`` copies of a ``body``-statement body); the fix
+    is a split, which hands the unroll to the inner loop."""
     from .fixes import Names
 
     names = Names(stage.schedule)
@@ -52,8 +43,6 @@ def unroll_limit_error(stage: Stage, iv: E.IterVar, extent: int, body: int,
     )
     if factor >= 2:
         fix = f"s[{st}].split({axis}, factor={factor})"
-        if not annotated:
-            fix = f"s[{st}].unroll({fix}[1])"
         explanation += f"split the loop: its inner loop of {factor} iterations keeps the unroll"
     else:
         fix = None
@@ -86,4 +75,4 @@ def unrolled_owner(stages, var: E.Var) -> tuple[Stage, E.IterVar] | None:
     return None
 
 
-__all__ = ["MAX_UNROLL_STATEMENTS", "check_unroll_call", "unroll_limit_error", "unrolled_owner"]
+__all__ = ["MAX_UNROLL_STATEMENTS", "unroll_limit_error", "unrolled_owner"]
