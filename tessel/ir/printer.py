@@ -79,27 +79,8 @@ class Printer:
         return f"({text})" if prec < parent else text
 
     def _expr(self, e: Any) -> tuple[str, int]:
-        if isinstance(e, E.Var):
-            return self.name(e), _ATOM
-        if isinstance(e, E.IterVar):
-            return self.name(e.var), _ATOM
-        if isinstance(e, E.IntImm):
-            if e.dtype.is_bool:
-                return ("True" if e.value else "False"), _ATOM
-            if e.dtype == "int32":
-                return str(e.value), _ATOM if e.value >= 0 else 6
-            return f"{e.dtype}({e.value})", _ATOM
-        if isinstance(e, E.FloatImm):
-            r = repr(e.value)
-            if r in ("inf", "-inf", "nan"):
-                return f"{e.dtype}({r})", _ATOM
-            if e.dtype == "float32":
-                return r + "f", _ATOM if e.value >= 0 else 6
-            if e.dtype == "float64":
-                return r, _ATOM if e.value >= 0 else 6
-            return f"{e.dtype}({r})", _ATOM
-        if isinstance(e, E.StringImm):
-            return repr(e.value), _ATOM
+        if isinstance(e, E.Var | E.IterVar | E.IntImm | E.FloatImm | E.StringImm):
+            return self._leaf(e)
         if isinstance(e, E.Min | E.Max):
             fn = "min" if isinstance(e, E.Min) else "max"
             return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
@@ -143,6 +124,29 @@ class Printer:
         if isinstance(e, S.Buffer):
             return self.sname(e), _ATOM
         return repr(e) if not isinstance(e, E.Node) else type(e).__name__, _ATOM
+
+    def _leaf(self, e: Any) -> tuple[str, int]:
+        """A variable or a literal, spelled so that its dtype can be read back."""
+        if isinstance(e, E.Var):
+            return self.name(e), _ATOM
+        if isinstance(e, E.IterVar):
+            return self.name(e.var), _ATOM
+        if isinstance(e, E.StringImm):
+            return repr(e.value), _ATOM
+        if isinstance(e, E.IntImm):
+            if e.dtype.is_bool:
+                return ("True" if e.value else "False"), _ATOM
+            if e.dtype == "int32":
+                return str(e.value), _ATOM if e.value >= 0 else 6
+            return f"{e.dtype}({e.value})", _ATOM
+        r = repr(e.value)
+        if r in ("inf", "-inf", "nan"):
+            return f"{e.dtype}({r})", _ATOM
+        if e.dtype == "float32":
+            return r + "f", _ATOM if e.value >= 0 else 6
+        if e.dtype == "float64":
+            return r, _ATOM if e.value >= 0 else 6
+        return f"{e.dtype}({r})", _ATOM
 
     # ---- statements ----------------------------------------------------------------------
     def emit(self, text: str) -> None:
