@@ -56,7 +56,24 @@ def load_python(func: PrimFunc, gen, target=None, finish: Callable | None = None
     ns = dict(gen.namespace or {})
     try:
         exec(compile(source, filename, "exec"), ns)
-    except SyntaxError as e:  # a bug in the generator, shown with the offending line
-        raise BuildError(f"python target produced invalid code for {func.name!r}: {e}\n{source}") from e
+    except (SyntaxError, RecursionError, MemoryError) as e:
+        raise _compile_refusal(func.name, source, e) from e
     size_types = [np.dtype("bool" if v.dtype.is_bool else str(v.dtype)).type for v in func.size_vars]
     return PythonKernel(func, source, spec, ns[gen.symbol], size_types)
+
+
+def _compile_refusal(name: str, source: str, err: BaseException) -> BuildError:
+    """Why Python would not compile the generated code: an expression nested past its parser's
+    limits (a long chain of inlined stages is one expression), else a bug in the generator,
+    shown with the lines around the one it names."""
+    text = str(err)
+    if not isinstance(err, SyntaxError) or "too many nested" in text or "too complex" in text:
+        return BuildError(
+            f"kernel {comment(name, 60)!r}: an expression is nested deeper than Python's parser accepts "
+            f"({type(err).__name__}: {text}); the python target writes each stored value as one expression. "
+            "Build it with the C target, or store some of the inlined stages in between "
+            "(s[T].compute_root() instead of compute_inline)")
+    lines = source.splitlines()
+    at = (err.lineno or 1) - 1
+    shown = "\n".join(f"{k + 1:5d}  {lines[k][:200]}" for k in range(max(at - 3, 0), min(at + 4, len(lines))))
+    return BuildError(f"python target produced invalid code for {comment(name, 60)!r}: {text}\n{shown}")
