@@ -198,7 +198,7 @@ def build(sch: Schedule, args: Sequence, target: str | Target | None = "c", name
         return build_func(func, tgt)
     front, steps = _lower_schedule(sch, args, name)
     try:
-        key: str | None = fingerprint(code_version(), tgt.describe(), _tunables(), front)
+        key: str | None = fingerprint(code_version(), _target_key(tgt), _tunables(), front)
     except Unhashable:
         key = None
     # the index guards of symbolic sizes come out of the last pass, and the calling convention
@@ -238,6 +238,13 @@ def _check_build_args(sch, args, name, what: str = "build") -> None:
     if "\0" in name:
         raise BuildError(f"{what}(..., name={name!r:.80}): the kernel name contains a NUL character, "
                          "which C cannot carry; pass a name without it")
+
+
+def _target_key(tgt: Target) -> tuple:
+    """The target's every field, unambiguously (its description string may read the same for
+    two targets: ``features={"a,b"}`` and ``{"a", "b"}``)."""
+    return (tgt.kind, tgt.vector_bytes, tuple(sorted(tgt.features or ())), tgt.mcpu, tgt.compiler,
+            tuple(tgt.flags), tgt.device)
 
 
 def _tunables() -> tuple:

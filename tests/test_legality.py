@@ -394,3 +394,22 @@ def test_build_refuses_an_illegal_schedule_too():
     for target in ("python", "c"):
         with pytest.raises(ScheduleError, match="its new reader B.shared sits at the root"):
             tessel.build(s, [A, D], target=target)
+
+
+@pytest.mark.parametrize("name", ["lambda", "None", "x\u00b2", "s", "1st"])
+def test_a_fix_runs_as_code_whatever_the_stage_is_called(name):
+    """The fix's code names stages through the one name-safety function: a keyword, None, a
+    non-ASCII letter or a leading digit must still give code that runs and fixes the schedule."""
+    A = te.placeholder((16, 16), name="A")
+    k = te.reduce_axis((0, 16), name="k")
+    B = te.compute((16,), lambda i: te.sum(A[i, k], axis=k), name=name)
+    s = te.create_schedule(B.op)
+    with pytest.raises(tessel.ScheduleError) as info:
+        s[B].vectorize(k)
+    err = info.value
+    exec(err.fix, {"s": s, **err.fix_names})
+    s.verify()
+    a = np.random.default_rng(3).uniform(-1, 1, (16, 16)).astype("float32")
+    b = np.empty(16, "float32")
+    tessel.build(s, [A, B])(a, b)
+    np.testing.assert_allclose(b, a.sum(axis=1), rtol=1e-5, atol=1e-5)

@@ -136,3 +136,14 @@ def test_streaming_stores_are_the_targets_choice():
     assert streams(Target(vector_bytes=32, features=frozenset({STREAMING_STORES})))
     assert not streams(Target(vector_bytes=32, features=frozenset()))
     assert not streams(Target("python", vector_bytes=32))
+
+
+def test_targets_that_read_alike_get_their_own_generated_code():
+    """A feature literally named "avx2,streaming_stores" is not the two features: the memo of
+    generated code is keyed by every field of the target, not by its description string."""
+    odd = Target(vector_bytes=32, features=frozenset({"avx2,streaming_stores"}))
+    real = Target(vector_bytes=32, features=frozenset({"avx2", STREAMING_STORES}))
+    assert odd.describe() == real.describe()  # the text alone cannot tell them apart
+    plain = tessel.build(*_big_copy(), target=odd)
+    streamed = tessel.build(*_big_copy(), target=real)
+    assert "stream" not in plain.source and "tsl_stream" in streamed.source

@@ -29,6 +29,7 @@ from ..errors import InternalError, ScheduleError
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir.functor import substitute
+from ..ir.names import identifier
 from ..te.tensor import ComputeOp, Operation, Tensor
 from . import relations as R
 from .stage import INLINE, SCOPE, Stage
@@ -41,9 +42,10 @@ SCOPES = ("global", "shared", "local", "warp")
 
 # ---- naming -------------------------------------------------------------------------------
 def py_name(name: str) -> str:
-    """A Python identifier for a stage or tensor name, for code in messages (``B.local`` -> ``B_local``)."""
-    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-    return out if out and not out[0].isdigit() else "_" + out
+    """A Python identifier for a stage or tensor name, for code in messages and fixes
+    (``B.local`` -> ``B_local``): made by the one name-safety function, so that the code runs
+    whatever the name (a keyword, ``None``, ``x²``)."""
+    return identifier(name, "python", reserved={"s", "te", "None", "True", "False"})
 
 
 # ---- reading and rewriting operations -------------------------------------------------------
