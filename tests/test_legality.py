@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import check, rand
+from helpers import check, four_stage_chain, rand
 
 import tessel
 from tessel import te
@@ -30,11 +30,7 @@ def apply_fix(s, err: ScheduleError) -> None:
 
 
 def _chain():
-    A = te.placeholder((8, 6), name="A")
-    B = te.compute((8, 6), lambda i, j: A[i, j] + 1, name="B")
-    C = te.compute((8, 6), lambda i, j: B[i, j] * 2, name="C")
-    D = te.compute((8, 6), lambda i, j: C[i, j] - 3, name="D")
-    return A, B, C, D
+    return four_stage_chain()
 
 
 def _want(a):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import check, rand
+from helpers import check, four_stage_chain, rand
 from replay_check import replayed_lowering
 
 import tessel
@@ -166,11 +166,7 @@ def test_primitives_change_no_ir_node():
 
 # ---- legality as data ----------------------------------------------------------------------------
 def _bicycle():
-    A = te.placeholder((8, 6), name="A")
-    B = te.compute((8, 6), lambda i, j: A[i, j] + 1, name="B")
-    bike = te.compute((8, 6), lambda i, j: B[i, j] * 2, name="bicycle")
-    D = te.compute((8, 6), lambda i, j: bike[i, j] - 3, name="D")
-    return A, B, bike, D
+    return four_stage_chain("bicycle")
 
 
 def test_a_stage_named_bicycle_is_not_an_attachment_cycle():
