@@ -284,8 +284,10 @@ _LOWERED_FIELDS = {"source": str, "symbol": str, "name": str, "openmp": bool,
                    "guarded_loads": bool, "float16": bool, "outputs": list}
 
 
+@functools.cache
 def code_version() -> str:
-    """A hash of tessel's own source files: generated code depends on the generator's version."""
+    """A hash of tessel's own source files: generated code depends on the generator's version
+    (read once per process: it is on every build's path)."""
     h = hashlib.sha256(_VERSION.encode())
     root = Path(__file__).resolve().parent.parent
     for path in sorted(root.rglob("*.py")):

@@ -324,8 +324,12 @@ def _saved(stamp: str) -> tuple[str, dict[str, bool | int]] | None:
 def _valid_answer(feature: str, value: object) -> bool:
     if feature in _PROBES:
         return type(value) is bool
-    if feature in ("vector_bytes", "vector_bytes_native"):
-        return type(value) is int and value >= 8 and not value & (value - 1)
+    if feature.startswith("isa:"):  # Compiler.isa: {"vector_bytes": n, "features": [...]}
+        if not isinstance(value, dict):
+            return False
+        n, feats = value.get("vector_bytes"), value.get("features")
+        return (type(n) is int and n >= 8 and not n & (n - 1) and isinstance(feats, list)
+                and all(isinstance(f, str) for f in feats))
     return False
 
 

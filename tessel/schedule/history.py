@@ -256,6 +256,8 @@ class Step:
         for step in reversed(chain):
             try:
                 base = step._advance(base)
+            except InternalError:  # a tessel bug while replaying: never hidden as a missing picture
+                raise
             except TesselError as err:  # a replay refused: show the step without its picture
                 step._snap_error, base = f"{type(err).__name__}: {err}", None
             step._snap = base

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from ..errors import ScheduleError
+from ..errors import ScheduleError, TesselError
 from ..ir import expr as E
 from .dataflow import loop_ranges
 from .fixes import Fix, FixBuilder, Names, choose
@@ -452,7 +452,7 @@ def _combine_function(comb: E.CommReducer):
         env = {**dict(zip(comb.lhs, a)), **dict(zip(comb.rhs, b))}
         try:
             return tuple(evaluate(r, env) for r in comb.result)
-        except Exception:  # not evaluable here (an intrinsic without a value): nothing refuted
+        except (TesselError, ArithmeticError):  # no value here (an intrinsic, a division by 0): nothing refuted
             return None
 
     return f
@@ -493,7 +493,7 @@ def _identity_not_neutral(comb: E.CommReducer, f, values: list[tuple]) -> str | 
 
     try:
         ident = tuple(evaluate(i) for i in comb.identity)
-    except Exception:  # same: an identity without a value here refutes nothing
+    except (TesselError, ArithmeticError):  # same: an identity without a value here refutes nothing
         return None
     for a in values:
         got = f(ident, a)

@@ -183,3 +183,28 @@ def test_the_damages_the_issue_names(damage_cache, which, text):
     _write_new(files[which], text.encode())
     _forget()
     _check(_build())
+
+
+def test_the_isa_probe_is_remembered_across_processes_and_a_damaged_one_is_asked_again(tmp_path):
+    """A new process that finds its kernels cached must not start the compiler to learn the
+    vector width again; a mistyped remembered answer is dropped, not trusted."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TESSEL_CACHE_DIR": str(tmp_path)}
+    probe = "import tessel.target as t; t.host(); from tessel.runtime.compiler import find_compiler; " \
+            "print(sorted(k for k in find_compiler().features if k.startswith('isa:')))"
+    subprocess.run([sys.executable, "-c", probe], env=env, check=True, capture_output=True)
+    again = "from tessel.runtime.compiler import find_compiler; " \
+            "print(sorted(k for k in find_compiler().features if k.startswith('isa:')))"
+    out = subprocess.run([sys.executable, "-c", again], env=env, check=True, capture_output=True, text=True)
+    assert out.stdout.strip() not in ("", "[]")  # read back from compilers.json, no probe run
+    path = tmp_path / "compilers.json"
+    data = json.loads(path.read_text())
+    for entry in data.values():
+        for k in entry["features"]:
+            if k.startswith("isa:"):
+                entry["features"][k] = {"vector_bytes": 12, "features": "avx2"}
+    path.write_text(json.dumps(data))
+    out = subprocess.run([sys.executable, "-c", again], env=env, check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"
