@@ -3,8 +3,8 @@ same operations or on fresh tensors of the same program, to the identical lowere
 independent; legality classifies by kind, checks its fixes by replaying them, and reports a
 failure of that check as an internal error; rfactor trusts what a reducer declares.
 
-The whole suite is checked the same way with ``TESSEL_REPLAY_CHECK=1`` (see conftest.py): every
-schedule any test lowers or builds is replayed and lowered again.
+The whole suite is checked the same way (conftest.py; on unless ``TESSEL_REPLAY_CHECK=0``): every
+schedule with a history that any test lowers or builds is replayed and lowered again.
 """
 
 from __future__ import annotations

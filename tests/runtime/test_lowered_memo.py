@@ -18,6 +18,7 @@ from tessel.ir import stmt as S
 from tessel.ir.dtype import DType
 from tessel.ir.fingerprint import Unhashable, fingerprint
 from tessel.runtime.cache import clear_memory_cache
+from tessel.target import STREAMING_STORES, Target
 
 
 def _tile_kernel(n=37, mr=4, nr=16, dtype="float32", vector=True, name="C"):
@@ -167,10 +168,11 @@ def test_a_limit_changed_at_run_time_is_part_of_the_key(fresh_cache, monkeypatch
         s[C].vectorize(C.op.axis[1])
         return s, [A, C]
 
-    plain = tessel.build(*big_copy())
+    x86 = Target(vector_bytes=32, features=frozenset({STREAMING_STORES}))  # any host: streaming is the target's
+    plain = tessel.build(*big_copy(), target=x86)
     assert "stream" not in plain.source
     monkeypatch.setattr(vec, "STREAM_MIN_BYTES", 64)
-    streamed = tessel.build(*big_copy())
+    streamed = tessel.build(*big_copy(), target=x86)
     assert "tsl_stream" in streamed.source
     a = np.random.default_rng(0).uniform(-1, 1, (64, 64)).astype("float32")
     c = np.empty_like(a)
