@@ -27,3 +27,16 @@ __all__ = [
     "LowerError", "Range", "ScheduleError", "TesselError", "build", "create_schedule", "infer_bound",
     "ViewError", "lower", "te", "viz", "compat", *compat.__all__,
 ]
+
+
+def __getattr__(name: str):
+    """A TVM spelling that only :mod:`tessel.tvm` has (``tvm.nd``, ``tvm.tir``, ``tvm.device`` ...)
+    says where it is, instead of Python's guess from tessel's own names (``nd`` -> ``isnan``)."""
+    if not name.startswith("_"):
+        from .tvm import _names
+
+        if _names.is_tvm_name(name):
+            raise _names.not_offered_here(name)
+    import sys
+
+    raise AttributeError(f"module 'tessel' has no attribute {name!r}", name=name, obj=sys.modules[__name__])

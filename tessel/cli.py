@@ -6,6 +6,8 @@ one. The script runs unmodified (as ``python SCRIPT.py`` would run it): schedule
 through the history hook every schedule calls when it is created, and the tensors the script
 passes to ``tessel.lower``/``tessel.build`` are noted so the report lowers with the same ones.
 ``tessel cache info`` and ``tessel cache clear`` show and empty the cache of compiled kernels.
+``tessel tvm SCRIPT.py [ARGS]`` runs a TVM tensor-expression script unchanged, its ``import tvm``
+meaning tessel's TVM spellings (:mod:`tessel.tvm`) in that process only.
 """
 
 from __future__ import annotations
@@ -108,6 +110,9 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--stage", help="for --view itervar: only this stage")
     sh.add_argument("-o", "--output", help="file to write: .svg, or .dot/.gv for DOT text (default: SVG to stdout)")
     sh.add_argument("--engine", choices=ENGINES, default="auto", help="as for explain")
+    tv = sub.add_parser("tvm", help="run a TVM TE script unchanged, with `import tvm` meaning tessel (this run only)")
+    tv.add_argument("script", help="a Python script written for TVM's tensor expressions")
+    tv.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed on to the script")
     ca = sub.add_parser("cache", help="show (info) or empty (clear) the cache of compiled kernels")
     ca.add_argument("action", choices=("info", "clear"),
                     help="info: location, entries, size and limit; clear: remove every entry")
@@ -121,10 +126,12 @@ def main(argv: list[str] | None = None) -> int:
         k = argv.index("--")
         argv, script_args = argv[:k], argv[k + 1:]
     args = _parser().parse_args(argv)
-    args.script_args = script_args
+    args.script_args = [*getattr(args, "script_args", []), *script_args]
     try:
         if args.command == "cache":
             return _cache(args.action)
+        if args.command == "tvm":
+            return _tvm(args)
         return _explain(args) if args.command == "explain" else _show(args)
     except TesselError as err:
         print(f"tessel: error: {err}", file=sys.stderr)
@@ -162,6 +169,18 @@ def _show(args) -> int:
         else:
             sys.stdout.write(view.to_svg(args.engine))
     return _verdict(run, wrote=args.output if run.schedules else None)
+
+
+def _tvm(args) -> int:
+    """Run the script as ``python SCRIPT.py`` would, but with tessel answering ``import tvm``."""
+    from .tvm.shim import tvm_imports
+
+    with tvm_imports():
+        run = run_script(args.script, args.script_args)
+    if run.failure:
+        print(f"tessel: error: {run.path.name} failed:\n{run.failure}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _cache(action: str) -> int:

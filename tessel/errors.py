@@ -72,3 +72,15 @@ class KernelRuntimeError(TesselError, RuntimeError):
 class TesselWarning(UserWarning):
     """Base of tessel's warnings: something works, but not as well as asked (e.g. parallel loops
     that run on one thread because the C compiler has no OpenMP)."""
+
+
+
+class NotOfferedError(TesselError, AttributeError):
+    """A TVM name (``tvm.relay``, ``tvm.tir.Schedule``, ``tvm.cuda`` ...) that tessel does not
+    offer: the message says so and what to use instead. An AttributeError, so ``hasattr`` and
+    ``getattr(m, name, default)`` behave as for any missing attribute."""
+
+
+class NotOfferedModuleError(TesselError, ImportError):
+    """``import tvm.relay`` / ``from tvm import relay`` of a TVM module tessel does not offer:
+    an ImportError (so ``try: ... except ImportError`` still works) with the same message."""

@@ -136,3 +136,23 @@ def dot_string(text: object, limit: int | None = MAX_SHOWN) -> str:
     parts = list(text) if isinstance(text, list | tuple) else [text]
     body = "\\n".join(shown(p, limit).replace("\\", "\\\\").replace('"', '\\"') for p in parts)
     return f'"{body}"'
+
+
+def c_bytes_literal(data: bytes, width: int = 96) -> str:
+    """``data`` (any bytes) as C string literals, adjacent ones on lines of about ``width``
+    characters: printable ASCII but ``"``, ``\\`` and ``?`` as itself, every other byte as a
+    three-digit octal escape (which, unlike ``\\x``, cannot swallow a following digit), so no
+    byte can end the string, start a trigraph or a comment, or splice lines."""
+    lines: list[str] = []
+    cur: list[str] = []
+    size = 0
+    for b in data:
+        piece = chr(b) if 0x20 <= b < 0x7F and b not in b'"\\?' else f"\\{b:03o}"
+        cur.append(piece)
+        size += len(piece)
+        if size >= width:
+            lines.append('"' + "".join(cur) + '"')
+            cur, size = [], 0
+    if cur or not lines:
+        lines.append('"' + "".join(cur) + '"')
+    return "\n".join(lines)

@@ -44,6 +44,7 @@ def load_c(func: PrimFunc, gen, target, finish: Callable | None = None) -> CKern
     kernel = CKernel(func, gen.source, spec, lib.lib, gen.symbol, lib.path, lib.seconds, lib.cache_hit,
                      parallel=gen.openmp, finish=finish)
     kernel.plan = gen.plan()
+    kernel.compiler, kernel.compile_flags = comp, tuple(flags)
     return kernel
 
 

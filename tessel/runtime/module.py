@@ -91,6 +91,13 @@ class Kernel:
     def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int], threads: int) -> None:
         raise NotImplementedError
 
+    def export_library(self, path) -> None:
+        """Save the kernel as a shared library that ``tessel.runtime.load_module`` loads in any
+        process (see :mod:`tessel.runtime.export`); the C target only."""
+        from .export import export_library
+
+        export_library(self, path)
+
     def __repr__(self) -> str:
         note = getattr(self, "serial_note", None)
         extra = f" ({note})" if note else ""
@@ -122,7 +129,7 @@ class CKernel(Kernel):
 
     def __init__(self, func: S.PrimFunc, source: str, spec: ArgSpec, lib: ctypes.CDLL, symbol: str,
                  lib_path: str, build_time_s: float, cache_hit: bool, parallel: bool = False,
-                 finish: Callable | None = None):
+                 finish: Callable | None = None, serial_note: str | bool | None = True):
         super().__init__(func, source, spec, finish)
         self.lib_path = lib_path
         self.build_time_s = build_time_s
@@ -130,8 +137,15 @@ class CKernel(Kernel):
         self.parallel = parallel  # the C function then takes the thread count as a last argument
         self.threaded = parallel
         self._lib = lib  # keeps the shared object loaded as long as the kernel lives
-        # why parallel loops run on one thread (None: they do not), shown by repr
-        self.serial_note = find_compiler().serial_note(self.name) if parallel else None
+        self.symbol = symbol
+        self.outputs = spec.outputs
+        # why parallel loops run on one thread (None: they do not), shown by repr; True: ask the
+        # compiler (a library loaded by load_module says it itself and needs no compiler)
+        if serial_note is True:
+            serial_note = find_compiler().serial_note(self.name) if parallel else None
+        self.serial_note = serial_note or None
+        self.compiler = None  # the Compiler and flags it was built with (set by the loader): export_library
+        self.compile_flags: tuple[str, ...] = ()
         argtypes = [ctypes.c_void_p] * len(func.params) + [ctypes.c_int64] * len(func.size_vars)
         self._cfunc = c_function(lib, symbol, ctypes.c_int32, argtypes + ([ctypes.c_int32] if parallel else []))
 

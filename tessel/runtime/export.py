@@ -1,0 +1,179 @@
+"""A compiled kernel as a shared library of its own, loadable by another process.
+
+``export_library(kernel, path)`` compiles the kernel's C once more, with the same compiler and
+flags, together with one extra symbol: ``tsl_export_meta``, a string holding the calling
+contract as JSON (parameter names, dtypes and shapes over the size vars, which parameters are
+outputs, the index guards of seed 002, whether the entry point takes a thread count) and the
+source. ``load_module(path)`` needs no compiler and no schedule: it loads the library, reads
+that string and rebuilds the :class:`~tessel.runtime.args.ArgSpec`, so a call is checked
+exactly as the original kernel's was. One file travels, as with TVM's ``export_library``.
+
+Shape and guard expressions are written as a table of nodes (each node once, so a size var is
+one variable wherever it appears) and read back only as classes of :mod:`tessel.ir.expr`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from pathlib import Path
+
+from ..errors import BuildError
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.dtype import DType
+from ..ir.names import c_bytes_literal
+from .args import ArgSpec
+from .cache import _address, _load
+from .compiler import compile_shared
+from .files import scratch_dir
+from .module import CKernel, Kernel
+
+META_SYMBOL = "tsl_export_meta"
+FORMAT = "tessel-export"
+VERSION = 1
+
+
+class _Encoder:
+    """Expressions as a node table: ``["Add", [{"n": 3}, {"n": 4}]]`` per node, shared by identity."""
+
+    def __init__(self) -> None:
+        self.nodes: list = []
+        self._seen: dict[int, int] = {}
+
+    def ref(self, e: E.PrimExpr | None):
+        if e is None:
+            return None
+        if id(e) not in self._seen:
+            fields = [self._value(v) for v in e.fields()]
+            self._seen[id(e)] = len(self.nodes)
+            self.nodes.append([type(e).__name__, fields])
+        return {"n": self._seen[id(e)]}
+
+    def _value(self, v):
+        if isinstance(v, E.PrimExpr):
+            return self.ref(v)
+        if isinstance(v, DType):
+            return {"dtype": str(v)}
+        if isinstance(v, tuple | list):
+            return [self._value(x) for x in v]
+        if v is None or isinstance(v, bool | int | float | str):
+            return v
+        raise BuildError(f"export_library: a shape or guard holds {type(v).__name__}, which cannot be written")
+
+
+class _Decoder:
+    def __init__(self, nodes: list, path: str) -> None:
+        self.nodes, self.path = nodes, path
+        self._built: dict[int, E.PrimExpr] = {}
+
+    def get(self, ref) -> E.PrimExpr | None:
+        if ref is None:
+            return None
+        k = ref["n"]
+        if k not in self._built:
+            name, fields = self.nodes[k]
+            cls = getattr(E, name, None)
+            if not (isinstance(cls, type) and issubclass(cls, E.PrimExpr)):
+                raise BuildError(f"load_module({self.path!r}): unknown expression node {name!r} in the library's "
+                                 "metadata; was it exported by a newer tessel?")
+            self._built[k] = cls(*[self._value(v) for v in fields])
+        return self._built[k]
+
+    def _value(self, v):
+        if isinstance(v, dict):
+            return v["dtype"] if "dtype" in v else self.get(v)
+        if isinstance(v, list):
+            return tuple(self._value(x) for x in v)
+        return v
+
+
+def _contract(kernel: CKernel) -> dict:
+    func = kernel.func
+    enc = _Encoder()
+    params = [{"name": b.name, "dtype": str(b.dtype), "shape": [enc.ref(d) for d in b.shape]} for b in func.params]
+    guards = [{"what": g.what, "expr": enc.ref(g.expr), "low": enc.ref(g.low), "high": enc.ref(g.high),
+               "when": [enc.ref(c) for c in g.when]} for g in func.guards]
+    size_vars = [enc.ref(v) for v in func.size_vars]
+    return {"format": FORMAT, "version": VERSION, "name": kernel.name, "symbol": kernel.symbol,
+            "parallel": kernel.parallel, "serial_note": kernel.serial_note, "outputs": list(kernel.outputs),
+            "params": params, "size_vars": size_vars, "guards": guards, "nodes": enc.nodes,
+            "source": kernel.source}
+
+
+def export_library(kernel: Kernel, path: str | os.PathLike) -> Path:
+    """Write ``kernel`` (built for the C target) as the shared library ``path``; see the module doc."""
+    if not isinstance(kernel, CKernel):
+        raise BuildError(f"export_library: kernel {kernel.name!r} was built for the {kernel.target} target, whose "
+                         "code lives in this process only; build it with target='c' (TVM's 'llvm') to export it")
+    if not isinstance(path, str | os.PathLike):
+        raise BuildError(f"export_library(path): path must be a file name, got {type(path).__name__}")
+    out = Path(path)
+    if not out.parent.is_dir():
+        raise BuildError(f"export_library: cannot write {str(out)!r}: directory {str(out.parent)!r} does not exist")
+    if kernel.compiler is None:  # loaded by load_module: the library already is what we would write
+        _place(Path(kernel.lib_path), out)
+        return out
+    meta = json.dumps(_contract(kernel), ensure_ascii=True).encode("ascii")
+    source = (f"{kernel.source}\n\n/* the calling contract, read back by tessel.runtime.load_module */\n"
+              f"const char {META_SYMBOL}[] =\n{c_bytes_literal(meta)};\n")
+    with scratch_dir("tessel-export-") as tmp:
+        so = os.path.join(tmp, "kernel.so")
+        compile_shared(kernel.compiler, source, so, list(kernel.compile_flags), kernel.name)
+        _place(Path(so), out)
+    return out
+
+
+def _place(src: Path, out: Path) -> None:
+    """Put the library at ``out`` in one step (a reader never sees half a file)."""
+    staged = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        staged.write_bytes(src.read_bytes())
+        os.replace(staged, out)
+    except OSError as e:
+        raise BuildError(f"export_library: cannot write {str(out)!r}: {e.strerror or e}") from None
+    finally:
+        if staged.exists():
+            staged.unlink()
+
+
+def load_module(path: str | os.PathLike) -> CKernel:
+    """The kernel in a library written by :func:`export_library` (no compiler needed)."""
+    where = os.fspath(path) if isinstance(path, str | os.PathLike) else path
+    if not isinstance(where, str) or not os.path.isfile(where):
+        raise BuildError(f"load_module: no such file: {where!r}")
+    lib = _load(Path(os.path.abspath(where)), META_SYMBOL, openmp=True)
+    if lib is None:
+        raise BuildError(f"load_module({where!r}): not a library written by tessel's export_library (it does not "
+                         f"load here, or has no {META_SYMBOL} symbol); export it again with kernel.export_library")
+    try:
+        meta = json.loads(ctypes.string_at(_address(lib, META_SYMBOL)).decode("ascii"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise BuildError(f"load_module({where!r}): the library's metadata is damaged ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        raise BuildError(f"load_module({where!r}): metadata of format {meta.get('format')!r} version "
+                         f"{meta.get('version')!r}; this tessel reads {FORMAT!r} version {VERSION}: export it again")
+    func = _func(meta, where)
+    outputs = {func.params[k] for k in meta["outputs"]}
+    try:
+        _address(lib, meta["symbol"])
+    except (AttributeError, OSError):
+        raise BuildError(f"load_module({where!r}): the entry point {meta['symbol']!r} is missing") from None
+    kernel = CKernel(func, meta["source"], ArgSpec(func, outputs), lib, meta["symbol"], os.path.abspath(where),
+                     0.0, True, parallel=bool(meta["parallel"]), serial_note=meta["serial_note"])
+    return kernel
+
+
+def _func(meta: dict, where: str) -> S.PrimFunc:
+    """The kernel's parameters, sizes and guards (its body stays in the library)."""
+    dec = _Decoder(meta["nodes"], where)
+    params = [S.Buffer(p["name"], p["dtype"], [dec.get(d) for d in p["shape"]]) for p in meta["params"]]
+    size_vars = [dec.get(v) for v in meta["size_vars"]]
+    guards = [S.IndexGuard(g["what"], dec.get(g["expr"]), dec.get(g["low"]), dec.get(g["high"]),
+                           [dec.get(c) for c in g["when"]]) for g in meta["guards"]]
+    outputs = [params[k] for k in meta["outputs"]]
+    return S.PrimFunc(meta["name"], params, size_vars, S.Evaluate(E.IntImm(0)), outputs, guards)
+
+
+__all__ = ["export_library", "load_module"]

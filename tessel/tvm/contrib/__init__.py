@@ -1,0 +1,5 @@
+"""``tvm.contrib``: the parts of TVM's contrib that tessel offers (tedd, utils)."""
+
+from .._names import missing_names
+
+__getattr__ = missing_names(__name__)

@@ -1,0 +1,20 @@
+"""``tvm.te``: tensor expressions and schedules, which are tessel's own (:mod:`tessel.te`).
+
+Everything public in :mod:`tessel.te` answers here under the same name, including what is
+added to it later; the schedule classes come from :mod:`tessel.schedule`.
+"""
+
+from __future__ import annotations
+
+from ..schedule import create_schedule
+from ..schedule.schedule import Schedule
+from ..schedule.stage import Stage
+from ..te import *  # noqa: F403 (TVM's te is tessel's, name for name)
+from ..te import __all__ as _te_all
+from ._names import missing_names
+
+__all__ = [*_te_all, "Schedule", "Stage", "create_schedule"]
+
+# names of tessel.te that are its own plumbing, not TE vocabulary
+_PLUMBING = frozenset({"E", "O", "DTypeLike", "DefinitionError", "EXPORTED", "INTRINSICS", "Intrinsic"})
+__getattr__ = missing_names(__name__, ("tessel.te", "tessel.schedule"), hidden=_PLUMBING)

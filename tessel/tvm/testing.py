@@ -1,0 +1,23 @@
+"""``tvm.testing``: the checks TVM's tutorials and tests compare results with."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._names import missing_names
+from .nd import NDArray
+
+
+def _array(x) -> np.ndarray:
+    return x.numpy() if isinstance(x, NDArray) else np.asarray(x)
+
+
+def assert_allclose(actual, desired, rtol: float = 1e-7, atol: float = 1e-7) -> None:
+    """NumPy's assert_allclose on NDArrays or arrays, with TVM's defaults; the shapes must
+    match exactly (no broadcasting, which would hide a kernel that wrote too little)."""
+    a, d = _array(actual), _array(desired)
+    np.testing.assert_equal(a.shape, d.shape, err_msg="assert_allclose: the shapes differ")
+    np.testing.assert_allclose(a, d, rtol=rtol, atol=atol, verbose=True)
+
+
+__getattr__ = missing_names(__name__)
