@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .args import ArgSpec
+from .export import export_library, load_module
 from .module import CKernel, Kernel, KernelRuntimeError, PythonKernel
 
-__all__ = ["ArgSpec", "CKernel", "Kernel", "KernelRuntimeError", "PythonKernel"]
+__all__ = ["ArgSpec", "CKernel", "Kernel", "KernelRuntimeError", "PythonKernel", "export_library", "load_module"]

@@ -26,6 +26,8 @@ _GRAPH = "it has no graph-level IR: write each operator with te.compute and buil
 _TUNE = "it has no tuner: write the schedule by hand (split, tile, reorder, vectorize, parallel ...)"
 _GPU = ("kernels run on the CPU only (no GPU target yet): use tvm.cpu(0) and the target 'llvm'; "
         "s[T].bind(...) runs as serial loops there")
+_LATER = ("it is part of the TE language tessel is completing (te.scan, te.extern, te.gradient, tensorize, "
+          "packed and extern calls), which this tessel does not have yet")
 
 # the last part of a dotted TVM name -> what to use instead
 ADVICE: dict[str, str] = {
@@ -42,6 +44,8 @@ ADVICE: dict[str, str] = {
     "cuda": _GPU, "gpu": _GPU, "rocm": _GPU, "opencl": _GPU, "cl": _GPU, "metal": _GPU, "vulkan": _GPU,
     "vpi": _GPU, "hexagon": _GPU, "webgpu": _GPU, "ext_dev": _GPU, "nvptx": _GPU,
     "hybrid": "there is no hybrid script: write te.compute",
+    "scan": _LATER, "extern": _LATER, "gradient": _LATER, "decl_tensor_intrin": _LATER, "register_func": _LATER,
+    "call_packed": _LATER, "call_extern": _LATER, "call_pure_extern": _LATER, "decl_buffer": _LATER,
     "transform": "tessel's passes run inside tvm.lower/tvm.build and are not offered one by one",
 }
 
@@ -94,6 +98,11 @@ def missing_names(module: str, places: Sequence[str] = (), hidden: frozenset[str
             found = lookup(name, places)
             if found is not _ABSENT:
                 return found
+        if not name.startswith("_"):  # a submodule not imported yet (tvm.contrib.tedd)
+            try:
+                return importlib.import_module(f"{module}.{name}")
+            except ImportError:
+                pass
         raise not_offered(f"{tvm_name}.{name}")
 
     return __getattr__

@@ -99,9 +99,16 @@ class NDArray:
         self._data[...] = src.astype(self._data.dtype, copy=False)
         return self
 
-    def copyto(self, target) -> NDArray:
+    def copyto(self, target):
+        """Into another array (an NDArray, or the NumPy array a packed function was handed), or
+        onto a device (a new NDArray)."""
         if isinstance(target, NDArray):
             return target.copyfrom(self)
+        if isinstance(target, np.ndarray):
+            if target.shape != self.shape:
+                raise ArgumentError(f"NDArray.copyto: shape {self.shape} does not match the target's {target.shape}")
+            target[...] = self._data
+            return target
         _on_cpu(target, "NDArray.copyto")
         return NDArray(self._data, target)
 
