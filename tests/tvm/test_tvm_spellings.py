@@ -198,3 +198,16 @@ def test_tedd_writes_the_three_views(tmp_path):
 def test_te_is_tessels_te():
     assert tvm.te.compute is tessel.te.compute and tvm.te.create_schedule(_vector_add()[2].op).outputs
     assert not hasattr(tvm.te, "E") and not hasattr(tvm.te, "INTRINSICS")  # tessel's plumbing stays hidden
+
+
+def test_tir_node_spellings_answer_isinstance_and_walks():
+    x = tvm.tir.Var("x", "float32")
+    assert isinstance(x, tvm.tir.Var) and isinstance(tvm.tir.IntImm("int64", 3), tvm.tir.IntImm)
+    assert not isinstance(x, tvm.tir.IntImm) and isinstance(tvm.tir.Select(x > 0, x, -x), tvm.tir.Select)
+    A, B, C = _vector_add()
+    s = te.create_schedule(C.op)
+    s[C].split(C.op.axis[0], factor=4)
+    loops = []
+    tvm.tir.stmt_functor.post_order_visit(tvm.lower(s, [A, B, C])["main"].body,
+                                          lambda node: loops.append(node) if isinstance(node, tvm.tir.For) else None)
+    assert {str(f.loop_var) for f in loops} >= {"i.outer", "i.inner"}

@@ -1,8 +1,9 @@
 """``tvm.tir``: scalar expressions under TVM's names, over tessel's IR (:mod:`tessel.ir.expr`).
 
-The functions TE code calls (``const``, ``Select``, ``indexdiv``, ``if_then_else``, ``exp`` ...)
-are tessel's; ``Var``/``IntImm``/``FloatImm``/``Cast`` build nodes with TVM's argument order;
-the node classes answer ``isinstance``. Anything else is looked up in :mod:`tessel.te` and
+The functions TE code calls (``const``, ``indexdiv``, ``if_then_else``, ``exp`` ...) are
+tessel's; ``Var``/``IntImm``/``FloatImm``/``Cast``/``Select`` build tessel's nodes with TVM's
+argument order and answer ``isinstance`` for them; the other node and statement classes are
+tessel's own (``tvm.tir.Add``, ``tvm.tir.For``). Anything else is looked up in :mod:`tessel.te` and
 tessel's top level (where TE features are added), else refused with what to use.
 """
 
@@ -45,30 +46,62 @@ from ...te import cast, const, select
 from ...te import var as _var
 from .._names import missing_names
 
-SizeVar = _E.Var  # tessel does not tell size vars apart from other vars
+class _Spelling(type):
+    """A TVM node class whose call builds tessel's node with TVM's arguments, and against which
+    ``isinstance`` tests tessel's node class (``isinstance(x, tvm.tir.Var)``)."""
+
+    node: type
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, cls.node)
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return issubclass(sub, cls.node)
 
 
-def Var(name: str, dtype="int32"):
+class Var(metaclass=_Spelling):
     """``tvm.tir.Var(name, dtype)``: a scalar variable (as ``te.var``)."""
-    return _var(name, dtype)
+
+    node = _E.Var
+
+    def __new__(cls, name: str = "v", dtype="int32"):
+        return _var(name, dtype)
 
 
-def IntImm(dtype, value):
+class SizeVar(Var):
+    """tessel does not tell size vars apart from other vars."""
+
+
+class IntImm(metaclass=_Spelling):
     """``tvm.tir.IntImm(dtype, value)`` (TVM's order: the dtype first)."""
-    return const(int(value), dtype)
+
+    node = _E.IntImm
+
+    def __new__(cls, dtype, value):
+        return const(int(value), dtype)
 
 
-def FloatImm(dtype, value):
-    return const(float(value), dtype)
+class FloatImm(metaclass=_Spelling):
+    node = _E.FloatImm
+
+    def __new__(cls, dtype, value):
+        return const(float(value), dtype)
 
 
-def Cast(dtype, value):
-    return cast(value, dtype) if not isinstance(value, int | float) else const(value, dtype)
+class Cast(metaclass=_Spelling):
+    node = _E.Cast
+
+    def __new__(cls, dtype, value):
+        return cast(value, dtype) if not isinstance(value, int | float) else const(value, dtype)
 
 
-def Select(condition, true_value, false_value):
+class Select(metaclass=_Spelling):
     """``tvm.tir.Select(c, a, b)``: both branches may be evaluated (as TVM's Select)."""
-    return select(condition, true_value, false_value)
+
+    node = _E.Select
+
+    def __new__(cls, condition, true_value, false_value):
+        return select(condition, true_value, false_value)
 
 
-__getattr__ = missing_names(__name__, ("tessel.te", "tessel"))
+__getattr__ = missing_names(__name__, ("tessel.te", "tessel", "tessel.ir.stmt", "tessel.ir.expr"))
