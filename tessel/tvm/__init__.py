@@ -7,6 +7,8 @@ times itself (``time_evaluator``) and exports a shared library that
 ``tvm.runtime.load_module`` loads in another process, ``tvm.testing.assert_allclose``
 compares, ``tvm.contrib.tedd`` draws. ``tessel tvm SCRIPT.py`` runs a script whose
 ``import tvm`` then means this package, in that process only (:mod:`tessel.tvm.shim`).
+The TVM-0.6-era top-level names of the seeds (``tvm.placeholder``, ``tvm.compute``,
+``tvm.sum`` ...) answer here too, from :mod:`tessel.compat`.
 
 What tessel does not offer (relay, topi, tuners, GPU devices, TensorIR schedules ...) raises
 :class:`~tessel.errors.NotOfferedError` (an AttributeError), or

@@ -46,6 +46,8 @@ ADVICE: dict[str, str] = {
     "hybrid": "there is no hybrid script: write te.compute",
     "scan": _LATER, "extern": _LATER, "gradient": _LATER, "decl_tensor_intrin": _LATER, "register_func": _LATER,
     "call_packed": _LATER, "call_extern": _LATER, "call_pure_extern": _LATER, "decl_buffer": _LATER,
+    "ir_builder": "there is no IR builder: return the body of a tensor intrinsic or an extern as an expression "
+                  "(tvm.tir.call_extern(...)), or write the computation with te.compute",
     "transform": "tessel's passes run inside tvm.lower/tvm.build and are not offered one by one",
 }
 

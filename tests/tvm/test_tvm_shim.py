@@ -97,3 +97,25 @@ def test_earlier_tvm_modules_are_put_back():
         assert sys.modules["tvm"] is fake
     finally:
         del sys.modules["tvm"]
+
+
+SEED_STYLE = textwrap.dedent("""
+    M, N = 13, 7
+    A = tvm.placeholder((M, N), name='A')
+    B = tvm.compute((M, N), lambda bi, bj: A[bi, bj] + 1, name='B')
+    k = tvm.reduce_axis((0, N), name='k')
+    C = tvm.compute((M,), lambda ci: tvm.sum(B[ci, k] * 3, axis=k), name='C')
+    s = tvm.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], factor=4)
+    s[B].compute_at(s[C], xo)
+    print(tvm.lower(s, [A, C], simple_mode=True))
+""")
+
+
+def test_the_seeds_tvm_0_6_names_work_through_the_alias(capsys):
+    """`import tvm` under the alias accepts what `import tessel as tvm` accepts, with the same IR."""
+    exec("import tessel as tvm\n" + SEED_STYLE, {})
+    direct = capsys.readouterr().out
+    with tvm_imports():
+        exec("import tvm\n" + SEED_STYLE, {})
+    assert capsys.readouterr().out == direct and "produce B" in direct
