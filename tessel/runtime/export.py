@@ -96,9 +96,11 @@ def _contract(kernel: CKernel) -> dict:
     guards = [{"what": g.what, "expr": enc.ref(g.expr), "low": enc.ref(g.low), "high": enc.ref(g.high),
                "when": [enc.ref(c) for c in g.when]} for g in func.guards]
     size_vars = [enc.ref(v) for v in func.size_vars]
+    # scalars passed by value, where the kernel has them: (position in the call, var)
+    scalars = [[pos, enc.ref(v)] for pos, v in getattr(func, "scalar_args", ())]
     return {"format": FORMAT, "version": VERSION, "name": kernel.name, "symbol": kernel.symbol,
-            "parallel": kernel.parallel, "serial_note": kernel.serial_note, "outputs": list(kernel.outputs),
-            "params": params, "size_vars": size_vars, "guards": guards, "nodes": enc.nodes,
+            "parallel": kernel.parallel, "serial_note": kernel.serial_note, "outputs": list(kernel.plan["outputs"]),
+            "params": params, "size_vars": size_vars, "guards": guards, "scalar_args": scalars, "nodes": enc.nodes,
             "source": kernel.source}
 
 
@@ -112,6 +114,10 @@ def export_library(kernel: Kernel, path: str | os.PathLike) -> Path:
     out = Path(path)
     if not out.parent.is_dir():
         raise BuildError(f"export_library: cannot write {str(out)!r}: directory {str(out.parent)!r} does not exist")
+    if getattr(kernel, "_externs", None):
+        raise BuildError(f"export_library: kernel {kernel.name!r} calls functions outside it (te.extern, call_packed, "
+                         "call_extern), which are found by name in the process that runs it; exporting such a "
+                         "kernel is not offered yet: export the parts around the call instead")
     if kernel.compiler is None:  # loaded by load_module: the library already is what we would write
         _place(Path(kernel.lib_path), out)
         return out
@@ -173,7 +179,13 @@ def _func(meta: dict, where: str) -> S.PrimFunc:
     guards = [S.IndexGuard(g["what"], dec.get(g["expr"]), dec.get(g["low"]), dec.get(g["high"]),
                            [dec.get(c) for c in g["when"]]) for g in meta["guards"]]
     outputs = [params[k] for k in meta["outputs"]]
-    return S.PrimFunc(meta["name"], params, size_vars, S.Evaluate(E.IntImm(0)), outputs, guards)
+    extra = {}
+    if meta.get("scalar_args"):
+        if "scalar_args" not in S.PrimFunc._fields:
+            raise BuildError(f"load_module({where!r}): the kernel takes scalar arguments, which this tessel does not "
+                             "pass; load it with the tessel that exported it")
+        extra["scalar_args"] = [(pos, dec.get(v)) for pos, v in meta["scalar_args"]]
+    return S.PrimFunc(meta["name"], params, size_vars, S.Evaluate(E.IntImm(0)), outputs, guards, **extra)
 
 
 __all__ = ["export_library", "load_module"]

@@ -138,7 +138,6 @@ class CKernel(Kernel):
         self.threaded = parallel
         self._lib = lib  # keeps the shared object loaded as long as the kernel lives
         self.symbol = symbol
-        self.outputs = spec.outputs
         # why parallel loops run on one thread (None: they do not), shown by repr; True: ask the
         # compiler (a library loaded by load_module says it itself and needs no compiler)
         if serial_note is True:

@@ -10,13 +10,13 @@ tessel's top level (where TE features are added), else refused with what to use.
 from __future__ import annotations
 
 from ...ir import expr as _E
-from ...ir.expr import EQ as EQ
-from ...ir.expr import GE as GE
-from ...ir.expr import GT as GT
-from ...ir.expr import LE as LE
-from ...ir.expr import LT as LT
-from ...ir.expr import NE as NE
 from ...ir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
     Add,
     And,
     Broadcast,
@@ -45,6 +45,7 @@ from ...te import *
 from ...te import cast, const, select
 from ...te import var as _var
 from .._names import missing_names
+
 
 class _Spelling(type):
     """A TVM node class whose call builds tessel's node with TVM's arguments, and against which
