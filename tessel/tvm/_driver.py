@@ -12,14 +12,17 @@ from .. import driver
 from ..errors import DefinitionError
 from ..ir import stmt as S
 from ..schedule.schedule import Schedule
+from ._names import RefusesMissing
 from .runtime import Module
 from .target import Target
 
 DEFAULT_NAME = "default_function"  # what TVM names a kernel built without name=
 
 
-class IRModule:
+class IRModule(RefusesMissing):
     """The lowered kernel(s) by name; ``print(mod)`` shows tessel's loop IR."""
+
+    _tvm_name = "tvm.IRModule"
 
     def __init__(self, functions: dict[str, S.PrimFunc] | None = None, simple_mode: bool = False):
         self.functions = dict(functions or {})

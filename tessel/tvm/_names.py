@@ -46,6 +46,9 @@ ADVICE: dict[str, str] = {
     "hybrid": "there is no hybrid script: write te.compute",
     "scan": _LATER, "extern": _LATER, "gradient": _LATER, "decl_tensor_intrin": _LATER, "register_func": _LATER,
     "call_packed": _LATER, "call_extern": _LATER, "call_pure_extern": _LATER, "decl_buffer": _LATER,
+    "save": "write the kernel with export_library (one shared library that carries its calling contract) and "
+            "load it with tvm.runtime.load_module",
+    "import_module": _GPU,
     "ir_builder": "there is no IR builder: return the body of a tensor intrinsic or an extern as an expression "
                   "(tvm.tir.call_extern(...)), or write the computation with te.compute",
     "transform": "tessel's passes run inside tvm.lower/tvm.build and are not offered one by one",
@@ -140,3 +143,15 @@ def not_offered_here(name: str) -> NotOfferedError:
         f"tessel has no {name!r} at its top level: tvm.{name} is one of TVM's spellings, which live in "
         f"tessel.tvm; write `import tessel.tvm as tvm`, or run the script unchanged with "
         f"`tessel tvm SCRIPT.py` (its `import tvm` then means tessel.tvm)")
+
+
+class RefusesMissing:
+    """Base of the TVM-shaped classes (Module, NDArray, Target, IRModule): an attribute TVM's
+    class has and this one lacks is refused like a missing module name."""
+
+    _tvm_name = "tvm.object"
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        raise not_offered(f"{self._tvm_name}.{name}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ArgumentError
-from ._names import missing_names
+from ._names import RefusesMissing, missing_names
 
 # DLPack's device type codes, as TVM numbers them
 _TYPES = {"cpu": 1, "llvm": 1, "c": 1, "stackvm": 1, "python": 1, "cuda": 2, "gpu": 2, "nvptx": 2,
@@ -66,8 +66,10 @@ def _on_cpu(dev: Device | None, what: str) -> None:
                             "pass tvm.cpu(0) or leave the device out")
 
 
-class NDArray:
+class NDArray(RefusesMissing):
     """An array a kernel reads or writes; ``.numpy()`` copies it out."""
+
+    _tvm_name = "tvm.nd.NDArray"
 
     def __init__(self, data: np.ndarray, dev: Device | None = None):
         self._data = np.ascontiguousarray(data)

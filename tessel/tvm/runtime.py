@@ -20,7 +20,7 @@ from ..runtime import export as _export
 from ..runtime.module import Kernel
 from ..te.intrin import const
 from . import nd as _nd
-from ._names import missing_names
+from ._names import RefusesMissing, missing_names
 from .nd import Device, NDArray
 
 ENTRY_NAME = "__tvm_main__"
@@ -42,8 +42,10 @@ def _unwrap(args: tuple) -> list:
     return [a._data if isinstance(a, NDArray) else a for a in args]
 
 
-class Module:
+class Module(RefusesMissing):
     """A compiled kernel under TVM's Module interface (one function; ``entry_name`` names it)."""
+
+    _tvm_name = "tvm.runtime.Module"
 
     def __init__(self, kernel: Kernel, target=None):
         self.kernel = kernel

@@ -15,7 +15,7 @@ import shlex
 
 from .. import target as _tt
 from ..errors import BuildError
-from ._names import ADVICE, missing_names
+from ._names import ADVICE, RefusesMissing, missing_names
 
 _GPU_KINDS = frozenset({"cuda", "rocm", "opencl", "metal", "vulkan", "nvptx", "hexagon", "webgpu"})
 _LLVM_OPTIONS = ("-mcpu", "-mattr", "-mtriple", "-keys", "-tag")
@@ -30,8 +30,10 @@ class TargetKind:
         return self.name
 
 
-class Target:
+class Target(RefusesMissing):
     """``tvm.target.Target("llvm -mcpu=core-avx2", host="llvm")``; ``.tessel`` is the tessel Target."""
+
+    _tvm_name = "tvm.target.Target"
 
     _stack: list[Target] = []
 

@@ -69,3 +69,17 @@ def test_offered_names_resolve():
     assert tvm.tir.exp is tessel.te.exp and tvm.te.thread_axis is tessel.te.thread_axis
     assert tvm.contrib.tedd.viz_schedule_tree and tvm.contrib.utils.tempdir
     assert tvm.TVMError is tvm.error.TVMError
+
+
+def test_tvm_shaped_objects_refuse_missing_attributes_the_same_way():
+    A = tvm.te.placeholder((3,), name="A")
+    B = tvm.te.compute((3,), lambda i: A[i] + 1, name="B")
+    s = tvm.te.create_schedule(B.op)
+    objects = {"tvm.runtime.Module": tvm.build(s, [A, B], "llvm"), "tvm.IRModule": tvm.lower(s, [A, B]),
+               "tvm.nd.NDArray": tvm.nd.array([1.0]), "tvm.target.Target": tvm.target.Target("llvm")}
+    for qual, obj in objects.items():
+        with pytest.raises(NotOfferedError, match=f"tessel does not offer {qual}.no_such"):
+            obj.no_such  # noqa: B018
+        assert not hasattr(obj, "_private")
+    with pytest.raises(NotOfferedError, match="export_library"):
+        objects["tvm.runtime.Module"].save("k.o")
