@@ -3,7 +3,9 @@
 ``tvm.lower(s, args)`` returns an :class:`IRModule` holding the kernel as lowered then (later
 changes to the schedule do not reach it, as in TVM); ``tvm.build`` takes that module, or a
 schedule and its arguments as ``tessel.build`` does, and a TVM target (``"llvm"``,
-``Target(...)``) or a tessel one.
+``Target(...)``) or a tessel one. A module whose schedule has taken no step since is built
+from the schedule for the target asked (its vector width, its CPU); otherwise the kernel as
+lowered then (for this machine) is compiled for it.
 """
 
 from __future__ import annotations
@@ -24,9 +26,18 @@ class IRModule(RefusesMissing):
 
     _tvm_name = "tvm.IRModule"
 
-    def __init__(self, functions: dict[str, S.PrimFunc] | None = None, simple_mode: bool = False):
+    def __init__(self, functions: dict[str, S.PrimFunc] | None = None, simple_mode: bool = False,
+                 source: tuple | None = None):
         self.functions = dict(functions or {})
         self._simple = simple_mode
+        self._source = source  # (schedule, args, name, its step count then), for build
+
+    def _unchanged_source(self) -> tuple | None:
+        """The schedule and arguments it was lowered from, if the schedule has taken no step since."""
+        if self._source is None:
+            return None
+        sch, args, name, steps = self._source
+        return (sch, args, name) if sch.history is not None and len(sch.history) == steps else None
 
     def __getitem__(self, name: str) -> S.PrimFunc:
         if name not in self.functions:
@@ -58,8 +69,10 @@ def lower(inp, args=None, name: str = "main", binds=None, simple_mode: bool = Fa
                               "binds are not taken")
     if isinstance(inp, IRModule):
         return inp
-    func = driver.lower(inp, _args(args, "lower"), name=name)
-    return IRModule({name: func}, simple_mode)
+    args = _args(args, "lower")
+    func = driver.lower(inp, args, name=name)
+    steps = len(inp.history) if inp.history is not None else -1
+    return IRModule({name: func}, simple_mode, source=(inp, args, name, steps))
 
 
 def build(inputs, args=None, target=None, target_host=None, runtime=None, name: str | None = None,
@@ -75,6 +88,10 @@ def build(inputs, args=None, target=None, target_host=None, runtime=None, name: 
         if len(inputs.functions) != 1:
             raise DefinitionError(f"tvm.build: the module holds {len(inputs.functions)} functions; tessel builds "
                                   "one kernel per module")
+        source = inputs._unchanged_source()
+        if source is not None:
+            sch, args, name_then = source
+            return Module(driver.build(sch, args, target=tgt, name=name_then), tgt)
         return Module(driver.build_func(next(iter(inputs.functions.values())), tgt), tgt)
     if isinstance(inputs, S.PrimFunc):
         return Module(driver.build_func(inputs, tgt), tgt)

@@ -154,3 +154,21 @@ def test_refusals(tmp_path):
     other = tessel.build(s, [A, B])  # a kernel from the cache: a library, but without the contract
     with pytest.raises(BuildError, match="not a library written by tessel"):
         load_module(other.lib_path)
+
+
+def test_c_bytes_literal_escapes_every_byte():
+    """What export_library embeds: every byte value comes back, and nothing can end the string,
+    form a trigraph or comment, or splice a line."""
+    import re
+
+    from tessel.ir.names import c_bytes_literal
+
+    data = bytes(range(256)) + b'??/ */ "\\\n' * 3
+    text = c_bytes_literal(data, width=40)
+    lines = text.split("\n")
+    assert all(ln.startswith('"') and ln.endswith('"') for ln in lines) and len(lines) > 10
+    body = "".join(ln[1:-1] for ln in lines)
+    assert all(" " <= ch <= "~" for ch in body) and '"' not in body and "?" not in body
+    assert re.fullmatch(r"(?:[^\\]|\\[0-7]{3})*", body)  # every backslash starts an octal escape
+    decoded = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), body.encode("ascii"))
+    assert decoded == data

@@ -108,10 +108,13 @@ def test_build_of_a_lowered_module_is_the_lowered_kernel():
     text = str(mod)
     assert "C[" in text and text == str(mod["main"])
     assert str(tvm.lower(s, [A, B, C], simple_mode=True)) == str(mod["main"].body)
+    fresh = tvm.build(mod, target="llvm -mattr=+sse2")  # no step since: built from the schedule for the target
+    assert fresh.kernel.func.body is not mod["main"].body and "-msse2" in fresh.kernel.compile_flags
     s[C].vectorize(xi)  # after lowering: not in the module (as in TVM)
     assert str(mod) == text and str(tvm.lower(s, [A, B, C])) != text
     for target in ("llvm", "python"):
         f = tvm.build(mod, target=target)
+        assert str(f.kernel.func.body) == str(mod["main"].body)  # the kernel as lowered then
         a, b = rand(29), rand(29, seed=1)
         c = tvm.nd.array(np.zeros(29, "float32"))
         f(tvm.nd.array(a), tvm.nd.array(b), c)
