@@ -119,3 +119,31 @@ def test_the_seeds_tvm_0_6_names_work_through_the_alias(capsys):
     with tvm_imports():
         exec("import tvm\n" + SEED_STYLE, {})
     assert capsys.readouterr().out == direct and "produce B" in direct
+
+
+def test_a_tvm_test_file_runs_its_tests(tmp_path):
+    """TVM's test files end in tvm.testing.main(): under `tessel tvm` that runs them with pytest."""
+    (tmp_path / "test_scale.py").write_text(textwrap.dedent("""
+        import numpy as np
+        import tvm
+        import tvm.testing
+        from tvm import te
+
+        def test_scale():
+            A = te.placeholder((5,), name="A")
+            B = te.compute((5,), lambda i: A[i] * 3, name="B")
+            f = tvm.build(te.create_schedule(B.op), [A, B], "llvm")
+            a, b = tvm.nd.array(np.arange(5, dtype="float32")), tvm.nd.array(np.zeros(5, "float32"))
+            f(a, b)
+            tvm.testing.assert_allclose(b.numpy(), np.arange(5) * 3)
+
+        def test_fails_on_purpose():
+            tvm.testing.assert_allclose(np.ones(2), np.zeros(2))
+
+        if __name__ == "__main__":
+            tvm.testing.main()
+    """))
+    res = subprocess.run([sys.executable, "-m", "tessel", "tvm", "test_scale.py", "-q"], cwd=tmp_path, env=_env(),
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr  # one test fails, so the file fails
+    assert "1 failed, 1 passed" in res.stdout and "exited with status 1" in res.stderr
