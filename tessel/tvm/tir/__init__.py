@@ -10,37 +10,6 @@ tessel's top level (where TE features are added), else refused with what to use.
 from __future__ import annotations
 
 from ...ir import expr as _E
-from ...ir.expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
-    Add,
-    And,
-    Broadcast,
-    Call,
-    CmpOp,
-    Div,
-    FloorDiv,
-    FloorMod,
-    IterVar,
-    Let,
-    Max,
-    Min,
-    Mod,
-    Mul,
-    Not,
-    Or,
-    PrimExpr,
-    ProducerLoad,
-    Ramp,
-    Range,
-    Reduce,
-    StringImm,
-    Sub,
-)
 from ...te import *
 from ...te import cast, const, select
 from ...te import var as _var
