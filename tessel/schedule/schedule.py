@@ -6,33 +6,14 @@ from collections.abc import Iterable
 
 from ..errors import ScheduleError
 from ..ir import expr as E
+from ..te.operation import post_dfs_order
 from ..te.tensor import Operation, Tensor
 from .history import History, note_created, recorded
 from .stage import ROOT, Stage
 
 
 def _post_dfs(outputs: Iterable[Operation]) -> list[Operation]:
-    order: list[Operation] = []
-    seen: set[int] = set()
-
-    def visit(op: Operation) -> None:
-        stack = [(op, False)]
-        while stack:
-            node, done = stack.pop()
-            if done:
-                order.append(node)
-                continue
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            stack.append((node, True))
-            for t in reversed(node.input_tensors()):
-                if id(t.op) not in seen:
-                    stack.append((t.op, False))
-
-    for op in outputs:
-        visit(op)
-    return order
+    return post_dfs_order(list(outputs))
 
 
 class Schedule:

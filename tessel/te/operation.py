@@ -177,4 +177,51 @@ class Operation:
         return f"{type(self).__name__}({self.name})"
 
 
-__all__ = ["LoopNest", "Operation", "Request"]
+# ---- the read graph (TVM's CreateReadGraph, PostDFSOrder, CreateFeedGraph) -----------------
+def create_read_graph(roots: Sequence[Operation]) -> dict[Operation, list[Tensor]]:
+    """Every operation the roots depend on, each with the tensors it reads (as written)."""
+    graph: dict[Operation, list[Tensor]] = {}
+    stack = list(roots)
+    while stack:
+        op = stack.pop()
+        if op in graph:
+            continue
+        graph[op] = op.input_tensors()
+        stack.extend(t.op for t in graph[op] if t.op not in graph)
+    return graph
+
+
+def post_dfs_order(roots: Sequence[Operation], graph: dict[Operation, list[Tensor]] | None = None) -> list[Operation]:
+    """The operations reachable from ``roots``, each after every operation it reads: the order
+    stages are created and lowered in. ``graph`` (``create_read_graph``'s) gives the edges; by
+    default each operation's inputs. An explicit stack: chains as long as a user writes them."""
+    order: list[Operation] = []
+    seen: set[int] = set()
+    for root in roots:
+        stack: list[tuple[Operation, bool]] = [(root, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                order.append(node)
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.append((node, True))
+            reads = graph[node] if graph is not None and node in graph else node.input_tensors()
+            stack.extend((t.op, False) for t in reversed(reads) if id(t.op) not in seen)
+    return order
+
+
+def create_feed_graph(graph: dict[Operation, list[Tensor]]) -> dict[Tensor, list[Operation]]:
+    """The read graph turned around: each tensor with the operations that read it."""
+    feed: dict[Tensor, list[Operation]] = {}
+    for op, reads in graph.items():
+        for t in reads:
+            readers = feed.setdefault(t, [])
+            if not any(r is op for r in readers):
+                readers.append(op)
+    return feed
+
+
+__all__ = ["LoopNest", "Operation", "Request", "create_feed_graph", "create_read_graph", "post_dfs_order"]
