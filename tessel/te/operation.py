@@ -60,6 +60,9 @@ class LoopNest(Protocol):
     def loop(self, stage: Any, iv: E.IterVar, body: S.Stmt) -> S.Stmt:
         """One leaf loop around ``body``, as annotated (kind, thread binding, pragmas)."""
 
+    def range_of(self, iv: E.IterVar) -> E.Range:
+        """The range InferBound gave ``iv`` (any IterVar of any stage)."""
+
 
 class Operation:
     """Base of every operation; ``outputs`` are created once so tensors keep their identity."""
@@ -96,6 +99,21 @@ class Operation:
 
     def input_tensors(self) -> list[Tensor]:
         """The tensors it reads, as written (the dataflow graph's edges)."""
+        return []
+
+    # ---- recurrences (a scan) -------------------------------------------------------------
+    def state_placeholders(self) -> tuple[Tensor, ...]:
+        """Placeholders that stand for this operation's own outputs at earlier steps (a scan's
+        states). The stages of ``body_ops`` read them; no caller passes them."""
+        return ()
+
+    def body_scope(self) -> E.IterVar | None:
+        """The root loop inside which ``body_ops`` run, one step per iteration (None: no body)."""
+        return None
+
+    def body_ops(self) -> list[Operation]:
+        """The operations computed from ``state_placeholders``: the schedule attaches their
+        stages at ``body_scope`` when it is created."""
         return []
 
     # ---- schedule rewrites ---------------------------------------------------------------

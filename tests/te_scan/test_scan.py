@@ -1,0 +1,206 @@
+"""te.scan with TVM v0.14's semantics: recurrences over the first dimension, computed on both
+targets and compared with NumPy; InferBound through the scan; the schedule of its spatial axes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import check, ir_text, rand
+
+import tessel
+from tessel import te
+from tessel.errors import DefinitionError, LowerError
+
+
+def cumsum(m, n, name="scan"):
+    X = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n), name="state")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    update = te.compute((m, n), lambda t, i: state[t - 1, i] + X[t, i], name="update")
+    res = te.scan(init, update, state, inputs=[X], name=name)
+    return X, init, update, res
+
+
+@pytest.mark.parametrize("m,n", [(7, 5), (1, 3), (13, 1)])
+def test_prefix_sum(m, n):
+    X, _, _, res = cumsum(m, n)
+    assert tuple(int(d) for d in res.shape) == (m, n)
+    s = te.create_schedule(res.op)
+    x = rand(m, n, seed=m)
+    check(s, [X, res], [x], [np.cumsum(x, axis=0)], rtol=1e-5)
+
+
+def test_prefix_sum_of_symbolic_size():
+    m, n = te.var("m"), te.var("n")
+    X, _, _, res = cumsum(m, n)
+    s = te.create_schedule(res.op)
+    for shape in ((9, 4), (2, 11)):
+        x = rand(*shape, seed=shape[0])
+        check(s, [X, res], [x], [np.cumsum(x, axis=0)], rtol=1e-5)
+
+
+def iir_forward(x, a, b):
+    y = np.zeros_like(x)
+    y[0] = b * x[0]
+    for t in range(1, len(x)):
+        y[t] = a * y[t - 1] + b * x[t]
+    return y
+
+
+def test_iir_filter_in_both_directions():
+    """A forward IIR filter along the time axis, then the same filter backwards over its result
+    (time reversed in the indices): two scans, the second reading the first."""
+    m, n, a, b = 11, 6, 0.7, 0.3
+    X = te.placeholder((m, n), name="X")
+    fs = te.placeholder((m, n), name="fs")
+    f_init = te.compute((1, n), lambda _, i: b * X[0, i], name="f_init")
+    f_upd = te.compute((m, n), lambda t, i: a * fs[t - 1, i] + b * X[t, i], name="f_upd")
+    fwd = te.scan(f_init, f_upd, fs, name="fwd")
+    bs = te.placeholder((m, n), name="bs")  # bs[t] is the backward filter at time m-1-t
+    b_init = te.compute((1, n), lambda _, i: b * fwd[m - 1, i], name="b_init")
+    b_upd = te.compute((m, n), lambda t, i: a * bs[t - 1, i] + b * fwd[m - 1 - t, i], name="b_upd")
+    bwd = te.scan(b_init, b_upd, bs, name="bwd")
+    out = te.compute((m, n), lambda t, i: bwd[m - 1 - t, i], name="out")
+    s = te.create_schedule(out.op)
+    x = rand(m, n, seed=4)
+    y = iir_forward(x, a, b)
+    want = iir_forward(y[::-1], a, b)[::-1]
+    check(s, [X, out], [x], [want], rtol=1e-5)
+
+
+def test_two_states_advance_together():
+    """s1[t] = s1[t-1] + s2[t-1] * x[t]; s2[t] = s2[t-1] - s1[t-1] * 0.5: each reads the other."""
+    m, n = 9, 4
+    X = te.placeholder((m, n), name="X")
+    S1, S2 = te.placeholder((m, n), name="S1"), te.placeholder((m, n), name="S2")
+    i1 = te.compute((1, n), lambda _, i: X[0, i], name="i1")
+    i2 = te.compute((1, n), lambda _, i: X[0, i] * 2.0, name="i2")
+    u1 = te.compute((m, n), lambda t, i: S1[t - 1, i] + S2[t - 1, i] * X[t, i], name="u1")
+    u2 = te.compute((m, n), lambda t, i: S2[t - 1, i] - S1[t - 1, i] * 0.5, name="u2")
+    r1, r2 = te.scan([i1, i2], [u1, u2], [S1, S2], inputs=[X], name="pair")
+    s = te.create_schedule([r1.op])
+    x = rand(m, n, seed=5)
+    w1, w2 = np.zeros_like(x), np.zeros_like(x)
+    w1[0], w2[0] = x[0], x[0] * 2
+    for t in range(1, m):
+        w1[t] = w1[t - 1] + w2[t - 1] * x[t]
+        w2[t] = w2[t - 1] - w1[t - 1] * 0.5
+    check(s, [X, r1, r2], [x], [w1, w2], rtol=1e-5)
+
+
+@pytest.mark.parametrize("target_split", ["update", "init"])
+def test_spatial_axis_split_and_parallelized(target_split):
+    m, n = 8, 37  # 37: the split leaves a tail
+    X, init, update, res = cumsum(m, n)
+    s = te.create_schedule(res.op)
+    stage = s[update] if target_split == "update" else s[init]
+    xo, xi = stage.split(stage.op.axis[1], factor=8)
+    stage.parallel(xo)
+    stage.vectorize(xi)
+    x = rand(m, n, seed=6)
+    check(s, [X, res], [x], [np.cumsum(x, axis=0)], rtol=1e-5)
+
+
+def test_a_body_of_two_stages_runs_inside_the_scan_loop():
+    """An intermediate stage computed from the state is part of each step, and can be placed
+    inside the update's loops."""
+    m, n = 6, 10
+    X = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n), name="state")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    mid = te.compute((m, n), lambda t, i: state[t - 1, i] * 0.5, name="mid")
+    update = te.compute((m, n), lambda t, i: mid[t, i] + X[t, i], name="update")
+    res = te.scan(init, update, state, name="scan")
+    s = te.create_schedule(res.op)
+    x = rand(m, n, seed=7)
+    want = np.zeros_like(x)
+    want[0] = x[0]
+    for t in range(1, m):
+        want[t] = want[t - 1] * 0.5 + x[t]
+    check(s, [X, res], [x], [want], rtol=1e-5)
+    s[mid].compute_at(s[update], update.op.axis[1])
+    check(s, [X, res], [x], [want], rtol=1e-5)
+
+
+def test_infer_bound_slices_a_fixed_point_and_not_a_shifted_read():
+    """A reader of 3 columns of a scan whose steps keep each column in place asks the scan (and
+    so the update and the init) for 3 columns; when a step reads its right neighbour's previous
+    value the whole row is needed."""
+    m, n = 6, 10
+
+    def build(shift):
+        X = te.placeholder((m, n), name="X")
+        state = te.placeholder((m, n), name="state")
+        init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+        if shift:
+            update = te.compute((m, n), lambda t, i: te.if_then_else(
+                i + shift < n, state[t - 1, te.min(i + shift, n - 1)], te.const(0.0)) + X[t, i], name="update")
+        else:
+            update = te.compute((m, n), lambda t, i: state[t - 1, i] + X[t, i], name="update")
+        res = te.scan(init, update, state, name="scan")
+        C = te.compute((m, 3), lambda t, i: res[t, i] * 2.0, name="C")
+        return X, init, update, res, C
+
+    X, init, update, res, C = build(0)
+    s = te.create_schedule(C.op)
+    bounds = tessel.infer_bound(s)
+    assert str(bounds[res.op.spatial_axis_[0]].extent) == "3"
+    assert str(bounds[update.op.axis[1]].extent) == "3"
+    assert str(bounds[update.op.axis[0]].extent) == "1"  # one step at a time
+    assert str(bounds[init.op.axis[1]].extent) == "3"
+    x = rand(m, n, seed=8)
+    check(s, [X, C], [x], [np.cumsum(x, axis=0)[:, :3] * 2])
+
+    X, init, update, res, C = build(1)
+    s = te.create_schedule(C.op)
+    bounds = tessel.infer_bound(s)
+    assert str(bounds[res.op.spatial_axis_[0]].extent) == str(n)
+    want = np.zeros_like(x)
+    want[0] = x[0]
+    for t in range(1, m):
+        want[t] = np.append(want[t - 1][1:], 0.0) + x[t]
+    check(s, [X, C], [x], [want[:, :3] * 2])
+
+
+def test_infer_bound_runs_only_the_steps_a_reader_needs():
+    m, n = 12, 4
+    X, init, update, res = cumsum(m, n)
+    C = te.compute((5, n), lambda t, i: res[t, i] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    bounds = tessel.infer_bound(s)
+    assert str(bounds[res.op.scan_axis].min) == "1"
+    assert str(bounds[res.op.scan_axis].extent) == "4"  # steps 1..4
+    assert "for (scan.idx, 0, 4)" in ir_text(s, [X, C])
+    x = rand(m, n, seed=9)
+    check(s, [X, C], [x], [np.cumsum(x, axis=0)[:5] + 1])
+
+
+def test_the_update_moved_out_of_the_scan_is_refused():
+    X, init, update, res = cumsum(6, 4)
+    s = te.create_schedule(res.op)
+    s[update].compute_root()
+    with pytest.raises(LowerError, match="compute_at"):
+        tessel.lower(s, [X, res])
+
+
+def test_the_scan_axis_cannot_run_in_parallel():
+    X, init, update, res = cumsum(6, 4)
+    s = te.create_schedule(res.op)
+    s[res].parallel(res.op.scan_axis)
+    with pytest.raises(LowerError, match="in order"):
+        tessel.lower(s, [X, res])
+
+
+def test_bad_scans_are_refused():
+    m, n = 6, 4
+    X = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n), name="state")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    update = te.compute((m, n + 1), lambda t, i: X[t, 0], name="update")
+    with pytest.raises(DefinitionError, match="update"):
+        te.scan(init, update, state)
+    good = te.compute((m, n), lambda t, i: state[t - 1, i], name="good")
+    with pytest.raises(DefinitionError, match="placeholder"):
+        te.scan(init, good, good)
+    with pytest.raises(DefinitionError, match="one\\s+length"):
+        te.scan([init], [good, good], [state])
