@@ -30,6 +30,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, collect, structural_equal
+from ..ir.serialize import register
 from .operation import LoopNest, Operation, Request, post_dfs_order
 from .tensor import Tensor
 
@@ -282,5 +283,10 @@ def scan(init, update, state_placeholder, inputs=None, name: str = "scan", tag: 
     op = ScanOp(name, tag, attrs, axis, init_l, update_l, state_l, inputs_l)
     return list(op.outputs) if isinstance(init, list | tuple) else op.outputs[0]
 
+
+register("te.ScanOp", ScanOp,
+         lambda op: [op.name, op.tag, [[k, v] for k, v in sorted(op.attrs.items())], op.scan_axis, op.init,
+                     op.update, op.state_placeholder, op.inputs, op.spatial_axis_],
+         lambda f: ScanOp(str(f[0]), str(f[1]), {str(k): v for k, v in f[2]}, *f[3:]))
 
 __all__ = ["ScanOp", "scan"]
