@@ -221,3 +221,59 @@ def test_gradient_stages_can_be_scheduled():
     a, b, h = rand(n, k, dtype=F64, seed=1), rand(k, m, dtype=F64, seed=2), rand(n, m, dtype=F64, seed=3)
     for got in run([A, B, H], [dA], [a, b, h], schedule=s).values():
         np.testing.assert_allclose(got[0], h @ b.T, rtol=1e-12)
+
+
+def test_strided_and_non_affine_reads():
+    """X[2*i] and X[2*i + 1] (solved with a divisibility condition) and X[i // 2] (not affine:
+    a reduction over the reader's points filtered by the equality)."""
+    n = 5
+    X = te.placeholder((2 * n,), name="X", dtype=F64)
+    Down = te.compute((n,), lambda i: X[2 * i] * X[2 * i + 1], name="Down")
+    Up = te.compute((4 * n,), lambda i: Down[i // 4] * te.exp(X[i // 2]), name="Up")
+
+    def fn(x):
+        down = x[0::2] * x[1::2]
+        return np.repeat(down, 4) * np.exp(np.repeat(x, 2))
+
+    check_vjp(Up, [X], fn, [rand(2 * n, dtype=F64, seed=12)])
+
+
+def test_symbolic_shapes():
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A", dtype=F64)
+    B = te.compute((n, m), lambda i, j: te.tanh(A[i, j]) * A[i, m - 1 - j], name="B")
+    H = te.placeholder((n, m), name="H", dtype=F64)
+    (dA,) = te.gradient(B, [A], H)
+    s = te.create_schedule(dA.op)
+    for shape in ((3, 4), (2, 7)):
+        a, h = rand(*shape, dtype=F64, seed=shape[1]), rand(*shape, dtype=F64, seed=1)
+        want = numeric_vjp(lambda x: np.tanh(x) * x[:, ::-1], [a.copy()], h, 0)
+        for target in TARGETS:
+            f = tessel.build(s, [A, H, dA], target=target)
+            got = np.full(shape, np.nan)
+            f(a, h, got)
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8, err_msg=target)
+
+
+def test_adjoint_of_a_chain_with_inlined_stages():
+    """The adjoints of a three-stage chain; the partial sums inlined into their total."""
+    n = 6
+    X = te.placeholder((n,), name="X", dtype=F64)
+    A = te.compute((n,), lambda i: te.sigmoid(X[i]), name="A")
+    B = te.compute((n,), lambda i: A[i] * X[i] + te.log(A[i]), name="B")
+    head = te.placeholder((n,), name="head", dtype=F64)
+    (dX,) = te.gradient(B, [X], head)
+    s = te.create_schedule(dX.op)
+    parts = [t for t in reached([dX]) if t.name.startswith("X.grad.")]
+    assert parts  # X is read by A and by B: its adjoint sums two contributions
+    for t in parts:
+        s[t].compute_inline()
+    x, h = rand(n, dtype=F64, seed=3), rand(n, dtype=F64, seed=4)
+
+    def fn(v):
+        a = 1 / (1 + np.exp(-v))
+        return a * v + np.log(a)
+
+    want = numeric_vjp(fn, [x.copy()], h, 0)
+    for got in run([X, head], [dX], [x, h], schedule=s).values():
+        np.testing.assert_allclose(got[0], want, rtol=1e-6, atol=1e-8)

@@ -204,3 +204,20 @@ def test_bad_scans_are_refused():
         te.scan(init, good, good)
     with pytest.raises(DefinitionError, match="one\\s+length"):
         te.scan([init], [good, good], [state])
+
+
+def test_iir_filter_along_the_second_axis():
+    """A scan runs over the first dimension; along the second, it scans a transposed view and
+    the result is read back transposed."""
+    m, n, a, b = 5, 9, 0.6, 0.4
+    X = te.placeholder((m, n), name="X")
+    XT = te.compute((n, m), lambda j, i: X[i, j], name="XT")
+    st = te.placeholder((n, m), name="st")
+    init = te.compute((1, m), lambda _, i: b * XT[0, i], name="init")
+    upd = te.compute((n, m), lambda t, i: a * st[t - 1, i] + b * XT[t, i], name="upd")
+    sc = te.scan(init, upd, st, name="iir")
+    out = te.compute((m, n), lambda i, j: sc[j, i], name="out")
+    s = te.create_schedule(out.op)
+    s[XT].compute_inline()
+    x = rand(m, n, seed=10)
+    check(s, [X, out], [x], [iir_forward(x.T, a, b).T], rtol=1e-5)
