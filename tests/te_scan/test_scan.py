@@ -221,3 +221,23 @@ def test_iir_filter_along_the_second_axis():
     s[XT].compute_inline()
     x = rand(m, n, seed=10)
     check(s, [X, out], [x], [iir_forward(x.T, a, b).T], rtol=1e-5)
+
+
+def test_second_order_recurrence_with_a_placeholder_init_over_three_dimensions():
+    """Two initial steps given by the caller, each step reading the two before it, the spatial
+    axes of the update reordered."""
+    m, n, p = 6, 3, 4
+    X = te.placeholder((m, n, p), name="X")
+    init = te.placeholder((2, n, p), name="init")
+    st = te.placeholder((m, n, p), name="st")
+    upd = te.compute((m, n, p), lambda t, i, j: st[t - 1, i, j] * 0.5 + st[t - 2, i, j] + X[t, i, j], name="upd")
+    sc = te.scan(init, upd, st, name="sc")
+    assert [iv.name for iv in sc.op.spatial_axis_] == ["sc.out0.i1", "sc.out0.i2"]
+    s = te.create_schedule(sc.op)
+    s[upd].reorder(upd.op.axis[2], upd.op.axis[1])
+    x, i0 = rand(m, n, p, seed=11), rand(2, n, p, seed=12)
+    want = np.zeros_like(x)
+    want[:2] = i0
+    for t in range(2, m):
+        want[t] = want[t - 1] * 0.5 + want[t - 2] + x[t]
+    check(s, [X, init, sc], [x, i0], [want], rtol=1e-5)
