@@ -149,6 +149,12 @@ class ScanOp(Operation):
         """The init copied into the output, then the loop over the steps, in which the stages
         of the body are placed (they are attached at the scan axis)."""
         self._check_body_placement(stage)
+        if list(stage.leaf_iter_vars) != [self.scan_axis]:
+            raise LowerError(
+                f"scan {self.name}: its loop {self.scan_axis.name} was split, fused or reordered, but a scan "
+                "runs one step per iteration of that one loop; leave the scan's stage as it is and schedule "
+                "the spatial axes of its update and init stages instead"
+            )
         for iv in stage.leaf_iter_vars:
             if stage.leaf_kind(iv) not in ("serial", "unrolled"):
                 raise LowerError(

@@ -241,3 +241,11 @@ def test_second_order_recurrence_with_a_placeholder_init_over_three_dimensions()
     for t in range(2, m):
         want[t] = want[t - 1] * 0.5 + want[t - 2] + x[t]
     check(s, [X, init, sc], [x, i0], [want], rtol=1e-5)
+
+
+def test_the_scan_axis_cannot_be_split():
+    X, init, update, res = cumsum(9, 4)
+    s = te.create_schedule(res.op)
+    s[res].split(res.op.scan_axis, factor=4)
+    with pytest.raises(LowerError, match="split"):
+        tessel.lower(s, [X, res])
