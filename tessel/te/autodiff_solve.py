@@ -60,6 +60,8 @@ class Solution:
     values: dict[E.Var, E.PrimExpr] = field(default_factory=dict)
     conditions: list[E.PrimExpr] = field(default_factory=list)
     remaining: list[E.IterVar] = field(default_factory=list)
+    #: variables a division's equation brought in (its remainder or quotient), summed over too
+    extra: list[E.IterVar] = field(default_factory=list)
 
 
 def _extent(iv: E.IterVar) -> int:
@@ -74,8 +76,41 @@ def _pick(coeffs: dict[E.Var, int], ivs: dict[E.Var, E.IterVar]) -> E.Var | None
     return max(cands, key=lambda v: (abs(coeffs[v]) == 1, _extent(ivs[v])))
 
 
-def _solve_one(sol: Solution, eq: E.PrimExpr, target: E.PrimExpr, ivs: dict[E.Var, E.IterVar]) -> None:
+def _unfold_division(sol: Solution, eq: E.PrimExpr, target: E.PrimExpr, ivs: dict[E.Var, E.IterVar],
+                     ana: Analyzer) -> tuple[E.PrimExpr, E.PrimExpr]:
+    """``x // c == j`` as ``x == c*j + r`` over a new ``r`` in ``[0, c)``, and ``x % c == j`` as
+    ``x == c*q + j`` over the quotients ``q`` that ``x`` can have: each then an affine equation
+    in ``x``'s variables, where the division alone was not (upsampling's ``i // 2``)."""
+    if not (isinstance(eq, E.FloorDiv | E.FloorMod) and isinstance(eq.b, E.IntImm) and eq.b.value > 0):
+        return eq, target
+    inner, c = eq.a, eq.b.value
+    terms = affine_terms(inner, set(ivs))
+    if terms is None or _pick(terms[0], ivs) is None:
+        return eq, target
+    dt = inner.dtype
+    if isinstance(eq, E.FloorDiv):
+        dom = E.Range(0, c)
+    else:
+        lo, hi = ana.const_int_bound(inner)
+        if lo is None or hi is None:
+            return eq, target
+        dom = E.Range(lo // c, hi // c - lo // c + 1)
+    new = E.IterVar(dom, E.Var("r" if isinstance(eq, E.FloorDiv) else "q", dt), E.IterVar.REDUCE)
+    ivs[new.var] = new
+    sol.extra.append(new)
+    ana.bind(new.var, dom)
+    c_ = O.const(c, dt)
+    if isinstance(eq, E.FloorDiv):
+        return inner, O.add(O.mul(c_, O.cast(target, dt)), new.var)
+    t = O.cast(target, dt)
+    sol.conditions.append(O.logical_and(O.le(O.const(0, dt), t), O.lt(t, c_)))  # a remainder's range
+    return inner, O.add(O.mul(c_, new.var), t)
+
+
+def _solve_one(sol: Solution, eq: E.PrimExpr, target: E.PrimExpr, ivs: dict[E.Var, E.IterVar],
+               ana: Analyzer) -> None:
     eq = substitute(eq, sol.values)
+    eq, target = _unfold_division(sol, eq, target, ivs, ana)
     terms = affine_terms(eq, set(ivs))
     v = None if terms is None else _pick(terms[0], ivs)
     if v is None:
@@ -108,12 +143,15 @@ def solve(indices: tuple[E.PrimExpr, ...], targets: list[E.PrimExpr], domain: li
     sol = Solution()
     order = sorted(range(len(indices)), key=lambda d: len(free_vars(indices[d]) & set(ivs)))
     for d in order:
-        _solve_one(sol, indices[d], targets[d], ivs)
-    sol.remaining = [iv for iv in domain if iv.var in ivs]
+        _solve_one(sol, indices[d], targets[d], ivs, ana)
+    sol.remaining = [iv for iv in [*domain, *sol.extra] if iv.var in ivs]
     conds = []
-    for c in sol.conditions:
-        c = substitute(c, sol.values)
-        if not ana.can_prove(c):
+    todo = [substitute(c, sol.values) for c in sol.conditions]
+    while todo:
+        c = todo.pop(0)
+        if isinstance(c, E.And):  # each half on its own: one may be provable where both are not
+            todo[:0] = [c.a, c.b]
+        elif not ana.can_prove(c):
             conds.append(c)
     sol.conditions = conds
     return sol

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import TARGETS, rand
+from helpers import TARGETS, ir_text, rand
 
 import tessel
 from tessel import te
@@ -223,19 +223,26 @@ def test_gradient_stages_can_be_scheduled():
         np.testing.assert_allclose(got[0], h @ b.T, rtol=1e-12)
 
 
-def test_strided_and_non_affine_reads():
-    """X[2*i] and X[2*i + 1] (solved with a divisibility condition) and X[i // 2] (not affine:
-    a reduction over the reader's points filtered by the equality)."""
+def test_strided_and_divided_reads():
+    """X[2*i] and X[2*i + 1] (solved with a divisibility condition), X[i // 2] and X[i % 3]
+    (unfolded into an affine equation over a remainder or a quotient), X[i*i % 7] (not affine:
+    a sum over the reader's points filtered by the equality)."""
     n = 5
     X = te.placeholder((2 * n,), name="X", dtype=F64)
     Down = te.compute((n,), lambda i: X[2 * i] * X[2 * i + 1], name="Down")
-    Up = te.compute((4 * n,), lambda i: Down[i // 4] * te.exp(X[i // 2]), name="Up")
+    Up = te.compute((4 * n,), lambda i: Down[i // 4] * te.exp(X[i // 2]) + X[i % 3] * X[i * i % 7], name="Up")
 
     def fn(x):
         down = x[0::2] * x[1::2]
-        return np.repeat(down, 4) * np.exp(np.repeat(x, 2))
+        i = np.arange(4 * n)
+        return np.repeat(down, 4) * np.exp(np.repeat(x, 2)) + x[i % 3] * x[i * i % 7]
 
     check_vjp(Up, [X], fn, [rand(2 * n, dtype=F64, seed=12)])
+    head = te.placeholder((4 * n,), name="head", dtype=F64)
+    (dX,) = te.gradient(Up, [X], head)
+    text = ir_text(te.create_schedule(dX.op), [X, head, dX])
+    # only the read X[i*i % 7] sums over all 20 points of Up; X[i // 2] and X[i % 3] do not
+    assert text.count("for (i, 0, 20)") == 1
 
 
 def test_symbolic_shapes():
