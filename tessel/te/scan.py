@@ -111,23 +111,23 @@ class ScanOp(Operation):
         return out
 
     def _fixed_point(self) -> bool:
-        """Whether every read of a state keeps each spatial index in place (so a region of the
-        output needs only the same region of earlier steps). Conservative: the updates must be
-        the only stages reading the states, read them as ``state[..., i1, i2, ...]`` with their
-        own axes, and all outputs must share one spatial shape."""
+        """Whether every step keeps each spatial index in place (so a region of the output needs
+        only the same region of earlier steps; TVM's fixed-point analysis, conservatively): each
+        stage of the body reads the states and the other stages of the body only as
+        ``T[..., i1, i2, ...]`` with its own spatial axes, and all share one spatial shape."""
         shapes = [u.shape[1:] for u in self.update]
         if any(len(s) != len(shapes[0]) or not all(structural_equal(a, b) or _same_int(a, b)
                                                    for a, b in zip(s, shapes[0])) for s in shapes):
             return False
-        states = {id(t) for t in self.state_placeholder}
-        updates = {id(u.op) for u in self.update}
-        for op in self.body_ops():
-            if not any(id(t) in states for t in op.input_tensors()):
-                continue
-            if id(op) not in updates:
+        body = self.body_ops()
+        chain = {id(t) for t in self.state_placeholder} | {id(t) for op in body for t in op.outputs}
+        for op in body:
+            if len(op.axis) != len(shapes[0]) + 1:
                 return False
             loads = [ld for b in op.effective_body(lambda x: x)
-                     for ld in collect(b, lambda n: isinstance(n, E.ProducerLoad)) if id(ld.producer) in states]
+                     for ld in collect(b, lambda n: isinstance(n, E.ProducerLoad)) if id(ld.producer) in chain]
+            if any(id(t) in chain for t in op.input_tensors()) and not loads:
+                return False  # it reads the chain in a way its expressions do not show
             for ld in loads:
                 if any(idx is not iv.var for idx, iv in zip(ld.indices[1:], op.axis[1:])):
                     return False
@@ -273,6 +273,34 @@ def _check(init: list[Tensor], update: list[Tensor], state: list[Tensor], name: 
             raise DefinitionError(f"{where}: every init must cover the same number of steps")
 
 
+def _check_reads_earlier_steps(op: ScanOp) -> None:
+    """Step ``t`` may read the states only at steps ``0 <= s < t``: a later step is not computed
+    yet, and a step before 0 does not exist. Checked on every read of a state by a stage of the
+    body, for every ``t`` the scan runs (from ``init.shape[0]`` up)."""
+    states = {id(t) for t in op.state_placeholder}
+    for body in op.body_ops():
+        axis = getattr(body, "axis", ())
+        loads = [ld for b in body.effective_body(lambda x: x)
+                 for ld in collect(b, lambda n: isinstance(n, E.ProducerLoad)) if id(ld.producer) in states]
+        for ld in loads:
+            ana = Analyzer()
+            if not axis:
+                ok = False
+            else:
+                t = axis[0].var
+                ana.bind(t, op.scan_axis.dom)
+                step = ld.indices[0]
+                ok = ana.can_prove(O.lt(step, O.cast(t, step.dtype))) and ana.can_prove(O.ge(step, 0))
+            if not ok:
+                shown = ", ".join(str(i) for i in ld.indices)
+                raise DefinitionError(
+                    f"te.scan {op.name}: {body.name} reads {ld.producer.name}[{shown}], which is not provably an "
+                    f"earlier step: at step t (from {op.scan_axis.dom.min} on) a state may be read at steps "
+                    f"0 to t - 1 only, e.g. {ld.producer.name}[t - 1, ...]; give more initial steps "
+                    "(init.shape[0]) or read an earlier step"
+                )
+
+
 def scan(init, update, state_placeholder, inputs=None, name: str = "scan", tag: str = "", attrs: dict | None = None):
     """A recurrence: ``out[:k] = init`` (``k = init.shape[0]``), then ``out[t] = update[t]`` for
     ``t = k, k+1, ...`` in order, where ``update`` reads earlier steps through the placeholder
@@ -287,6 +315,7 @@ def scan(init, update, state_placeholder, inputs=None, name: str = "scan", tag: 
     axis = E.IterVar(E.Range(begin, O.sub(O.cast(update_l[0].shape[0], begin.dtype), begin)),
                      E.Var(f"{name}.idx", begin.dtype), E.IterVar.DATA_PAR)
     op = ScanOp(name, tag, attrs, axis, init_l, update_l, state_l, inputs_l)
+    _check_reads_earlier_steps(op)
     return list(op.outputs) if isinstance(init, list | tuple) else op.outputs[0]
 
 

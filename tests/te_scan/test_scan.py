@@ -120,6 +120,12 @@ def test_a_body_of_two_stages_runs_inside_the_scan_loop():
     check(s, [X, res], [x], [want], rtol=1e-5)
     s[mid].compute_at(s[update], update.op.axis[1])
     check(s, [X, res], [x], [want], rtol=1e-5)
+    # a reader of 4 columns: each step keeps its columns through both stages, so 4 are computed
+    C = te.compute((m, 4), lambda t, i: res[t, i] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    bounds = tessel.infer_bound(s)
+    assert [str(bounds[iv].extent) for iv in (res.op.spatial_axis_[0], update.op.axis[1], mid.op.axis[1])] == ["4"] * 3
+    check(s, [X, C], [x], [want[:, :4] + 1], rtol=1e-5)
 
 
 def test_infer_bound_slices_a_fixed_point_and_not_a_shifted_read():
@@ -249,3 +255,32 @@ def test_the_scan_axis_cannot_be_split():
     s[res].split(res.op.scan_axis, factor=4)
     with pytest.raises(LowerError, match="split"):
         tessel.lower(s, [X, res])
+
+
+@pytest.mark.parametrize("step", ["t", "t - 2", "t + 1"])
+def test_a_read_of_a_step_not_yet_computed_or_before_the_first_is_refused(step):
+    """With one initial step, state[t - 2] reads step -1 at t = 1; state[t] and state[t + 1]
+    read steps not computed yet."""
+    m, n = 6, 4
+    X = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n), name="state")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    offset = {"t": 0, "t - 2": -2, "t + 1": 1}[step]
+    update = te.compute((m, n), lambda t, i: te.if_then_else(
+        t + offset < m, state[te.min(t + offset, m - 1), i], te.const(0.0)) + X[t, i], name="update")
+    with pytest.raises(DefinitionError, match="earlier step"):
+        te.scan(init, update, state)
+
+
+def test_a_second_order_read_is_accepted_with_two_initial_steps():
+    m, n = 6, 4
+    X = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n), name="state")
+    init = te.compute((2, n), lambda s, i: X[s, i], name="init")
+    update = te.compute((m, n), lambda t, i: state[t - 2, i] + X[t, i], name="update")
+    res = te.scan(init, update, state)
+    x = rand(m, n, seed=13)
+    want = x.copy()
+    for t in range(2, m):
+        want[t] = want[t - 2] + x[t]
+    check(te.create_schedule(res.op), [X, res], [x], [want], rtol=1e-5)
