@@ -284,3 +284,21 @@ def test_a_second_order_read_is_accepted_with_two_initial_steps():
     for t in range(2, m):
         want[t] = want[t - 2] + x[t]
     check(te.create_schedule(res.op), [X, res], [x], [want], rtol=1e-5)
+
+
+def test_cache_read_and_cache_write_around_the_update():
+    """A cache of X read by the update, and the update's cache_write stage placed back inside the
+    scan as the refusal's fix says."""
+    m, n = 8, 6
+    X, init, update, res = cumsum(m, n)
+    x = rand(m, n, seed=14)
+    s = te.create_schedule(res.op)
+    XL = s.cache_read(X, "local", [s[update]])
+    s[XL].compute_at(s[update], update.op.axis[1])
+    check(s, [X, res], [x], [np.cumsum(x, axis=0)], rtol=1e-5)
+    s = te.create_schedule(res.op)
+    UL = s.cache_write(update, "local")
+    with pytest.raises(LowerError, match="compute_at"):
+        tessel.lower(s, [X, res])
+    s[UL].compute_at(s[res], res.op.scan_axis)
+    check(s, [X, res], [x], [np.cumsum(x, axis=0)], rtol=1e-5)
