@@ -54,6 +54,10 @@ class _Unguarded(Visitor):
 
 
 def check_reads_in_bounds(sch: Schedule, bodies: dict) -> None:
+    # a recurrence's states are read at earlier steps (``state[t - 1]``) only for the steps the
+    # recurrence runs, which the reading stage's own domain does not say: their first index is
+    # the recurrence's to keep in range
+    states = {id(t) for st in sch.stages for t in st.op.state_placeholders()}
     ana = Analyzer()
     for st in sch.stages:
         if st.attach_type == INLINE or st.is_placeholder:
@@ -66,14 +70,16 @@ def check_reads_in_bounds(sch: Schedule, bodies: dict) -> None:
         with ExitStack() as scope:
             for iv in ivs:  # a read happens only if the domain is not empty
                 scope.enter_context(ana.constraint_scope(O.ge(iv.dom.extent, 1)))
-            _check_loads(st, v.loads, dom, ana)
+            _check_loads(st, v.loads, dom, ana, states)
 
 
-def _check_loads(st: Stage, loads: list[E.ProducerLoad], dom: dict, ana: Analyzer) -> None:
+def _check_loads(st: Stage, loads: list[E.ProducerLoad], dom: dict, ana: Analyzer, states: set[int]) -> None:
     """Refuse the first load of ``st`` whose index provably leaves its tensor (BoundError)."""
     for load in loads:
         t = load.producer
         for k, (idx, size) in enumerate(zip(load.indices, t.shape)):
+            if k == 0 and id(t) in states:
+                continue
             # both evaluations over-approximate the index's range; each is looser for some
             # forms (see eval_set), so refuse only what both place outside the shape
             below = above = True

@@ -152,8 +152,8 @@ def _consumer_root_sets(ctx: BoundContext, c: Stage, inside: set[int]) -> dict[E
         else:
             relax[iv.var] = IntSet.from_range(pr)
     dom_map: dict[E.Var, IntSet] = {}
-    for iv in c.op.root_iter_vars:
-        r = up[iv].cover_range(ctx.rmap[iv])
+    for iv in c.op.root_iter_vars:  # a root no loop derives from (opaque) spans its range
+        r = up[iv].cover_range(ctx.rmap[iv]) if iv in up else ctx.rmap[iv]
         if relax:
             lo = eval_set(r.min, relax).min_value
             hi = eval_set(O.sub(O.add(r.min, r.extent), 1), relax).max_value

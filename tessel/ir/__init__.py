@@ -45,6 +45,7 @@ from .functor import (
     Visitor,
     collect,
     free_vars,
+    ir_transform,
     post_order_visit,
     structural_equal,
     structural_hash,
@@ -52,6 +53,7 @@ from .functor import (
 )
 from .op import cast, const, convert
 from .printer import to_text
+from .serialize import load_json, save_json
 from .stmt import (
     Allocate,
     AttrStmt,

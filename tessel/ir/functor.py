@@ -85,19 +85,27 @@ def _children(node: Any) -> list[Any]:
     return out
 
 
-def post_order_visit(node: Any, fn: Callable[[Any], None]) -> None:
+def post_order_visit(node: Any, fn: Callable[[Any], None], unique: bool = False) -> None:
     """Call ``fn`` on every expression/statement below ``node`` (children first, in field
-    order; a node reached twice is visited twice, as a recursive walk would).
+    order; a node reached twice is visited twice, as a recursive walk would, unless ``unique``:
+    then each object once, at its first place, as TVM's ``stmt_functor.post_order_visit``).
 
     An explicit stack, not recursion: a body summing 10,000 terms is a chain of 10,000 nodes,
     and ``collect``/``free_vars`` run on user expressions before any deep-stack measure
     (``tessel.deep``) could apply."""
     stack: list[tuple[Any, bool]] = [(node, False)]
+    seen: set[int] = set()
+    keep: list[Any] = []  # what ``seen`` numbers, alive so that no id is reused meanwhile
     while stack:
         n, expanded = stack.pop()
         if expanded:
             fn(n)
             continue
+        if unique:
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            keep.append(n)
         stack.append((n, True))
         stack.extend((c, False) for c in reversed(_children(n)))
 
@@ -130,6 +138,39 @@ def collect(node: Any, pred: Callable[[Any], bool]) -> list[Any]:
 
 def free_vars(node: Any) -> set[Var]:
     return set(collect(node, lambda n: isinstance(n, Var)))
+
+
+class _Transform(Mutator):
+    """TVM's ``ir_transform`` on the one mutator: ``preorder`` may replace a node before its
+    children are visited (its result is kept as it is), ``postorder`` after; either returning
+    None keeps the node. ``only_enable``: the class names (TVM's type keys such as
+    ``"tir.For"`` are accepted) of the nodes the two functions see."""
+
+    def __init__(self, preorder, postorder, only_enable) -> None:
+        self.pre, self.post = preorder, postorder
+        self.only = None if only_enable is None else {k.rsplit(".", 1)[-1] for k in only_enable}
+
+    def _enabled(self, node: Any) -> bool:
+        return self.only is None or type(node).__name__ in self.only
+
+    def visit(self, node: Any) -> Any:
+        if self.pre is not None and self._enabled(node):
+            out = self.pre(node)
+            if out is not None:
+                return out
+        node = self.generic_visit(node)
+        if self.post is not None and self._enabled(node):
+            out = self.post(node)
+            if out is not None:
+                return out
+        return node
+
+
+def ir_transform(node: Any, preorder: Callable[[Any], Any] | None, postorder: Callable[[Any], Any] | None,
+                 only_enable: list[str] | None = None) -> Any:
+    """``node`` rebuilt bottom up, each node passed to ``preorder`` then (children done) to
+    ``postorder``, which may return a replacement (TVM's ``stmt_functor.ir_transform``)."""
+    return _Transform(preorder, postorder, only_enable).visit(node)
 
 
 class Substituter(Mutator):

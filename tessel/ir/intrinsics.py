@@ -20,16 +20,23 @@ Each entry gives:
 * ``python``: the name the python target calls (NumPy's or a helper of its namespace);
 * ``vectorizable``: whether the vectorize pass may give it vector arguments;
 * ``public``: whether ``tessel.te`` exports it; ``domain``: where its values are ordinary
-  (the interval random test data is drawn from).
+  (the interval random test data is drawn from);
+* ``derivative``: the partial derivatives with respect to each argument, as expressions over
+  the arguments (what ``te.gradient`` applies by the chain rule); ``None`` where the result is
+  not a differentiable value (predicates, the special ones). A function that is piecewise
+  constant (floor, round, ...) has zero partials.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+
+from . import expr as E
+from . import op as O
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,7 @@ class Intrinsic:
     vectorizable: bool = True
     public: bool = True
     domain: tuple[float, float] = (-3.0, 3.0)
+    derivative: Callable[..., tuple[E.PrimExpr, ...]] | None = None
 
     @property
     def float_only(self) -> bool:
@@ -145,7 +153,96 @@ def _entries() -> list[Intrinsic]:
     ]
 
 
-INTRINSICS: dict[str, Intrinsic] = {i.name: i for i in _entries()}
+# ---- derivatives: d f(x, ...) / d x_k, one expression per argument, built from the arguments ----
+def _call(name: str, *args: E.PrimExpr) -> E.PrimExpr:
+    return E.Call(args[0].dtype, name, args)
+
+
+def _c(x: E.PrimExpr, v: float) -> E.PrimExpr:
+    return E.FloatImm(v, x.dtype)
+
+
+def _recip(x: E.PrimExpr) -> E.PrimExpr:
+    return O.true_div(_c(x, 1.0), x)
+
+
+def _sq(x: E.PrimExpr) -> E.PrimExpr:
+    return O.mul(x, x)
+
+
+def _zero(*args: E.PrimExpr) -> tuple[E.PrimExpr, ...]:
+    return tuple(_c(a, 0.0) for a in args)
+
+
+def _sign(x: E.PrimExpr) -> E.PrimExpr:
+    # copysign(1, x): the slope of |x| away from 0 (either one-sided slope at 0 itself)
+    return _call("copysign", _c(x, 1.0), x)
+
+
+def _derivatives() -> dict[str, Callable[..., tuple[E.PrimExpr, ...]]]:
+    ln2, ln10 = math.log(2.0), math.log(10.0)
+
+    def one_minus_sq(x):
+        return O.sub(_c(x, 1.0), _sq(x))
+
+    def pow_(x, y):
+        return (O.mul(y, _call("pow", x, O.sub(y, _c(y, 1.0)))), O.mul(_call("pow", x, y), _call("log", x)))
+
+    def atan2(y, x):
+        r = O.add(_sq(x), _sq(y))
+        return O.true_div(x, r), O.true_div(O.neg(y), r)
+
+    def hypot(a, b):
+        h = _call("hypot", a, b)
+        return O.true_div(a, h), O.true_div(b, h)
+
+    def sigmoid(x):
+        s = _call("sigmoid", x)
+        return (O.mul(s, O.sub(_c(x, 1.0), s)),)
+
+    return {
+        "exp": lambda x: (_call("exp", x),),
+        "exp2": lambda x: (O.mul(_call("exp2", x), _c(x, ln2)),),
+        "exp10": lambda x: (O.mul(_call("exp10", x), _c(x, ln10)),),
+        "expm1": lambda x: (_call("exp", x),),
+        "log": lambda x: (_recip(x),),
+        "log2": lambda x: (_recip(O.mul(x, _c(x, ln2))),),
+        "log10": lambda x: (_recip(O.mul(x, _c(x, ln10))),),
+        "log1p": lambda x: (_recip(O.add(x, _c(x, 1.0))),),
+        "sqrt": lambda x: (O.true_div(_c(x, 0.5), _call("sqrt", x)),),
+        "rsqrt": lambda x: (O.true_div(O.mul(_c(x, -0.5), _call("rsqrt", x)), x),),
+        "cbrt": lambda x: (_recip(O.mul(_c(x, 3.0), _sq(_call("cbrt", x)))),),
+        "sin": lambda x: (_call("cos", x),),
+        "cos": lambda x: (O.neg(_call("sin", x)),),
+        "tan": lambda x: (_recip(_sq(_call("cos", x))),),
+        "asin": lambda x: (_call("rsqrt", one_minus_sq(x)),),
+        "acos": lambda x: (O.neg(_call("rsqrt", one_minus_sq(x))),),
+        "atan": lambda x: (_recip(O.add(_c(x, 1.0), _sq(x))),),
+        "sinh": lambda x: (_call("cosh", x),),
+        "cosh": lambda x: (_call("sinh", x),),
+        "tanh": lambda x: (one_minus_sq(_call("tanh", x)),),
+        "asinh": lambda x: (_call("rsqrt", O.add(_sq(x), _c(x, 1.0))),),
+        "acosh": lambda x: (_call("rsqrt", O.sub(_sq(x), _c(x, 1.0))),),
+        "atanh": lambda x: (_recip(one_minus_sq(x)),),
+        "sigmoid": sigmoid,
+        "erf": lambda x: (O.mul(_c(x, 2.0 / math.sqrt(math.pi)), _call("exp", O.neg(_sq(x)))),),
+        "pow": pow_,
+        "fmod": lambda a, b: (_c(a, 1.0), O.neg(_call("trunc", O.true_div(a, b)))),
+        "atan2": atan2,
+        "hypot": hypot,
+        "copysign": lambda a, b: (O.mul(_sign(a), _sign(b)), _c(b, 0.0)),
+        "fabs": lambda x: (_sign(x),),
+        "abs": lambda x: (_sign(x),),
+        **{n: _zero for n in ("floor", "ceil", "round", "nearbyint", "trunc")},
+    }
+
+
+def _table() -> dict[str, Intrinsic]:
+    deriv = _derivatives()
+    return {i.name: replace(i, derivative=deriv.get(i.name)) for i in _entries()}
+
+
+INTRINSICS: dict[str, Intrinsic] = _table()
 PREDICATES = tuple(n for n, i in INTRINSICS.items() if i.rule == "predicate")
 
 

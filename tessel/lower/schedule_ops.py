@@ -61,6 +61,9 @@ class _Builder:
         pass_up_index(st, self.rmap, value)
         return value
 
+    def range_of(self, iv: E.IterVar) -> E.Range:
+        return self.rmap[iv]
+
     @staticmethod
     def guarded(preds: list[E.PrimExpr], body: S.Stmt) -> S.Stmt:
         """``body`` run only where every predicate holds."""

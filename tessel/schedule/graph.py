@@ -1,5 +1,9 @@
 """Facts derived from a schedule: effective bodies (after inlining), readers, attach paths.
 
+The read graph of the operations themselves (``create_read_graph``, ``post_dfs_order``,
+``create_feed_graph``: TVM's names) lives with the operations in ``te.operation`` and is
+re-exported here, where TVM users look for it.
+
 They are recomputed from the stages whenever asked, so no primitive has to keep them in
 sync; InferBound, lowering, legality checks and the views all read the same answers.
 """
@@ -9,6 +13,7 @@ from __future__ import annotations
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.functor import Mutator, substitute
+from ..te.operation import create_feed_graph, create_read_graph, post_dfs_order
 from ..te.tensor import Tensor
 from .dataflow import py_name
 from .schedule import Schedule
@@ -191,3 +196,9 @@ def reaches(cons: dict[Stage, list[Stage]], src: Stage, dst: Stage) -> bool:
             seen.add(id(st))
             todo.extend(cons.get(st, []))
     return False
+
+
+__all__ = [
+    "DataflowEdge", "DataflowGraph", "attach_path", "consumers", "create_feed_graph", "create_read_graph",
+    "effective_bodies", "effective_consumers", "inlined_body", "output_tensors", "post_dfs_order", "reaches",
+]

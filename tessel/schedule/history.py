@@ -343,7 +343,7 @@ def match_computations(outputs: list[Operation], onto: Schedule) -> dict:
     new = [st.op for st in onto.stages]
     same = len(old) == len(new) and all(
         type(a) is type(b) and a.name == b.name and len(a.outputs) == len(b.outputs) for a, b in zip(old, new))
-    if not same or any(st.relations or st.attach_type != "root" for st in onto.stages):
+    if not same or any(st.relations or not _as_created(st) for st in onto.stages):
         raise ScheduleError(
             f"replay onto a schedule of another computation: the steps were recorded for stages "
             f"{', '.join(op.name for op in old)}, the target has {', '.join(op.name for op in new)} "
@@ -353,6 +353,16 @@ def match_computations(outputs: list[Operation], onto: Schedule) -> dict:
         if a is not b:
             _zip_op_vars(a, b, var_map)
     return var_map
+
+
+def _as_created(st: Stage) -> bool:
+    """Whether the stage is placed as a new schedule places it: at the root, or (a stage of a
+    recurrence's body) inside the loop of its recurrence."""
+    if st.attach_type == "root":
+        return True
+    owner = st.attach_stage
+    return (st.attach_type == "scope" and owner is not None and st.attach_ivar is owner.op.body_scope()
+            and any(op is st.op for op in owner.op.body_ops()))
 
 
 def _zip_op_vars(a: Operation, b: Operation, out: dict) -> None:

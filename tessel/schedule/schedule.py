@@ -6,33 +6,14 @@ from collections.abc import Iterable
 
 from ..errors import ScheduleError
 from ..ir import expr as E
+from ..te.operation import post_dfs_order
 from ..te.tensor import Operation, Tensor
 from .history import History, note_created, recorded
-from .stage import ROOT, Stage
+from .stage import ROOT, SCOPE, Stage
 
 
 def _post_dfs(outputs: Iterable[Operation]) -> list[Operation]:
-    order: list[Operation] = []
-    seen: set[int] = set()
-
-    def visit(op: Operation) -> None:
-        stack = [(op, False)]
-        while stack:
-            node, done = stack.pop()
-            if done:
-                order.append(node)
-                continue
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            stack.append((node, True))
-            for t in reversed(node.input_tensors()):
-                if id(t.op) not in seen:
-                    stack.append((t.op, False))
-
-    for op in outputs:
-        visit(op)
-    return order
+    return post_dfs_order(list(outputs))
 
 
 class Schedule:
@@ -47,11 +28,25 @@ class Schedule:
             st.is_output = any(op is o for o in self.outputs)
             self.stages.append(st)
             self.stage_map[op] = st
+        self._attach_bodies()
         # IterVars that a dataflow rewrite moved or retired -> what to use instead (for errors)
         self.iv_notes: dict[E.IterVar, str] = {}
         # every primitive call as a step, where it was made (see history.py)
         self.history: History | None = None
         note_created(self, notify)
+
+    def _attach_bodies(self) -> None:
+        """The stages of a recurrence's body (a scan's update and what it computes from the
+        states) run inside the recurrence's loop, one step per iteration: attached there from
+        the start, as TVM's scan group is. Their own loops are scheduled as any stage's."""
+        for st in self.stages:
+            axis = st.op.body_scope()
+            if axis is None:
+                continue
+            for op in st.op.body_ops():
+                body = self.stage_map.get(op)
+                if body is not None and body.attach_type == ROOT:
+                    body.attach_type, body.attach_stage, body.attach_ivar = SCOPE, st, axis
 
     @classmethod
     def _detached(cls, outputs: list[Operation]) -> Schedule:

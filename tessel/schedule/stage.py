@@ -40,7 +40,8 @@ class Stage:
         self.schedule = schedule
         roots = list(op.root_iter_vars)
         self.all_iter_vars: list[E.IterVar] = list(roots)
-        self.leaf_iter_vars: list[E.IterVar] = list(roots)
+        # an opaque root (a scan's spatial axis) is ranged by InferBound but is no loop
+        self.leaf_iter_vars: list[E.IterVar] = [iv for iv in roots if iv.iter_type != E.IterVar.OPAQUE]
         self.relations: list[Relation] = []
         self.attach_type = ROOT
         self.attach_ivar: E.IterVar | None = None

@@ -60,6 +60,9 @@ class LoopNest(Protocol):
     def loop(self, stage: Any, iv: E.IterVar, body: S.Stmt) -> S.Stmt:
         """One leaf loop around ``body``, as annotated (kind, thread binding, pragmas)."""
 
+    def range_of(self, iv: E.IterVar) -> E.Range:
+        """The range InferBound gave ``iv`` (any IterVar of any stage)."""
+
 
 class Operation:
     """Base of every operation; ``outputs`` are created once so tensors keep their identity."""
@@ -96,6 +99,21 @@ class Operation:
 
     def input_tensors(self) -> list[Tensor]:
         """The tensors it reads, as written (the dataflow graph's edges)."""
+        return []
+
+    # ---- recurrences (a scan) -------------------------------------------------------------
+    def state_placeholders(self) -> tuple[Tensor, ...]:
+        """Placeholders that stand for this operation's own outputs at earlier steps (a scan's
+        states). The stages of ``body_ops`` read them; no caller passes them."""
+        return ()
+
+    def body_scope(self) -> E.IterVar | None:
+        """The root loop inside which ``body_ops`` run, one step per iteration (None: no body)."""
+        return None
+
+    def body_ops(self) -> list[Operation]:
+        """The operations computed from ``state_placeholders``: the schedule attaches their
+        stages at ``body_scope`` when it is created."""
         return []
 
     # ---- schedule rewrites ---------------------------------------------------------------
@@ -177,4 +195,51 @@ class Operation:
         return f"{type(self).__name__}({self.name})"
 
 
-__all__ = ["LoopNest", "Operation", "Request"]
+# ---- the read graph (TVM's CreateReadGraph, PostDFSOrder, CreateFeedGraph) -----------------
+def create_read_graph(roots: Sequence[Operation]) -> dict[Operation, list[Tensor]]:
+    """Every operation the roots depend on, each with the tensors it reads (as written)."""
+    graph: dict[Operation, list[Tensor]] = {}
+    stack = list(roots)
+    while stack:
+        op = stack.pop()
+        if op in graph:
+            continue
+        graph[op] = op.input_tensors()
+        stack.extend(t.op for t in graph[op] if t.op not in graph)
+    return graph
+
+
+def post_dfs_order(roots: Sequence[Operation], graph: dict[Operation, list[Tensor]] | None = None) -> list[Operation]:
+    """The operations reachable from ``roots``, each after every operation it reads: the order
+    stages are created and lowered in. ``graph`` (``create_read_graph``'s) gives the edges; by
+    default each operation's inputs. An explicit stack: chains as long as a user writes them."""
+    order: list[Operation] = []
+    seen: set[int] = set()
+    for root in roots:
+        stack: list[tuple[Operation, bool]] = [(root, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                order.append(node)
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.append((node, True))
+            reads = graph[node] if graph is not None and node in graph else node.input_tensors()
+            stack.extend((t.op, False) for t in reversed(reads) if id(t.op) not in seen)
+    return order
+
+
+def create_feed_graph(graph: dict[Operation, list[Tensor]]) -> dict[Tensor, list[Operation]]:
+    """The read graph turned around: each tensor with the operations that read it."""
+    feed: dict[Tensor, list[Operation]] = {}
+    for op, reads in graph.items():
+        for t in reads:
+            readers = feed.setdefault(t, [])
+            if not any(r is op for r in readers):
+                readers.append(op)
+    return feed
+
+
+__all__ = ["LoopNest", "Operation", "Request", "create_feed_graph", "create_read_graph", "post_dfs_order"]

@@ -20,6 +20,7 @@ from ..ir.dtype import DType, DTypeLike
 from ..ir.dtype import dtype as to_dtype
 from ..ir.functor import Mutator, collect, free_vars, substitute
 from ..ir.op import convert
+from ..ir.serialize import register
 from .operation import LoopNest, Operation, Request
 
 
@@ -312,3 +313,16 @@ def _check_body(name: str, bodies: list[E.PrimExpr]) -> None:
                     f"compute {name}: the outputs of a multi-output reduction must come from one "
                     "comm_reducer call over the same axes"
                 )
+
+
+# ---- te objects in IR documents (tessel.ir.save_json) -------------------------------------------
+def _attrs_of(pairs) -> dict:
+    return {str(k): v for k, v in pairs}
+
+
+register("te.Tensor", Tensor, lambda t: [t.op, t.value_index], lambda f: f[0].output(f[1]))
+register("te.PlaceholderOp", PlaceholderOp, lambda op: [op.name, op.shape, op.dtype],
+         lambda f: PlaceholderOp(str(f[0]), tuple(f[1]), to_dtype(f[2])))
+register("te.ComputeOp", ComputeOp,
+         lambda op: [op.name, op.tag, [[k, v] for k, v in sorted(op.attrs.items())], op.axis, op.body],
+         lambda f: ComputeOp(str(f[0]), str(f[1]), _attrs_of(f[2]), f[3], f[4]))

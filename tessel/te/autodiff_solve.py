@@ -1,0 +1,185 @@
+"""Which points of a consumer read a given element of its producer: the index equations solved.
+
+The adjoint of ``X[j]`` sums, over every point ``v`` of a consumer's domain (its axes and
+reduction axes), the consumer's adjoint times the local derivative wherever the read's indices
+``idx(v)`` equal ``j``. Summing over the whole domain with that equality as a filter is always
+right (TVM's Jacobian before its zero elimination) but costs the product of both domains. So
+each equation ``idx_d(v) == j_d`` that is affine in the domain variables is solved for one of
+them (``v_a = (j_d - rest) / c``; a divisibility condition when ``|c| > 1``), together with the
+condition that the solved value lies in ``v_a``'s domain; the variables left over stay a
+reduction, the equations left over stay conditions. Among several candidates the variable with
+the largest constant extent is eliminated, since what remains is iterated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..arith import Analyzer
+from ..ir import expr as E
+from ..ir import op as O
+from ..ir.functor import Mutator, free_vars, substitute
+
+
+def affine_terms(e: E.PrimExpr, vs: set[E.Var]) -> tuple[dict[E.Var, int], E.PrimExpr] | None:
+    """``e == sum(c_v * v) + rest`` with constant ``c_v`` and ``rest`` free of ``vs``; None if ``e``
+    is not of that form (a product of two of them, a division of one ...)."""
+    if not free_vars(e) & vs:
+        return {}, e
+    if isinstance(e, E.Var):
+        return {e: 1}, O.const(0, e.dtype)
+    if isinstance(e, E.Add | E.Sub):
+        a, b = affine_terms(e.a, vs), affine_terms(e.b, vs)
+        if a is None or b is None:
+            return None
+        sign = 1 if isinstance(e, E.Add) else -1
+        coeffs = dict(a[0])
+        for v, c in b[0].items():
+            coeffs[v] = coeffs.get(v, 0) + sign * c
+        rest = O.add(a[1], b[1]) if sign == 1 else O.sub(a[1], b[1])
+        return {v: c for v, c in coeffs.items() if c}, rest
+    if isinstance(e, E.Mul):
+        for x, k in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(k, E.IntImm):
+                inner = affine_terms(x, vs)
+                if inner is None:
+                    return None
+                return {v: c * k.value for v, c in inner[0].items() if c * k.value}, O.mul(inner[1], k)
+    if isinstance(e, E.Cast) and e.dtype.is_integer and e.value.dtype.is_integer:
+        inner = affine_terms(e.value, vs)
+        if inner is None:
+            return None
+        return inner[0], O.cast(inner[1], e.dtype)
+    return None
+
+
+@dataclass
+class Solution:
+    """Values for the solved domain variables, what must hold, and what is still summed over."""
+
+    values: dict[E.Var, E.PrimExpr] = field(default_factory=dict)
+    conditions: list[E.PrimExpr] = field(default_factory=list)
+    remaining: list[E.IterVar] = field(default_factory=list)
+    #: variables a division's equation brought in (its remainder or quotient), summed over too
+    extra: list[E.IterVar] = field(default_factory=list)
+
+
+def _extent(iv: E.IterVar) -> int:
+    return iv.dom.extent.value if isinstance(iv.dom.extent, E.IntImm) else 0
+
+
+def _pick(coeffs: dict[E.Var, int], ivs: dict[E.Var, E.IterVar]) -> E.Var | None:
+    """The variable to eliminate: unit coefficients first, then the largest constant extent."""
+    cands = [v for v in coeffs if v in ivs]
+    if not cands:
+        return None
+    return max(cands, key=lambda v: (abs(coeffs[v]) == 1, _extent(ivs[v])))
+
+
+def _unfold_division(sol: Solution, eq: E.PrimExpr, target: E.PrimExpr, ivs: dict[E.Var, E.IterVar],
+                     ana: Analyzer) -> tuple[E.PrimExpr, E.PrimExpr]:
+    """``x // c == j`` as ``x == c*j + r`` over a new ``r`` in ``[0, c)``, and ``x % c == j`` as
+    ``x == c*q + j`` over the quotients ``q`` that ``x`` can have: each then an affine equation
+    in ``x``'s variables, where the division alone was not (upsampling's ``i // 2``)."""
+    if not (isinstance(eq, E.FloorDiv | E.FloorMod) and isinstance(eq.b, E.IntImm) and eq.b.value > 0):
+        return eq, target
+    inner, c = eq.a, eq.b.value
+    terms = affine_terms(inner, set(ivs))
+    if terms is None or _pick(terms[0], ivs) is None:
+        return eq, target
+    dt = inner.dtype
+    if isinstance(eq, E.FloorDiv):
+        dom = E.Range(0, c)
+    else:
+        lo, hi = ana.const_int_bound(inner)
+        if lo is None or hi is None:
+            return eq, target
+        dom = E.Range(lo // c, hi // c - lo // c + 1)
+    new = E.IterVar(dom, E.Var("r" if isinstance(eq, E.FloorDiv) else "q", dt), E.IterVar.REDUCE)
+    ivs[new.var] = new
+    sol.extra.append(new)
+    ana.bind(new.var, dom)
+    c_ = O.const(c, dt)
+    if isinstance(eq, E.FloorDiv):
+        return inner, O.add(O.mul(c_, O.cast(target, dt)), new.var)
+    t = O.cast(target, dt)
+    sol.conditions.append(O.logical_and(O.le(O.const(0, dt), t), O.lt(t, c_)))  # a remainder's range
+    return inner, O.add(O.mul(c_, new.var), t)
+
+
+def _solve_one(sol: Solution, eq: E.PrimExpr, target: E.PrimExpr, ivs: dict[E.Var, E.IterVar],
+               ana: Analyzer) -> None:
+    eq = substitute(eq, sol.values)
+    eq, target = _unfold_division(sol, eq, target, ivs, ana)
+    terms = affine_terms(eq, set(ivs))
+    v = None if terms is None else _pick(terms[0], ivs)
+    if v is None:
+        sol.conditions.append(O.eq(eq, O.cast(target, eq.dtype)))
+        return
+    coeffs, rest = terms
+    c = coeffs[v]
+    num = O.sub(O.cast(target, eq.dtype), rest)
+    for o, k in coeffs.items():
+        if o is not v:
+            num = O.sub(num, O.mul(O.const(k, o.dtype), o))
+    if abs(c) != 1:
+        sol.conditions.append(O.eq(O.floormod(num, O.const(abs(c), num.dtype)), O.const(0, num.dtype)))
+        num = O.floordiv(num, O.const(abs(c), num.dtype))
+    value = num if c > 0 else O.neg(num)
+    dom = ivs.pop(v).dom
+    sol.conditions.append(O.logical_and(O.le(dom.min, value), O.lt(value, O.add(dom.min, dom.extent))))
+    sol.values = {k: substitute(x, {v: value}) for k, x in sol.values.items()}
+    sol.values[v] = value
+
+
+def solve(indices: tuple[E.PrimExpr, ...], targets: list[E.PrimExpr], domain: list[E.IterVar],
+          ana: Analyzer) -> Solution:
+    """Solve ``indices[d] == targets[d]`` for the domain's variables as far as affinity allows.
+
+    ``ana`` knows the ranges of the target variables and of the domain; conditions it proves
+    are dropped. Equations with fewer domain variables go first, so a variable that an index
+    reads alone is taken from that index rather than from a sum it shares with others."""
+    ivs = {iv.var: iv for iv in domain}
+    sol = Solution()
+    order = sorted(range(len(indices)), key=lambda d: len(free_vars(indices[d]) & set(ivs)))
+    for d in order:
+        _solve_one(sol, indices[d], targets[d], ivs, ana)
+    sol.remaining = [iv for iv in [*domain, *sol.extra] if iv.var in ivs]
+    conds = []
+    todo = [substitute(c, sol.values) for c in sol.conditions]
+    while todo:
+        c = todo.pop(0)
+        if isinstance(c, E.And):  # each half on its own: one may be provable where both are not
+            todo[:0] = [c.a, c.b]
+        elif not ana.can_prove(c):
+            conds.append(c)
+    sol.conditions = conds
+    return sol
+
+
+class _Clamp(Mutator):
+    """Every read index that ``ana`` cannot prove inside its tensor, clamped into it.
+
+    The reads of an adjoint happen only where the solution's conditions hold, so a clamp never
+    changes a value read; it keeps InferBound's interval of each read inside the tensor (it does
+    not see the guard), so no producer is asked for elements it does not have."""
+
+    def __init__(self, ana: Analyzer):
+        self.ana = ana
+
+    def visit_ProducerLoad(self, e: E.ProducerLoad):
+        idx = []
+        for x, n in zip(e.indices, e.producer.shape):
+            x = self.visit(x)
+            zero = O.const(0, x.dtype)
+            if not (self.ana.can_prove(O.le(zero, x)) and self.ana.can_prove(O.lt(x, O.cast(n, x.dtype)))):
+                x = O.max_(O.min_(x, O.sub(O.cast(n, x.dtype), 1)), zero)
+            idx.append(x)
+        return E.ProducerLoad(e.producer, idx)
+
+
+def clamp_reads(e: E.PrimExpr, ana: Analyzer) -> E.PrimExpr:
+    return _Clamp(ana).visit(e)
+
+
+__all__ = ["Solution", "affine_terms", "clamp_reads", "solve"]
