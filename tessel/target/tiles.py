@@ -122,6 +122,21 @@ def strip_rows(target: Target, row_bytes: int, halo: int = 0) -> int:
     return rows if rows < 4 else rows - rows % 4
 
 
+def reduction_lanes(target: Target, dtype: str = "float32") -> int:
+    """Partial results a row reduction keeps (``rfactor`` over a split by this many, vectorized):
+    whole vectors, as many independent ones as the add latency times the pipes asks for (a
+    power of two, at most half the register file), so a reduction over data in L1 runs at
+    the pipes' pace rather than the latency's."""
+    chains = min(FMA_LATENCY * target.fma_pipes, max(target.registers // 2, 1))
+    return target.vector_lanes(dtype) * (1 << (chains.bit_length() - 1))
+
+
+def stream_chunk(target: Target, itemsize: int = 4) -> int:
+    """Elements per parallel chunk of a streaming loop: half of L2, so a thread's chunk of each
+    operand is a few hundred KiB (long enough for the prefetchers, small enough to share out)."""
+    return max(target.vector_lanes("float32"), (target.l2_bytes // 2) // itemsize)
+
+
 def fma_chains(target: Target) -> int:
     """Independent accumulator chains an FMA-peak loop can keep in registers: every register
     but the multiplier and the addend. Fewer leave pipes idle when latency x pipes is large;
