@@ -178,9 +178,8 @@ def test_the_peak_loop_keeps_as_many_chains_as_the_registers_allow(name):
 
 # ---- every derived schedule computes NumPy's values -----------------------------------------------
 @pytest.mark.parametrize("name", MACHINES)
-@pytest.mark.parametrize("n", (37, 50))
-def test_derived_matmul_matches_numpy(name, n):
-    t = MACHINES[name]
+def test_derived_matmul_matches_numpy(name):
+    t, n = MACHINES[name], 37  # divisible by no tile: every edge piece runs
     a, b = rand(n, n), rand(n, n, seed=1)
     check(*fast_matmul.matmul(n, t), [a, b], [a @ b], targets=(t, t.with_(kind="python")), rtol=1e-4, atol=1e-4)
 
