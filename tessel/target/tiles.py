@@ -9,8 +9,11 @@ schedule is right for AVX2, AVX-512, NEON or a machine with no vectors at all:
 
 * one step of the reduction broadcasts ``rows`` values of one operand, loads ``vectors``
   vectors of the other and does ``rows x vectors`` FMAs into as many accumulators;
-* everything must live in registers: accumulators, the loaded vectors and
-  :data:`BROADCAST_REGISTERS` broadcast values (one in use, one being loaded);
+* everything must live in registers: accumulators, the loaded vectors,
+  :data:`BROADCAST_REGISTERS` broadcast values (one in use, one being loaded) and
+  :data:`SPARE_REGISTERS` for the C compiler's own scheduling (without it GCC fills the
+  loop with register moves and reloads: on AVX2 a 6 x 16 tile, which fits exactly, runs no
+  faster than 5 x 16, and its loop has 27 register moves);
 * the FMA pipes must never wait for a result: at least ``FMA_LATENCY x fma_units``
   independent accumulators;
 * the loads must keep pace: FMAs per loaded value (``rows x vectors / (rows + vectors)``)
@@ -31,6 +34,7 @@ from .target import Target
 FMA_LATENCY = 5  # cycles from an FMA's inputs to its result on current x86 and Arm cores (4-5)
 LOAD_PORTS = 2  # vector loads per cycle a core sustains from L1 (two on every core targeted)
 BROADCAST_REGISTERS = 2  # the broadcast operand in use and the next one, loaded meanwhile
+SPARE_REGISTERS = 1  # left to the C compiler, to load an operand ahead while the last is in use
 K_UNROLL = 4  # reduction steps per unrolled body: loop overhead amortized, code still in the uop cache
 PEAK_OPERANDS = 2  # registers the FMA-peak loop needs besides its accumulators (multiplier, addend)
 
@@ -56,7 +60,7 @@ class RegisterTile:
     @property
     def registers(self) -> int:
         """Vector registers the tile's inner step needs."""
-        return self.accumulators + self.vectors + BROADCAST_REGISTERS
+        return self.accumulators + self.vectors + BROADCAST_REGISTERS + SPARE_REGISTERS
 
     @property
     def fmas_per_load(self) -> float:
@@ -88,7 +92,7 @@ def register_tile(target: Target, dtype: str = "float32", *, max_rows: int | Non
     cands = _tiles(target.registers, lanes, max_rows, max_cols, rows_divide)
     if rows_divide is not None and not any(passes(t) for t in cands):
         cands = _tiles(target.registers, lanes, max_rows, max_cols, None)  # a padded last block is cheaper
-    if not cands:  # a register file too small for any tile with two broadcast registers
+    if not cands:  # a register file too small for any tile with its operands beside it
         return RegisterTile(1, 1, lanes)
     return max(cands, key=merit)
 
@@ -100,7 +104,7 @@ def _tiles(regs: int, lanes: int, max_rows: int | None, max_cols: int | None,
     out: list[RegisterTile] = []
     for nv in range(1, min(col_cap, regs) + 1):
         mr = 1
-        while mr * nv + nv + BROADCAST_REGISTERS <= regs and (max_rows is None or mr <= max_rows):
+        while RegisterTile(mr, nv, lanes).registers <= regs and (max_rows is None or mr <= max_rows):
             if rows_divide is None or rows_divide % mr == 0:
                 out.append(RegisterTile(mr, nv, lanes))
             mr += 1
