@@ -26,6 +26,7 @@ Writes ``results/benchmarks.md`` (the table and the machine's measured peaks),
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import subprocess
@@ -134,6 +135,26 @@ def numpy_times(case: Case, repeat: int) -> list[float]:
     return out
 
 
+def blas_threads(n: int) -> bool:
+    """Set the thread count of NumPy's OpenBLAS in this process, so that NumPy on one thread is
+    timed interleaved with the others; False where that cannot be done (then a process of its
+    own, started with OPENBLAS_NUM_THREADS=1, times it)."""
+    import glob
+
+    libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs", "*openblas*")
+    for path in glob.glob(libs):
+        try:
+            lib = ctypes.CDLL(path)  # already loaded by NumPy: the same library, not a second one
+        except OSError:
+            continue
+        for sym in ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads"):
+            fn = getattr(lib, sym, None)
+            if fn is not None:
+                fn(ctypes.c_int(n))
+                return True
+    return False
+
+
 def numpy_one_thread(index: int, quick: bool, repeat: int) -> list[float]:
     """NumPy on one thread: BLAS sizes its pool when it is loaded, so in a fresh process."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
@@ -219,14 +240,26 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
     runners = {"tessel": (fn, res)}
     row.build_s["tessel"], row.cc_s, row.cached_s = cold, cc_s, cached
     fast = case.numpy_fast(*inputs)
-    runners["numpy"] = (fast, fast)
+    in_process = case.threads != 1 or blas_threads(1)
+    if case.threads == 1 and in_process:
+        cores = os.cpu_count() or 1
+
+        def one_thread(fast=fast):  # only this contender's BLAS calls run on one thread
+            blas_threads(1)
+            try:
+                return fast()
+            finally:
+                blas_threads(cores)
+        runners["numpy"] = (one_thread, one_thread)
+    else:
+        runners["numpy"] = (fast, fast)
     runners.update(_peers(case, inputs, row, peers_on))
     _checked(case, runners, want, row)
-    if case.threads == 1:  # timed in a process of its own, below
+    if not in_process:  # timed in a process of its own, below
         runners.pop("numpy", None)
     copy_fn, copy_bytes = _copy_yardstick(case.threads, quick) if case.unit == "GB/s" else (None, 0.0)
     times, copy_times = _rounds(runners, repeat, copy_fn)
-    if case.threads == 1 and "numpy" not in row.notes:
+    if not in_process and "numpy" not in row.notes:
         times["numpy"] = numpy_one_thread(index, quick, repeat)
     if copy_times:
         row.copy_rate = copy_bytes / float(np.median(copy_times)) / 1e9

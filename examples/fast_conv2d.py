@@ -3,10 +3,10 @@
 Written as a matmul in disguise: each output tile of ``kb`` output channels by ``xb``
 pixels of one row is a register tile (``cache_write`` to ``local``) that accumulates over the
 c x 3 x 3 reduction, its shape derived from the Target like matmul's
-(``tessel.target.tiles.register_tile``: 5 channels x 16 pixels on AVX2, 10 accumulator
-registers; 8 x 48 on AVX-512, 24). Per reduction step it loads ``xb`` consecutive input
+(``tessel.target.tiles.register_tile``, with channel blocks that divide the channels: 4
+channels x 16 pixels on AVX2, 8 accumulator registers; 8 x 48 on AVX-512, 24). Per reduction step it loads ``xb`` consecutive input
 pixels and broadcasts ``kb`` weights, which the packing stage ``Wp`` has made contiguous
-(``[k/kb][c][ry][rx][k%kb]``, zero rows past the last channel). Padding is a separate stage
+(``[k/kb][c][ry][rx][k%kb]``). Padding is a separate stage
 (``Xp``) so that the hot loop reads without conditions; loop partitioning gives a row's
 partial last tile its own guard-free copy. Row tiles of all channel blocks are shared among
 threads.
