@@ -57,6 +57,7 @@ class Row:
     rate: dict[str, float | None] = field(default_factory=dict)      # GFLOP/s or GB/s
     build_s: dict[str, float | None] = field(default_factory=dict)   # cold build
     cc_s: float | None = None                                         # the C compiler's part of tessel's
+    cpu_s: tuple[float, float] | None = None                          # CPU seconds of it: tessel's, cc's
     cached_s: float | None = None                                     # tessel's cached build
     peak: float | None = None                                         # FMA peak at this thread count
     copy_rate: float | None = None                                    # GB/s of the copy yardstick
@@ -64,12 +65,15 @@ class Row:
 
 
 class _CompilerClock:
-    """Seconds spent in the C compiler while it is installed (the harness's instrument only)."""
+    """Seconds spent in the C compiler while it is installed (the harness's instrument only),
+    and CPU seconds of this process and of its children (the compiler) meanwhile: on a
+    loaded machine wall time measures the load, CPU time where the build's work goes."""
 
     def __enter__(self):
         from tessel.runtime import cache
 
         self.module, self.real, self.seconds = cache, cache.compile_shared, 0.0
+        self.cpu0 = (time.process_time(), _children_cpu())
 
         def timed(*args, **kwargs):
             t0 = time.perf_counter()
@@ -83,6 +87,14 @@ class _CompilerClock:
 
     def __exit__(self, *exc) -> None:
         self.module.compile_shared = self.real
+        self.cpu = (time.process_time() - self.cpu0[0], _children_cpu() - self.cpu0[1])
+
+
+def _children_cpu() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def _tessel(case: Case, inputs: list[np.ndarray]):
@@ -105,7 +117,7 @@ def _tessel(case: Case, inputs: list[np.ndarray]):
     cached = time.perf_counter() - t0
     out = np.empty(case.out_shape, "float32")
     kw = {"num_threads": case.threads} if case.threads else {}
-    return (lambda: f(*inputs, out, **kw)), (lambda: out), cold, cc.seconds, cached
+    return (lambda: f(*inputs, out, **kw)), (lambda: out), cold, cc, cached
 
 
 def _copy_yardstick(threads: int | None, quick: bool):
@@ -236,9 +248,9 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
     inputs = case.make_inputs(rng)
     want = case.numpy(*inputs)
     row = Row(case.kernel, case.size, case.unit, str(case.threads or os.cpu_count()))
-    fn, res, cold, cc_s, cached = _tessel(case, inputs)
+    fn, res, cold, cc, cached = _tessel(case, inputs)
     runners = {"tessel": (fn, res)}
-    row.build_s["tessel"], row.cc_s, row.cached_s = cold, cc_s, cached
+    row.build_s["tessel"], row.cc_s, row.cpu_s, row.cached_s = cold, cc.seconds, cc.cpu, cached
     fast = case.numpy_fast(*inputs)
     in_process = case.threads != 1 or blas_threads(1)
     if case.threads == 1 and in_process:
@@ -316,18 +328,22 @@ def _ms(x: float | None, digits: int = 0) -> str:
     return "—" if x is None else f"{x * 1e3:.{digits}f}"
 
 
+def _cpu(r: Row) -> str:
+    return "—" if r.cpu_s is None else f"{r.cpu_s[0] * 1e3:.0f} + {r.cpu_s[1] * 1e3:.0f}"
+
+
 def table(rows: list[Row]) -> str:
     head = ("| kernel | size | threads | unit | tessel | NumPy | PyTorch | Halide | TVM | tessel vs NumPy "
             "| vs PyTorch | vs Halide | vs TVM | % of peak / copy | tessel cold build: total / cc (ms) "
-            "| cached (ms) | Halide / TVM build (ms) |")
-    out = [head, "|" + "---|" * 17]
+            "| its CPU: tessel + cc (ms) | cached (ms) | Halide / TVM build (ms) |")
+    out = [head, "|" + "---|" * 18]
     for r in rows:
         builds = " / ".join(_ms(r.build_s.get(p)) for p in ("halide", "tvm"))
         out.append(
             f"| {r.kernel} | {r.size} | {r.threads} | {r.unit} | {_cell(r, 'tessel')} | {_cell(r, 'numpy')} "
             f"| {_cell(r, 'torch')} | {_cell(r, 'halide')} | {_cell(r, 'tvm')} | {_ratio(r, 'numpy')} "
             f"| {_ratio(r, 'torch')} | {_ratio(r, 'halide')} | {_ratio(r, 'tvm')} | {_of_bound(r)} "
-            f"| {_ms(r.build_s.get('tessel'))} / {_ms(r.cc_s)} | {_ms(r.cached_s, 1)} | {builds} |")
+            f"| {_ms(r.build_s.get('tessel'))} / {_ms(r.cc_s)} | {_cpu(r)} | {_ms(r.cached_s, 1)} | {builds} |")
     return "\n".join(out)
 
 

@@ -58,5 +58,6 @@ def test_missing_peers_are_reported_not_fatal(monkeypatch):
     assert row.notes == {"torch": "not installed", "halide": "not installed", "tvm": "not installed"}
     assert set(row.rate) == {"tessel", "numpy"} and row.build_s["tessel"] > 0
     assert row.cc_s is not None and 0 <= row.cc_s <= row.build_s["tessel"]
+    assert row.cpu_s is not None and row.cpu_s[1] > 0  # the compiler ran, in a child process
     line = harness.table([row]).splitlines()[-1]
     assert line.count("not installed") == 6  # three rate cells and three ratios
