@@ -1,9 +1,11 @@
 """The benchmark kernels: tessel's schedule (from ``examples/``), NumPy's way, the peers' builders.
 
-A :class:`Case` knows how to make its inputs, how NumPy computes the answer (which is both
-the baseline that is timed and the reference every contender is checked against), what
-tessel's schedule is, and how much work one call does (flops or bytes, for GFLOP/s or GB/s).
-Sizes come in two sets: the full ones of docs/performance.md and small ones for ``--quick``.
+A :class:`Case` knows how to make its inputs, how NumPy computes the answer (the reference
+every contender is checked against), how NumPy computes it at its best (the baseline that is
+timed: into a preallocated output with ``out=``, temporaries allocated once, as a user who
+cares would write it), what tessel's schedule is, and how much work one call does (flops or
+bytes, for GFLOP/s or GB/s). Sizes come in two sets: the full ones of docs/performance.md and
+small ones for ``--quick``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ class Case:
     work: float                                   # flops or bytes per call
     make_inputs: Callable[[np.random.Generator], list[np.ndarray]]
     out_shape: tuple[int, ...]
-    numpy: Callable[..., np.ndarray]
+    numpy: Callable[..., np.ndarray]              # the reference (allocates its result)
+    numpy_fast: Callable[..., Callable[[], np.ndarray]]  # inputs -> a call writing into buffers made once
     tessel: Callable[[], tuple]                   # -> (schedule, args)
     peers: dict[str, Callable[..., peers.PeerRun]] = field(default_factory=dict)
     rtol: float = 1e-4
@@ -38,37 +41,118 @@ def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return rng.standard_normal(shape, dtype="float32")
 
 
+def _into(shape: tuple[int, ...], fn: Callable[..., object]) -> Callable[..., Callable[[], np.ndarray]]:
+    """NumPy's call ``fn(*inputs, out)`` with ``out`` allocated once."""
+    def make(*inputs: np.ndarray) -> Callable[[], np.ndarray]:
+        out = np.empty(shape, "float32")
+
+        def run() -> np.ndarray:
+            fn(*inputs, out)
+            return out
+        return run
+    return make
+
+
 def matmul(n: int, threads: int | None = None) -> Case:
     return Case(
         "matmul", f"{n}" + (" (1 thread)" if threads == 1 else ""), "GFLOP/s", 2.0 * n**3,
         lambda rng: [_f32(rng, n, n), _f32(rng, n, n)], (n, n), np.matmul,
+        _into((n, n), lambda a, b, o: np.matmul(a, b, out=o)),
         lambda: fast_matmul.matmul(n),
-        {} if threads == 1 else {"halide": peers.halide_matmul, "tvm": peers.tvm_matmul},
+        {"torch": lambda a, b: peers.torch_matmul(a, b, threads)} if threads == 1 else
+        {"halide": peers.halide_matmul, "tvm": peers.tvm_matmul, "torch": peers.torch_matmul},
         rtol=2e-3, atol=2e-3, threads=threads)
+
+
+def _blur_fast(a: np.ndarray) -> Callable[[], np.ndarray]:
+    """The separable blur in four ufunc calls into two buffers made once."""
+    h, w = a.shape
+    bx, out = np.empty((h, w - 2), "float32"), np.empty((h - 2, w - 2), "float32")
+    third = np.float32(fast_blur.THIRD)
+
+    def run() -> np.ndarray:
+        np.add(a[:, :-2], a[:, 1:-1], out=bx)
+        np.add(bx, a[:, 2:], out=bx)
+        np.multiply(bx, third, out=bx)
+        np.add(bx[:-2], bx[1:-1], out=out)
+        np.add(out, bx[2:], out=out)
+        return np.multiply(out, third, out=out)
+    return run
+
+
+def _softmax_fast(a: np.ndarray) -> Callable[[], np.ndarray]:
+    rows = a.shape[0]
+    out, red = np.empty_like(a), np.empty((rows, 1), "float32")
+
+    def run() -> np.ndarray:
+        np.max(a, axis=1, keepdims=True, out=red)
+        np.subtract(a, red, out=out)
+        np.exp(out, out=out)
+        np.sum(out, axis=1, keepdims=True, out=red)
+        return np.divide(out, red, out=out)
+    return run
+
+
+def _layernorm_fast(a: np.ndarray, g: np.ndarray, b: np.ndarray) -> Callable[[], np.ndarray]:
+    rows = a.shape[0]
+    out, tmp = np.empty_like(a), np.empty_like(a)
+    mu, var = np.empty((rows, 1), "float32"), np.empty((rows, 1), "float32")
+    eps = np.float32(fast_rows.EPS)
+
+    def run() -> np.ndarray:
+        np.mean(a, axis=1, keepdims=True, out=mu)
+        np.subtract(a, mu, out=out)
+        np.multiply(out, out, out=tmp)
+        np.mean(tmp, axis=1, keepdims=True, out=var)
+        np.sqrt(np.add(var, eps, out=var), out=var)
+        np.divide(out, var, out=out)
+        np.multiply(out, g, out=out)
+        return np.add(out, b, out=out)
+    return run
+
+
+def _conv2d_fast(x: np.ndarray, w: np.ndarray) -> Callable[[], np.ndarray]:
+    """im2col into a buffer made once, then one BLAS matmul into the output."""
+    n, c, h, wd = x.shape
+    k = w.shape[0]
+    xp = np.zeros((n, c, h + 2, wd + 2), "float32")
+    cols = np.empty((n, c, 3, 3, h, wd), "float32")
+    out = np.empty((n, k, h, wd), "float32")
+    wm = w.reshape(k, c * 9)
+
+    def run() -> np.ndarray:
+        xp[:, :, 1:-1, 1:-1] = x
+        win = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))  # n c h w 3 3
+        np.copyto(cols, win.transpose(0, 1, 4, 5, 2, 3))
+        np.matmul(wm, cols.reshape(n, c * 9, h * wd), out=out.reshape(n, k, h * wd))
+        return out
+    return run
 
 
 def blur(n: int) -> Case:
     return Case(
         "blur 3x3", f"{n}x{n}", "GB/s", 4.0 * (n * n + (n - 2) ** 2),
-        lambda rng: [_f32(rng, n, n)], (n - 2, n - 2), fast_blur.reference,
+        lambda rng: [_f32(rng, n, n)], (n - 2, n - 2), fast_blur.reference, _blur_fast,
         lambda: fast_blur.blur(n, n),
-        {"halide": peers.halide_blur, "tvm": peers.tvm_blur}, rtol=1e-5, atol=1e-5)
+        {"halide": peers.halide_blur, "tvm": peers.tvm_blur, "torch": peers.torch_blur}, rtol=1e-5, atol=1e-5)
 
 
 def conv2d(c: int, h: int) -> Case:
     return Case(
         "conv2d 3x3", f"1x{c}x{h}x{h}, {c} out", "GFLOP/s", 2.0 * c * c * 9 * h * h,
         lambda rng: [_f32(rng, 1, c, h, h), _f32(rng, c, c, 3, 3)], (1, c, h, h), fast_conv2d.reference,
-        lambda: fast_conv2d.conv2d(1, c, c, h, h),
-        {"halide": peers.halide_conv2d, "tvm": peers.tvm_conv2d}, rtol=1e-3, atol=1e-3)
+        _conv2d_fast, lambda: fast_conv2d.conv2d(1, c, c, h, h),
+        {"halide": peers.halide_conv2d, "tvm": peers.tvm_conv2d, "torch": peers.torch_conv2d},
+        rtol=1e-3, atol=1e-3)
 
 
 def softmax(n: int) -> Case:
     return Case(
         "softmax (rows)", f"{n}x{n}", "GB/s", 8.0 * n * n,
-        lambda rng: [_f32(rng, n, n)], (n, n), fast_rows.softmax_reference,
+        lambda rng: [_f32(rng, n, n)], (n, n), fast_rows.softmax_reference, _softmax_fast,
         lambda: fast_rows.softmax(n, n),
-        {"halide": peers.halide_softmax, "tvm": peers.tvm_softmax}, rtol=1e-5, atol=1e-7)
+        {"halide": peers.halide_softmax, "tvm": peers.tvm_softmax, "torch": peers.torch_softmax},
+        rtol=1e-5, atol=1e-7)
 
 
 def layernorm(n: int) -> Case:
@@ -76,25 +160,27 @@ def layernorm(n: int) -> Case:
     return Case(
         "layernorm (rows)", f"{n}x{n}", "GB/s", 8.0 * n * n,
         lambda rng: [_f32(rng, n, n), _f32(rng, n), _f32(rng, n)], (n, n), fast_rows.layernorm_reference,
-        lambda: fast_rows.layernorm(n, n),
+        _layernorm_fast, lambda: fast_rows.layernorm(n, n),
         {"halide": lambda a, g, b: peers.halide_layernorm(a, g, b, eps),
-         "tvm": lambda a, g, b: peers.tvm_layernorm(a, g, b, eps)}, rtol=1e-4, atol=1e-4)
+         "tvm": lambda a, g, b: peers.tvm_layernorm(a, g, b, eps),
+         "torch": lambda a, g, b: peers.torch_layernorm(a, g, b, eps)}, rtol=1e-4, atol=1e-4)
 
 
 def add(n: int) -> Case:
     return Case(
         "add", f"2^{n.bit_length() - 1}", "GB/s", 12.0 * n,
-        lambda rng: [_f32(rng, n), _f32(rng, n)], (n,), np.add,
+        lambda rng: [_f32(rng, n), _f32(rng, n)], (n,), np.add, _into((n,), lambda a, b, o: np.add(a, b, out=o)),
         lambda: fast_streams.add(n),
-        {"halide": peers.halide_add, "tvm": peers.tvm_add}, rtol=0, atol=0)
+        {"halide": peers.halide_add, "tvm": peers.tvm_add, "torch": peers.torch_add}, rtol=0, atol=0)
 
 
 def row_sum(n: int) -> Case:
     return Case(
         "row sum", f"{n}x{n}", "GB/s", 4.0 * n * n,
         lambda rng: [_f32(rng, n, n)], (n,), lambda a: a.sum(axis=1),
-        lambda: fast_streams.row_sum(n, n),
-        {"halide": peers.halide_row_sum, "tvm": peers.tvm_row_sum}, rtol=1e-4, atol=1e-3)
+        _into((n,), lambda a, o: np.sum(a, axis=1, out=o)), lambda: fast_streams.row_sum(n, n),
+        {"halide": peers.halide_row_sum, "tvm": peers.tvm_row_sum, "torch": peers.torch_row_sum},
+        rtol=1e-4, atol=1e-3)
 
 
 def cases(quick: bool) -> list[Case]:

@@ -1,15 +1,17 @@
 """conv2d, NCHW, 3x3, stride 1, padding 1 (a ResNet layer: 64 -> 64 channels, 56 x 56).
 
-Written as a matmul in disguise: each output tile of ``KB`` output channels by ``XB``
-pixels of one row is a register tile (``cache_write`` to ``local``: 8 x 32 floats, 16 AVX-512
-registers) that accumulates over the 64 x 3 x 3 reduction. Per reduction step it loads 32
-consecutive input pixels (two vectors) and broadcasts 8 weights, which the packing stage
-``Wp`` has made contiguous (``[k/8][c][ry][rx][k%8]``). Padding is a separate stage (``Xp``)
-so that the hot loop reads without conditions; the 56-pixel rows split into 32 + 24 and the
-loop partitioning gives the 24-wide tail its own guard-free copy. Row tiles of all channel
-blocks are shared among threads.
+Written as a matmul in disguise: each output tile of ``kb`` output channels by ``xb``
+pixels of one row is a register tile (``cache_write`` to ``local``) that accumulates over the
+c x 3 x 3 reduction, its shape derived from the Target like matmul's
+(``tessel.target.tiles.register_tile``, with channel blocks that divide the channels: 4
+channels x 16 pixels on AVX2, 8 accumulator registers; 8 x 48 on AVX-512, 24). Per reduction step it loads ``xb`` consecutive input
+pixels and broadcasts ``kb`` weights, which the packing stage ``Wp`` has made contiguous
+(``[k/kb][c][ry][rx][k%kb]``). Padding is a separate stage
+(``Xp``) so that the hot loop reads without conditions; loop partitioning gives a row's
+partial last tile its own guard-free copy. Row tiles of all channel blocks are shared among
+threads.
 
-    python examples/fast_conv2d.py
+    python -m examples.fast_conv2d
 """
 
 from __future__ import annotations
@@ -18,12 +20,17 @@ import numpy as np
 
 import tessel
 from tessel import te
+from tessel.target import Target, as_target, resolve
+from tessel.target.tiles import register_tile
 
-KB, XB = 8, 32
 
-
-def conv2d(n: int = 1, c: int = 64, k: int = 64, h: int = 56, w: int = 56, kb: int = KB, xb: int = XB):
-    """The schedule and its arguments ``[X, W, Y]``: Y = conv(X, W), 3x3, padding 1."""
+def conv2d(n: int = 1, c: int = 64, k: int = 64, h: int = 56, w: int = 56, target: str | Target | None = None,
+           kb: int | None = None, xb: int | None = None):
+    """The schedule and its arguments ``[X, W, Y]``: Y = conv(X, W), 3x3, padding 1; the tile is
+    ``kb`` output channels x ``xb`` pixels, derived from ``target`` (default: this machine)."""
+    if kb is None or xb is None:
+        tile = register_tile(resolve(as_target(target)), "float32", max_rows=k, max_cols=w, rows_divide=k)
+        kb, xb = kb or tile.rows, xb or tile.cols
     X = te.placeholder((n, c, h, w), name="X")
     Wt = te.placeholder((k, c, 3, 3), name="W")
     Xp = te.compute((n, c, h + 2, w + 2), lambda b, ci, y, x: te.if_then_else(

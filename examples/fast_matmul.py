@@ -1,17 +1,21 @@
 """fp32 matmul at BLAS speed: B packed into column panels, a register tile, threads.
 
-The schedule, from the inside out:
+Every number in the schedule comes from the Target (``tessel.target.tiles``), none from the
+machine it was written on:
 
-* ``C.local`` (``cache_write``) is a ``MR x NR`` tile of accumulators: 6 rows by 64 columns,
-  24 AVX-512 registers. Its row loop is unrolled and its column loop vectorized, so after
-  lowering every access to it is at a constant offset and the C generator keeps the whole
-  tile in registers; the reduction loop ``k`` runs outside them (unrolled by 4), so each step
-  is 6 broadcasts of A, 4 vector loads of B and 24 fused multiply-adds.
-* ``Bp`` packs B into panels of ``NR`` columns stored row after row, so those 4 loads are one
-  contiguous 256-byte line pair instead of a stride through B; it costs one pass over B.
-* The tile loops run panel by panel (``j.outer`` outside ``i.outer``): one 64-column panel of
-  ``Bp`` (256 KiB for n = 1024) stays in L2 while every row block of A streams past it, and
-  threads share the panels out (``parallel``).
+* ``C.local`` (``cache_write``) is a ``rows x cols`` tile of accumulators, the largest the
+  target's register file holds with the operands of one step beside it: on AVX2 (16 ymm
+  registers, 8 float32 lanes) 5 rows x 16 columns = 10 registers of accumulators, 2 loads of
+  B, 2 broadcasts of A and one register left to the compiler; on AVX-512 (32 zmm registers,
+  16 lanes) 6 x 64 = 24 accumulators. Its row loop is
+  unrolled and its column loop vectorized, so after lowering every access to it is at a
+  constant offset and the C generator keeps the whole tile in registers; the reduction loop
+  ``k`` runs outside them, unrolled by 4.
+* ``Bp`` packs B into panels of ``cols`` columns stored row after row, so each step's loads
+  are contiguous instead of a stride through B; it costs one pass over B.
+* The tile loops sweep a group of panels (as many as fit in half of L2) for each row block
+  of A, so the row block is read from L1/L2 for every panel after the first; groups are
+  shared among threads (``parallel``).
 
     python examples/fast_matmul.py [n]
 """
@@ -24,12 +28,25 @@ import numpy as np
 
 import tessel
 from tessel import te
+from tessel.target import Target, as_target, resolve
+from tessel.target.tiles import RegisterTile, panel_group, register_tile
 
-MR, NR, KU = 6, 64, 4
+
+def plan(n: int, target: str | Target | None = None) -> tuple[RegisterTile, int]:
+    """The register tile and the panels per group for an ``n x n`` product on ``target``."""
+    tgt = resolve(as_target(target))
+    tile = register_tile(tgt, "float32", max_rows=n, max_cols=n)
+    return tile, min(panel_group(tgt, tile, n), -(-n // tile.cols))
 
 
-def matmul(n: int, mr: int = MR, nr: int = NR, ku: int = KU):
-    """The schedule and its arguments ``[A, B, C]`` for ``C = A @ B`` (n x n, float32)."""
+def matmul(n: int, target: str | Target | None = None, tile: RegisterTile | None = None,
+           group: int | None = None):
+    """The schedule and its arguments ``[A, B, C]`` for ``C = A @ B`` (n x n, float32), with
+    the tile and panel group derived from ``target`` (default: this machine) unless given."""
+    if tile is None or group is None:
+        derived_tile, derived_group = plan(n, target)
+        tile, group = tile or derived_tile, group or derived_group
+    mr, nr = tile.rows, tile.cols
     A = te.placeholder((n, n), name="A")
     B = te.placeholder((n, n), name="B")
     panels = (n + nr - 1) // nr
@@ -40,15 +57,16 @@ def matmul(n: int, mr: int = MR, nr: int = NR, ku: int = KU):
 
     s = te.create_schedule(C.op)
     CC = s.cache_write(C, "local")
-    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], mr, nr)
-    s[C].reorder(jo, io, ii, ji)
+    io, jg, ii, jj = s[C].tile(C.op.axis[0], C.op.axis[1], mr, nr * group)
+    jp, ji = s[C].split(jj, factor=nr)
+    s[C].reorder(jg, io, jp, ii, ji)
     s[C].unroll(ii)
     s[C].vectorize(ji)
-    s[C].parallel(jo)
+    s[C].parallel(jg)
 
-    s[CC].compute_at(s[C], io)
+    s[CC].compute_at(s[C], jp)
     ic, jc = s[CC].op.axis
-    ko, ki = s[CC].split(s[CC].op.reduce_axis[0], factor=ku)
+    ko, ki = s[CC].split(s[CC].op.reduce_axis[0], factor=tile.k_unroll)
     s[CC].reorder(ko, ki, ic, jc)
     s[CC].unroll(ki)
     s[CC].unroll(ic)
@@ -69,7 +87,8 @@ def main() -> None:
     c = np.empty((n, n), "float32")
     f(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3)
-    print(f"matmul {n}x{n}x{n}: matches NumPy")
+    tile, group = plan(n)
+    print(f"matmul {n}x{n}x{n}: matches NumPy (register tile {tile}; {group} panels per group)")
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@
 Every stage is computed at the row loop of the output (``compute_at``), so a row is read
 from memory once and its intermediates (the exponentials of softmax, a 16 KiB row) stay in
 L1/L2; rows are shared among threads. Each row reduction (max, sum, mean, variance) is
-split by the vector width and ``rfactor``-ed over the inner part, and that factored axis is
-vectorized: 16 partial results per row, one per lane, combined at the end. That is the
-reassociation which lets a reduction run at SIMD speed, written out in the schedule.
+split and ``rfactor``-ed over the inner part, and that factored axis is vectorized: a few whole
+vectors of partial results per row (``tessel.target.tiles.reduction_lanes``: 64 float32 on
+AVX2, 8 independent vectors, enough to hide the add latency), combined at the end. That is
+the reassociation which lets a reduction run at SIMD speed, written out in the schedule.
 
     python examples/fast_rows.py
 """
@@ -16,9 +17,15 @@ import numpy as np
 
 import tessel
 from tessel import te
+from tessel.target import Target, as_target, resolve
+from tessel.target.tiles import reduction_lanes
 
-V = 16
 EPS = 1e-5
+
+
+def partials(target: str | Target | None = None) -> int:
+    """Partial results per row reduction on ``target`` (default: this machine)."""
+    return reduction_lanes(resolve(as_target(target)))
 
 
 def _vector_reduce(s, R, O, v: int) -> None:
@@ -37,8 +44,9 @@ def _rowwise(s, O) -> None:
     s[O].vectorize(s[O].op.axis[1])  # whole rows: strip-mined (and aligned for streaming) by the pass
 
 
-def softmax(rows: int, cols: int, v: int = V):
+def softmax(rows: int, cols: int, target: str | Target | None = None, v: int | None = None):
     """The schedule and its arguments ``[A, O]``: O = softmax of each row of A."""
+    v = v or partials(target)
     A = te.placeholder((rows, cols), name="A")
     k1 = te.reduce_axis((0, cols), name="k1")
     M = te.compute((rows,), lambda i: te.max(A[i, k1], axis=k1), name="M")
@@ -55,8 +63,10 @@ def softmax(rows: int, cols: int, v: int = V):
     return s, [A, O]
 
 
-def layernorm(rows: int, cols: int, v: int = V, eps: float = EPS):
+def layernorm(rows: int, cols: int, target: str | Target | None = None, v: int | None = None,
+              eps: float = EPS):
     """The schedule and its arguments ``[A, G, B, O]``: O = (A - mean) / std * G + B per row."""
+    v = v or partials(target)
     A = te.placeholder((rows, cols), name="A")
     G = te.placeholder((cols,), name="G")
     Bt = te.placeholder((cols,), name="B")

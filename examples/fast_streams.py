@@ -1,11 +1,12 @@
 """Bandwidth-bound kernels: elementwise add, a row sum, and a copy (the yardstick).
 
 Nothing to compute, so the schedule's job is to keep memory busy: long contiguous vector
-loops, split into chunks of 64 Ki elements that the threads share. A result this large (64
+loops, split into chunks of half an L2 (``tessel.target.tiles.stream_chunk``: 64 Ki floats
+with a 512 KiB L2) that the threads share. A result this large (64
 MiB) is written with streaming stores, which tessel chooses by itself for big outputs the
 kernel never reads back: no cache line of C is read before it is overwritten. The row sum
-reduces each row in 16 vector lanes (``rfactor`` over the inner part of the split row), so
-the adds keep pace with the loads.
+reduces each row in a few vectors of partial sums (``rfactor`` over the inner part of the
+split row, ``tessel.target.tiles.reduction_lanes``), so the adds keep pace with the loads.
 
     python examples/fast_streams.py
 """
@@ -16,8 +17,8 @@ import numpy as np
 
 import tessel
 from tessel import te
-
-CHUNK, V = 1 << 16, 16
+from tessel.target import Target, as_target, resolve
+from tessel.target.tiles import reduction_lanes, stream_chunk
 
 
 def _stream(s, T, chunk: int) -> None:
@@ -26,8 +27,13 @@ def _stream(s, T, chunk: int) -> None:
     s[T].vectorize(xi)  # the vectorize pass strip-mines the chunk into whole vectors itself
 
 
-def add(n: int, chunk: int = CHUNK):
+def _chunk(target: str | Target | None) -> int:
+    return stream_chunk(resolve(as_target(target)))
+
+
+def add(n: int, target: str | Target | None = None, chunk: int | None = None):
     """``[A, B, C]`` with C = A + B."""
+    chunk = chunk or _chunk(target)
     A = te.placeholder((n,), name="A")
     B = te.placeholder((n,), name="B")
     C = te.compute((n,), lambda i: A[i] + B[i], name="C")
@@ -36,8 +42,9 @@ def add(n: int, chunk: int = CHUNK):
     return s, [A, B, C]
 
 
-def copy(n: int, chunk: int = CHUNK):
+def copy(n: int, target: str | Target | None = None, chunk: int | None = None):
     """``[A, C]`` with C = A: what the memory system can do, for comparison."""
+    chunk = chunk or _chunk(target)
     A = te.placeholder((n,), name="A")
     C = te.compute((n,), lambda i: A[i], name="C")
     s = te.create_schedule(C.op)
@@ -45,8 +52,9 @@ def copy(n: int, chunk: int = CHUNK):
     return s, [A, C]
 
 
-def row_sum(rows: int, cols: int, v: int = V):
+def row_sum(rows: int, cols: int, target: str | Target | None = None, v: int | None = None):
     """``[A, B]`` with B[i] = sum of row i of A."""
+    v = v or reduction_lanes(resolve(as_target(target)))
     A = te.placeholder((rows, cols), name="A")
     k = te.reduce_axis((0, cols), name="k")
     B = te.compute((rows,), lambda i: te.sum(A[i, k], axis=k), name="B")

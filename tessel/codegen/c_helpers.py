@@ -107,10 +107,16 @@ THREADS = """\
 #define TSL_MAX_THREADS() 1
 #endif"""
 
+# the fence and the stores are one instruction each, written as inline assembly: <immintrin.h>
+# is tens of thousands of lines, and parsing it was most of a cold build of a small kernel
 STREAM = """\
 #if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define tsl_sfence() _mm_sfence()
+#define tsl_sfence() __asm__ volatile("sfence" ::: "memory")
+#if defined(__AVX__)
+#define TSL_MOVNT "vmovntps"
+#else
+#define TSL_MOVNT "movntps"
+#endif
 #else
 #define tsl_sfence() __sync_synchronize()
 #endif"""

@@ -35,7 +35,7 @@ class CStmtWriter(CExprWriter):
         self.has_parallel = False
         self.uses_heap = False
         self.plan = HoistPlan()
-        self.promoted_names: dict[int, list[str]] = {}
+        self.promoted_names: dict[tuple[int, int], list[str]] = {}
 
     def emit(self, text: str) -> None:
         self.lines.append("  " * self.depth + text)
@@ -256,9 +256,10 @@ class CStmtWriter(CExprWriter):
         prefix = self.names.get(b, b.name)
         t = self.vec.vtype(b.dtype.with_lanes(lanes)) if lanes > 1 else ctype(b.dtype)
         self.open("")
-        # each variable is an identifier of the table, so it cannot clash with a user's name
+        # each variable is an identifier of the table, so it cannot clash with a user's name; the
+        # copies of a partitioned loop share the buffer but may split it into vectors of another width
         cells = self.promoted_names.setdefault(
-            id(b), [self.names.get(object(), f"{prefix}_{k}") for k in range(count // lanes)])
+            (id(b), lanes), [self.names.get(object(), f"{prefix}_{k}") for k in range(count // lanes)])
         self.emit(f"{t} {', '.join(cells)};  // {comment(b.name)}, scope {comment(b.scope)}: kept in registers")
         self.promoted[id(b)] = (cells, lanes)
         self.stmt(s.body)

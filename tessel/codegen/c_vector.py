@@ -117,16 +117,20 @@ class VectorC(Functor):
         t, el = self.vtype(dt), _CT[_elem(dt)]
         nbytes = dt.lanes * dt.element.bits // 8
         name = f"tsl_stream_{t[4:]}"
-        isa = {64: ("__AVX512F__", "_mm512_stream_si512", "__m512i"),
-               32: ("__AVX__", "_mm256_stream_si256", "__m256i"),
-               16: ("__SSE2__", "_mm_stream_si128", "__m128i")}.get(nbytes)
+        # the condition under which a non-temporal store of the vector's bits exists, and the
+        # register constraint of its operand (an AVX-512 register for 64 bytes); inline assembly,
+        # not <immintrin.h>, whose parsing was most of a small kernel's cold build
+        isa = {64: ("defined(__AVX512F__)", "v"), 32: ("defined(__AVX__)", "x"),
+               16: ("defined(__SSE2__)", "x")}.get(nbytes)
         self.gen.uses_stream = True
         if isa is None:
             return self.store_fn(dt)
-        macro, intrin, it = isa
+        cond, reg = isa
+        # VEX-encoded under AVX: legacy SSE beside AVX code would cost a state transition
+        store = (f'__asm__ volatile(TSL_MOVNT " %1, %0" : "=m"(*({t}*)p) : "{reg}"(v));')
         return self._def(name, f"""static inline void {name}({el}* p, {t} v) {{
-#if defined({macro})
-  if (((uintptr_t)p & {nbytes - 1}) == 0) {{ {intrin}(({it}*)p, ({it})v); return; }}
+#if ({cond}) && (defined(__x86_64__) || defined(__i386__))
+  if (((uintptr_t)p & {nbytes - 1}) == 0) {{ {store} return; }}
 #endif
   __builtin_memcpy(p, &v, sizeof v);
 }}""")

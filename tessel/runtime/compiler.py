@@ -277,7 +277,8 @@ def _probe(comp: Compiler, feature: str) -> bool | None:
 
 # predefined macro -> the feature name a Target records
 _FEATURE_MACROS = {"__SSE2__": "sse2", "__AVX__": "avx", "__AVX2__": "avx2", "__FMA__": "fma",
-                   "__AVX512F__": "avx512f", "__ARM_NEON": "neon", "__x86_64__": "x86_64"}
+                   "__AVX512F__": "avx512f", "__ARM_NEON": "neon", "__x86_64__": "x86_64",
+                   "__aarch64__": "aarch64"}
 
 
 def _probe_isa(comp: Compiler, march: str) -> dict | None:

@@ -3,7 +3,8 @@
 ``tessel.build(s, args, target=...)`` takes a :class:`Target`, a string (``"c"``,
 ``"python"``, ``"c -mcpu=skylake-avx512 -vector-bytes=32"``) or nothing (this machine's C
 target, :func:`host`). The passes and code generators receive the resolved Target as an
-argument; nothing below the driver asks the machine.
+argument; nothing below the driver asks the machine. ``tessel.target.tiles`` derives schedule
+shapes (register tiles, cache blocks) from a Target's registers, lanes and caches.
 """
 
 from .backends import Backend, backend, register_backend

@@ -8,6 +8,14 @@ compile on an AVX2 machine too (as pairs of 32-byte operations).
 
 Strings name targets the way TVM's do: ``"c"``, ``"python"``,
 ``"c -mcpu=skylake-avx512 -vector-bytes=32"``.
+
+Besides what the code generators read (kind, width, features, compiler), a Target carries
+what a *schedule* is derived from: how many vector registers there are (counted in vectors of
+the target's width), how many FMA pipes a core has, and the sizes of the data caches
+(:mod:`tessel.target.tiles` turns them into register tiles and cache blocks). They are part of
+the Target's identity (equality, its string) but not of the key the generated code is
+remembered under: no pass reads them, so they change code only through the schedule, whose
+lowered IR is in that key already.
 """
 
 from __future__ import annotations
@@ -21,7 +29,14 @@ from ..errors import BuildError
 KINDS = ("c", "python")  # the kinds with a backend here (tessel.target.backends)
 # features the passes and generators consult (others are recorded, for the memo key and for users)
 STREAMING_STORES = "streaming_stores"  # non-temporal vector stores after an alignment peel (x86)
-_OPTIONS = ("-mcpu", "-vector-bytes", "-features", "-cc", "-cflags", "-device")
+_OPTIONS = ("-mcpu", "-vector-bytes", "-vector-registers", "-fma-units", "-caches", "-features", "-cc",
+            "-cflags", "-device")
+# what a schedule derived from a target assumes where the target leaves a field open and no
+# host fills it in (a target described but not resolved): a common x86-64/AArch64 core
+DEFAULT_VECTOR_REGISTERS = 16
+DEFAULT_FMA_UNITS = 2
+DEFAULT_CACHES = (32 << 10, 512 << 10, 8 << 20)  # L1d and L2 per core, L3 shared
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
 @dataclass(frozen=True)
@@ -31,7 +46,10 @@ class Target:
     (``avx2``, ``avx512f``, ``fma``, ``openmp``, ``streaming_stores``, ...); ``mcpu``: the CPU
     kernels are compiled for (``-march=``; None: this machine's); ``compiler``: the C compiler
     (None: ``$CC``, else cc/gcc/clang); ``flags``: extra compiler flags; ``device``: where the
-    kernel runs."""
+    kernel runs. For schedules: ``vector_registers``, architectural vector registers counted in
+    vectors of ``vector_bytes`` (16 on AVX2, 32 on AVX-512 and AArch64; 8 for 64-byte vectors
+    on AVX2, which GCC splits in pairs); ``fma_units``, vector FMA pipes per core;
+    ``caches``, bytes of L1 data cache and L2 per core and of L3, ``(l1d, l2, l3)``."""
 
     kind: str = "c"
     vector_bytes: int | None = None
@@ -40,6 +58,9 @@ class Target:
     compiler: str | None = None
     flags: tuple[str, ...] = ()
     device: str = "cpu"
+    vector_registers: int | None = None
+    fma_units: int | None = None
+    caches: tuple[int, int, int] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, str) or not self.kind.isidentifier():
@@ -53,6 +74,16 @@ class Target:
             object.__setattr__(self, "features", frozenset(self.features))
         if not isinstance(self.flags, tuple):
             object.__setattr__(self, "flags", tuple(self.flags))
+        for name, low in (("vector_registers", 2), ("fma_units", 1)):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < low):
+                raise BuildError(f"target {self.kind!r}: {name}={v!r} must be a whole number >= {low}")
+        if self.caches is not None:
+            c = tuple(self.caches) if isinstance(self.caches, list | tuple) else ()
+            if len(c) != 3 or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in c):
+                raise BuildError(f"target {self.kind!r}: caches={self.caches!r} must be three positive byte "
+                                 "counts (L1d, L2, L3), e.g. (32768, 524288, 33554432)")
+            object.__setattr__(self, "caches", c)
 
     def has(self, feature: str) -> bool:
         return feature in (self.features or ())
@@ -66,6 +97,34 @@ class Target:
         """Lanes of one vector register for elements of ``element_bits`` bits (at least 2)."""
         return max((self.vector_bytes or 16) * 8 // element_bits, 2)
 
+    def vector_lanes(self, dtype: str = "float32") -> int:
+        """Lanes of one vector register for ``dtype`` (8 float32 on AVX2, 16 on AVX-512): what
+        a schedule splits a vectorized axis by, so the vectorize pass leaves no tail inside."""
+        from ..ir.dtype import dtype as as_dtype
+
+        return self.lanes(as_dtype(dtype).bits)
+
+    @property
+    def registers(self) -> int:
+        """Vector registers (of this target's width) a schedule may plan for."""
+        return self.vector_registers or DEFAULT_VECTOR_REGISTERS
+
+    @property
+    def fma_pipes(self) -> int:
+        return self.fma_units or DEFAULT_FMA_UNITS
+
+    @property
+    def l1d_bytes(self) -> int:
+        return (self.caches or DEFAULT_CACHES)[0]
+
+    @property
+    def l2_bytes(self) -> int:
+        return (self.caches or DEFAULT_CACHES)[1]
+
+    @property
+    def l3_bytes(self) -> int:
+        return (self.caches or DEFAULT_CACHES)[2]
+
     def describe(self) -> str:
         """The target as a canonical string (what the memo of generated code is keyed by)."""
         parts = [self.kind]
@@ -73,6 +132,12 @@ class Target:
             parts.append(f"-mcpu={self.mcpu}")
         if self.vector_bytes is not None:
             parts.append(f"-vector-bytes={self.vector_bytes}")
+        if self.vector_registers is not None:
+            parts.append(f"-vector-registers={self.vector_registers}")
+        if self.fma_units is not None:
+            parts.append(f"-fma-units={self.fma_units}")
+        if self.caches is not None:
+            parts.append(f"-caches={','.join(_size_text(c) for c in self.caches)}")
         if self.features is not None:
             parts.append(f"-features={','.join(sorted(self.features))}")
         if self.compiler:
@@ -87,6 +152,34 @@ class Target:
 
     def with_(self, **changes) -> Target:
         return replace(self, **changes)
+
+
+def _size_text(n: int) -> str:
+    for unit, mult in (("M", 1 << 20), ("K", 1 << 10)):
+        if n % mult == 0:
+            return f"{n // mult}{unit}"
+    return str(n)
+
+
+def _int_option(text: str, key: str, value: str, what: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise BuildError(f"target {text!r}: {key} needs {what}, got {value!r}") from None
+
+
+def _caches_option(text: str, value: str) -> tuple[int, ...]:
+    """``32K,512K,32M`` (or plain bytes) as three byte counts."""
+    out = []
+    for word in value.split(","):
+        w = word.strip().lower().removesuffix("ib").removesuffix("b")
+        unit = w[-1:] if w[-1:] in _UNITS and not w[-1:].isdigit() else ""
+        digits = w[: len(w) - len(unit)]
+        if not digits.isdigit():
+            raise BuildError(f"target {text!r}: -caches needs three sizes L1d,L2,L3 such as 32K,512K,32M; "
+                             f"got {value!r}")
+        out.append(int(digits) * _UNITS[unit])
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=64)  # a build parses its target string every time
@@ -111,6 +204,13 @@ def parse(text: str) -> Target:
             fields["vector_bytes"] = int(opts["-vector-bytes"])
         except ValueError:
             raise BuildError(f"target {text!r}: -vector-bytes needs a number of bytes (16, 32, 64)") from None
+    if "-vector-registers" in opts:
+        fields["vector_registers"] = _int_option(text, "-vector-registers", opts["-vector-registers"],
+                                                 "a number of registers (16 on AVX2, 32 on AVX-512)")
+    if "-fma-units" in opts:
+        fields["fma_units"] = _int_option(text, "-fma-units", opts["-fma-units"], "a number of FMA pipes (1, 2)")
+    if "-caches" in opts:
+        fields["caches"] = _caches_option(text, opts["-caches"])
     if "-features" in opts:
         fields["features"] = frozenset(f for f in opts["-features"].split(",") if f)
     if "-mcpu" in opts:

@@ -1,0 +1,149 @@
+"""Tile shapes derived from a Target: register tiles that fit its register file, cache blocks
+that fit its caches, vector splits of its width.
+
+A schedule written with numbers tuned on one machine is slow on the next: a 6 x 64 float32
+register tile is 24 AVX-512 registers, but 48 AVX2 ones, and GCC spills most of them to the
+stack. The functions here compute those numbers from what the Target says about the machine,
+by the analytical model of a register-blocked product (as in the BLIS papers), so the same
+schedule is right for AVX2, AVX-512, NEON or a machine with no vectors at all:
+
+* one step of the reduction broadcasts ``rows`` values of one operand, loads ``vectors``
+  vectors of the other and does ``rows x vectors`` FMAs into as many accumulators;
+* everything must live in registers: accumulators, the loaded vectors,
+  :data:`BROADCAST_REGISTERS` broadcast values (one in use, one being loaded) and
+  :data:`SPARE_REGISTERS` for the C compiler's own scheduling (without it GCC fills the
+  loop with register moves and reloads: on AVX2 a 6 x 16 tile, which fits exactly, runs no
+  faster than 5 x 16, and its loop has 27 register moves);
+* the FMA pipes must never wait for a result: at least ``FMA_LATENCY x fma_units``
+  independent accumulators;
+* the loads must keep pace: FMAs per loaded value (``rows x vectors / (rows + vectors)``)
+  at least ``fma_units / LOAD_PORTS``;
+* among the tiles that pass, the one with the most FMAs per load (the least pressure on the
+  load ports and caches), then the most accumulators, then the fewest vectors.
+
+Nothing here asks the machine: give it a Target (``tessel.target.host()`` for this one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import BuildError
+from .target import Target
+
+FMA_LATENCY = 5  # cycles from an FMA's inputs to its result on current x86 and Arm cores (4-5)
+LOAD_PORTS = 2  # vector loads per cycle a core sustains from L1 (two on every core targeted)
+BROADCAST_REGISTERS = 2  # the broadcast operand in use and the next one, loaded meanwhile
+SPARE_REGISTERS = 1  # left to the C compiler, to load an operand ahead while the last is in use
+K_UNROLL = 4  # reduction steps per unrolled body: loop overhead amortized, code still in the uop cache
+PEAK_OPERANDS = 2  # registers the FMA-peak loop needs besides its accumulators (multiplier, addend)
+
+
+@dataclass(frozen=True)
+class RegisterTile:
+    """``rows`` broadcast rows x ``vectors`` vectors of ``lanes`` lanes, reduction unrolled by
+    ``k_unroll``: the accumulators of one tile of the output."""
+
+    rows: int
+    vectors: int
+    lanes: int
+    k_unroll: int = K_UNROLL
+
+    @property
+    def cols(self) -> int:
+        return self.vectors * self.lanes
+
+    @property
+    def accumulators(self) -> int:
+        return self.rows * self.vectors
+
+    @property
+    def registers(self) -> int:
+        """Vector registers the tile's inner step needs."""
+        return self.accumulators + self.vectors + BROADCAST_REGISTERS + SPARE_REGISTERS
+
+    @property
+    def fmas_per_load(self) -> float:
+        return self.accumulators / (self.rows + self.vectors)
+
+    def __str__(self) -> str:
+        return (f"{self.rows}x{self.cols} ({self.accumulators} accumulators of {self.lanes} lanes, "
+                f"{self.registers} registers, k unrolled by {self.k_unroll})")
+
+
+def register_tile(target: Target, dtype: str = "float32", *, max_rows: int | None = None,
+                  max_cols: int | None = None, rows_divide: int | None = None) -> RegisterTile:
+    """The register tile for an FMA reduction on ``target`` (see the module's model).
+
+    ``max_rows``/``max_cols``: the output's extents, so a tile is not wider than what it
+    covers (at least one vector stays); ``rows_divide``: an extent the rows must divide (a
+    conv's output channels: a partial block of them costs padded weights and a second copy of
+    the whole loop nest, which measured slower than two accumulators fewer: on AVX2, 4 x 16
+    ran a 64-channel conv at 1.5x the speed of 5 x 16)."""
+    lanes = target.vector_lanes(dtype)
+    need = FMA_LATENCY * target.fma_pipes
+    min_ratio = target.fma_pipes / LOAD_PORTS
+
+    def merit(t: RegisterTile) -> tuple:
+        return (min(t.accumulators, need), t.fmas_per_load >= min_ratio, round(t.fmas_per_load, 6),
+                t.accumulators, -t.vectors)
+
+    cands = _tiles(target.registers, lanes, max_rows, max_cols, rows_divide)
+    if not cands:  # a register file too small for any tile with its operands beside it
+        return RegisterTile(1, 1, lanes)
+    return max(cands, key=merit)
+
+
+def _tiles(regs: int, lanes: int, max_rows: int | None, max_cols: int | None,
+           rows_divide: int | None) -> list[RegisterTile]:
+    """Every tile whose step fits ``regs`` registers (within the extents given)."""
+    col_cap = max(1, -(-max_cols // lanes)) if max_cols else regs
+    out: list[RegisterTile] = []
+    for nv in range(1, min(col_cap, regs) + 1):
+        mr = 1
+        while RegisterTile(mr, nv, lanes).registers <= regs and (max_rows is None or mr <= max_rows):
+            if rows_divide is None or rows_divide % mr == 0:
+                out.append(RegisterTile(mr, nv, lanes))
+            mr += 1
+    return out
+
+
+def panel_group(target: Target, tile: RegisterTile, k_extent: int, itemsize: int = 4) -> int:
+    """How many packed panels (``k_extent x tile.cols`` each) one row block of the other operand
+    sweeps before moving on: as many as fit in half of L2 together (the other half holds that
+    row block and the output), so the row block is read from L1/L2, not L3, after the first."""
+    panel = max(k_extent * tile.cols * itemsize, 1)
+    return max(1, (target.l2_bytes // 2) // panel)
+
+
+def strip_rows(target: Target, row_bytes: int, halo: int = 0) -> int:
+    """Rows of a strip whose intermediate (``rows + halo`` rows of ``row_bytes``) fits in half
+    of L2, at least one and a multiple of 4 past 4: the blur's horizontal pass per strip."""
+    rows = max(1, (target.l2_bytes // 2) // max(row_bytes, 1) - halo)
+    return rows if rows < 4 else rows - rows % 4
+
+
+def reduction_lanes(target: Target, dtype: str = "float32") -> int:
+    """Partial results a row reduction keeps (``rfactor`` over a split by this many, vectorized):
+    whole vectors, as many independent ones as the add latency times the pipes asks for (a
+    power of two, at most half the register file), so a reduction over data in L1 runs at
+    the pipes' pace rather than the latency's."""
+    chains = min(FMA_LATENCY * target.fma_pipes, max(target.registers // 2, 1))
+    return target.vector_lanes(dtype) * (1 << (chains.bit_length() - 1))
+
+
+def stream_chunk(target: Target, itemsize: int = 4) -> int:
+    """Elements per parallel chunk of a streaming loop: half of L2, so a thread's chunk of each
+    operand is a few hundred KiB (long enough for the prefetchers, small enough to share out)."""
+    return max(target.vector_lanes("float32"), (target.l2_bytes // 2) // itemsize)
+
+
+def fma_chains(target: Target) -> int:
+    """Independent accumulator chains an FMA-peak loop can keep in registers: every register
+    but the multiplier and the addend. Fewer leave pipes idle when latency x pipes is large;
+    more spill to the stack, and the loop measures loads and stores instead of FMAs."""
+    chains = target.registers - PEAK_OPERANDS
+    if chains < 1:
+        raise BuildError(f"target {target}: {target.registers} vector registers leave none for an "
+                         "accumulator; give the target at least 3 (vector_registers=...)")
+    return chains
