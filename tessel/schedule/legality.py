@@ -55,6 +55,8 @@ class ViolationKind(Enum):
     VECTORIZED_REDUCTION = "vectorized-reduction"
     THREAD_BOUND_TWICE = "thread-bound-twice"
     RFACTOR_ORDER_DEPENDENT_REDUCER = "rfactor-order-dependent-reducer"
+    CARRIED_DEPENDENCE = "carried-dependence"
+    SYMBOLIC_UNROLL = "symbolic-unroll"
 
 
 @dataclass
@@ -132,6 +134,8 @@ def find_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
             if attr.kind in ("parallel", "vectorized") and iv.is_reduce and any(iv is x for x in st.leaf_iter_vars):
                 out.append(_reduction_annotation(sch, st, iv, attr.kind, propose))
     out.extend(_check_threads(sch, tree, propose))
+    if not out:  # the tree is well formed: the polyhedral model can be built from it
+        out.extend(_check_annotations(sch, propose))
     return out
 
 
@@ -295,6 +299,42 @@ def _check_lca(sch: Schedule, tree: ScheduleTree, st: Stage, r: Stage, cons: dic
 
 
 # ---- rules beyond the tree -----------------------------------------------------------------
+def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
+    """Seed 004: ``parallel``/``vectorize`` are legal on a loop iff it carries no dependence
+    (decided exactly on the polyhedral model), ``unroll`` iff its extent is a constant."""
+    todo = [(st, iv, a.kind) for st in sch.stages for iv, a in st.iter_var_attrs.items()
+            if a.kind in ("parallel", "vectorized", "unrolled") and any(iv is x for x in st.leaf_iter_vars)
+            and not (iv.is_reduce and a.kind != "unrolled")]  # a reduction loop has its own rule
+    if not todo:
+        return []
+    from ..poly.analysis import analysis  # against the flow, deliberately: see tests/test_layering.py
+
+    found = analysis(sch)
+    out: list[Violation] = []
+    for st, iv, kind in todo:
+        if kind == "unrolled":
+            ext = found.model.ranges.get(iv)
+            if ext is None or isinstance(ext.extent, E.IntImm):
+                continue
+            text = (f"stage {st.name}: cannot unroll {iv.name}: its extent {ext.extent} is not a constant, so "
+                    f"there is no fixed number of copies to make; split it by a constant factor and unroll "
+                    f"the inner loop, or leave it a loop")
+            v = Violation(ViolationKind.SYMBOLIC_UNROLL, st, text, (st,), (iv,))
+        else:
+            got = found.carried(st, iv)
+            if got is None:
+                continue
+            dep, part = got
+            verb = "parallelize" if kind == "parallel" else "vectorize"
+            text = (f"stage {st.name}: cannot {verb} {iv.name}: it carries a {dep.kind} dependence from "
+                    f"{dep.source.label()} to {dep.sink.label()} through {dep.tensor_name} ({dep.witness(part)}); "
+                    f"its iterations must run in order. Annotate a loop that carries no dependence instead")
+            v = Violation(ViolationKind.CARRIED_DEPENDENCE, st, text, (st,), (iv,))
+            v.dependence = dep  # type: ignore[attr-defined]
+        out.append(choose(sch, v, [FixBuilder(Names(sch)).drop_annotation(st, iv)]) if propose else v)
+    return out
+
+
 def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, propose: bool = True) -> Violation:
     verb = {"parallel": "parallelize", "vectorized": "vectorize"}[kind]
     out = st.op.outputs[0].name if st.op.outputs else st.name
