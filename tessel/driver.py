@@ -125,7 +125,8 @@ def _lower_schedule(sch: Schedule, args: Sequence, name: str) -> tuple[S.PrimFun
     steps.append(Step("simplify", stmt))
     _check_free_vars(stmt, sizes)
     _check_unrolls(sch, stmt)
-    return S.PrimFunc(name, params, sizes, stmt), steps
+    assumed = tuple(zip(sch.assumptions, sch.assumption_exprs()))
+    return S.PrimFunc(name, params, sizes, stmt, assumptions=assumed), steps
 
 
 def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.PrimFunc:
@@ -143,7 +144,7 @@ def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.Prim
     steps.append(Step("index_dtype", stmt))
     written = {id(s.buffer) for s in collect(stmt, lambda n: isinstance(n, S.BufferStore))}
     outputs = [b for b in front.params if id(b) in written]
-    return S.PrimFunc(front.name, front.params, front.size_vars, stmt, outputs, guards)
+    return S.PrimFunc(front.name, front.params, front.size_vars, stmt, outputs, guards, front.assumptions)
 
 
 def _check_unrolls(sch: Schedule, stmt: S.Stmt) -> None:

@@ -32,7 +32,7 @@ def context_of(b: _Builder) -> isl.Set:
                     ctx = ctx.intersect(conv.aff(n).ge_set(conv.const(0)))
                 except NotAffine:
                     continue
-    for cond in getattr(b.sch, "assumptions", ()):
+    for cond in b.sch.assumption_exprs():
         try:
             ctx = ctx.intersect(conv.set(cond))
         except NotAffine:
