@@ -75,8 +75,10 @@ class Analysis:
 
     def carried(self, stage: Stage, iv: E.IterVar):
         """(dependence, carried part) for the first loop made of ``iv`` that carries one, or None."""
+        order = {"flow": 0, "anti": 1, "output": 2}
+        deps = sorted(self.dependences, key=lambda d: order[d.kind])
         for lp in self.model.loops_of(stage, iv):
-            got = carried(self.model, self.dependences, lp)
+            got = carried(self.model, deps, lp)
             if got is not None:
                 return got
         return None

@@ -323,7 +323,8 @@ def _statement_vector(b: _Builder, stmt: Statement, vec: list, path: list[Loop])
             if lp.stage is stmt.stage:
                 coords = _time_values(b, lp.stage).get(lp.iter_var)
                 if coords is None:
-                    raise NotAffine(f"loop {lp.name} has no position expressible from {stmt.stage.name}'s axes")
+                    raise NotAffine(f"loop {lp.name} has no quasi-affine position in {stmt.stage.name}'s axes "
+                                    "(a split of loops fused over a symbolic extent)")
                 out.extend(conv.aff(c) for c in coords)
             else:
                 if lp.width != 1:

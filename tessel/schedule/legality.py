@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from ..arith import Analyzer
 from ..errors import ScheduleError, TesselError
 from ..ir import expr as E
 from .dataflow import loop_ranges
@@ -314,10 +315,11 @@ def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
     for st, iv, kind in todo:
         if kind == "unrolled":
             ext = found.model.ranges.get(iv)
-            if ext is None or isinstance(ext.extent, E.IntImm):
+            # a constant, or at most one (a split's inner loop cut to its parent: min(n, 4))
+            if ext is None or Analyzer().const_int_bound(ext.extent)[1] is not None:
                 continue
-            text = (f"stage {st.name}: cannot unroll {iv.name}: its extent {ext.extent} is not a constant, so "
-                    f"there is no fixed number of copies to make; split it by a constant factor and unroll "
+            text = (f"stage {st.name}: cannot unroll {iv.name}: its extent {ext.extent} has no constant bound, "
+                    f"so there is no fixed number of copies to make; split it by a constant factor and unroll "
                     f"the inner loop, or leave it a loop")
             v = Violation(ViolationKind.SYMBOLIC_UNROLL, st, text, (st,), (iv,))
         else:
@@ -331,7 +333,10 @@ def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
                     f"its iterations must run in order. Annotate a loop that carries no dependence instead")
             v = Violation(ViolationKind.CARRIED_DEPENDENCE, st, text, (st,), (iv,))
             v.dependence = dep  # type: ignore[attr-defined]
-        out.append(choose(sch, v, [FixBuilder(Names(sch)).drop_annotation(st, iv)]) if propose else v)
+        fixes = [FixBuilder(Names(sch)).drop_annotation(st, iv)]
+        if kind == "unrolled":  # the inner loop of a split by a constant keeps the unroll, bounded
+            fixes.insert(0, FixBuilder(Names(sch)).split(st, iv, 8))
+        out.append(choose(sch, v, fixes) if propose else v)
     return out
 
 
@@ -343,8 +348,8 @@ def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, pr
             f"update the same element {out}[{idx}]; " + (
                 "run in parallel they race on it and lose updates" if kind == "parallel" else
                 "a vector over it would write one element from every lane at once and keep only one") +
-            f". {verb.capitalize()} a data-parallel loop instead, or rfactor the reduction first so that the "
-            f"loop becomes a data-parallel axis of the factored stage")
+            f"{_dependence_words(sch, st, iv)}. {verb.capitalize()} a data-parallel loop instead, or rfactor "
+            f"the reduction first so that the loop becomes a data-parallel axis of the factored stage")
     v = Violation(ViolationKind(f"{kind}-reduction"), st, text, (st,), (iv,))
     if not propose:
         return v
@@ -370,6 +375,21 @@ def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, pr
             plain.insert(0, start().reorder(st, order).annotate(st, method, pick))
         candidates[len(candidates) if trivial else 0:0] = plain
     return choose(sch, v, candidates)
+
+
+def _dependence_words(sch: Schedule, st: Stage, iv: E.IterVar) -> str:
+    """`` (the dependence it carries: ...)`` from the polyhedral model, when it can be built."""
+    from ..poly.analysis import analysis  # against the flow, deliberately: see tests/test_layering.py
+
+    try:
+        got = analysis(sch).carried(st, iv)
+    except TesselError:  # a schedule broken otherwise too: the rule stands on its own
+        return ""
+    if got is None:
+        return ""
+    dep, part = got
+    return (f" (it carries the {dep.kind} dependence {dep.source.label()} -> {dep.sink.label()} through "
+            f"{dep.tensor_name}: {dep.witness(part)})")
 
 
 def reduction_annotation_error(stage: Stage, iv: E.IterVar, kind: str) -> ScheduleError:

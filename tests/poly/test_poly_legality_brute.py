@@ -161,7 +161,7 @@ def poly_carried(sch, sizes: dict) -> tuple[set, set]:
     # a stage the model cannot place (a split into nparts of a symbolic extent divides by a
     # symbolic size) is left out, saying why; its loops are not compared
     for name, why in m.unmodelled.items():
-        assert "non-constant" in why or "symbolic" in why, (name, why)
+        assert "non-constant" in why or "symbolic extent" in why, (name, why)
     gone = {id(st.op) for st in sch.stages if st.name in m.unmodelled}
     return out, {k for k in modelled if k[0] not in gone}
 
