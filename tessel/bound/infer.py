@@ -42,6 +42,8 @@ class BoundContext:
         self.order = stage_order(sch, self.consumers)
         self.rmap: dict[E.IterVar, E.Range] = {}
         self.analyzer = Analyzer()
+        for cond in sch.assumption_exprs():  # the user's promises (s.assume), checked at every call
+            self.analyzer.assume(cond)
 
 
 def stage_order(sch: Schedule, cons: dict[Stage, list[Stage]]) -> list[Stage]:
