@@ -33,7 +33,7 @@ from ..schedule.relations import pass_down_time
 from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, SCOPE, Stage
 from ..te.tensor import ComputeOp, Tensor
-from .space import Converter, Namer, NotAffine, pw_to_map, set_space
+from .space import DIM, Converter, Namer, NotAffine, pw_to_map, set_space
 
 
 @dataclass(eq=False)
@@ -107,6 +107,21 @@ class Model:
 
     def statements_in(self, loop: Loop) -> list[Statement]:
         return [s for s in self.statements if any(lp is loop for lp in s.loops)]
+
+    def unread_stages(self) -> list[str]:
+        """Stages that are not outputs and whose values no statement of another stage reads."""
+        out = []
+        for st in self.sch.stages:
+            mine = [s for s in self.statements if s.stage is st]
+            if st.is_output or not mine:
+                continue
+            names = {a.relation.get_tuple_name(DIM.out) for s in mine for a in s.writes}
+            read = any(a.relation.get_tuple_name(DIM.out) in names and
+                       not a.relation.intersect_params(self.context).is_empty()
+                       for s in self.statements if s.stage is not st for a in s.reads)
+            if not read:
+                out.append(st.name)
+        return out
 
     def text(self) -> str:
         from .text import model_text
