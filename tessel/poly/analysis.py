@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ..errors import TesselError
 from ..ir import expr as E
+from ..ir.fingerprint import Unhashable, fingerprint
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from .bounds import check_accesses
@@ -55,12 +56,16 @@ class Analysis:
         return self._model
 
     def check_bounds(self) -> None:
-        """Refuse a read outside its tensor (``poly/bounds.py``); the verdict is remembered."""
+        """Refuse a read outside its tensor (``poly/bounds.py``); the verdict is remembered,
+        and a clean one also for identical schedules built later (``known_clean``)."""
+        if not self._bounds and known_clean(self.sch, "bounds"):
+            self._bounds.append(None)
         if not self._bounds:
             RUNS["bounds"] += 1
             try:
                 check_accesses(self.sch)
                 self._bounds.append(None)
+                remember_clean(self.sch, "bounds")
             except TesselError as err:
                 self._bounds.append(err)
         if self._bounds[0] is not None:
@@ -84,6 +89,51 @@ class Analysis:
         return None
 
 
+def content_key(sch: Schedule) -> str | None:
+    """A hash of everything the analysis reads, by content and position (not by object): an
+    identical schedule built again -- a cached build of the same program -- has the same key.
+    None when some part cannot be hashed faithfully (then nothing is shared)."""
+    parts: list = [tuple(sch.assumptions)]
+    pos = {id(st): k for k, st in enumerate(sch.stages)}
+    for st in sch.stages:
+        ivs = {id(iv): k for k, iv in enumerate(st.all_iter_vars)}
+        op = st.op
+        att = st.attach_stage
+        parts += [type(op).__qualname__, op.name, st.attach_type, st.scope, st.is_output,
+                  tuple((t.shape, t.dtype, t.name) for t in op.outputs), tuple(op.root_iter_vars),
+                  tuple(getattr(op, "body", ()) or ()),
+                  pos.get(id(att), -1) if att is not None else -1,
+                  next((k for k, iv in enumerate(att.all_iter_vars) if iv is st.attach_ivar), -1) if att else -1,
+                  tuple(ivs.get(id(iv), -1) for iv in st.leaf_iter_vars),
+                  tuple((r.kind, tuple(ivs.get(id(iv), -1) for iv in (*r.inputs, *r.outputs)),
+                         tuple(r.params().values())) for r in st.relations),
+                  tuple(sorted((ivs.get(id(iv), -1), a.kind) for iv, a in st.iter_var_attrs.items()))]
+    try:
+        return fingerprint(*parts)
+    except Unhashable:
+        return None
+
+
+#: content keys of schedules found clean (no read outside, no illegal annotation), most recent last
+_CLEAN: dict[tuple[str, str], None] = {}
+_CLEAN_LIMIT = 256
+
+
+def known_clean(sch: Schedule, what: str) -> bool:
+    """Whether an identical schedule was already found clean for ``what`` in this process."""
+    key = content_key(sch)
+    return key is not None and (key, what) in _CLEAN
+
+
+def remember_clean(sch: Schedule, what: str) -> None:
+    key = content_key(sch)
+    if key is None:
+        return
+    _CLEAN[(key, what)] = None
+    while len(_CLEAN) > _CLEAN_LIMIT:
+        del _CLEAN[next(iter(_CLEAN))]
+
+
 def analysis(sch: Schedule) -> Analysis:
     key, refs = state_key(sch)
     got = _CACHE.get(sch)
@@ -94,4 +144,4 @@ def analysis(sch: Schedule) -> Analysis:
     return result
 
 
-__all__ = ["RUNS", "Analysis", "analysis", "state_key"]
+__all__ = ["RUNS", "Analysis", "analysis", "content_key", "known_clean", "remember_clean", "state_key"]

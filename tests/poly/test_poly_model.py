@@ -133,12 +133,34 @@ def test_a_cached_build_does_not_analyse_again():
     a = rand(9, 16)
     check(s, [A, C], [a], [(a * 2).sum(axis=1)])
     once = {k: RUNS[k] - before[k] for k in RUNS}
-    assert once["bounds"] == 1 and once["model"] == 1
+    assert once["bounds"] <= 1 and once["model"] == 1
     tessel.build(s, [A, C])
     assert {k: RUNS[k] - before[k] for k in RUNS} == once
     s[C].vectorize(s[C].leaf_iter_vars[1])  # a new schedule state: analysed again
     tessel.lower(s, [A, C])
     assert RUNS["model"] - before["model"] == 2
+
+
+@pytest.mark.no_replay_check
+def test_the_same_program_built_again_is_not_analysed_again():
+    """What a cached build is: the same program and schedule made afresh (another process's
+    objects, the same content); a different schedule is analysed."""
+    def program(factor):
+        n = te.var("n")
+        A = te.placeholder((n, 8), name="A")
+        B = te.compute((n, 8), lambda i, j: A[i, j] + 1, name="B")
+        s = te.create_schedule(B.op)
+        o, i = s[B].split(B.op.axis[1], factor=factor)
+        s[B].parallel(B.op.axis[0])
+        s[B].vectorize(i)
+        return s, [A, B]
+
+    tessel.lower(*program(4))
+    before = dict(RUNS)
+    tessel.lower(*program(4))
+    assert RUNS == before
+    tessel.lower(*program(2))
+    assert RUNS["model"] == before["model"] + 1 and RUNS["bounds"] == before["bounds"] + 1
 
 
 def test_a_reduction_loop_refusal_names_the_dependence():
