@@ -47,6 +47,7 @@ class Analysis:
     _model: Model | None = field(default=None)
     _deps: list[Dependence] | None = field(default=None)
     _bounds: list = field(default_factory=list)
+    _among: dict = field(default_factory=dict)
 
     @property
     def model(self) -> Model:
@@ -78,11 +79,23 @@ class Analysis:
             self._deps = dependences(self.model)
         return self._deps
 
+    def among(self, stmts: list) -> list[Dependence]:
+        """The dependences between ``stmts`` (computed for those alone unless all are known)."""
+        ids = {id(x) for x in stmts}
+        if self._deps is not None:
+            return [d for d in self._deps if id(d.source) in ids and id(d.sink) in ids]
+        key = frozenset(ids)
+        if key not in self._among:
+            RUNS["dependences"] += 1
+            self._among[key] = dependences(self.model, stmts)
+        return self._among[key]
+
     def carried(self, stage: Stage, iv: E.IterVar):
-        """(dependence, carried part) for the first loop made of ``iv`` that carries one, or None."""
+        """(dependence, carried part) for the first loop made of ``iv`` that carries one, or None;
+        flow dependences are named first."""
         order = {"flow": 0, "anti": 1, "output": 2}
-        deps = sorted(self.dependences, key=lambda d: order[d.kind])
         for lp in self.model.loops_of(stage, iv):
+            deps = sorted(self.among(self.model.statements_in(lp)), key=lambda d: order[d.kind])
             got = carried(self.model, deps, lp)
             if got is not None:
                 return got
