@@ -12,7 +12,9 @@ its condition holds, when the condition is affine; under any other condition it 
 user's promise and is not checked, as before. A read whose index is not quasi-affine falls
 back to the interval check (``bound/check.py``), which refuses only what it proves outside.
 A stage whose domain is empty for some sizes reads nothing there, so it cannot be refuted
-there.
+there; and a read of a tensor with no elements at all (``W[0]`` when ``W``'s size ``m`` is 0) is
+not refused either: every index is outside an empty tensor, and whether a call passes one is a
+matter of that call (as with the interval check before).
 """
 
 from __future__ import annotations
@@ -112,6 +114,8 @@ def _check_load(st: Stage, sp: _StageSpace, ld: E.ProducerLoad, conds: list) -> 
         shape = [conv.aff(n) for n in ld.producer.shape]
     except NotAffine:
         return False
+    for n in shape:  # a read of an empty tensor has no element to be inside of: left to the caller
+        where = where.intersect(n.ge_set(conv.const(1)))
     for k, (i, n) in enumerate(zip(idx, shape)):
         bad = where.intersect(i.lt_set(conv.const(0)).union(i.ge_set(n)))
         if not bad.is_empty():
