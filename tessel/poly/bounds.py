@@ -30,22 +30,8 @@ from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, Stage
 from ..te.tensor import ComputeOp
 from .accesses import conditional_loads
+from .context import context_conditions, size_vars
 from .space import DIM, Converter, Namer, NotAffine, point_values, set_space
-
-
-def _size_vars(sch: Schedule) -> list[E.Var]:
-    from ..ir.functor import collect
-
-    loops = {iv.var for st in sch.stages for iv in st.all_iter_vars}
-    seen: dict[E.Var, None] = {}
-    exprs = [n for st in sch.stages for t in st.op.outputs for n in t.shape]
-    exprs += [x for st in sch.stages for iv in st.op.root_iter_vars if iv.dom is not None
-              for x in (iv.dom.min, iv.dom.extent)]
-    for e in exprs:
-        for v in collect(e, lambda n: isinstance(n, E.Var)):
-            if v not in loops:
-                seen.setdefault(v, None)
-    return list(seen)
 
 
 class _StageSpace:
@@ -68,21 +54,12 @@ class _StageSpace:
         self.domain = dom
 
 
-def _context(sch: Schedule, sizes: list[E.Var]) -> list[E.PrimExpr]:
-    from ..ir import op as O
-
-    out: list[E.PrimExpr] = [O.ge(n, 0) for st in sch.stages for t in st.op.outputs for n in t.shape
-                             if not isinstance(n, E.IntImm)]
-    out += list(getattr(sch, "assumption_exprs", lambda: [])())
-    return out
-
-
 def check_accesses(sch: Schedule) -> None:
     """Refuse the first read that can leave its tensor (BoundError with ``witness``); reads
     whose index isl cannot represent are left to the interval check."""
     bodies = effective_bodies(sch)
-    sizes = _size_vars(sch)
-    context = _context(sch, sizes)
+    sizes = size_vars(sch)
+    context = context_conditions(sch)
     fallback: set[int] = set()
     for st in sch.stages:
         if st.attach_type == INLINE or st.is_placeholder or not isinstance(st.op, ComputeOp):

@@ -28,11 +28,11 @@ import islpy as isl
 
 from ..bound.infer import BoundContext, run_infer_bound
 from ..ir import expr as E
-from ..ir.functor import collect
 from ..schedule.relations import pass_down_time
 from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, SCOPE, Stage
 from ..te.tensor import ComputeOp, Tensor
+from .context import size_vars
 from .space import DIM, Converter, Namer, NotAffine, pw_to_map, set_space
 
 
@@ -171,17 +171,8 @@ class _Builder:
 
     def _params(self) -> dict[E.Var, str]:
         """Symbolic sizes: free variables of shapes, domains and ranges that are no loop."""
-        loops = {iv.var for st in self.sch.stages for iv in st.all_iter_vars}
-        found: dict[E.Var, None] = {}
-        exprs: list = [n for st in self.sch.stages for t in st.op.outputs for n in t.shape]
-        exprs += [x for r in self.rmap.values() for x in (r.min, r.extent)]
-        exprs += [x for st in self.sch.stages for iv in st.all_iter_vars if iv.dom is not None
-                  for x in (iv.dom.min, iv.dom.extent)]
-        for e in exprs:
-            for v in collect(e, lambda n: isinstance(n, E.Var)):
-                if v not in loops:
-                    found.setdefault(v, None)
-        return {v: self.namer.name(v, v.name, "p_") for v in found}
+        ranges = [x for r in self.rmap.values() for x in (r.min, r.extent)]
+        return {v: self.namer.name(v, v.name, "p_") for v in size_vars(self.sch, ranges)}
 
     # ---- statements ------------------------------------------------------------------------
     def stage_statements(self, st: Stage) -> list[Statement]:
