@@ -5,8 +5,9 @@
 For each benchmark kernel (tessel's schedule from ``examples/``) it measures, in one process:
 
 * **cold build**: ``tessel.build`` into a fresh cache directory, with the analysis as every
-  build runs it (the exact out-of-bounds check always; the dependence analysis when a loop is
-  annotated parallel, vectorized or unrolled);
+  build runs it (the exact out-of-bounds check always; the model and the dependences of the
+  annotated loops when a loop is parallel, vectorized or unrolled), and the seconds of it spent
+  in the analysis: what the analysis added to the build;
 * **analysis**: the same analysis alone, on a fresh copy of the schedule with nothing cached
   (the exact bounds check, then the model and every dependence), and its share of the build;
 * **cached build**: the same program built again from fresh objects (what a second run of a
@@ -41,7 +42,7 @@ def _analysis_alone(case) -> tuple[float, int]:
     return time.perf_counter() - t0, len(deps)
 
 
-def _builds(case) -> tuple[float, float, bool]:
+def _builds(case) -> tuple[float, float, float, bool]:
     import tessel
     from tessel.poly import analysis as A
     from tessel.runtime.cache import clear_memory_cache
@@ -50,16 +51,18 @@ def _builds(case) -> tuple[float, float, bool]:
     clear_memory_cache()
     A._CLEAN.clear()
     s, args = case.tessel()
+    spent = sum(A.SECONDS.values())
     t0 = time.perf_counter()
     tessel.build(s, args)
     cold = time.perf_counter() - t0
+    added = sum(A.SECONDS.values()) - spent
     clear_memory_cache()
     before = dict(A.RUNS)
     s, args = case.tessel()
     t0 = time.perf_counter()
     tessel.build(s, args)
     cached = time.perf_counter() - t0
-    return cold, cached, A.RUNS != before
+    return cold, added, cached, A.RUNS != before
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,21 +71,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", default="results")
     opts = ap.parse_args(argv)
-    rows = ["| kernel | size | threads | cold build (ms) | analysis (ms) | share of cold build | dependences "
-            "| cached build (ms) | analysis in cached build |", "|" + "---|" * 9]
+    rows = ["| kernel | size | threads | cold build (ms) | of which analysis (ms) | share | full analysis "
+            "alone (ms) | dependences | cached build (ms) | analysis in cached build |", "|" + "---|" * 10]
     for case in cases(opts.quick):
-        colds, caches, alone, again = [], [], [], False
+        colds, added, caches, alone, again = [], [], [], [], False
         ndeps = 0
         for _ in range(opts.repeat):
-            cold, cached, ran = _builds(case)
+            cold, spent, cached, ran = _builds(case)
             colds.append(cold)
+            added.append(spent)
             caches.append(cached)
             again = again or ran
             t, ndeps = _analysis_alone(case)
             alone.append(t)
-        c, a, k = statistics.median(colds), statistics.median(alone), statistics.median(caches)
-        rows.append(f"| {case.kernel} | {case.size} | {case.threads or 'all'} | {c * 1e3:.0f} | {a * 1e3:.1f} "
-                    f"| {100 * a / c:.1f}% | {ndeps} | {k * 1e3:.1f} | {'yes' if again else 'no'} |")
+        c, d, a, k = (statistics.median(x) for x in (colds, added, alone, caches))
+        rows.append(f"| {case.kernel} | {case.size} | {case.threads or 'all'} | {c * 1e3:.0f} | {d * 1e3:.1f} "
+                    f"| {100 * d / c:.1f}% | {a * 1e3:.1f} | {ndeps} | {k * 1e3:.1f} | {'yes' if again else 'no'} |")
         print(rows[-1], flush=True)
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)

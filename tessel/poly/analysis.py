@@ -9,6 +9,7 @@ user's assumptions. Any primitive changes one of those and so the key.
 
 from __future__ import annotations
 
+import time
 import weakref
 from dataclasses import dataclass, field
 
@@ -24,6 +25,8 @@ from .model import Model, build
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: how many analyses were computed (not found in the cache), for tests and benchmarks
 RUNS = {"model": 0, "dependences": 0, "bounds": 0}
+#: seconds spent in each (what the analysis adds to builds; see benchmarks/poly_build.py)
+SECONDS = {"model": 0.0, "dependences": 0.0, "bounds": 0.0}
 
 
 def state_key(sch: Schedule) -> tuple[tuple, list]:
@@ -53,7 +56,9 @@ class Analysis:
     def model(self) -> Model:
         if self._model is None:
             RUNS["model"] += 1
+            t0 = time.perf_counter()
             self._model = build(self.sch)
+            SECONDS["model"] += time.perf_counter() - t0
         return self._model
 
     def check_bounds(self) -> None:
@@ -63,20 +68,26 @@ class Analysis:
             self._bounds.append(None)
         if not self._bounds:
             RUNS["bounds"] += 1
+            t0 = time.perf_counter()
             try:
                 check_accesses(self.sch)
                 self._bounds.append(None)
                 remember_clean(self.sch, "bounds")
             except TesselError as err:
                 self._bounds.append(err)
+            finally:
+                SECONDS["bounds"] += time.perf_counter() - t0
         if self._bounds[0] is not None:
             raise self._bounds[0]
 
     @property
     def dependences(self) -> list[Dependence]:
         if self._deps is None:
+            model = self.model
             RUNS["dependences"] += 1
-            self._deps = dependences(self.model)
+            t0 = time.perf_counter()
+            self._deps = dependences(model)
+            SECONDS["dependences"] += time.perf_counter() - t0
         return self._deps
 
     def among(self, stmts: list) -> list[Dependence]:
@@ -86,8 +97,11 @@ class Analysis:
             return [d for d in self._deps if id(d.source) in ids and id(d.sink) in ids]
         key = frozenset(ids)
         if key not in self._among:
+            model = self.model
             RUNS["dependences"] += 1
-            self._among[key] = dependences(self.model, stmts)
+            t0 = time.perf_counter()
+            self._among[key] = dependences(model, stmts)
+            SECONDS["dependences"] += time.perf_counter() - t0
         return self._among[key]
 
     def carried(self, stage: Stage, iv: E.IterVar):
@@ -157,4 +171,4 @@ def analysis(sch: Schedule) -> Analysis:
     return result
 
 
-__all__ = ["RUNS", "Analysis", "analysis", "content_key", "known_clean", "remember_clean", "state_key"]
+__all__ = ["RUNS", "SECONDS", "Analysis", "analysis", "content_key", "known_clean", "remember_clean", "state_key"]
