@@ -108,6 +108,10 @@ class Model:
     def statements_in(self, loop: Loop) -> list[Statement]:
         return [s for s in self.statements if any(lp is loop for lp in s.loops)]
 
+    def empty_statements(self) -> list[Statement]:
+        """Statements with no instance for any sizes the context allows (they never run)."""
+        return [s for s in self.statements if s.domain.intersect_params(self.context).is_empty()]
+
     def unread_stages(self) -> list[str]:
         """Stages that are not outputs and whose values no statement of another stage reads."""
         out = []
