@@ -76,6 +76,8 @@ class Statement:
     schedule: isl.Map | None = None
     accesses: list[Access] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: converts expressions over ``dim_vars`` (and the sizes) into this statement's space
+    converter: Converter | None = field(default=None, repr=False)
 
     @property
     def reads(self) -> list[Access]:
@@ -204,8 +206,7 @@ class _Builder:
                     dom = dom.intersect(self._in_range(conv, iv.var, iv.dom, dom, notes))
                 dom = dom.intersect(self._in_range(conv, iv.var, self.rmap[iv], dom, notes))
             conv.domain = dom
-            stmt = Statement(name, st, role, dims, dom, [], notes=notes)
-            stmt._conv = conv  # type: ignore[attr-defined]
+            stmt = Statement(name, st, role, dims, dom, [], notes=notes, converter=conv)
             out.append(stmt)
         return out
 
@@ -269,7 +270,8 @@ def build(sch: Schedule, ctx: BoundContext | None = None) -> Model:
         vec = vectors.get(id(stmt))
         if vec is None:
             continue
-        conv: Converter = stmt._conv  # type: ignore[attr-defined]
+        conv = stmt.converter
+        assert conv is not None
         vals = [conv.const(x) if isinstance(x, int) else x for x in vec] + [conv.const(0)] * (width - len(vec))
         stmt.schedule = pw_to_map(vals, stmt.domain, "T", [f"t{k}" for k in range(width)])
     from .accesses import add_accesses
@@ -319,7 +321,8 @@ def _time_values(b: _Builder, st: Stage) -> dict:
 def _statement_vector(b: _Builder, stmt: Statement, vec: list, path: list[Loop]) -> list | None:
     """``vec`` (static positions and Loop placeholders) with each loop's coordinates as
     functions of the statement's dimensions; None (and a note) where one is not quasi-affine."""
-    conv: Converter = stmt._conv  # type: ignore[attr-defined]
+    conv = stmt.converter
+    assert conv is not None
     out: list = []
     k = 0
     while k < len(vec):
