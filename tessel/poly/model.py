@@ -213,7 +213,7 @@ class _Builder:
     def _in_range(self, conv: Converter, v: E.Var, r: E.Range, known: isl.Set, notes: list[str]) -> isl.Set:
         """``v`` in ``r`` (over ``known``, the constraints so far); the whole space, and a note,
         when the range is not quasi-affine (the domain is then larger than what runs)."""
-        conv.domain = known.intersect_params(self.context) if hasattr(self, "context") else known
+        conv.domain = known
         try:
             x, lo, ext = conv.aff(v), conv.aff(r.min), conv.aff(r.extent)
         except NotAffine as err:
