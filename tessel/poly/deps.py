@@ -89,14 +89,11 @@ class Dependence:
     def distances(self) -> isl.Set:
         """The distance vectors over the loops enclosing both ends (one coordinate per time
         dimension of those loops)."""
-        dims = [d for lp in self.common_loops() for d in range(lp.pos, lp.pos + lp.width)]
-        deltas = self.in_time().deltas()
-        keep = isl.Set.universe(deltas.get_space())
-        n = deltas.dim(DIM.set)
-        out = deltas.intersect(keep)
-        drop = [k for k in range(n) if k not in dims]
-        for k in reversed(drop):
-            out = out.project_out(DIM.set, k, 1)
+        keep = {d for lp in self.common_loops() for d in range(lp.pos, lp.pos + lp.width)}
+        out = self.in_time().deltas()
+        for k in reversed(range(out.dim(DIM.set))):
+            if k not in keep:
+                out = out.project_out(DIM.set, k, 1)
         return out.coalesce()
 
     def carried_by(self, loop: Loop) -> isl.Map:

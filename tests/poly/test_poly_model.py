@@ -202,3 +202,15 @@ def test_a_stage_nobody_can_model_is_said_so():
     m2 = tessel.poly.model(s2)
     assert "B" in m2.unmodelled and "divides by a non-constant" in m2.unmodelled["B"]
     assert "not modelled: B" in str(m2)
+
+
+def test_distance_vectors_over_the_common_loops():
+    A = te.placeholder((4, 8), name="A")
+    k = te.reduce_axis((0, 8), name="k")
+    B = te.compute((4,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    by = {(d.kind, d.source.role, d.sink.role): d for d in s.dependences()}
+    upd = by[("flow", "update", "update")].distances()
+    assert upd.reset_tuple_id().is_equal(isl.Set("{ [0, d] : 0 < d <= 7 }"))
+    init = by[("flow", "init", "update")].distances()  # only the i loop encloses both
+    assert init.reset_tuple_id().is_equal(isl.Set("{ [0] }"))
