@@ -1,0 +1,18 @@
+"""The polyhedral view of a schedule (seed 004), the one adapter over islpy.
+
+``model(s)`` builds it (statements, parametric domains, access relations, the 2d+1 schedule
+into one time space) and shows it as text.
+"""
+
+from __future__ import annotations
+
+from .model import Access, Loop, Model, Statement, build
+from .space import Converter, Namer, NotAffine
+
+
+def model(sch) -> Model:
+    """The polyhedral model of ``sch`` as it would be lowered now; ``str()`` of it reads."""
+    return build(sch)
+
+
+__all__ = ["Access", "Converter", "Loop", "Model", "Namer", "NotAffine", "Statement", "build", "model"]
