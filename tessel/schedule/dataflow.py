@@ -96,12 +96,12 @@ def loop_ranges(stage: Stage, roots) -> dict[E.IterVar, E.Range]:
     """Ranges of the IterVars below ``roots`` from their domains alone (no consumer requests).
 
     InferBound's PassDownDomain for an output stage, so that the loops a rewrite makes agree
-    with the ones lowering will make; but these extents become tensor shapes, so a split's
-    factor is cut to its parent only where both are constants (``relations.Cut``), and the
+    with the ones lowering will make; these extents become tensor shapes, so a split's factor
+    is cut to its parent only where both are constants (``relations.Cut``), and the
     extents are left as the relations write them.
     """
     rng: dict[E.IterVar, E.Range] = {iv: iv.dom for iv in roots if iv.dom is not None}
-    R.pass_down_domain(stage.relations, rng, cut=R.Cut(R.bound_to_thread(stage.iter_var_attrs), symbolic=False))
+    R.pass_down_domain(stage.relations, rng, cut=R.Cut(R.bound_to_thread(stage.iter_var_attrs)))
     return rng
 
 
