@@ -125,6 +125,15 @@ class Allocate(Stmt):
     def __init__(self, buffer: Buffer, body: Stmt):
         self.buffer, self.body = buffer, body
 
+    @property
+    def extents(self) -> tuple[PrimExpr, ...]:
+        """The allocated shape, under TVM's name for it (TE users walk allocations with it)."""
+        return self.buffer.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.buffer.dtype
+
 
 class IndexGuard(Node):
     """What the symbolic sizes of a call must satisfy for one index computation to fit its dtype.

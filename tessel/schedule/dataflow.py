@@ -330,6 +330,12 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0
 
     check_reducer_reorderable(stage, red.combiner, axis)
     touched = connected(stage, axis)
+    mixed = [iv.name for iv in op.axis if id(iv) in touched]
+    if mixed:  # as TVM: the factored loop must not carry an output axis
+        raise ScheduleError(
+            f"rfactor of {stage.name}: {axis.name} is fused with data-parallel axis {', '.join(mixed)}, so it is not "
+            f"a loop of the reduction alone; rfactor a loop made of reduction axes only (split or fuse "
+            f"{', '.join(iv.name for iv in op.reduce_axis)} without {', '.join(mixed)})")
     rf_op, fiv, rest = _partial_op(stage, axis, pos, touched)
     ext = fiv.dom.extent
     # B: a reduction over the factored axis, on fresh loops

@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 ROOT, SCOPE, INLINE = "root", "scope", "inline"
 
 
+_TVM_ITER_TYPE = {"serial": E.IterVar.DataPar, "thread_binding": E.IterVar.DataPar, "unrolled": E.IterVar.Unrolled,
+                  "vectorized": E.IterVar.Vectorized, "parallel": E.IterVar.Parallelized,
+                  "tensorized": E.IterVar.Tensorized}
+
+
 @dataclass
 class IterVarAttr:
     """Annotations of one loop: its kind (serial, parallel, vectorized, unrolled) and binding."""
@@ -31,6 +36,20 @@ class IterVarAttr:
     kind: str = "serial"
     bind_thread: E.IterVar | None = None
     pragmas: dict = field(default_factory=dict)
+
+    @property
+    def iter_type(self) -> int:
+        """The kind as TVM numbers it (``te.IterVar.Vectorized`` ...), for code written against TVM."""
+        return _TVM_ITER_TYPE.get(self.kind, E.IterVar.DataPar)
+
+    @property
+    def pragma_keys(self) -> tuple[str, ...]:
+        """The pragmas on the loop, in the order given (TVM's ``IterVarAttr.pragma_keys``)."""
+        return tuple(self.pragmas)
+
+    @property
+    def pragma_values(self) -> tuple:
+        return tuple(self.pragmas.values())
 
 
 class Stage:
@@ -166,22 +185,24 @@ class Stage:
         return fused
 
     def _fuse2(self, outer: E.IterVar, inner: E.IterVar) -> E.IterVar:
+        """Fuse two adjacent loops, given in either order (as TVM does): the fused loop is
+        named after the arguments as written and counts the outer loop's iterations outermost.
+        A loop made of a reduction axis is a reduction loop (TVM: the larger iteration type)."""
+        name = f"{outer.name}.{inner.name}.fused"
         po, pi = self.leaf_iter_vars.index(outer), self.leaf_iter_vars.index(inner)
+        if po == pi + 1:
+            outer, inner, po, pi = inner, outer, pi, po
         if pi != po + 1:
             raise ScheduleError(
                 f"stage {self.name}: cannot fuse {outer.name} and {inner.name}: they are not adjacent "
-                f"loops with {outer.name} directly outside {inner.name} (loop order: {self._leaf_names()}); "
-                f"reorder them first, e.g. s[{self.name}].reorder({outer.name}, {inner.name})"
-            )
-        if outer.is_reduce != inner.is_reduce:
-            raise ScheduleError(
-                f"stage {self.name}: cannot fuse {outer.name} and {inner.name}: one is a reduction "
-                "axis and the other is not"
+                f"loops (loop order: {self._leaf_names()}); reorder them next to each other first, "
+                f"e.g. s[{self.name}].reorder({outer.name}, {inner.name})"
             )
         dtype = outer.dtype if outer.dtype.bits >= inner.dtype.bits else inner.dtype
+        like = inner if inner.is_reduce else outer
         probe = E.IterVar(None, outer.var)
         dom = self._reduce_doms(Fuse(outer, inner, probe)).get(probe)
-        fused = self._new_iv(f"{outer.name}.{inner.name}.fused", outer, dtype=dtype, dom=dom)
+        fused = self._new_iv(name, like, dtype=dtype, dom=dom)
         self.relations.append(Fuse(outer, inner, fused))
         self.leaf_iter_vars[po:pi + 1] = [fused]
         self._move_attachments(inner, fused)
