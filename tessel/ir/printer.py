@@ -210,6 +210,8 @@ class Printer:
             params = []
             for b in s.params:
                 params.append(f"{self.sname(b)}: {b.dtype}[{', '.join(self.expr(x) for x in b.shape)}]")
+            for k, v in s.scalar_args:  # passed by value, at their places in the call
+                params.insert(k, f"{self.name(v)}: {v.dtype}")
             self.block(f"func {shown(s.name, None)}({', '.join(params)})", s.body)
         else:
             self.emit(self.expr(s))

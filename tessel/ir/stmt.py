@@ -162,18 +162,24 @@ class PrimFunc(Node):
     them (after the buffers); each is bound from the first buffer dimension it names.
     ``guards`` are the conditions on those sizes that the body's narrow index arithmetic needs
     (:class:`IndexGuard`), checked at every call.
+
+    ``scalar_args`` are the scalars the caller passes by value (TVM's ``te.var`` in the argument
+    list, of any dtype), as ``(position in the call, var)``; each is also among ``size_vars``
+    (that is how the code receives it) and, where a shape names it too, the array must agree.
+    The buffers take the other positions of the call, in order.
     """
 
-    __slots__ = ("name", "params", "size_vars", "body", "outputs", "guards")
-    _fields = ("name", "params", "size_vars", "body", "outputs", "guards")
+    __slots__ = ("name", "params", "size_vars", "body", "outputs", "guards", "scalar_args")
+    _fields = ("name", "params", "size_vars", "body", "outputs", "guards", "scalar_args")
 
-    def __init__(self, name: str, params, size_vars, body: Stmt, outputs=(), guards=()):
+    def __init__(self, name: str, params, size_vars, body: Stmt, outputs=(), guards=(), scalar_args=()):
         self.name = name
         self.params = tuple(params)
         self.size_vars = tuple(size_vars)
         self.body = body
         self.outputs = tuple(outputs)
         self.guards = tuple(guards)
+        self.scalar_args = tuple(scalar_args)
 
 
 def seq(*stmts: Stmt | None) -> Stmt:
