@@ -338,10 +338,15 @@ class Stage:
           IR (``False``, leaving it to the C compiler, is refused);
         * ``"debug_skip_region"``: the loop is not run at all, to time a kernel without it.
 
-        Any other key is refused rather than stored and ignored: a hint with no effect would
-        look as if it had been honoured.
+        Any other key is kept, as TVM keeps it: an attribute ``pragma_<key>`` on the loop in the
+        lowered IR (value 1 if none is given), for passes or readers of the IR. No tessel pass
+        acts on it, and a warning says so, so that a hint without effect is not mistaken for
+        one that was honoured.
         """
         self._check_leaf(iv, "pragma")
+        if not isinstance(key, str) or not key:
+            raise ScheduleError(f"stage {self.name}: pragma on {iv.var.name} needs a key that is a non-empty "
+                                f"str, e.g. 'auto_unroll_max_step'; got {key!r}")
         label = f"stage {self.name}: pragma({iv.var.name}, {key!r}"
         if key == "auto_unroll_max_step":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -351,13 +356,29 @@ class Stage:
             if value is not None and not value:
                 raise ScheduleError(f"{label}, {value!r}): tessel always unrolls in the IR, so unrolled loops "
                                     "become straight-line code; drop the pragma or pass True")
-        elif key == "debug_skip_region":
-            pass
-        else:
-            raise ScheduleError(f"{label}): unknown pragma; tessel knows 'auto_unroll_max_step' (with a step "
-                                "count), 'unroll_explicit' and 'debug_skip_region'. For unrolling one loop use "
-                                "s[T].unroll(axis), for threads s[T].parallel(axis)")
+        elif key != "debug_skip_region":
+            value = self._kept_pragma(iv, key, value, label)
         self.iter_var_attrs.setdefault(iv, IterVarAttr()).pragmas[key] = value
+
+    def _kept_pragma(self, iv: E.IterVar, key: str, value, label: str):
+        """The value of a pragma no pass acts on, as the IR attribute will carry it (warned of)."""
+        import warnings
+
+        from ..errors import DefinitionError, TesselWarning
+
+        if value is None:
+            value = convert(1)
+        elif not isinstance(value, str):
+            try:
+                value = convert(value)
+            except DefinitionError:
+                raise ScheduleError(f"{label}, {value!r}): a pragma's value is a number, a string or an "
+                                    "expression") from None
+        warnings.warn(f"{label}): no tessel pass acts on this pragma; it is kept as the attribute "
+                      f"pragma_{key} on the loop in the lowered IR. The ones tessel applies are "
+                      "'auto_unroll_max_step', 'unroll_explicit' and 'debug_skip_region'", TesselWarning,
+                      stacklevel=4)
+        return value
 
     @recorded
     def set_scope(self, scope: str) -> None:
