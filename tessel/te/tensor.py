@@ -10,6 +10,7 @@ right away, so a wrong program fails where it is written, not deep inside loweri
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Sequence
 
 from ..arith import Analyzer, IntSet, eval_set, union
@@ -286,11 +287,16 @@ def placeholder(shape, dtype: DTypeLike = "float32", name: str = "placeholder") 
 
 
 def _check_shape(shape, name: str) -> tuple[E.PrimExpr, ...]:
-    if isinstance(shape, int | E.PrimExpr):
+    """The sizes as integer expressions. A float that is a whole number is taken as that integer:
+    TVM's tutorials write ``N / bn``, which Python 3 makes a float (TVM truncates any float; a
+    fractional one is refused here instead, since no tensor has half a row)."""
+    if isinstance(shape, int | float | E.PrimExpr):
         shape = (shape,)
     out = []
     for k, s in enumerate(shape):
         e = convert(s)
+        if isinstance(e, E.FloatImm) and math.isfinite(e.value) and float(e.value).is_integer():
+            e = convert(int(e.value))
         if not e.dtype.is_integer:
             raise DefinitionError(f"dimension {k} of {name} is `{e}` of dtype {e.dtype}; sizes must be integers")
         if isinstance(e, E.IntImm) and e.value < 0:
