@@ -114,3 +114,18 @@ def test_fused_reduction_values_with_a_max_reducer():
     s[B].fuse(k, B.op.axis[0])
     a = rand(5, 7)
     check(s, [A, B], [a], [np.max(a, axis=1)])
+
+
+def test_rfactor_of_another_axis_keeps_a_mixed_fused_loop():
+    A = te.placeholder((5, 6, 7), name="A")
+    k1 = te.reduce_axis((0, 6), name="k1")
+    k2 = te.reduce_axis((0, 7), name="k2")
+    B = te.compute((5,), lambda i: te.sum(A[i, k1, k2], axis=[k1, k2]), name="B")
+    s = te.create_schedule(B.op)
+    i = B.op.axis[0]
+    s[B].reorder(k1, i, k2)
+    f = s[B].fuse(i, k2)
+    BF = s.rfactor(B, k1)
+    assert f in s[BF].leaf_iter_vars and f.is_reduce  # B.rf takes the fused loop over
+    a = rand(5, 6, 7)
+    check(s, [A, B], [a], [a.sum(axis=(1, 2))], rtol=1e-4)
