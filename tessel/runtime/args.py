@@ -69,25 +69,8 @@ class ArgSpec:
         bound.update(sc.var for sc in self.scalars)
         self._taken = frozenset(sc.position for sc in self.scalars)
         positions = iter(k for k in range(len(func.params) + len(self.scalars)) if k not in self._taken)
-        params: list[_Param] = []
-        for buf in func.params:
-            pos = next(positions)
-            dims = []
-            for k, ext in enumerate(buf.shape):
-                if isinstance(ext, E.IntImm):
-                    if ext.value < 0:
-                        raise BuildError(f"kernel {func.name!r}: {buf.name} has negative extent {ext.value}")
-                    dims.append(_Dim(k, const=ext.value, expr=ext))
-                elif isinstance(ext, E.Var):
-                    if id(ext) not in var_pos:  # a size used only in shapes: still checked
-                        var_pos[id(ext)] = len(self.vars)
-                        self.vars.append(ext)
-                    vi = var_pos[id(ext)]
-                    dims.append(_Dim(k, var=vi, binds=vi not in bound, expr=ext))
-                    bound.add(vi)
-                else:
-                    dims.append(_Dim(k, expr=ext))
-            params.append(_Param(pos, buf.name, buf.dtype.numpy, tuple(dims), buf in outputs))
+        params = [_Param(next(positions), buf.name, buf.dtype.numpy, self._dims(buf, var_pos, bound), buf in outputs)
+                  for buf in func.params]
         for i, v in enumerate(self.vars):
             if i not in bound:
                 raise BuildError(
@@ -113,6 +96,26 @@ class ArgSpec:
             self._fast = tuple((p.dtype, tuple(d.const for d in p.dims), _c_strides(p), p.dtype.itemsize)
                                for p in params)
             self._fast_nbytes = tuple(p.dtype.itemsize * math.prod(d.const for d in p.dims) for p in params)
+
+    def _dims(self, buf: S.Buffer, var_pos: dict[int, int], bound: set[int]) -> tuple[_Dim, ...]:
+        """How each dimension of ``buf`` is checked; the first dimension naming a size var not
+        bound yet (by a scalar argument or an earlier array) binds it."""
+        dims = []
+        for k, ext in enumerate(buf.shape):
+            if isinstance(ext, E.IntImm):
+                if ext.value < 0:
+                    raise BuildError(f"kernel {self.kernel!r}: {buf.name} has negative extent {ext.value}")
+                dims.append(_Dim(k, const=ext.value, expr=ext))
+            elif isinstance(ext, E.Var):
+                if id(ext) not in var_pos:  # a size used only in shapes: still checked
+                    var_pos[id(ext)] = len(self.vars)
+                    self.vars.append(ext)
+                vi = var_pos[id(ext)]
+                dims.append(_Dim(k, var=vi, binds=vi not in bound, expr=ext))
+                bound.add(vi)
+            else:
+                dims.append(_Dim(k, expr=ext))
+        return tuple(dims)
 
     def check(self, args: tuple) -> tuple[list[int], list[int]]:
         """Return the data pointers and the size-var values (in ``func.size_vars`` order), or raise."""
