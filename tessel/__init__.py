@@ -1,7 +1,10 @@
 """tessel: tensor expressions and schedules, lowered through InferBound to native code."""
 
 # `import tessel as tvm` accepts the TVM-0.6-era spellings (tvm.placeholder, tvm.compute, tvm.sum ...)
+import sys as _sys
+
 from . import compat, poly, te, viz
+from . import errors as error  # TVM's tvm.error: TVMError and the classes below
 from .bound import infer_bound
 from .compat import *
 from .driver import build, lower
@@ -15,16 +18,20 @@ from .errors import (
     LowerError,
     ScheduleError,
     TesselError,
+    TVMError,
     ViewError,
 )
 from .ir.expr import IterVar, Range
 from .schedule import create_schedule
 
+# `import tessel.error` and `from tessel.error import TVMError` as with tvm.error (one module, two names)
+_sys.modules[__name__ + ".error"] = error
+
 __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentError", "BoundError", "BuildError", "DefinitionError", "IndexOverflowError", "InternalError", "IterVar",
-    "LowerError", "Range", "ScheduleError", "TesselError", "build", "create_schedule", "infer_bound",
+    "LowerError", "Range", "ScheduleError", "TVMError", "TesselError", "error", "build", "create_schedule", "infer_bound",
     "ViewError", "lower", "te", "viz", "compat", *compat.__all__,
 ]
 

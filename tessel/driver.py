@@ -44,15 +44,21 @@ class Step:
     ir: S.Stmt
 
 
-def _params(args: Sequence) -> tuple[dict, list[S.Buffer], list[E.Var]]:
+def _params(args: Sequence) -> tuple[dict, list[S.Buffer], list[E.Var], list[tuple[int, E.Var]]]:
+    """The buffers of the tensor arguments, the size vars (those their shapes name, then the
+    scalar arguments that no shape names) and the scalar arguments with their call positions."""
     buffers: dict[Tensor, S.Buffer] = {}
     order: list[S.Buffer] = []
     sizes: list[E.Var] = []
+    scalars: list[tuple[int, E.Var]] = []
     for k, a in enumerate(args):
+        if isinstance(a, E.Var):
+            scalars.append((k, _scalar_arg(k, a, scalars)))
+            continue
         if not isinstance(a, Tensor):
             raise LowerError(
                 f"argument {k} of lower/build is {a!r}; arguments are the tensors the kernel reads and "
-                "writes (symbolic sizes are bound from their shapes)"
+                "writes and the scalars it takes (te.var(name, dtype)); symbolic sizes are bound from shapes"
             )
         if a in buffers:
             raise LowerError(f"tensor {a.name} appears twice in the argument list")
@@ -63,7 +69,18 @@ def _params(args: Sequence) -> tuple[dict, list[S.Buffer], list[E.Var]]:
             for v in sorted(free_vars(dim), key=lambda v: v.name):
                 if v not in sizes:
                     sizes.append(v)
-    return buffers, order, sizes
+    sizes += [v for _, v in scalars if v not in sizes]
+    return buffers, order, sizes, scalars
+
+
+def _scalar_arg(k: int, v: E.Var, earlier: list[tuple[int, E.Var]]) -> E.Var:
+    """A scalar kernel argument (TVM: a Var in the argument list), passed by value."""
+    if v.dtype.lanes != 1 or not (v.dtype.is_int or v.dtype.is_uint or v.dtype.is_float or v.dtype.is_bool):
+        raise LowerError(f"argument {k} of lower/build, scalar {v.name!r}, has dtype {v.dtype}; a scalar "
+                         "argument is one number (an int, uint, float or bool dtype)")
+    if any(w is v for _, w in earlier):
+        raise LowerError(f"scalar {v.name!r} appears twice in the argument list")
+    return v
 
 
 # stage count plus the summed depth of the stages' expressions (an upper bound on any inlined
@@ -111,7 +128,7 @@ def _lower_schedule(sch: Schedule, args: Sequence, name: str) -> tuple[S.PrimFun
     # a rewrite (cache_write, rfactor, a cache_read's reader) replaces a stage's tensors; the user's own
     # tensors stand for the current ones
     args = [sch.current_tensor(a) if isinstance(a, Tensor) else a for a in args]
-    buffers, params, sizes = _params(args)
+    buffers, params, sizes, scalars = _params(args)
     steps: list[Step] = []
     analysis(sch).check_bounds()  # reads outside a tensor, refused exactly with a witness (seed 004)
     ctx = run_infer_bound(sch, check=False)
@@ -126,7 +143,7 @@ def _lower_schedule(sch: Schedule, args: Sequence, name: str) -> tuple[S.PrimFun
     _check_free_vars(stmt, sizes)
     _check_unrolls(sch, stmt)
     assumed = tuple(zip(sch.assumptions, sch.assumption_exprs()))
-    return S.PrimFunc(name, params, sizes, stmt, assumptions=assumed), steps
+    return S.PrimFunc(name, params, sizes, stmt, scalar_args=scalars, assumptions=assumed), steps
 
 
 def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.PrimFunc:
@@ -139,12 +156,16 @@ def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.Prim
     steps.append(Step("vectorize", stmt))
     stmt = unroll(stmt, max_statements=MAX_UNROLL_STATEMENTS)
     steps.append(Step("unroll", stmt))
-    # last, so that it types the very expressions the code generators print (seed 002)
-    stmt, guards = index_dtype(stmt, list(front.size_vars))
+    # last, so that it types the very expressions the code generators print (seed 002); the
+    # sizes are array extents (never negative), a scalar argument no shape names may be anything
+    passed = {id(v) for _, v in front.scalar_args}
+    shaped = {id(v) for b in front.params for d in b.shape for v in free_vars(d)}
+    stmt, guards = index_dtype(stmt, [v for v in front.size_vars if id(v) in shaped or id(v) not in passed])
     steps.append(Step("index_dtype", stmt))
     written = {id(s.buffer) for s in collect(stmt, lambda n: isinstance(n, S.BufferStore))}
     outputs = [b for b in front.params if id(b) in written]
-    return S.PrimFunc(front.name, front.params, front.size_vars, stmt, outputs, guards, front.assumptions)
+    return S.PrimFunc(front.name, front.params, front.size_vars, stmt, outputs, guards, front.scalar_args,
+                      front.assumptions)
 
 
 def _check_unrolls(sch: Schedule, stmt: S.Stmt) -> None:
@@ -165,8 +186,9 @@ def _check_free_vars(stmt: S.Stmt, sizes: list[E.Var]) -> None:
     missing = sorted({v.name for v in free_vars(stmt) if v not in bound})
     if missing:
         raise LowerError(
-            f"the kernel uses the symbolic size(s) {', '.join(missing)}, but no argument has them in its "
-            "shape, so they could not be bound at call time: pass a tensor whose shape uses them"
+            f"the kernel uses the symbolic size(s) or scalar(s) {', '.join(missing)}, but no argument has "
+            "them in its shape, so they could not be bound at call time: pass a tensor whose shape uses "
+            "them, or the variable itself in the argument list (a scalar argument, as in TVM)"
         )
 
 

@@ -1,15 +1,26 @@
-"""The error classes users catch.
+"""The error classes users catch (also ``tessel.error``, TVM's ``tvm.error``).
 
 Every failure a user can cause is reported as a subclass of :class:`TesselError` whose message
 names the stage, tensor or axis concerned and says what to do. Internal invariant failures are
 :class:`InternalError`, so that a user can tell "my schedule is wrong" from "tessel is wrong".
+
+Code written for TVM catches ``tvm.error.TVMError`` or ``RuntimeError`` (TVMError is a
+RuntimeError there): :class:`TesselError` is a ``RuntimeError`` and ``TVMError`` is its other
+name, so such code catches tessel's errors unchanged. The subclasses keep the Python base a
+caller would expect besides (a malformed expression is also a ``TypeError``, a bad array a
+``ValueError``), so tessel may refuse earlier than TVM (at the primitive, not at ``lower``)
+and still land in the same ``except``.
 """
 
 from __future__ import annotations
 
 
-class TesselError(Exception):
-    """Base of every error tessel raises on purpose."""
+class TesselError(RuntimeError):
+    """Base of every error tessel raises on purpose (TVM's ``TVMError``)."""
+
+
+#: TVM's name for the base of its errors (``except tvm.error.TVMError``)
+TVMError = TesselError
 
 
 class DefinitionError(TesselError, TypeError):
@@ -64,7 +75,7 @@ class InternalError(TesselError, AssertionError):
     """A broken invariant inside tessel: please report it with the program that caused it."""
 
 
-class KernelRuntimeError(TesselError, RuntimeError):
+class KernelRuntimeError(TesselError):
     """A kernel failed while running (an out-of-bounds access seen by the python target,
     a temporary buffer the C kernel could not allocate)."""
 
@@ -84,3 +95,8 @@ class NotOfferedError(TesselError, AttributeError):
 class NotOfferedModuleError(TesselError, ImportError):
     """``import tvm.relay`` / ``from tvm import relay`` of a TVM module tessel does not offer:
     an ImportError (so ``try: ... except ImportError`` still works) with the same message."""
+
+
+__all__ = ["ArgumentError", "BoundError", "BuildError", "DefinitionError", "IndexOverflowError", "InternalError",
+           "KernelRuntimeError", "LowerError", "NotOfferedError", "NotOfferedModuleError", "ScheduleError",
+           "TVMError", "TesselError", "TesselWarning", "ViewError"]

@@ -23,9 +23,16 @@ def replayed_schedule(sch, args):
 
     if not isinstance(getattr(sch, "history", None), History) or not sch.history:
         return None
-    fresh = copy.deepcopy(sch.history.origin.outputs)
+    memo: dict = {}
+    fresh = copy.deepcopy(sch.history.origin.outputs, memo)
     again = sch.history.replay(onto=fresh)
-    return again, [corresponding(a, sch, again) if isinstance(a, Tensor) else a for a in args]
+    return again, _fresh_args(args, sch, again, memo)
+
+
+def _fresh_args(args, sch, again, memo: dict) -> list:
+    """The tensors found in the replayed schedule by their stage's position; a scalar argument
+    (a te.var) is its copy among the fresh operations, when they use it."""
+    return [corresponding(a, sch, again) if isinstance(a, Tensor) else memo.get(id(a), a) for a in args]
 
 
 def replayed_lowering(sch, args) -> tuple[str, str]:
@@ -37,7 +44,7 @@ def replayed_lowering(sch, args) -> tuple[str, str]:
         want = str(tessel.lower(sch, args, simple_mode=True))
     except TesselError as err:
         raise OriginalLoweringFailed(str(err)) from err
-    fresh = copy.deepcopy(sch.history.origin.outputs)
+    memo: dict = {}
+    fresh = copy.deepcopy(sch.history.origin.outputs, memo)
     again = sch.history.replay(onto=fresh)
-    rargs = [corresponding(a, sch, again) if isinstance(a, Tensor) else a for a in args]
-    return want, str(tessel.lower(again, rargs, simple_mode=True))
+    return want, str(tessel.lower(again, _fresh_args(args, sch, again, memo), simple_mode=True))

@@ -484,7 +484,6 @@ def test_debug_skip_region_leaves_the_output_untouched():
 
 
 @pytest.mark.parametrize("key, value, words", [
-    ("parallel_launch_point", None, "unknown pragma"),
     ("auto_unroll_max_step", -1, "int >= 0"),
     ("auto_unroll_max_step", 2.5, "int >= 0"),
     ("unroll_explicit", False, "always unrolls in the IR"),

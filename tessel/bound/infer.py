@@ -6,8 +6,8 @@ consumer requests of its outputs (phases 1-4) and PassDownDomain gives the deriv
 ranges. What is specific to a kind of operation (which regions of its inputs a region of its
 loops reads, how its loops' ranges follow from the requests) is asked of the operation itself
 (``te/operation.py``), so a new kind of operation needs no change here.
-Where the seed is silent the behaviour of TVM TE v0.14 is followed (a split whose factor
-exceeds its parent's extent is tightened to that extent).
+Where the seed is silent the behaviour of TVM TE v0.14 is followed (a split's inner loop gets
+the factor, and is tightened to its parent's extent only where that is provably smaller).
 
 One deliberate difference from TVM: when a stage is *not* attached inside a consumer, TVM
 relaxes every loop on the consumer's attach path; here only the loops that do not also enclose

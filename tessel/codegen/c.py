@@ -56,8 +56,8 @@ class _CGen(CStmtWriter):
         return "\n".join(out) + "\n"
 
     def _params(self, written: set[S.Buffer]) -> list[str]:
-        """The parameters of the C function (a size var not of int64 is passed as one and
-        converted in the prologue, which this emits)."""
+        """The parameters of the C function (a size var or scalar not of int64 is passed as one,
+        or as a double if it is a float, and converted in the prologue, which this emits)."""
         params, prologue = [], []
         for b in self.func.params:
             if b.dtype == "float16":
@@ -66,12 +66,14 @@ class _CGen(CStmtWriter):
             params.append(f"{const}{ctype(b.dtype)}* restrict {self.names.get(b, b.name)}")
         for v in self.func.size_vars:
             self.bound.add(id(v))
+            if v.dtype == "float16":
+                self.uses_float16 = True
             name = self.names.get(v, v.name)
             if v.dtype == "int64":
                 params.append(f"int64_t {name}")
             else:
                 arg = self.names.get(object(), f"{name}_arg")
-                params.append(f"int64_t {arg}")
+                params.append(f"{'double' if v.dtype.is_float else 'int64_t'} {arg}")
                 prologue.append(f"const {ctype(v.dtype)} {name} = ({ctype(v.dtype)}){arg};")
         for line in prologue:
             self.emit(line)
@@ -86,7 +88,7 @@ class _CGen(CStmtWriter):
             role = "output" if b in written else "input"
             head.append(f"//   {comment(b.name)}: {b.dtype}[{shape}] ({role})")
         if f.size_vars:
-            head.append("//   sizes: " + ", ".join(f"{comment(v.name)} ({v.dtype})" for v in f.size_vars))
+            head.append("//   sizes and scalars: " + ", ".join(f"{comment(v.name)} ({v.dtype})" for v in f.size_vars))
         head += ["#include <stdbool.h>", "#include <stddef.h>", "#include <stdint.h>",
                  "#include <stdlib.h>", "#include <math.h>", ""]
         head += _undefine(self.names.taken)

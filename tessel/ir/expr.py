@@ -434,18 +434,21 @@ class Range(Node):
 class IterVar(Node, ExprOp):
     """A loop iterator of a stage: a variable, its domain and its kind.
 
-    Kinds: ``data_par`` (an output axis), ``reduce`` (a reduction axis), ``thread`` (bound to a
-    hardware thread), ``opaque`` (e.g. the fused outer axis of a rebase).
+    Kinds are TVM's ``IterVarType`` numbers, so code written against TVM compares them as it
+    does there (``iv.iter_type == te.IterVar.CommReduce``): ``DATA_PAR`` (an output axis),
+    ``THREAD`` (bound to a hardware thread), ``REDUCE`` (a reduction axis), ``OPAQUE``. The loop
+    kinds a schedule gives a loop (``Unrolled`` ...) are those of a stage's annotation
+    (``IterVarAttr.iter_type``), as in TVM.
     """
 
     __slots__ = ("dom", "var", "iter_type", "thread_tag")
     _fields = ("dom", "var", "iter_type", "thread_tag")
-    DATA_PAR = "data_par"
-    REDUCE = "reduce"
-    THREAD = "thread"
-    OPAQUE = "opaque"
+    # TVM's names and numbers (include/tvm/tir/var.h, IterVarType)
+    DataPar, ThreadIndex, CommReduce, Ordered, Opaque = 0, 1, 2, 3, 4
+    Unrolled, Vectorized, Parallelized, Tensorized = 5, 6, 7, 8
+    DATA_PAR, THREAD, REDUCE, OPAQUE = DataPar, ThreadIndex, CommReduce, Opaque
 
-    def __init__(self, dom: Range | None, var: Var, iter_type: str = "data_par", thread_tag: str = ""):
+    def __init__(self, dom: Range | None, var: Var, iter_type: int = 0, thread_tag: str = ""):
         self.dom = dom
         self.var = var
         self.iter_type = iter_type

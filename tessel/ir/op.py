@@ -59,6 +59,8 @@ def convert(x) -> E.PrimExpr:
         return x.var
     if isinstance(x, bool | int | float):
         return const(x)
+    if hasattr(x, "asobject"):  # a te.TensorSlice (``A[i]`` of a 2-d A, completed by ``[j]``)
+        return convert(x.asobject())
     try:
         import numpy as np
 

@@ -186,7 +186,8 @@ class Printer:
                 self.block(f"produce {self.sname(s.node, ops=True)}", s.body)
             else:
                 node = shown(getattr(s.node, "name", None) or self.expr(s.node), None)
-                self.emit(f"// attr [{node}] {s.key} = {self.expr(s.value) if isinstance(s.value, E.Node) else s.value!r}")
+                value = self.expr(s.value) if isinstance(s.value, E.Node) else repr(s.value)
+                self.emit(f"// attr [{node}] {shown(s.key, None)} = {value}")
                 self.stmt(s.body)
         elif isinstance(s, S.Evaluate):
             self.emit(self.expr(s.value))
@@ -210,6 +211,8 @@ class Printer:
             params = []
             for b in s.params:
                 params.append(f"{self.sname(b)}: {b.dtype}[{', '.join(self.expr(x) for x in b.shape)}]")
+            for k, v in s.scalar_args:  # passed by value, at their places in the call
+                params.insert(k, f"{self.name(v)}: {v.dtype}")
             self.block(f"func {shown(s.name, None)}({', '.join(params)})", s.body)
         else:
             self.emit(self.expr(s))

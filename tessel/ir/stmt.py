@@ -125,6 +125,15 @@ class Allocate(Stmt):
     def __init__(self, buffer: Buffer, body: Stmt):
         self.buffer, self.body = buffer, body
 
+    @property
+    def extents(self) -> tuple[PrimExpr, ...]:
+        """The allocated shape, under TVM's name for it (TE users walk allocations with it)."""
+        return self.buffer.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.buffer.dtype
+
 
 class IndexGuard(Node):
     """What the symbolic sizes of a call must satisfy for one index computation to fit its dtype.
@@ -155,12 +164,18 @@ class PrimFunc(Node):
     (:class:`IndexGuard`), checked at every call. ``assumptions`` are the user's promises about
     the sizes (``s.assume``) as ``(text, condition)`` pairs, also checked at every call; they
     are not a child the visitors walk, but they are part of the kernel's fingerprint.
+
+    ``scalar_args`` are the scalars the caller passes by value (TVM's ``te.var`` in the argument
+    list, of any dtype), as ``(position in the call, var)``; each is also among ``size_vars``
+    (that is how the code receives it) and, where a shape names it too, the array must agree.
+    The buffers take the other positions of the call, in order.
     """
 
-    __slots__ = ("name", "params", "size_vars", "body", "outputs", "guards", "assumptions")
-    _fields = ("name", "params", "size_vars", "body", "outputs", "guards")
+    __slots__ = ("name", "params", "size_vars", "body", "outputs", "guards", "scalar_args", "assumptions")
+    _fields = ("name", "params", "size_vars", "body", "outputs", "guards", "scalar_args")
 
-    def __init__(self, name: str, params, size_vars, body: Stmt, outputs=(), guards=(), assumptions=()):
+    def __init__(self, name: str, params, size_vars, body: Stmt, outputs=(), guards=(), scalar_args=(),
+                 assumptions=()):
         self.assumptions = tuple(assumptions)
         self.name = name
         self.params = tuple(params)
@@ -168,6 +183,7 @@ class PrimFunc(Node):
         self.body = body
         self.outputs = tuple(outputs)
         self.guards = tuple(guards)
+        self.scalar_args = tuple(scalar_args)
 
 
 def seq(*stmts: Stmt | None) -> Stmt:

@@ -101,6 +101,9 @@ class _Builder:
             return S.AttrStmt(st.op, "pragma_debug_skip_region", iv.var.name, S.Evaluate(0))
         if pragmas.get("auto_unroll_max_step"):
             loop = _auto_unroll(loop, pragmas["auto_unroll_max_step"], self.ctx.analyzer)
+        for key, value in reversed(pragmas.items()):  # kept for readers of the IR (TVM's pragma_<key>)
+            if key not in _APPLIED_PRAGMAS:
+                loop = S.AttrStmt(iv, "pragma_" + key, value, loop)
         return loop
 
     # ---- guards for non-divisible splits and regions beyond a tensor ---------------------
@@ -130,6 +133,9 @@ class _Builder:
             if not any(_same(p, q) for q in out):
                 out.append(p)
         return out
+
+
+_APPLIED_PRAGMAS = ("auto_unroll_max_step", "unroll_explicit", "debug_skip_region")
 
 
 def _same(a, b) -> bool:

@@ -5,9 +5,10 @@ ScheduleOps keeps a non-divisible split correct with an ``if`` around the body (
 what stops the loop from becoming straight vector code, so this pass moves it out, in three
 steps:
 
-1. **Specialise small-size extents.** InferBound gives the inner loop of ``split(n, 16)`` the
-   extent ``min(n, 16)`` (seed 000's tightening), which is not a constant, and the same
-   ``min`` shows up as a coefficient in indices. The outermost loop using it is versioned:
+1. **Specialise small-size extents.** A loop whose extent is ``min(n, 16)`` (written so in a
+   shape or a region; InferBound itself gives ``split(n, 16)``'s inner loop 16, as TVM does)
+   is not of constant length, and the same ``min`` shows up as a coefficient in indices. The
+   outermost loop using it is versioned:
    ``if (n >= 16) { the nest with 16 } else { the nest as it was }``; the ``else`` part only runs
    for inputs smaller than one vector, so it is left as it is (marked ``small_sizes``).
 2. **Partition.** For a loop ``x`` whose body tests a condition ``a*x + r < 0`` (``r`` free of

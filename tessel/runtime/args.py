@@ -64,24 +64,13 @@ class ArgSpec:
             var_pos[id(v)] = len(self.vars)
             self.vars.append(v)
         bound: set[int] = set()
-        params: list[_Param] = []
-        for pos, buf in enumerate(func.params):
-            dims = []
-            for k, ext in enumerate(buf.shape):
-                if isinstance(ext, E.IntImm):
-                    if ext.value < 0:
-                        raise BuildError(f"kernel {func.name!r}: {buf.name} has negative extent {ext.value}")
-                    dims.append(_Dim(k, const=ext.value, expr=ext))
-                elif isinstance(ext, E.Var):
-                    if id(ext) not in var_pos:  # a size used only in shapes: still checked
-                        var_pos[id(ext)] = len(self.vars)
-                        self.vars.append(ext)
-                    vi = var_pos[id(ext)]
-                    dims.append(_Dim(k, var=vi, binds=vi not in bound, expr=ext))
-                    bound.add(vi)
-                else:
-                    dims.append(_Dim(k, expr=ext))
-            params.append(_Param(pos, buf.name, buf.dtype.numpy, tuple(dims), buf in outputs))
+        # scalars passed by value (TVM's te.var arguments): bound by the call, before any array
+        self.scalars = tuple(_Scalar(pos, var_pos[id(v)], v) for pos, v in getattr(func, "scalar_args", ()))
+        bound.update(sc.var for sc in self.scalars)
+        self._taken = frozenset(sc.position for sc in self.scalars)
+        positions = iter(k for k in range(len(func.params) + len(self.scalars)) if k not in self._taken)
+        params = [_Param(next(positions), buf.name, buf.dtype.numpy, self._dims(buf, var_pos, bound), buf in outputs)
+                  for buf in func.params]
         for i, v in enumerate(self.vars):
             if i not in bound:
                 raise BuildError(
@@ -89,10 +78,13 @@ class ArgSpec:
                     "so its value cannot be taken from the arrays"
                 )
         self.params = tuple(params)
+        self.n_args = len(params) + len(self.scalars)
         self.n_sizes = len(func.size_vars)
         self.has_exprs = any(d.const is None and d.var is None for p in params for d in p.dims)
-        self.outputs = tuple(p.position for p in params if p.output)
-        self.signature = ", ".join(f"{p.name}: {p.dtype}{p.shape_text}" for p in params)
+        self.outputs = tuple(k for k, p in enumerate(params) if p.output)  # among the arrays
+        parts = [(p.position, f"{p.name}: {p.dtype}{p.shape_text}") for p in params]
+        parts += [(sc.position, f"{sc.name}: {sc.dtype}") for sc in self.scalars]
+        self.signature = ", ".join(text for _, text in sorted(parts))
         self._limits = [(v.dtype.min_value(), v.dtype.max_value()) for v in self.vars]
         guards = getattr(func, "guards", ())  # hand-built PrimFuncs may predate them
         self.guards = SizeGuards(guards, self.vars, func.name) if guards else None
@@ -106,17 +98,41 @@ class ArgSpec:
                                for p in params)
             self._fast_nbytes = tuple(p.dtype.itemsize * math.prod(d.const for d in p.dims) for p in params)
 
+    def _dims(self, buf: S.Buffer, var_pos: dict[int, int], bound: set[int]) -> tuple[_Dim, ...]:
+        """How each dimension of ``buf`` is checked; the first dimension naming a size var not
+        bound yet (by a scalar argument or an earlier array) binds it."""
+        dims = []
+        for k, ext in enumerate(buf.shape):
+            if isinstance(ext, E.IntImm):
+                if ext.value < 0:
+                    raise BuildError(f"kernel {self.kernel!r}: {buf.name} has negative extent {ext.value}")
+                dims.append(_Dim(k, const=ext.value, expr=ext))
+            elif isinstance(ext, E.Var):
+                if id(ext) not in var_pos:  # a size used only in shapes: still checked
+                    var_pos[id(ext)] = len(self.vars)
+                    self.vars.append(ext)
+                vi = var_pos[id(ext)]
+                dims.append(_Dim(k, var=vi, binds=vi not in bound, expr=ext))
+                bound.add(vi)
+            else:
+                dims.append(_Dim(k, expr=ext))
+        return tuple(dims)
+
     def check(self, args: tuple) -> tuple[list[int], list[int]]:
         """Return the data pointers and the size-var values (in ``func.size_vars`` order), or raise."""
         if self._fast is not None and len(args) == len(self._fast):
             ptrs = self._check_fast(args)
             if ptrs is not None:
                 return ptrs, []
-        if len(args) != len(self.params):
+        if len(args) != self.n_args:
+            what = "arrays" if not self.scalars else "arguments"
             raise ArgumentError(
-                f"kernel {self.kernel!r} takes {len(self.params)} arrays ({self.signature}), got {len(args)}"
+                f"kernel {self.kernel!r} takes {self.n_args} {what} ({self.signature}), got {len(args)}"
             )
-        values: list[int | None] = [None] * len(self.vars)
+        values: list[int | float | None] = [None] * len(self.vars)
+        for sc in self.scalars:
+            values[sc.var] = sc.check(args[sc.position], self.kernel)
+        args = self.arrays(args)
         ptrs = [self._check_array(p, a, values) for p, a in zip(self.params, args)]
         if self.has_exprs:
             self._check_exprs(args, values)
@@ -141,6 +157,12 @@ class ArgSpec:
                     f"kernel was built under (s.assume); call it with sizes that satisfy it, or build a kernel "
                     f"without that assumption"
                 )
+
+    def arrays(self, args: tuple) -> tuple:
+        """The array arguments of a call, without the scalars between them."""
+        if not self.scalars:
+            return args
+        return tuple(a for k, a in enumerate(args) if k not in self._taken)
 
     def _check_fast(self, args: tuple) -> list[int] | None:
         """The pointers if every array is exactly as expected, else None (then: the full checks).
@@ -247,6 +269,46 @@ class ArgSpec:
                         f"kernel {self.kernel!r}, {p.label}: the output shares memory with "
                         f"{q.label}; pass a separate array for {p.name!r}"
                     )
+
+
+@dataclass(frozen=True)
+class _Scalar:
+    """A scalar passed by value at call position ``position``: the value of size var ``var``."""
+
+    position: int
+    var: int
+    v: E.Var
+
+    @property
+    def name(self) -> str:
+        return self.v.name
+
+    @property
+    def dtype(self):
+        return self.v.dtype
+
+    def check(self, a, kernel: str) -> int | float:
+        """The value as the kernel's dtype holds it, or an ArgumentError saying what to pass."""
+        dt = self.v.dtype
+        label = f"kernel {kernel!r}, argument {self.position} ({self.name!r})"
+        if isinstance(a, np.ndarray) and a.ndim == 0:
+            a = a[()]
+        if dt.is_bool:
+            ok = isinstance(a, bool | np.bool_)
+        elif dt.is_float:
+            ok = isinstance(a, int | float | np.integer | np.floating) and not isinstance(a, bool | np.bool_)
+        else:
+            ok = isinstance(a, int | np.integer) and not isinstance(a, bool | np.bool_)
+        if not ok:
+            raise ArgumentError(f"{label}: expected a scalar of dtype {dt} (a Python or NumPy number), "
+                                f"got {type(a).__name__}")
+        if dt.is_float:
+            return float(a)
+        value = int(a)
+        if not dt.min_value() <= value <= dt.max_value():
+            raise ArgumentError(f"{label}: {value} does not fit its dtype {dt} "
+                                f"([{dt.min_value()}, {dt.max_value()}])")
+        return value
 
 
 def _c_strides(p: _Param) -> tuple[int, ...]:

@@ -86,7 +86,7 @@ class Kernel:
         threads = _thread_count(num_threads, "num_threads") if num_threads is not None else 0
         if not threads and self.threaded:  # $TESSEL_NUM_THREADS only matters to parallel loops
             threads = self.num_threads
-        self._run(args, ptrs, sizes, threads)
+        self._run(self._spec.arrays(args), ptrs, sizes, threads)
 
     def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int], threads: int) -> None:
         raise NotImplementedError
@@ -145,7 +145,9 @@ class CKernel(Kernel):
         self.serial_note = serial_note or None
         self.compiler = None  # the Compiler and flags it was built with (set by the loader): export_library
         self.compile_flags: tuple[str, ...] = ()
-        argtypes = [ctypes.c_void_p] * len(func.params) + [ctypes.c_int64] * len(func.size_vars)
+        # sizes and integer scalars travel as int64, float scalars as double (see codegen.c)
+        argtypes = [ctypes.c_void_p] * len(func.params) + [ctypes.c_double if v.dtype.is_float else ctypes.c_int64
+                                                            for v in func.size_vars]
         self._cfunc = c_function(lib, symbol, ctypes.c_int32, argtypes + ([ctypes.c_int32] if parallel else []))
 
     def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int], threads: int) -> None:

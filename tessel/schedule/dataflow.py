@@ -96,12 +96,12 @@ def loop_ranges(stage: Stage, roots) -> dict[E.IterVar, E.Range]:
     """Ranges of the IterVars below ``roots`` from their domains alone (no consumer requests).
 
     InferBound's PassDownDomain for an output stage, so that the loops a rewrite makes agree
-    with the ones lowering will make; but these extents become tensor shapes, so a split's
-    factor is cut to its parent only where both are constants (``relations.Cut``), and the
+    with the ones lowering will make; these extents become tensor shapes, so a split's factor
+    is cut to its parent only where both are constants (``relations.Cut``), and the
     extents are left as the relations write them.
     """
     rng: dict[E.IterVar, E.Range] = {iv: iv.dom for iv in roots if iv.dom is not None}
-    R.pass_down_domain(stage.relations, rng, cut=R.Cut(R.bound_to_thread(stage.iter_var_attrs), symbolic=False))
+    R.pass_down_domain(stage.relations, rng, cut=R.Cut(R.bound_to_thread(stage.iter_var_attrs)))
     return rng
 
 
@@ -330,6 +330,12 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0
 
     check_reducer_reorderable(stage, red.combiner, axis)
     touched = connected(stage, axis)
+    mixed = [iv.name for iv in op.axis if id(iv) in touched]
+    if mixed:  # as TVM: the factored loop must not carry an output axis
+        raise ScheduleError(
+            f"rfactor of {stage.name}: {axis.name} is fused with data-parallel axis {', '.join(mixed)}, so it is not "
+            f"a loop of the reduction alone; rfactor a loop made of reduction axes only (split or fuse "
+            f"{', '.join(iv.name for iv in op.reduce_axis)} without {', '.join(mixed)})")
     rf_op, fiv, rest = _partial_op(stage, axis, pos, touched)
     ext = fiv.dom.extent
     # B: a reduction over the factored axis, on fresh loops

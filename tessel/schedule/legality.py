@@ -565,25 +565,40 @@ def _identity_not_neutral(comb: E.CommReducer, f, values: list[tuple]) -> str | 
     return None
 
 
-def _reorder_refusal(comb: E.CommReducer) -> str | None:
-    """Why rfactor may not reorder ``comb``: what the reducer declares decides; a declaration
-    that the sample values contradict is refused with them."""
+def _reorder_refusal(comb: E.CommReducer) -> tuple[str | None, str | None]:
+    """Why rfactor may not reorder ``comb`` (what the reducer declares decides; a declaration of
+    tessel's own that the sample values contradict is refused with them), and for a user's
+    declaration, which rfactor trusts, what the sample values say against it (a warning)."""
     from ..te.reduce import declared_properties
 
     props = declared_properties(comb)
     if props is None:
         return ("it declares nothing about the order of combination (make it with te.comm_reducer, which "
-                "declares it commutative and associative)")
+                "declares it commutative and associative)"), None
     if not props.commutative:
-        return "it is declared not commutative (commutative=False)"
+        return "it is declared not commutative (commutative=False)", None
     if not props.associative:
-        return "it is declared not associative (associative=False)"
-    return reorder_counterexample(comb)
+        return "it is declared not associative (associative=False)", None
+    found = reorder_counterexample(comb)
+    return (None, found) if props.trusted else (found, None)
 
 
 def check_reducer_reorderable(stage: Stage, comb: E.CommReducer, axis: E.IterVar) -> None:
-    """rfactor combines partial results in another order: refuse reducers for which that matters."""
-    why = _reorder_refusal(comb)
+    """rfactor combines partial results in another order: refuse reducers for which that matters.
+
+    A ``te.comm_reducer`` is the user's statement that its combine commutes and associates;
+    as TVM does, rfactor takes it, with a warning when sample values contradict it."""
+    why, doubt = _reorder_refusal(comb)
+    if doubt is not None:
+        import warnings
+
+        from ..errors import TesselWarning
+
+        warnings.warn(f"rfactor of {stage.name} over {axis.name}: the reducer {comb.name} is declared commutative and "
+                      f"associative (te.comm_reducer), and rfactor trusts that, as TVM does; but {doubt}. The "
+                      f"factored reduction may then give other results than the serial loop for such values "
+                      f"(e.g. another index of a tied maximum); declare it with commutative=False or "
+                      f"associative=False to keep it serial", TesselWarning, stacklevel=5)
     if why is None:
         return
     text = (f"rfactor of {stage.name} over {axis.name}: the reducer {comb.name} cannot be factored, because {why}. "

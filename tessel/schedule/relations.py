@@ -76,20 +76,24 @@ def _never_bound(iv: E.IterVar) -> bool:
 class Cut:
     """When a split's factor (or nparts) larger than its parent is cut down to the parent.
 
-    The loop then runs once instead of running past the end under a guard. Never on a loop
-    bound to a thread (the launch fixes its count) nor for an empty parent. InferBound cuts
-    symbolically (``min(n, 16)``); the dataflow rewrites, whose extents become tensor shapes,
-    cut only where both are constants, so that a shape stays a plain size.
+    Seed 000's PassDownDomain gives the inner loop the factor; TVM v0.14 does too, unless it can
+    prove the parent shorter (then the loop runs once, over the parent, instead of running past
+    its end under a guard). So a symbolic parent keeps the factor and its tail is guarded: a
+    ``min(n, 16)`` extent would make every later pass see a loop of unknown length. Never cut
+    on a loop bound to a thread (the launch fixes its count) nor for an empty parent.
+    ``analyzer`` is InferBound's (it knows the ranges of the loops around, e.g. a stage computed
+    at a tile); without one (the dataflow rewrites, whose extents become tensor shapes) only
+    constants are compared.
     """
 
     thread_bound: ThreadBound = _never_bound
-    symbolic: bool = True
+    analyzer: Analyzer | None = None
 
     def __call__(self, loop: E.IterVar, ext: E.PrimExpr, amount: E.PrimExpr) -> E.PrimExpr:
         if self.thread_bound(loop) or E.is_const_int(ext, 0):
             return amount
-        if self.symbolic:
-            return O.min_(ext, amount)
+        if self.analyzer is not None:
+            return ext if self.analyzer.can_prove(O.lt(ext, amount)) else amount
         both = isinstance(ext, E.IntImm) and isinstance(amount, E.IntImm)
         return ext if both and ext.value < amount.value else amount
 

@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 ROOT, SCOPE, INLINE = "root", "scope", "inline"
 
 
+_TVM_ITER_TYPE = {"serial": E.IterVar.DataPar, "thread_binding": E.IterVar.DataPar, "unrolled": E.IterVar.Unrolled,
+                  "vectorized": E.IterVar.Vectorized, "parallel": E.IterVar.Parallelized,
+                  "tensorized": E.IterVar.Tensorized}
+
+
 @dataclass
 class IterVarAttr:
     """Annotations of one loop: its kind (serial, parallel, vectorized, unrolled) and binding."""
@@ -31,6 +36,20 @@ class IterVarAttr:
     kind: str = "serial"
     bind_thread: E.IterVar | None = None
     pragmas: dict = field(default_factory=dict)
+
+    @property
+    def iter_type(self) -> int:
+        """The kind as TVM numbers it (``te.IterVar.Vectorized`` ...), for code written against TVM."""
+        return _TVM_ITER_TYPE.get(self.kind, E.IterVar.DataPar)
+
+    @property
+    def pragma_keys(self) -> tuple[str, ...]:
+        """The pragmas on the loop, in the order given (TVM's ``IterVarAttr.pragma_keys``)."""
+        return tuple(self.pragmas)
+
+    @property
+    def pragma_values(self) -> tuple:
+        return tuple(self.pragmas.values())
 
 
 class Stage:
@@ -167,22 +186,24 @@ class Stage:
         return fused
 
     def _fuse2(self, outer: E.IterVar, inner: E.IterVar) -> E.IterVar:
+        """Fuse two adjacent loops, given in either order (as TVM does): the fused loop is
+        named after the arguments as written and counts the outer loop's iterations outermost.
+        A loop made of a reduction axis is a reduction loop (TVM: the larger iteration type)."""
+        name = f"{outer.name}.{inner.name}.fused"
         po, pi = self.leaf_iter_vars.index(outer), self.leaf_iter_vars.index(inner)
+        if po == pi + 1:
+            outer, inner, po, pi = inner, outer, pi, po
         if pi != po + 1:
             raise ScheduleError(
                 f"stage {self.name}: cannot fuse {outer.name} and {inner.name}: they are not adjacent "
-                f"loops with {outer.name} directly outside {inner.name} (loop order: {self._leaf_names()}); "
-                f"reorder them first, e.g. s[{self.name}].reorder({outer.name}, {inner.name})"
-            )
-        if outer.is_reduce != inner.is_reduce:
-            raise ScheduleError(
-                f"stage {self.name}: cannot fuse {outer.name} and {inner.name}: one is a reduction "
-                "axis and the other is not"
+                f"loops (loop order: {self._leaf_names()}); reorder them next to each other first, "
+                f"e.g. s[{self.name}].reorder({outer.name}, {inner.name})"
             )
         dtype = outer.dtype if outer.dtype.bits >= inner.dtype.bits else inner.dtype
+        like = inner if inner.is_reduce else outer
         probe = E.IterVar(None, outer.var)
         dom = self._reduce_doms(Fuse(outer, inner, probe)).get(probe)
-        fused = self._new_iv(f"{outer.name}.{inner.name}.fused", outer, dtype=dtype, dom=dom)
+        fused = self._new_iv(name, like, dtype=dtype, dom=dom)
         self.relations.append(Fuse(outer, inner, fused))
         self.leaf_iter_vars[po:pi + 1] = [fused]
         self._move_attachments(inner, fused)
@@ -318,10 +339,15 @@ class Stage:
           IR (``False``, leaving it to the C compiler, is refused);
         * ``"debug_skip_region"``: the loop is not run at all, to time a kernel without it.
 
-        Any other key is refused rather than stored and ignored: a hint with no effect would
-        look as if it had been honoured.
+        Any other key is kept, as TVM keeps it: an attribute ``pragma_<key>`` on the loop in the
+        lowered IR (value 1 if none is given), for passes or readers of the IR. No tessel pass
+        acts on it, and a warning says so, so that a hint without effect is not mistaken for
+        one that was honoured.
         """
         self._check_leaf(iv, "pragma")
+        if not isinstance(key, str) or not key:
+            raise ScheduleError(f"stage {self.name}: pragma on {iv.var.name} needs a key that is a non-empty "
+                                f"str, e.g. 'auto_unroll_max_step'; got {key!r}")
         label = f"stage {self.name}: pragma({iv.var.name}, {key!r}"
         if key == "auto_unroll_max_step":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -331,13 +357,29 @@ class Stage:
             if value is not None and not value:
                 raise ScheduleError(f"{label}, {value!r}): tessel always unrolls in the IR, so unrolled loops "
                                     "become straight-line code; drop the pragma or pass True")
-        elif key == "debug_skip_region":
-            pass
-        else:
-            raise ScheduleError(f"{label}): unknown pragma; tessel knows 'auto_unroll_max_step' (with a step "
-                                "count), 'unroll_explicit' and 'debug_skip_region'. For unrolling one loop use "
-                                "s[T].unroll(axis), for threads s[T].parallel(axis)")
+        elif key != "debug_skip_region":
+            value = self._kept_pragma(iv, key, value, label)
         self.iter_var_attrs.setdefault(iv, IterVarAttr()).pragmas[key] = value
+
+    def _kept_pragma(self, iv: E.IterVar, key: str, value, label: str):
+        """The value of a pragma no pass acts on, as the IR attribute will carry it (warned of)."""
+        import warnings
+
+        from ..errors import DefinitionError, TesselWarning
+
+        if value is None:
+            value = convert(1)
+        elif not isinstance(value, str):
+            try:
+                value = convert(value)
+            except DefinitionError:
+                raise ScheduleError(f"{label}, {value!r}): a pragma's value is a number, a string or an "
+                                    "expression") from None
+        warnings.warn(f"{label}): no tessel pass acts on this pragma; it is kept as the attribute "
+                      f"pragma_{key} on the loop in the lowered IR. The ones tessel applies are "
+                      "'auto_unroll_max_step', 'unroll_explicit' and 'debug_skip_region'", TesselWarning,
+                      stacklevel=4)
+        return value
 
     @recorded
     def set_scope(self, scope: str) -> None:

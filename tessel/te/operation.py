@@ -40,6 +40,14 @@ if TYPE_CHECKING:
 Request = tuple["Tensor", list[IntSet]]
 
 
+class TensorList(list):
+    """The tensors an operation reads: TVM reads ``op.input_tensors`` as a property, tessel's
+    operation protocol calls it (``op.input_tensors()``); this list answers both."""
+
+    def __call__(self) -> TensorList:
+        return self
+
+
 class LoopNest(Protocol):
     """What ScheduleOps lends ``build_provide``: the stage's loops as the schedule made them,
     so an operation writes only its statements and never deals with splits, attachments or
@@ -97,9 +105,12 @@ class Operation:
         """Whether some root loop accumulates (it may then not be parallelized or vectorized)."""
         return bool(self.reduce_axis)
 
+    @property
     def input_tensors(self) -> list[Tensor]:
-        """The tensors it reads, as written (the dataflow graph's edges)."""
-        return []
+        """The tensors it reads, as written (the dataflow graph's edges). A property, as in TVM,
+        whose value may also be called (``op.input_tensors()``, ``te.TensorList``); a subclass
+        may define it as a plain method instead, since tessel only ever calls it."""
+        return TensorList()
 
     # ---- recurrences (a scan) -------------------------------------------------------------
     def state_placeholders(self) -> tuple[Tensor, ...]:

@@ -37,12 +37,19 @@ def thread_axis(dom=None, tag: str = "", name: str = "") -> E.IterVar:
 
 @dataclass(frozen=True)
 class ReducerProperties:
-    """What a reducer declares about its combine function. rfactor relies on these, not on
-    trying values: combining partial results in another order is only right for a function
-    that is commutative and associative with a neutral identity."""
+    """What a reducer declares about its combine function. rfactor relies on these: combining
+    partial results in another order is only right for a function that is commutative and
+    associative with a neutral identity.
+
+    ``trusted``: the declaration is the user's (``te.comm_reducer``), and rfactor takes their
+    word for it, as TVM does (TVM's own tests rfactor an arg-max whose ties make it commute
+    only in the value). A reducer tessel builds itself is not trusted: rfactor tries values
+    on it and refuses it on a counterexample.
+    """
 
     commutative: bool = True
     associative: bool = True
+    trusted: bool = False
 
     @property
     def reorderable(self) -> bool:
@@ -68,7 +75,8 @@ def _declare(comb: E.CommReducer, props: ReducerProperties) -> None:
     key = _definition(comb)
     old = _DECLARED.get(key)
     if old is not None and old != props:  # two reducers defined alike, declared differently: the weaker
-        props = ReducerProperties(old.commutative and props.commutative, old.associative and props.associative)
+        props = ReducerProperties(old.commutative and props.commutative, old.associative and props.associative,
+                                  old.trusted and props.trusted)
     _DECLARED[key] = props
 
 
@@ -128,10 +136,19 @@ def comm_reducer(fcombine: Callable, fidentity: Callable, name: str = "reduce", 
     """A reducer from a combine function and an identity per dtype.
 
     As its name says (TVM's ``comm_reducer``), it declares the combine function commutative and
-    associative with ``fidentity`` neutral; say ``commutative=False`` or ``associative=False``
-    for one that is not, and tessel will keep its reductions serial (rfactor refuses them).
+    associative with ``fidentity`` neutral, and ``rfactor`` trusts that declaration, as TVM
+    does: it combines partial results in another order than the serial loop would. tessel
+    still tries sample values and *warns* when they contradict the declaration (an arg-max that
+    breaks ties by position picks another index of a tied maximum after rfactor). Say
+    ``commutative=False`` or ``associative=False`` for a function that is not, and tessel keeps
+    its reductions serial (rfactor refuses them).
     """
-    return Reducer(fcombine, fidentity, name, ReducerProperties(commutative, associative))
+    return Reducer(fcombine, fidentity, name, ReducerProperties(commutative, associative, trusted=True))
+
+
+def _builtin(fcombine: Callable, fidentity: Callable, name: str) -> Reducer:
+    """A reducer tessel defines itself: its declaration is checked on sample values by rfactor."""
+    return Reducer(fcombine, fidentity, name, ReducerProperties())
 
 
 def _min_value(t: DType):
@@ -142,9 +159,9 @@ def _max_value(t: DType):
     return O.const(t.max_value() if not t.is_float else float("inf"), t)
 
 
-sum = comm_reducer(lambda x, y: x + y, lambda t: O.const(0, t), name="sum")
-min = comm_reducer(lambda x, y: O.min_(x, y), _max_value, name="min")
-max = comm_reducer(lambda x, y: O.max_(x, y), _min_value, name="max")
+sum = _builtin(lambda x, y: x + y, lambda t: O.const(0, t), name="sum")
+min = _builtin(lambda x, y: O.min_(x, y), _max_value, name="min")
+max = _builtin(lambda x, y: O.max_(x, y), _min_value, name="max")
 min.__doc__ = """``te.min(expr, axis=k)`` reduces, ``te.min(a, b)`` is elementwise. As NumPy's ``min`` and
 ``minimum``: a NaN operand makes the result NaN, whatever the order a schedule visits the
 axis in (split, reorder, rfactor, vectorize, parallel); integers as usual."""

@@ -10,6 +10,7 @@ right away, so a wrong program fails where it is written, not deep inside loweri
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Sequence
 
 from ..arith import Analyzer, IntSet, eval_set, union
@@ -21,7 +22,7 @@ from ..ir.dtype import dtype as to_dtype
 from ..ir.functor import Mutator, collect, free_vars, substitute
 from ..ir.op import convert
 from ..ir.serialize import register
-from .operation import LoopNest, Operation, Request
+from .operation import LoopNest, Operation, Request, TensorList
 
 
 class Tensor:
@@ -43,9 +44,14 @@ class Tensor:
     def ndim(self) -> int:
         return len(self.shape)
 
-    def __getitem__(self, indices) -> E.ProducerLoad:
+    def __getitem__(self, indices) -> E.ProducerLoad | TensorSlice:
         if not isinstance(indices, tuple):
             indices = (indices,)
+        if len(indices) < self.ndim:  # TVM's A[i][j]: the rest of the indices follow
+            return TensorSlice(self, indices)
+        return self._load(indices)
+
+    def _load(self, indices: tuple) -> E.ProducerLoad:
         if len(indices) != self.ndim:
             raise DefinitionError(
                 f"tensor {self.name} has {self.ndim} dimension(s) (shape {_shape_text(self.shape)}) "
@@ -60,7 +66,7 @@ class Tensor:
         return E.ProducerLoad(self, conv)
 
     def __call__(self, *indices) -> E.ProducerLoad:
-        return self[indices]
+        return self._load(indices)
 
     def __repr__(self) -> str:
         return f"Tensor({self.name}, shape={_shape_text(self.shape)}, dtype={self.dtype})"
@@ -70,6 +76,35 @@ class Tensor:
 
     def __iter__(self):
         raise DefinitionError(f"tensor {self.name} cannot be iterated; index it with {self.name}[...]")
+
+
+class TensorSlice(E.ExprOp):
+    """``A[i]`` of a tensor with more dimensions: TVM's way of writing ``A[i, j]`` as ``A[i][j]``.
+
+    Indexing it again adds indices; with all of them it is the load ``A[i, j]``. Used in an
+    expression before it is complete, it is refused with the tensor's index-count message.
+    """
+
+    __slots__ = ("indices", "tensor")
+
+    def __init__(self, tensor: Tensor, indices: tuple):
+        self.tensor, self.indices = tensor, tuple(indices)
+
+    def __getitem__(self, indices) -> E.ProducerLoad | TensorSlice:
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        return self.tensor[self.indices + indices]
+
+    def asobject(self) -> E.ProducerLoad:
+        """The load this slice stands for (refused while indices are missing)."""
+        return self.tensor._load(self.indices)
+
+    @property
+    def dtype(self) -> DType:
+        return self.tensor.dtype
+
+    def __repr__(self) -> str:
+        return f"TensorSlice({self.tensor.name}, {len(self.indices)} of {self.tensor.ndim} indices)"
 
 
 def _shape_text(shape) -> str:
@@ -104,8 +139,9 @@ class ComputeOp(Operation):
     def root_iter_vars(self) -> tuple[E.IterVar, ...]:
         return self.axis + self.reduce_axis
 
-    def input_tensors(self) -> list[Tensor]:
-        return _loaded(self.body)
+    @property
+    def input_tensors(self) -> TensorList:
+        return TensorList(_loaded(self.body))
 
     def replace_inputs(self, tmap: dict[Tensor, Tensor]) -> ComputeOp:
         """The same computation over the same IterVars, reading ``tmap[t]`` wherever it read ``t``."""
@@ -173,12 +209,17 @@ def _build_reduction(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, roots,
     leaves = stage.leaf_iter_vars
     first = next((k for k, iv in enumerate(leaves) if iv.is_reduce), len(leaves))
     outs = op.outputs
-    reduce_vars = {iv.var for iv in leaves if iv.is_reduce}
-    # init: over the data-parallel loops inside the first reduction loop, fresh variables
-    init_leaves = [iv for iv in leaves[first:] if not iv.is_reduce]
+    # init: over the loops inside the first reduction loop that reach an output axis (a loop
+    # fusing a data-parallel with a reduction axis is one; it initialises an element once per
+    # reduction step, as TVM's init nest does), with fresh variables
+    data_vars: set[E.Var] = set()
+    for i in idx:
+        data_vars |= free_vars(i)
+    init_leaves = [iv for iv in leaves[first:] if iv.var in data_vars]
+    skipped = {iv.var for iv in leaves[first:] if iv.var not in data_vars}
     fresh = {iv.var: E.Var(iv.var.name, iv.var.dtype) for iv in init_leaves}
     init_vals = red.init if red.init else red.combiner.identity
-    init_preds = [p for p in preds if not (free_vars(p) & reduce_vars)]
+    init_preds = [p for p in preds if not (free_vars(p) & skipped)]
     init: S.Stmt = nest.guarded(init_preds, S.seq(*[S.ProducerStore(t, v, idx) for t, v in zip(outs, init_vals)]))
     for iv in reversed(init_leaves):
         init = nest.loop(stage, iv, init)
@@ -247,11 +288,16 @@ def placeholder(shape, dtype: DTypeLike = "float32", name: str = "placeholder") 
 
 
 def _check_shape(shape, name: str) -> tuple[E.PrimExpr, ...]:
-    if isinstance(shape, int | E.PrimExpr):
+    """The sizes as integer expressions. A float that is a whole number is taken as that integer:
+    TVM's tutorials write ``N / bn``, which Python 3 makes a float (TVM truncates any float; a
+    fractional one is refused here instead, since no tensor has half a row)."""
+    if isinstance(shape, int | float | E.PrimExpr):
         shape = (shape,)
     out = []
     for k, s in enumerate(shape):
         e = convert(s)
+        if isinstance(e, E.FloatImm) and math.isfinite(e.value) and float(e.value).is_integer():
+            e = convert(int(e.value))
         if not e.dtype.is_integer:
             raise DefinitionError(f"dimension {k} of {name} is `{e}` of dtype {e.dtype}; sizes must be integers")
         if isinstance(e, E.IntImm) and e.value < 0:
