@@ -16,15 +16,17 @@ import tessel
 
 ROOT = Path(tessel.__file__).parent
 
-_FRONT = {"errors", "ir", "arith", "te", "schedule", "bound", "lower", "passes"}
+_FRONT = {"errors", "ir", "arith", "te", "schedule", "poly", "bound", "lower", "passes"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "ir": {"errors"},
     "arith": {"errors", "ir"},
     "te": {"errors", "ir", "arith"},
     "schedule": {"errors", "ir", "arith", "te"},
+    # the polyhedral view of a schedule (islpy behind it)
+    "poly": {"errors", "ir", "arith", "te", "schedule"},
     "bound": {"errors", "ir", "arith", "te", "schedule"},
-    "lower": {"errors", "ir", "arith", "te", "schedule", "bound"},
+    "lower": {"errors", "ir", "arith", "te", "schedule", "poly", "bound"},
     "passes": {"errors", "ir", "arith"},
     # generators produce source and a calling convention; compiling and loading is the runtime's
     "codegen": {"errors", "ir", "arith"},
