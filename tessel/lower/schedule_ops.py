@@ -30,7 +30,7 @@ from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import substitute
 from ..poly.astgen import AstReader, scan
-from ..poly.exact import ExactPlan, StageSets, drop
+from ..poly.exact import ExactPlan, StageSets
 from ..schedule.relations import Rebase
 from ..schedule.stage import INLINE, SCOPE, Stage
 
@@ -127,7 +127,7 @@ class _Builder:
         iv = st.leaf_iter_vars[begin]
         inner = self.attach(st, iv, self._exact_nest(st, info, begin + 1, end, body))
         names = self.exact.names  # type: ignore[union-attr]
-        level = drop(info.body, set(info.path) | set(info.leaves[:begin + 1]))
+        level = info.loops_upto(begin)
         here = level.find_dim_by_name(isl.dim_type.param, info.leaves[begin])
         if here < 0:  # the set does not constrain this loop: InferBound's range bounds it
             return self.loop(st, iv, inner)
@@ -142,7 +142,7 @@ class _Builder:
             return self._annotated(st, iv, counter, extent, b)
 
         reader = AstReader(names.var, user, loop, {"c0": iv.var}, str(iv.var.dtype))
-        return scan(sched, level.params(), ["c0"], reader)
+        return scan(sched, dom.params(), ["c0"], reader)
 
     # ---- guards for non-divisible splits and regions beyond a tensor ---------------------
     def bound_checks(self, st: Stage, value: dict[E.IterVar, E.PrimExpr]) -> list[E.PrimExpr]:

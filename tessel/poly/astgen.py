@@ -93,10 +93,10 @@ class AstReader:
         self.names[it] = here
         try:
             body = self.stmt(node.for_get_body())
-            last = self._upper(node.for_get_cond(), it)
+            last = None if node.for_is_degenerate() else self._upper(node.for_get_cond(), it)
         finally:
             del self.names[it]
-        if node.for_is_degenerate():
+        if last is None:  # one iteration (isl gives no condition for it)
             extent: E.PrimExpr = O.const(1, counter.dtype)
         else:  # iterator in [init, last], every step-th value
             extent = O.add(O.floordiv(O.sub(last, init), step), 1) if step != 1 else O.add(O.sub(last, init), 1)
@@ -106,6 +106,8 @@ class AstReader:
     def _upper(self, cond: isl.AstExpr, it: str) -> E.PrimExpr:
         """The last value of the iterator from the loop condition ``it <= x`` / ``it < x``
         (a conjunction of such bounds: their minimum)."""
+        if cond.get_type() != isl.ast_expr_type.op:
+            raise InternalError(f"isl loop over {it} has the condition {cond.to_C_str()}, which bounds nothing")
         op = cond.get_op_type()
         if op in (_T.and_, _T.and_then):
             a = self._upper(cond.get_op_arg(0), it)

@@ -95,10 +95,12 @@ def param_set(constraints: list[str]) -> isl.Set:
     return isl.Set(f"[{', '.join(_params(body))}] -> {{ : {body} }}")
 
 
-def drop(s: isl.Set, keep: set[str]) -> isl.Set:
-    """``s`` with every parameter not in ``keep`` projected out (existentially quantified)."""
+def drop(s: isl.Set, keep: set[str] | None = None, remove: set[str] | None = None) -> isl.Set:
+    """``s`` with the parameters in ``remove`` (or every one not in ``keep``) projected out:
+    existentially quantified, as a loop that does not enclose the question is."""
     for k in reversed(range(s.dim(isl.dim_type.param))):
-        if s.get_dim_name(isl.dim_type.param, k) not in keep:
+        name = s.get_dim_name(isl.dim_type.param, k)
+        if (remove is not None and name in remove) or (keep is not None and name not in keep):
             s = s.project_out(isl.dim_type.param, k, 1)
     return s
 
@@ -121,7 +123,7 @@ class StageSets:
         """Instances of the leaf loops ``0..k`` (the context of a stage attached at loop k)."""
         if k not in self.loops:
             if self.exact:
-                self.loops[k] = drop(self.body, set(self.path) | set(self.leaves[:k + 1]))
+                self.loops[k] = drop(self.body, remove=set(self.leaves[k + 1:]))
             else:
                 self.loops[k] = self.context.intersect(param_set([c for r in self.ranges[:k + 1] for c in r]))
         return self.loops[k]
