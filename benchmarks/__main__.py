@@ -51,6 +51,8 @@ class Row:
     rate: dict[str, float | None] = field(default_factory=dict)      # GFLOP/s or GB/s
     build_s: dict[str, float | None] = field(default_factory=dict)   # cold build
     cached_s: float | None = None                                     # tessel's cached build
+    interval_build_s: float | None = None                             # cold build, exact=False
+    analysis_s: float | None = None                                   # the exact analysis alone
     copy_rate: float | None = None                                    # GB/s of the copy yardstick
     notes: dict[str, str] = field(default_factory=dict)               # why a contender has no number
 
@@ -75,6 +77,30 @@ def _tessel(case: Case, inputs: list[np.ndarray]):
     out = np.empty(case.out_shape, "float32")
     kw = {"num_threads": case.threads} if case.threads else {}
     return (lambda: f(*inputs, out, **kw)), (lambda: out), cold, cached
+
+
+def _exact_cost(case: Case) -> tuple[float, float]:
+    """The cold build with InferBound's boxes (``exact=False``, a fresh cache), and the exact
+    analysis alone (the best of three): what exact regions add to a cold build."""
+    import tessel
+    from tessel.bound import run_infer_bound
+    from tessel.poly import plan
+    from tessel.runtime.cache import clear_memory_cache
+
+    os.environ["TESSEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tessel-bench-cache-")
+    clear_memory_cache()
+    s, args = case.tessel()
+    t0 = time.perf_counter()
+    tessel.build(s, args, exact=False)
+    interval = time.perf_counter() - t0
+    best = float("inf")
+    for _ in range(3):
+        s, args = case.tessel()
+        ctx = run_infer_bound(s)
+        t0 = time.perf_counter()
+        plan(ctx)
+        best = min(best, time.perf_counter() - t0)
+    return interval, best
 
 
 def _copy_yardstick(threads: int | None, quick: bool):
@@ -122,6 +148,7 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
     fn, res, cold, cached = _tessel(case, inputs)
     runners["tessel"] = (fn, res)
     row.build_s["tessel"], row.cached_s = cold, cached
+    row.interval_build_s, row.analysis_s = _exact_cost(case)
     runners["numpy"] = ((lambda: case.numpy(*inputs)), (lambda: want))
     for peer in ("halide", "tvm"):
         if not peers_on[peer]:
@@ -213,8 +240,9 @@ def _of_copy(row: Row) -> str:
 
 def table(rows: list[Row]) -> str:
     head = ("| kernel | size | threads | tessel | NumPy | Halide | TVM | tessel vs NumPy | vs Halide | vs TVM "
-            "| % of copy | tessel build cold / cached (ms) | Halide / TVM build (ms) |")
-    out = [head, "|" + "---|" * 13]
+            "| % of copy | tessel build cold / cached (ms) | cold with exact=False (ms) | exact analysis (ms) "
+            "| Halide / TVM build (ms) |")
+    out = [head, "|" + "---|" * 15]
     for r in rows:
         def cell(name: str, r: Row = r) -> str:
             if name in r.rate:
@@ -226,8 +254,23 @@ def table(rows: list[Row]) -> str:
         out.append(
             f"| {r.kernel} | {r.size} | {r.threads} | {cell('tessel')} | {cell('numpy')} | {cell('halide')} "
             f"| {cell('tvm')} | {_ratio(r, 'numpy')} | {_ratio(r, 'halide')} | {_ratio(r, 'tvm')} "
-            f"| {_of_copy(r)} | {_fmt(r.build_s['tessel'] * 1e3, 0)} / {_fmt((r.cached_s or 0) * 1e3, 1)} | {builds} |")
+            f"| {_of_copy(r)} | {_fmt(r.build_s['tessel'] * 1e3, 0)} / {_fmt((r.cached_s or 0) * 1e3, 1)} "
+            f"| {_fmt((r.interval_build_s or 0) * 1e3, 0)} | {_fmt((r.analysis_s or 0) * 1e3, 1)} | {builds} |")
     return "\n".join(out)
+
+
+def exact_cost_text(rows: list[Row]) -> str:
+    """What exact regions (on by default) add to the cold builds of the table, in one line."""
+    done = [r for r in rows if r.interval_build_s is not None and r.analysis_s is not None]
+    if not done:
+        return ""
+    cold = sum(r.build_s["tessel"] for r in done)
+    interval = sum(r.interval_build_s for r in done)  # type: ignore[misc]
+    analysis = sum(r.analysis_s for r in done)  # type: ignore[misc]
+    return (f"Exact regions (isl, on by default): the analysis takes {analysis * 1e3:.1f} ms over the "
+            f"{len(done)} kernels, {100 * analysis / interval:.2f}% of their cold builds with exact=False "
+            f"({interval:.2f} s in all; {cold:.2f} s with it, both single builds, so the difference "
+            "mixes the analysis with the compiler's run-to-run noise). A cached build does not run it.")
 
 
 def machine_text(m: machine.Machine) -> str:
@@ -313,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += ["## machine", "", machine_text(m), ""]
     if missing:
         lines += [f"Not installed: {', '.join(missing)} (`pip install .[peers]`).", ""]
-    lines += ["## results", "", text, ""]
+    lines += ["## results", "", text, "", exact_cost_text(rows), ""]
     (out_dir / "benchmarks.md").write_text("\n".join(lines))
     (out_dir / "benchmarks.json").write_text(json.dumps(
         {"machine": asdict(m) if m else None, "rows": [asdict(r) for r in rows], "repeat": repeat}, indent=1))

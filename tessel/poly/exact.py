@@ -155,7 +155,18 @@ def plan(ctx: BoundContext) -> ExactPlan:
     for st in reversed(ctx.order):
         if st.attach_type == INLINE or st.is_placeholder:
             continue
-        _stage(ctx, out, st)
+        try:
+            _stage(ctx, out, st)
+        except isl.Error as e:  # isl refused a set: this stage runs its box, read as reading anything
+            info = out.stages.get(id(st))
+            if info is not None:
+                info.exact = False
+                info.body = param_set([])
+            else:
+                out.stages[id(st)] = StageSets([], [], param_set([]), [[] for _ in st.leaf_iter_vars], param_set([]))
+            if st.name in out.changed:
+                out.changed.remove(st.name)
+            out.notes.append(f"stage {st.name}: keeps its interval box (isl: {str(e).splitlines()[0][:120]})")
     return out
 
 
