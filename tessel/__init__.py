@@ -1,7 +1,7 @@
 """tessel: tensor expressions and schedules, lowered through InferBound to native code."""
 
 # `import tessel as tvm` accepts the TVM-0.6-era spellings (tvm.placeholder, tvm.compute, tvm.sum ...)
-from . import compat, te, viz
+from . import compat, poly, te, viz
 from .bound import infer_bound
 from .compat import *
 from .driver import build, lower

@@ -31,6 +31,7 @@ from .passes import (
     vectorize,
 )
 from .passes.unroll import oversized_unrolls
+from .poly.analysis import analysis
 from .poly.exact import ExactPlan
 from .poly.exact import plan as exact_plan
 from .runtime.cache import code_version, load_lowered, store_lowered
@@ -125,7 +126,8 @@ def _bound(sch: Schedule, args: Sequence, name: str) -> _Bounded:
     # tensors stand for the current ones
     args = [sch.current_tensor(a) if isinstance(a, Tensor) else a for a in args]
     buffers, params, sizes = _params(args)
-    return _Bounded(run_infer_bound(sch), name, buffers, params, sizes)
+    analysis(sch).check_bounds()  # reads outside a tensor, refused exactly with a witness (seed 004)
+    return _Bounded(run_infer_bound(sch, check=False), name, buffers, params, sizes)
 
 
 def _lower_schedule(sch: Schedule, args: Sequence, name: str, exact: bool = True,
@@ -150,7 +152,8 @@ def _lower_bounded(b: _Bounded, plan: ExactPlan | None) -> tuple[S.PrimFunc, lis
     steps.append(Step("simplify", stmt))
     _check_free_vars(stmt, b.sizes)
     _check_unrolls(b.ctx.sch, stmt)
-    return S.PrimFunc(b.name, b.params, b.sizes, stmt), steps
+    assumed = tuple(zip(b.ctx.sch.assumptions, b.ctx.sch.assumption_exprs()))
+    return S.PrimFunc(b.name, b.params, b.sizes, stmt, assumptions=assumed), steps
 
 
 def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.PrimFunc:
@@ -168,7 +171,7 @@ def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.Prim
     steps.append(Step("index_dtype", stmt))
     written = {id(s.buffer) for s in collect(stmt, lambda n: isinstance(n, S.BufferStore))}
     outputs = [b for b in front.params if id(b) in written]
-    return S.PrimFunc(front.name, front.params, front.size_vars, stmt, outputs, guards)
+    return S.PrimFunc(front.name, front.params, front.size_vars, stmt, outputs, guards, front.assumptions)
 
 
 def _check_unrolls(sch: Schedule, stmt: S.Stmt) -> None:

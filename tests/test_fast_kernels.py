@@ -214,14 +214,18 @@ def test_unroll_awkward_sizes(n):
         assert "i.inner" not in loops  # straight-line code, not a loop
 
 
-def test_unroll_keeps_large_or_symbolic_loops():
+def test_unroll_of_a_loop_without_a_constant_bound_is_refused_with_a_fix():
+    """Seed 004: unroll is legal iff the loop's bounds are constant (a split's inner loop, whose
+    extent is min(n, factor), is bounded by the factor and may be unrolled)."""
     n = te.var("n")
     A = te.placeholder((n,), name="A")
     C = te.compute((n,), lambda i: A[i] + 1.0, name="C")
     s = te.create_schedule(C.op)
     s[C].unroll(C.op.axis[0])
+    with pytest.raises(tessel.ScheduleError, match="cannot unroll i: its extent n has no constant bound") as info:
+        tessel.build(s, [A, C])
+    info.value.fix_steps.apply(s)
     f = tessel.build(s, [A, C])
-    assert "#pragma GCC unroll" not in f.source or "for (" in f.source
     a = rand(10)
     out = np.empty_like(a)
     f(a, out)

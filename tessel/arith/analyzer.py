@@ -116,6 +116,10 @@ class Analyzer:
         finally:
             self._restore(saved)
 
+    def assume(self, cond: Any) -> None:
+        """Assume ``cond`` from now on (a user's promise about the sizes, ``s.assume``)."""
+        self._assume(self.simplify(op.convert(cond)))
+
     def _snapshot(self) -> tuple:
         return (dict(self._bounds), dict(self._subst), dict(self._var_facts), list(self._facts))
 

@@ -18,6 +18,7 @@ evaluated as written, not only simplified: simplifying distributes ``i*(n - 2)``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import ExitStack
 
 from ..arith import Analyzer, IntSet, eval_set
@@ -53,7 +54,10 @@ class _Unguarded(Visitor):
                 self.visit(s)
 
 
-def check_reads_in_bounds(sch: Schedule, bodies: dict) -> None:
+def check_reads_in_bounds(sch: Schedule, bodies: dict,
+                          select: Callable[[E.ProducerLoad], bool] | None = None) -> None:
+    """Refuse a read that intervals place outside its tensor; ``select`` limits the check to
+    some reads (the polyhedral check in ``poly/bounds.py`` decides the others exactly)."""
     ana = Analyzer()
     for st in sch.stages:
         if st.attach_type == INLINE or st.is_placeholder:
@@ -66,7 +70,7 @@ def check_reads_in_bounds(sch: Schedule, bodies: dict) -> None:
         with ExitStack() as scope:
             for iv in ivs:  # a read happens only if the domain is not empty
                 scope.enter_context(ana.constraint_scope(O.ge(iv.dom.extent, 1)))
-            _check_loads(st, v.loads, dom, ana)
+            _check_loads(st, [ld for ld in v.loads if select is None or select(ld)], dom, ana)
 
 
 def _check_loads(st: Stage, loads: list[E.ProducerLoad], dom: dict, ana: Analyzer) -> None:

@@ -42,6 +42,8 @@ class BoundContext:
         self.order = stage_order(sch, self.consumers)
         self.rmap: dict[E.IterVar, E.Range] = {}
         self.analyzer = Analyzer()
+        for cond in sch.assumption_exprs():  # the user's promises (s.assume), checked at every call
+            self.analyzer.assume(cond)
 
 
 def stage_order(sch: Schedule, cons: dict[Stage, list[Stage]]) -> list[Stage]:
@@ -90,9 +92,12 @@ def infer_bound(sch: Schedule) -> dict[E.IterVar, E.Range]:
     return run_infer_bound(sch).rmap
 
 
-def run_infer_bound(sch: Schedule) -> BoundContext:
+def run_infer_bound(sch: Schedule, check: bool = True) -> BoundContext:
+    """InferBound's ranges and the facts lowering reuses; ``check`` refuses reads that
+    intervals place outside their tensor (the polyhedral check replaces it when lowering)."""
     ctx = BoundContext(sch)
-    check_reads_in_bounds(sch, ctx.bodies)
+    if check:
+        check_reads_in_bounds(sch, ctx.bodies)
     for st in reversed(ctx.order):  # consumers first (seed 000)
         if st.attach_type == INLINE or st.is_placeholder:
             continue

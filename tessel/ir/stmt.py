@@ -152,13 +152,16 @@ class PrimFunc(Node):
     ``size_vars`` are the symbolic sizes, in the order the native calling convention passes
     them (after the buffers); each is bound from the first buffer dimension it names.
     ``guards`` are the conditions on those sizes that the body's narrow index arithmetic needs
-    (:class:`IndexGuard`), checked at every call.
+    (:class:`IndexGuard`), checked at every call. ``assumptions`` are the user's promises about
+    the sizes (``s.assume``) as ``(text, condition)`` pairs, also checked at every call; they
+    are not a child the visitors walk, but they are part of the kernel's fingerprint.
     """
 
-    __slots__ = ("name", "params", "size_vars", "body", "outputs", "guards")
+    __slots__ = ("name", "params", "size_vars", "body", "outputs", "guards", "assumptions")
     _fields = ("name", "params", "size_vars", "body", "outputs", "guards")
 
-    def __init__(self, name: str, params, size_vars, body: Stmt, outputs=(), guards=()):
+    def __init__(self, name: str, params, size_vars, body: Stmt, outputs=(), guards=(), assumptions=()):
+        self.assumptions = tuple(assumptions)
         self.name = name
         self.params = tuple(params)
         self.size_vars = tuple(size_vars)

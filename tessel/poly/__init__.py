@@ -1,5 +1,22 @@
-"""The polyhedral view of a schedule (seed 004): isl sets for what runs, isl's AST for loops."""
+"""The polyhedral view of a schedule (seed 004), the one adapter over islpy.
+
+``model(s)`` builds it (statements, parametric domains, access relations, the 2d+1 schedule
+into one time space) and shows it as text. ``plan(ctx)`` (``exact.py``) is the exact region
+every stage computes, which lowering uses by default; ``astgen`` reads isl's AST back as
+tessel's loop IR.
+"""
+
+from __future__ import annotations
 
 from .exact import ExactPlan, plan
+from .model import Access, Loop, Model, Statement, build
+from .space import Converter, Namer, NotAffine
 
-__all__ = ["ExactPlan", "plan"]
+
+def model(sch) -> Model:
+    """The polyhedral model of ``sch`` as it would be lowered now; ``str()`` of it reads."""
+    return build(sch)
+
+
+__all__ = ["Access", "Converter", "ExactPlan", "Loop", "Model", "Namer", "NotAffine", "Statement", "build", "model",
+           "plan"]

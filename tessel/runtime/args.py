@@ -96,6 +96,7 @@ class ArgSpec:
         self._limits = [(v.dtype.min_value(), v.dtype.max_value()) for v in self.vars]
         guards = getattr(func, "guards", ())  # hand-built PrimFuncs may predate them
         self.guards = SizeGuards(guards, self.vars, func.name) if guards else None
+        self.assumptions = tuple(getattr(func, "assumptions", ()))
         # the common call -- constant shapes, fresh C-contiguous arrays -- checked in one pass of
         # identity and tuple comparisons; anything unusual goes through the full checks below,
         # which also give the error messages
@@ -121,9 +122,25 @@ class ArgSpec:
             self._check_exprs(args, values)
         if self.guards is not None:
             self.guards.check(values)
+        if self.assumptions:
+            self._check_assumptions(values)
         if self.outputs:
             self._check_aliasing(args, ptrs)
         return ptrs, values[: self.n_sizes]  # type: ignore[return-value]
+
+    def _check_assumptions(self, values: list) -> None:
+        """Refuse sizes that break an assumption the schedule was built under (``s.assume``)."""
+        from ..ir.evaluate import evaluate
+
+        env = dict(zip(self.vars, values))
+        for text, cond in self.assumptions:
+            if not evaluate(cond, env):
+                sizes = ", ".join(f"{v.name}={x}" for v, x in zip(self.vars, values))
+                raise ArgumentError(
+                    f"kernel {self.kernel!r}: the call has {sizes}, which breaks the assumption {text!r} the "
+                    f"kernel was built under (s.assume); call it with sizes that satisfy it, or build a kernel "
+                    f"without that assumption"
+                )
 
     def _check_fast(self, args: tuple) -> list[int] | None:
         """The pointers if every array is exactly as expected, else None (then: the full checks).

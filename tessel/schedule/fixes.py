@@ -120,6 +120,12 @@ class FixBuilder:
         code = f"s[{self.n.stage(st)}].iter_var_attrs.pop({self.n.axis(st, iv)})"
         return self._add(code, "_drop_annotation", self.n.ref(st), self.n.axis_ref(st, iv))
 
+    def split(self, st: Stage, iv: E.IterVar, factor: int) -> FixBuilder:
+        """``split(iv, factor=...)``: the inner loop takes over iv's annotation."""
+        self.lines.append(f"s[{self.n.stage(st)}].split({self.n.axis(st, iv)}, factor={factor})")
+        self.steps.append(Step("split", self.n.ref(st), (self.n.axis_ref(st, iv),), {"factor": factor}))
+        return self
+
     def reorder(self, st: Stage, order: list[E.IterVar]) -> FixBuilder:
         code = f"s[{self.n.stage(st)}].reorder({', '.join(self.n.axis(st, a) for a in order)})"
         return self._add(code, "reorder", self.n.ref(st), *(self.n.axis_ref(st, a) for a in order))

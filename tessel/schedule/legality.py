@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from ..arith import Analyzer
 from ..errors import ScheduleError, TesselError
 from ..ir import expr as E
 from .dataflow import loop_ranges
@@ -55,6 +56,8 @@ class ViolationKind(Enum):
     VECTORIZED_REDUCTION = "vectorized-reduction"
     THREAD_BOUND_TWICE = "thread-bound-twice"
     RFACTOR_ORDER_DEPENDENT_REDUCER = "rfactor-order-dependent-reducer"
+    CARRIED_DEPENDENCE = "carried-dependence"
+    SYMBOLIC_UNROLL = "symbolic-unroll"
 
 
 @dataclass
@@ -132,6 +135,8 @@ def find_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
             if attr.kind in ("parallel", "vectorized") and iv.is_reduce and any(iv is x for x in st.leaf_iter_vars):
                 out.append(_reduction_annotation(sch, st, iv, attr.kind, propose))
     out.extend(_check_threads(sch, tree, propose))
+    if not out:  # the tree is well formed: the polyhedral model can be built from it
+        out.extend(_check_annotations(sch, propose))
     return out
 
 
@@ -295,6 +300,46 @@ def _check_lca(sch: Schedule, tree: ScheduleTree, st: Stage, r: Stage, cons: dic
 
 
 # ---- rules beyond the tree -----------------------------------------------------------------
+def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
+    """Seed 004: ``parallel``/``vectorize`` are legal on a loop iff it carries no dependence
+    (decided exactly on the polyhedral model), ``unroll`` iff its extent is a constant."""
+    todo = [(st, iv, a.kind) for st in sch.stages for iv, a in st.iter_var_attrs.items()
+            if a.kind in ("parallel", "vectorized", "unrolled") and any(iv is x for x in st.leaf_iter_vars)
+            and not (iv.is_reduce and a.kind != "unrolled")]  # a reduction loop has its own rule
+    if not todo:
+        return []
+    from ..poly.analysis import analysis  # against the flow, deliberately: see tests/test_layering.py
+
+    found = analysis(sch)
+    out: list[Violation] = []
+    for st, iv, kind in todo:
+        if kind == "unrolled":
+            ext = found.model.ranges.get(iv)
+            # a constant, or at most one (a split's inner loop cut to its parent: min(n, 4))
+            if ext is None or Analyzer().const_int_bound(ext.extent)[1] is not None:
+                continue
+            text = (f"stage {st.name}: cannot unroll {iv.name}: its extent {ext.extent} has no constant bound, "
+                    f"so there is no fixed number of copies to make; split it by a constant factor and unroll "
+                    f"the inner loop, or leave it a loop")
+            v = Violation(ViolationKind.SYMBOLIC_UNROLL, st, text, (st,), (iv,))
+        else:
+            got = found.carried(st, iv)
+            if got is None:
+                continue
+            dep, part = got
+            verb = "parallelize" if kind == "parallel" else "vectorize"
+            text = (f"stage {st.name}: cannot {verb} {iv.name}: it carries a {dep.kind} dependence from "
+                    f"{dep.source.label()} to {dep.sink.label()} through {dep.tensor_name} ({dep.witness(part)}); "
+                    f"its iterations must run in order. Annotate a loop that carries no dependence instead")
+            v = Violation(ViolationKind.CARRIED_DEPENDENCE, st, text, (st,), (iv,))
+            v.dependence = dep  # type: ignore[attr-defined]
+        fixes = [FixBuilder(Names(sch)).drop_annotation(st, iv)]
+        if kind == "unrolled":  # the inner loop of a split by a constant keeps the unroll, bounded
+            fixes.insert(0, FixBuilder(Names(sch)).split(st, iv, 8))
+        out.append(choose(sch, v, fixes) if propose else v)
+    return out
+
+
 def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, propose: bool = True) -> Violation:
     verb = {"parallel": "parallelize", "vectorized": "vectorize"}[kind]
     out = st.op.outputs[0].name if st.op.outputs else st.name
@@ -303,8 +348,8 @@ def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, pr
             f"update the same element {out}[{idx}]; " + (
                 "run in parallel they race on it and lose updates" if kind == "parallel" else
                 "a vector over it would write one element from every lane at once and keep only one") +
-            f". {verb.capitalize()} a data-parallel loop instead, or rfactor the reduction first so that the "
-            f"loop becomes a data-parallel axis of the factored stage")
+            f"{_dependence_words(sch, st, iv)}. {verb.capitalize()} a data-parallel loop instead, or rfactor "
+            f"the reduction first so that the loop becomes a data-parallel axis of the factored stage")
     v = Violation(ViolationKind(f"{kind}-reduction"), st, text, (st,), (iv,))
     if not propose:
         return v
@@ -330,6 +375,21 @@ def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, pr
             plain.insert(0, start().reorder(st, order).annotate(st, method, pick))
         candidates[len(candidates) if trivial else 0:0] = plain
     return choose(sch, v, candidates)
+
+
+def _dependence_words(sch: Schedule, st: Stage, iv: E.IterVar) -> str:
+    """`` (the dependence it carries: ...)`` from the polyhedral model, when it can be built."""
+    from ..poly.analysis import analysis  # against the flow, deliberately: see tests/test_layering.py
+
+    try:
+        got = analysis(sch).carried(st, iv)
+    except TesselError:  # a schedule broken otherwise too: the rule stands on its own
+        return ""
+    if got is None:
+        return ""
+    dep, part = got
+    return (f" (it carries the {dep.kind} dependence {dep.source.label()} -> {dep.sink.label()} through "
+            f"{dep.tensor_name}: {dep.witness(part)})")
 
 
 def reduction_annotation_error(stage: Stage, iv: E.IterVar, kind: str) -> ScheduleError:

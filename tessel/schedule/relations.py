@@ -12,6 +12,10 @@ arithmetic, so this module is the only place that asks what kind a relation is:
 * ``index_up`` / ``index_down``: index *expressions* across the relation (leaf loop variables to
   root indices, what lowering substitutes into a body; root indices to where they land among
   the derived loops, what cache_write's copy reads).
+* ``time_down``: where each root index falls in the loops made from it, as a tuple of
+  expressions whose lexicographic order is the loops' execution order (the polyhedral view's
+  schedule, seed 004): a fuse whose inner extent is not a constant keeps its two loops as two
+  coordinates instead of multiplying by a symbolic extent.
 * ``guards``: what must hold for an index passed up to exist (a non-divisible split runs past
   its parent's end).
 * ``replay``: the same relation made over other IterVars through an axis map, for applying one
@@ -34,6 +38,8 @@ from ..ir import expr as E
 from ..ir import op as O
 
 RangeMap = Mapping[E.IterVar, E.Range]
+#: a loop's position in execution order: coordinates compared lexicographically
+TimeValue = tuple[E.PrimExpr, ...]
 ThreadBound = Callable[[E.IterVar], bool]
 
 
@@ -147,6 +153,11 @@ class Relation:
         """The checks an index passed up through this relation needs (after ``index_up``)."""
         return []
 
+    def time_down(self, rmap: RangeMap, value: dict[E.IterVar, TimeValue]) -> None:
+        """Set ``value`` of the outputs (execution-order coordinates) from ``value`` of the
+        inputs; an output left unset has no such expression (the caller reports it)."""
+        raise NotImplementedError
+
     def replay(self, axis_map: dict[E.IterVar, E.IterVar]) -> Relation:
         """This relation over ``axis_map[input]``; outputs not in the map are made fresh and added."""
         raise NotImplementedError
@@ -219,6 +230,17 @@ class Split(Relation):
             value[self.outer] = O.floordiv(off, f)
             value[self.inner] = O.floormod(off, f)
 
+    def time_down(self, rmap: RangeMap, value: dict[E.IterVar, TimeValue]) -> None:
+        p = value.get(self.parent)
+        if p is None or len(p) != 1:
+            return
+        off = O.sub(p[0], rmap[self.parent].min)
+        # the factor, not the inner extent: a factor cut down to its parent (min(n, 16)) puts
+        # every index in the same place, and stays a constant
+        f = self.factor if self.factor is not None else rmap[self.inner].extent
+        value[self.outer] = (O.floordiv(off, f),)
+        value[self.inner] = (O.floormod(off, f),)
+
     def guards(self, rmap: RangeMap, value: Mapping[E.IterVar, E.PrimExpr]) -> list[Guard]:
         if self.parent not in value or self.outer not in value or self.inner not in value:
             return []
@@ -290,6 +312,17 @@ class Fuse(Relation):
             value[self.fused] = O.add(O.mul(O.sub(value[self.outer], ro.min), ri.extent),
                                       O.sub(value[self.inner], ri.min))
 
+    def time_down(self, rmap: RangeMap, value: dict[E.IterVar, TimeValue]) -> None:
+        o, i = value.get(self.outer), value.get(self.inner)
+        if o is None or i is None:
+            return
+        ext = rmap[self.inner].extent
+        if len(o) == 1 and len(i) == 1 and isinstance(ext, E.IntImm):
+            ro, ri = rmap[self.outer], rmap[self.inner]
+            value[self.fused] = (O.add(O.mul(O.sub(o[0], ro.min), ext), O.sub(i[0], ri.min)),)
+        else:  # (outer, inner) runs in the fused loop's order without a symbolic product
+            value[self.fused] = o + i
+
     def replay(self, axis_map: dict[E.IterVar, E.IterVar]) -> Fuse:
         o, i = self._mapped_inputs(axis_map)
         dtype = o.dtype if o.dtype.bits >= i.dtype.bits else i.dtype
@@ -345,6 +378,11 @@ class Rebase(Relation):
         if self.parent in value:
             value[self.rebased] = O.sub(value[self.parent], rmap[self.parent].min)
 
+    def time_down(self, rmap: RangeMap, value: dict[E.IterVar, TimeValue]) -> None:
+        p = value.get(self.parent)
+        if p is not None and len(p) == 1:
+            value[self.rebased] = (O.sub(p[0], rmap[self.parent].min),)
+
     def replay(self, axis_map: dict[E.IterVar, E.IterVar]) -> Rebase:
         (p,) = self._mapped_inputs(axis_map)
         return Rebase(p, self._output(axis_map, self.rebased, lambda: _fresh(self.rebased, p.name + ".rb", p.dtype)))
@@ -378,6 +416,9 @@ class Singleton(Relation):
 
     def index_down(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
         value[self.iter_var] = O.const(0, self.iter_var.dtype)
+
+    def time_down(self, rmap: RangeMap, value: dict[E.IterVar, TimeValue]) -> None:
+        value[self.iter_var] = (O.const(0, self.iter_var.dtype),)
 
     def replay(self, axis_map: dict[E.IterVar, E.IterVar]) -> Singleton:
         iv = self.iter_var
@@ -439,11 +480,18 @@ def pass_down_index(relations: Iterable[Relation], rmap: RangeMap, value: dict[E
         rel.index_down(rmap, value)
 
 
+def pass_down_time(relations: Iterable[Relation], rmap: RangeMap, value: dict[E.IterVar, TimeValue]) -> None:
+    """Extend ``value`` (root -> its coordinates) to the loops made from the roots, in
+    execution-order coordinates (see ``Relation.time_down``)."""
+    for rel in relations:
+        rel.time_down(rmap, value)
+
+
 def replay(relations: Iterable[Relation], axis_map: dict[E.IterVar, E.IterVar]) -> list[Relation]:
     """``relations`` made over the IterVars ``axis_map`` gives for their roots; ``axis_map``
     grows by every output (fresh IterVars unless the map already names them)."""
     return [rel.replay(axis_map) for rel in relations]
 
 
-__all__ = ["Cut", "Fuse", "Guard", "Rebase", "Relation", "Singleton", "Split", "bound_to_thread", "ceildiv", "pass_down_domain",
-           "pass_down_index", "pass_up_domain", "pass_up_index", "replay"]
+__all__ = ["Cut", "Fuse", "Guard", "Rebase", "Relation", "Singleton", "Split", "TimeValue", "bound_to_thread", "ceildiv", "pass_down_domain",
+           "pass_down_index", "pass_down_time", "pass_up_domain", "pass_up_index", "replay"]

@@ -176,6 +176,33 @@ class Schedule:
         new.stage_map = {op: smap[id(st)] for op, st in self.stage_map.items()}
         return new
 
+    #: the user's assumptions about the sizes (``assume``), as written
+    assumptions: tuple[str, ...] = ()
+
+    @recorded
+    def assume(self, condition: str) -> Schedule:
+        """Promise that the symbolic sizes satisfy ``condition`` (``"n % 8 == 0"``): the
+        polyhedral analysis may rely on it, and every call of a kernel built from this schedule
+        checks it (an ArgumentError names the assumption a call breaks)."""
+        from .assume import parse_assumption, size_vars
+
+        parse_assumption(condition, size_vars(self))  # refuse a bad one now, where it is written
+        self.assumptions = (*self.assumptions, condition)
+        return self
+
+    def assumption_exprs(self) -> list[E.PrimExpr]:
+        from .assume import parse_assumption, size_vars
+
+        sizes = size_vars(self)
+        return [parse_assumption(a, sizes) for a in self.assumptions]
+
+    def dependences(self) -> list:
+        """The flow, anti and output dependences between statement instances of the schedule
+        as it would be lowered now (seed 004), each with a witness (``str()`` shows it)."""
+        from ..poly.analysis import analysis
+
+        return list(analysis(self).dependences)
+
     def normalize(self) -> Schedule:
         """Kept for TVM compatibility: lowering already counts every loop from zero."""
         return self

@@ -111,6 +111,11 @@ class _Renderer:
                 out["views"][key] = self._error_svg(key, err)
         out["bounds"], out["bounds_note"] = _bounds_rows(snap)
         out["state"], out["problem"], out["ir"] = _check_and_lower(snap, _snapshot_args(rec, snap, args))
+        out["deps"], out["deps_note"] = [], "not analysed: the schedule does not lower"
+        if out["state"] == "ok":
+            out["deps"], out["deps_note"], model_text = _dependence_rows(snap)
+            if model_text:
+                out["ir"]["poly"] = model_text
         return out
 
     def _error_svg(self, key: str, err: Exception) -> int:
@@ -180,6 +185,30 @@ def _bounds_rows(snap: Schedule) -> tuple[list[list[str]], str | None]:
             rows.append([st.name, iv.name, ", ".join(kind) or "derived",
                          str(r.min) if r is not None else "?", str(r.extent) if r is not None else "?"])
     return rows, why
+
+
+def _dependence_rows(snap: Schedule) -> tuple[list[list[str]], str, str]:
+    """The dependences of the schedule after a step (seed 004), one row each with an example
+    and the loops that carry it; a note on what the model leaves out; the model as text."""
+    from ..poly.analysis import analysis
+    from ..poly.deps import carried
+
+    try:
+        found = analysis(snap)
+        model, deps = found.model, found.dependences
+    except TesselError as err:
+        return [], f"not analysed: {err}", ""
+    rows = []
+    for d in deps:
+        loops = [lp for lp in d.common_loops() if carried(model, [d], lp) is not None]
+        w = d.witness()
+        rows.append([d.kind, d.source.label(), d.sink.label(), d.tensor_name, str(w) if w else "",
+                     ", ".join(f"{lp.stage.name}.{lp.name}" for lp in loops) or "none (loop-independent)"])
+    notes = [f"{name}: {why}" for name, why in model.unmodelled.items()]
+    unread = model.unread_stages()
+    if unread:
+        notes.append("computed but read by no stage: " + ", ".join(unread))
+    return rows, "; ".join(notes), model.text()
 
 
 def _mark_transitions(steps: list[dict]) -> list[dict]:

@@ -86,6 +86,7 @@ PAGE = r"""<!DOCTYPE html>
             <select id="ir-kind" aria-label="IR">
               <option value="lowered">after all passes</option>
               <option value="schedule_ops">after ScheduleOps</option>
+              <option value="poly">polyhedral model</option>
             </select></h2>
           <pre id="ir"></pre>
         </section>
@@ -100,6 +101,12 @@ PAGE = r"""<!DOCTYPE html>
           <div id="bounds-note" class="muted"></div>
           <table><thead><tr><th>stage</th><th>IterVar</th><th>role</th><th>min</th><th>extent</th></tr></thead>
             <tbody id="bounds"></tbody></table>
+        </section>
+        <section>
+          <h2>Dependences (polyhedral model)</h2>
+          <div id="deps-note" class="muted"></div>
+          <table><thead><tr><th>kind</th><th>from</th><th>to</th><th>through</th><th>example</th><th>carried by</th></tr></thead>
+            <tbody id="deps"></tbody></table>
         </section>
       </div>
     </div>
@@ -210,6 +217,17 @@ PAGE = r"""<!DOCTYPE html>
     $("bounds-note").textContent = st.bounds_note || "";
   }
 
+  function renderDeps(st) {
+    var body = $("deps");
+    body.textContent = "";
+    (st.deps || []).forEach(function (row) {
+      var tr = el("tr");
+      row.forEach(function (c) { tr.appendChild(el("td", null, c)); });
+      body.appendChild(tr);
+    });
+    $("deps-note").textContent = st.deps_note || "";
+  }
+
   function diffLines(a, b) {
     var n = a.length, m = b.length, i, j, dp = [];
     for (i = 0; i <= n; i++) dp.push(new Int32Array(m + 1));
@@ -263,6 +281,7 @@ PAGE = r"""<!DOCTYPE html>
     renderViews(st);
     renderIR(st);
     renderBounds(st);
+    renderDeps(st);
     var from = k - 1;  // compare with the closest earlier step that has IR
     while (from > 0 && irOf(list[from]) === undefined) from--;
     $("diff-a").value = String(Math.max(from, 0));

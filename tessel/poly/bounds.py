@@ -1,0 +1,170 @@
+"""Reads outside a tensor, proved (or refuted) exactly, with a witness.
+
+For every read of every compute stage, isl computes the instances of the stage's declared
+domain (for every size the context allows) whose index leaves the tensor's shape. If there
+are any, the program is refused with one of them: concrete sizes and loop values at which
+the read happens ("for n = 7, i = 6 it reads A[7], but A has 7 elements along dimension 0").
+If there are none the read is proved inside, however loose an interval evaluation of its
+index would be (``A[min(3*i, 4*i) + min(-3*i, -2*i)]`` is always ``A[0]``).
+
+A read under ``select``/``if_then_else`` (or a reduction's ``where``) is checked only where
+its condition holds, when the condition is affine; under any other condition it is the
+user's promise and is not checked, as before. A read whose index is not quasi-affine falls
+back to the interval check (``bound/check.py``), which refuses only what it proves outside.
+A stage whose domain is empty for some sizes reads nothing there, so it cannot be refuted
+there.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from ..bound.check import check_reads_in_bounds
+from ..errors import BoundError
+from ..ir import expr as E
+from ..ir.names import shown
+from ..schedule.graph import effective_bodies
+from ..schedule.schedule import Schedule
+from ..schedule.stage import INLINE, Stage
+from ..te.tensor import ComputeOp
+from .accesses import conditional_loads
+from .space import DIM, Converter, Namer, NotAffine, point_values, set_space
+
+
+def _size_vars(sch: Schedule) -> list[E.Var]:
+    from ..ir.functor import collect
+
+    loops = {iv.var for st in sch.stages for iv in st.all_iter_vars}
+    seen: dict[E.Var, None] = {}
+    exprs = [n for st in sch.stages for t in st.op.outputs for n in t.shape]
+    exprs += [x for st in sch.stages for iv in st.op.root_iter_vars if iv.dom is not None
+              for x in (iv.dom.min, iv.dom.extent)]
+    for e in exprs:
+        for v in collect(e, lambda n: isinstance(n, E.Var)):
+            if v not in loops:
+                seen.setdefault(v, None)
+    return list(seen)
+
+
+class _StageSpace:
+    """A stage's declared domain over its root axes, parametric in the sizes."""
+
+    def __init__(self, st: Stage, sizes: list[E.Var], context: list[E.PrimExpr]):
+        namer = Namer()
+        self.roots = list(st.op.root_iter_vars)
+        self.sizes = sizes
+        dims = [namer.name(iv.var, iv.name) for iv in self.roots]
+        params = [namer.name(v, v.name, "p_") for v in sizes]
+        space = set_space(dims, params, namer.name(st, st.name, "S_"))
+        self.conv = Converter(space, {iv.var: k for k, iv in enumerate(self.roots)}, {v: k for k, v in enumerate(sizes)})
+        dom = isl.Set.universe(space)
+        for iv in self.roots:
+            x, lo, ext = (self.conv.aff(a) for a in (iv.var, iv.dom.min, iv.dom.extent))
+            dom = dom.intersect(x.ge_set(lo)).intersect(x.lt_set(lo.add(ext)))
+        for c in context:
+            dom = dom.intersect(self.conv.set(c))
+        self.domain = dom
+
+
+def _context(sch: Schedule, sizes: list[E.Var]) -> list[E.PrimExpr]:
+    from ..ir import op as O
+
+    out: list[E.PrimExpr] = [O.ge(n, 0) for st in sch.stages for t in st.op.outputs for n in t.shape
+                             if not isinstance(n, E.IntImm)]
+    out += list(getattr(sch, "assumption_exprs", lambda: [])())
+    return out
+
+
+def check_accesses(sch: Schedule) -> None:
+    """Refuse the first read that can leave its tensor (BoundError with ``witness``); reads
+    whose index isl cannot represent are left to the interval check."""
+    bodies = effective_bodies(sch)
+    sizes = _size_vars(sch)
+    context = _context(sch, sizes)
+    fallback: set[int] = set()
+    for st in sch.stages:
+        if st.attach_type == INLINE or st.is_placeholder or not isinstance(st.op, ComputeOp):
+            continue
+        try:
+            sp = _StageSpace(st, sizes, context)
+        except NotAffine:
+            fallback.update(id(ld) for b in bodies[st.op] for ld, _ in conditional_loads(b))
+            continue
+        for body in bodies[st.op]:
+            for ld, conds in conditional_loads(body):
+                if not _check_load(st, sp, ld, conds):
+                    fallback.add(id(ld))
+    if fallback:
+        check_reads_in_bounds(sch, bodies, select=lambda ld: id(ld) in fallback)
+
+
+def _check_load(st: Stage, sp: _StageSpace, ld: E.ProducerLoad, conds: list) -> bool:
+    """Check one read exactly; False when it cannot be (the interval check takes it)."""
+    conv = sp.conv
+    where = sp.domain
+    try:
+        for c in conds:
+            where = where.intersect(conv.set(c))
+    except NotAffine:
+        return True  # a read under a condition isl cannot follow: the user's promise, as before
+    try:
+        idx = [conv.aff(i) for i in ld.indices]
+        shape = [conv.aff(n) for n in ld.producer.shape]
+    except NotAffine:
+        return False
+    for k, (i, n) in enumerate(zip(idx, shape)):
+        bad = where.intersect(i.lt_set(conv.const(0)).union(i.ge_set(n)))
+        if not bad.is_empty():
+            raise _error(st, sp, ld, k, where, i, bad)
+    return True
+
+
+def _error(st: Stage, sp: _StageSpace, ld: E.ProducerLoad, k: int, where: isl.Set, idx: isl.PwAff,
+           bad: isl.Set) -> BoundError:
+    pt = bad.sample_point()
+    loops = point_values(pt, DIM.set, len(sp.roots))
+    sizes = point_values(pt, DIM.param, len(sp.sizes))
+    witness: dict[E.Var, int] = {v: x for v, x in zip(sp.sizes, sizes)}
+    witness.update({iv.var: x for iv, x in zip(sp.roots, loops)})
+    from ..ir.evaluate import evaluate
+
+    read = [evaluate(i, witness) for i in ld.indices]
+    extent = [evaluate(n, witness) for n in ld.producer.shape]
+    t = shown(ld.producer.name)
+    shown_load = ", ".join(str(i) for i in ld.indices)
+    used_sizes = [v for v in sp.sizes if any(v is x for x in _vars_of(ld, st))]
+    at = ", ".join([f"{shown(v.name)} = {witness[v]}" for v in used_sizes] +
+                   [f"{shown(iv.name)} = {witness[iv.var]}" for iv in sp.roots])
+    rng = _range_text(where, idx)
+    err = BoundError(
+        f"stage {shown(st.name)} reads {t}[{shown_load}] outside {t}'s shape "
+        f"({', '.join(str(x) for x in ld.producer.shape)}): for {at} it reads {t}[{', '.join(map(str, read))}], "
+        f"but {t} has {extent[k]} element(s) along dimension {k}{rng}; shrink {shown(st.name)}'s shape, or guard "
+        f"the read with te.if_then_else(cond, {t}[...], value)"
+    )
+    err.witness = witness  # type: ignore[attr-defined]
+    err.load = ld  # type: ignore[attr-defined]
+    err.dimension = k  # type: ignore[attr-defined]
+    return err
+
+
+def _vars_of(ld: E.ProducerLoad, st: Stage) -> list[E.Var]:
+    from ..ir.functor import collect
+
+    exprs = [*ld.indices, *ld.producer.shape, *(x for iv in st.op.root_iter_vars for x in (iv.dom.min, iv.dom.extent))]
+    return [v for e in exprs for v in collect(e, lambda n: isinstance(n, E.Var))]
+
+
+def _range_text(where: isl.Set, idx: isl.PwAff) -> str:
+    """`` (over its domain the index ranges over [lo, hi])`` when both ends are constants."""
+    vals = isl.Map.from_pw_aff(idx.intersect_domain(where)).range()
+    ends = []
+    for pa in (vals.dim_min(0), vals.dim_max(0)):
+        pieces = pa.get_pieces()
+        if len(pieces) != 1 or not pa.is_cst():
+            return ""
+        ends.append(pieces[0][1].get_constant_val().to_python())
+    return f" (over its domain the index ranges over [{ends[0]}, {ends[1]}])"
+
+
+__all__ = ["check_accesses"]

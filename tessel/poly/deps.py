@@ -1,0 +1,197 @@
+"""Exact dependences between statement instances, and which loops carry them.
+
+Two instances depend on each other when they touch the same storage element, at least one
+writes it, and the schedule runs one before the other: *flow* (write then read), *anti* (read
+then write), *output* (write then write). These are memory-based dependences over the
+polyhedral model (``model.py``): exactly the orders a transformation or an annotation must keep.
+
+A loop *carries* a dependence when its two instances run in the same iteration of every loop
+outside it but in different iterations of it: running that loop's iterations at once
+(``parallel``, ``vectorize``) could then reorder them. A loop that carries none may run its
+iterations in any order. Each answer comes with a witness: concrete sizes, source instance and
+sink instance, found by isl.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from ..ir.names import shown
+from .model import Access, Loop, Model, Statement
+from .space import DIM, point_values
+
+KINDS = {(True, False): "flow", (False, True): "anti", (True, True): "output"}
+
+
+@dataclass(eq=False)
+class Instance:
+    """A concrete statement instance: its dimensions' values (by the user's names)."""
+
+    stmt: Statement
+    values: dict[str, int]
+
+    def __str__(self) -> str:
+        vals = ", ".join(f"{shown(k)}={v}" for k, v in self.values.items())
+        return f"{self.stmt.label()}({vals})"
+
+
+@dataclass(eq=False)
+class Witness:
+    sizes: dict[str, int]
+    source: Instance
+    sink: Instance
+    distance: dict[str, int]
+
+    def __str__(self) -> str:
+        sizes = ", ".join(f"{shown(k)} = {v}" for k, v in self.sizes.items())
+        dist = ", ".join(f"{shown(k)}: {v}" for k, v in self.distance.items()) or "none"
+        where = f"for {sizes}, " if sizes else ""
+        return f"{where}{self.source} then {self.sink} (distance {dist})"
+
+
+@dataclass(eq=False)
+class Dependence:
+    """``kind`` dependence from ``source`` to ``sink`` instances through ``tensor``
+    (``relation``: source instance -> sink instance)."""
+
+    kind: str
+    source: Statement
+    sink: Statement
+    tensor_name: str
+    relation: isl.Map
+    model: Model
+
+    def common_loops(self) -> list[Loop]:
+        out = []
+        for a, b in zip(self.source.loops, self.sink.loops):
+            if a is not b:
+                break
+            out.append(a)
+        return out
+
+    def in_time(self) -> isl.Map:
+        """The dependence between time vectors (source time -> sink time)."""
+        assert self.source.schedule is not None and self.sink.schedule is not None
+        return self.relation.apply_domain(self.source.schedule).apply_range(self.sink.schedule)
+
+    def distances(self) -> isl.Set:
+        """The distance vectors over the loops enclosing both ends (one coordinate per time
+        dimension of those loops)."""
+        dims = [d for lp in self.common_loops() for d in range(lp.pos, lp.pos + lp.width)]
+        deltas = self.in_time().deltas()
+        keep = isl.Set.universe(deltas.get_space())
+        n = deltas.dim(DIM.set)
+        out = deltas.intersect(keep)
+        drop = [k for k in range(n) if k not in dims]
+        for k in reversed(drop):
+            out = out.project_out(DIM.set, k, 1)
+        return out.coalesce()
+
+    def carried_by(self, loop: Loop) -> isl.Map:
+        """The part of the dependence (instances) that ``loop`` carries; empty if none."""
+        t = self.in_time()
+        eq_before = _equal_prefix(t, loop.pos)
+        carried = eq_before.subtract(_equal_prefix(eq_before, loop.pos + loop.width))
+        assert self.source.schedule is not None and self.sink.schedule is not None
+        return carried.apply_domain(self.source.schedule.reverse()).apply_range(self.sink.schedule.reverse())
+
+    def witness(self, part: isl.Map | None = None) -> Witness | None:
+        rel = self.relation if part is None else part
+        rel = rel.intersect_params(self.model.context)
+        if rel.is_empty():
+            return None
+        pt = rel.wrap().sample_point()
+        nsrc = len(self.source.dim_vars)
+        vals = point_values(pt, DIM.set, nsrc + len(self.sink.dim_vars))
+        params = point_values(pt, DIM.param, rel.dim(DIM.param))
+        sizes = {v.name: params[k] for k, v in enumerate(self.model.params)}
+        src = Instance(self.source, {v.name: x for v, x in zip(self.source.dim_vars, vals[:nsrc])})
+        snk = Instance(self.sink, {v.name: x for v, x in zip(self.sink.dim_vars, vals[nsrc:])})
+        return Witness(sizes, src, snk, self._distance_at(pt, nsrc))
+
+    def _distance_at(self, pt: isl.Point, nsrc: int) -> dict[str, int]:
+        src_t = _time_at(self.source, pt, 0, nsrc, self.model)
+        snk_t = _time_at(self.sink, pt, nsrc, len(self.sink.dim_vars), self.model)
+        out: dict[str, int] = {}
+        for lp in self.common_loops():
+            for k in range(lp.pos, lp.pos + lp.width):
+                label = lp.name if lp.width == 1 else f"{lp.name}#{k - lp.pos}"
+                out[label] = snk_t[k] - src_t[k]
+        return out
+
+    def __str__(self) -> str:
+        w = self.witness()
+        return (f"{self.kind} dependence {self.source.label()} -> {self.sink.label()} through "
+                f"{shown(self.tensor_name)}" + (f": {w}" if w else ""))
+
+
+def _equal_prefix(m: isl.Map, n: int) -> isl.Map:
+    for k in range(n):
+        m = m.equate(DIM.in_, k, DIM.out, k)
+    return m
+
+
+def _time_at(stmt: Statement, pt: isl.Point, first: int, n: int, model: Model) -> list[int]:
+    """The time vector of the instance whose dimensions are coordinates ``first..first+n`` of ``pt``."""
+    assert stmt.schedule is not None
+    vals = point_values(pt, DIM.set, first + n)[first:]
+    params = point_values(pt, DIM.param, pt.get_space().dim(DIM.param))
+    inst = isl.Set.universe(stmt.domain.get_space())
+    for k, v in enumerate(vals):
+        inst = inst.fix_val(DIM.set, k, isl.Val.int_from_si(inst.get_ctx(), v))
+    for k, v in enumerate(params):
+        inst = inst.fix_val(DIM.param, k, isl.Val.int_from_si(inst.get_ctx(), v))
+    image = inst.apply(stmt.schedule).sample_point()
+    return point_values(image, DIM.set, model.time_dims)
+
+
+def _pair(model: Model, s1: Statement, a1: Access, s2: Statement, a2: Access) -> isl.Map:
+    """Instances of ``s1`` (through ``a1``) and later instances of ``s2`` (``a2``) that touch
+    the same element."""
+    same = a1.relation.apply_range(a2.relation.reverse())
+    assert s1.schedule is not None and s2.schedule is not None
+    before = s1.schedule.lex_lt_map(s2.schedule)
+    return same.intersect(before).intersect_params(model.context)
+
+
+def dependences(model: Model) -> list[Dependence]:
+    """Every flow, anti and output dependence of the model, one per (kind, source statement,
+    sink statement, tensor); the relation is the union over the accesses involved."""
+    found: dict[tuple, Dependence] = {}
+    stmts = model.statements
+    for s1 in stmts:
+        for a1 in s1.accesses:
+            for s2 in stmts:
+                for a2 in s2.accesses:
+                    if not (a1.write or a2.write):
+                        continue
+                    if a1.relation.get_tuple_name(DIM.out) != a2.relation.get_tuple_name(DIM.out):
+                        continue
+                    rel = _pair(model, s1, a1, s2, a2)
+                    if rel.is_empty():
+                        continue
+                    kind = KINDS[(a1.write, a2.write)]
+                    key = (kind, id(s1), id(s2), id(a1.tensor))
+                    if key in found:
+                        found[key].relation = found[key].relation.union(rel).coalesce()
+                    else:
+                        found[key] = Dependence(kind, s1, s2, a1.tensor.name, rel.coalesce(), model)
+    return list(found.values())
+
+
+def carried(model: Model, deps: list[Dependence], loop: Loop) -> tuple[Dependence, isl.Map] | None:
+    """The first dependence ``loop`` carries, with the carried part (None: the loop's
+    iterations are independent)."""
+    inside = {id(s) for s in model.statements_in(loop)}
+    for d in deps:
+        if id(d.source) not in inside or id(d.sink) not in inside:
+            continue
+        part = d.carried_by(loop).intersect_params(model.context)
+        if not part.is_empty():
+            return d, part
+    return None
+
+
+__all__ = ["Dependence", "Instance", "Witness", "carried", "dependences"]

@@ -1,0 +1,356 @@
+"""The polyhedral view of a schedule (seed 004): statements, domains, accesses, one time space.
+
+Derived from the same facts lowering uses (InferBound's ranges, the relation algebra, the
+attachments), so it describes the loop nest tessel actually emits:
+
+* a **statement** per compute stage (two for a reduction: its ``init`` and its ``update``);
+  its instances are points of a parametric integer set whose dimensions are the loops that
+  enclose the stage (the attach path, outermost first) followed by the stage's own root axes,
+  and whose parameters are the symbolic sizes;
+* its **accesses**: one relation per read and per write, from an instance to an element of
+  the tensor's storage. A tensor computed inside a loop is realized afresh in every iteration
+  of that loop, so its storage is indexed by the enclosing loops' values first (what lets two
+  iterations of a parallel loop own separate copies). An access whose index is not
+  quasi-affine is kept approximate (any element along that dimension) with the reason;
+* its **schedule**: a map into one time space, Tiramisu's 2d+1 encoding: a static position
+  (the statement's place among its siblings) before and after every loop's coordinates,
+  padded with zeros. Loop coordinates come from ``Relation.time_down`` (splits and fuses),
+  so loop order is lexicographic order.
+
+``build(sch)`` makes a :class:`Model`; ``model.text()`` shows it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from ..bound.infer import BoundContext, run_infer_bound
+from ..ir import expr as E
+from ..ir.functor import collect
+from ..schedule.relations import pass_down_time
+from ..schedule.schedule import Schedule
+from ..schedule.stage import INLINE, SCOPE, Stage
+from ..te.tensor import ComputeOp, Tensor
+from .space import DIM, Converter, Namer, NotAffine, pw_to_map, set_space
+
+
+@dataclass(eq=False)
+class Loop:
+    """One loop of the emitted nest: ``iter_var`` of ``stage``, at time dimensions
+    ``[pos, pos + width)``. An IterVar may give two loops (a reduction's init and update)."""
+
+    stage: Stage
+    iter_var: E.IterVar
+    pos: int
+    width: int
+    kind: str
+
+    @property
+    def name(self) -> str:
+        return self.iter_var.name
+
+
+@dataclass(eq=False)
+class Access:
+    """A read or write of ``tensor`` by a statement: ``relation`` maps an instance to the
+    storage element (enclosing realize loops' values, then the tensor's indices)."""
+
+    tensor: Tensor
+    relation: isl.Map
+    write: bool
+    exact: bool = True
+    reason: str = ""
+    text: str = ""
+
+
+@dataclass(eq=False)
+class Statement:
+    name: str                 # isl tuple name (safe, unique)
+    stage: Stage
+    role: str                 # "compute", "init" or "update"
+    dim_vars: list[E.Var]     # the domain's dimensions: enclosing loops, then root axes
+    domain: isl.Set
+    loops: list[Loop]
+    schedule: isl.Map | None = None
+    accesses: list[Access] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def reads(self) -> list[Access]:
+        return [a for a in self.accesses if not a.write]
+
+    @property
+    def writes(self) -> list[Access]:
+        return [a for a in self.accesses if a.write]
+
+    def label(self) -> str:
+        return self.stage.name if self.role == "compute" else f"{self.stage.name} ({self.role})"
+
+
+@dataclass(eq=False)
+class Model:
+    sch: Schedule
+    namer: Namer
+    params: dict[E.Var, str]
+    context: isl.Set
+    statements: list[Statement]
+    loops: list[Loop]
+    time_dims: int
+    #: stages the model leaves out (another kind of operation, a loop it cannot place), why
+    unmodelled: dict[str, str]
+    ranges: dict[E.IterVar, E.Range]
+
+    def loops_of(self, stage: Stage, iv: E.IterVar) -> list[Loop]:
+        return [lp for lp in self.loops if lp.stage is stage and lp.iter_var is iv]
+
+    def statements_in(self, loop: Loop) -> list[Statement]:
+        return [s for s in self.statements if any(lp is loop for lp in s.loops)]
+
+    def unread_stages(self) -> list[str]:
+        """Stages that are not outputs and whose values no statement of another stage reads."""
+        out = []
+        for st in self.sch.stages:
+            mine = [s for s in self.statements if s.stage is st]
+            if st.is_output or not mine:
+                continue
+            names = {a.relation.get_tuple_name(DIM.out) for s in mine for a in s.writes}
+            read = any(a.relation.get_tuple_name(DIM.out) in names and
+                       not a.relation.intersect_params(self.context).is_empty()
+                       for s in self.statements if s.stage is not st for a in s.reads)
+            if not read:
+                out.append(st.name)
+        return out
+
+    def text(self) -> str:
+        from .text import model_text
+
+        return model_text(self)
+
+    __str__ = text
+
+
+# ---- the tree of loops and statements lowering emits --------------------------------------------
+@dataclass(eq=False)
+class _Node:
+    """A loop (``stage``/``iter_var`` set) or a statement (``stmt`` set) of the emitted tree."""
+
+    stage: Stage | None = None
+    iter_var: E.IterVar | None = None
+    stmt: Statement | None = None
+    body: list[_Node] = field(default_factory=list)
+
+
+def _prefix(st: Stage) -> list[tuple[Stage, E.IterVar]]:
+    """The loops enclosing ``st`` (other stages' loops, outermost first)."""
+    out: list[tuple[Stage, E.IterVar]] = []
+    s = st
+    seen: set[int] = set()
+    while s.attach_type == SCOPE and s.attach_stage is not None and id(s) not in seen:
+        seen.add(id(s))
+        parent = s.attach_stage
+        k = next(i for i, iv in enumerate(parent.leaf_iter_vars) if iv is s.attach_ivar)
+        out[:0] = [(parent, iv) for iv in parent.leaf_iter_vars[: k + 1]]
+        s = parent
+    return out
+
+
+class _Builder:
+    def __init__(self, sch: Schedule, ctx: BoundContext):
+        self.sch, self.ctx, self.rmap = sch, ctx, ctx.rmap
+        self.namer = Namer()
+        self.params = self._params()
+        self.pnames = [self.params[v] for v in self.params]
+        self.unmodelled: dict[str, str] = {}
+        self.children: dict[tuple[int, int], list[Stage]] = {}
+        for st in ctx.order:
+            if st.attach_type == SCOPE and not st.is_placeholder:
+                self.children.setdefault((id(st.attach_stage), id(st.attach_ivar)), []).append(st)
+        self.statements: list[Statement] = []
+
+    def _params(self) -> dict[E.Var, str]:
+        """Symbolic sizes: free variables of shapes, domains and ranges that are no loop."""
+        loops = {iv.var for st in self.sch.stages for iv in st.all_iter_vars}
+        found: dict[E.Var, None] = {}
+        exprs: list = [n for st in self.sch.stages for t in st.op.outputs for n in t.shape]
+        exprs += [x for r in self.rmap.values() for x in (r.min, r.extent)]
+        exprs += [x for st in self.sch.stages for iv in st.all_iter_vars if iv.dom is not None
+                  for x in (iv.dom.min, iv.dom.extent)]
+        for e in exprs:
+            for v in collect(e, lambda n: isinstance(n, E.Var)):
+                if v not in loops:
+                    found.setdefault(v, None)
+        return {v: self.namer.name(v, v.name, "p_") for v in found}
+
+    # ---- statements ------------------------------------------------------------------------
+    def stage_statements(self, st: Stage) -> list[Statement]:
+        op = st.op
+        prefix = _prefix(st)
+        outer = [iv.var for _, iv in prefix]
+        roles = [("compute", list(op.root_iter_vars))]
+        if op.reduce_axis:
+            roles = [("init", list(op.axis)), ("update", list(op.root_iter_vars))]
+        out = []
+        for role, roots in roles:
+            dims = outer + [iv.var for iv in roots]
+            hint = st.name if role == "compute" else f"{st.name}_{role}"
+            name = self.namer.name((st, role), hint, "S_")
+            dnames = [self.namer.name(v, v.name) for v in dims]
+            space = set_space(dnames, self.pnames, name)
+            conv = Converter(space, {v: k for k, v in enumerate(dims)},
+                             {v: k for k, v in enumerate(self.params)})
+            dom = isl.Set.universe(space)
+            notes: list[str] = []
+            for (_, iv), v in zip(prefix, outer):
+                dom = dom.intersect(self._in_range(conv, v, self.rmap[iv], dom, notes))
+            for iv in roots:
+                if iv.dom is not None:
+                    dom = dom.intersect(self._in_range(conv, iv.var, iv.dom, dom, notes))
+                dom = dom.intersect(self._in_range(conv, iv.var, self.rmap[iv], dom, notes))
+            conv.domain = dom
+            stmt = Statement(name, st, role, dims, dom, [], notes=notes)
+            stmt._conv = conv  # type: ignore[attr-defined]
+            out.append(stmt)
+        return out
+
+    def _in_range(self, conv: Converter, v: E.Var, r: E.Range, known: isl.Set, notes: list[str]) -> isl.Set:
+        """``v`` in ``r`` (over ``known``, the constraints so far); the whole space, and a note,
+        when the range is not quasi-affine (the domain is then larger than what runs)."""
+        conv.domain = known.intersect_params(self.context) if hasattr(self, "context") else known
+        try:
+            x, lo, ext = conv.aff(v), conv.aff(r.min), conv.aff(r.extent)
+        except NotAffine as err:
+            notes.append(f"the range of {v.name} is approximated: {err.reason}")
+            return isl.Set.universe(conv.space)
+        return x.ge_set(lo).intersect(x.lt_set(lo.add(ext)))
+
+    # ---- the emitted tree --------------------------------------------------------------------
+    def tree(self) -> list[_Node]:
+        root: list[_Node] = []
+        for st in self.ctx.order:
+            if st.is_placeholder or st.attach_type in (INLINE, SCOPE):
+                continue
+            root.extend(self.pipeline(st))
+        return root
+
+    def pipeline(self, st: Stage) -> list[_Node]:
+        if not isinstance(st.op, ComputeOp):
+            self.unmodelled[st.name] = f"{type(st.op).__name__} operations are not modelled"
+            return []
+        stmts = self.stage_statements(st)
+        self.statements.extend(stmts)
+        leaves = st.leaf_iter_vars
+        if len(stmts) == 1:
+            return self.nest(st, leaves, [_Node(stmt=stmts[0])])
+        first = next((k for k, iv in enumerate(leaves) if iv.is_reduce), len(leaves))
+        init: list[_Node] = [_Node(stmt=stmts[0])]
+        for iv in reversed([iv for iv in leaves[first:] if not iv.is_reduce]):
+            init = [_Node(st, iv, body=init)]
+        update = self.nest(st, leaves[first:], [_Node(stmt=stmts[1])])
+        return self.nest(st, leaves[:first], init + update)
+
+    def nest(self, st: Stage, leaves: list[E.IterVar], inner: list[_Node]) -> list[_Node]:
+        if not leaves:
+            return inner
+        iv = leaves[0]
+        body: list[_Node] = []
+        for child in self.children.get((id(st), id(iv)), []):
+            body.extend(self.pipeline(child))
+        return [_Node(st, iv, body=body + self.nest(st, leaves[1:], inner))]
+
+
+def build(sch: Schedule, ctx: BoundContext | None = None) -> Model:
+    """The polyhedral model of ``sch`` as it would be lowered now (``ctx``: InferBound's result,
+    computed when not given)."""
+    ctx = ctx if ctx is not None else run_infer_bound(sch, check=False)
+    b = _Builder(sch, ctx)
+    roots = b.tree()
+    loops: list[Loop] = []
+    vectors: dict[int, list] = {}
+    _place(b, roots, [], [], loops, vectors)
+    width = max((len(v) for v in vectors.values()), default=1)
+    for stmt in b.statements:
+        vec = vectors.get(id(stmt))
+        if vec is None:
+            continue
+        conv: Converter = stmt._conv  # type: ignore[attr-defined]
+        vals = [conv.const(x) if isinstance(x, int) else x for x in vec] + [conv.const(0)] * (width - len(vec))
+        stmt.schedule = pw_to_map(vals, stmt.domain, "T", [f"t{k}" for k in range(width)])
+    from .accesses import add_accesses
+    from .context import context_of
+
+    for stmt in b.statements:
+        add_accesses(b, stmt)
+    good = [s for s in b.statements if s.schedule is not None]
+    for s in b.statements:
+        if s.schedule is None:
+            b.unmodelled.setdefault(s.stage.name, "; ".join(s.notes) or "no schedule")
+    return Model(sch, b.namer, b.params, context_of(b), good, loops, width, b.unmodelled, ctx.rmap)
+
+
+def _place(b: _Builder, body: list[_Node], vec: list, path: list[Loop], loops: list[Loop], vectors: dict) -> None:
+    """Give every statement its time vector and every loop its dimensions (a walk of the tree)."""
+    for beta, node in enumerate(body):
+        if node.stmt is not None:
+            stmt = node.stmt
+            stmt.loops = list(path)
+            vals = _statement_vector(b, stmt, [*vec, beta], path)
+            if vals is not None:
+                vectors[id(stmt)] = vals
+            continue
+        assert node.stage is not None and node.iter_var is not None
+        width = _loop_width(b, node)
+        lp = Loop(node.stage, node.iter_var, len(vec) + 1, width, node.stage.leaf_kind(node.iter_var))
+        loops.append(lp)
+        _place(b, node.body, vec + [beta] + [lp] * width, [*path, lp], loops, vectors)
+
+
+def _loop_width(b: _Builder, node: _Node) -> int:
+    value = _time_values(b, node.stage)
+    got = value.get(node.iter_var)
+    return len(got) if got else 1
+
+
+def _time_values(b: _Builder, st: Stage) -> dict:
+    cache = b.__dict__.setdefault("_tv", {})
+    if id(st) not in cache:
+        value = {iv: (iv.var,) for iv in st.op.root_iter_vars}
+        pass_down_time(st.relations, b.rmap, value)
+        cache[id(st)] = value
+    return cache[id(st)]
+
+
+def _statement_vector(b: _Builder, stmt: Statement, vec: list, path: list[Loop]) -> list | None:
+    """``vec`` (static positions and Loop placeholders) with each loop's coordinates as
+    functions of the statement's dimensions; None (and a note) where one is not quasi-affine."""
+    conv: Converter = stmt._conv  # type: ignore[attr-defined]
+    out: list = []
+    k = 0
+    while k < len(vec):
+        x = vec[k]
+        if isinstance(x, int):
+            out.append(x)
+            k += 1
+            continue
+        lp: Loop = x
+        try:
+            if lp.stage is stmt.stage:
+                coords = _time_values(b, lp.stage).get(lp.iter_var)
+                if coords is None:
+                    raise NotAffine(f"loop {lp.name} has no quasi-affine position in {stmt.stage.name}'s axes "
+                                    "(a split of loops fused over a symbolic extent)")
+                out.extend(conv.aff(c) for c in coords)
+            else:
+                if lp.width != 1:
+                    raise NotAffine(f"it is computed inside loop {lp.name} of {lp.stage.name}, a fuse of "
+                                    "loops of symbolic extent")
+                out.append(conv.aff(lp.iter_var.var))
+        except NotAffine as err:
+            stmt.notes.append(f"{stmt.label()} has no exact schedule: {err.reason}")
+            return None
+        k += lp.width
+    return out
+
+
+__all__ = ["Access", "Loop", "Model", "Statement", "build"]

@@ -1,0 +1,262 @@
+"""tessel's index expressions as isl quasi-affine functions, over named spaces.
+
+Everything tessel says to isl passes through this module and its siblings in ``poly/``; no
+other package imports islpy (its API moves between yearly releases, so it is pinned in
+``pyproject.toml`` and wrapped here).
+
+Names are data: a stage, axis or size variable may be called anything, so isl never sees a
+user's string. :class:`Namer` gives every object (a loop variable, a size variable, a stage, a
+tensor) one isl name made of ``[A-Za-z0-9_]`` and unique within a model; the user's name
+is kept beside it for messages.
+
+:class:`Converter` turns an expression into a piecewise quasi-affine function of the space's
+dimensions (loop variables) and parameters (symbolic sizes): sums, products by constants,
+``floordiv``/``floormod``/truncating ``/`` and ``%`` by constants, ``min``/``max`` and
+``select``/``if_then_else`` on affine conditions. Anything else raises :class:`NotAffine`
+carrying the sub-expression and why, which callers report ("approximate: A[i*j] is not
+quasi-affine: product of i and j").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import islpy as isl
+
+from ..ir import expr as E
+from ..ir.names import identifier, shown
+
+CTX = isl.DEFAULT_CONTEXT
+DIM = isl.dim_type
+
+
+class NotAffine(Exception):
+    """An expression isl cannot represent exactly; ``reason`` says which part and why."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Namer:
+    """One safe, unique isl name per object (by identity), and the reverse lookup."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, str] = {}
+        self._objects: dict[str, Any] = {}
+        self._taken: set[str] = set()
+
+    def name(self, obj: Any, hint: object, prefix: str = "") -> str:
+        """The isl name of ``obj`` (made from ``hint``, the user's name, on first use)."""
+        got = self._by_id.get(id(obj))
+        if got is not None:
+            return got
+        base = prefix + identifier(hint, "c")
+        cand, k = base, 1
+        while cand in self._taken:
+            cand, k = f"{base}_{k}", k + 1
+        self._taken.add(cand)
+        self._by_id[id(obj)] = cand
+        self._objects[cand] = obj
+        return cand
+
+    def fresh(self, hint: str) -> str:
+        """A name no object owns (for time-space dimensions and scratch spaces)."""
+        return self.name(object(), hint)
+
+    def owner(self, isl_name: str) -> Any:
+        return self._objects.get(isl_name)
+
+
+def set_space(dims: Sequence[str], params: Sequence[str], tuple_name: str | None = None) -> isl.Space:
+    sp = isl.Space.create_from_names(CTX, set=list(dims), params=list(params))
+    return sp.set_tuple_name(DIM.set, tuple_name) if tuple_name else sp
+
+
+def universe(space: isl.Space) -> isl.Set:
+    return isl.Set.universe(space)
+
+
+class Converter:
+    """Expressions over ``dims`` (Var -> position) and ``params`` (Var -> position) of ``space``.
+
+    ``env`` may bind further variables to already converted values (a ``Let``, or a loop
+    variable that stands for an expression of the dimensions).
+    """
+
+    def __init__(self, space: isl.Space, dims: Mapping[E.Var, int], params: Mapping[E.Var, int],
+                 env: Mapping[E.Var, isl.PwAff] | None = None, domain: isl.Set | None = None):
+        self.space = space
+        #: where the converted expressions are evaluated: lets a product with a piecewise factor
+        #: be affine on each piece (see _mul_on_pieces)
+        self.domain = domain
+        self.ls = isl.LocalSpace.from_space(space)
+        self.dims = dims
+        self.params = params
+        self.env = dict(env or {})
+
+    # ---- values --------------------------------------------------------------------------
+    def const(self, v: int) -> isl.PwAff:
+        return isl.PwAff.from_aff(isl.Aff.zero_on_domain(self.ls).set_constant_val(isl.Val.int_from_si(CTX, int(v))))
+
+    def var(self, pos: int, kind=DIM.set) -> isl.PwAff:
+        return isl.PwAff.from_aff(isl.Aff.var_on_domain(self.ls, kind, pos))
+
+    def aff(self, e: E.PrimExpr) -> isl.PwAff:
+        """``e`` as a piecewise quasi-affine function; raises NotAffine."""
+        if isinstance(e, E.IterVar):
+            e = e.var
+        if isinstance(e, int):
+            return self.const(e)
+        method = getattr(self, "_aff_" + type(e).__name__, None)
+        if method is None:
+            raise NotAffine(f"`{shown(e)}` ({type(e).__name__}) is not an integer affine expression")
+        return method(e)
+
+    def _aff_IntImm(self, e: E.IntImm) -> isl.PwAff:
+        return self.const(e.value)
+
+    def _aff_Var(self, e: E.Var) -> isl.PwAff:
+        if e in self.env:
+            return self.env[e]
+        if e in self.dims:
+            return self.var(self.dims[e])
+        if e in self.params:
+            return self.var(self.params[e], DIM.param)
+        raise NotAffine(f"`{shown(e.name)}` is neither a loop of this space nor a symbolic size")
+
+    def _aff_Add(self, e) -> isl.PwAff:
+        return self.aff(e.a).add(self.aff(e.b))
+
+    def _aff_Sub(self, e) -> isl.PwAff:
+        return self.aff(e.a).sub(self.aff(e.b))
+
+    def _aff_Mul(self, e) -> isl.PwAff:
+        a, b = self.aff(e.a), self.aff(e.b)
+        if a.is_cst() or b.is_cst():
+            return a.mul(b)
+        got = self._mul_on_pieces(a, b) if self.domain is not None else None
+        if got is None:
+            raise NotAffine(f"`{shown(e)}` multiplies two non-constants")
+        return got
+
+    def _mul_on_pieces(self, a: isl.PwAff, b: isl.PwAff) -> isl.PwAff | None:
+        """``a * b`` where, on each piece of ``b``, one factor is constant over the known
+        domain: ``i.outer * min(n, 4)`` is ``4*i.outer`` for ``n >= 4`` and ``0`` otherwise,
+        because ``i.outer`` is 0 when ``n < 4`` (a split cut down to its parent)."""
+        out = None
+        for piece, aff in b.get_pieces():
+            where = piece.intersect(self.domain)
+            pa = isl.PwAff.from_aff(aff).intersect_domain(piece)
+            lhs = a.intersect_domain(piece)
+            if not pa.is_cst():
+                lhs = lhs.gist(where)
+                if not lhs.is_cst():
+                    return None
+            prod = lhs.mul(pa) if lhs.is_cst() or pa.is_cst() else None
+            if prod is None:
+                return None
+            out = prod if out is None else out.union_add(prod)
+        return out
+
+    def _divisor(self, e, what: str) -> isl.PwAff:
+        b = self.aff(e.b)
+        if not b.is_cst():
+            raise NotAffine(f"`{shown(e)}` {what} by a non-constant")
+        if not b.non_zero_set().is_equal(b.domain()):
+            raise NotAffine(f"`{shown(e)}` {what} by zero")
+        return b
+
+    def _aff_FloorDiv(self, e) -> isl.PwAff:
+        return self.aff(e.a).div(self._divisor(e, "divides")).floor()
+
+    def _aff_FloorMod(self, e) -> isl.PwAff:
+        a, b = self.aff(e.a), self._divisor(e, "takes a remainder")
+        return a.sub(b.mul(a.div(b).floor()))
+
+    def _aff_Div(self, e) -> isl.PwAff:
+        if not e.dtype.is_integer:
+            raise NotAffine(f"`{shown(e)}` is a floating-point division")
+        return self.aff(e.a).tdiv_q(self._divisor(e, "divides"))
+
+    def _aff_Mod(self, e) -> isl.PwAff:
+        if not e.dtype.is_integer:
+            raise NotAffine(f"`{shown(e)}` is a floating-point remainder")
+        return self.aff(e.a).tdiv_r(self._divisor(e, "takes a remainder"))
+
+    def _aff_Min(self, e) -> isl.PwAff:
+        return self.aff(e.a).min(self.aff(e.b))
+
+    def _aff_Max(self, e) -> isl.PwAff:
+        return self.aff(e.a).max(self.aff(e.b))
+
+    def _aff_Cast(self, e: E.Cast) -> isl.PwAff:
+        src = e.value.dtype
+        if e.dtype.is_integer and src.is_integer and e.dtype.bits >= min(src.bits, 32):
+            return self.aff(e.value)  # an index widened (or kept at 32 bits): the same integer
+        raise NotAffine(f"`{shown(e)}` converts {src} to {e.dtype}")
+
+    def _aff_Select(self, e: E.Select) -> isl.PwAff:
+        return self._choose(e.condition, e.true_value, e.false_value)
+
+    def _aff_Call(self, e: E.Call) -> isl.PwAff:
+        if e.op == "if_then_else" and len(e.args) == 3:
+            return self._choose(*e.args)
+        raise NotAffine(f"`{shown(e)}` calls {shown(e.op)}")
+
+    def _aff_Let(self, e: E.Let) -> isl.PwAff:
+        inner = Converter(self.space, self.dims, self.params, {**self.env, e.var: self.aff(e.value)}, self.domain)
+        return inner.aff(e.body)
+
+    def _choose(self, cond, a, b) -> isl.PwAff:
+        c = self.set(cond)
+        return self.aff(a).intersect_domain(c).union_add(self.aff(b).intersect_domain(c.complement()))
+
+    # ---- conditions ------------------------------------------------------------------------
+    def set(self, c: E.PrimExpr) -> isl.Set:
+        """The points where condition ``c`` holds; raises NotAffine."""
+        if isinstance(c, E.IntImm):
+            u = isl.Set.universe(self.space)
+            return u if c.value else isl.Set.empty(self.space)
+        cmp = {E.LT: "lt_set", E.LE: "le_set", E.GT: "gt_set", E.GE: "ge_set", E.EQ: "eq_set", E.NE: "ne_set"}
+        for cls, meth in cmp.items():
+            if type(c) is cls:
+                return getattr(self.aff(c.a), meth)(self.aff(c.b))
+        if isinstance(c, E.And):
+            return self.set(c.a).intersect(self.set(c.b))
+        if isinstance(c, E.Or):
+            return self.set(c.a).union(self.set(c.b))
+        if isinstance(c, E.Not):
+            return self.set(c.a).complement()
+        if isinstance(c, E.Let):
+            inner = Converter(self.space, self.dims, self.params, {**self.env, c.var: self.aff(c.value)}, self.domain)
+            return inner.set(c.body)
+        raise NotAffine(f"the condition `{shown(c)}` is not an affine comparison")
+
+
+def pw_to_map(values: Sequence[isl.PwAff], domain: isl.Set, out_name: str | None, out_dims: Sequence[str] | None = None
+              ) -> isl.Map:
+    """The map ``domain -> [values...]`` (an access relation or a schedule), range named ``out_name``."""
+    sp = domain.get_space()
+    if not values:
+        m = isl.Map.from_domain(domain)
+    else:
+        lst = isl.PwAffList.alloc(CTX, len(values))
+        for v in values:
+            lst = lst.add(v)
+        mpa = isl.MultiPwAff.from_pw_aff_list(sp.from_domain().add_dims(DIM.out, len(values)), lst)
+        m = isl.Map.from_multi_pw_aff(mpa).intersect_domain(domain)
+    if out_name:
+        m = m.set_tuple_name(DIM.out, out_name)
+    if out_dims:
+        for k, nm in enumerate(out_dims):
+            m = m.set_dim_name(DIM.out, k, nm)
+    return m
+
+
+def point_values(p: isl.Point, kind, n: int) -> list[int]:
+    return [p.get_coordinate_val(kind, k).to_python() for k in range(n)]
+
+
+__all__ = ["CTX", "DIM", "Converter", "Namer", "NotAffine", "point_values", "pw_to_map", "set_space", "universe"]
