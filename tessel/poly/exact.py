@@ -25,74 +25,60 @@ Where the exact answer cannot be had (an index that is not quasi-affine, a stage
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import islpy as isl
 
 from ..ir import expr as E
-from ..ir.functor import collect, substitute
+from ..ir.functor import collect, free_vars, structural_equal, substitute
 from ..schedule import relations as R
 from ..schedule.stage import INLINE, SCOPE, Stage
 from ..te.tensor import ComputeOp
+from .space import Converter, Namer, NotAffine, pw_to_map, set_space
 
 if TYPE_CHECKING:
     from ..bound.infer import BoundContext
 
 
-class _Names:
-    """isl names for tessel variables (``v0``, ``v1``, ...): a user's name never reaches isl."""
+class _Vars:
+    """The tessel variables the sets speak of, each an isl parameter named by the adapter's
+    :class:`Namer` (a user's name never reaches isl), and the way back from a name."""
 
     def __init__(self) -> None:
-        self.of: dict[int, str] = {}
+        self.namer = Namer()
         self.var: dict[str, E.Var] = {}
 
-    def __call__(self, v: E.Var) -> str:
-        name = self.of.get(id(v))
-        if name is None:
-            name = self.of[id(v)] = f"v{len(self.of)}"
-            self.var[name] = v
-        return name
+    def name(self, v: E.Var) -> str:
+        n = self.namer.name(v, v.name, "v_")
+        self.var[n] = v
+        return n
+
+    def over(self, exprs: Sequence[E.PrimExpr]) -> Converter:
+        """A converter whose parameters are the variables ``exprs`` use (and nothing else)."""
+        seen: dict[int, E.Var] = {}
+        for e in exprs:
+            for v in free_vars(e):
+                seen.setdefault(id(v), v)
+        order = list(seen.values())
+        return Converter(set_space([], [self.name(v) for v in order]), {}, {v: k for k, v in enumerate(order)})
+
+    def within(self, v: E.PrimExpr, lo: E.PrimExpr, extent: E.PrimExpr, lower: bool = True) -> isl.Set:
+        """``lo <= v < lo + extent`` (the upper side only without ``lower``); raises NotAffine."""
+        conv = self.over([v, lo, extent])
+        x, a = conv.aff(v), conv.aff(lo)
+        out = x.lt_set(a.add(conv.aff(extent)))
+        return (out.intersect(a.le_set(x)) if lower else out).params()
+
+    def image(self, values: Sequence[E.PrimExpr]) -> isl.Set:
+        """``{ P[values] }`` over the variables they use; raises NotAffine."""
+        conv = self.over(values)
+        return pw_to_map([conv.aff(v) for v in values], isl.Set.universe(conv.space), "P").range()
 
 
-def affine(e: E.PrimExpr, names: _Names) -> str | None:
-    """``e`` as isl quasi-affine text (floor division and modulo by constants, min and max),
-    or None where it is not one (a product of variables, a data-dependent index, ...)."""
-    if isinstance(e, E.Var):
-        return names(e)
-    if isinstance(e, E.IntImm):
-        return f"({e.value})"
-    if isinstance(e, E.Cast):
-        return affine(e.value, names) if e.dtype.is_integer and e.value.dtype.is_integer else None
-    if not isinstance(e, E.BinaryOp) or not e.dtype.is_integer:
-        return None
-    a, b = affine(e.a, names), affine(e.b, names)
-    if a is None or b is None:
-        return None
-    if isinstance(e, E.Add | E.Sub):
-        return f"({a} {'+' if isinstance(e, E.Add) else '-'} {b})"
-    # isl reads a constant factor or divisor only bare, never parenthesized
-    if isinstance(e, E.Mul):
-        if isinstance(e.b, E.IntImm):
-            return f"({e.b.value} * {a})"
-        return f"({e.a.value} * {b})" if isinstance(e.a, E.IntImm) else None
-    if isinstance(e, E.FloorDiv | E.FloorMod) and isinstance(e.b, E.IntImm) and e.b.value > 0:
-        return f"floor({a} / {e.b.value})" if isinstance(e, E.FloorDiv) else f"({a} mod {e.b.value})"
-    if isinstance(e, E.Min | E.Max):
-        return f"{'min' if isinstance(e, E.Min) else 'max'}({a}, {b})"
-    return None
-
-
-def _params(text: str) -> list[str]:
-    import re
-
-    return sorted(set(re.findall(r"\bv\d+\b", text)), key=lambda s: int(s[1:]))
-
-
-def param_set(constraints: list[str]) -> isl.Set:
-    """``[...] -> { : c0 and c1 ... }`` over the variables the constraints name."""
-    body = " and ".join(constraints) if constraints else "true"
-    return isl.Set(f"[{', '.join(_params(body))}] -> {{ : {body} }}")
+def universe() -> isl.Set:
+    return isl.Set.universe(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
 
 
 def drop(s: isl.Set, keep: set[str] | None = None, remove: set[str] | None = None) -> isl.Set:
@@ -114,7 +100,7 @@ class StageSets:
     path: list[str]
     leaves: list[str]
     context: isl.Set  # the instances of the loops enclosing the stage
-    ranges: list[list[str]]  # per leaf loop, its range (InferBound's) as constraints
+    ranges: list[isl.Set]  # per leaf loop, its range (InferBound's)
     body: isl.Set
     exact: bool = False
     loops: dict[int, isl.Set] = field(default_factory=dict)
@@ -125,7 +111,10 @@ class StageSets:
             if self.exact:
                 self.loops[k] = drop(self.body, remove=set(self.leaves[k + 1:]))
             else:
-                self.loops[k] = self.context.intersect(param_set([c for r in self.ranges[:k + 1] for c in r]))
+                got = self.context
+                for r in self.ranges[:k + 1]:
+                    got = got.intersect(r)
+                self.loops[k] = got
         return self.loops[k]
 
 
@@ -134,7 +123,7 @@ class ExactPlan:
     """The exact analysis of one schedule: per stage, its sets; what changed and what stayed
     intervals (and why)."""
 
-    names: _Names
+    names: _Vars
     stages: dict[int, StageSets] = field(default_factory=dict)
     changed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -151,19 +140,14 @@ class ExactPlan:
 
 def plan(ctx: BoundContext) -> ExactPlan:
     """The exact sets of every stage of the schedule InferBound has bounded (``ctx``)."""
-    out = ExactPlan(_Names())
+    out = ExactPlan(_Vars())
     for st in reversed(ctx.order):
         if st.attach_type == INLINE or st.is_placeholder:
             continue
         try:
             _stage(ctx, out, st)
         except isl.Error as e:  # isl refused a set: this stage runs its box, read as reading anything
-            info = out.stages.get(id(st))
-            if info is not None:
-                info.exact = False
-                info.body = param_set([])
-            else:
-                out.stages[id(st)] = StageSets([], [], param_set([]), [[] for _ in st.leaf_iter_vars], param_set([]))
+            out.stages[id(st)] = StageSets([], [], universe(), [universe() for _ in st.leaf_iter_vars], universe())
             if st.name in out.changed:
                 out.changed.remove(st.name)
             out.notes.append(f"stage {st.name}: keeps its interval box (isl: {str(e).splitlines()[0][:120]})")
@@ -174,31 +158,34 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
     names = out.names
     value = {iv: iv.var for iv in st.leaf_iter_vars}
     R.pass_up_index(st.relations, ctx.rmap, value)
-    ranges = [_in_range(iv.var, ctx.rmap[iv], names) for iv in st.leaf_iter_vars]
     why = "" if isinstance(st.op, ComputeOp) else f"a {type(st.op).__name__} is not analysed"
-    roots = {id(iv) for iv in st.op.root_iter_vars}
-    guards: list[str] = []
-    for iv, v in value.items():
-        r = ctx.rmap.get(iv)
-        cons = _in_range(v, r, names) if r is not None else []
-        if id(iv) in roots and iv.dom is not None:
-            cons += _in_range(v, iv.dom, names)
-        if any(c is None for c in cons):
-            why = why or f"the index or range of loop {iv.name} is not affine"
-        guards.extend(c for c in cons if c is not None)
-    ranges = [[c for c in r if c is not None] for r in ranges]
     context = _context(out, st)
-    box = context.intersect(param_set([c for r in ranges for c in r] + guards))
-    info = out.stages[id(st)] = StageSets([names(iv.var) for iv in reversed(ctx.paths[st])],
-                                          [names(iv.var) for iv in st.leaf_iter_vars], context, ranges, box)
-    if st.is_output or not ctx.consumers[st]:
+    ranges: list[isl.Set] = []
+    for iv in st.leaf_iter_vars:
+        r = ctx.rmap[iv]
+        try:
+            ranges.append(names.within(iv.var, r.min, r.extent))
+        except NotAffine as e:  # left out, which only makes the set larger
+            why = why or f"the range of loop {iv.name} is not affine ({e.reason})"
+            ranges.append(universe())
+    box = context
+    checks = _guards(ctx, st, value, names)
+    for c in ranges + checks:
+        box = box.intersect(c) if c is not None else box
+    if any(c is None for c in checks):
+        why = why or "an index of its loops is not affine"
+    info = out.stages[id(st)] = StageSets([names.name(iv.var) for iv in reversed(ctx.paths[st])],
+                                          [names.name(iv.var) for iv in st.leaf_iter_vars], context, ranges, box)
+    if st.is_output or not ctx.consumers[st] or why:
+        if why and not st.is_output and ctx.consumers[st]:
+            out.notes.append(f"stage {st.name}: keeps its interval box ({why})")
         return
-    needed, reason = _needed(ctx, out, st, set(info.path))
-    point = [affine(value[iv], names) for iv in st.op.axis]
-    if needed is None or why or any(p is None for p in point):
-        out.notes.append(f"stage {st.name}: keeps its interval box ({why or reason or 'its index is not affine'})")
+    try:
+        needed = _needed(ctx, out, st, set(info.path))
+        at = names.image([value[iv] for iv in st.op.axis])
+    except NotAffine as e:
+        out.notes.append(f"stage {st.name}: keeps its interval box ({e.reason})")
         return
-    at = isl.Set(f"[{', '.join(_params(' '.join(point)))}] -> {{ P[{', '.join(point)}] }}")
     exact = at.intersect(needed).params().intersect(box)
     if box.is_subset(exact):
         return  # the box is exact already: the interval loop nest stays as it is
@@ -207,37 +194,57 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
     out.changed.append(st.name)
 
 
-def _in_range(v: E.PrimExpr, r: E.Range, names: _Names) -> list[str | None]:
-    x, lo, ext = affine(v, names), affine(r.min, names), affine(r.extent, names)
-    if x is None or lo is None or ext is None:
-        return [None]  # an unknown constraint: left out, which only makes the set larger
-    return [f"{lo} <= {x}", f"{x} < {lo} + {ext}"]
+def _guards(ctx: BoundContext, st: Stage, value: dict, names: _Vars) -> list[isl.Set | None]:
+    """What the interval loop nest checks before running the stage's body (ScheduleOps'
+    ``bound_checks``): each split's parent below the end of its range, and each root axis
+    whose range is not its domain inside the domain. None: a check that is not affine."""
+    out: list[isl.Set | None] = []
+    for rel in st.relations:
+        for g in rel.guards(ctx.rmap, value):
+            out.append(_try(lambda g=g: names.within(g.index, g.min, g.extent, lower=False)))
+    for iv in st.op.root_iter_vars:
+        r = ctx.rmap.get(iv)
+        if iv.dom is None or r is None or iv not in value or _same_range(r, iv.dom):
+            continue
+        out.append(_try(lambda iv=iv: names.within(value[iv], iv.dom.min, iv.dom.extent)))
+    return out
+
+
+def _same_range(a: E.Range, b: E.Range) -> bool:
+    return structural_equal(a.min, b.min) and structural_equal(a.extent, b.extent)
+
+
+def _try(make) -> isl.Set | None:
+    try:
+        return make()
+    except NotAffine:
+        return None
 
 
 def _context(out: ExactPlan, st: Stage) -> isl.Set:
     """The instances of the loops enclosing ``st``: those of its attach stage up to the loop
     it is attached at (the universe at the root)."""
     if st.attach_type != SCOPE or st.attach_stage is None:
-        return param_set([])
+        return universe()
     parent = out.stages.get(id(st.attach_stage))
     if parent is None:
-        return param_set([])
+        return universe()
     k = next(k for k, iv in enumerate(st.attach_stage.leaf_iter_vars) if iv is st.attach_ivar)
     return parent.loops_upto(k)
 
 
-def _needed(ctx: BoundContext, out: ExactPlan, st: Stage, keep: set[str]) -> tuple[isl.Set | None, str]:
+def _needed(ctx: BoundContext, out: ExactPlan, st: Stage, keep: set[str]) -> isl.Set:
     """The union of what every consumer reads of ``st``'s outputs, over the loops enclosing
-    ``st`` (and the symbolic sizes); None and why where a read is not affine."""
+    ``st`` (and the symbolic sizes); raises NotAffine where a read is not affine."""
     names = out.names
     mine = set(st.op.outputs)
     needed: isl.Set | None = None
     for c in ctx.consumers[st]:
         cinfo = out.stages.get(id(c))
         if not isinstance(c.op, ComputeOp):
-            return None, f"its reader {c.name} is a {type(c.op).__name__}, whose reads are not analysed"
+            raise NotAffine(f"its reader {c.name} is a {type(c.op).__name__}, whose reads are not analysed")
         if cinfo is None:
-            return None, f"its reader {c.name} was not analysed"
+            raise NotAffine(f"its reader {c.name} was not analysed")
         value = {iv: iv.var for iv in c.leaf_iter_vars}
         R.pass_up_index(c.relations, ctx.rmap, value)
         roots = {iv.var: value[iv] for iv in c.op.root_iter_vars if iv in value}
@@ -245,19 +252,19 @@ def _needed(ctx: BoundContext, out: ExactPlan, st: Stage, keep: set[str]) -> tup
             for load in collect(body, lambda n: isinstance(n, E.ProducerLoad)):
                 if load.producer not in mine:
                     continue
-                idx = [affine(substitute(i, roots), names) for i in load.indices]
-                if any(x is None for x in idx):
-                    return None, f"{c.name} reads {load.producer.name}[{', '.join(map(str, load.indices))}], which is not affine"
-                text = ", ".join(idx)
-                one = isl.Set(f"[{', '.join(_params(text))}] -> {{ P[{text}] }}").intersect_params(cinfo.body)
+                try:
+                    one = names.image([substitute(i, roots) for i in load.indices])
+                except NotAffine as e:
+                    raise NotAffine(f"{c.name} reads {load.producer.name} at an index that is not affine: {e.reason}") from None
+                one = one.intersect_params(cinfo.body)
                 one = drop(one, keep | _sizes(one, names, ctx))
                 needed = one if needed is None else needed.union(one)
     if needed is None:
-        return None, "no reader reads it"
-    return needed.coalesce(), ""
+        raise NotAffine("no reader reads it")
+    return needed.coalesce()
 
 
-def _sizes(s: isl.Set, names: _Names, ctx: BoundContext) -> set[str]:
+def _sizes(s: isl.Set, names: _Vars, ctx: BoundContext) -> set[str]:
     """The parameters of ``s`` that are symbolic sizes, not loop variables (kept everywhere)."""
     loops = {id(iv.var) for iv in ctx.rmap}
     out = set()
@@ -269,4 +276,4 @@ def _sizes(s: isl.Set, names: _Names, ctx: BoundContext) -> set[str]:
     return out
 
 
-__all__ = ["ExactPlan", "StageSets", "affine", "drop", "param_set", "plan"]
+__all__ = ["ExactPlan", "StageSets", "drop", "plan", "universe"]
