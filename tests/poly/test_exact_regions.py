@@ -217,3 +217,20 @@ def test_the_plan_names_the_stages_it_made_exact():
     p = plan(run_infer_bound(s))
     assert p.changed == ["C"]
     assert "stage C: computes the exact region" in p.report()
+
+
+def test_a_reduction_computes_only_the_rows_read(writes):
+    """A row sum over a 32-row input, read by a 20-row consumer split by 16 and computed at its
+    outer loop: 20 rows are initialized and accumulated (20 + 20*5 writes), not 32."""
+    A = te.placeholder((32, 5), name="A")
+    k = te.reduce_axis((0, 5), name="k")
+    B = te.compute((32,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    D = te.compute((20,), lambda i: B[i] * 2, name="D")
+    s = te.create_schedule(D.op)
+    outer, _ = s[D].split(D.op.axis[0], factor=16)
+    s[B].compute_at(s[D], outer)
+    a = rand(32, 5)
+    exact, _ = _count(writes, s, [A, D], [a], True)
+    box, _ = _count(writes, s, [A, D], [a], False)
+    assert exact["B"] == 20 * 6 and box["B"] == 32 * 6
+    check(s, [A, D], [a], [a[:20].sum(axis=1) * 2], rtol=1e-5)
