@@ -81,7 +81,8 @@ def access(b: _Builder, stmt: Statement, t: Tensor, indices, conds, write: bool,
 
     from .model import Access
 
-    conv: Converter = stmt._conv  # type: ignore[attr-defined]
+    conv = stmt.converter
+    assert conv is not None
     dom = stmt.domain
     reasons: list[str] = []
     for c in conds:

@@ -9,11 +9,13 @@ user's assumptions. Any primitive changes one of those and so the key.
 
 from __future__ import annotations
 
+import time
 import weakref
 from dataclasses import dataclass, field
 
 from ..errors import TesselError
 from ..ir import expr as E
+from ..ir.fingerprint import Unhashable, fingerprint
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from .bounds import check_accesses
@@ -23,6 +25,8 @@ from .model import Model, build
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: how many analyses were computed (not found in the cache), for tests and benchmarks
 RUNS = {"model": 0, "dependences": 0, "bounds": 0}
+#: seconds spent in each (what the analysis adds to builds; see benchmarks/poly_build.py)
+SECONDS = {"model": 0.0, "dependences": 0.0, "bounds": 0.0}
 
 
 def state_key(sch: Schedule) -> tuple[tuple, list]:
@@ -46,42 +50,115 @@ class Analysis:
     _model: Model | None = field(default=None)
     _deps: list[Dependence] | None = field(default=None)
     _bounds: list = field(default_factory=list)
+    _among: dict = field(default_factory=dict)
 
     @property
     def model(self) -> Model:
         if self._model is None:
             RUNS["model"] += 1
+            t0 = time.perf_counter()
             self._model = build(self.sch)
+            SECONDS["model"] += time.perf_counter() - t0
         return self._model
 
     def check_bounds(self) -> None:
-        """Refuse a read outside its tensor (``poly/bounds.py``); the verdict is remembered."""
+        """Refuse a read outside its tensor (``poly/bounds.py``); the verdict is remembered,
+        and a clean one also for identical schedules built later (``known_clean``)."""
+        if not self._bounds and known_clean(self.sch, "bounds"):
+            self._bounds.append(None)
         if not self._bounds:
             RUNS["bounds"] += 1
+            t0 = time.perf_counter()
             try:
                 check_accesses(self.sch)
                 self._bounds.append(None)
+                remember_clean(self.sch, "bounds")
             except TesselError as err:
                 self._bounds.append(err)
+            finally:
+                SECONDS["bounds"] += time.perf_counter() - t0
         if self._bounds[0] is not None:
             raise self._bounds[0]
 
     @property
     def dependences(self) -> list[Dependence]:
         if self._deps is None:
+            model = self.model
             RUNS["dependences"] += 1
-            self._deps = dependences(self.model)
+            t0 = time.perf_counter()
+            self._deps = dependences(model)
+            SECONDS["dependences"] += time.perf_counter() - t0
         return self._deps
 
+    def among(self, stmts: list) -> list[Dependence]:
+        """The dependences between ``stmts`` (computed for those alone unless all are known)."""
+        ids = {id(x) for x in stmts}
+        if self._deps is not None:
+            return [d for d in self._deps if id(d.source) in ids and id(d.sink) in ids]
+        key = frozenset(ids)
+        if key not in self._among:
+            model = self.model
+            RUNS["dependences"] += 1
+            t0 = time.perf_counter()
+            self._among[key] = dependences(model, stmts)
+            SECONDS["dependences"] += time.perf_counter() - t0
+        return self._among[key]
+
     def carried(self, stage: Stage, iv: E.IterVar):
-        """(dependence, carried part) for the first loop made of ``iv`` that carries one, or None."""
+        """(dependence, carried part) for the first loop made of ``iv`` that carries one, or None;
+        flow dependences are named first."""
         order = {"flow": 0, "anti": 1, "output": 2}
-        deps = sorted(self.dependences, key=lambda d: order[d.kind])
         for lp in self.model.loops_of(stage, iv):
+            deps = sorted(self.among(self.model.statements_in(lp)), key=lambda d: order[d.kind])
             got = carried(self.model, deps, lp)
             if got is not None:
                 return got
         return None
+
+
+def content_key(sch: Schedule) -> str | None:
+    """A hash of everything the analysis reads, by content and position (not by object): an
+    identical schedule built again -- a cached build of the same program -- has the same key.
+    None when some part cannot be hashed faithfully (then nothing is shared)."""
+    parts: list = [tuple(sch.assumptions)]
+    pos = {id(st): k for k, st in enumerate(sch.stages)}
+    for st in sch.stages:
+        ivs = {id(iv): k for k, iv in enumerate(st.all_iter_vars)}
+        op = st.op
+        att = st.attach_stage
+        parts += [type(op).__qualname__, op.name, st.attach_type, st.scope, st.is_output,
+                  tuple((t.shape, t.dtype, t.name) for t in op.outputs), tuple(op.root_iter_vars),
+                  tuple(getattr(op, "body", ()) or ()),
+                  pos.get(id(att), -1) if att is not None else -1,
+                  next((k for k, iv in enumerate(att.all_iter_vars) if iv is st.attach_ivar), -1) if att else -1,
+                  tuple(ivs.get(id(iv), -1) for iv in st.leaf_iter_vars),
+                  tuple((r.kind, tuple(ivs.get(id(iv), -1) for iv in (*r.inputs, *r.outputs)),
+                         tuple(r.params().values())) for r in st.relations),
+                  tuple(sorted((ivs.get(id(iv), -1), a.kind) for iv, a in st.iter_var_attrs.items()))]
+    try:
+        return fingerprint(*parts)
+    except Unhashable:
+        return None
+
+
+#: content keys of schedules found clean (no read outside, no illegal annotation), most recent last
+_CLEAN: dict[tuple[str, str], None] = {}
+_CLEAN_LIMIT = 256
+
+
+def known_clean(sch: Schedule, what: str) -> bool:
+    """Whether an identical schedule was already found clean for ``what`` in this process."""
+    key = content_key(sch)
+    return key is not None and (key, what) in _CLEAN
+
+
+def remember_clean(sch: Schedule, what: str) -> None:
+    key = content_key(sch)
+    if key is None:
+        return
+    _CLEAN[(key, what)] = None
+    while len(_CLEAN) > _CLEAN_LIMIT:
+        del _CLEAN[next(iter(_CLEAN))]
 
 
 def analysis(sch: Schedule) -> Analysis:
@@ -94,4 +171,4 @@ def analysis(sch: Schedule) -> Analysis:
     return result
 
 
-__all__ = ["RUNS", "Analysis", "analysis", "state_key"]
+__all__ = ["RUNS", "SECONDS", "Analysis", "analysis", "content_key", "known_clean", "remember_clean", "state_key"]

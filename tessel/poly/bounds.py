@@ -12,7 +12,9 @@ its condition holds, when the condition is affine; under any other condition it 
 user's promise and is not checked, as before. A read whose index is not quasi-affine falls
 back to the interval check (``bound/check.py``), which refuses only what it proves outside.
 A stage whose domain is empty for some sizes reads nothing there, so it cannot be refuted
-there.
+there; and a read of a tensor with no elements at all (``W[0]`` when ``W``'s size ``m`` is 0) is
+not refused either: every index is outside an empty tensor, and whether a call passes one is a
+matter of that call (as with the interval check before).
 """
 
 from __future__ import annotations
@@ -28,22 +30,8 @@ from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, Stage
 from ..te.tensor import ComputeOp
 from .accesses import conditional_loads
+from .context import context_conditions, size_vars
 from .space import DIM, Converter, Namer, NotAffine, point_values, set_space
-
-
-def _size_vars(sch: Schedule) -> list[E.Var]:
-    from ..ir.functor import collect
-
-    loops = {iv.var for st in sch.stages for iv in st.all_iter_vars}
-    seen: dict[E.Var, None] = {}
-    exprs = [n for st in sch.stages for t in st.op.outputs for n in t.shape]
-    exprs += [x for st in sch.stages for iv in st.op.root_iter_vars if iv.dom is not None
-              for x in (iv.dom.min, iv.dom.extent)]
-    for e in exprs:
-        for v in collect(e, lambda n: isinstance(n, E.Var)):
-            if v not in loops:
-                seen.setdefault(v, None)
-    return list(seen)
 
 
 class _StageSpace:
@@ -66,21 +54,12 @@ class _StageSpace:
         self.domain = dom
 
 
-def _context(sch: Schedule, sizes: list[E.Var]) -> list[E.PrimExpr]:
-    from ..ir import op as O
-
-    out: list[E.PrimExpr] = [O.ge(n, 0) for st in sch.stages for t in st.op.outputs for n in t.shape
-                             if not isinstance(n, E.IntImm)]
-    out += list(getattr(sch, "assumption_exprs", lambda: [])())
-    return out
-
-
 def check_accesses(sch: Schedule) -> None:
     """Refuse the first read that can leave its tensor (BoundError with ``witness``); reads
     whose index isl cannot represent are left to the interval check."""
     bodies = effective_bodies(sch)
-    sizes = _size_vars(sch)
-    context = _context(sch, sizes)
+    sizes = size_vars(sch)
+    context = context_conditions(sch)
     fallback: set[int] = set()
     for st in sch.stages:
         if st.attach_type == INLINE or st.is_placeholder or not isinstance(st.op, ComputeOp):
@@ -112,6 +91,8 @@ def _check_load(st: Stage, sp: _StageSpace, ld: E.ProducerLoad, conds: list) -> 
         shape = [conv.aff(n) for n in ld.producer.shape]
     except NotAffine:
         return False
+    for n in shape:  # a read of an empty tensor has no element to be inside of: left to the caller
+        where = where.intersect(n.ge_set(conv.const(1)))
     for k, (i, n) in enumerate(zip(idx, shape)):
         bad = where.intersect(i.lt_set(conv.const(0)).union(i.ge_set(n)))
         if not bad.is_empty():

@@ -7,14 +7,41 @@ out-of-bounds witnesses) only for sizes a call can have.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import islpy as isl
 
+from ..ir import expr as E
+from ..ir import op as O
+from ..ir.functor import collect
+from ..schedule.schedule import Schedule
 from .space import Converter, NotAffine, set_space
 
 if TYPE_CHECKING:
     from .model import _Builder
+
+
+def size_vars(sch: Schedule, extra: Iterable[E.PrimExpr] = ()) -> list[E.Var]:
+    """The symbolic sizes: free variables of shapes, declared domains and ``extra`` (ranges)
+    that are no stage's loop, in order of appearance."""
+    loops = {iv.var for st in sch.stages for iv in st.all_iter_vars}
+    exprs = [n for st in sch.stages for t in st.op.outputs for n in t.shape]
+    exprs += [x for st in sch.stages for iv in st.all_iter_vars if iv.dom is not None
+              for x in (iv.dom.min, iv.dom.extent)]
+    found: dict[E.Var, None] = {}
+    for e in [*exprs, *extra]:
+        for v in collect(e, lambda n: isinstance(n, E.Var)):
+            if v not in loops:
+                found.setdefault(v, None)
+    return list(found)
+
+
+def context_conditions(sch: Schedule) -> list[E.PrimExpr]:
+    """What holds of the sizes for any call: every symbolic dimension is at least zero, and the
+    user's assumptions."""
+    out = [O.ge(n, 0) for st in sch.stages for t in st.op.outputs for n in t.shape if not isinstance(n, E.IntImm)]
+    return out + sch.assumption_exprs()
 
 
 def params_converter(b: _Builder) -> Converter:
@@ -25,14 +52,7 @@ def params_converter(b: _Builder) -> Converter:
 def context_of(b: _Builder) -> isl.Set:
     conv = params_converter(b)
     ctx = isl.Set.universe(conv.space)
-    for st in b.sch.stages:
-        for t in st.op.outputs:
-            for n in t.shape:
-                try:
-                    ctx = ctx.intersect(conv.aff(n).ge_set(conv.const(0)))
-                except NotAffine:
-                    continue
-    for cond in b.sch.assumption_exprs():
+    for cond in context_conditions(b.sch):
         try:
             ctx = ctx.intersect(conv.set(cond))
         except NotAffine:
@@ -40,4 +60,4 @@ def context_of(b: _Builder) -> isl.Set:
     return ctx.coalesce()
 
 
-__all__ = ["context_of", "params_converter"]
+__all__ = ["context_conditions", "context_of", "params_converter", "size_vars"]

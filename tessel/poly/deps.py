@@ -53,15 +53,26 @@ class Witness:
 
 @dataclass(eq=False)
 class Dependence:
-    """``kind`` dependence from ``source`` to ``sink`` instances through ``tensor``
-    (``relation``: source instance -> sink instance)."""
+    """``kind`` dependence from ``source`` to ``sink`` instances through ``tensor``, kept as a
+    relation between their time vectors (``in_time()``); ``relation`` gives it between
+    instances (the schedules are one-to-one)."""
 
     kind: str
     source: Statement
     sink: Statement
     tensor_name: str
-    relation: isl.Map
+    time: isl.Map
     model: Model
+
+    @property
+    def relation(self) -> isl.Map:
+        """Source instance -> sink instance."""
+        return self.instances(self.time)
+
+    def instances(self, part: isl.Map) -> isl.Map:
+        """``part`` (a sub-relation of ``in_time()``) between instances."""
+        assert self.source.schedule is not None and self.sink.schedule is not None
+        return part.apply_domain(self.source.schedule.reverse()).apply_range(self.sink.schedule.reverse())
 
     def common_loops(self) -> list[Loop]:
         out = []
@@ -73,32 +84,28 @@ class Dependence:
 
     def in_time(self) -> isl.Map:
         """The dependence between time vectors (source time -> sink time)."""
-        assert self.source.schedule is not None and self.sink.schedule is not None
-        return self.relation.apply_domain(self.source.schedule).apply_range(self.sink.schedule)
+        return self.time
 
     def distances(self) -> isl.Set:
         """The distance vectors over the loops enclosing both ends (one coordinate per time
         dimension of those loops)."""
-        dims = [d for lp in self.common_loops() for d in range(lp.pos, lp.pos + lp.width)]
-        deltas = self.in_time().deltas()
-        keep = isl.Set.universe(deltas.get_space())
-        n = deltas.dim(DIM.set)
-        out = deltas.intersect(keep)
-        drop = [k for k in range(n) if k not in dims]
-        for k in reversed(drop):
-            out = out.project_out(DIM.set, k, 1)
+        keep = {d for lp in self.common_loops() for d in range(lp.pos, lp.pos + lp.width)}
+        out = self.in_time().deltas()
+        for k in reversed(range(out.dim(DIM.set))):
+            if k not in keep:
+                out = out.project_out(DIM.set, k, 1)
         return out.coalesce()
 
     def carried_by(self, loop: Loop) -> isl.Map:
-        """The part of the dependence (instances) that ``loop`` carries; empty if none."""
+        """The part of the dependence (time vectors) that ``loop`` carries; empty if none."""
         t = self.in_time()
         eq_before = _equal_prefix(t, loop.pos)
-        carried = eq_before.subtract(_equal_prefix(eq_before, loop.pos + loop.width))
-        assert self.source.schedule is not None and self.sink.schedule is not None
-        return carried.apply_domain(self.source.schedule.reverse()).apply_range(self.sink.schedule.reverse())
+        return eq_before.subtract(_equal_prefix(eq_before, loop.pos + loop.width))
 
     def witness(self, part: isl.Map | None = None) -> Witness | None:
-        rel = self.relation if part is None else part
+        """Concrete sizes and instances of the dependence (of ``part`` of it, a time relation
+        such as ``carried_by``'s); None if there are none."""
+        rel = self.instances(self.time if part is None else part)
         rel = rel.intersect_params(self.model.context)
         if rel.is_empty():
             return None
@@ -147,20 +154,20 @@ def _time_at(stmt: Statement, pt: isl.Point, first: int, n: int, model: Model) -
     return point_values(image, DIM.set, model.time_dims)
 
 
-def _pair(model: Model, s1: Statement, a1: Access, s2: Statement, a2: Access) -> isl.Map:
-    """Instances of ``s1`` (through ``a1``) and later instances of ``s2`` (``a2``) that touch
-    the same element."""
-    same = a1.relation.apply_range(a2.relation.reverse())
-    assert s1.schedule is not None and s2.schedule is not None
-    before = s1.schedule.lex_lt_map(s2.schedule)
-    return same.intersect(before).intersect_params(model.context)
+def _in_time(stmt: Statement, a: Access) -> isl.Map:
+    """The access as a relation from time vectors to elements."""
+    assert stmt.schedule is not None
+    return a.relation.apply_domain(stmt.schedule)
 
 
-def dependences(model: Model) -> list[Dependence]:
-    """Every flow, anti and output dependence of the model, one per (kind, source statement,
-    sink statement, tensor); the relation is the union over the accesses involved."""
+def dependences(model: Model, among: list[Statement] | None = None) -> list[Dependence]:
+    """Every flow, anti and output dependence of the model (between ``among`` only, when given),
+    one per (kind, source statement, sink statement, tensor); the union over the accesses."""
+    stmts = model.statements if among is None else among
     found: dict[tuple, Dependence] = {}
-    stmts = model.statements
+    timed = {(id(s), id(a)): _in_time(s, a) for s in stmts for a in s.accesses}
+    earlier = isl.Map.lex_lt(isl.Space.set_alloc(isl.DEFAULT_CONTEXT, 0, model.time_dims)
+                             .set_tuple_name(DIM.set, "T"))
     for s1 in stmts:
         for a1 in s1.accesses:
             for s2 in stmts:
@@ -169,13 +176,14 @@ def dependences(model: Model) -> list[Dependence]:
                         continue
                     if a1.relation.get_tuple_name(DIM.out) != a2.relation.get_tuple_name(DIM.out):
                         continue
-                    rel = _pair(model, s1, a1, s2, a2)
+                    same = timed[(id(s1), id(a1))].apply_range(timed[(id(s2), id(a2))].reverse())
+                    rel = same.intersect(earlier).intersect_params(model.context)
                     if rel.is_empty():
                         continue
                     kind = KINDS[(a1.write, a2.write)]
                     key = (kind, id(s1), id(s2), id(a1.tensor))
                     if key in found:
-                        found[key].relation = found[key].relation.union(rel).coalesce()
+                        found[key].time = found[key].time.union(rel).coalesce()
                     else:
                         found[key] = Dependence(kind, s1, s2, a1.tensor.name, rel.coalesce(), model)
     return list(found.values())

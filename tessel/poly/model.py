@@ -28,11 +28,11 @@ import islpy as isl
 
 from ..bound.infer import BoundContext, run_infer_bound
 from ..ir import expr as E
-from ..ir.functor import collect
 from ..schedule.relations import pass_down_time
 from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, SCOPE, Stage
 from ..te.tensor import ComputeOp, Tensor
+from .context import size_vars
 from .space import DIM, Converter, Namer, NotAffine, pw_to_map, set_space
 
 
@@ -76,6 +76,8 @@ class Statement:
     schedule: isl.Map | None = None
     accesses: list[Access] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: converts expressions over ``dim_vars`` (and the sizes) into this statement's space
+    converter: Converter | None = field(default=None, repr=False)
 
     @property
     def reads(self) -> list[Access]:
@@ -107,6 +109,10 @@ class Model:
 
     def statements_in(self, loop: Loop) -> list[Statement]:
         return [s for s in self.statements if any(lp is loop for lp in s.loops)]
+
+    def empty_statements(self) -> list[Statement]:
+        """Statements with no instance for any sizes the context allows (they never run)."""
+        return [s for s in self.statements if s.domain.intersect_params(self.context).is_empty()]
 
     def unread_stages(self) -> list[str]:
         """Stages that are not outputs and whose values no statement of another stage reads."""
@@ -171,17 +177,8 @@ class _Builder:
 
     def _params(self) -> dict[E.Var, str]:
         """Symbolic sizes: free variables of shapes, domains and ranges that are no loop."""
-        loops = {iv.var for st in self.sch.stages for iv in st.all_iter_vars}
-        found: dict[E.Var, None] = {}
-        exprs: list = [n for st in self.sch.stages for t in st.op.outputs for n in t.shape]
-        exprs += [x for r in self.rmap.values() for x in (r.min, r.extent)]
-        exprs += [x for st in self.sch.stages for iv in st.all_iter_vars if iv.dom is not None
-                  for x in (iv.dom.min, iv.dom.extent)]
-        for e in exprs:
-            for v in collect(e, lambda n: isinstance(n, E.Var)):
-                if v not in loops:
-                    found.setdefault(v, None)
-        return {v: self.namer.name(v, v.name, "p_") for v in found}
+        ranges = [x for r in self.rmap.values() for x in (r.min, r.extent)]
+        return {v: self.namer.name(v, v.name, "p_") for v in size_vars(self.sch, ranges)}
 
     # ---- statements ------------------------------------------------------------------------
     def stage_statements(self, st: Stage) -> list[Statement]:
@@ -209,15 +206,14 @@ class _Builder:
                     dom = dom.intersect(self._in_range(conv, iv.var, iv.dom, dom, notes))
                 dom = dom.intersect(self._in_range(conv, iv.var, self.rmap[iv], dom, notes))
             conv.domain = dom
-            stmt = Statement(name, st, role, dims, dom, [], notes=notes)
-            stmt._conv = conv  # type: ignore[attr-defined]
+            stmt = Statement(name, st, role, dims, dom, [], notes=notes, converter=conv)
             out.append(stmt)
         return out
 
     def _in_range(self, conv: Converter, v: E.Var, r: E.Range, known: isl.Set, notes: list[str]) -> isl.Set:
         """``v`` in ``r`` (over ``known``, the constraints so far); the whole space, and a note,
         when the range is not quasi-affine (the domain is then larger than what runs)."""
-        conv.domain = known.intersect_params(self.context) if hasattr(self, "context") else known
+        conv.domain = known
         try:
             x, lo, ext = conv.aff(v), conv.aff(r.min), conv.aff(r.extent)
         except NotAffine as err:
@@ -274,7 +270,8 @@ def build(sch: Schedule, ctx: BoundContext | None = None) -> Model:
         vec = vectors.get(id(stmt))
         if vec is None:
             continue
-        conv: Converter = stmt._conv  # type: ignore[attr-defined]
+        conv = stmt.converter
+        assert conv is not None
         vals = [conv.const(x) if isinstance(x, int) else x for x in vec] + [conv.const(0)] * (width - len(vec))
         stmt.schedule = pw_to_map(vals, stmt.domain, "T", [f"t{k}" for k in range(width)])
     from .accesses import add_accesses
@@ -324,7 +321,8 @@ def _time_values(b: _Builder, st: Stage) -> dict:
 def _statement_vector(b: _Builder, stmt: Statement, vec: list, path: list[Loop]) -> list | None:
     """``vec`` (static positions and Loop placeholders) with each loop's coordinates as
     functions of the statement's dimensions; None (and a note) where one is not quasi-affine."""
-    conv: Converter = stmt._conv  # type: ignore[attr-defined]
+    conv = stmt.converter
+    assert conv is not None
     out: list = []
     k = 0
     while k < len(vec):

@@ -32,6 +32,8 @@ def model_text(m: Model) -> str:
             lines.append(f"  {'writes' if a.write else 'reads '} {a.text}: {a.relation}{how}")
     for name, why in m.unmodelled.items():
         lines.append(f"not modelled: {shown(name)}: {why}")
+    for s in m.empty_statements():
+        lines.append(f"empty: {s.label()} has no instance for any size the context allows")
     for name in m.unread_stages():
         lines.append(f"unread: {shown(name)} is computed but no other stage reads it")
     return "\n".join(lines)

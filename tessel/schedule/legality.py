@@ -308,8 +308,10 @@ def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
             and not (iv.is_reduce and a.kind != "unrolled")]  # a reduction loop has its own rule
     if not todo:
         return []
-    from ..poly.analysis import analysis  # against the flow, deliberately: see tests/test_layering.py
+    from ..poly.analysis import analysis, known_clean, remember_clean  # against the flow: test_layering.py
 
+    if known_clean(sch, "annotations"):  # an identical schedule was judged already (a cached build)
+        return []
     found = analysis(sch)
     out: list[Violation] = []
     for st, iv, kind in todo:
@@ -337,6 +339,8 @@ def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
         if kind == "unrolled":  # the inner loop of a split by a constant keeps the unroll, bounded
             fixes.insert(0, FixBuilder(Names(sch)).split(st, iv, 8))
         out.append(choose(sch, v, fixes) if propose else v)
+    if not out:
+        remember_clean(sch, "annotations")
     return out
 
 

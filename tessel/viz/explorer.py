@@ -205,6 +205,9 @@ def _dependence_rows(snap: Schedule) -> tuple[list[list[str]], str, str]:
         rows.append([d.kind, d.source.label(), d.sink.label(), d.tensor_name, str(w) if w else "",
                      ", ".join(f"{lp.stage.name}.{lp.name}" for lp in loops) or "none (loop-independent)"])
     notes = [f"{name}: {why}" for name, why in model.unmodelled.items()]
+    empty = model.empty_statements()
+    if empty:
+        notes.append("never run (empty domain): " + ", ".join(x.label() for x in empty))
     unread = model.unread_stages()
     if unread:
         notes.append("computed but read by no stage: " + ", ".join(unread))

@@ -44,3 +44,14 @@ def test_a_stage_nobody_reads_is_reported():
     assert "unread: B is computed but no other stage reads it" in str(m)
     data = page_data(tessel.viz.explorer(s))
     assert "read by no stage: B" in data["schedules"][0]["steps"][-1]["deps_note"]
+
+
+def test_a_statement_that_never_runs_is_reported():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    k = te.reduce_axis((0, n - n), name="k")
+    B = te.compute((n,), lambda i: te.sum(A[k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    m = tessel.poly.model(s)
+    assert [x.label() for x in m.empty_statements()] == ["B (update)"]
+    assert "empty: B (update) has no instance" in str(m)

@@ -133,12 +133,34 @@ def test_a_cached_build_does_not_analyse_again():
     a = rand(9, 16)
     check(s, [A, C], [a], [(a * 2).sum(axis=1)])
     once = {k: RUNS[k] - before[k] for k in RUNS}
-    assert once["bounds"] == 1 and once["model"] == 1
+    assert once["bounds"] <= 1 and once["model"] == 1
     tessel.build(s, [A, C])
     assert {k: RUNS[k] - before[k] for k in RUNS} == once
     s[C].vectorize(s[C].leaf_iter_vars[1])  # a new schedule state: analysed again
     tessel.lower(s, [A, C])
     assert RUNS["model"] - before["model"] == 2
+
+
+@pytest.mark.no_replay_check
+def test_the_same_program_built_again_is_not_analysed_again():
+    """What a cached build is: the same program and schedule made afresh (another process's
+    objects, the same content); a different schedule is analysed."""
+    def program(factor):
+        n = te.var("n")
+        A = te.placeholder((n, 8), name="A")
+        B = te.compute((n, 8), lambda i, j: A[i, j] + 1, name="B")
+        s = te.create_schedule(B.op)
+        o, i = s[B].split(B.op.axis[1], factor=factor)
+        s[B].parallel(B.op.axis[0])
+        s[B].vectorize(i)
+        return s, [A, B]
+
+    tessel.lower(*program(4))
+    before = dict(RUNS)
+    tessel.lower(*program(4))
+    assert RUNS == before
+    tessel.lower(*program(2))
+    assert RUNS["model"] == before["model"] + 1 and RUNS["bounds"] == before["bounds"] + 1
 
 
 def test_a_reduction_loop_refusal_names_the_dependence():
@@ -180,3 +202,15 @@ def test_a_stage_nobody_can_model_is_said_so():
     m2 = tessel.poly.model(s2)
     assert "B" in m2.unmodelled and "divides by a non-constant" in m2.unmodelled["B"]
     assert "not modelled: B" in str(m2)
+
+
+def test_distance_vectors_over_the_common_loops():
+    A = te.placeholder((4, 8), name="A")
+    k = te.reduce_axis((0, 8), name="k")
+    B = te.compute((4,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    by = {(d.kind, d.source.role, d.sink.role): d for d in s.dependences()}
+    upd = by[("flow", "update", "update")].distances()
+    assert upd.reset_tuple_id().is_equal(isl.Set("{ [0, d] : 0 < d <= 7 }"))
+    init = by[("flow", "init", "update")].distances()  # only the i loop encloses both
+    assert init.reset_tuple_id().is_equal(isl.Set("{ [0] }"))
