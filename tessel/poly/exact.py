@@ -138,6 +138,14 @@ class ExactPlan:
         return "\n".join(lines + self.notes) if lines or self.notes else "every region is already exact"
 
 
+def regions(sch) -> ExactPlan:
+    """The exact analysis of schedule ``sch`` as ``lower`` would make it now: ``.report()``
+    says which stages compute less than InferBound's box, and why the others keep it."""
+    from ..bound.infer import run_infer_bound
+
+    return plan(run_infer_bound(sch, check=False))
+
+
 def plan(ctx: BoundContext) -> ExactPlan:
     """The exact sets of every stage of the schedule InferBound has bounded (``ctx``)."""
     out = ExactPlan(_Vars())
@@ -276,4 +284,4 @@ def _sizes(s: isl.Set, names: _Vars, ctx: BoundContext) -> set[str]:
     return out
 
 
-__all__ = ["ExactPlan", "StageSets", "drop", "plan", "universe"]
+__all__ = ["ExactPlan", "StageSets", "drop", "plan", "regions", "universe"]
