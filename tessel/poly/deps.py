@@ -128,10 +128,13 @@ class Dependence:
                 out[label] = snk_t[k] - src_t[k]
         return out
 
-    def __str__(self) -> str:
-        w = self.witness()
+    def describe(self, part: isl.Map | None = None) -> str:
+        """``flow dependence B -> C through B: <witness>`` (of ``part`` of it, when given)."""
+        w = self.witness(part)
         return (f"{self.kind} dependence {self.source.label()} -> {self.sink.label()} through "
                 f"{shown(self.tensor_name)}" + (f": {w}" if w else ""))
+
+    __str__ = describe
 
 
 def _equal_prefix(m: isl.Map, n: int) -> isl.Map:

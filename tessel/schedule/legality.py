@@ -313,6 +313,10 @@ def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
     if known_clean(sch, "annotations"):  # an identical schedule was judged already (a cached build)
         return []
     found = analysis(sch)
+    try:
+        found.model  # noqa: B018 -- InferBound and the model; what fails here, lowering reports
+    except TesselError:
+        return []
     out: list[Violation] = []
     for st, iv, kind in todo:
         if kind == "unrolled":
@@ -330,9 +334,8 @@ def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
                 continue
             dep, part = got
             verb = "parallelize" if kind == "parallel" else "vectorize"
-            text = (f"stage {st.name}: cannot {verb} {iv.name}: it carries a {dep.kind} dependence from "
-                    f"{dep.source.label()} to {dep.sink.label()} through {dep.tensor_name} ({dep.witness(part)}); "
-                    f"its iterations must run in order. Annotate a loop that carries no dependence instead")
+            text = (f"stage {st.name}: cannot {verb} {iv.name}: it carries the {dep.describe(part)}; its "
+                    f"iterations must run in order. Annotate a loop that carries no dependence instead")
             v = Violation(ViolationKind.CARRIED_DEPENDENCE, st, text, (st,), (iv,))
             v.dependence = dep  # type: ignore[attr-defined]
         fixes = [FixBuilder(Names(sch)).drop_annotation(st, iv)]
@@ -389,11 +392,7 @@ def _dependence_words(sch: Schedule, st: Stage, iv: E.IterVar) -> str:
         got = analysis(sch).carried(st, iv)
     except TesselError:  # a schedule broken otherwise too: the rule stands on its own
         return ""
-    if got is None:
-        return ""
-    dep, part = got
-    return (f" (it carries the {dep.kind} dependence {dep.source.label()} -> {dep.sink.label()} through "
-            f"{dep.tensor_name}: {dep.witness(part)})")
+    return "" if got is None else f" (it carries the {got[0].describe(got[1])})"
 
 
 def reduction_annotation_error(stage: Stage, iv: E.IterVar, kind: str) -> ScheduleError:
