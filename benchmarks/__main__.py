@@ -60,6 +60,8 @@ class Row:
     cpu_s: tuple[float, float] | None = None                          # CPU seconds of it: tessel's, cc's
     cached_s: float | None = None                                     # tessel's cached build
     peak: float | None = None                                         # FMA peak at this thread count
+    interval_build_s: float | None = None                             # cold build, exact=False
+    analysis_s: float | None = None                                   # the exact analysis alone
     copy_rate: float | None = None                                    # GB/s of the copy yardstick
     notes: dict[str, str] = field(default_factory=dict)               # why a contender has no number
 
@@ -119,6 +121,30 @@ def _tessel(case: Case, inputs: list[np.ndarray]):
     out = np.empty(case.out_shape, "float32")
     kw = {"num_threads": case.threads} if case.threads else {}
     return (lambda: f(*inputs, out, **kw)), (lambda: out), cold, cc, cached
+
+
+def _exact_cost(case: Case) -> tuple[float, float]:
+    """The cold build with InferBound's boxes (``exact=False``, a fresh cache), and the exact
+    analysis alone (the best of three): what exact regions add to a cold build."""
+    import tessel
+    from tessel.bound import run_infer_bound
+    from tessel.poly import plan
+    from tessel.runtime.cache import clear_memory_cache
+
+    os.environ["TESSEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tessel-bench-cache-")
+    clear_memory_cache()
+    s, args = case.tessel()
+    t0 = time.perf_counter()
+    tessel.build(s, args, exact=False)
+    interval = time.perf_counter() - t0
+    best = float("inf")
+    for _ in range(3):
+        s, args = case.tessel()
+        ctx = run_infer_bound(s)
+        t0 = time.perf_counter()
+        plan(ctx)
+        best = min(best, time.perf_counter() - t0)
+    return interval, best
 
 
 def _copy_yardstick(threads: int | None, quick: bool):
@@ -252,6 +278,7 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
     fn, res, cold, cc, cached = _tessel(case, inputs)
     runners = {"tessel": (fn, res)}
     row.build_s["tessel"], row.cc_s, row.cpu_s, row.cached_s = cold, cc.seconds, cc.cpu, cached
+    row.interval_build_s, row.analysis_s = _exact_cost(case)
     fast = case.numpy_fast(*inputs)
     in_process = case.threads != 1 or blas_threads(1)
     if case.threads == 1 and in_process:
@@ -336,16 +363,32 @@ def _cpu(r: Row) -> str:
 def table(rows: list[Row]) -> str:
     head = ("| kernel | size | threads | unit | tessel | NumPy | PyTorch | Halide | TVM | tessel vs NumPy "
             "| vs PyTorch | vs Halide | vs TVM | % of peak / copy | tessel cold build: total / cc (ms) "
-            "| its CPU: tessel + cc (ms) | cached (ms) | Halide / TVM build (ms) |")
-    out = [head, "|" + "---|" * 18]
+            "| its CPU: tessel + cc (ms) | cached (ms) | cold with exact=False (ms) | exact analysis (ms) "
+            "| Halide / TVM build (ms) |")
+    out = [head, "|" + "---|" * 20]
     for r in rows:
         builds = " / ".join(_ms(r.build_s.get(p)) for p in ("halide", "tvm"))
         out.append(
             f"| {r.kernel} | {r.size} | {r.threads} | {r.unit} | {_cell(r, 'tessel')} | {_cell(r, 'numpy')} "
             f"| {_cell(r, 'torch')} | {_cell(r, 'halide')} | {_cell(r, 'tvm')} | {_ratio(r, 'numpy')} "
             f"| {_ratio(r, 'torch')} | {_ratio(r, 'halide')} | {_ratio(r, 'tvm')} | {_of_bound(r)} "
-            f"| {_ms(r.build_s.get('tessel'))} / {_ms(r.cc_s)} | {_cpu(r)} | {_ms(r.cached_s, 1)} | {builds} |")
+            f"| {_ms(r.build_s.get('tessel'))} / {_ms(r.cc_s)} | {_cpu(r)} | {_ms(r.cached_s, 1)} "
+            f"| {_ms(r.interval_build_s)} | {_ms(r.analysis_s, 1)} | {builds} |")
     return "\n".join(out)
+
+
+def exact_cost_text(rows: list[Row]) -> str:
+    """What exact regions (on by default) add to the cold builds of the table, in one line."""
+    done = [r for r in rows if r.interval_build_s is not None and r.analysis_s is not None]
+    if not done:
+        return ""
+    cold = sum(r.build_s["tessel"] for r in done)
+    interval = sum(r.interval_build_s for r in done)  # type: ignore[misc]
+    analysis = sum(r.analysis_s for r in done)  # type: ignore[misc]
+    return (f"Exact regions (isl, on by default): the analysis takes {analysis * 1e3:.1f} ms over the "
+            f"{len(done)} kernels, {100 * analysis / interval:.2f}% of their cold builds with exact=False "
+            f"({interval:.2f} s in all; {cold:.2f} s with it, both single builds, so the difference "
+            "mixes the analysis with the compiler's run-to-run noise). A cached build does not run it.")
 
 
 def machine_text(m: machine.Machine) -> str:
@@ -439,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += ["## machine", "", machine_text(m), ""]
     if missing:
         lines += [f"Not installed: {', '.join(missing)} (`pip install .[peers]`).", ""]
-    lines += ["## results", "", text, ""]
+    lines += ["## results", "", text, "", exact_cost_text(rows), ""]
     (out_dir / "benchmarks.md").write_text("\n".join(lines))
     (out_dir / "benchmarks.json").write_text(json.dumps(
         {"machine": asdict(m) if m else None, "rows": [asdict(r) for r in rows], "repeat": repeat}, indent=1))

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .bound import run_infer_bound
+from .bound.infer import BoundContext
 from .codegen import Generated, generate
 from .deep import deep_stack
 from .errors import BuildError, DefinitionError, LowerError
@@ -31,6 +32,8 @@ from .passes import (
 )
 from .passes.unroll import oversized_unrolls
 from .poly.analysis import analysis
+from .poly.exact import ExactPlan
+from .poly.exact import plan as exact_plan
 from .runtime.cache import code_version, load_lowered, store_lowered
 from .schedule.schedule import Schedule
 from .schedule.unroll_limit import MAX_UNROLL_STATEMENTS, unroll_limit_error, unrolled_owner
@@ -107,14 +110,15 @@ def _is_deep(sch, *_args, **_kwargs) -> bool:
 
 @deep_stack("lower_steps", _is_deep)
 def lower_steps(sch: Schedule, args: Sequence, name: str = "main", vector_bytes: int | None = None,
-                target: str | Target | None = None) -> tuple[S.PrimFunc, list[Step]]:
+                target: str | Target | None = None, exact: bool = True) -> tuple[S.PrimFunc, list[Step]]:
     """Lower for ``target`` (by default this machine's C target; ``vector_bytes`` overrides
-    its vector width) and keep the IR after every step."""
+    its vector width) and keep the IR after every step. ``exact``: every stage computes the
+    exact region its readers need (``tessel.poly.exact``); False keeps InferBound's boxes."""
     _check_build_args(sch, args, name, "lower")
     tgt = resolve(as_target(target))
     if vector_bytes is not None:
         tgt = tgt.with_(vector_bytes=vector_bytes)
-    front, steps = _lower_schedule(sch, args, name)
+    front, steps = _lower_schedule(sch, args, name, exact)
     func = _fast_passes(front, steps, tgt)
     if os.environ.get("TESSEL_DEBUG"):
         for st in steps:
@@ -122,28 +126,52 @@ def lower_steps(sch: Schedule, args: Sequence, name: str = "main", vector_bytes:
     return func, steps
 
 
-def _lower_schedule(sch: Schedule, args: Sequence, name: str) -> tuple[S.PrimFunc, list[Step]]:
-    """The schedule as loops over flat buffers: every step that reads the schedule."""
+@dataclass
+class _Bounded:
+    """A schedule as far as InferBound: what both the interval and the exact lowering start from."""
+
+    ctx: BoundContext
+    name: str
+    buffers: dict
+    params: list[S.Buffer]
+    sizes: list[E.Var]
+    scalars: tuple = ()
+
+
+def _bound(sch: Schedule, args: Sequence, name: str) -> _Bounded:
     sch.verify()  # an illegal schedule is explained (and a fix proposed) before anything is derived from it
     # a rewrite (cache_write, rfactor, a cache_read's reader) replaces a stage's tensors; the user's own
     # tensors stand for the current ones
     args = [sch.current_tensor(a) if isinstance(a, Tensor) else a for a in args]
     buffers, params, sizes, scalars = _params(args)
-    steps: list[Step] = []
     analysis(sch).check_bounds()  # reads outside a tensor, refused exactly with a witness (seed 004)
-    ctx = run_infer_bound(sch, check=False)
-    stmt = schedule_ops(ctx)
+    return _Bounded(run_infer_bound(sch, check=False), name, buffers, params, sizes, scalars)
+
+
+def _lower_schedule(sch: Schedule, args: Sequence, name: str, exact: bool = True,
+                    keep: list | None = None) -> tuple[S.PrimFunc, list[Step]]:
+    """The schedule as loops over flat buffers: every step that reads the schedule.
+    ``keep``: a list that gets the schedule as bounded (for an exact lowering made later)."""
+    b = _bound(sch, args, name)
+    if keep is not None:
+        keep.append(b)
+    return _lower_bounded(b, exact_plan(b.ctx) if exact else None)
+
+
+def _lower_bounded(b: _Bounded, plan: ExactPlan | None) -> tuple[S.PrimFunc, list[Step]]:
+    steps: list[Step] = []
+    stmt = schedule_ops(b.ctx, plan)
     steps.append(Step("schedule_ops", stmt))
     stmt = simplify_stmt(stmt, keep_unit_loops=True)
     steps.append(Step("simplify_indices", stmt))
-    stmt = storage_flatten(stmt, buffers)
+    stmt = storage_flatten(stmt, b.buffers)
     steps.append(Step("storage_flatten", stmt))
     stmt = simplify_stmt(stmt)
     steps.append(Step("simplify", stmt))
-    _check_free_vars(stmt, sizes)
-    _check_unrolls(sch, stmt)
-    assumed = tuple(zip(sch.assumptions, sch.assumption_exprs()))
-    return S.PrimFunc(name, params, sizes, stmt, scalar_args=scalars, assumptions=assumed), steps
+    _check_free_vars(stmt, b.sizes)
+    _check_unrolls(b.ctx.sch, stmt)
+    assumed = tuple(zip(b.ctx.sch.assumptions, b.ctx.sch.assumption_exprs()))
+    return S.PrimFunc(b.name, b.params, b.sizes, stmt, scalar_args=b.scalars, assumptions=assumed), steps
 
 
 def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.PrimFunc:
@@ -194,9 +222,10 @@ def _check_free_vars(stmt: S.Stmt, sizes: list[E.Var]) -> None:
 
 @deep_stack("lower", _is_deep)
 def lower(sch: Schedule, args: Sequence, name: str = "main", simple_mode: bool = False, trace: bool = False,
-          target: str | Target | None = None):
-    """The lowered kernel; with ``simple_mode`` just its body (what ``print`` shows is the IR)."""
-    func, steps = lower_steps(sch, args, name, target=target)
+          target: str | Target | None = None, exact: bool = True):
+    """The lowered kernel; with ``simple_mode`` just its body (what ``print`` shows is the IR).
+    ``exact=False``: InferBound's interval regions instead of the exact ones."""
+    func, steps = lower_steps(sch, args, name, target=target, exact=exact)
     if trace:
         for st in steps:
             print(f"---- after {st.name} ----\n{st.ir}")
@@ -204,39 +233,65 @@ def lower(sch: Schedule, args: Sequence, name: str = "main", simple_mode: bool =
 
 
 @deep_stack("build", _is_deep)
-def build(sch: Schedule, args: Sequence, target: str | Target | None = "c", name: str = "main"):
+def build(sch: Schedule, args: Sequence, target: str | Target | None = "c", name: str = "main",
+          exact: bool = True):
     """Compile the schedule into a callable on NumPy arrays (outputs are written in place).
 
     ``target``: a :class:`~tessel.target.Target`, a target string (``"c"``, ``"python"``,
-    ``"c -vector-bytes=32"``) or None (this machine's C target).
+    ``"c -vector-bytes=32"``) or None (this machine's C target). ``exact``: every stage computes
+    exactly the region its readers need (isl sets, ``tessel.poly.exact``); False keeps the
+    interval boxes of InferBound.
 
     A target whose generated code is plain data (C) has it remembered (on disk, beside the
-    compiled kernels) under a hash of the lowered IR, the target's description and tessel's own
-    code: a later build of the same kernel, in this process or another, skips the last passes
-    and the code generator, which are most of a cached build's time when loops are unrolled."""
+    compiled kernels) under a hash of the interval-lowered IR, ``exact``, the target's
+    description and tessel's own code: a later build of the same kernel, in this process or
+    another, skips the exact analysis, the last passes and the code generator, which are most
+    of a cached build's time. (The interval IR decides the exact one: the analysis reads only
+    the loops, guards, reads and attachments that IR spells out.)"""
     _check_build_args(sch, args, name)
     tgt = as_target(target)
     back = backend(tgt)
     tgt = resolve(tgt)
     if not back.memo or os.environ.get("TESSEL_DEBUG"):
-        func, _ = lower_steps(sch, args, name, target=tgt)
+        func, _ = lower_steps(sch, args, name, target=tgt, exact=exact)
         return build_func(func, tgt)
-    front, steps = _lower_schedule(sch, args, name)
+    kept: list[_Bounded] = []
+    front, steps = _lower_schedule(sch, args, name, False, kept)
     try:
-        key: str | None = fingerprint(code_version(), _target_key(tgt), _tunables(), front)
+        key: str | None = fingerprint(code_version(), _target_key(tgt), _tunables(), exact, front)
     except Unhashable:
         key = None
     # the index guards of symbolic sizes come out of the last pass, and the calling convention
     # needs them: a kernel with symbolic sizes is always lowered in full
     plan = load_lowered(key, len(front.params)) if key and not front.size_vars else None
+    final = _ExactFront(kept[0], front, steps) if exact else None
     if plan is not None and plan["name"] == name:
         gen = Generated.from_plan(tgt.kind, plan)
-        return back.load(front, gen, tgt, finish=lambda: _fast_passes(front, [], tgt))
+        return back.load(front, gen, tgt, finish=lambda: _fast_passes(final() if final else front, [], tgt))
+    if final is not None:
+        front, steps = final(), final.steps
     func = _fast_passes(front, steps, tgt)
     gen = generate(back.generate, func, tgt)
     if key and not front.size_vars:
         store_lowered(key, gen.plan())
     return back.load(func, gen, tgt)
+
+
+class _ExactFront:
+    """The exact lowering, made when first asked for (a build whose code is remembered never
+    asks); the interval one where the exact analysis changes nothing."""
+
+    def __init__(self, bounded: _Bounded, front: S.PrimFunc, steps: list[Step]):
+        self.bounded, self.front, self.steps = bounded, front, steps
+        self.done = False
+
+    def __call__(self) -> S.PrimFunc:
+        if not self.done:
+            plan = exact_plan(self.bounded.ctx)
+            if plan.changed:
+                self.front, self.steps = _lower_bounded(self.bounded, plan)
+            self.done = True
+        return self.front
 
 
 def build_func(func: S.PrimFunc, target: str | Target | None = "c"):

@@ -44,15 +44,15 @@ def _replay_every_lowered_schedule(request):
     original = driver._lower_schedule
     busy = []
 
-    def checked(sch, args, name):
-        result = original(sch, args, name)  # raises first for an illegal schedule
+    def checked(sch, args, name, *rest, **kwargs):
+        result = original(sch, args, name, *rest, **kwargs)  # raises first for an illegal schedule
         if busy:
             return result
         busy.append(True)
         try:
             again = replayed_schedule(sch, args)
             if again is not None:
-                got = original(again[0], again[1], name)
+                got = original(again[0], again[1], name, *rest)
                 want_ir, got_ir = str(result[0].body), str(got[0].body)
                 assert got_ir == want_ir, f"replay of {sch} lowers differently:\n{want_ir}\n---- replayed ----\n{got_ir}"
         except TesselError as err:

@@ -7,11 +7,19 @@ InferBound found it needs there, and its loops count from zero with the region's
 to its indices (seed 000, Ex. 4). Iterations past the end of a non-divisible split are
 skipped by a guard, so no stage ever reads or writes outside its tensor or runs its body for
 an index that does not exist.
+
+With an exact plan (``tessel.poly.exact``, the default of ``lower``/``build``), a stage whose
+exact region is smaller than its box keeps its loops, in their order and with their
+annotations, but each loop's bounds (and which of its pieces run) come from isl's AST
+generator over the exact set, one loop level at a time so that what is attached at a loop
+stays inside it.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+
+import islpy as isl
 
 from ..arith import IntSet, eval_set
 from ..bound.infer import BoundContext
@@ -21,17 +29,20 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import substitute
+from ..poly.astgen import AstReader, scan
+from ..poly.exact import ExactPlan, StageSets
 from ..schedule.relations import Rebase
 from ..schedule.stage import INLINE, SCOPE, Stage
 
 
-def schedule_ops(ctx: BoundContext) -> S.Stmt:
+def schedule_ops(ctx: BoundContext, exact: ExactPlan | None = None) -> S.Stmt:
+    """The loop nest of every stage; ``exact``: the exact regions to compute (None: the boxes)."""
     # producers before consumers (the read graph's order, see BoundContext.order)
     attached: dict[tuple[int, int], list[Stage]] = defaultdict(list)
     for st in ctx.order:
         if st.attach_type == SCOPE:
             attached[(id(st.attach_stage), id(st.attach_ivar))].append(st)
-    builder = _Builder(ctx, attached)
+    builder = _Builder(ctx, attached, exact)
     body: S.Stmt = S.Evaluate(0)
     for st in reversed(ctx.order):
         if st.is_placeholder or st.attach_type in (INLINE, SCOPE):
@@ -43,8 +54,9 @@ def schedule_ops(ctx: BoundContext) -> S.Stmt:
 class _Builder:
     """The loop builder an operation's ``build_provide`` writes its loop nest through."""
 
-    def __init__(self, ctx: BoundContext, attached: dict):
+    def __init__(self, ctx: BoundContext, attached: dict, exact: ExactPlan | None = None):
         self.ctx = ctx
+        self.exact = exact
         self.rmap = ctx.rmap
         self.attached = attached
         self.iset = {iv.var: IntSet.from_range(r) for iv, r in ctx.rmap.items()}
@@ -71,6 +83,9 @@ class _Builder:
 
     # ---- loops ---------------------------------------------------------------------------
     def nest(self, st: Stage, begin: int, end: int, body: S.Stmt) -> S.Stmt:
+        info = self.exact.exact(st) if self.exact is not None else None
+        if info is not None:
+            return self._exact_nest(st, info, begin, end, body)
         for iv in reversed(st.leaf_iter_vars[begin:end]):
             body = self.loop(st, iv, self.attach(st, iv, body))
         return body
@@ -83,9 +98,6 @@ class _Builder:
 
     def loop(self, st: Stage, iv: E.IterVar, body: S.Stmt) -> S.Stmt:
         r = self.rmap[iv]
-        kind = st.leaf_kind(iv)
-        attr = st.iter_var_attrs.get(iv)
-        tag = attr.bind_thread.thread_tag if attr and attr.bind_thread is not None else ""
         var = iv.var
         if not E.is_const_int(r.min, 0):  # counted from zero: TVM's normalize rebases such a leaf
             rebase = Rebase.of_leaf(iv, r)
@@ -93,9 +105,16 @@ class _Builder:
             rebase.index_up(self.rmap, value)
             var = rebase.rebased.var
             body = substitute(body, {iv.var: value[iv]})
+        return self._annotated(st, iv, var, r.extent, body)
+
+    def _annotated(self, st: Stage, iv: E.IterVar, var: E.Var, extent: E.PrimExpr, body: S.Stmt) -> S.Stmt:
+        """``for (var, 0, extent) body`` as leaf ``iv`` is annotated (kind, binding, pragmas)."""
+        kind = st.leaf_kind(iv)
+        attr = st.iter_var_attrs.get(iv)
+        tag = attr.bind_thread.thread_tag if attr and attr.bind_thread is not None else ""
         if kind == "thread_binding" and not tag:
             kind = "serial"
-        loop: S.Stmt = S.For(var, O.const(0, r.extent.dtype), r.extent, kind, body, tag)
+        loop: S.Stmt = S.For(var, O.const(0, extent.dtype), extent, kind, body, tag)
         pragmas = attr.pragmas if attr else {}
         if "debug_skip_region" in pragmas:
             return S.AttrStmt(st.op, "pragma_debug_skip_region", iv.var.name, S.Evaluate(0))
@@ -105,6 +124,31 @@ class _Builder:
             if key not in _APPLIED_PRAGMAS:
                 loop = S.AttrStmt(iv, "pragma_" + key, value, loop)
         return loop
+
+    def _exact_nest(self, st: Stage, info: StageSets, begin: int, end: int, body: S.Stmt) -> S.Stmt:
+        """Leaf loops ``begin:end`` over the exact set: one loop level at a time, each from isl's
+        AST of that loop's values given the loops outside it."""
+        if begin == end:
+            return body
+        iv = st.leaf_iter_vars[begin]
+        inner = self.attach(st, iv, self._exact_nest(st, info, begin + 1, end, body))
+        names = self.exact.names  # type: ignore[union-attr]
+        level = info.loops_upto(begin)
+        here = level.find_dim_by_name(isl.dim_type.param, info.leaves[begin])
+        if here < 0:  # the set does not constrain this loop: InferBound's range bounds it
+            return self.loop(st, iv, inner)
+        dom = isl.Set.from_params(level).move_dims(isl.dim_type.set, 0, isl.dim_type.param, here, 1)
+        dom = dom.set_tuple_name("L")
+        sched = isl.UnionMap.from_map(dom.identity().reset_tuple_id(isl.dim_type.out))
+
+        def user(_name: str, args: list[E.PrimExpr]) -> S.Stmt:
+            return substitute(inner, {iv.var: args[0]})
+
+        def loop(_it: str, counter: E.Var, extent: E.PrimExpr, b: S.Stmt) -> S.Stmt:
+            return self._annotated(st, iv, counter, extent, b)
+
+        reader = AstReader(names.var, user, loop, {"c0": iv.var}, str(iv.var.dtype))
+        return scan(sched, dom.params(), ["c0"], reader)
 
     # ---- guards for non-divisible splits and regions beyond a tensor ---------------------
     def bound_checks(self, st: Stage, value: dict[E.IterVar, E.PrimExpr]) -> list[E.PrimExpr]:

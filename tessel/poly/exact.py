@@ -1,0 +1,287 @@
+"""Exact regions: each stage computes the set its consumers read, not the interval box around it.
+
+InferBound (seed 000) gives a producer, per axis, the interval hull of what its consumers
+request at its attach point. Two of seed 000's examples show what that costs: a consumer split
+non-divisibly asks its producer for whole tiles past the end of its own domain, and two
+consumers reading ``T[0:2, 0:2]`` and ``T[2:4, 2:4]`` make all 16 elements of ``T`` computed.
+Here the same question is answered with integer sets (isl), as Tiramisu's compute_at does
+(seed 004): the instances of a stage that run are a set over its enclosing loops and its own
+loops; what a consumer needs of a producer is the image of the consumer's instances through
+its read, with every loop that does not enclose the producer projected away; the producer then
+runs exactly the instances whose output indices lie in the union of those needs.
+
+Every variable is an isl *parameter* (the sets are parameter-only, ``[i, j, n] -> { : ... }``),
+so the loops enclosing a producer are kept by name and every other loop is projected out by
+name, with no bookkeeping of positions. Stages are visited consumers first (InferBound's
+order), so a consumer's instance set is known when its producers are.
+
+A stage's storage stays InferBound's box (``realize`` is unchanged) and so does its loop
+structure: only the bounds of its loops (and, where a set is not a box, which loops run) come
+from the exact set, through isl's AST generator (``astgen``). A stage whose exact set is its
+box keeps the interval loop nest unchanged, so the listings of seed 000 are what they were.
+Where the exact answer cannot be had (an index that is not quasi-affine, a stage that is not a
+``te.compute``), the stage keeps its interval box and :attr:`ExactPlan.notes` says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import islpy as isl
+
+from ..ir import expr as E
+from ..ir.functor import collect, free_vars, structural_equal, substitute
+from ..schedule import relations as R
+from ..schedule.stage import INLINE, SCOPE, Stage
+from ..te.tensor import ComputeOp
+from .space import Converter, Namer, NotAffine, pw_to_map, set_space
+
+if TYPE_CHECKING:
+    from ..bound.infer import BoundContext
+
+
+class _Vars:
+    """The tessel variables the sets speak of, each an isl parameter named by the adapter's
+    :class:`Namer` (a user's name never reaches isl), and the way back from a name."""
+
+    def __init__(self) -> None:
+        self.namer = Namer()
+        self.var: dict[str, E.Var] = {}
+
+    def name(self, v: E.Var) -> str:
+        n = self.namer.name(v, v.name, "v_")
+        self.var[n] = v
+        return n
+
+    def over(self, exprs: Sequence[E.PrimExpr]) -> Converter:
+        """A converter whose parameters are the variables ``exprs`` use (and nothing else)."""
+        seen: dict[int, E.Var] = {}
+        for e in exprs:
+            for v in free_vars(e):
+                seen.setdefault(id(v), v)
+        order = list(seen.values())
+        return Converter(set_space([], [self.name(v) for v in order]), {}, {v: k for k, v in enumerate(order)})
+
+    def within(self, v: E.PrimExpr, lo: E.PrimExpr, extent: E.PrimExpr, lower: bool = True) -> isl.Set:
+        """``lo <= v < lo + extent`` (the upper side only without ``lower``); raises NotAffine."""
+        conv = self.over([v, lo, extent])
+        x, a = conv.aff(v), conv.aff(lo)
+        out = x.lt_set(a.add(conv.aff(extent)))
+        return (out.intersect(a.le_set(x)) if lower else out).params()
+
+    def image(self, values: Sequence[E.PrimExpr]) -> isl.Set:
+        """``{ P[values] }`` over the variables they use; raises NotAffine."""
+        conv = self.over(values)
+        return pw_to_map([conv.aff(v) for v in values], isl.Set.universe(conv.space), "P").range()
+
+
+def universe() -> isl.Set:
+    return isl.Set.universe(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
+
+
+def drop(s: isl.Set, keep: set[str] | None = None, remove: set[str] | None = None) -> isl.Set:
+    """``s`` with the parameters in ``remove`` (or every one not in ``keep``) projected out:
+    existentially quantified, as a loop that does not enclose the question is."""
+    for k in reversed(range(s.dim(isl.dim_type.param))):
+        name = s.get_dim_name(isl.dim_type.param, k)
+        if (remove is not None and name in remove) or (keep is not None and name not in keep):
+            s = s.project_out(isl.dim_type.param, k, 1)
+    return s
+
+
+@dataclass
+class StageSets:
+    """What runs of one stage: ``body`` (its statement instances, over its enclosing loops and
+    its leaf loops, as parameters) and, for what is attached inside it, the instances of its
+    leaf loops up to each one; ``exact`` when they come from the exact region, not the box."""
+
+    path: list[str]
+    leaves: list[str]
+    context: isl.Set  # the instances of the loops enclosing the stage
+    ranges: list[isl.Set]  # per leaf loop, its range (InferBound's)
+    body: isl.Set
+    exact: bool = False
+    loops: dict[int, isl.Set] = field(default_factory=dict)
+
+    def loops_upto(self, k: int) -> isl.Set:
+        """Instances of the leaf loops ``0..k`` (the context of a stage attached at loop k)."""
+        if k not in self.loops:
+            if self.exact:
+                self.loops[k] = drop(self.body, remove=set(self.leaves[k + 1:]))
+            else:
+                got = self.context
+                for r in self.ranges[:k + 1]:
+                    got = got.intersect(r)
+                self.loops[k] = got
+        return self.loops[k]
+
+
+@dataclass
+class ExactPlan:
+    """The exact analysis of one schedule: per stage, its sets; what changed and what stayed
+    intervals (and why)."""
+
+    names: _Vars
+    stages: dict[int, StageSets] = field(default_factory=dict)
+    changed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def exact(self, st: Stage) -> StageSets | None:
+        info = self.stages.get(id(st))
+        return info if info is not None and info.exact else None
+
+    def report(self) -> str:
+        """Which stages compute their exact region, and why some keep InferBound's box."""
+        lines = [f"stage {n}: computes the exact region its readers need, not its box" for n in self.changed]
+        return "\n".join(lines + self.notes) if lines or self.notes else "every region is already exact"
+
+
+def regions(sch) -> ExactPlan:
+    """The exact analysis of schedule ``sch`` as ``lower`` would make it now: ``.report()``
+    says which stages compute less than InferBound's box, and why the others keep it."""
+    from ..bound.infer import run_infer_bound
+
+    return plan(run_infer_bound(sch, check=False))
+
+
+def plan(ctx: BoundContext) -> ExactPlan:
+    """The exact sets of every stage of the schedule InferBound has bounded (``ctx``)."""
+    out = ExactPlan(_Vars())
+    for st in reversed(ctx.order):
+        if st.attach_type == INLINE or st.is_placeholder:
+            continue
+        try:
+            _stage(ctx, out, st)
+        except isl.Error as e:  # isl refused a set: this stage runs its box, read as reading anything
+            out.stages[id(st)] = StageSets([], [], universe(), [universe() for _ in st.leaf_iter_vars], universe())
+            if st.name in out.changed:
+                out.changed.remove(st.name)
+            out.notes.append(f"stage {st.name}: keeps its interval box (isl: {str(e).splitlines()[0][:120]})")
+    return out
+
+
+def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
+    names = out.names
+    value = {iv: iv.var for iv in st.leaf_iter_vars}
+    R.pass_up_index(st.relations, ctx.rmap, value)
+    why = "" if isinstance(st.op, ComputeOp) else f"a {type(st.op).__name__} is not analysed"
+    context = _context(out, st)
+    ranges: list[isl.Set] = []
+    for iv in st.leaf_iter_vars:
+        r = ctx.rmap[iv]
+        try:
+            ranges.append(names.within(iv.var, r.min, r.extent))
+        except NotAffine as e:  # left out, which only makes the set larger
+            why = why or f"the range of loop {iv.name} is not affine ({e.reason})"
+            ranges.append(universe())
+    box = context
+    checks = _guards(ctx, st, value, names)
+    for c in ranges + checks:
+        box = box.intersect(c) if c is not None else box
+    if any(c is None for c in checks):
+        why = why or "an index of its loops is not affine"
+    info = out.stages[id(st)] = StageSets([names.name(iv.var) for iv in reversed(ctx.paths[st])],
+                                          [names.name(iv.var) for iv in st.leaf_iter_vars], context, ranges, box)
+    if st.is_output or not ctx.consumers[st] or why:
+        if why and not st.is_output and ctx.consumers[st]:
+            out.notes.append(f"stage {st.name}: keeps its interval box ({why})")
+        return
+    try:
+        needed = _needed(ctx, out, st, set(info.path))
+        at = names.image([value[iv] for iv in st.op.axis])
+    except NotAffine as e:
+        out.notes.append(f"stage {st.name}: keeps its interval box ({e.reason})")
+        return
+    exact = at.intersect(needed).params().intersect(box)
+    if box.is_subset(exact):
+        return  # the box is exact already: the interval loop nest stays as it is
+    info.body = exact.coalesce()
+    info.exact = True
+    out.changed.append(st.name)
+
+
+def _guards(ctx: BoundContext, st: Stage, value: dict, names: _Vars) -> list[isl.Set | None]:
+    """What the interval loop nest checks before running the stage's body (ScheduleOps'
+    ``bound_checks``): each split's parent below the end of its range, and each root axis
+    whose range is not its domain inside the domain. None: a check that is not affine."""
+    out: list[isl.Set | None] = []
+    for rel in st.relations:
+        for g in rel.guards(ctx.rmap, value):
+            out.append(_try(lambda g=g: names.within(g.index, g.min, g.extent, lower=False)))
+    for iv in st.op.root_iter_vars:
+        r = ctx.rmap.get(iv)
+        if iv.dom is None or r is None or iv not in value or _same_range(r, iv.dom):
+            continue
+        out.append(_try(lambda iv=iv: names.within(value[iv], iv.dom.min, iv.dom.extent)))
+    return out
+
+
+def _same_range(a: E.Range, b: E.Range) -> bool:
+    return structural_equal(a.min, b.min) and structural_equal(a.extent, b.extent)
+
+
+def _try(make) -> isl.Set | None:
+    try:
+        return make()
+    except NotAffine:
+        return None
+
+
+def _context(out: ExactPlan, st: Stage) -> isl.Set:
+    """The instances of the loops enclosing ``st``: those of its attach stage up to the loop
+    it is attached at (the universe at the root)."""
+    if st.attach_type != SCOPE or st.attach_stage is None:
+        return universe()
+    parent = out.stages.get(id(st.attach_stage))
+    if parent is None:
+        return universe()
+    k = next(k for k, iv in enumerate(st.attach_stage.leaf_iter_vars) if iv is st.attach_ivar)
+    return parent.loops_upto(k)
+
+
+def _needed(ctx: BoundContext, out: ExactPlan, st: Stage, keep: set[str]) -> isl.Set:
+    """The union of what every consumer reads of ``st``'s outputs, over the loops enclosing
+    ``st`` (and the symbolic sizes); raises NotAffine where a read is not affine."""
+    names = out.names
+    mine = set(st.op.outputs)
+    needed: isl.Set | None = None
+    for c in ctx.consumers[st]:
+        cinfo = out.stages.get(id(c))
+        if not isinstance(c.op, ComputeOp):
+            raise NotAffine(f"its reader {c.name} is a {type(c.op).__name__}, whose reads are not analysed")
+        if cinfo is None:
+            raise NotAffine(f"its reader {c.name} was not analysed")
+        value = {iv: iv.var for iv in c.leaf_iter_vars}
+        R.pass_up_index(c.relations, ctx.rmap, value)
+        roots = {iv.var: value[iv] for iv in c.op.root_iter_vars if iv in value}
+        for body in ctx.bodies[c.op]:
+            for load in collect(body, lambda n: isinstance(n, E.ProducerLoad)):
+                if load.producer not in mine:
+                    continue
+                try:
+                    one = names.image([substitute(i, roots) for i in load.indices])
+                except NotAffine as e:
+                    raise NotAffine(f"{c.name} reads {load.producer.name} at an index that is not affine: {e.reason}") from None
+                one = one.intersect_params(cinfo.body)
+                one = drop(one, keep | _sizes(one, names, ctx))
+                needed = one if needed is None else needed.union(one)
+    if needed is None:
+        raise NotAffine("no reader reads it")
+    return needed.coalesce()
+
+
+def _sizes(s: isl.Set, names: _Vars, ctx: BoundContext) -> set[str]:
+    """The parameters of ``s`` that are symbolic sizes, not loop variables (kept everywhere)."""
+    loops = {id(iv.var) for iv in ctx.rmap}
+    out = set()
+    for k in range(s.dim(isl.dim_type.param)):
+        n = s.get_dim_name(isl.dim_type.param, k)
+        v = names.var.get(n)
+        if v is not None and id(v) not in loops:
+            out.add(n)
+    return out
+
+
+__all__ = ["ExactPlan", "StageSets", "drop", "plan", "regions", "universe"]
