@@ -18,6 +18,7 @@ from .errors import (
     ViewError,
 )
 from .ir.expr import IterVar, Range
+from .runtime.extern import get_global_func, list_global_func_names, register_func, remove_global_func
 from .schedule import create_schedule
 
 __version__ = "0.1.0"
@@ -25,5 +26,5 @@ __version__ = "0.1.0"
 __all__ = [
     "ArgumentError", "BoundError", "BuildError", "DefinitionError", "IndexOverflowError", "InternalError", "IterVar",
     "LowerError", "Range", "ScheduleError", "TesselError", "build", "create_schedule", "infer_bound",
-    "ViewError", "lower", "te", "viz", "compat", *compat.__all__,
+    "ViewError", "get_global_func", "list_global_func_names", "lower", "register_func", "remove_global_func", "te", "viz", "compat", *compat.__all__,
 ]

@@ -122,7 +122,7 @@ class CKernel(Kernel):
 
     def __init__(self, func: S.PrimFunc, source: str, spec: ArgSpec, lib: ctypes.CDLL, symbol: str,
                  lib_path: str, build_time_s: float, cache_hit: bool, parallel: bool = False,
-                 finish: Callable | None = None):
+                 finish: Callable | None = None, externs=None):
         super().__init__(func, source, spec, finish)
         self.lib_path = lib_path
         self.build_time_s = build_time_s
@@ -133,10 +133,18 @@ class CKernel(Kernel):
         # why parallel loops run on one thread (None: they do not), shown by repr
         self.serial_note = find_compiler().serial_note(self.name) if parallel else None
         argtypes = [ctypes.c_void_p] * len(func.params) + [ctypes.c_int64] * len(func.size_vars)
+        self._externs = externs  # the table of outside functions (runtime.extern), passed after the sizes
+        if externs is not None:
+            argtypes.append(ctypes.c_void_p)
         self._cfunc = c_function(lib, symbol, ctypes.c_int32, argtypes + ([ctypes.c_int32] if parallel else []))
 
     def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int], threads: int) -> None:
-        status = self._cfunc(*ptrs, *sizes, threads) if self.parallel else self._cfunc(*ptrs, *sizes)
+        table = [] if self._externs is None else [ctypes.addressof(self._externs.pointers)]
+        status = self._cfunc(*ptrs, *sizes, *table, threads) if self.parallel else self._cfunc(*ptrs, *sizes, *table)
+        if self._externs is not None:
+            self._externs.raise_pending()
+        if status == 2:
+            raise KernelRuntimeError(f"kernel {self.name!r}: a packed function it calls returned an error")
         if status:
             raise KernelRuntimeError(
                 f"kernel {self.name!r} could not allocate a temporary buffer (status {status}); "
