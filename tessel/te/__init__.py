@@ -1,12 +1,25 @@
 """The front end: *what* to compute, as tensor expressions."""
 
 from ..ir.expr import IterVar, Range, Reduce, Var
+from .extern_op import ExternOp, call_extern, call_packed, call_pure_extern, decl_buffer, extern
 from .intrin import *
-from .intrin import _FLOAT_UNARY, abs, all, any, cast, const, div, if_then_else, pow, select, size_var, var
+from .intrin import (
+    _FLOAT_UNARY,
+    abs,
+    all,
+    any,
+    cast,
+    const,
+    div,
+    if_then_else,
+    popcount,
+    pow,
+    select,
+    size_var,
+    var,
+)
 from .reduce import Reducer, comm_reducer, max, max_value, min, min_value, reduce_axis, sum, thread_axis
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor, compute, placeholder
-from .extern_op import ExternOp, call_extern, call_packed, call_pure_extern, decl_buffer, extern
-from .intrin import popcount
 
 
 def create_schedule(ops):
