@@ -78,6 +78,10 @@ class _Builder:
             body = self.pipeline(child, body)
         return body
 
+    def attached_at(self, st: Stage, iv: E.IterVar) -> bool:
+        """Whether some stage is computed at loop ``iv`` of ``st``."""
+        return bool(self.attached.get((id(st), id(iv))))
+
     def loop(self, st: Stage, iv: E.IterVar, body: S.Stmt) -> S.Stmt:
         r = self.rmap[iv]
         kind = st.leaf_kind(iv)
@@ -90,7 +94,7 @@ class _Builder:
             rebase.index_up(self.rmap, value)
             var = rebase.rebased.var
             body = substitute(body, {iv.var: value[iv]})
-        if kind == "thread_binding" and not tag:
+        if (kind == "thread_binding" and not tag) or kind == "tensorized":  # tensorized: a tile's scalar edge
             kind = "serial"
         loop: S.Stmt = S.For(var, O.const(0, r.extent.dtype), r.extent, kind, body, tag)
         pragmas = attr.pragmas if attr else {}

@@ -6,6 +6,7 @@ stage as it was, and the error names the stage and the axis in the user's own wo
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
@@ -31,6 +32,7 @@ class IterVarAttr:
     kind: str = "serial"
     bind_thread: E.IterVar | None = None
     pragmas: dict = field(default_factory=dict)
+    tensor_intrin: object = None  # kind "tensorized": the TensorIntrin replacing the loops from here in
 
 
 class Stage:
@@ -339,6 +341,17 @@ class Stage:
         self.iter_var_attrs.setdefault(iv, IterVarAttr()).pragmas[key] = value
 
     @recorded
+    def tensorize(self, var: E.IterVar, tensor_intrin) -> None:
+        """Replace loop ``var`` and the loops inside it by ``tensor_intrin`` (decl_tensor_intrin),
+        checked against the computation when lowered (see te/tensor_intrin.py)."""
+        from ..te.tensor_intrin import check_tensorize
+
+        self._check_leaf(var, "tensorize")
+        check_tensorize(self, var, tensor_intrin)
+        attr = self.iter_var_attrs.setdefault(var, IterVarAttr())
+        attr.kind, attr.tensor_intrin = "tensorized", tensor_intrin
+
+    @recorded
     def set_scope(self, scope: str) -> None:
         if scope not in ("global", "local", "shared", "warp"):
             raise ScheduleError(f"stage {self.name}: unknown storage scope {scope!r} (global, local, shared, warp)")
@@ -357,7 +370,7 @@ class Stage:
         new.all_iter_vars = list(self.all_iter_vars)
         new.leaf_iter_vars = list(self.leaf_iter_vars)
         new.relations = list(self.relations)
-        new.iter_var_attrs = {iv: IterVarAttr(a.kind, a.bind_thread, dict(a.pragmas))
+        new.iter_var_attrs = {iv: dataclasses.replace(a, pragmas=dict(a.pragmas))
                               for iv, a in self.iter_var_attrs.items()}
         new.derived_from = dict(self.derived_from)
         return new
