@@ -2,7 +2,6 @@
 
 from ..ir.expr import IterVar, Range, Reduce, Var
 from .extern_op import ExternOp, call_extern, call_packed, call_pure_extern, decl_buffer, extern
-from .tensor_intrin import TensorIntrin, decl_tensor_intrin
 from .intrin import *
 from .intrin import (
     _FLOAT_UNARY,
@@ -21,6 +20,7 @@ from .intrin import (
 )
 from .reduce import Reducer, comm_reducer, max, max_value, min, min_value, reduce_axis, sum, thread_axis
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor, compute, placeholder
+from .tensor_intrin import TensorIntrin, decl_tensor_intrin
 
 
 def create_schedule(ops):

@@ -4,7 +4,6 @@ are refused naming what differs."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from helpers import check, rand
 
