@@ -158,6 +158,35 @@ class BufferBind:
         return f"{self.buffer.name} -> {self.tensor.name}"
 
 
+class DimAlign:
+    """What a ``buffer_dim_align`` attribute asks of the storage of ``tensors`` (storage_align):
+    dimension -> (factor, offset), the stride of that dimension being ``k*factor + offset``."""
+
+    __slots__ = ("align", "tensors")
+
+    def __init__(self, tensors, align: dict[int, tuple[int, int]]):
+        self.tensors, self.align = tuple(tensors), dict(align)
+
+    @property
+    def name(self) -> str:
+        return ", ".join(t.name for t in self.tensors) + " " + ", ".join(
+            f"dim {d}: stride % {f} == {o}" for d, (f, o) in sorted(self.align.items()))
+
+
+def aligned_strides(extents, align: dict[int, tuple[int, int]]) -> tuple[list, object]:
+    """Row-major strides of ``extents`` with the strides of the dimensions in ``align`` padded
+    up to ``k*factor + offset``; and the number of elements the layout spans."""
+    strides: list = [None] * len(extents)
+    acc = O.const(1, extents[-1].dtype) if extents else O.const(1)
+    for k in range(len(extents) - 1, -1, -1):
+        if k in align:
+            f, off = align[k]
+            acc = O.add(acc, O.floormod(O.sub(O.const(f + off, acc.dtype), O.floormod(acc, f)), f))
+        strides[k] = acc
+        acc = O.mul(acc, extents[k])
+    return strides, acc
+
+
 def decl_buffer(shape, dtype: DTypeLike = "float32", name: str = "buffer", data=None, strides=None,
                 elem_offset=None, scope: str = "", data_alignment: int = -1, offset_factor: int = 0,
                 buffer_type: str = "", axis_separators=None, span=None) -> DeclBuffer:
@@ -171,4 +200,4 @@ def decl_buffer(shape, dtype: DTypeLike = "float32", name: str = "buffer", data=
     return DeclBuffer(name, dtype, shape, strides, elem_offset, scope or "global", offset_factor, data_alignment)
 
 
-__all__ = ["ADDRESS_OF", "ARRAY", "BufferBind", "DeclBuffer", "address_of", "array_arg", "array_parts", "decl_buffer"]
+__all__ = ["ADDRESS_OF", "ARRAY", "BufferBind", "DeclBuffer", "DimAlign", "aligned_strides", "address_of", "array_arg", "array_parts", "decl_buffer"]

@@ -12,7 +12,7 @@ from ..errors import LowerError
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
-from ..ir.buffer import BufferBind
+from ..ir.buffer import BufferBind, DimAlign, aligned_strides
 from ..ir.functor import Mutator, free_vars, replace_buffer
 
 
@@ -29,6 +29,8 @@ class _Flatten(Mutator):
     def __init__(self, args: dict):
         self.args = args  # Tensor -> Buffer (the kernel's parameters)
         self.live: dict = {}  # Tensor -> (Buffer, mins)
+        self.strides: dict = {}  # Tensor -> its strides where storage_align padded them
+        self.align: dict = {}  # Tensor -> storage_align's request, while its realize is visited
 
     def _lookup(self, tensor, where: str):
         if tensor in self.live:
@@ -45,16 +47,31 @@ class _Flatten(Mutator):
         buf, mins = self._lookup(tensor, where)
         if mins is not None:
             indices = [O.sub(i, m) for i, m in zip(indices, mins)]
+        strides = self.strides.get(tensor) if tensor in self.live else None
+        if strides is not None:
+            off = O.const(0, indices[0].dtype) if indices else O.const(0)
+            for i, st in zip(indices, strides):
+                off = O.add(off, O.mul(i, O.cast(st, i.dtype)))
+            return buf, off
         return buf, flat_index(indices, buf.shape)
 
     def visit_ProducerRealize(self, s: S.ProducerRealize):
         if s.producer in self.args:
             return self.visit(s.body)
         shape = [r.extent for r in s.bounds]
+        align = self.align.get(s.producer)
+        prev_strides = self.strides.pop(s.producer, None)
+        if align:  # storage_align: one flat block laid out with the padded strides
+            strides, size = aligned_strides(shape, align)
+            self.strides[s.producer] = strides
+            shape = [size]
         buf = S.Buffer(s.producer.name, s.producer.dtype, shape, s.scope)
         prev = self.live.get(s.producer)
         self.live[s.producer] = (buf, [r.min for r in s.bounds])
         body = self.visit(s.body)
+        self.strides.pop(s.producer, None)
+        if prev_strides is not None:
+            self.strides[s.producer] = prev_strides
         if prev is None:
             del self.live[s.producer]
         else:
@@ -67,13 +84,23 @@ class _Flatten(Mutator):
         return S.BufferStore(buf, value, (idx,))
 
     def visit_AttrStmt(self, s: S.AttrStmt):
+        if s.key == "buffer_dim_align" and isinstance(s.node, DimAlign):
+            for t in s.node.tensors:
+                self.align[t] = s.node.align
+            body = self.visit(s.body)
+            for t in s.node.tensors:
+                self.align.pop(t, None)
+            return body
         if s.key != "buffer_bind_scope":
             return self.generic_visit(s)
         bind: BufferBind = s.node
         region = [E.Range(self.visit(r.min), self.visit(r.extent)) for r in s.value]
         real, mins = self._lookup(bind.tensor, "bound to buffer " + bind.buffer.name)
         starts = [r.min for r in region] if mins is None else [O.sub(r.min, m) for r, m in zip(region, mins)]
-        lets = bind_view(bind, region, flat_index(starts, real.shape), _row_major(real.shape))
+        aligned = self.strides.get(bind.tensor) if bind.tensor in self.live else None
+        strides = aligned or _row_major(real.shape)
+        base = _dot(starts, aligned) if aligned else flat_index(starts, real.shape)
+        lets = bind_view(bind, region, base, strides)
         body = replace_buffer(self.visit(s.body), bind.buffer, real)
         for var, value in reversed(lets):
             body = S.LetStmt(var, value, body)
@@ -82,6 +109,13 @@ class _Flatten(Mutator):
     def visit_ProducerLoad(self, e: E.ProducerLoad):
         buf, idx = self._index(e.producer, [self.visit(i) for i in e.indices], "read")
         return E.BufferLoad(buf, (idx,))
+
+
+def _dot(indices, strides) -> E.PrimExpr:
+    out: E.PrimExpr = O.const(0)
+    for i, st in zip(indices, strides):
+        out = O.add(out, O.mul(i, st))
+    return out
 
 
 def _row_major(shape) -> list[E.PrimExpr]:

@@ -33,6 +33,7 @@ class IterVarAttr:
     bind_thread: E.IterVar | None = None
     pragmas: dict = field(default_factory=dict)
     tensor_intrin: object = None  # kind "tensorized": the TensorIntrin replacing the loops from here in
+    prefetch: tuple = ()  # (tensor, offset) pairs fetched at the top of this loop (see hints.py)
 
 
 class Stage:
@@ -54,6 +55,9 @@ class Stage:
         self.created_by: str | None = None
         # root IterVars that stand for a loop of another stage (rfactor's axis, cache_write's i.c)
         self.derived_from: dict[E.IterVar, str] = {}
+        # storage_align (dimension -> (factor, offset)) and set_store_predicate (see hints.py)
+        self.dim_align: dict[int, tuple[int, int]] = {}
+        self.store_predicate: E.PrimExpr | None = None
 
     # ---- naming and lookup -------------------------------------------------------------
     @property
@@ -350,6 +354,27 @@ class Stage:
         check_tensorize(self, var, tensor_intrin)
         attr = self.iter_var_attrs.setdefault(var, IterVarAttr())
         attr.kind, attr.tensor_intrin = "tensorized", tensor_intrin
+
+    @recorded
+    def storage_align(self, axis: E.IterVar, factor: int, offset: int) -> None:
+        """Pad the stride of ``axis``'s dimension of this stage's storage to ``k*factor + offset``."""
+        from .hints import storage_align
+
+        storage_align(self, axis, factor, offset)
+
+    @recorded
+    def set_store_predicate(self, predicate) -> None:
+        """Store only where ``predicate`` (over this stage's axes) holds."""
+        from .hints import set_store_predicate
+
+        set_store_predicate(self, predicate)
+
+    @recorded
+    def prefetch(self, tensor, var: E.IterVar, offset) -> None:
+        """At the top of loop ``var``, prefetch what ``tensor`` is read ``offset`` iterations on."""
+        from .hints import prefetch
+
+        prefetch(self, tensor, var, offset)
 
     @recorded
     def set_scope(self, scope: str) -> None:
