@@ -179,3 +179,30 @@ def test_tensorize_checks_its_arguments_at_once():
     xo, xi = s[C].split(C.op.axis[0], factor=16)
     with pytest.raises(ScheduleError, match="cannot tensorize axis i: it is no longer a loop"):
         s[C].tensorize(C.op.axis[0], whole_gemm(16))
+
+
+def test_micro_kernels_called_from_parallel_tiles(kernels):
+    """C and Python micro-kernels run from OpenMP threads (a Python one through a callback)."""
+    a_, b_, c_, binds = _operands(12)
+    py = te.decl_tensor_intrin(c_.op, lambda ins, outs: te.call_packed("py_tile", outs[0], ins[0], ins[1]),
+                               name="py16", binds=binds)
+    for intrin in (whole_gemm(12), py):
+        A, B, C = matmul(80, 35, 12)
+        s = te.create_schedule(C.op)
+        xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 16, 16)
+        s[C].parallel(xo)
+        s[C].tensorize(xi, intrin)
+        a, b = rand(80, 12, seed=7), rand(35, 12, seed=8)
+        check(s, [A, B, C], [a, b], [a @ b.T], rtol=1e-4, atol=1e-5)
+
+
+def test_a_remembered_kernel_keeps_its_table_of_functions():
+    """The second build of a kernel comes from the memo of generated code: its outside functions
+    are found again when it is loaded."""
+    A, B, C = matmul(32, 32, 8)
+    for _ in range(2):
+        s = te.create_schedule(C.op)
+        xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 16, 16)
+        s[C].tensorize(xi, whole_gemm(8))
+        a, b = rand(32, 8, seed=9), rand(32, 8, seed=10)
+        check(s, [A, B, C], [a, b], [a @ b.T], targets=("c",), rtol=1e-4, atol=1e-5)
