@@ -1,6 +1,7 @@
 """The front end: *what* to compute, as tensor expressions."""
 
 from ..ir.expr import IterVar, Range, Reduce, Var
+from . import ir_builder
 from .extern_op import ExternOp, call_extern, call_packed, call_pure_extern, decl_buffer, extern
 from .intrin import *
 from .intrin import (
@@ -30,7 +31,7 @@ def create_schedule(ops):
 
 
 __all__ = [
-    "ComputeOp", "ExternOp", "IterVar", "TensorIntrin", "decl_tensor_intrin", "Operation", "PlaceholderOp", "Range", "Reduce", "Reducer", "Tensor", "Var",
+    "ComputeOp", "ExternOp", "ir_builder", "IterVar", "TensorIntrin", "decl_tensor_intrin", "Operation", "PlaceholderOp", "Range", "Reduce", "Reducer", "Tensor", "Var",
     "abs", "all", "any", "call_extern", "call_packed", "call_pure_extern", "cast", "decl_buffer", "extern",
     "popcount", "comm_reducer", "compute", "const", "create_schedule", "div",
     "if_then_else", "max", "max_value", "min", "min_value", "placeholder", "pow", "reduce_axis",
