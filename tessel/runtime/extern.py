@@ -275,6 +275,7 @@ class ExternTable:
 
     # ---- c target: addresses -------------------------------------------------------------
     def _c_slot(self, sig, entry: Registered) -> int:
+        self._keep.append(entry)  # its library stays loaded while the kernel lives, even if re-registered
         if entry.py is None:
             return entry.address
         if sig.kind == "packed":

@@ -206,3 +206,19 @@ def test_a_remembered_kernel_keeps_its_table_of_functions():
         s[C].tensorize(xi, whole_gemm(8))
         a, b = rand(32, 8, seed=9), rand(32, 8, seed=10)
         check(s, [A, B, C], [a, b], [a @ b.T], targets=("c",), rtol=1e-4, atol=1e-5)
+
+
+def test_the_micro_kernel_reads_a_cache_placed_around_its_tile():
+    """The intrinsic's input bound to a cache realized per tile (its offsets relative to the
+    cache's region, its row length the cache's)."""
+    m, n, k = 40, 32, 24
+    A, B, C = matmul(m, n, k)
+    s = te.create_schedule(C.op)
+    AL = s.cache_read(A, "local", [s[C]])
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 16, 16)
+    s[AL].compute_at(s[C], yo)
+    s[C].tensorize(xi, whole_gemm(k))
+    text = str(tessel.lower(s, [A, B, C], simple_mode=True))
+    assert "A.local" in text and "call_extern('tile_gemm'" in text
+    a, b = rand(m, k, seed=11), rand(n, k, seed=12)
+    check(s, [A, B, C], [a, b], [a @ b.T], rtol=1e-4, atol=1e-5)
