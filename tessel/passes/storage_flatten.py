@@ -167,9 +167,14 @@ def bind_view(bind: BufferBind, region: list[E.Range], base: E.PrimExpr,
                             if label == "element offset" else "")
             raise LowerError(f"{what}: its {label} is declared {decl}, but the region {_text(region)} of "
                              f"{t.name} needs {actual}{hint}")
-    if buf.offset_factor > 1 and isinstance(ana.simplify(base), E.IntImm) and ana.simplify(base).value % buf.offset_factor:
-        raise LowerError(f"{what}: the region starts at element {ana.simplify(base)}, not a multiple of the "
+    start = ana.simplify(base)
+    if isinstance(start, E.IntImm) and buf.offset_factor > 1 and start.value % buf.offset_factor:
+        raise LowerError(f"{what}: the region starts at element {start}, not a multiple of the "
                          f"declared offset_factor {buf.offset_factor}")
+    size = max(buf.dtype.bits // 8, 1)
+    if isinstance(start, E.IntImm) and buf.data_alignment > 0 and (start.value * size) % buf.data_alignment:
+        raise LowerError(f"{what}: the region starts {start.value * size} bytes into {t.name}, not on the declared "
+                         f"data_alignment of {buf.data_alignment} bytes; declare a smaller alignment or align the tile")
     return lets
 
 
