@@ -22,6 +22,7 @@ from ..errors import DefinitionError
 from . import expr as E
 from . import op as O
 from .dtype import DTypeLike
+from .dtype import dtype as to_dtype
 from .stmt import Buffer, BufferStore
 
 #: the Call ops built here (entries of the one intrinsic table, ``ir/intrinsics.py``)
@@ -85,13 +86,18 @@ class DeclBuffer(Buffer):
         """The start of the bound storage (TVM's ``buffer.data``), before ``elem_offset``."""
         return address_of(self, O.const(0), "rw" if self.writes else "r")
 
-    def access_ptr(self, access_mask="rw", ptr_type: str = "handle", content_lanes: int = 1, offset=0) -> E.PrimExpr:
-        """The address of the view's first element (plus ``offset`` elements), for an extern call."""
+    def access_ptr(self, access_mask="rw", ptr_type: str = "handle", content_lanes: int = 1, offset=0,
+                   extent=None) -> E.PrimExpr:
+        """The address of the view's first element (plus ``offset`` elements), for an extern call
+        (``extent``, TVM's hint of how much is touched, changes nothing here)."""
         mask = _mask_text(access_mask, self.name)
         return address_of(self, O.add(self.elem_offset, offset), mask)
 
     def vload(self, begin, dtype: DTypeLike | None = None) -> E.PrimExpr:
         """The element at ``begin`` (one index per dimension)."""
+        if dtype is not None and to_dtype(dtype) != self.dtype:
+            raise DefinitionError(f"buffer {self.name}: vload of {dtype} from a {self.dtype} buffer; tessel loads "
+                                  "one element of the buffer's own dtype (cast the result instead)")
         return E.BufferLoad(self, (self.offset_of(begin),))
 
     def vstore(self, begin, value) -> BufferStore:

@@ -209,3 +209,14 @@ def test_a_compact_buffer_bound_to_a_region_of_other_strides_is_refused_with_the
     B = te.extern((4, 6), [A], lambda ins, outs: te.call_packed("ident", ins[0], outs[0]), in_buffers=[Ab], name="B")
     with pytest.raises(tessel.LowerError, match=r"buffer Ab bound to A: its stride of dimension 0 is declared 8.*needs 6"):
         tessel.lower(te.create_schedule(B.op), [A, B])
+
+
+def test_an_extern_stage_of_symbolic_size(registered):
+    registered("sym.twice", lambda x, y, n: y.copyfrom(x.numpy() * 2 + n))
+    n = te.var("n")
+    A = te.placeholder((n, 3), name="A")
+    B = te.extern((n, 3), [A], lambda ins, outs: te.call_packed("sym.twice", ins[0], outs[0], n), name="B")
+    s = te.create_schedule(B.op)
+    for rows in (1, 7):
+        a = rand(rows, 3, seed=rows)
+        check(s, [A, B], [a], [a * 2 + rows])
