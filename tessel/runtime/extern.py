@@ -161,7 +161,7 @@ def _system_symbol(name: str) -> int | None:
 # ---- arrays across the boundary ---------------------------------------------------------------
 class ExternArray(np.ndarray):
     """What a Python function receives for a buffer: a NumPy view of the kernel's memory, with
-    TVM's ``numpy()`` (a copy) and ``copyfrom(src)`` (write into it)."""
+    TVM's ``numpy()`` (a copy), ``copyfrom(src)`` (write into it) and ``copyto(target)``."""
 
     def numpy(self) -> np.ndarray:
         return np.array(self)
@@ -169,8 +169,16 @@ class ExternArray(np.ndarray):
     asnumpy = numpy
 
     def copyfrom(self, src) -> ExternArray:
+        src = src.numpy() if hasattr(src, "numpy") and not isinstance(src, np.ndarray) else src
         self[...] = np.asarray(src).reshape(self.shape)
         return self
+
+    def copyto(self, target):
+        """Write this array into ``target`` (an array, or anything with TVM's ``copyfrom``)."""
+        if hasattr(target, "copyfrom"):
+            return target.copyfrom(np.asarray(self))
+        target[...] = self
+        return target
 
 
 class DLDevice(ctypes.Structure):

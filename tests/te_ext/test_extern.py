@@ -220,3 +220,11 @@ def test_an_extern_stage_of_symbolic_size(registered):
     for rows in (1, 7):
         a = rand(rows, 3, seed=rows)
         check(s, [A, B], [a], [a * 2 + rows])
+
+
+def test_arrays_given_to_python_copy_both_ways(registered):
+    registered("copy.to", lambda x, y: x.copyto(y))
+    A = te.placeholder((3, 4), name="A")
+    B = te.extern((3, 4), [A], lambda ins, outs: te.call_packed("copy.to", ins[0], outs[0]), name="B")
+    a = rand(3, 4, seed=9)
+    check(te.create_schedule(B.op), [A, B], [a], [a])
