@@ -4,6 +4,7 @@ are refused naming what differs."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from helpers import check, rand
 
@@ -222,3 +223,22 @@ def test_the_micro_kernel_reads_a_cache_placed_around_its_tile():
     assert "A.local" in text and "call_extern('tile_gemm'" in text
     a, b = rand(m, k, seed=11), rand(n, k, seed=12)
     check(s, [A, B, C], [a, b], [a @ b.T], rtol=1e-4, atol=1e-5)
+
+
+def test_unrolled_and_vectorized_loops_around_micro_kernels():
+    """Copies of the tile (unrolled) bind the same buffer variables again; a vectorized loop
+    holding a call stays a loop."""
+    A, B, C = matmul(32, 48, 8)
+    s = te.create_schedule(C.op)
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 16, 16)
+    s[C].unroll(yo)
+    s[C].tensorize(xi, whole_gemm(8))
+    a, b = rand(32, 8, seed=13), rand(48, 8, seed=14)
+    check(s, [A, B, C], [a, b], [a @ b.T], rtol=1e-4, atol=1e-5)
+    n = 20
+    X = te.placeholder((n,), name="X")
+    Y = te.compute((n,), lambda i: te.call_pure_extern("float32", "expf", X[i]) * 2, name="Y")
+    s = te.create_schedule(Y.op)
+    s[Y].vectorize(Y.op.axis[0])
+    x = rand(n, seed=15)
+    check(s, [X, Y], [x], [np.exp(x) * 2], rtol=1e-6)
