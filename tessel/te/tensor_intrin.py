@@ -247,8 +247,25 @@ def _match(t: _Tile, op: ComputeOp, body: tuple) -> None:
         if got.dtype != want.dtype:
             raise LowerError(f"{t.where}: output {k} is {got.dtype}, the intrinsic's is {want.dtype}")
         if not structural_equal(got, want):
+            x, y = _first_difference(got, want)
             raise LowerError(f"{t.where}: the computation does not match the intrinsic's declaration: in the "
-                             f"intrinsic's terms the stage computes `{got}`, the intrinsic declares `{want}`")
+                             f"intrinsic's terms the stage computes `{got}`, the intrinsic declares `{want}` "
+                             f"(they first differ at `{x}` vs `{y}`)")
+
+
+def _first_difference(a, b) -> tuple:
+    """The innermost pair of differing expressions of two that are not structurally equal."""
+    while True:
+        if type(a) is not type(b) or not isinstance(a, E.Node):
+            return a, b
+        pairs = [(x, y) for x, y in zip(a.fields(), b.fields()) if not structural_equal(x, y)]
+        kids = [(x, y) for x, y in pairs if isinstance(x, E.PrimExpr) and isinstance(y, E.PrimExpr)]
+        for x, y in pairs:
+            if isinstance(x, tuple) and isinstance(y, tuple) and len(x) == len(y):
+                kids += [(u, v) for u, v in zip(x, y) if isinstance(u, E.PrimExpr) and not structural_equal(u, v)]
+        if len(pairs) != 1 or len(kids) != 1:
+            return a, b
+        a, b = kids[0]
 
 
 def _text(region) -> str:

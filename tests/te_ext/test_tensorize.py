@@ -147,7 +147,8 @@ def test_a_different_computation_is_refused_showing_both_sides():
     xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 16, 16)
     s[C].tensorize(xi, whole_gemm(24, b_transposed=True))
     with pytest.raises(LowerError, match=r"stage C: tensorize at i.inner with intrinsic gemm16: the computation does "
-                                         r"not match.*stage computes .*b\[j, r\].*declares .*b\[r, j\]"):
+                                         r"not match.*stage computes .*b\[j, r\].*declares .*b\[r, j\].*"
+                                         r"first differ at `b\[j, r\]` vs `b\[r, j\]`"):
         tessel.lower(s, [A, B, C])
 
 
