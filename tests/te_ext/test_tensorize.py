@@ -37,6 +37,17 @@ int32_t tile_update(float* c, const float* a, const float* b, int32_t sa, int32_
 """
 
 
+C_GEMV = r"""
+#include <stdint.h>
+/* cc[i] (+)= sum_j aa[j] * bb[i*stride + j], as in TVM's tensorize tutorial */
+int32_t gemv_update(float* cc, const float* aa, const float* bb, int32_t m, int32_t l, int32_t stride) {
+  for (int i = 0; i < m; ++i) for (int j = 0; j < l; ++j) cc[i] += aa[j] * bb[i * stride + j];
+  return 0;
+}
+int32_t gemv_reset(float* cc, int32_t m) { for (int i = 0; i < m; ++i) cc[i] = 0.0f; return 0; }
+"""
+
+
 @pytest.fixture(scope="module", autouse=True)
 def kernels():
     names = ["tile_gemm", "tile_reset", "tile_update"]
@@ -45,8 +56,10 @@ def kernels():
     calls = []
     tessel.register_func("py_tile", lambda c, a, b: (calls.append(1), c.copyfrom(a.numpy() @ b.numpy().T)),
                          override=True)
+    for n in ("gemv_update", "gemv_reset"):
+        tessel.register_func(n, c_source=C_GEMV, override=True)
     yield calls
-    for n in [*names, "py_tile"]:
+    for n in [*names, "py_tile", "gemv_update", "gemv_reset"]:
         tessel.remove_global_func(n)
 
 
@@ -243,3 +256,54 @@ def test_unrolled_and_vectorized_loops_around_micro_kernels():
     s[Y].vectorize(Y.op.axis[0])
     x = rand(n, seed=15)
     check(s, [X, Y], [x], [np.exp(x) * 2], rtol=1e-6)
+
+
+
+
+def _gemv(m: int, l: int):
+    """The tutorial's intrinsic: a 1-d output, written with ir_builder (body, reset, update)."""
+    from tessel.te import ir_builder
+
+    a = te.placeholder((l,), name="a")
+    b = te.placeholder((m, l), name="b")
+    k = te.reduce_axis((0, l), name="k")
+    c = te.compute((m,), lambda i: te.sum(a[k] * b[i, k], axis=k), name="c")
+    Ab = te.decl_buffer(a.shape, a.dtype, name="A", offset_factor=1, strides=[1])
+    Bb = te.decl_buffer(b.shape, b.dtype, name="B", offset_factor=1, strides=[te.var("s1"), 1])
+    Cb = te.decl_buffer(c.shape, c.dtype, name="C", offset_factor=1, strides=[1])
+
+    def intrin_func(ins, outs):
+        aa, bb = ins
+        cc = outs[0]
+
+        def call(name, *args):
+            ib = ir_builder.create()
+            ib.emit(te.call_extern("int32", name, *args))
+            return ib.get()
+
+        reset = call("gemv_reset", cc.access_ptr("w"), m)
+        update = call("gemv_update", cc.access_ptr("w"), aa.access_ptr("r"), bb.access_ptr("r"), m, l, bb.strides[0])
+        return tessel.ir.stmt.seq(reset, update), reset, update
+
+    return te.decl_tensor_intrin(c.op, intrin_func, binds={a: Ab, b: Bb, c: Cb})
+
+
+@pytest.mark.parametrize("split_reduction", [False, True])
+def test_the_tutorial_gemv_matches_a_2d_stage_by_its_inner_axis(split_reduction):
+    N, M, L = 7, 48, 32
+    A = te.placeholder((N, L), name="A")
+    B = te.placeholder((M, L), name="B")
+    k = te.reduce_axis((0, L), name="k")
+    C = te.compute((N, M), lambda i, j: te.sum(A[i, k] * B[j, k], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    x, y = C.op.axis
+    yo, yi = s[C].split(y, factor=16)
+    if split_reduction:
+        zo, zi = s[C].split(k, factor=16)
+        s[C].reorder(x, yo, zo, yi, zi)
+        s[C].tensorize(yi, _gemv(16, 16))
+    else:
+        s[C].reorder(x, yo, yi, k)
+        s[C].tensorize(yi, _gemv(16, L))
+    a, b = rand(N, L, seed=16), rand(M, L, seed=17)
+    check(s, [A, B, C], [a, b], [a @ b.T], rtol=1e-4, atol=1e-5)
