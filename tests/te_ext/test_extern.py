@@ -228,3 +228,11 @@ def test_arrays_given_to_python_copy_both_ways(registered):
     B = te.extern((3, 4), [A], lambda ins, outs: te.call_packed("copy.to", ins[0], outs[0]), name="B")
     a = rand(3, 4, seed=9)
     check(te.create_schedule(B.op), [A, B], [a], [a])
+
+
+def test_c_source_that_does_not_compile_or_lacks_the_symbol_is_refused():
+    with pytest.raises(BuildError, match="the C compiler failed"):
+        tessel.register_func("bad.c", c_source="int32_t f(void) { return nope; }", symbol="f")
+    with pytest.raises(BuildError, match="'bad.sym'.*lacks the symbol 'g'"):
+        tessel.register_func("bad.sym", c_source="int f(void) { return 0; }", symbol="g")
+    assert "bad.c" not in tessel.list_global_func_names() and "bad.sym" not in tessel.list_global_func_names()
