@@ -312,7 +312,8 @@ class ExternTable:
 
     def _extern_callback(self, entry: Registered, ret: np.dtype, *args):
         try:
-            return ret.type(entry.py(*args)).item()
+            out = entry.py(*args)
+            return ret.type(0 if out is None else out).item()  # a function called for its effect gives 0
         except BaseException as err:  # it must not unwind through C
             self.pending.append((entry.name, err))
             return 0
@@ -335,7 +336,8 @@ class ExternTable:
             if kind == "packed":
                 entry.py(*[a.view(ExternArray) if isinstance(a, np.ndarray) else _plain(a) for a in args])
                 return np.int32(0)
-            return ret.type(entry.py(*[_plain(a) for a in args]))
+            out = entry.py(*[_plain(a) for a in args])
+            return ret.type(0 if out is None else out)
         except Exception as err:
             raise KernelRuntimeError(f"kernel {self.kernel!r}: the function {entry.name!r} it calls raised "
                                      f"{type(err).__name__}: {err}") from err

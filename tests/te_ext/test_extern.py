@@ -236,3 +236,18 @@ def test_c_source_that_does_not_compile_or_lacks_the_symbol_is_refused():
     with pytest.raises(BuildError, match="'bad.sym'.*lacks the symbol 'g'"):
         tessel.register_func("bad.sym", c_source="int f(void) { return 0; }", symbol="g")
     assert "bad.c" not in tessel.list_global_func_names() and "bad.sym" not in tessel.list_global_func_names()
+
+
+def test_a_python_function_called_for_its_effect_with_numbers(registered):
+    seen = []
+    registered("note", lambda i, x: seen.append((i, round(x, 4))))
+    n = 5
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + te.call_extern("float32", "note", i, A[i]), name="B")
+    a = rand(n, seed=10)
+    for target in TARGETS:
+        seen.clear()
+        out = np.empty(n, "float32")
+        tessel.build(te.create_schedule(B.op), [A, B], target=target)(a, out)
+        np.testing.assert_allclose(out, a, err_msg=target)  # None counts as 0
+        assert seen == [(i, round(float(a[i]), 4)) for i in range(n)], target
