@@ -19,8 +19,10 @@ tests, per tile, whether the whole tile lies inside the tensors, runs the micro-
 does and the stage's own loops (guarded as usual) when it does not.
 
 A reduction whose loops all lie inside ``x`` is the intrinsic's ``body``; one with reduction
-loops outside ``x`` needs the intrinsic's ``reduce_init`` (run once per output tile) and
-``reduce_update`` (run per reduction step), as in TVM: ``fcompute`` then returns the three.
+loops outside ``x`` needs the intrinsic's ``reduce_update`` (run per reduction step) and uses its
+``reduce_init`` (once per output tile) if it has one, as in TVM: ``fcompute`` then returns the
+three. Without ``reduce_init`` the tile is set to the reducer's identity by the stage's own
+loops (TVM runs ``body`` in the first step instead; the values are the same).
 """
 
 from __future__ import annotations
@@ -330,16 +332,19 @@ def _split_reduction(t: _Tile, op: ComputeOp, nest: LoopNest, stage, red: E.Redu
                      outer, whole, first) -> S.Stmt:
     """Reduction loops outside the tile: reduce_init once per output tile, reduce_update per step."""
     intrin = t.intrin
-    if intrin.reduce_init is None or intrin.reduce_update is None:
+    if intrin.reduce_update is None:
         raise LowerError(f"{t.where}: reduction loops lie outside the tensorized loop, so the intrinsic needs "
-                         "reduce_init and reduce_update (fcompute returns (body, reduce_init, reduce_update)); "
+                         "reduce_update (fcompute returns (body, reduce_init, reduce_update)); "
                          "or tensorize a loop outside every reduction loop")
     leaves = stage.leaf_iter_vars
     red_vars = {iv.var for iv in leaves if iv.is_reduce}
     data_inner = [iv for iv in leaves[t.tloc:] if not iv.is_reduce]
     init_slow = reduction_init(op, nest, stage, red, idx, preds, data_inner)
     init_whole = [c for c in whole if not free_vars(c) & red_vars]
-    init: S.Stmt = _choose(t, init_whole, _binds(t, op, intrin.reduce_init, inputs=False), init_slow)
+    # without reduce_init the tile starts from the reducer's identity, set by the stage's own loops
+    # (TVM runs the intrinsic's body in the first step instead: the same values)
+    init: S.Stmt = init_slow if intrin.reduce_init is None else _choose(
+        t, init_whole, _binds(t, op, intrin.reduce_init, inputs=False), init_slow)
     init = nest.guarded([p for p in outer if not free_vars(p) & red_vars], init)
     fresh = {}
     for iv in reversed([iv for iv in leaves[first:t.tloc] if not iv.is_reduce]):

@@ -175,15 +175,37 @@ def test_a_tile_of_the_wrong_size_is_refused_with_the_split_to_make():
         tessel.lower(s, [A, B, C])
 
 
-def test_reduction_loops_outside_need_reset_and_update():
-    A, B, C = matmul(32, 32, 32)
+def _split_k(m, n, k, intrin):
+    A, B, C = matmul(m, n, k)
     s = te.create_schedule(C.op)
     xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], 16, 16)
     ko, ki = s[C].split(C.op.reduce_axis[0], factor=16)
     s[C].reorder(xo, yo, ko, xi, yi, ki)
-    s[C].tensorize(xi, whole_gemm(16))
-    with pytest.raises(LowerError, match="needs reduce_init and reduce_update"):
-        tessel.lower(s, [A, B, C])
+    s[C].tensorize(xi, intrin)
+    return s, (A, B, C)
+
+
+def test_reduction_loops_outside_need_an_update():
+    s, args = _split_k(32, 32, 32, whole_gemm(16))
+    with pytest.raises(LowerError, match="needs reduce_update"):
+        tessel.lower(s, list(args))
+
+
+def test_without_reduce_init_the_tile_starts_from_the_identity():
+    a_, b_, c_, binds = _operands(16)
+
+    def parts(ins, outs):
+        aa, bb = ins
+        cc = outs[0]
+        update = te.call_extern("int32", "tile_update", cc.access_ptr("rw"), aa.access_ptr("r"), bb.access_ptr("r"),
+                                aa.strides[0], bb.strides[0], cc.strides[0])
+        return tessel.ir.stmt.Evaluate(update), None, update
+
+    s, (A, B, C) = _split_k(48, 35, 40, te.decl_tensor_intrin(c_.op, parts, name="update_only", binds=binds))
+    text = str(tessel.lower(s, [A, B, C], simple_mode=True))
+    assert "tile_reset" not in text and "tile_update" in text
+    a, b = rand(48, 40, seed=18), rand(35, 40, seed=19)
+    check(s, [A, B, C], [a, b], [a @ b.T], rtol=1e-4, atol=1e-5)
 
 
 def test_tensorize_checks_its_arguments_at_once():
