@@ -22,6 +22,7 @@ from .errors import (
     ViewError,
 )
 from .ir.expr import IterVar, Range
+from .runtime.extern import get_global_func, list_global_func_names, register_func, remove_global_func
 from .schedule import create_schedule
 
 # `import tessel.error` and `from tessel.error import TVMError` as with tvm.error (one module, two names)
@@ -31,7 +32,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentError", "BoundError", "BuildError", "DefinitionError", "IndexOverflowError", "InternalError", "IterVar",
-    "LowerError", "Range", "ScheduleError", "TVMError", "TesselError", "error", "build", "create_schedule", "infer_bound",
+    "LowerError", "Range", "ScheduleError", "TVMError", "TesselError", "error", "build", "create_schedule",
+    "get_global_func", "infer_bound", "list_global_func_names", "register_func", "remove_global_func",
     "ViewError", "lower", "te", "viz", "compat", *compat.__all__,
 ]
 

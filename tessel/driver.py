@@ -100,7 +100,8 @@ def _is_deep(sch, *_args, **_kwargs) -> bool:
         return False  # not a schedule: the entry point itself says what is wrong
     total = len(stages)
     for st in stages:
-        for e in getattr(st.op, "body", ()):
+        body = getattr(st.op, "body", ())
+        for e in body if isinstance(body, tuple) else ():  # an extern's body is one statement
             if isinstance(e, E.PrimExpr):
                 total += depth(e, DEEP_PROGRAM)
             if total > DEEP_PROGRAM:

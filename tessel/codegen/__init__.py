@@ -33,17 +33,22 @@ class Generated:
     openmp: bool = False
     guarded_loads: bool = False
     float16: bool = False
+    externs: tuple = ()  # the outside functions it calls: ExternSig per slot of its table
     namespace: Mapping | None = field(default=None, compare=False, repr=False)
 
     def plan(self) -> dict:
         """The JSON form remembered by the memo of generated code (C only: no namespace)."""
         return {"source": self.source, "symbol": self.symbol, "name": self.name, "openmp": self.openmp,
-                "guarded_loads": self.guarded_loads, "float16": self.float16, "outputs": list(self.outputs)}
+                "guarded_loads": self.guarded_loads, "float16": self.float16, "outputs": list(self.outputs),
+                "externs": [x.as_json() for x in self.externs]}
 
     @classmethod
     def from_plan(cls, kind: str, plan: Mapping) -> Generated:
+        from .common import ExternSig
+
         return cls(kind, plan["name"], plan["symbol"], plan["source"], tuple(plan["outputs"]),
-                   bool(plan["openmp"]), bool(plan["guarded_loads"]), bool(plan["float16"]))
+                   bool(plan["openmp"]), bool(plan["guarded_loads"]), bool(plan["float16"]),
+                   tuple(ExternSig.from_json(x) for x in plan.get("externs", ())))
 
 
 def generate(generator: Callable, func: PrimFunc, target) -> Generated:

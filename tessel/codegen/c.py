@@ -25,7 +25,7 @@ from ..ir import stmt as S
 from ..ir.functor import Visitor
 from ..ir.names import comment
 from . import Generated
-from .c_helpers import ALLOC, CTYPE, STREAM, THREADS, ctype
+from .c_helpers import ALLOC, CTYPE, DLTENSOR, PACKED, STREAM, THREADS, ctype
 from .c_memory import plan_hoisting
 from .c_stmt import CStmtWriter
 from .common import check_func, written_buffers
@@ -41,17 +41,20 @@ class _CGen(CStmtWriter):
         self.plan = plan_hoisting(f)
         self.with_hoisted(self.plan.to.get(id(f), []), f.body)
         body = self.lines
+        if self.externs:  # the outside functions, filled in by the runtime (never named in the C)
+            params.append("void* const* restrict tsl_funcs")
         if self.has_parallel:  # threads: the call's request, else OpenMP's default (all cores, or $OMP_NUM_THREADS)
             params.append("int32_t tsl_num_threads")
             body.insert(0, "  const int tsl_nt = tsl_num_threads > 0 ? tsl_num_threads : TSL_MAX_THREADS();")
         sig = f"int32_t {self.symbol}({', '.join(params) or 'void'})"
         out = [*self._head(written), sig + " {"]
-        if self.uses_heap:
+        status = self.uses_heap or self.uses_status
+        if status:
             out.append("  int32_t tsl_status = 0;")
         out += body
         if self.uses_stream:
             out.append("  tsl_sfence();  // streaming stores visible before the caller reads the result")
-        out.append("  return tsl_status;" if self.uses_heap else "  return 0;")
+        out.append("  return tsl_status;" if status else "  return 0;")
         out.append("}")
         return "\n".join(out) + "\n"
 
@@ -98,6 +101,12 @@ class _CGen(CStmtWriter):
             head += [STREAM, ""]
         if self.uses_heap:
             head += [ALLOC, ""]
+        if any(x.kind == "packed" for x in self.externs):
+            head += [PACKED, ""]
+        if self.uses_arrays:
+            head += [DLTENSOR, ""]
+        for k, x in enumerate(self.externs):
+            head.append(f"// tsl_funcs[{k}]: {comment(x.name)} ({x.kind})")
         for text in self.helpers.values():
             head += [text, ""]
         for text in self.vec.declarations():
@@ -174,7 +183,8 @@ def generate_c(func: S.PrimFunc, target=None) -> Generated:
     gen = _CGen(func)
     source = gen.function()
     return Generated("c", func.name, gen.symbol, source, tuple(k for k, b in enumerate(func.params) if b in outputs),
-                     openmp=gen.has_parallel, guarded_loads=has_guarded_loads(func.body), float16=gen.uses_float16)
+                     openmp=gen.has_parallel, guarded_loads=has_guarded_loads(func.body), float16=gen.uses_float16,
+                     externs=tuple(gen.externs))
 
 
 __all__ = ["CTYPE", "c_source", "ctype", "generate_c", "has_guarded_loads"]

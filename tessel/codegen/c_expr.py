@@ -25,11 +25,12 @@ import numpy as np
 from ..errors import BuildError
 from ..ir import expr as E
 from ..ir import stmt as S
+from ..ir.buffer import array_parts
 from ..ir.dtype import DType
-from ..ir.intrinsics import PREDICATES, c_spelling
-from .c_helpers import ALIGN_GAP, SUFFIX, ctype, helper_source
+from ..ir.intrinsics import EXTERN_CALLS, INTRINSICS, PREDICATES, c_spelling
+from .c_helpers import ALIGN_GAP, DL_CODE, SUFFIX, ctype, helper_source
 from .c_vector import VectorC
-from .common import ExprWriter, NameTable, unsupported_vector
+from .common import ExprWriter, ExternSig, NameTable, extern_sig, unsupported_vector
 
 _C_KEYWORDS = set("""
 auto break case char const continue default do double else enum extern float for goto if inline int
@@ -73,6 +74,8 @@ class CExprWriter(ExprWriter):
         self._data_memo: dict[int, tuple[bool, E.PrimExpr]] = {}
         self.vec = VectorC(self)
         self.promoted: dict[int, tuple[list[str], int]] = {}  # buffer id -> (variables, lanes per variable)
+        self.externs: list[ExternSig] = []  # the kernel's table of outside functions, by slot
+        self.uses_arrays = False
 
     def helper(self, kind: str, dt: DType) -> str:
         """The name of helper ``kind`` on ``dt``, its source added to the kernel's on first use."""
@@ -220,6 +223,11 @@ class CExprWriter(ExprWriter):
             return self._ternary(*e.args)
         if op == "tsl_align_gap":
             return self._align_gap(e)
+        if op in _OUTSIDE:
+            return _OUTSIDE[op](self, e), ATOM
+        if INTRINSICS[op].rule == "int":  # popcount: of the pattern at the argument's width
+            text = INTRINSICS[op].c.format(self.expr(e.args[0]), bits=e.args[0].dtype.bits)
+            return f"({ctype(dt)}){text}", 8
         if op in PREDICATES:
             arg = self.expr(e.args[0])
             if e.args[0].dtype == "float16":
@@ -246,10 +254,72 @@ class CExprWriter(ExprWriter):
         text = f"tsl_align_gap({buf} + {self.expr(ld.indices[0], 6)}, {nbytes.value}, {elem})"
         return f"({ctype(e.dtype)}){text}", 8
 
+    # ---- addresses and calls of outside functions --------------------------------------------
+    def address(self, load: E.BufferLoad) -> str:
+        """The address of a load's element (its buffer may be const: the callee's mask says)."""
+        return f"(void*)({self.names.get(load.buffer, load.buffer.name)} + {self.expr(load.indices[0], 6)})"
+
+    def _address_of(self, e: E.Call) -> str:
+        return self.address(e.args[0])
+
+    def _array(self, e: E.Call) -> str:
+        """A DLTensor for the view (a compound literal, alive until the end of the block)."""
+        first, _, shape, strides = array_parts(e)
+        self.uses_arrays = True
+        dt = first.buffer.dtype
+        bits = 8 if dt.is_bool else dt.bits
+
+        def ints(xs) -> str:
+            return f"(int64_t[]){{{', '.join(self.expr(x) for x in xs)}}}" if xs else "NULL"
+
+        return (f"&(tsl_dltensor){{{self.address(first)}, {{1, 0}}, {len(shape)}, {{{DL_CODE[dt.code]}, {bits}, 1}}, "
+                f"{ints(shape)}, {ints(strides)}, 0}}")
+
+    def slot(self, call: E.Call) -> int:
+        sig = extern_sig(call)
+        if sig not in self.externs:
+            self.externs.append(sig)
+        return self.externs.index(sig)
+
+    def _extern(self, e: E.Call) -> str:
+        """``((ret (*)(args))tsl_funcs[k])(...)``: through the table, never by the user's name."""
+        sig = self.externs[self.slot(e)] if e.op != "call_packed" else None
+        if sig is None:
+            return self._packed(e)
+        ptype = f"{ctype(e.dtype)} (*)({', '.join(ctype(a.dtype) for a in e.args[1:]) or 'void'})"
+        return f"(({ptype})tsl_funcs[{self.slot(e)}])({', '.join(self.expr(a) for a in e.args[1:])})"
+
+    def _packed(self, e: E.Call) -> str:
+        vals, codes = [], []
+        for a in e.args[1:]:
+            if isinstance(a, E.Call) and a.op == "tsl_array":
+                vals.append(f"{{.v_handle = {self.expr(a)}}}")
+                codes.append("7")
+            elif a.dtype.is_handle:
+                vals.append(f"{{.v_handle = {self.expr(a)}}}")
+                codes.append("3")
+            elif a.dtype.is_float:
+                vals.append(f"{{.v_float64 = (double){self.expr(a, 8)}}}")
+                codes.append("2")
+            else:
+                vals.append(f"{{.v_int64 = (int64_t){self.expr(a, 8)}}}")
+                codes.append("0")
+        fn = f"((tsl_packed_fn)tsl_funcs[{self.slot(e)}])"
+        if not vals:
+            return f"{fn}(NULL, NULL, 0)"
+        return f"{fn}((tsl_value[]){{{', '.join(vals)}}}, (int32_t[]){{{', '.join(codes)}}}, {len(vals)})"
+
+    def _prefetch(self, e: E.Call) -> str:
+        return INTRINSICS["prefetch"].c.format(self.expr(e.args[0]))
+
     def _cast_to(self, a: E.PrimExpr, dt: DType) -> str:
         if a.dtype == dt:
             return self.expr(a, ATOM)
         return f"(({ctype(dt)}){self.expr(a, 8)})"
+
+
+_OUTSIDE = {"address_of": CExprWriter._address_of, "tsl_array": CExprWriter._array, "prefetch": CExprWriter._prefetch,
+            **{op: CExprWriter._extern for op in EXTERN_CALLS}}
 
 
 def _int_literal(v: int, dt: DType) -> tuple[str, int]:

@@ -16,11 +16,11 @@ from ..ir.dtype import DType
 CTYPE = {
     "bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
     "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
-    "float16": "_Float16", "float32": "float", "float64": "double",
+    "float16": "_Float16", "float32": "float", "float64": "double", "handle": "void*",
 }
 SUFFIX = {"bool": "b", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8",
           "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "f16", "float32": "f32",
-          "float64": "f64"}
+          "float64": "f64", "handle": "h"}
 
 
 def ctype(dt: DType) -> str:
@@ -91,6 +91,24 @@ def _float_floor_source(kind: str, name: str, dt: DType) -> str:
             f"  {t} m = fmod{f}(a, b), d = (a - m) / b;\n  if (m != 0 && (b < 0) != (m < 0)) d -= 1;\n"
             f"  if (d == 0) return copysign{f}(0, a / b);\n  {t} q = floor{f}(d);\n  return (d - q > 0.5{f}) ? q + 1 : q;\n}}")
 
+
+# TVM's packed calling convention, without its return-value slots: values, their type codes
+# (0 int, 2 float, 3 pointer, 7 DLTensor), and how many; a nonzero return reports an error
+PACKED = """\
+typedef union { int64_t v_int64; double v_float64; void* v_handle; } tsl_value;
+typedef int32_t (*tsl_packed_fn)(const tsl_value* args, const int32_t* type_codes, int32_t num_args);"""
+
+# DLPack's DLTensor, field for field: a C function written against dlpack.h reads it as is
+DLTENSOR = """\
+typedef struct { int32_t device_type, device_id; } tsl_dldevice;
+typedef struct { uint8_t code, bits; uint16_t lanes; } tsl_dldtype;
+typedef struct {
+  void* data; tsl_dldevice device; int32_t ndim; tsl_dldtype dtype;
+  int64_t* shape; int64_t* strides; uint64_t byte_offset;
+} tsl_dltensor;"""
+
+#: DLPack's type codes (kDLInt, kDLUInt, kDLFloat, kDLBool) by dtype code
+DL_CODE = {"int": 0, "uint": 1, "float": 2, "bool": 6}
 
 ALIGN_GAP = (
     "static inline int64_t tsl_align_gap(const void* p, int64_t nbytes, int64_t elem) {\n"

@@ -98,6 +98,8 @@ def promotion_lanes(s: S.Allocate, count: int) -> int | None:
     b = s.buffer
     if b.scope not in ("local", "warp") or count > MAX_PROMOTED_ELEMENTS or b.dtype == "float16":
         return None
+    if collect(s.body, lambda x: isinstance(x, E.Call) and x.op in ("address_of", "tsl_array") and x.args[0].buffer is b):
+        return None  # its address is handed to a function: it must stay in memory
     lanes = 0
     for n in collect(s.body, lambda x: isinstance(x, E.BufferLoad | S.BufferStore) and x.buffer is b):
         idx = n.indices[0]

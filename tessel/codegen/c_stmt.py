@@ -34,6 +34,7 @@ class CStmtWriter(CExprWriter):
         self.scopes: list[set[str]] = [set()]
         self.has_parallel = False
         self.uses_heap = False
+        self.uses_status = False  # a packed call may report an error through the status
         self.plan = HoistPlan()
         self.promoted_names: dict[tuple[int, int], list[str]] = {}
 
@@ -111,6 +112,14 @@ class CStmtWriter(CExprWriter):
         self.stmt(s.body)
 
     def visit_Evaluate(self, s: S.Evaluate) -> None:
+        v = s.value
+        if isinstance(v, E.Call) and v.op == "call_packed":  # nonzero: the function reports an error
+            self.uses_status = True
+            self.open(f"if ({self.expr(v, 4)} != 0)")
+            self.emit("#pragma omp atomic write")
+            self.emit("tsl_status = 2;")
+            self.close()
+            return
         if not isinstance(s.value, E.IntImm | E.FloatImm):
             self.emit(f"(void)({self.expr(s.value)});")
 

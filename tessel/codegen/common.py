@@ -7,12 +7,17 @@ variables are bound where) lives here once, and the two backends differ only in 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import BuildError
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.functor import Functor, Visitor
-from ..ir.intrinsics import INTRINSICS, PREDICATES
+from ..ir.functor import Functor, Visitor, collect
+from ..ir.intrinsics import EXTERN_CALLS, INTRINSICS, PREDICATES, VARIADIC
 from ..ir.names import identifier
+
+#: ops whose first argument is the load whose address they take, and the access mask
+ADDRESS_OPS = ("address_of", "tsl_array")
 
 
 def check_call(func: S.PrimFunc, call: E.Call) -> None:
@@ -22,6 +27,10 @@ def check_call(func: S.PrimFunc, call: E.Call) -> None:
         known = ", ".join(sorted(INTRINSICS))
         raise BuildError(f"kernel {func.name!r}: unknown intrinsic {call.op!r} in `{call}`; known: {known}")
     nargs = spec.arity
+    if nargs == VARIADIC:
+        return _check_variadic(func, call)
+    if call.op == "address_of" and not isinstance(call.args[0], E.BufferLoad):
+        raise BuildError(f"kernel {func.name!r}: address_of takes a load, got `{call}`")
     if len(call.args) != nargs:
         raise BuildError(
             f"kernel {func.name!r}: intrinsic {call.op!r} takes {nargs} argument(s), got {len(call.args)} in `{call}`"
@@ -30,6 +39,62 @@ def check_call(func: S.PrimFunc, call: E.Call) -> None:
         raise BuildError(f"kernel {func.name!r}: intrinsic {call.op!r} needs a float dtype, got {call.dtype} in `{call}`")
     if call.op in PREDICATES and not call.args[0].dtype.is_float:
         raise BuildError(f"kernel {func.name!r}: {call.op} needs a float argument, got {call.args[0].dtype}")
+
+
+def _check_variadic(func: S.PrimFunc, call: E.Call) -> None:
+    if call.op in EXTERN_CALLS:
+        if not call.args or not isinstance(call.args[0], E.StringImm):
+            raise BuildError(f"kernel {func.name!r}: {call.op} needs the function's name first, got `{call}`")
+        for a in call.args[1:]:
+            if a.dtype.lanes != 1:
+                raise BuildError(f"kernel {func.name!r}: {call.op}({call.args[0].value!r}) got the vector `{a}`; "
+                                 "arguments of a call are scalars, pointers or arrays")
+    elif call.op == "tsl_array" and (len(call.args) < 2 or not isinstance(call.args[0], E.BufferLoad)
+                                     or len(call.args) % 2):
+        raise BuildError(f"kernel {func.name!r}: malformed array argument `{call}`")
+
+
+@dataclass(frozen=True)
+class ExternSig:
+    """One slot of a kernel's table of outside functions: the function ``name`` called through
+    ``kind`` ("packed": arrays and scalars, TVM's packed convention; "extern": a plain C call)
+    returning ``ret``, with arguments of dtypes ``args`` ("handle" for a pointer; none for
+    packed calls, whose values carry their type). The runtime fills the table when it loads
+    the kernel, so a name never becomes C text."""
+
+    name: str
+    kind: str
+    ret: str
+    args: tuple[str, ...] = ()
+
+    def as_json(self) -> list:
+        return [self.name, self.kind, self.ret, list(self.args)]
+
+    @classmethod
+    def from_json(cls, x) -> ExternSig:
+        return cls(str(x[0]), str(x[1]), str(x[2]), tuple(str(a) for a in x[3]))
+
+
+def extern_sig(call: E.Call) -> ExternSig:
+    name = call.args[0].value
+    if call.op == "call_packed":
+        return ExternSig(name, "packed", "int32")
+    return ExternSig(name, "extern", str(call.dtype), tuple(str(a.dtype) for a in call.args[1:]))
+
+
+def extern_table(func: S.PrimFunc) -> list[ExternSig]:
+    """The outside functions ``func`` calls, each once, in the order of first use."""
+    out: list[ExternSig] = []
+    for c in collect(func.body, lambda n: isinstance(n, E.Call) and n.op in EXTERN_CALLS):
+        sig = extern_sig(c)
+        if sig not in out:
+            out.append(sig)
+    return out
+
+
+def address_mask(call: E.Call) -> str:
+    """The access mask of an ``address_of``/``tsl_array`` call ("r", "w" or "rw")."""
+    return call.args[1].value
 
 
 def unsupported_vector(func: S.PrimFunc, node: E.PrimExpr, target: str) -> BuildError:
@@ -76,13 +141,19 @@ class NameTable:
 
 
 def written_buffers(func: S.PrimFunc) -> set[S.Buffer]:
-    """Buffers the body stores into: outputs, plus any param the lowering chose to write."""
+    """Buffers the body stores into: outputs, plus any param the lowering chose to write, and
+    any whose address it hands to an outside function for writing."""
     out: set[S.Buffer] = set()
 
     class _W(Visitor):
         def visit_BufferStore(self, s: S.BufferStore) -> None:
             out.add(s.buffer)
             self.generic_visit(s)
+
+        def visit_Call(self, e: E.Call) -> None:
+            if e.op in ADDRESS_OPS and "w" in address_mask(e):
+                out.add(e.args[0].buffer)
+            self.generic_visit(e)
 
     _W().visit(func.body)
     return out

@@ -21,10 +21,11 @@ import numpy as np
 from ..errors import BuildError, KernelRuntimeError
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.intrinsics import INTRINSICS
+from ..ir.buffer import array_parts
+from ..ir.intrinsics import EXTERN_CALLS, INTRINSICS, np_popcount
 from ..ir.names import comment
 from . import Generated
-from .common import ExprWriter, NameTable, check_func, written_buffers
+from .common import ExprWriter, ExternSig, NameTable, check_func, extern_sig, written_buffers
 
 _DTYPES = ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "float32", "float64")
@@ -131,16 +132,44 @@ def _erf(x):
     return type(x)(math.erf(float(x)))
 
 
+class _Ptr:
+    """An address in the python target: element ``i`` of flat buffer ``buf`` (what a C function
+    called through ctypes receives as a pointer)."""
+
+    __slots__ = ("buf", "i")
+
+    def __init__(self, buf: _Buf, i):
+        self.buf, self.i = buf, int(i)
+
+    @property
+    def address(self) -> int:
+        a = self.buf.a
+        return a.ctypes.data + self.i * a.itemsize
+
+
+def _array(buf: _Buf, first, shape, strides):
+    """The view of ``buf`` a packed call receives: ``shape`` and ``strides`` (elements) from ``first``."""
+    first, shape, strides = int(first), [int(n) for n in shape], [int(s) for s in strides]
+    if all(n > 0 for n in shape):
+        lo = first + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+        hi = first + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+        if lo < 0 or hi >= buf.n:
+            raise buf._oob("passes a view past the end of", hi if hi >= buf.n else lo)
+    size = buf.a.itemsize
+    return np.lib.stride_tricks.as_strided(buf.a[first:], shape, [s * size for s in strides])
+
+
 def _namespace() -> dict:
     ns = {name: getattr(np, name) for name in _DTYPES}
     ns.update(np=np, inf=math.inf, nan=math.nan, True_=np.True_, False_=np.False_,
               _Buf=_Buf, _loop=_loop, _alloc=_alloc, _tdiv=_tdiv, _tmod=np.fmod, _min=_min,
               _max=_max, _rsqrt=_rsqrt, _sigmoid=_sigmoid, _exp10=_exp10,
-              _erf=_erf, _vmin=np.minimum, _vmax=np.maximum, _ramp=_ramp, _bc=_bc)
+              _erf=_erf, _vmin=np.minimum, _vmax=np.maximum, _ramp=_ramp, _bc=_bc,
+              _Ptr=_Ptr, _array=_array, _popcount=np_popcount)
     return ns
 
 
-_RESERVED = set(_namespace()) | set(dir(builtins))
+_RESERVED = set(_namespace()) | set(dir(builtins)) | {"_ext"}
 
 
 def _np_name(dt) -> str:
@@ -154,6 +183,7 @@ class _PyGen(ExprWriter):
         self.names = NameTable("python", _RESERVED)
         self.bound: set[int] = set()
         self.lines: list[str] = []
+        self.externs: list[ExternSig] = []
 
     # ---- expressions ---------------------------------------------------------------------
     def visit_PrimExpr(self, e: E.PrimExpr) -> tuple[str, int]:
@@ -255,7 +285,26 @@ class _PyGen(ExprWriter):
             return self._where(*e.args) if dt.lanes != 1 else self._ternary(*e.args)
         if op == "tsl_align_gap":  # NumPy has no alignment to respect: no iterations to peel
             return f"{_np_name(dt)}(0)", _ATOM
+        if op in EXTERN_CALLS:  # through the table the runtime fills (_ext), never by name
+            sig = extern_sig(e)
+            if sig not in self.externs:
+                self.externs.append(sig)
+            args = ", ".join(self.expr(a) for a in e.args[1:])
+            return f"_ext[{self.externs.index(sig)}]({args})", _ATOM
+        if op == "address_of":
+            ld = e.args[0]
+            return f"_Ptr({self.names.get(ld.buffer, ld.buffer.name)}, {self.expr(ld.indices[0])})", _ATOM
+        if op == "tsl_array":
+            first, _, shape, strides = array_parts(e)
+            parts = [self.names.get(first.buffer, first.buffer.name), self.expr(first.indices[0]),
+                     "(" + "".join(f"{self.expr(x)}, " for x in shape) + ")",
+                     "(" + "".join(f"{self.expr(x)}, " for x in strides) + ")"]
+            return f"_array({', '.join(parts)})", _ATOM
+        if op == "prefetch":  # a hint for the caches: nothing to do here
+            return "None", _ATOM
         spec = INTRINSICS[op]
+        if spec.rule == "int":
+            return f"{spec.python}({self.expr(e.args[0])})", _ATOM
         exact = spec.rule == "any"  # |x| and rounding: exact in every dtype, the identity on integers
         if not dt.is_float and exact and op not in ("abs", "fabs"):
             return self.visit(e.args[0])
@@ -374,4 +423,4 @@ def generate_python(func: S.PrimFunc, target=None) -> Generated:
     written = written_buffers(func) | set(func.outputs)
     outputs = tuple(k for k, b in enumerate(func.params) if b in written)
     return Generated("python", func.name, gen.names.get(func, func.name), source, outputs,
-                     namespace=_namespace())
+                     externs=tuple(gen.externs), namespace=_namespace())

@@ -14,6 +14,8 @@ import numpy as np
 from ..errors import DefinitionError
 
 _PATTERN = re.compile(r"^(bool|int|uint|float)(\d*)(?:x(\d+))?$")
+# an opaque pointer (TVM's "handle"): what access_ptr and packed-call arrays are; never data
+HANDLE = "handle"
 _CACHE: dict[str, DType] = {}
 
 
@@ -26,11 +28,16 @@ class DType(str):
         name = str(name)
         if name in _CACHE:
             return _CACHE[name]
+        if name == HANDLE:
+            obj = super().__new__(cls, HANDLE)
+            obj.code, obj.bits, obj.lanes = HANDLE, 64, 1
+            _CACHE[name] = obj
+            return obj
         m = _PATTERN.match(name)
         if not m:
             raise DefinitionError(
                 f"unknown dtype {name!r}: use bool, int8..int64, uint8..uint64, "
-                "float16/float32/float64 (optionally with a lane suffix like float32x8)"
+                "float16/float32/float64 (optionally with a lane suffix like float32x8), or handle (a pointer)"
             )
         code, bits_s, lanes_s = m.groups()
         bits = 1 if code == "bool" else int(bits_s or (32 if code != "bool" else 1))
@@ -75,6 +82,11 @@ class DType(str):
         return self.code == "float"
 
     @property
+    def is_handle(self) -> bool:
+        """An opaque pointer (``access_ptr``, an array passed to a packed call)."""
+        return self.code == HANDLE
+
+    @property
     def element(self) -> DType:
         """The scalar type of one lane."""
         return self if self.lanes == 1 else DType(str(self).split("x")[0])
@@ -85,8 +97,8 @@ class DType(str):
 
     @property
     def numpy(self) -> np.dtype:
-        if self.lanes != 1:
-            raise DefinitionError(f"vector dtype {self} has no NumPy equivalent")
+        if self.lanes != 1 or self.is_handle:
+            raise DefinitionError(f"dtype {self} has no NumPy equivalent")
         return np.dtype(bool) if self.is_bool else np.dtype(str(self))
 
     def min_value(self) -> int | float:
@@ -144,6 +156,8 @@ def promote(a: DType, b: DType) -> DType:
         if b.lanes == 1:
             return promote(a, b.with_lanes(a.lanes))
         raise DefinitionError(f"cannot combine vector types {a} and {b} with different lanes")
+    if a.is_handle or b.is_handle:
+        raise DefinitionError(f"a pointer (handle) takes no part in arithmetic: cannot combine {a} with {b}")
     rank = {"bool": 0, "uint": 1, "int": 1, "float": 2}
     if rank[a.code] != rank[b.code]:
         return a if rank[a.code] > rank[b.code] else b

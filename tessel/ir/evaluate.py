@@ -152,6 +152,8 @@ class _Evaluator:
         args = [self.run(a) for a in e.args]
         if e.op in ("likely", "tir.likely"):
             return args[0]
+        if e.op == "popcount":  # of the two's-complement pattern at the argument's width
+            return _to_dtype(bin(int(args[0]) & ((1 << e.args[0].dtype.bits) - 1)).count("1"), e.dtype)
         spec = lookup(e.op)
         fn = spec.scalar if spec is not None else None
         if fn is None:

@@ -8,7 +8,9 @@ against its NumPy function covers all of them.
 
 Each entry gives:
 
-* ``arity`` and a dtype ``rule``: ``"float"`` (float arguments, a result of their dtype),
+* ``arity`` (``VARIADIC``: a name, then any arguments) and a dtype ``rule``: ``"float"``
+  (float arguments, a result of their dtype), ``"int"`` (an integer argument, a result of its
+  dtype; the C template has ``{bits}``),
   ``"any"`` (also on integers, where floor/ceil/round/trunc are the identity and abs is |x|),
   ``"predicate"`` (a float argument, a bool result) or ``"special"`` (handled by name by the
   generators: ``if_then_else`` evaluates only the chosen side, ``tsl_align_gap`` asks for an
@@ -97,6 +99,18 @@ def _np_exp10(x):
     return np.power(x.dtype.type(10), x)
 
 
+def np_popcount(x):
+    """Set bits of the two's-complement pattern (NumPy's bitwise_count counts |x| for signed)."""
+    a = np.asarray(x)
+    bits = np.bitwise_count(a.view(np.dtype(f"uint{a.dtype.itemsize * 8}")) if a.dtype.kind == "i" else a)
+    return bits.astype(a.dtype) if isinstance(x, np.ndarray) else a.dtype.type(bits)
+
+
+VARIADIC = -1
+#: calls of functions outside the kernel: the first argument names the function (a StringImm)
+EXTERN_CALLS = ("call_extern", "call_pure_extern", "call_packed")
+
+
 def _entries() -> list[Intrinsic]:
     u, b = 1, 2
     pos, unit = (0.05, 8.0), (-0.95, 0.95)
@@ -147,6 +161,17 @@ def _entries() -> list[Intrinsic]:
         Intrinsic("isfinite", u, "predicate", np.isfinite, math.isfinite, "isfinite({0})", "np.isfinite",
                   vectorizable=False),
         Intrinsic("if_then_else", 3, "special", None, None, None, None, public=False),
+        Intrinsic("popcount", u, "int", np_popcount, None, "__builtin_popcountll((uint64_t)(uint{bits}_t)({0}))",
+                  "_popcount", vectorizable=False, public=False),  # te.popcount: integers
+        # a hint: fetch the line holding an address into the caches (no effect on values)
+        Intrinsic("prefetch", u, "special", None, None, "__builtin_prefetch({0})", None, vectorizable=False,
+                  public=False),
+        # the address of a (never executed) load, with its access mask "r", "w" or "rw"
+        Intrinsic("address_of", b, "special", None, None, None, None, vectorizable=False, public=False),
+        # a whole view for a packed call: first element, mask, shape..., strides... (a DLTensor)
+        Intrinsic("tsl_array", VARIADIC, "special", None, None, None, None, vectorizable=False, public=False),
+        *(Intrinsic(n, VARIADIC, "special", None, None, None, None, vectorizable=False, public=False)
+          for n in EXTERN_CALLS),
         # elements from the address of its (load) argument to the next multiple of its second
         # argument in bytes: where streaming stores can start (0 on targets without alignment)
         Intrinsic("tsl_align_gap", b, "special", None, None, None, None, vectorizable=False, public=False),
@@ -256,4 +281,4 @@ def c_spelling(name: str, dtype_bits: int, args: list[str]) -> str:
     return INTRINSICS[name].c.format(*args, f="" if dtype_bits == 64 else "f")
 
 
-__all__ = ["INTRINSICS", "PREDICATES", "Intrinsic", "c_spelling", "lookup"]
+__all__ = ["EXTERN_CALLS", "INTRINSICS", "PREDICATES", "VARIADIC", "Intrinsic", "c_spelling", "lookup", "np_popcount"]

@@ -28,7 +28,8 @@ from ..errors import LowerError
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
-from ..ir.functor import substitute
+from ..ir.buffer import DimAlign
+from ..ir.functor import collect, substitute
 from ..poly.astgen import AstReader, scan
 from ..poly.exact import ExactPlan, StageSets
 from ..schedule.relations import Rebase
@@ -65,7 +66,10 @@ class _Builder:
     def pipeline(self, st: Stage, rest: S.Stmt) -> S.Stmt:
         op = st.op
         produce = S.AttrStmt(op, "produce", 0, op.build_provide(self, st, self.ctx.bodies[op]))
-        return op.build_realize(st, self.rmap, S.seq(produce, rest))
+        realize = op.build_realize(st, self.rmap, S.seq(produce, rest))
+        if getattr(st, "dim_align", None):  # storage_align: storage flattening pads the strides
+            realize = S.AttrStmt(DimAlign(op.outputs, st.dim_align), "buffer_dim_align", 0, realize)
+        return realize
 
     def index_values(self, st: Stage) -> dict[E.IterVar, E.PrimExpr]:
         """Every IterVar of ``st`` as an expression of its leaf loop variables."""
@@ -96,6 +100,10 @@ class _Builder:
             body = self.pipeline(child, body)
         return body
 
+    def attached_at(self, st: Stage, iv: E.IterVar) -> bool:
+        """Whether some stage is computed at loop ``iv`` of ``st``."""
+        return bool(self.attached.get((id(st), id(iv))))
+
     def loop(self, st: Stage, iv: E.IterVar, body: S.Stmt) -> S.Stmt:
         r = self.rmap[iv]
         var = iv.var
@@ -112,8 +120,10 @@ class _Builder:
         kind = st.leaf_kind(iv)
         attr = st.iter_var_attrs.get(iv)
         tag = attr.bind_thread.thread_tag if attr and attr.bind_thread is not None else ""
-        if kind == "thread_binding" and not tag:
+        if (kind == "thread_binding" and not tag) or kind == "tensorized":  # tensorized: a tile's scalar edge
             kind = "serial"
+        if attr is not None and attr.prefetch:
+            body = S.seq(*prefetches(attr.prefetch, var, body), body)
         loop: S.Stmt = S.For(var, O.const(0, extent.dtype), extent, kind, body, tag)
         pragmas = attr.pragmas if attr else {}
         if "debug_skip_region" in pragmas:
@@ -172,6 +182,8 @@ class _Builder:
             r = self.rmap[iv]
             if iv.dom is not None and not (ana.can_prove_equal(r.min, iv.dom.min) and ana.can_prove_equal(r.extent, iv.dom.extent)):
                 check(value[iv], iv.dom.min, iv.dom.extent, lower=True)
+        if getattr(st, "store_predicate", None) is not None:  # set_store_predicate: over the root axes
+            preds.append(substitute(st.store_predicate, {iv.var: value[iv] for iv in st.op.root_iter_vars}))
         out: list[E.PrimExpr] = []
         for p in preds:
             if not any(_same(p, q) for q in out):
@@ -180,6 +192,23 @@ class _Builder:
 
 
 _APPLIED_PRAGMAS = ("auto_unroll_max_step", "unroll_explicit", "debug_skip_region")
+
+
+def prefetches(requests, var: E.Var, body: S.Stmt) -> list[S.Stmt]:
+    """``prefetch`` hints for the top of a loop over ``var``: for each
+    (tensor, offset), the first element of ``tensor`` the body reads, ``offset`` iterations on,
+    with the loops inside at their start; clamped into the tensor (a hint never reads)."""
+    out: list[S.Stmt] = []
+    inner = {f.loop_var: f.min for f in collect(body, lambda n: isinstance(n, S.For))}
+    for tensor, offset in requests:
+        loads = [ld for ld in collect(body, lambda n: isinstance(n, E.ProducerLoad)) if ld.producer is tensor]
+        if not loads:
+            continue
+        idx = [substitute(i, {**inner, var: O.add(var, O.cast(offset, var.dtype))}) for i in loads[0].indices]
+        idx = [O.max_(O.min_(i, O.sub(O.cast(n, i.dtype), 1)), O.const(0, i.dtype)) for i, n in zip(idx, tensor.shape)]
+        at = E.Call("handle", "address_of", (E.ProducerLoad(tensor, idx), E.StringImm("r")))
+        out.append(S.Evaluate(E.Call("int32", "prefetch", (at,))))
+    return out
 
 
 def _same(a, b) -> bool:

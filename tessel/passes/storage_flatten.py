@@ -12,7 +12,8 @@ from ..errors import LowerError
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
-from ..ir.functor import Mutator
+from ..ir.buffer import BufferBind, DimAlign, aligned_strides
+from ..ir.functor import Mutator, free_vars, replace_buffer
 
 
 def flat_index(indices, shape) -> E.PrimExpr:
@@ -28,6 +29,8 @@ class _Flatten(Mutator):
     def __init__(self, args: dict):
         self.args = args  # Tensor -> Buffer (the kernel's parameters)
         self.live: dict = {}  # Tensor -> (Buffer, mins)
+        self.strides: dict = {}  # Tensor -> its strides where storage_align padded them
+        self.align: dict = {}  # Tensor -> storage_align's request, while its realize is visited
 
     def _lookup(self, tensor, where: str):
         if tensor in self.live:
@@ -44,16 +47,31 @@ class _Flatten(Mutator):
         buf, mins = self._lookup(tensor, where)
         if mins is not None:
             indices = [O.sub(i, m) for i, m in zip(indices, mins)]
+        strides = self.strides.get(tensor) if tensor in self.live else None
+        if strides is not None:
+            off = O.const(0, indices[0].dtype) if indices else O.const(0)
+            for i, st in zip(indices, strides):
+                off = O.add(off, O.mul(i, O.cast(st, i.dtype)))
+            return buf, off
         return buf, flat_index(indices, buf.shape)
 
     def visit_ProducerRealize(self, s: S.ProducerRealize):
         if s.producer in self.args:
             return self.visit(s.body)
         shape = [r.extent for r in s.bounds]
+        align = self.align.get(s.producer)
+        prev_strides = self.strides.pop(s.producer, None)
+        if align:  # storage_align: one flat block laid out with the padded strides
+            strides, size = aligned_strides(shape, align)
+            self.strides[s.producer] = strides
+            shape = [size]
         buf = S.Buffer(s.producer.name, s.producer.dtype, shape, s.scope)
         prev = self.live.get(s.producer)
         self.live[s.producer] = (buf, [r.min for r in s.bounds])
         body = self.visit(s.body)
+        self.strides.pop(s.producer, None)
+        if prev_strides is not None:
+            self.strides[s.producer] = prev_strides
         if prev is None:
             del self.live[s.producer]
         else:
@@ -65,9 +83,109 @@ class _Flatten(Mutator):
         buf, idx = self._index(s.producer, [self.visit(i) for i in s.indices], "written")
         return S.BufferStore(buf, value, (idx,))
 
+    def visit_AttrStmt(self, s: S.AttrStmt):
+        if s.key == "buffer_dim_align" and isinstance(s.node, DimAlign):
+            for t in s.node.tensors:
+                self.align[t] = s.node.align
+            body = self.visit(s.body)
+            for t in s.node.tensors:
+                self.align.pop(t, None)
+            return body
+        if s.key != "buffer_bind_scope":
+            return self.generic_visit(s)
+        bind: BufferBind = s.node
+        region = [E.Range(self.visit(r.min), self.visit(r.extent)) for r in s.value]
+        real, mins = self._lookup(bind.tensor, "bound to buffer " + bind.buffer.name)
+        starts = [r.min for r in region] if mins is None else [O.sub(r.min, m) for r, m in zip(region, mins)]
+        aligned = self.strides.get(bind.tensor) if bind.tensor in self.live else None
+        strides = aligned or _row_major(real.shape)
+        base = _dot(starts, aligned) if aligned else flat_index(starts, real.shape)
+        lets = bind_view(bind, region, base, strides)
+        body = replace_buffer(self.visit(s.body), bind.buffer, real)
+        for var, value in reversed(lets):
+            body = S.LetStmt(var, value, body)
+        return body
+
     def visit_ProducerLoad(self, e: E.ProducerLoad):
         buf, idx = self._index(e.producer, [self.visit(i) for i in e.indices], "read")
         return E.BufferLoad(buf, (idx,))
+
+
+def _dot(indices, strides) -> E.PrimExpr:
+    out: E.PrimExpr = O.const(0)
+    for i, st in zip(indices, strides):
+        out = O.add(out, O.mul(i, st))
+    return out
+
+
+def _row_major(shape) -> list[E.PrimExpr]:
+    out: list[E.PrimExpr] = []
+    acc: E.PrimExpr = O.const(1, shape[-1].dtype if shape else "int32")
+    for n in reversed(shape):
+        out.append(acc)
+        acc = O.mul(acc, n)
+    return out[::-1]
+
+
+def bind_view(bind: BufferBind, region: list[E.Range], base: E.PrimExpr,
+              strides: list[E.PrimExpr]) -> list[tuple[E.Var, E.PrimExpr]]:
+    """The variables of view ``bind.buffer`` (element offset, strides, sizes) set so that it
+    stands for ``region`` of its tensor, whose flat storage starts the region at ``base`` with
+    ``strides``; whatever is declared constant must match (else a LowerError saying what).
+
+    The view's dimensions are the region's last ones; the region's leading extra dimensions
+    must have extent 1 (TVM's rule: a 16x16 tile of a 3-d tensor is one slice of it)."""
+    from ..arith import Analyzer
+
+    ana = Analyzer()
+    buf, t = bind.buffer, bind.tensor
+    lead = len(region) - buf.ndim
+    what = f"buffer {buf.name} bound to {t.name}"
+    if lead < 0:
+        raise LowerError(f"{what}: the buffer has {buf.ndim} dimensions, the tensor region only {len(region)}")
+    for r in region[:lead]:
+        if not ana.can_prove_equal(r.extent, 1):
+            raise LowerError(f"{what}: the region {_text(region)} has more dimensions than the buffer, and the "
+                             f"extra leading ones must have extent 1 (this one is {r.extent})")
+    lets: list[tuple[E.Var, E.PrimExpr]] = []
+    known: dict[E.Var, E.PrimExpr] = {}
+    wanted = [(buf.elem_offset, base, "element offset")]
+    wanted += [(n, r.extent, f"size of dimension {k}") for k, (n, r) in enumerate(zip(buf.shape, region[lead:]))]
+    wanted += [(st, real, f"stride of dimension {k}") for k, (st, real) in enumerate(zip(buf.strides, strides[lead:]))]
+    region_vars = set().union(*(free_vars(r.min) | free_vars(r.extent) for r in region)) if region else set()
+    for decl, actual, label in wanted:
+        actual = ana.simplify(actual)
+        if isinstance(decl, E.Var) and decl not in region_vars and decl not in known:
+            known[decl] = actual
+            lets.append((decl, O.cast(actual, decl.dtype)))
+            continue
+        decl_v = ana.simplify(_subst(decl, known))
+        if not ana.can_prove_equal(decl_v, O.cast(actual, decl_v.dtype)):
+            hint = (" (declare the buffer with strides=[te.var(...), ..., 1] to accept any row length)"
+                    if "stride" in label and buf.compact else "")
+            hint = hint or (" (declare it with offset_factor=1 so that the offset is a variable)"
+                            if label == "element offset" else "")
+            raise LowerError(f"{what}: its {label} is declared {decl}, but the region {_text(region)} of "
+                             f"{t.name} needs {actual}{hint}")
+    start = ana.simplify(base)
+    if isinstance(start, E.IntImm) and buf.offset_factor > 1 and start.value % buf.offset_factor:
+        raise LowerError(f"{what}: the region starts at element {start}, not a multiple of the "
+                         f"declared offset_factor {buf.offset_factor}")
+    size = max(buf.dtype.bits // 8, 1)
+    if isinstance(start, E.IntImm) and buf.data_alignment > 0 and (start.value * size) % buf.data_alignment:
+        raise LowerError(f"{what}: the region starts {start.value * size} bytes into {t.name}, not on the declared "
+                         f"data_alignment of {buf.data_alignment} bytes; declare a smaller alignment or align the tile")
+    return lets
+
+
+def _subst(e: E.PrimExpr, known: dict) -> E.PrimExpr:
+    from ..ir.functor import substitute
+
+    return substitute(e, known)
+
+
+def _text(region) -> str:
+    return "[" + ", ".join(f"{r.min}:{r.min + r.extent}" for r in region) + "]"
 
 
 def storage_flatten(stmt: S.Stmt, args: dict) -> S.Stmt:

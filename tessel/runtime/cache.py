@@ -281,7 +281,9 @@ def clear_memory_cache() -> None:
 _LOWERED: dict[str, dict] = {}
 _LOWERED_KEEP = 512  # entries remembered in memory (the oldest is forgotten first)
 _LOWERED_FIELDS = {"source": str, "symbol": str, "name": str, "openmp": bool,
-                   "guarded_loads": bool, "float16": bool, "outputs": list}
+                   "guarded_loads": bool, "float16": bool, "outputs": list,
+                   # the table of outside functions: [name, kind, return dtype, [argument dtypes]]
+                   "externs": list}
 
 
 @functools.cache
@@ -307,6 +309,9 @@ def _valid_plan(entry: object, n_params: int | None) -> bool:
         return False
     outputs = entry["outputs"]
     if any(type(k) is not int or k < 0 or (n_params is not None and k >= n_params) for k in outputs):
+        return False
+    if not all(isinstance(x, list) and len(x) == 4 and all(type(v) is str for v in x[:3]) and isinstance(x[3], list)
+               and all(type(v) is str for v in x[3]) for x in entry["externs"]):
         return False
     return entry.get("sha256") == _entry_sha256(entry)
 

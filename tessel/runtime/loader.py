@@ -19,6 +19,7 @@ from ..ir.stmt import PrimFunc
 from .args import ArgSpec
 from .cache import load_or_build
 from .compiler import find_compiler
+from .extern import ExternTable
 from .module import CKernel, PythonKernel
 
 _COUNTER = count()
@@ -40,9 +41,10 @@ def load_c(func: PrimFunc, gen, target, finish: Callable | None = None) -> CKern
     spec = ArgSpec(func, {func.params[k] for k in gen.outputs})
     flags = comp.flags(openmp=gen.openmp, guarded_loads=gen.guarded_loads, march=getattr(target, "mcpu", None))
     flags += list(getattr(target, "flags", ()))
+    table = ExternTable(gen.externs, "c", func.name) if gen.externs else None
     lib = load_or_build(gen.source, func.name, gen.symbol, comp, flags)
     kernel = CKernel(func, gen.source, spec, lib.lib, gen.symbol, lib.path, lib.seconds, lib.cache_hit,
-                     parallel=gen.openmp, finish=finish)
+                     parallel=gen.openmp, finish=finish, externs=table)
     kernel.plan = gen.plan()
     kernel.compiler, kernel.compile_flags = comp, tuple(flags)
     return kernel
@@ -55,6 +57,8 @@ def load_python(func: PrimFunc, gen, target=None, finish: Callable | None = None
     filename = f"<tessel-python {comment(func.name, 60)} #{next(_COUNTER)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # readable tracebacks
     ns = dict(gen.namespace or {})
+    if gen.externs:
+        ns["_ext"] = ExternTable(gen.externs, "python", func.name).calls
     try:
         exec(compile(source, filename, "exec"), ns)
     except (SyntaxError, RecursionError, MemoryError) as e:

@@ -129,7 +129,7 @@ class CKernel(Kernel):
 
     def __init__(self, func: S.PrimFunc, source: str, spec: ArgSpec, lib: ctypes.CDLL, symbol: str,
                  lib_path: str, build_time_s: float, cache_hit: bool, parallel: bool = False,
-                 finish: Callable | None = None, serial_note: str | bool | None = True):
+                 finish: Callable | None = None, serial_note: str | bool | None = True, externs=None):
         super().__init__(func, source, spec, finish)
         self.lib_path = lib_path
         self.build_time_s = build_time_s
@@ -148,10 +148,18 @@ class CKernel(Kernel):
         # sizes and integer scalars travel as int64, float scalars as double (see codegen.c)
         argtypes = [ctypes.c_void_p] * len(func.params) + [ctypes.c_double if v.dtype.is_float else ctypes.c_int64
                                                             for v in func.size_vars]
+        self._externs = externs  # the table of outside functions (runtime.extern), passed after the sizes
+        if externs is not None:
+            argtypes.append(ctypes.c_void_p)
         self._cfunc = c_function(lib, symbol, ctypes.c_int32, argtypes + ([ctypes.c_int32] if parallel else []))
 
     def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int], threads: int) -> None:
-        status = self._cfunc(*ptrs, *sizes, threads) if self.parallel else self._cfunc(*ptrs, *sizes)
+        table = [] if self._externs is None else [ctypes.addressof(self._externs.pointers)]
+        status = self._cfunc(*ptrs, *sizes, *table, threads) if self.parallel else self._cfunc(*ptrs, *sizes, *table)
+        if self._externs is not None:
+            self._externs.raise_pending()
+        if status == 2:
+            raise KernelRuntimeError(f"kernel {self.name!r}: a packed function it calls returned an error")
         if status:
             raise KernelRuntimeError(
                 f"kernel {self.name!r} could not allocate a temporary buffer (status {status}); "

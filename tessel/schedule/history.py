@@ -174,7 +174,8 @@ class _Origin:
 
             memo: dict[int, Any] = {}
             for op in _graph(self.outputs):  # reducers carry declarations: share, do not copy
-                for b in getattr(op, "body", ()):
+                body = getattr(op, "body", ())
+                for b in body if isinstance(body, tuple) else ():
                     if isinstance(b, E.Reduce):
                         memo[id(b.combiner)] = b.combiner
             ops = _copy.deepcopy(self.outputs, memo)

@@ -119,6 +119,14 @@ class Schedule:
 
         return rfactor(self, tensor, axis, factor_axis)
 
+    @recorded
+    def create_group(self, outputs, inputs, include_inputs: bool = False):
+        """The stages from ``inputs`` (exclusive unless ``include_inputs``) to ``outputs``, to move
+        together (see hints.py)."""
+        from .hints import create_group
+
+        return create_group(self, outputs, inputs, include_inputs)
+
     # ---- the operational model's three structures, and legality --------------------------
     def dataflow_graph(self):
         """Stages and the tensors flowing between them (seed 001, "Dataflow Graph")."""

@@ -6,6 +6,7 @@ stage as it was, and the error names the stage and the axis in the user's own wo
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
@@ -36,6 +37,8 @@ class IterVarAttr:
     kind: str = "serial"
     bind_thread: E.IterVar | None = None
     pragmas: dict = field(default_factory=dict)
+    tensor_intrin: object = None  # kind "tensorized": the TensorIntrin replacing the loops from here in
+    prefetch: tuple = ()  # (tensor, offset) pairs fetched at the top of this loop (see hints.py)
 
     @property
     def iter_type(self) -> int:
@@ -72,6 +75,9 @@ class Stage:
         self.created_by: str | None = None
         # root IterVars that stand for a loop of another stage (rfactor's axis, cache_write's i.c)
         self.derived_from: dict[E.IterVar, str] = {}
+        # storage_align (dimension -> (factor, offset)) and set_store_predicate (see hints.py)
+        self.dim_align: dict[int, tuple[int, int]] = {}
+        self.store_predicate: E.PrimExpr | None = None
 
     # ---- naming and lookup -------------------------------------------------------------
     @property
@@ -382,6 +388,38 @@ class Stage:
         return value
 
     @recorded
+    def tensorize(self, var: E.IterVar, tensor_intrin) -> None:
+        """Replace loop ``var`` and the loops inside it by ``tensor_intrin`` (decl_tensor_intrin),
+        checked against the computation when lowered (see te/tensor_intrin.py)."""
+        from ..te.tensor_intrin import check_tensorize
+
+        self._check_leaf(var, "tensorize")
+        check_tensorize(self, var, tensor_intrin)
+        attr = self.iter_var_attrs.setdefault(var, IterVarAttr())
+        attr.kind, attr.tensor_intrin = "tensorized", tensor_intrin
+
+    @recorded
+    def storage_align(self, axis: E.IterVar, factor: int, offset: int) -> None:
+        """Pad the stride of ``axis``'s dimension of this stage's storage to ``k*factor + offset``."""
+        from .hints import storage_align
+
+        storage_align(self, axis, factor, offset)
+
+    @recorded
+    def set_store_predicate(self, predicate) -> None:
+        """Store only where ``predicate`` (over this stage's axes) holds."""
+        from .hints import set_store_predicate
+
+        set_store_predicate(self, predicate)
+
+    @recorded
+    def prefetch(self, tensor, var: E.IterVar, offset) -> None:
+        """At the top of loop ``var``, prefetch what ``tensor`` is read ``offset`` iterations on."""
+        from .hints import prefetch
+
+        prefetch(self, tensor, var, offset)
+
+    @recorded
     def set_scope(self, scope: str) -> None:
         if scope not in ("global", "local", "shared", "warp"):
             raise ScheduleError(f"stage {self.name}: unknown storage scope {scope!r} (global, local, shared, warp)")
@@ -400,7 +438,7 @@ class Stage:
         new.all_iter_vars = list(self.all_iter_vars)
         new.leaf_iter_vars = list(self.leaf_iter_vars)
         new.relations = list(self.relations)
-        new.iter_var_attrs = {iv: IterVarAttr(a.kind, a.bind_thread, dict(a.pragmas))
+        new.iter_var_attrs = {iv: dataclasses.replace(a, pragmas=dict(a.pragmas))
                               for iv, a in self.iter_var_attrs.items()}
         new.derived_from = dict(self.derived_from)
         return new

@@ -110,6 +110,14 @@ def div(a, b) -> E.PrimExpr:
     return O.truncdiv(a, b)
 
 
+def popcount(x) -> E.PrimExpr:
+    """The number of set bits of an integer (of its two's-complement pattern), in its dtype."""
+    x = O.convert(x)
+    if not x.dtype.is_integer or x.dtype.lanes != 1:
+        raise DefinitionError(f"te.popcount needs an integer argument, but `{x}` is {x.dtype}")
+    return E.Call(x.dtype, "popcount", (x,))
+
+
 def cast(x, dtype: DTypeLike) -> E.PrimExpr:
     return O.cast(x, dtype)
 

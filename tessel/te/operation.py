@@ -53,6 +53,9 @@ class LoopNest(Protocol):
     so an operation writes only its statements and never deals with splits, attachments or
     annotations itself."""
 
+    #: the Range of every IterVar of every stage, as InferBound found it
+    rmap: dict[E.IterVar, E.Range]
+
     def index_values(self, stage: Any) -> dict[E.IterVar, E.PrimExpr]:
         """Every IterVar of the stage (its root loops included) in terms of the leaf loops."""
 
@@ -70,6 +73,9 @@ class LoopNest(Protocol):
 
     def range_of(self, iv: E.IterVar) -> E.Range:
         """The range InferBound gave ``iv`` (any IterVar of any stage)."""
+
+    def attached_at(self, stage: Any, iv: E.IterVar) -> bool:
+        """Whether some stage is computed at leaf loop ``iv`` of ``stage``."""
 
 
 class Operation:

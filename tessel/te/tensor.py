@@ -187,6 +187,10 @@ class ComputeOp(Operation):
 
     # ---- lowering: ``out[axis] = body``, or a reduction's init and update ------------------------
     def build_provide(self, nest: LoopNest, stage, body: tuple) -> S.Stmt:
+        if any(stage.leaf_kind(iv) == "tensorized" for iv in stage.leaf_iter_vars):
+            from .tensor_intrin import build_tensorized
+
+            return build_tensorized(self, nest, stage, body)
         value = nest.index_values(stage)
         roots = {iv.var: value[iv] for iv in self.root_iter_vars}
         idx = [value[iv] for iv in self.axis]
@@ -204,27 +208,38 @@ class ComputeOp(Operation):
         return body
 
 
-def _build_reduction(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, roots, idx, preds) -> S.Stmt:
-    """Init over the data-parallel loops inside the first reduction loop, then the update."""
+def _build_reduction(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, roots, idx, preds, begin: int = 0) -> S.Stmt:
+    """Init over the data-parallel loops inside the first reduction loop, then the update
+    (over leaf loops ``begin`` on: a tensorized stage's scalar edge starts inside the tile)."""
     leaves = stage.leaf_iter_vars
-    first = next((k for k, iv in enumerate(leaves) if iv.is_reduce), len(leaves))
-    outs = op.outputs
+    first = next((k for k, iv in enumerate(leaves) if iv.is_reduce and k >= begin), len(leaves))
     # init: over the loops inside the first reduction loop that reach an output axis (a loop
     # fusing a data-parallel with a reduction axis is one; it initialises an element once per
-    # reduction step, as TVM's init nest does), with fresh variables
+    # reduction step, as TVM's init nest does)
     data_vars: set[E.Var] = set()
     for i in idx:
         data_vars |= free_vars(i)
-    init_leaves = [iv for iv in leaves[first:] if iv.var in data_vars]
-    skipped = {iv.var for iv in leaves[first:] if iv.var not in data_vars}
-    fresh = {iv.var: E.Var(iv.var.name, iv.var.dtype) for iv in init_leaves}
+    init = reduction_init(op, nest, stage, red, idx, preds, [iv for iv in leaves[first:] if iv.var in data_vars])
+    update = nest.nest(stage, first, len(leaves), nest.guarded(preds, reduction_update(op, red, roots, idx)))
+    return nest.nest(stage, begin, first, S.seq(init, update))
+
+
+def reduction_init(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, idx, preds, loops) -> S.Stmt:
+    """The outputs set to the reduction's start over the leaf ``loops`` that reach an output
+    axis (fresh variables: the update's loops of the same IterVars run apart from them)."""
+    skipped = {iv.var for iv in stage.leaf_iter_vars if iv.is_reduce and iv not in loops}
+    fresh = {iv.var: E.Var(iv.var.name, iv.var.dtype) for iv in loops}
     init_vals = red.init if red.init else red.combiner.identity
     init_preds = [p for p in preds if not (free_vars(p) & skipped)]
-    init: S.Stmt = nest.guarded(init_preds, S.seq(*[S.ProducerStore(t, v, idx) for t, v in zip(outs, init_vals)]))
-    for iv in reversed(init_leaves):
+    init: S.Stmt = nest.guarded(init_preds, S.seq(*[S.ProducerStore(t, v, idx) for t, v in zip(op.outputs, init_vals)]))
+    for iv in reversed(loops):
         init = nest.loop(stage, iv, init)
-    init = substitute(init, fresh)
-    # update: acc = combine(acc, source) under the reduction's `where`
+    return substitute(init, fresh)
+
+
+def reduction_update(op: ComputeOp, red: E.Reduce, roots, idx) -> S.Stmt:
+    """``acc = combine(acc, source)`` under the reduction's ``where``."""
+    outs = op.outputs
     src = tuple(substitute(s, roots) for s in red.source)
     acc = tuple(E.ProducerLoad(t, idx) for t in outs)
     new = red.combiner.combine(acc, src)
@@ -238,8 +253,7 @@ def _build_reduction(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, roots,
     cond = substitute(red.condition, roots)
     if not (isinstance(cond, E.IntImm) and cond.value):
         update = S.IfThenElse(cond, update)
-    update = nest.nest(stage, first, len(leaves), nest.guarded(preds, update))
-    return nest.nest(stage, 0, first, S.seq(init, update))
+    return update
 
 
 def _loads(body) -> list[E.ProducerLoad]:

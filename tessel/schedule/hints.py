@@ -1,0 +1,124 @@
+"""The rest of TVM's stage primitives: storage_align, set_store_predicate, prefetch, and
+create_group. Each is a recorded step of the stage or schedule (see stage.py/schedule.py,
+which forward here), so a schedule using them replays like any other.
+
+* ``storage_align(axis, factor, offset)``: the stride of dimension ``axis`` of the stage's
+  storage becomes ``k * factor + offset`` (rows padded, e.g. to keep rows of a shared tile
+  off one cache set); storage flattening lays the realized tensor out so.
+* ``set_store_predicate(cond)``: the stage stores only where ``cond`` holds (its loops still
+  run); the predicate is over the stage's axes.
+* ``prefetch(tensor, var, offset)``: a hint: at the top of loop ``var``, ask the caches for
+  what ``tensor`` will be read ``offset`` iterations later (C: ``__builtin_prefetch``; values
+  never change).
+* ``create_group(outputs, inputs)``: the stages between ``inputs`` and ``outputs``, moved
+  together: ``compute_at``/``compute_root``/``compute_inline`` of the group is that primitive
+  on each member not already placed inside the group (each a step of its own).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import ScheduleError
+from ..ir import expr as E
+from ..ir.op import convert
+
+if TYPE_CHECKING:
+    from .schedule import Schedule
+    from .stage import Stage
+
+
+def storage_align(stage: Stage, axis: E.IterVar, factor: int, offset: int) -> None:
+    axes = list(getattr(stage.op, "axis", ()))
+    if axis not in axes:
+        raise ScheduleError(f"stage {stage.name}: storage_align needs one of the axes of its storage "
+                            f"({', '.join(a.name for a in axes) or 'none'}), got {getattr(axis, 'name', axis)}")
+    for what, v in (("factor", factor), ("offset", offset)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ScheduleError(f"stage {stage.name}: storage_align {what} must be an int >= 0, got {v!r}")
+    if factor == 0 or offset >= factor:
+        raise ScheduleError(f"stage {stage.name}: storage_align({axis.name}, {factor}, {offset}) needs "
+                            "factor > 0 and 0 <= offset < factor")
+    stage.dim_align = {**stage.dim_align, axes.index(axis): (factor, offset)}
+
+
+def set_store_predicate(stage: Stage, predicate) -> None:
+    pred = convert(predicate)
+    if not pred.dtype.is_bool:
+        raise ScheduleError(f"stage {stage.name}: the store predicate `{pred}` must be a condition (bool), "
+                            f"not {pred.dtype}")
+    stage.store_predicate = pred
+
+
+def prefetch(stage: Stage, tensor, var: E.IterVar, offset) -> None:
+    from ..te.tensor import Tensor
+
+    stage._check_leaf(var, "prefetch at")
+    if not isinstance(tensor, Tensor):
+        raise ScheduleError(f"stage {stage.name}: prefetch needs the tensor to fetch, got {tensor!r}")
+    off = convert(offset)
+    if not off.dtype.is_integer:
+        raise ScheduleError(f"stage {stage.name}: the prefetch offset must be an integer, got {off}")
+    from .stage import IterVarAttr
+
+    attr = stage.iter_var_attrs.setdefault(var, IterVarAttr())
+    attr.prefetch = (*attr.prefetch, (tensor, off))
+
+
+class StageGroup:
+    """Stages scheduled together (TVM's ``create_group``)."""
+
+    def __init__(self, schedule: Schedule, members: list[Stage]):
+        self.schedule, self.members = schedule, members
+
+    def _outside(self) -> list[Stage]:
+        """The members whose place is not already inside the group."""
+        return [m for m in self.members if m.attach_stage not in self.members]
+
+    def compute_at(self, parent, scope: E.IterVar) -> None:
+        for m in self._outside():
+            m.compute_at(parent, scope)
+
+    def compute_root(self) -> None:
+        for m in self._outside():
+            m.compute_root()
+
+    def compute_inline(self) -> None:
+        for m in self.members:
+            m.compute_inline()
+
+    @property
+    def name(self) -> str:
+        return "group(" + ", ".join(m.name for m in self.members) + ")"
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def create_group(sch: Schedule, outputs, inputs, include_inputs: bool = False) -> StageGroup:
+    from ..te.tensor import Tensor
+
+    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    stop = {id(t.op) for t in ins}
+    members: list[Stage] = []
+    seen: set[int] = set()
+    stack = [sch[t].op for t in outs]
+    while stack:
+        op = stack.pop()
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        if id(op) in stop:
+            if include_inputs:
+                members.append(sch[op])
+            continue
+        members.append(sch[op])
+        stack.extend(t.op for t in op.input_tensors() if not t.op.is_placeholder or id(t.op) in stop)
+    if not members:
+        raise ScheduleError("create_group: no stage lies between the inputs and the outputs given")
+    members.sort(key=sch.stages.index)  # producers first, as in the schedule
+    return StageGroup(sch, members)
+
+
+__all__ = ["StageGroup", "create_group", "prefetch", "set_store_predicate", "storage_align"]
