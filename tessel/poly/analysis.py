@@ -116,6 +116,13 @@ class Analysis:
         return None
 
 
+def _body_parts(body) -> tuple:
+    """A compute's body is a tuple of expressions, an extern's one statement."""
+    if body is None:
+        return ()
+    return tuple(body) if isinstance(body, (tuple, list)) else (body,)
+
+
 def content_key(sch: Schedule) -> str | None:
     """A hash of everything the analysis reads, by content and position (not by object): an
     identical schedule built again -- a cached build of the same program -- has the same key.
@@ -128,7 +135,7 @@ def content_key(sch: Schedule) -> str | None:
         att = st.attach_stage
         parts += [type(op).__qualname__, op.name, st.attach_type, st.scope, st.is_output,
                   tuple((t.shape, t.dtype, t.name) for t in op.outputs), tuple(op.root_iter_vars),
-                  tuple(getattr(op, "body", ()) or ()),
+                  _body_parts(getattr(op, "body", None)),
                   pos.get(id(att), -1) if att is not None else -1,
                   next((k for k, iv in enumerate(att.all_iter_vars) if iv is st.attach_ivar), -1) if att else -1,
                   tuple(ivs.get(id(iv), -1) for iv in st.leaf_iter_vars),

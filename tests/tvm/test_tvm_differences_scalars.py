@@ -70,8 +70,9 @@ def test_scalar_checked_at_call_time(target):
     with pytest.raises(ArgumentError, match=r"takes 3 arguments \(A: float32\(n,\), bias: float32, D: float32\(n,\)\)"):
         f(a, d)
     k = te.var("k", dtype="int8")
-    E = te.compute((4,), lambda i: A[i] + k.astype("float32"), name="E")
-    g = tessel.build(te.create_schedule(E.op), [A, E, k], target=target)
+    A4 = te.placeholder((4,), name="A4")  # a (4,) result reads 4 elements (A's n may be smaller)
+    E = te.compute((4,), lambda i: A4[i] + k.astype("float32"), name="E")
+    g = tessel.build(te.create_schedule(E.op), [A4, E, k], target=target)
     with pytest.raises(ArgumentError, match=r"300 does not fit its dtype int8"):
         g(rand(4), garbage_like(rand(4)), 300)
     with pytest.raises(ArgumentError, match="expected a scalar of dtype int8"):
