@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import islpy as isl
 
 from ..ir import expr as E
-from ..ir.functor import collect, free_vars, structural_equal, substitute
+from ..ir.functor import collect, structural_equal, substitute
 from ..schedule import relations as R
 from ..schedule.stage import INLINE, SCOPE, Stage
 from ..te.tensor import ComputeOp
@@ -59,7 +59,9 @@ class _Vars:
         """A converter whose parameters are the variables ``exprs`` use (and nothing else)."""
         seen: dict[int, E.Var] = {}
         for e in exprs:
-            for v in free_vars(e):
+            # in the order they occur: a set's order follows object addresses, and the
+            # parameters' order is the order of the terms isl writes back (replays must agree)
+            for v in collect(e, lambda n: isinstance(n, E.Var)):
                 seen.setdefault(id(v), v)
         order = list(seen.values())
         return Converter(set_space([], [self.name(v) for v in order]), {}, {v: k for k, v in enumerate(order)})
