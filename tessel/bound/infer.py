@@ -29,6 +29,7 @@ from ..schedule.stage import INLINE, SCOPE, Stage
 from ..te.operation import Request
 from .check import check_reads_in_bounds
 from .propagate import pass_down_domain, pass_up_domain
+from .shared import shared_request
 
 
 class BoundContext:
@@ -111,11 +112,12 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
     gathered by this stage's operation into ranges of its root loops."""
     op = st.op
     readers = ctx.consumers[st]
-    if st.is_output or not readers:
+    shares = shared_request(st, ctx.analyzer) if st.is_output or not readers else None
+    if (st.is_output or not readers) and shares is None:
         for iv in op.root_iter_vars:
             _set_range(ctx, iv, op.root_domain(st, iv))
         return
-    requests: list[Request] = []
+    requests: list[Request] = [shares] if shares is not None else []
     inside = {id(iv) for iv in ctx.paths[st]}
     for c in readers:
         dom_map = _consumer_root_sets(ctx, c, inside)

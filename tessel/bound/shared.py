@@ -1,0 +1,33 @@
+"""The slice of a stage that shares a host stage's loops (computeAt by position, seed 003).
+
+A stage computed at a loop of a stage that does not read it (nvFuser's "other consumers get the
+same outer loops") takes its outer loop values from the host's loops: ``stage.shared_loops``
+names, for each of its loops, the host loop it is. Its region in one iteration is then what its
+own loops reach with those values fixed -- the slice of its domain the host iteration stands
+for -- instead of what readers request (an output has none inside the loop).
+"""
+
+from __future__ import annotations
+
+from ..arith import Analyzer, IntSet
+from ..schedule import relations as R
+from ..schedule.stage import SCOPE, Stage
+from ..te.operation import Request
+
+
+def shared_request(st: Stage, ana: Analyzer) -> Request | None:
+    """The stage's slice as a request on its first output; None unless it shares loops."""
+    if st.attach_type != SCOPE or not st.shared_loops or not hasattr(st.op, "axis"):
+        return None
+    rng = {iv: iv.dom for iv in st.op.root_iter_vars if iv.dom is not None}
+    R.pass_down_domain(st.relations, rng, cut=R.Cut(R.bound_to_thread(st.iter_var_attrs)))
+    up: dict = {}
+    for leaf in st.leaf_iter_vars:
+        host = st.shared_loops.get(leaf)
+        up[leaf] = IntSet.single_point(host.var) if host is not None else IntSet.from_range(rng[leaf])
+    R.pass_up_domain(st.relations, rng, up, ana)
+    sets = [up[iv] if iv in up else IntSet.from_range(iv.dom) for iv in st.op.axis]
+    return st.op.outputs[0], sets
+
+
+__all__ = ["shared_request"]
