@@ -29,7 +29,7 @@ from ..schedule.stage import INLINE, SCOPE, Stage
 from ..te.operation import Request
 from .check import check_reads_in_bounds
 from .propagate import pass_down_domain, pass_up_domain
-from .shared import shared_request
+from .shared import shared_request, slice_only
 
 
 class BoundContext:
@@ -112,14 +112,15 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
     gathered by this stage's operation into ranges of its root loops."""
     op = st.op
     readers = ctx.consumers[st]
-    shares = shared_request(st, ctx.analyzer) if st.is_output or not readers else None
+    exact = slice_only(st, ctx.consumers, ctx.bodies)  # its readers read exactly its slice
+    shares = shared_request(st, ctx.analyzer) if st.is_output or not readers or exact else None
     if (st.is_output or not readers) and shares is None:
         for iv in op.root_iter_vars:
             _set_range(ctx, iv, op.root_domain(st, iv))
         return
     requests: list[Request] = [shares] if shares is not None else []
     inside = {id(iv) for iv in ctx.paths[st]}
-    for c in readers:
+    for c in () if exact else readers:
         dom_map = _consumer_root_sets(ctx, c, inside)
         requests.extend(c.op.propagate_bounds(ctx.bodies[c.op], dom_map, op, ctx.analyzer))
     for iv, r in op.gather_bound(st, requests, ctx.analyzer):

@@ -30,4 +30,34 @@ def shared_request(st: Stage, ana: Analyzer) -> Request | None:
     return st.op.outputs[0], sets
 
 
-__all__ = ["shared_request"]
+def slice_only(st: Stage, readers: dict, bodies: dict, memo: dict | None = None) -> bool:
+    """Whether ``st``'s slice is all its readers read: each reads it exactly (offset 0, every
+    axis along one of its own loops) and is the owner of the shared loops or itself slice-only.
+
+    Then InferBound takes the slice instead of the union of the requests: the same set, but
+    written in the host's loop variables directly rather than through a chain of readers'
+    regions (which over fused loops grows with every stage of the chain)."""
+    from ..schedule.axis_map import read_map
+
+    memo = {} if memo is None else memo
+    if id(st) in memo:
+        return memo[id(st)]
+    memo[id(st)] = False
+    if st.attach_type != SCOPE or not st.shared_loops or not hasattr(st.op, "axis"):
+        return False
+    loops = {id(v) for v in st.shared_loops.values()}
+    ok = True
+    for c in readers.get(st, []):
+        owner = any(id(iv) in loops for iv in c.leaf_iter_vars)
+        if not owner and not slice_only(c, readers, bodies, memo):
+            ok = False
+            break
+        amap = read_map(st, c, bodies[c.op])
+        if amap.unmappable or not all(amap.exact(p) for p in st.op.axis):
+            ok = False
+            break
+    memo[id(st)] = ok
+    return ok
+
+
+__all__ = ["shared_request", "slice_only"]
