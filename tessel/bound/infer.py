@@ -29,7 +29,7 @@ from ..schedule.stage import INLINE, SCOPE, Stage
 from ..te.operation import Request
 from .check import check_reads_in_bounds
 from .propagate import pass_down_domain, pass_up_domain
-from .shared import shared_request, slice_only
+from .shared import identified, shared_request, slice_only
 
 
 class BoundContext:
@@ -43,6 +43,8 @@ class BoundContext:
         self.order = stage_order(sch, self.consumers)
         self.rmap: dict[E.IterVar, E.Range] = {}
         self.analyzer = Analyzer()
+        # stages whose outer loops are a host's loops (seed 003): their storage box per root axis
+        self.boxes: dict[Stage, dict[E.IterVar, E.Range]] = {}
 
 
 def stage_order(sch: Schedule, cons: dict[Stage, list[Stage]]) -> list[Stage]:
@@ -112,6 +114,12 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
     gathered by this stage's operation into ranges of its root loops."""
     op = st.op
     readers = ctx.consumers[st]
+    if identified(st, ctx.consumers, ctx.bodies):
+        box = op.gather_bound(st, [shared_request(st, ctx.analyzer)], ctx.analyzer)
+        ctx.boxes[st] = dict(box)
+        for iv in op.root_iter_vars:
+            _set_range(ctx, iv, op.root_domain(st, iv))
+        return
     exact = slice_only(st, ctx.consumers, ctx.bodies)  # its readers read exactly its slice
     shares = shared_request(st, ctx.analyzer) if st.is_output or not readers or exact else None
     if (st.is_output or not readers) and shares is None:
@@ -133,9 +141,12 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
 def _consumer_root_sets(ctx: BoundContext, c: Stage, inside: set[int]) -> dict[E.Var, IntSet]:
     """Phases 1-2: what one execution of the producer sees of the consumer's root indices."""
     up: dict[E.IterVar, IntSet] = {}
+    shared = c.shared_loops if c in ctx.boxes else {}
     for iv in c.leaf_iter_vars:
         r = ctx.rmap[iv]
-        if E.is_const_int(ctx.analyzer.simplify(r.extent), 1):
+        if iv in shared:  # the host's loop, which encloses the producer too
+            up[iv] = IntSet.single_point(shared[iv].var)
+        elif E.is_const_int(ctx.analyzer.simplify(r.extent), 1):
             up[iv] = IntSet.single_point(r.min)
         elif id(iv) in inside:
             up[iv] = IntSet.single_point(iv.var)

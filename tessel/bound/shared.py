@@ -60,4 +60,25 @@ def slice_only(st: Stage, readers: dict, bodies: dict, memo: dict | None = None)
     return ok
 
 
-__all__ = ["shared_request", "slice_only"]
+def identified(st: Stage, readers: dict, bodies: dict) -> bool:
+    """Whether ``st``'s outer loops *are* its host's loops (nvFuser's loop sharing, exactly):
+    its first loops are all shared, exactly, with loops of a stage at the root, it is attached at
+    the last of them, and its readers read only its slice. Then it keeps the ranges of its whole
+    domain, lowering runs only its other loops with the shared ones taken from the host, and
+    its storage is its slice's box (``ctx.boxes``): exact work, whatever the loops fused."""
+    if st.attach_type != SCOPE or not st.shared_loops or not hasattr(st.op, "axis"):
+        return False
+    k = len(st.shared_loops)
+    leaves = st.leaf_iter_vars
+    if k > len(leaves) or any(iv not in st.shared_loops for iv in leaves[:k]):
+        return False
+    if st.shared_loops[leaves[k - 1]] is not st.attach_ivar:
+        return False
+    for host_loop in st.shared_loops.values():
+        owner = st.schedule.stage_of_iter_var(host_loop)
+        if owner is None or owner.attach_type != "root" or host_loop not in owner.leaf_iter_vars:
+            return False
+    return not readers.get(st) or slice_only(st, readers, bodies)
+
+
+__all__ = ["identified", "shared_request", "slice_only"]

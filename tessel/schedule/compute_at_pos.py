@@ -63,6 +63,7 @@ class Report:
     replayed: list[str] = field(default_factory=list)
     attached: list[tuple[str, str, str, int]] = field(default_factory=list)  # (stage, at stage, loop, pos)
     shared: list[tuple[str, str, str]] = field(default_factory=list)  # (stage, host, loop)
+    made: list[tuple[str, object, str]] = field(default_factory=list)  # (stage, relation, replayed from)
 
     def to_text(self) -> str:
         lines = [self.call, f"  common consumer: {self.common_consumer or 'none'}",
@@ -71,6 +72,11 @@ class Report:
         lines += [f"  {a} computed at {b}'s loop {loop} (position {p})" for a, b, loop, p in self.attached]
         lines += [f"  {a} shares {b}'s loops down to {loop}" for a, b, loop in self.shared]
         return "\n".join(lines)
+
+
+def replay_origins(sch: Schedule) -> dict[int, str]:
+    """For every relation a position primitive made by replay: the stage it was replayed from."""
+    return {id(rel): ref for rep in sch.position_log for _, rel, ref in rep.made}
 
 
 # ---- 1. selection --------------------------------------------------------------------------
@@ -151,6 +157,7 @@ def span_and_replay(g: Graph, ref: Stage, pos: int, selected: list[Stage], repor
             return refidx
         _, y, x, d, got = best
         fixed = max(x.compute_at_pos, x.max_producer_pos)
+        before = {id(r) for r in x.relations}
         if d == "PasC":
             res = replay_producer_as_consumer(g, x, y, posof[id(y)], fixed)
         else:
@@ -162,6 +169,7 @@ def span_and_replay(g: Graph, ref: Stage, pos: int, selected: list[Stage], repor
             report.tree.append((y.name, x.name, d))
             if res.replayed:
                 report.replayed.append(x.name)
+                report.made += [(x.name, r, y.name) for r in x.relations if id(r) not in before]
 
 
 def _stage(g: Graph, sid: int) -> Stage:
@@ -423,4 +431,5 @@ def share_loops(placer: Placer, sib: Stage) -> Refusal | None:
     return None
 
 
-__all__ = ["MODES", "Refusal", "Report", "common_consumer", "compute_at_position", "select", "span_and_replay"]
+__all__ = ["MODES", "Refusal", "Report", "common_consumer", "compute_at_position", "replay_origins", "select",
+           "span_and_replay"]
