@@ -61,7 +61,7 @@ def test_advanced_compute_at_1_from_an_input():
     text = str(tessel.lower(s, [t0, t6, t7], simple_mode=True))
     # one outer loop holds all seven computations: only t7 is produced at the root
     assert [ln for ln in text.splitlines() if ln.startswith("produce ")] == ["produce t7 {"]
-    assert [ln.split(",")[0] for ln in text.splitlines() if ln.startswith("  for (")][0] == f"  for ({outer.name}"
+    assert next(ln.split(",")[0] for ln in text.splitlines() if ln.startswith("  for (")) == f"  for ({outer.name}"
 
 
 # ---- 2. FusionAdvancedComputeAt2: a non-terminal output ----------------------------------------

@@ -32,26 +32,38 @@ def test_reduction_chain_loses_the_axis_it_reduces():
     s[t1].compute_at(s[t2], 2)
     assert (s[t1].compute_at_pos, s[t1].attach_ivar) == (2, r1)
     assert s[t2].max_producer_pos == 2 and s[t2].compute_at_pos == 0
-    with pytest.raises(ScheduleError, match="T2") as err:
-        s[t2].compute_at(s[t3], 2)  # r1 is a reduction loop: T3 cannot share it
-    assert err.value.fix is not None
-    s[t2].compute_at(s[t3], 2, mode="best_effort")
+    with pytest.raises(ScheduleError, match="would change its outer loops") as err:
+        s[t2].compute_at(s[t3], 2)  # T2's i2 would have to move outside r1, where T1 is computed
+    assert err.value.rule == "fixed-loops" and err.value.fix == "s[T2].compute_at(s[T3], 1)"
+    assert s[t2].attach_ivar is None and s[t1].attach_ivar is r1  # refused: nothing changed
+    err.value.fix_steps.apply(s)
     assert s[t2].compute_at_pos == 1 and s[t2].attach_stage is s[t3]
     assert (s[t1].compute_at_pos, s[t1].attach_ivar) == (2, r1)  # the earlier call is not disturbed
     a = rand(9, 13, 7)
     check(s, [t0, t3], [a], [(2 * a).sum(axis=1) + 1], rtol=1e-4, atol=1e-4)
 
 
-def test_reduction_chain_refusal_fix_works_when_applied():
+def test_reduction_chain_best_effort_keeps_what_an_earlier_call_fixed():
     t0, t1, t2, t3 = reduction_chain(9, 13, 7)
     s = te.create_schedule(t3.op)
-    with pytest.raises(ScheduleError) as err:
-        s[t2].compute_at(s[t3], -1, mode="standard")
-    ex = err.value
-    assert ex.rule == "recompute-reduction" and "r1" in str(ex) and "T2" in ex.stages
-    ex.fix_steps.apply(s)
+    i0, i2, r1 = s[t2].leaf_iter_vars
+    s[t2].reorder(i0, r1, i2)
+    s[t1].compute_at(s[t2], 2)
+    s[t2].compute_at(s[t3], 2, mode="best_effort")  # position 2 would move i2 outside r1
+    assert s[t2].compute_at_pos == 1 and s[t2].leaf_iter_vars == [i0, r1, i2]
+    a = rand(9, 13, 7)
+    check(s, [t0, t3], [a], [(2 * a).sum(axis=1) + 1], rtol=1e-4, atol=1e-4)
+
+
+def test_reduction_moves_inside_when_nothing_is_fixed():
+    """Replaying T2 as T3 at position 2 puts T2's reduction loop inside the shared loops."""
+    t0, t1, t2, t3 = reduction_chain(9, 13, 7)
+    s = te.create_schedule(t3.op)
+    i0, i2, r1 = s[t2].leaf_iter_vars
+    s[t2].reorder(i0, r1, i2)
+    s[t2].compute_at(s[t3], -1)
     s.verify()
-    assert s[t2].compute_at_pos == 2  # [i0, i2] shared; the reduction loop stays inside
+    assert s[t2].compute_at_pos == 2 and s[t2].leaf_iter_vars == [i0, i2, r1]
     a = rand(9, 13, 7)
     check(s, [t0, t3], [a], [(2 * a).sum(axis=1) + 1], rtol=1e-4, atol=1e-4)
 
@@ -91,7 +103,7 @@ def test_issue_110_inlined_into_two_reductions_is_refused_and_fixed():
         s[t1].compute_at(s[t2], -1)
     ex = err.value
     assert ex.rule == "recompute-reduction"
-    assert "T2" in str(ex) and "r" in ex.loops and "recomputed" in str(ex)
+    assert "T3" in str(ex) and ex.loops == ("q",) and "recomputed" in str(ex)
     assert ex.fix == "s[T1].compute_at(s[T2], 1)"
     assert not s.position_log and all(st.attach_ivar is None for st in s.stages)  # left as it was
     ex.fix_steps.apply(s)
@@ -188,20 +200,24 @@ def test_double_broadcast_is_refused_with_a_working_fix():
     check(s, [t0, t4], [a], [0.5 * a[None, :] + 0.5 * a[:, None]])
 
 
+def _diamond(n0, n1):
+    t0 = te.placeholder((n0, n1), name="t0")
+    t1 = te.compute((n0, n1), lambda i, j: t0[i, j] * 0.5, name="t1")
+    t2 = te.compute((n0, n1), lambda i, j: t1[i, j] + 1.0, name="t2")
+    t3 = te.compute((n0, n1), lambda i, j: t2[i, j] * t1[i, j], name="t3")
+    return t0, t1, t2, t3
+
+
 def test_order_of_compute_at_calls_does_not_change_values():
     n0, n1 = 63, 65
     a = rand(n0, n1)
     got = []
     for order in ((1, 2), (2, 1)):
-        t0 = te.placeholder((n0, n1), name="t0")
-        t1 = te.compute((n0, n1), lambda i, j: t0[i, j] * 0.5, name="t1")
-        t2 = te.compute((n0, n1), lambda i, j: t1[i, j] + 1.0, name="t2")
-        t3 = te.compute((n0, n1), lambda i, j: t2[i, j] * t1[i, j], name="t3")
+        t0, t1, t2, t3 = _diamond(n0, n1)
         s = te.create_schedule(t3.op)
         s[t3].split(t3.op.axis[1], factor=16)
-        calls = {1: lambda: s[t1].compute_at(s[t3], 2), 2: lambda: s[t2].compute_at(s[t3], 2)}
         for k in order:
-            calls[k]()
+            s[t1 if k == 1 else t2].compute_at(s[t3], 2)
         s.verify()
         assert s[t1].compute_at_pos == 2 and s[t2].compute_at_pos == 2
         ref = (a * 0.5 + 1) * (a * 0.5)

@@ -121,7 +121,9 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
             _set_range(ctx, iv, op.root_domain(st, iv))
         return
     exact = slice_only(st, ctx.consumers, ctx.bodies)  # its readers read exactly its slice
-    shares = shared_request(st, ctx.analyzer) if st.is_output or not readers or exact else None
+    want = st.is_output or not readers or exact
+    shares = shared_request(st, ctx.analyzer, lambda loop: _loop_value(ctx, loop)) if want else None
+    exact = exact and shares is not None
     if (st.is_output or not readers) and shares is None:
         for iv in op.root_iter_vars:
             _set_range(ctx, iv, op.root_domain(st, iv))
@@ -136,6 +138,17 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
     missing = [iv.name for iv in op.root_iter_vars if iv not in ctx.rmap]
     if missing:
         raise InternalError(f"stage {st.name}: {type(op).__name__}.gather_bound gave no range for {', '.join(missing)}")
+
+
+def _loop_value(ctx: BoundContext, loop: E.IterVar) -> E.Var | None:
+    """The variable a loop's value is in the lowered code: its own at the root, its host's when
+    its stage shares it (seed 003), None when it runs over a region rather than its domain."""
+    owner = ctx.sch.stage_of_iter_var(loop)
+    if owner is None or owner.attach_type == "root":
+        return loop.var
+    if owner in ctx.boxes and loop in owner.shared_loops:
+        return _loop_value(ctx, owner.shared_loops[loop])
+    return None
 
 
 def _consumer_root_sets(ctx: BoundContext, c: Stage, inside: set[int]) -> dict[E.Var, IntSet]:

@@ -15,16 +15,22 @@ from ..schedule.stage import SCOPE, Stage
 from ..te.operation import Request
 
 
-def shared_request(st: Stage, ana: Analyzer) -> Request | None:
-    """The stage's slice as a request on its first output; None unless it shares loops."""
+def shared_request(st: Stage, ana: Analyzer, resolve=None) -> Request | None:
+    """The stage's slice as a request on its first output; None unless it shares loops.
+
+    ``resolve(loop)`` gives the variable a host loop's value is in the lowered code (a host that
+    itself shares its loops takes them from its own host), or None when it has none."""
     if st.attach_type != SCOPE or not st.shared_loops or not hasattr(st.op, "axis"):
+        return None
+    resolve = resolve or (lambda loop: loop.var)
+    values = {leaf: resolve(loop) for leaf, loop in st.shared_loops.items()}
+    if any(v is None for v in values.values()):
         return None
     rng = {iv: iv.dom for iv in st.op.root_iter_vars if iv.dom is not None}
     R.pass_down_domain(st.relations, rng, cut=R.Cut(R.bound_to_thread(st.iter_var_attrs)))
     up: dict = {}
     for leaf in st.leaf_iter_vars:
-        host = st.shared_loops.get(leaf)
-        up[leaf] = IntSet.single_point(host.var) if host is not None else IntSet.from_range(rng[leaf])
+        up[leaf] = IntSet.single_point(values[leaf]) if leaf in values else IntSet.from_range(rng[leaf])
     R.pass_up_domain(st.relations, rng, up, ana)
     sets = [up[iv] if iv in up else IntSet.from_range(iv.dom) for iv in st.op.axis]
     return st.op.outputs[0], sets

@@ -30,7 +30,7 @@ from ..errors import ScheduleError
 from ..ir import expr as E
 from .axis_map import Graph
 from .stage import ROOT, SCOPE
-from .transform_replay import leaf_images, replay_consumer_as_producer, replay_producer_as_consumer
+from .transform_replay import FixedLoopsError, leaf_images, replay_consumer_as_producer, replay_producer_as_consumer
 
 if TYPE_CHECKING:
     from .schedule import Schedule
@@ -89,7 +89,7 @@ def common_consumer(g: Graph, producer: Stage, consumer: Stage) -> Stage | None:
     on_path = {id(x) for x in down if x is not consumer and _reaches(g, x, consumer)}
     order = {id(st): k for k, st in enumerate(g.sch.stages)}
     for x in sorted(down, key=lambda s: order[id(s)]):
-        if id(x) in on_path or x is not consumer and not _reaches(g, consumer, x):
+        if id(x) in on_path or (x is not consumer and not _reaches(g, consumer, x)):
             continue
         if not _avoidable(g, producer, x, terminals):
             return x
@@ -126,7 +126,7 @@ def select(g: Graph, producer: Stage, cc: Stage | None) -> list[Stage]:
 
 # ---- 2 and 3. spanning tree and replay -------------------------------------------------------
 def span_and_replay(g: Graph, ref: Stage, pos: int, selected: list[Stage], report: Report | None = None,
-                    allow=None) -> dict[int, list[int]]:
+                    allow=None, best_effort: bool = False) -> dict[int, list[int]]:
     """Replay outwards from ``ref`` along the edges that keep most of its first ``pos`` loops.
 
     Returns, for every reached stage, the reference loop index of each of its leading image
@@ -159,9 +159,9 @@ def span_and_replay(g: Graph, ref: Stage, pos: int, selected: list[Stage], repor
         fixed = max(x.compute_at_pos, x.max_producer_pos)
         before = {id(r) for r in x.relations}
         if d == "PasC":
-            res = replay_producer_as_consumer(g, x, y, posof[id(y)], fixed)
+            res = replay_producer_as_consumer(g, x, y, posof[id(y)], fixed, best_effort)
         else:
-            res = replay_consumer_as_producer(g, x, y, posof[id(y)], fixed)
+            res = replay_consumer_as_producer(g, x, y, posof[id(y)], fixed, best_effort)
         info[id(x)] = got
         posof[id(x)] = res.pos
         refidx[id(x)] = [refidx[id(y)][j] for j in res.ref_index]
@@ -348,7 +348,12 @@ def compute_at_position(sch: Schedule, producer: Stage, consumer: Stage, pos, mo
     selected = select(g, tp, cc)
     report = Report(f"s[{producer.name}].compute_at(s[{consumer.name}], {pos}, mode={mode!r})",
                     cc.name if cc is not None else None, [s.name for s in selected])
-    refidx = span_and_replay(g, tc, p, selected, report)
+    try:
+        refidx = span_and_replay(g, tc, p, selected, report, best_effort=mode != "standard")
+    except FixedLoopsError as err:
+        why = Refusal("FIXED_LOOPS", err.target, str(err), max(err.target.compute_at_pos, err.target.max_producer_pos),
+                      (err.target,), tuple(err.target.leaf_iter_vars[:err.target.max_producer_pos]))
+        raise refuse(sch, why, producer, consumer, pos, p) from None
     g = Graph(trial)
     refusal = place_all(g, refidx, selected, tc, mode != "standard", report)
     if refusal is None:

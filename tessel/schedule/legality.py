@@ -59,6 +59,7 @@ class ViolationKind(Enum):
     RECOMPUTE_REDUCTION = "recompute-reduction"
     BROADCAST_TWO_WAYS = "broadcast-two-ways"
     UNMAPPABLE_AXIS = "unmappable-axis"
+    FIXED_LOOPS = "fixed-loops"
 
 
 @dataclass

@@ -45,9 +45,13 @@ def refuse(sch: Schedule, why: Refusal, producer: Stage, consumer: Stage, pos, p
         "RECOMPUTE_REDUCTION": "the stages it moves would need a reduction recomputed",
         "BROADCAST_TWO_WAYS": "one tensor reaches a common reader along two different loops",
         "UNMAPPABLE_AXIS": "a loop cannot be shared",
+        "FIXED_LOOPS": "it would disturb loops an earlier call fixed",
     }[why.kind]
-    text = (f"{where}: {lead}. {why.stage.name} can be computed at most at position {why.limit} of its own "
-            f"loops: {why.text}")
+    if why.kind == "FIXED_LOOPS":
+        text = f"{where}: {lead}: {why.text}"
+    else:
+        text = (f"{where}: {lead}. {why.stage.name} can be computed at most at position {why.limit} of its own "
+                f"loops: {why.text}")
     v = Violation(kind, _live(sch, why.stage), text, tuple(_live(sch, s) for s in why.stages if s is not None),
                   tuple(why.loops))
     names = Names(sch)

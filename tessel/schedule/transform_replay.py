@@ -33,6 +33,14 @@ if TYPE_CHECKING:
 IVMap = dict[E.IterVar, E.IterVar]
 
 
+class FixedLoopsError(ScheduleError):
+    """A replay would rebuild loops an earlier position primitive shared with other stages."""
+
+    def __init__(self, message: str, target: Stage):
+        super().__init__(message)
+        self.target = target
+
+
 @dataclass
 class ReplayResult:
     """The matched position, the reference loop index of each of the target's first ``pos``
@@ -209,11 +217,23 @@ def _apply(target: Stage, rels: list[Relation], order: list[E.IterVar], why: str
     target.leaf_iter_vars = order
 
 
-def replay_as(target: Stage, ref: Stage, root_map: IVMap, pos: int, fixed: int = 0) -> ReplayResult:
+def replay_as(target: Stage, ref: Stage, root_map: IVMap, pos: int, fixed: int = 0,
+              best_effort: bool = False) -> ReplayResult:
     """Make ``target``'s first loops the images of ``ref``'s first ``pos`` loops.
 
     ``root_map`` pairs ref root axes with target root axes. ``fixed``: how many of the target's
-    leading loops an earlier call fixed; they are never changed (a ScheduleError says so)."""
+    leading loops an earlier call fixed; they are never changed (a FixedLoopsError says so, or,
+    with ``best_effort``, fewer of ref's loops are replayed)."""
+    while True:
+        try:
+            return _replay_as(target, ref, root_map, pos, fixed)
+        except FixedLoopsError:
+            if not best_effort or pos == 0:
+                raise
+            pos -= 1
+
+
+def _replay_as(target: Stage, ref: Stage, root_map: IVMap, pos: int, fixed: int) -> ReplayResult:
     ref_leaves = ref.leaf_iter_vars[:pos]
     m = leaf_images(ref, target, root_map)
     linked = _linked(ref, root_map)
@@ -224,11 +244,10 @@ def replay_as(target: Stage, ref: Stage, root_map: IVMap, pos: int, fixed: int =
     rels, order, m2 = _plan(ref, target, root_map, pos)
     if order[:fixed] != old_leaves[:fixed] or any(a is not b for a, b in zip(order[:fixed], old_leaves[:fixed])):
         target.all_iter_vars[:] = old_all
-        raise ScheduleError(
-            f"stage {target.name}: making its loops like {ref.name}'s first {pos} would change its outer "
-            f"loops {', '.join(iv.name for iv in old_leaves[:fixed])}, which an earlier compute_at fixed (other "
-            f"stages are computed inside them); use a position of at most {fixed} here, or compute_root the "
-            f"stages computed inside {target.name} first")
+        raise FixedLoopsError(
+            f"making {target.name}'s loops like {ref.name}'s first {pos} would change its outer loops "
+            f"{', '.join(iv.name for iv in old_leaves[:fixed])}, which an earlier call fixed (other stages are "
+            f"computed inside them)", target)
     try:
         _apply(target, rels, order, f"replaying {ref.name}'s loops")
     except ScheduleError:
@@ -238,19 +257,21 @@ def replay_as(target: Stage, ref: Stage, root_map: IVMap, pos: int, fixed: int =
     return ReplayResult(max(q, 0), index, True, m2)
 
 
-def replay_producer_as_consumer(sch_graph, producer: Stage, consumer: Stage, pos: int, fixed: int = 0) -> ReplayResult:
+def replay_producer_as_consumer(sch_graph, producer: Stage, consumer: Stage, pos: int, fixed: int = 0,
+                                best_effort: bool = False) -> ReplayResult:
     """seed 003's replayPasC: the producer's outer loops made the images of the consumer's
     first ``pos`` loops; the consumer's broadcast axes are skipped, its reduction axes map onto
     the producer's ordinary axes."""
     amap = sch_graph.map(producer, consumer)
-    return replay_as(producer, consumer, amap.c2p, pos, fixed)
+    return replay_as(producer, consumer, amap.c2p, pos, fixed, best_effort)
 
 
-def replay_consumer_as_producer(sch_graph, consumer: Stage, producer: Stage, pos: int, fixed: int = 0) -> ReplayResult:
+def replay_consumer_as_producer(sch_graph, consumer: Stage, producer: Stage, pos: int, fixed: int = 0,
+                                best_effort: bool = False) -> ReplayResult:
     """seed 003's replayCasP: the consumer's outer loops made the images of the producer's
     first ``pos`` loops (the producer's reduction loops, which the consumer lacks, are skipped)."""
     amap = sch_graph.map(producer, consumer)
-    return replay_as(consumer, producer, dict(amap.p2c), pos, fixed)
+    return replay_as(consumer, producer, dict(amap.p2c), pos, fixed, best_effort)
 
 
-__all__ = ["ReplayResult", "leaf_images", "matched_prefix", "replay_as", "replay_consumer_as_producer", "replay_producer_as_consumer"]
+__all__ = ["FixedLoopsError", "ReplayResult", "leaf_images", "matched_prefix", "replay_as", "replay_consumer_as_producer", "replay_producer_as_consumer"]
