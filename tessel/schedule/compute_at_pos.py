@@ -30,7 +30,12 @@ from ..errors import ScheduleError
 from ..ir import expr as E
 from .axis_map import Graph
 from .stage import ROOT, SCOPE
-from .transform_replay import FixedLoopsError, leaf_images, replay_consumer_as_producer, replay_producer_as_consumer
+from .transform_replay import (
+    FixedLoopsError,
+    leaf_images,
+    replay_consumer_as_producer,
+    replay_producer_as_consumer,
+)
 
 if TYPE_CHECKING:
     from .schedule import Schedule
