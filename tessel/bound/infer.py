@@ -144,7 +144,9 @@ def _loop_value(ctx: BoundContext, loop: E.IterVar) -> E.Var | None:
     """The variable a loop's value is in the lowered code: its own at the root, its host's when
     its stage shares it (seed 003), None when it runs over a region rather than its domain."""
     owner = ctx.sch.stage_of_iter_var(loop)
-    if owner is None or owner.attach_type == "root":
+    if owner is None or not any(loop is x for x in owner.leaf_iter_vars):
+        return None  # no longer a loop (split or fused since): nothing to take the value from
+    if owner.attach_type == "root":
         return loop.var
     if owner in ctx.boxes and loop in owner.shared_loops:
         return _loop_value(ctx, owner.shared_loops[loop])
