@@ -114,7 +114,7 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
     gathered by this stage's operation into ranges of its root loops."""
     op = st.op
     readers = ctx.consumers[st]
-    if identified(st, ctx.consumers, ctx.bodies):
+    if identified(st, ctx.consumers, ctx.bodies, lambda host: _whole_domain(ctx, host)):
         box = op.gather_bound(st, [shared_request(st, ctx.analyzer)], ctx.analyzer)
         ctx.boxes[st] = dict(box)
         for iv in op.root_iter_vars:
@@ -140,6 +140,18 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
         raise InternalError(f"stage {st.name}: {type(op).__name__}.gather_bound gave no range for {', '.join(missing)}")
 
 
+def _whole_domain(ctx: BoundContext, st: Stage) -> bool:
+    """Whether a (root) stage's loops run over its whole domain: a host whose readers asked for
+    more or less than that runs its loops over a region, and its loop values are not its axes'."""
+    ana = ctx.analyzer
+    for iv in st.op.root_iter_vars:
+        r = ctx.rmap.get(iv)
+        if r is None or iv.dom is None or not (ana.can_prove_equal(r.min, iv.dom.min)
+                                               and ana.can_prove_equal(r.extent, iv.dom.extent)):
+            return False
+    return True
+
+
 def _loop_value(ctx: BoundContext, loop: E.IterVar) -> E.Var | None:
     """The variable a loop's value is in the lowered code: its own at the root, its host's when
     its stage shares it (seed 003), None when it runs over a region rather than its domain."""
@@ -147,7 +159,7 @@ def _loop_value(ctx: BoundContext, loop: E.IterVar) -> E.Var | None:
     if owner is None or not any(loop is x for x in owner.leaf_iter_vars):
         return None  # no longer a loop (split or fused since): nothing to take the value from
     if owner.attach_type == "root":
-        return loop.var
+        return loop.var if _whole_domain(ctx, owner) else None
     if owner in ctx.boxes and loop in owner.shared_loops:
         return _loop_value(ctx, owner.shared_loops[loop])
     return None

@@ -15,12 +15,24 @@ from ..schedule.stage import SCOPE, Stage
 from ..te.operation import Request
 
 
+def intact(st: Stage) -> bool:
+    """Whether the stage's shared loops are still its outer loops and it is attached at the last
+    of them (a split or fuse of them since, or a TE compute_at, ends the sharing)."""
+    if st.attach_type != SCOPE or not st.shared_loops or not hasattr(st.op, "axis"):
+        return False
+    k = len(st.shared_loops)
+    leaves = st.leaf_iter_vars
+    if k > len(leaves) or any(iv not in st.shared_loops for iv in leaves[:k]):
+        return False
+    return st.shared_loops[leaves[k - 1]] is st.attach_ivar
+
+
 def shared_request(st: Stage, ana: Analyzer, resolve=None) -> Request | None:
     """The stage's slice as a request on its first output; None unless it shares loops.
 
     ``resolve(loop)`` gives the variable a host loop's value is in the lowered code (a host that
     itself shares its loops takes them from its own host), or None when it has none."""
-    if st.attach_type != SCOPE or not st.shared_loops or not hasattr(st.op, "axis"):
+    if not intact(st):
         return None
     resolve = resolve or (lambda loop: loop.var)
     values = {leaf: resolve(loop) for leaf, loop in st.shared_loops.items()}
@@ -49,7 +61,7 @@ def slice_only(st: Stage, readers: dict, bodies: dict, memo: dict | None = None)
     if id(st) in memo:
         return memo[id(st)]
     memo[id(st)] = False
-    if st.attach_type != SCOPE or not st.shared_loops or not hasattr(st.op, "axis"):
+    if not intact(st):
         return False
     loops = {id(v) for v in st.shared_loops.values()}
     ok = True
@@ -66,25 +78,21 @@ def slice_only(st: Stage, readers: dict, bodies: dict, memo: dict | None = None)
     return ok
 
 
-def identified(st: Stage, readers: dict, bodies: dict) -> bool:
+def identified(st: Stage, readers: dict, bodies: dict, whole=lambda host: True) -> bool:
     """Whether ``st``'s outer loops *are* its host's loops (nvFuser's loop sharing, exactly):
     its first loops are all shared, exactly, with loops of a stage at the root, it is attached at
     the last of them, and its readers read only its slice. Then it keeps the ranges of its whole
-    domain, lowering runs only its other loops with the shared ones taken from the host, and
+    domain, lowering runs only its other loops with the shared ones taken from the host (whose
+    loops must run over its whole domain, ``whole``), and
     its storage is its slice's box (``ctx.boxes``): exact work, whatever the loops fused."""
-    if st.attach_type != SCOPE or not st.shared_loops or not hasattr(st.op, "axis"):
-        return False
-    k = len(st.shared_loops)
-    leaves = st.leaf_iter_vars
-    if k > len(leaves) or any(iv not in st.shared_loops for iv in leaves[:k]):
-        return False
-    if st.shared_loops[leaves[k - 1]] is not st.attach_ivar:
+    if not intact(st):
         return False
     for host_loop in st.shared_loops.values():
         owner = st.schedule.stage_of_iter_var(host_loop)
-        if owner is None or owner.attach_type != "root" or host_loop not in owner.leaf_iter_vars:
+        if owner is None or owner.attach_type != "root" or host_loop not in owner.leaf_iter_vars \
+                or not whole(owner):
             return False
     return not readers.get(st) or slice_only(st, readers, bodies)
 
 
-__all__ = ["identified", "shared_request", "slice_only"]
+__all__ = ["identified", "intact", "shared_request", "slice_only"]

@@ -150,7 +150,10 @@ def verify(sch: Schedule) -> None:
 def _shares_host_loop(st: Stage) -> bool:
     """Attached by a position primitive at a loop it shares (seed 003): it computes its own
     slice of every iteration, so an output is still stored in full, once."""
-    return st.attach_type == SCOPE and any(v is st.attach_ivar for v in st.shared_loops.values())
+    k = len(st.shared_loops)
+    if st.attach_type != SCOPE or not k or any(iv not in st.shared_loops for iv in st.leaf_iter_vars[:k]):
+        return False
+    return st.shared_loops.get(st.leaf_iter_vars[k - 1]) is st.attach_ivar
 
 
 def _check_output(sch: Schedule, st: Stage, propose: bool) -> Violation | None:

@@ -8,6 +8,7 @@ onto a copy of the schedule and shown to work before it is offered.
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 from ..errors import ScheduleError
@@ -54,12 +55,25 @@ def refuse(sch: Schedule, why: Refusal, producer: Stage, consumer: Stage, pos, p
                 f"loops: {why.text}")
     v = Violation(kind, _live(sch, why.stage), text, tuple(_live(sch, s) for s in why.stages if s is not None),
                   tuple(why.loops))
+    if _proposing.active:  # a candidate fix refused in turn: no fixes of fixes
+        return v.error()
     names = Names(sch)
     cands = [FixBuilder(names).compute_at_pos(producer, consumer, q) for q in range(p - 1, 0, -1)]
     if why.kind == "BROADCAST_TWO_WAYS":
         cands.append(_readers_instead(sch, names, producer, consumer))
     cands.append(FixBuilder(names).compute_at_pos(producer, consumer, p, "best_effort"))
-    return choose(sch, v, [c for c in cands if c is not None]).error()
+    _proposing.active = True
+    try:
+        return choose(sch, v, [c for c in cands if c is not None]).error()
+    finally:
+        _proposing.active = False
+
+
+class _Proposing(threading.local):
+    active = False
+
+
+_proposing = _Proposing()
 
 
 def _live(sch: Schedule, st: Stage) -> Stage:
