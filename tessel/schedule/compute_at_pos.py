@@ -363,6 +363,8 @@ def compute_at_position(sch: Schedule, producer: Stage, consumer: Stage, pos, mo
     refusal = place_all(g, refidx, selected, tc, mode != "standard", report)
     if refusal is None:
         refusal = _still_illegal(trial)
+    if refusal is not None and mode != "standard" and p > 0:  # best effort: a lower position
+        return compute_at_position(sch, producer, consumer, p - 1, "best_effort")
     if refusal is not None:
         raise refuse(sch, refusal, producer, consumer, pos, p)
     commit(sch, trial)
