@@ -39,9 +39,20 @@ def main() -> None:
         "split_reorder_itervar_graph.svg": viz.itervar_graph(schedule_of("seed001_split_reorder.py"), stage="C"),
         "rfactor_itervar_graph.svg": viz.itervar_graph(schedule_of("seed001_rfactor.py")),
     }
+    pictures.update(seed003_pictures())
     for name, view in pictures.items():
         view.save(OUT / name, engine="python")
         print(f"wrote {OUT / name}")
+
+
+def seed003_pictures() -> dict:
+    """computeAt by position (docs/compute_at.md): the schedule tree after it, and the replayed
+    split in the IterVar DAGs of the stages that followed t3."""
+    ca = schedule_of("seed003_compute_at.py")
+    return {
+        "compute_at_pos_schedule_tree.svg": viz.schedule_tree(ca),
+        "compute_at_pos_itervar_graph.svg": viz.itervar_graph(ca, stage=["t1", "t2", "t3", "t4"]),
+    }
 
 
 if __name__ == "__main__":

@@ -156,7 +156,9 @@ def _lower_schedule(sch: Schedule, args: Sequence, name: str, exact: bool = True
     b = _bound(sch, args, name)
     if keep is not None:
         keep.append(b)
-    return _lower_bounded(b, exact_plan(b.ctx) if exact else None)
+    # stages sharing a host's loops (computeAt by position) keep InferBound's slices: the exact
+    # analysis does not follow loops taken from another stage
+    return _lower_bounded(b, exact_plan(b.ctx) if exact and not b.ctx.boxes else None)
 
 
 def _lower_bounded(b: _Bounded, plan: ExactPlan | None) -> tuple[S.PrimFunc, list[Step]]:
@@ -288,8 +290,8 @@ class _ExactFront:
 
     def __call__(self) -> S.PrimFunc:
         if not self.done:
-            plan = exact_plan(self.bounded.ctx)
-            if plan.changed:
+            plan = None if self.bounded.ctx.boxes else exact_plan(self.bounded.ctx)  # as in _lower_schedule
+            if plan is not None and plan.changed:
                 self.front, self.steps = _lower_bounded(self.bounded, plan)
             self.done = True
         return self.front

@@ -7,7 +7,9 @@ under a ``where``) and a matmul-like stage reading a second input. Then it appli
 sequence of schedule primitives -- split by factor or nparts (non-divisible and larger than
 the extent included), fuse of adjacent loops, reorder, compute_at at a random loop of a
 reader, compute_inline, vectorize/unroll of the innermost loop, parallel of an outer
-data-parallel loop, and now and then cache_read, cache_write and rfactor -- and runs the
+data-parallel loop, and now and then cache_read, cache_write and rfactor (one test adds seed
+003's position primitives: compute_at by position, propagate, inline_at, inline_most,
+inline_all_at) -- and runs the
 result on the python and C targets against NumPy (``helpers.check``, random data, never zeros).
 
 The generator writes every step as a line of Python and executes that line, so a failure is
@@ -391,10 +393,37 @@ def _readers(prog: Program, name: str) -> list[str]:
     return out
 
 
-def apply_primitive(draw, prog: Program) -> None:
+def apply_position_primitive(draw, prog: Program, name: str) -> None:
+    """seed 003's primitives: compute_at by position (any mode, any later stage), propagation
+    from a stage, inline_at, inline_most and inline_all_at."""
+    stage = _stage(prog, name)
+    n = len(stage.leaf_iter_vars)
+    later = [t for t in prog.stage_names if t != name and _stage(prog, t).attach_type != "inline"]
+    what = draw(st.sampled_from(["compute_at", "compute_at", "compute_at", "propagate", "inline_at",
+                                 "inline_most", "inline_all_at"]))
+    if what == "compute_at" and later:
+        c = draw(st.sampled_from(later))
+        cn = len(_stage(prog, c).leaf_iter_vars)
+        pos = draw(st.integers(-cn - 1, cn))
+        mode = draw(st.sampled_from(["standard", "best_effort", "most_inlined"]))
+        prog.attempt(f"s[{name}].compute_at(s[{c}], {pos}, mode={mode!r})")
+    elif what == "propagate":
+        prog.attempt(f"s.propagate({name}, {draw(st.integers(-n - 1, n))})")
+    elif what == "inline_at":
+        prog.attempt(f"s[{name}].inline_at({draw(st.integers(-n - 1, n))}, best_effort={draw(st.booleans())})")
+    elif what == "inline_most":
+        prog.attempt("s.inline_most()")
+    elif what == "inline_all_at":
+        prog.attempt(f"s.inline_all_at({name}, {draw(st.integers(-n - 1, n))}, best_effort=True)")
+
+
+def apply_primitive(draw, prog: Program, positions: bool = False) -> None:
     name = draw(st.sampled_from(prog.stage_names))
     stage = _stage(prog, name)
     if stage.attach_type == "inline":
+        return
+    if positions and draw(st.integers(0, 2)) == 0:
+        apply_position_primitive(draw, prog, name)
         return
     leaves = stage.leaf_iter_vars
     n = len(leaves)
@@ -490,12 +519,12 @@ def apply_primitive(draw, prog: Program) -> None:
                 prog.stage_names.append(new)
 
 
-def run_example(draw, stats: dict, stages: tuple[int, int]) -> None:
+def run_example(draw, stats: dict, stages: tuple[int, int], positions: bool = False) -> None:
     prog = Program()
     build_pipeline(draw, prog, stages)
     steps = draw(st.integers(1, STEPS))
     for _ in range(steps):
-        apply_primitive(draw, prog)
+        apply_primitive(draw, prog, positions)
     args = ", ".join([*prog.inputs, *prog.outputs])
     refs = ", ".join(prog.refs[t] for t in prog.inputs)
     want = ", ".join(prog.refs[t] for t in prog.outputs)
@@ -527,15 +556,15 @@ def run_example(draw, stats: dict, stages: tuple[int, int]) -> None:
                              f"---- traceback ----\n{traceback.format_exc()}") from None
 
 
-def _fuzz(stages: tuple[int, int], part: int = 0, examples: int = EXAMPLES) -> dict:
+def _fuzz(stages: tuple[int, int], part: int = 0, examples: int = EXAMPLES, positions: bool = False) -> dict:
     stats: dict = {}
 
     # each family (and part of one) its own examples
-    @seed(int(SEED or 0) * 1000 + 100 * part + 10 * stages[0] + stages[1])
+    @seed(int(SEED or 0) * 1000 + 100 * part + 10 * stages[0] + stages[1] + 7 * positions)
     @settings(FUZZ, max_examples=examples)
     @given(st.data())
     def run(data):
-        run_example(data.draw, stats, stages)
+        run_example(data.draw, stats, stages, positions)
 
     run()
     if os.environ.get("TESSEL_FUZZ_STATS"):
@@ -547,6 +576,12 @@ def _fuzz(stages: tuple[int, int], part: int = 0, examples: int = EXAMPLES) -> d
 
 def test_schedule_fuzz_short_pipelines():
     _fuzz((1, 2))
+
+
+def test_schedule_fuzz_positions():
+    """The same pipelines with seed 003's position primitives mixed in (compute_at by position,
+    propagate, inline_at, inline_most, inline_all_at)."""
+    _fuzz(DEEP, 2, max(EXAMPLES // 2, 1), positions=True)
 
 
 @pytest.mark.parametrize("part", [0, 1])

@@ -29,6 +29,7 @@ from ..schedule.stage import INLINE, SCOPE, Stage
 from ..te.operation import Request
 from .check import check_reads_in_bounds
 from .propagate import pass_down_domain, pass_up_domain
+from .shared import identified, shared_request, slice_only
 
 
 class BoundContext:
@@ -44,6 +45,8 @@ class BoundContext:
         self.analyzer = Analyzer()
         for cond in sch.assumption_exprs():  # the user's promises (s.assume), checked at every call
             self.analyzer.assume(cond)
+        # stages whose outer loops are a host's loops (seed 003): their storage box per root axis
+        self.boxes: dict[Stage, dict[E.IterVar, E.Range]] = {}
 
 
 def stage_order(sch: Schedule, cons: dict[Stage, list[Stage]]) -> list[Stage]:
@@ -116,13 +119,23 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
     gathered by this stage's operation into ranges of its root loops."""
     op = st.op
     readers = ctx.consumers[st]
-    if st.is_output or not readers:
+    if identified(st, ctx.consumers, ctx.bodies, lambda host: _whole_domain(ctx, host)):
+        box = op.gather_bound(st, [shared_request(st, ctx.analyzer)], ctx.analyzer)
+        ctx.boxes[st] = dict(box)
         for iv in op.root_iter_vars:
             _set_range(ctx, iv, op.root_domain(st, iv))
         return
-    requests: list[Request] = []
+    exact = slice_only(st, ctx.consumers, ctx.bodies)  # its readers read exactly its slice
+    want = st.is_output or not readers or exact
+    shares = shared_request(st, ctx.analyzer, lambda loop: _loop_value(ctx, loop)) if want else None
+    exact = exact and shares is not None
+    if (st.is_output or not readers) and shares is None:
+        for iv in op.root_iter_vars:
+            _set_range(ctx, iv, op.root_domain(st, iv))
+        return
+    requests: list[Request] = [shares] if shares is not None else []
     inside = {id(iv) for iv in ctx.paths[st]}
-    for c in readers:
+    for c in () if exact else readers:
         dom_map = _consumer_root_sets(ctx, c, inside)
         requests.extend(c.op.propagate_bounds(ctx.bodies[c.op], dom_map, op, ctx.analyzer))
     for iv, r in op.gather_bound(st, requests, ctx.analyzer):
@@ -132,12 +145,40 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
         raise InternalError(f"stage {st.name}: {type(op).__name__}.gather_bound gave no range for {', '.join(missing)}")
 
 
+def _whole_domain(ctx: BoundContext, st: Stage) -> bool:
+    """Whether a (root) stage's loops run over its whole domain: a host whose readers asked for
+    more or less than that runs its loops over a region, and its loop values are not its axes'."""
+    ana = ctx.analyzer
+    for iv in st.op.root_iter_vars:
+        r = ctx.rmap.get(iv)
+        if r is None or iv.dom is None or not (ana.can_prove_equal(r.min, iv.dom.min)
+                                               and ana.can_prove_equal(r.extent, iv.dom.extent)):
+            return False
+    return True
+
+
+def _loop_value(ctx: BoundContext, loop: E.IterVar) -> E.Var | None:
+    """The variable a loop's value is in the lowered code: its own at the root, its host's when
+    its stage shares it (seed 003), None when it runs over a region rather than its domain."""
+    owner = ctx.sch.stage_of_iter_var(loop)
+    if owner is None or not any(loop is x for x in owner.leaf_iter_vars):
+        return None  # no longer a loop (split or fused since): nothing to take the value from
+    if owner.attach_type == "root":
+        return loop.var if _whole_domain(ctx, owner) else None
+    if owner in ctx.boxes and loop in owner.shared_loops:
+        return _loop_value(ctx, owner.shared_loops[loop])
+    return None
+
+
 def _consumer_root_sets(ctx: BoundContext, c: Stage, inside: set[int]) -> dict[E.Var, IntSet]:
     """Phases 1-2: what one execution of the producer sees of the consumer's root indices."""
     up: dict[E.IterVar, IntSet] = {}
+    shared = c.shared_loops if c in ctx.boxes else {}
     for iv in c.leaf_iter_vars:
         r = ctx.rmap[iv]
-        if E.is_const_int(ctx.analyzer.simplify(r.extent), 1):
+        if iv in shared:  # the host's loop, which encloses the producer too
+            up[iv] = IntSet.single_point(shared[iv].var)
+        elif E.is_const_int(ctx.analyzer.simplify(r.extent), 1):
             up[iv] = IntSet.single_point(r.min)
         elif id(iv) in inside:
             up[iv] = IntSet.single_point(iv.var)

@@ -17,7 +17,7 @@ stays inside it.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import ChainMap, defaultdict
 
 import islpy as isl
 
@@ -66,14 +66,20 @@ class _Builder:
     def pipeline(self, st: Stage, rest: S.Stmt) -> S.Stmt:
         op = st.op
         produce = S.AttrStmt(op, "produce", 0, op.build_provide(self, st, self.ctx.bodies[op]))
-        realize = op.build_realize(st, self.rmap, S.seq(produce, rest))
+        box = self.ctx.boxes.get(st)  # a stage sharing a host's loops is stored over its slice
+        realize = op.build_realize(st, ChainMap(box, self.rmap) if box else self.rmap, S.seq(produce, rest))
         if getattr(st, "dim_align", None):  # storage_align: storage flattening pads the strides
             realize = S.AttrStmt(DimAlign(op.outputs, st.dim_align), "buffer_dim_align", 0, realize)
         return realize
 
+    def _shared(self, st: Stage) -> dict[E.IterVar, E.IterVar]:
+        """The loops of ``st`` that are a host's loops (seed 003): not emitted, taken from the host."""
+        return st.shared_loops if st in self.ctx.boxes else {}
+
     def index_values(self, st: Stage) -> dict[E.IterVar, E.PrimExpr]:
         """Every IterVar of ``st`` as an expression of its leaf loop variables."""
-        value = {iv: iv.var for iv in st.leaf_iter_vars}
+        shared = self._shared(st)
+        value = {iv: shared[iv].var if iv in shared else iv.var for iv in st.leaf_iter_vars}
         pass_up_index(st, self.rmap, value)
         return value
 
@@ -90,8 +96,10 @@ class _Builder:
         info = self.exact.exact(st) if self.exact is not None else None
         if info is not None:
             return self._exact_nest(st, info, begin, end, body)
+        shared = self._shared(st)
         for iv in reversed(st.leaf_iter_vars[begin:end]):
-            body = self.loop(st, iv, self.attach(st, iv, body))
+            body = self.attach(st, iv, body)
+            body = body if iv in shared else self.loop(st, iv, body)
         return body
 
     def attach(self, st: Stage, iv: E.IterVar, body: S.Stmt) -> S.Stmt:

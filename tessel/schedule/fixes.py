@@ -112,6 +112,15 @@ class FixBuilder:
         code = f"s[{self.n.stage(st)}].compute_at(s[{self.n.stage(tgt)}], {self.n.axis(tgt, iv)})"
         return self._add(code, "compute_at", self.n.ref(st), self.n.ref(tgt), self.n.axis_ref(tgt, iv))
 
+    def compute_at_pos(self, st: Stage, tgt: Stage, pos: int, mode: str = "standard") -> FixBuilder:
+        """``compute_at`` by position (seed 003)."""
+        extra = "" if mode == "standard" else f", mode={mode!r}"
+        code = f"s[{self.n.stage(st)}].compute_at(s[{self.n.stage(tgt)}], {pos}{extra})"
+        self._add(code, "compute_at", self.n.ref(st), self.n.ref(tgt), pos)
+        if mode != "standard":
+            self.steps[-1].kwargs["mode"] = mode
+        return self
+
     def annotate(self, st: Stage, method: str, iv: E.IterVar) -> FixBuilder:
         code = f"s[{self.n.stage(st)}].{method}({self.n.axis(st, iv)})"
         return self._add(code, method, self.n.ref(st), self.n.axis_ref(st, iv))

@@ -28,11 +28,13 @@ class DagEdge:
     outputs: tuple[E.IterVar, ...]
     params: str
     relation: Relation
+    replayed_from: str | None = None  # made by computeAt's transform replay from that stage (seed 003)
 
     def to_text(self) -> str:
         ins = ", ".join(iv.name for iv in self.inputs) or "()"
         outs = ", ".join(iv.name for iv in self.outputs)
-        return f"{self.kind} {ins} -> {outs}" + (f" ({self.params})" if self.params else "")
+        text = f"{self.kind} {ins} -> {outs}" + (f" ({self.params})" if self.params else "")
+        return text + (f" [replayed from {self.replayed_from}]" if self.replayed_from else "")
 
 
 class IterVarDag:
@@ -41,7 +43,10 @@ class IterVarDag:
         self.roots: list[E.IterVar] = list(stage.op.root_iter_vars)
         self.nodes: list[E.IterVar] = list(stage.all_iter_vars)
         self.leaves: list[E.IterVar] = list(stage.leaf_iter_vars)
-        self.edges: list[DagEdge] = [_edge(r) for r in stage.relations]
+        from .compute_at_pos import replay_origins
+
+        origin = replay_origins(stage.schedule)
+        self.edges: list[DagEdge] = [_edge(r, origin.get(id(r))) for r in stage.relations]
 
     def is_root(self, iv: E.IterVar) -> bool:
         return any(iv is r for r in self.roots)
@@ -78,9 +83,9 @@ class IterVarDag:
         return f"IterVarDag({self.stage.name}: {len(self.nodes)} IterVars, {len(self.edges)} relations)"
 
 
-def _edge(r: Relation) -> DagEdge:
+def _edge(r: Relation, replayed_from: str | None = None) -> DagEdge:
     params = ", ".join(f"{k} {v}" for k, v in r.params().items())
-    return DagEdge(r.kind, r.inputs, r.outputs, params, r)
+    return DagEdge(r.kind, r.inputs, r.outputs, params, r, replayed_from)
 
 
 __all__ = ["DagEdge", "IterVarDag"]

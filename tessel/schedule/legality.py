@@ -58,6 +58,11 @@ class ViolationKind(Enum):
     RFACTOR_ORDER_DEPENDENT_REDUCER = "rfactor-order-dependent-reducer"
     CARRIED_DEPENDENCE = "carried-dependence"
     SYMBOLIC_UNROLL = "symbolic-unroll"
+    # computeAt by position (seed 003): patterns that would need a stage recomputed
+    RECOMPUTE_REDUCTION = "recompute-reduction"
+    BROADCAST_TWO_WAYS = "broadcast-two-ways"
+    UNMAPPABLE_AXIS = "unmappable-axis"
+    FIXED_LOOPS = "fixed-loops"
 
 
 @dataclass
@@ -147,8 +152,17 @@ def verify(sch: Schedule) -> None:
         raise found[0].error(len(found) - 1)
 
 
+def _shares_host_loop(st: Stage) -> bool:
+    """Attached by a position primitive at a loop it shares (seed 003): it computes its own
+    slice of every iteration, so an output is still stored in full, once."""
+    k = len(st.shared_loops)
+    if st.attach_type != SCOPE or not k or any(iv not in st.shared_loops for iv in st.leaf_iter_vars[:k]):
+        return False
+    return st.shared_loops.get(st.leaf_iter_vars[k - 1]) is st.attach_ivar
+
+
 def _check_output(sch: Schedule, st: Stage, propose: bool) -> Violation | None:
-    if not st.is_output or st.attach_type not in (INLINE, SCOPE):
+    if not st.is_output or st.attach_type not in (INLINE, SCOPE) or _shares_host_loop(st):
         return None
     if st.attach_type == INLINE:
         why = (f"{st.name} is an output of the schedule but is marked inline: the caller receives all of "
@@ -241,7 +255,7 @@ def _check_reader_relation(sch: Schedule, st: Stage, cons: dict, propose: bool) 
     """A stage may only be attached to a stage that reads it, directly or through others."""
     tgt = st.attach_stage
     assert tgt is not None and st.attach_ivar is not None
-    if reaches(cons, st, tgt):
+    if reaches(cons, st, tgt) or _shares_host_loop(st):
         return None
     readers = ", ".join(r.name for r in cons.get(st, [])) or "none"
     text = (f"{st.name} is attached inside {_loop_words(tgt, st.attach_ivar)}, but {tgt.name} does not read "

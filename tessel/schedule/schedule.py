@@ -33,6 +33,8 @@ class Schedule:
         self.iv_notes: dict[E.IterVar, str] = {}
         # every primitive call as a step, where it was made (see history.py)
         self.history: History | None = None
+        # what each position primitive did (computeAt by position, seed 003), for views
+        self.position_log: list = []
         note_created(self, notify)
 
     def _attach_bodies(self) -> None:
@@ -127,6 +129,28 @@ class Schedule:
 
         return create_group(self, outputs, inputs, include_inputs)
 
+    # ---- computeAt by position, propagation and inlining (seed 003; see inlining.py) ------
+    @recorded
+    def propagate(self, reference, pos: int = -1, selector=None) -> list[str]:
+        """Replay ``reference``'s first ``pos`` loops onto every stage connected to it."""
+        from .inlining import propagate
+
+        return propagate(self, self[reference], pos, selector)
+
+    @recorded
+    def inline_most(self, stages=None) -> dict[str, int]:
+        """Compute every stage (or those given) as deep inside its readers as is legal."""
+        from .inlining import inline_most
+
+        return inline_most(self, stages)
+
+    @recorded
+    def inline_all_at(self, reference, pos: int = -1, best_effort: bool = False) -> dict[str, int]:
+        """Compute every stage at ``reference``'s position ``pos``, mapped onto its own loops."""
+        from .inlining import inline_all_at
+
+        return inline_all_at(self, self[reference], pos, best_effort)
+
     # ---- the operational model's three structures, and legality --------------------------
     def dataflow_graph(self):
         """Stages and the tensors flowing between them (seed 001, "Dataflow Graph")."""
@@ -170,6 +194,7 @@ class Schedule:
         new = _copy.copy(self)
         new.outputs = list(self.outputs)
         new.iv_notes = dict(self.iv_notes)
+        new.position_log = list(self.position_log)
         new.history = self.history.fork() if record and self.history is not None else None
         smap = {id(st): st.copy_into(new) for st in self.stages}
         new.stages = [smap[id(st)] for st in self.stages]

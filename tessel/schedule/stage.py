@@ -78,6 +78,11 @@ class Stage:
         # storage_align (dimension -> (factor, offset)) and set_store_predicate (see hints.py)
         self.dim_align: dict[int, tuple[int, int]] = {}
         self.store_predicate: E.PrimExpr | None = None
+        # computeAt by position (seed 003): how many of its outer loops it shares with its readers,
+        # how many a producer is computed in, and which of its loops are a host stage's loops
+        self.compute_at_pos = 0
+        self.max_producer_pos = 0
+        self.shared_loops: dict[E.IterVar, E.IterVar] = {}
 
     # ---- naming and lookup -------------------------------------------------------------
     @property
@@ -248,10 +253,24 @@ class Stage:
 
     # ---- placement -----------------------------------------------------------------------
     @recorded
-    def compute_at(self, parent: Stage, scope: E.IterVar) -> None:
-        """Compute this stage inside loop ``scope`` of ``parent``, only the region it needs there."""
+    def compute_at(self, parent: Stage, scope: E.IterVar | int, mode: str = "standard"):
+        """Compute this stage inside loop ``scope`` of ``parent``, only the region it needs there.
+
+        With an int ``scope`` it is seed 003's computeAt by position: this stage (and what must
+        move with it) is computed inside ``parent``'s outer ``scope`` loops (negative counts from
+        the innermost), ``parent`` need only read it through other stages, and ``mode`` is
+        ``"standard"``, ``"best_effort"`` or ``"most_inlined"`` (see ``compute_at_pos.py``)."""
         if not isinstance(parent, Stage):
             parent = self.schedule[parent]
+        if isinstance(scope, int) and not isinstance(scope, bool):
+            from .compute_at_pos import compute_at_position
+
+            if parent.schedule is not self.schedule:
+                raise ScheduleError(f"stage {self.name}: compute_at target {parent.name} is a stage of another "
+                                    f"schedule; use this schedule's stage, s[{parent.name}]")
+            report = compute_at_position(self.schedule, self, parent, scope, mode)
+            self.schedule.position_log.append(report)
+            return None
         if parent.schedule is not self.schedule:
             raise ScheduleError(
                 f"stage {self.name}: compute_at target {parent.name} is a stage of another schedule; "
@@ -281,11 +300,21 @@ class Stage:
         self.attach_type = SCOPE
         self.attach_ivar = scope
         self.attach_stage = parent
+        self.shared_loops, self.compute_at_pos = {}, 0
 
     @recorded
     def compute_root(self) -> None:
         self.attach_type = ROOT
         self.attach_ivar = self.attach_stage = None
+        self.shared_loops, self.compute_at_pos = {}, 0
+
+    @recorded
+    def inline_at(self, pos: int, best_effort: bool = False) -> int:
+        """Compute this stage inside its readers' outer ``pos`` loops, as they are now (no replay;
+        seed 003's inlineAt). Never lowers a position it already has; returns the position."""
+        from .inlining import inline_at
+
+        return inline_at(self.schedule, self, pos, best_effort)
 
     @recorded
     def compute_inline(self) -> None:
@@ -299,6 +328,7 @@ class Stage:
             )
         self.attach_type = INLINE
         self.attach_ivar = self.attach_stage = None
+        self.shared_loops, self.compute_at_pos = {}, 0
 
     # ---- annotations ---------------------------------------------------------------------
     def _annotate(self, iv: E.IterVar, kind: str) -> None:
@@ -441,6 +471,7 @@ class Stage:
         new.iter_var_attrs = {iv: dataclasses.replace(a, pragmas=dict(a.pragmas))
                               for iv, a in self.iter_var_attrs.items()}
         new.derived_from = dict(self.derived_from)
+        new.shared_loops = dict(self.shared_loops)
         return new
 
     # ---- keeping attachments and annotations on the loop they were made for ---------------

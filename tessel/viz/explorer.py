@@ -109,6 +109,8 @@ class _Renderer:
                 out["views"][key] = self._svg(fn(snap))
             except TesselError as err:
                 out["views"][key] = self._error_svg(key, err)
+        if rec.primitive in _POSITION_STEPS and len(snap.position_log) > _log_length(rec):
+            out["positions"] = snap.position_log[-1].to_text()  # seed 003: what moved, where
         out["bounds"], out["bounds_note"] = _bounds_rows(snap)
         out["state"], out["problem"], out["ir"] = _check_and_lower(snap, _snapshot_args(rec, snap, args))
         out["deps"], out["deps_note"] = [], "not analysed: the schedule does not lower"
@@ -123,6 +125,15 @@ class _Renderer:
                          f'font-family="monospace" font-size="12">{html_text(key)} view failed: '
                          f"{html_text(str(err), 400)}</text></svg>")
         return len(self.svgs) - 1
+
+
+_POSITION_STEPS = ("compute_at", "propagate")
+
+
+def _log_length(rec: Record) -> int:
+    """How many position reports the schedule had before this step (a TE compute_at adds none)."""
+    prev = rec._prev.snapshot if rec._prev is not None else None
+    return len(prev.position_log) if prev is not None else 0
 
 
 def _snapshot_args(rec: Record, snap: Schedule, args) -> list[Tensor]:

@@ -42,6 +42,7 @@ PAGE = r"""<!DOCTYPE html>
         margin: 4px 0; overflow-x: auto; white-space: pre; }
   #step-title { font: 600 15px monospace; }
   #where, #result { color: #555; font-size: 12px; }
+  #result { white-space: pre-line; }
   .note { border-left: 5px solid #c62828; background: #fdecea; padding: 8px 12px; margin: 6px 0; border-radius: 4px; }
   .note.failed { border-color: #ef6c00; background: #fff3e0; }
   .note.legal { border-color: #2e7d32; background: #e8f5e9; }
@@ -276,7 +277,7 @@ PAGE = r"""<!DOCTYPE html>
     $("step-title").textContent = "Step " + st.index + ": " + st.call;
     $("code").textContent = st.code || "(source line not available)";
     $("where").textContent = "at " + st.where;
-    $("result").textContent = st.result ? "returned " + st.result : "";
+    $("result").textContent = (st.result ? "returned " + st.result : "") + (st.positions ? "\n" + st.positions : "");
     renderProblem(st);
     renderViews(st);
     renderIR(st);

@@ -19,6 +19,7 @@ from ..arith import Analyzer
 from ..errors import TesselError, ViewError
 from ..ir import expr as E
 from ..ir import op as O
+from ..schedule.compute_at_pos import replay_origins
 from ..schedule.graph import DataflowGraph
 from ..schedule.relations import Relation
 from ..schedule.schedule import Schedule
@@ -262,9 +263,11 @@ def itervar_graph(s: Schedule, stage=None) -> View:
             role = "leaf_iv" if id(iv) in leaves else "root_iv" if id(iv) in roots else "iv"
             g.add_node(ids(iv, f"iv:{st.name}:{iv.name}"), label, role=role, bold=id(iv) in roots,
                        cluster=cluster)
+        origin = replay_origins(s)
         for k, rel in enumerate(st.relations):
             rid = ids(rel, f"rel:{st.name}:{k}")
-            g.add_node(rid, _relation_label(rel), role="relation", shape="ellipse", cluster=cluster)
+            label = _relation_label(rel) + ([f"replayed from {origin[id(rel)]}"] if id(rel) in origin else [])
+            g.add_node(rid, label, role="relation", shape="ellipse", cluster=cluster)
             in_labels, out_labels = _port_labels(rel)
             for iv, lab in zip(rel.inputs, in_labels):
                 g.add_edge(ids(iv, f"iv:{st.name}:{iv.name}"), rid, lab)

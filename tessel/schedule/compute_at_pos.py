@@ -1,0 +1,447 @@
+"""computeAt by position (seed 003): ``s[P].compute_at(s[C], pos)`` with an int ``pos``.
+
+Compute P -- and every stage that must move with it -- inside the outer ``pos`` loops of C's
+loop nest. P need only be upstream of C. As nvFuser does it today (``../shared/peers/NVFUSER.md``
+section 5), in four steps, each of which is a function here:
+
+1. **select** the stages that move: every stage on a path from P to the *common consumer*
+   (the first stage at or after C that every use of P flows into), or, without one, P and its
+   dependents that have uses;
+2. **span** the stages from C along the edges the selection allows, preferring at each step the
+   edge that keeps most of C's first ``pos`` loops (a reduction-then-broadcast detour loses one);
+3. **replay** along that tree (``transform_replay.py``): producers as consumers, consumers as
+   producers, so every reached stage's outer loops are images of C's first ``pos`` loops;
+4. **place**: each selected stage gets the position its loops map to (``compute_at_pos``), no
+   deeper than is legal, and is attached (a TE ``compute_at``) at the loop that position names;
+   the other consumers -- the common consumer, terminal outputs -- get the same outer loops and
+   share them (``shared_loops``) without being computed at anything (``max_producer_pos``).
+
+The result is an ordinary TE schedule: relations, attachments, and for a stage sharing a loop
+it does not read from, the map of which of its loops are the host's. Everything is worked out on
+a copy and committed only when it is legal, so a refused call leaves the schedule as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import ScheduleError
+from ..ir import expr as E
+from .axis_map import Graph
+from .stage import ROOT, SCOPE
+from .transform_replay import (
+    FixedLoopsError,
+    leaf_images,
+    replay_consumer_as_producer,
+    replay_producer_as_consumer,
+)
+
+if TYPE_CHECKING:
+    from .schedule import Schedule
+    from .stage import Stage
+
+MODES = ("standard", "best_effort", "most_inlined")
+
+
+@dataclass
+class Refusal:
+    """Why a stage cannot be computed as deep as asked: its kind (a legality ViolationKind
+    name), the sentence, the stages and loops involved, and the deepest legal position."""
+
+    kind: str
+    stage: Stage
+    text: str
+    limit: int
+    stages: tuple = ()
+    loops: tuple = ()
+
+
+@dataclass
+class Report:
+    """What one computeAt did, for the explorer and for users who ask (``s.position_log``)."""
+
+    call: str
+    common_consumer: str | None
+    selected: list[str]
+    tree: list[tuple[str, str, str]] = field(default_factory=list)  # (from, to, "PasC"/"CasP")
+    replayed: list[str] = field(default_factory=list)
+    attached: list[tuple[str, str, str, int]] = field(default_factory=list)  # (stage, at stage, loop, pos)
+    shared: list[tuple[str, str, str]] = field(default_factory=list)  # (stage, host, loop)
+    made: list[tuple[str, object, str]] = field(default_factory=list)  # (stage, relation, replayed from)
+
+    def to_text(self) -> str:
+        lines = [self.call, f"  common consumer: {self.common_consumer or 'none'}",
+                 f"  selected: {', '.join(self.selected) or 'none'}",
+                 f"  replayed: {', '.join(self.replayed) or 'none'}"]
+        lines += [f"  {a} computed at {b}'s loop {loop} (position {p})" for a, b, loop, p in self.attached]
+        lines += [f"  {a} shares {b}'s loops down to {loop}" for a, b, loop in self.shared]
+        return "\n".join(lines)
+
+
+def replay_origins(sch: Schedule) -> dict[int, str]:
+    """For every relation a position primitive made by replay: the stage it was replayed from."""
+    return {id(rel): ref for rep in sch.position_log for _, rel, ref in rep.made}
+
+
+# ---- 1. selection --------------------------------------------------------------------------
+def common_consumer(g: Graph, producer: Stage, consumer: Stage) -> Stage | None:
+    """The first stage at or after ``consumer`` lying on every use chain of ``producer``."""
+    down = g.downstream(producer)
+    terminals = [x for x in down if not g.consumers[id(x)]]
+    if not terminals:
+        return None
+    on_path = {id(x) for x in down if x is not consumer and _reaches(g, x, consumer)}
+    order = {id(st): k for k, st in enumerate(g.sch.stages)}
+    for x in sorted(down, key=lambda s: order[id(s)]):
+        if id(x) in on_path or (x is not consumer and not _reaches(g, consumer, x)):
+            continue
+        if not _avoidable(g, producer, x, terminals):
+            return x
+    return None
+
+
+def _reaches(g: Graph, a: Stage, b: Stage) -> bool:
+    return a is b or any(x is b for x in g.downstream(a))
+
+
+def _avoidable(g: Graph, src: Stage, block: Stage, terminals: list[Stage]) -> bool:
+    """Whether some terminal is reachable from ``src`` without passing ``block``."""
+    seen, todo = {id(src)}, [src]
+    while todo:
+        x = todo.pop()
+        if x is not block and not g.consumers[id(x)] and any(x is t for t in terminals):
+            return True
+        for c in g.consumers[id(x)]:
+            if id(c) not in seen and c is not block:
+                seen.add(id(c))
+                todo.append(c)
+    return False
+
+
+def select(g: Graph, producer: Stage, cc: Stage | None) -> list[Stage]:
+    """The stages that move with the producer (placeholders never move)."""
+    if cc is not None:
+        chosen = [producer] + [x for x in g.downstream(producer) if x is not cc and _reaches(g, x, cc)]
+    else:
+        chosen = [producer] + [x for x in g.downstream(producer) if g.consumers[id(x)]]
+    order = {id(st): k for k, st in enumerate(g.sch.stages)}
+    return sorted((x for x in chosen if not x.is_placeholder), key=lambda s: order[id(s)])
+
+
+# ---- 2 and 3. spanning tree and replay -------------------------------------------------------
+def span_and_replay(g: Graph, ref: Stage, pos: int, selected: list[Stage], report: Report | None = None,
+                    allow=None, best_effort: bool = False) -> dict[int, list[int]]:
+    """Replay outwards from ``ref`` along the edges that keep most of its first ``pos`` loops.
+
+    Returns, for every reached stage, the reference loop index of each of its leading image
+    loops (``refidx``). ``allow(y, x, direction)`` says which edges may be taken."""
+    sel = {id(s) for s in selected}
+    if allow is None:
+        def allow(y: Stage, x: Stage, d: str) -> bool:
+            return id(x) in sel if d == "PasC" else (id(x) in sel or id(y) in sel)
+    refidx: dict[int, list[int]] = {id(ref): list(range(pos))}
+    posof: dict[int, int] = {id(ref): pos}
+    info: dict[int, dict[int, E.IterVar]] = {id(ref): {id(r): r for r in ref.op.root_iter_vars}}
+    order = {id(st): k for k, st in enumerate(g.sch.stages)}
+    while True:
+        best = None
+        for yid in list(refidx):
+            y = _stage(g, yid)
+            for d, xs in (("PasC", g.producers[yid]), ("CasP", g.consumers[yid])):
+                for x in xs:
+                    if id(x) in refidx or x.is_placeholder or not allow(y, x, d):
+                        continue
+                    amap = g.map(x, y) if d == "PasC" else g.map(y, x)
+                    step = amap.c2p if d == "PasC" else amap.p2c
+                    got = {k: step[v] for k, v in info[yid].items() if v in step}
+                    key = (len(got), -order[id(x)], d == "PasC")
+                    if best is None or key > best[0]:
+                        best = (key, y, x, d, got)
+        if best is None:
+            return refidx
+        _, y, x, d, got = best
+        fixed = max(x.compute_at_pos, x.max_producer_pos)
+        before = {id(r) for r in x.relations}
+        if d == "PasC":
+            res = replay_producer_as_consumer(g, x, y, posof[id(y)], fixed, best_effort)
+        else:
+            res = replay_consumer_as_producer(g, x, y, posof[id(y)], fixed, best_effort)
+        info[id(x)] = got
+        posof[id(x)] = res.pos
+        refidx[id(x)] = [refidx[id(y)][j] for j in res.ref_index]
+        if report is not None:
+            report.tree.append((y.name, x.name, d))
+            if res.replayed:
+                report.replayed.append(x.name)
+                report.made += [(x.name, r, y.name) for r in x.relations if id(r) not in before]
+
+
+def _stage(g: Graph, sid: int) -> Stage:
+    return next(st for st in g.stages if id(st) == sid)
+
+
+# ---- 4. positions and placement --------------------------------------------------------------
+def self_limit(g: Graph, st: Stage, upto: int) -> Refusal | None:
+    """The first of ``st``'s loops it cannot share with a consumer: a reduction loop (its
+    consumers need the finished value), a vectorized loop, a loop of an axis no consumer maps."""
+    unmapped: dict[int, str] = {}
+    for c in g.consumers[id(st)]:
+        amap = g.map(st, c)
+        for p, why in amap.unmappable.items():
+            unmapped.setdefault(id(p), why)
+    from .dataflow import connected
+
+    for k, iv in enumerate(st.leaf_iter_vars[:upto]):
+        if iv.is_reduce:
+            return Refusal("RECOMPUTE_REDUCTION", st, f"{st.name}'s loop {iv.name} is a reduction loop: the stages "
+                           f"reading {st.name} need its finished value, so they cannot share that loop "
+                           f"(sharing it would need {st.name}'s reduction recomputed for every iteration)", k,
+                           (st,), (iv,))
+        if st.leaf_kind(iv) == "vectorized":
+            return Refusal("UNMAPPABLE_AXIS", st, f"{st.name}'s loop {iv.name} is vectorized; a vectorized loop "
+                           "runs as one vector operation and cannot enclose other stages", k, (st,), (iv,))
+        near = connected(st, iv)
+        bad = next((why for r in st.op.root_iter_vars if id(r) in near and id(r) in unmapped
+                    for why in [unmapped[id(r)]]), None)
+        if bad is not None:
+            return Refusal("UNMAPPABLE_AXIS", st, f"{st.name}'s loop {iv.name} cannot be shared: {bad}", k, (st,), (iv,))
+    return None
+
+
+class Placer:
+    """Decides each selected stage's position and the TE loop it is attached at."""
+
+    def __init__(self, g: Graph, refidx: dict[int, list[int]], host: Stage | None):
+        self.g, self.refidx, self.host = g, refidx, host
+        # for each stage: reference loop index -> (stage owning the loop, loop)
+        self.owner: dict[int, dict[int, tuple[Stage, E.IterVar]]] = {}
+        if host is not None:
+            self.owner[id(host)] = {r: (host, host.leaf_iter_vars[h]) for h, r in enumerate(refidx.get(id(host), []))}
+
+    def as_sibling(self, st: Stage) -> None:
+        """A consumer that is not moved shares every reference loop the host has and it has."""
+        hown = self.owner.get(id(self.host), {}) if self.host is not None else {}
+        own: dict[int, tuple[Stage, E.IterVar]] = {}
+        for k, r in enumerate(self.refidx.get(id(st), [])):
+            own[r] = hown[r] if r in hown else (st, st.leaf_iter_vars[k])
+        self.owner[id(st)] = own
+
+    def loop_for(self, st: Stage, k: int) -> tuple[tuple[Stage, E.IterVar] | None, Refusal | None]:
+        """The loop where ``st``'s loop ``k`` would live, the same through every consumer."""
+        mine = self.refidx.get(id(st), [])
+        if k >= len(mine):
+            return None, None
+        r = mine[k]
+        found: tuple[Stage, E.IterVar] | None = None
+        first: Stage | None = None
+        for c in self.g.consumers[id(st)]:
+            cidx = self.refidx.get(id(c))
+            img = leaf_images(st, c, dict(self.g.map(st, c).p2c)).get(st.leaf_iter_vars[k])
+            leaf_at = next((j for j, x in enumerate(c.leaf_iter_vars) if img is not None and x is img), None)
+            if cidx is None or leaf_at is None or leaf_at >= len(cidx):
+                return None, Refusal("UNMAPPABLE_AXIS", st, f"its reader {c.name} has no loop that is {st.name}'s "
+                                     f"loop {st.leaf_iter_vars[k].name} among its outer loops", k, (st, c),
+                                     (st.leaf_iter_vars[k],))
+            if cidx[leaf_at] != r:
+                return None, Refusal("BROADCAST_TWO_WAYS", st, f"{c.name} reads {st.name}'s axis along its loop "
+                                     f"{c.leaf_iter_vars[leaf_at].name}, another reader along a different loop; "
+                                     f"{st.name} is broadcast two different ways into stages that share loops",
+                                     k, (st, c), (st.leaf_iter_vars[k],))
+            loop = self.owner.get(id(c), {}).get(r) or resolve(c, c.leaf_iter_vars[leaf_at])
+            if found is not None and (found[1] is not loop[1]):
+                return None, Refusal("RECOMPUTE_REDUCTION", st, f"its readers {first.name} and {c.name} run "
+                                     f"{st.name}'s loop {st.leaf_iter_vars[k].name} as two different loops "
+                                     f"({found[0].name}'s {found[1].name} and {loop[0].name}'s {loop[1].name}), "
+                                     f"so {st.name} would have to be computed once inside each: recomputed",
+                                     k, (st, first, c), (found[1], loop[1]))
+            found, first = loop, first or c
+        return found, None
+
+    def place(self, st: Stage, want: int, best_effort: bool) -> tuple[int, Refusal | None]:
+        """The position ``st`` gets (at most ``want``) and why not deeper."""
+        why = self_limit(self.g, st, want)
+        limit = min(want, why.limit) if why is not None else want
+        loops: list[tuple[Stage, E.IterVar]] = []
+        for k in range(limit):
+            loop, bad = self.loop_for(st, k)
+            if loop is None:
+                why, limit = bad or why, k
+                break
+            loops.append(loop)
+        if limit < want and not best_effort and why is not None:
+            return limit, why
+        mine = self.refidx.get(id(st), [])
+        own = {r: loops[k] for k, r in enumerate(mine[:limit])}
+        for k, r in enumerate(mine[limit:], start=limit):
+            own[r] = (st, st.leaf_iter_vars[k])
+        self.owner[id(st)] = own
+        st.compute_at_pos = limit
+        if limit:
+            at_stage, at_loop = loops[-1]
+            st.attach_type, st.attach_stage, st.attach_ivar = SCOPE, at_stage, at_loop
+            st.shared_loops = {st.leaf_iter_vars[k]: loops[k][1] for k in range(limit)
+                               if loops[k][0] is not st and exact_share(st, st.leaf_iter_vars[k], *loops[k])}
+        return limit, None
+
+
+def resolve(st: Stage, leaf: E.IterVar) -> tuple[Stage, E.IterVar]:
+    """The loop ``st``'s loop ``leaf`` really is: a host's loop it shares, else its own."""
+    host_loop = st.shared_loops.get(leaf)
+    if host_loop is not None and st.attach_stage is not None:
+        owner = st.schedule.stage_of_iter_var(host_loop)
+        if owner is not None:
+            return owner, host_loop
+    return st, leaf
+
+
+def exact_share(st: Stage, leaf: E.IterVar, host: Stage, loop: E.IterVar) -> bool:
+    """Whether ``st``'s loop ``leaf`` runs over exactly the values of ``host``'s ``loop`` (both
+    over their whole domains): then ``st`` can take its values from ``host``'s loop."""
+    from ..arith import Analyzer
+    from .dataflow import loop_ranges
+
+    a = loop_ranges(st, st.op.root_iter_vars).get(leaf)
+    b = loop_ranges(host, host.op.root_iter_vars).get(loop)
+    ana = Analyzer()
+    return a is not None and b is not None and ana.can_prove_equal(a.extent, b.extent) \
+        and ana.can_prove_equal(a.min, b.min)
+
+
+def update_producer_positions(g: Graph, stages) -> None:
+    """``max_producer_pos``: how many of a stage's outer loops a producer is computed in."""
+    for st in stages:
+        if st.compute_at_pos <= 0:
+            continue
+        last = st.leaf_iter_vars[st.compute_at_pos - 1]
+        for c in g.consumers[id(st)]:
+            img = leaf_images(st, c, dict(g.map(st, c).p2c)).get(last)
+            k = next((j for j, x in enumerate(c.leaf_iter_vars) if img is not None and x is img), -1)
+            c.max_producer_pos = max(c.max_producer_pos, k + 1)
+
+
+def normalize_pos(st: Stage, pos, what: str) -> int:
+    n = len(st.leaf_iter_vars)
+    if isinstance(pos, bool) or not isinstance(pos, int):
+        raise ScheduleError(f"stage {st.name}: {what} position must be an int (or an IterVar for TVM's "
+                            f"compute_at), got {pos!r}")
+    p = pos + n + 1 if pos < 0 else pos
+    if not 0 <= p <= n:
+        raise ScheduleError(f"stage {st.name}: {what} position {pos} is out of range: {st.name} has {n} loops "
+                            f"({st._leaf_names()}), so a position is in [{-n - 1}, {n}]")
+    return p
+
+
+def compute_at_position(sch: Schedule, producer: Stage, consumer: Stage, pos, mode: str = "standard") -> Report:
+    """``s[P].compute_at(s[C], pos, mode)``: worked out on a copy, committed when legal."""
+    from .positions import commit, refuse
+
+    if mode not in MODES:
+        raise ScheduleError(f"stage {producer.name}: compute_at mode must be one of {', '.join(MODES)}, got {mode!r}")
+    p = normalize_pos(consumer, pos, "compute_at")
+    trial = sch.copy(record=False)
+    tp, tc = trial.stages[sch.stages.index(producer)], trial.stages[sch.stages.index(consumer)]
+    g = Graph(trial)
+    if not any(x is tc for x in g.downstream(tp)):
+        raise ScheduleError(
+            f"stage {producer.name}: compute_at({consumer.name}, {pos}) needs {consumer.name} to read "
+            f"{producer.name}, directly or through other stages, but it does not; compute {producer.name} at "
+            f"one of its readers: {', '.join(c.name for c in g.consumers[id(tp)]) or 'none'}")
+    if mode == "most_inlined":
+        p = len(tc.leaf_iter_vars)
+    cc = common_consumer(g, tp, tc)
+    selected = select(g, tp, cc)
+    report = Report(f"s[{producer.name}].compute_at(s[{consumer.name}], {pos}, mode={mode!r})",
+                    cc.name if cc is not None else None, [s.name for s in selected])
+    try:
+        refidx = span_and_replay(g, tc, p, selected, report, best_effort=mode != "standard")
+    except FixedLoopsError as err:
+        why = Refusal("FIXED_LOOPS", err.target, str(err), max(err.target.compute_at_pos, err.target.max_producer_pos),
+                      (err.target,), tuple(err.target.leaf_iter_vars[:err.target.max_producer_pos]))
+        raise refuse(sch, why, producer, consumer, pos, p) from None
+    g = Graph(trial)
+    refusal = place_all(g, refidx, selected, tc, mode != "standard", report)
+    if refusal is None:
+        refusal = _still_illegal(trial)
+    if refusal is not None and mode != "standard" and p > 0:  # best effort: a lower position
+        return compute_at_position(sch, producer, consumer, p - 1, "best_effort")
+    if refusal is not None:
+        raise refuse(sch, refusal, producer, consumer, pos, p)
+    commit(sch, trial)
+    return report
+
+
+def _still_illegal(trial: Schedule) -> Refusal | None:
+    """A legality rule the placement broke (a reader left outside a shared loop): refused."""
+    from .legality import find_violations
+
+    found = find_violations(trial, propose=False)
+    if not found:
+        return None
+    v = found[0]
+    return Refusal("UNMAPPABLE_AXIS", v.stage, v.explanation, v.stage.compute_at_pos, tuple(v.stages), tuple(v.loops))
+
+
+def choose_host(g: Graph, selected: list[Stage], ref: Stage, refidx: dict[int, list[int]]) -> tuple[Stage | None, list[Stage]]:
+    """The stage whose loops the moved stages live in, and the other outer consumers."""
+    sel = {id(s) for s in selected}
+    outer = [c for s in selected for c in g.consumers[id(s)] if id(c) not in sel and id(c) in refidx]
+    uniq: list[Stage] = []
+    for c in outer:
+        if not any(c is u for u in uniq):
+            uniq.append(c)
+    if not uniq:
+        return None, []
+    host = ref if any(ref is u for u in uniq) else next((u for u in uniq if u.attach_type == ROOT), None)
+    return host, [u for u in uniq if u is not host and u.attach_type == ROOT]
+
+
+def place_all(g: Graph, refidx: dict[int, list[int]], selected: list[Stage], ref: Stage, best_effort: bool,
+              report: Report | None = None) -> Refusal | None:
+    """Positions for the selected stages (consumers first), then the siblings' shared loops."""
+    host, siblings = choose_host(g, selected, ref, refidx)
+    placer = Placer(g, refidx, host)
+    for sib in siblings:
+        placer.as_sibling(sib)
+    for st in reversed(selected):
+        want = len(refidx.get(id(st), []))
+        got, why = placer.place(st, want, best_effort)
+        if why is not None:
+            return why
+        if got and report is not None:
+            report.attached.append((st.name, st.attach_stage.name, st.attach_ivar.name, got))
+    update_producer_positions(g, selected)
+    for sib in siblings:
+        why = share_loops(placer, sib)
+        if why is not None:
+            return why
+        if sib.shared_loops and report is not None:
+            report.shared.append((sib.name, sib.attach_stage.name, sib.attach_ivar.name))
+    return None
+
+
+def share_loops(placer: Placer, sib: Stage) -> Refusal | None:
+    """Attach an outer consumer inside the host's loops its producers are computed in."""
+    need = sib.max_producer_pos
+    host = placer.host
+    if need == 0 or host is None:
+        return None
+    own = placer.owner.get(id(sib), {})
+    idx = placer.refidx.get(id(sib), [])
+    loops = [own.get(r) for r in idx[:need]]
+    if len(loops) < need or any(lp is None or lp[0] is sib for lp in loops):
+        return None  # its producers sit in its own loops: nothing to share
+    bad = next((k for k in range(need) if not exact_share(sib, sib.leaf_iter_vars[k], *loops[k])), None)
+    if host.attach_type != ROOT or bad is not None:
+        why = (f"{host.name} is itself computed inside another stage" if host.attach_type != ROOT else
+               f"its loop {sib.leaf_iter_vars[bad].name} does not run over the same values as "
+               f"{host.name}'s {loops[bad][1].name}")
+        return Refusal("UNMAPPABLE_AXIS", sib, f"{sib.name} reads stages computed inside {host.name}'s loops and "
+                       f"would have to share them, but {why}", 0, (sib, host), ())
+    sib.attach_type, sib.attach_stage, sib.attach_ivar = SCOPE, host, loops[-1][1]
+    sib.shared_loops = {sib.leaf_iter_vars[k]: loops[k][1] for k in range(need)}
+    return None
+
+
+__all__ = ["MODES", "Refusal", "Report", "common_consumer", "compute_at_position", "replay_origins", "select",
+           "span_and_replay"]

@@ -1,0 +1,174 @@
+"""Transform propagation and inlining as public tools (seed 003; nvFuser's schedulers use them
+instead of computeAt): transform one reference stage, ``s.propagate(ref)`` to every stage,
+then ``s.inline_most()``.
+
+* ``propagate(reference, pos, selector)``: replay the reference's first ``pos`` loops along the
+  spanning tree that keeps most of them; a stage that already matches is left alone and loops
+  an earlier call shared with other stages are never changed (a ScheduleError says so).
+* ``s[T].inline_at(pos, best_effort)``: compute T inside its readers' outer ``pos`` loops as the
+  loops are now (no replay). The deepest legal position stops at a reduction loop, a vectorized
+  loop, a loop of an axis a reader does not map, and a loop a reader does not have in the same
+  place; a position is never lowered.
+* ``s.inline_most(stages)``: every stage as deep as legal, readers first.
+* ``s.inline_all_at(reference, pos, best_effort)``: ``reference``'s position mapped onto every
+  stage through the loops they already share with it (can be shallower than inline_most).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import ScheduleError
+from .axis_map import Graph
+from .compute_at_pos import Placer, choose_host, normalize_pos, place_all, span_and_replay
+from .positions import commit
+from .transform_replay import matched_prefix
+
+if TYPE_CHECKING:
+    from .schedule import Schedule
+    from .stage import Stage
+
+
+def _trial(sch: Schedule, st: Stage | None = None):
+    trial = sch.copy(record=False)
+    return trial, (trial.stages[sch.stages.index(st)] if st is not None else None)
+
+
+def _check_legal(trial: Schedule, what: str) -> None:
+    from .legality import find_violations
+
+    found = find_violations(trial, propose=False)
+    if found:
+        raise ScheduleError(f"{what}: the result would be illegal: {found[0].explanation}; use a lower position")
+
+
+def _consumer_refidx(g: Graph, st: Stage, refidx: dict[int, list[int]]) -> None:
+    """Each reader's leading loops that already are ``st``'s loops (reference indices)."""
+    mine = refidx[id(st)]
+    for c in g.consumers[id(st)]:
+        idx = matched_prefix(st, c, dict(g.map(st, c).p2c), len(mine))
+        refidx[id(c)] = [mine[j] for j in idx]
+
+
+def inline_at(sch: Schedule, st: Stage, pos, best_effort: bool = False) -> int:
+    """``s[T].inline_at(pos)``: the position T gets (see the module docstring)."""
+    p = normalize_pos(st, pos, "inline_at")
+    if st.is_placeholder:
+        raise ScheduleError(f"stage {st.name} is an input placeholder; it is not computed, so it cannot be inlined")
+    if p <= st.compute_at_pos:
+        return st.compute_at_pos
+    trial, t = _trial(sch, st)
+    assert t is not None
+    g = Graph(trial)
+    if not g.consumers[id(t)]:
+        return 0  # nothing reads it: there is no loop to share
+    refidx: dict[int, list[int]] = {id(t): list(range(p))}
+    _consumer_refidx(g, t, refidx)
+    host, siblings = choose_host(g, [t], t, refidx)
+    placer = Placer(g, refidx, host)
+    for sib in siblings:
+        placer.as_sibling(sib)
+    got, why = placer.place(t, p, best_effort)
+    if why is not None:
+        raise ScheduleError(f"s[{st.name}].inline_at({pos}): invalid position {p} for {st.name}; the largest "
+                            f"legal one is {why.limit}: {why.text}", fix=f"s[{st.name}].inline_at({why.limit})")
+    if got <= st.compute_at_pos:
+        return st.compute_at_pos
+    from .compute_at_pos import share_loops, update_producer_positions
+
+    update_producer_positions(g, [t])
+    for sib in siblings:
+        bad = share_loops(placer, sib)
+        if bad is not None:
+            if best_effort:
+                return st.compute_at_pos
+            raise ScheduleError(f"s[{st.name}].inline_at({pos}): {bad.text}")
+    try:
+        _check_legal(trial, f"s[{st.name}].inline_at({pos})")
+    except ScheduleError:
+        if best_effort:
+            return st.compute_at_pos
+        raise
+    commit(sch, trial)
+    return got
+
+
+def inline_most(sch: Schedule, stages=None) -> dict[str, int]:
+    """Every stage (or ``stages``) as deep as legal, readers first; their positions by name."""
+    chosen = [sch[s] for s in stages] if stages is not None else list(sch.stages)
+    out: dict[str, int] = {}
+    for st in reversed(sch.stages):
+        if not any(st is c for c in chosen) or st.is_placeholder or st.attach_type == "inline":
+            continue
+        if st.leaf_iter_vars:
+            out[st.name] = inline_at(sch, st, -1, best_effort=True)
+    return out
+
+
+def inline_all_at(sch: Schedule, ref: Stage, pos, best_effort: bool = False) -> dict[str, int]:
+    """``reference``'s first ``pos`` loops mapped onto every stage; each stage computed there."""
+    p = normalize_pos(ref, pos, "inline_all_at")
+    trial, t = _trial(sch, ref)
+    assert t is not None
+    g = Graph(trial)
+    refidx = _map_everywhere(g, t, p)
+    movable = [st for st in trial.stages if not st.is_placeholder and g.consumers.get(id(st)) and id(st) in refidx]
+    why = place_all(g, refidx, movable, t, best_effort)
+    if why is not None:
+        raise ScheduleError(f"s.inline_all_at({ref.name}, {pos}): {why.stage.name} can be computed at most at "
+                            f"position {why.limit}: {why.text}", fix=f"s.inline_all_at({ref.name}, {pos}, best_effort=True)")
+    _check_legal(trial, f"s.inline_all_at({ref.name}, {pos})")
+    commit(sch, trial)
+    return {st.name: st.compute_at_pos for st in sch.stages if not st.is_placeholder}
+
+
+def _map_everywhere(g: Graph, ref: Stage, pos: int) -> dict[int, list[int]]:
+    """Reference loop indices of every stage's leading loops, through the loops they share."""
+    refidx: dict[int, list[int]] = {id(ref): list(range(pos))}
+    todo = [ref]
+    while todo:
+        y = todo.pop(0)
+        for x in g.producers[id(y)] + g.consumers[id(y)]:
+            if id(x) in refidx or x.is_placeholder:
+                continue
+            producer = any(x is q for q in g.producers[id(y)])
+            amap = g.map(x, y) if producer else g.map(y, x)
+            root_map = amap.c2p if producer else dict(amap.p2c)
+            idx = matched_prefix(y, x, root_map, len(refidx[id(y)]))
+            refidx[id(x)] = [refidx[id(y)][j] for j in idx]
+            todo.append(x)
+    return refidx
+
+
+def propagate(sch: Schedule, ref: Stage, pos=-1, selector=None) -> list[str]:
+    """Replay ``ref``'s first ``pos`` loops onto every connected stage the selector allows.
+
+    ``selector``: None (every stage), tensors/stages that may be changed, or a function
+    ``(from_stage, to_stage, direction)`` with direction ``"PasC"`` or ``"CasP"``. Returns the
+    names of the stages whose loops were rebuilt."""
+    from .compute_at_pos import Report
+
+    p = normalize_pos(ref, pos, "propagate")
+    trial, t = _trial(sch, ref)
+    assert t is not None
+    g = Graph(trial)
+    allow = _selector(trial, sch, selector)
+    report = Report(f"s.propagate({ref.name}, {pos})", None, [])
+    span_and_replay(g, t, p, [], report, allow)
+    _check_legal(trial, f"s.propagate({ref.name}, {pos})")
+    commit(sch, trial)
+    sch.position_log.append(report)
+    return report.replayed
+
+
+def _selector(trial: Schedule, sch: Schedule, selector):
+    if selector is None:
+        return lambda y, x, d: True
+    if callable(selector):
+        live = {id(t): s for t, s in zip(trial.stages, sch.stages)}
+        return lambda y, x, d: bool(selector(live[id(y)], live[id(x)], d))
+    names = {sch[s].name for s in selector}
+    return lambda y, x, d: x.name in names
+
+
+__all__ = ["inline_all_at", "inline_at", "inline_most", "propagate"]
