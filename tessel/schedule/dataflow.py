@@ -326,7 +326,7 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0
     op = _check_computable(stage, "rfactor")
     pos = _rfactor_position(stage, op, axis, factor_axis)
     red: E.Reduce = op.body[0]
-    from .legality import check_reducer_reorderable
+    from .reducer_checks import check_reducer_reorderable
 
     check_reducer_reorderable(stage, red.combiner, axis)
     touched = connected(stage, axis)
