@@ -103,7 +103,7 @@ def test_issue_110_inlined_into_two_reductions_is_refused_and_fixed():
         s[t1].compute_at(s[t2], -1)
     ex = err.value
     assert ex.rule == "recompute-reduction"
-    assert "T3" in str(ex) and ex.loops == ("q",) and "recomputed" in str(ex)
+    assert "T2" in str(ex) and ex.loops == ("r",) and "recomputed" in str(ex)
     assert ex.fix == "s[T1].compute_at(s[T2], 1)"
     assert not s.position_log and all(st.attach_ivar is None for st in s.stages)  # left as it was
     ex.fix_steps.apply(s)

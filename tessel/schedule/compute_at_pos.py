@@ -407,7 +407,7 @@ def place_all(g: Graph, refidx: dict[int, list[int]], selected: list[Stage], ref
         want = len(refidx.get(id(st), []))
         got, why = placer.place(st, want, best_effort)
         if why is not None:
-            return why
+            return _prefer_ref(g, refidx, selected, ref, why)
         if got and report is not None:
             report.attached.append((st.name, st.attach_stage.name, st.attach_ivar.name, got))
     update_producer_positions(g, selected)
@@ -418,6 +418,15 @@ def place_all(g: Graph, refidx: dict[int, list[int]], selected: list[Stage], ref
         if sib.shared_loops and report is not None:
             report.shared.append((sib.name, sib.attach_stage.name, sib.attach_ivar.name))
     return None
+
+
+def _prefer_ref(g: Graph, refidx: dict[int, list[int]], selected: list[Stage], ref: Stage, why: Refusal) -> Refusal:
+    """The refusal to explain: the user's consumer's own limit when it has one (#110: T2's
+    reduction loop, not T3's, which consumers-first placement happens to meet first)."""
+    if why.stage is ref or not any(ref is s for s in selected):
+        return why
+    own = self_limit(g, ref, len(refidx.get(id(ref), [])))
+    return own if own is not None else why
 
 
 def share_loops(placer: Placer, sib: Stage) -> Refusal | None:

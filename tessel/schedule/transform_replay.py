@@ -75,7 +75,28 @@ def leaf_images(ref: Stage, target: Stage, root_map: IVMap) -> IVMap:
                 for o, to in zip(rel.outputs, t.outputs):
                     m[o] = to
                 break
+    _forward_size_one(target, m)
     return m
+
+
+def _forward_size_one(target: Stage, m: IVMap) -> None:
+    """A target fuse of an image with axes of extent 1 the ref lacks (broadcast axes, as
+    nvFuser's are) runs over the same values as the image: it becomes the image (scenario 18,
+    InliningBroadcast). A broadcast axis of real extent is not forwarded through: sharing that
+    loop would recompute the ref once per broadcast value."""
+    for rel in target.relations:
+        if len(rel.outputs) != 1 or len(rel.inputs) < 2:
+            continue
+        imgs = [i for i in rel.inputs if any(v is i for v in m.values())]
+        rest = [i for i in rel.inputs if not any(i is x for x in imgs)]
+        if len(imgs) == 1 and all(_size_one_root(target, i) for i in rest):
+            for k in [k for k, v in m.items() if v is imgs[0]]:
+                m[k] = rel.outputs[0]
+
+
+def _size_one_root(st: Stage, iv: E.IterVar) -> bool:
+    ext = iv.dom.extent if iv.dom is not None else None
+    return any(iv is r for r in st.op.root_iter_vars) and isinstance(ext, E.IntImm) and ext.value == 1
 
 
 def _count(ref_leaves: list[E.IterVar], target_leaves: list[E.IterVar], m: IVMap, linked: set[int],
