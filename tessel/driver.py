@@ -162,23 +162,24 @@ def _lower_bounded(b: _Bounded, plan: ExactPlan | None) -> tuple[S.PrimFunc, lis
     steps: list[Step] = []
     stmt = schedule_ops(b.ctx, plan)
     steps.append(Step("schedule_ops", stmt))
-    stmt = simplify_stmt(stmt, keep_unit_loops=True)
+    assumed = b.ctx.sch.assumption_exprs()
+    stmt = simplify_stmt(stmt, keep_unit_loops=True, assume=assumed)
     steps.append(Step("simplify_indices", stmt))
     stmt = storage_flatten(stmt, b.buffers)
     steps.append(Step("storage_flatten", stmt))
-    stmt = simplify_stmt(stmt)
+    stmt = simplify_stmt(stmt, assume=assumed)
     steps.append(Step("simplify", stmt))
     _check_free_vars(stmt, b.sizes)
     _check_unrolls(b.ctx.sch, stmt)
-    assumed = tuple(zip(b.ctx.sch.assumptions, b.ctx.sch.assumption_exprs()))
-    return S.PrimFunc(b.name, b.params, b.sizes, stmt, scalar_args=b.scalars, assumptions=assumed), steps
+    return S.PrimFunc(b.name, b.params, b.sizes, stmt, scalar_args=b.scalars,
+                      assumptions=tuple(zip(b.ctx.sch.assumptions, assumed))), steps
 
 
 def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.PrimFunc:
     """Guards out of hot loops, then the vector and unroll annotations made real for ``target``:
     a function of the IR and the target alone, which is what lets ``build`` remember the code
     generated after it."""
-    stmt = loop_partition(front.body)
+    stmt = loop_partition(front.body, [c for _, c in front.assumptions])
     steps.append(Step("loop_partition", stmt))
     stmt = vectorize(stmt, target, streaming_outputs(stmt, list(front.params)))
     steps.append(Step("vectorize", stmt))
