@@ -32,6 +32,7 @@ from .passes import (
 )
 from .passes.unroll import oversized_unrolls
 from .poly.analysis import analysis, content_key
+from .poly.empty import remove_empty_loops
 from .poly.exact import ExactPlan
 from .poly.exact import plan as exact_plan
 from .runtime.cache import code_version, load_lowered, store_lowered
@@ -182,8 +183,13 @@ def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.Prim
     """Guards out of hot loops, then the vector and unroll annotations made real for ``target``:
     a function of the IR and the target alone, which is what lets ``build`` remember the code
     generated after it."""
-    stmt = loop_partition(front.body, [c for _, c in front.assumptions])
+    assumed = [c for _, c in front.assumptions]
+    stmt = loop_partition(front.body, assumed)
     steps.append(Step("loop_partition", stmt))
+    sizes = [E.GE(d, E.IntImm(0, d.dtype)) for b in front.params for d in b.shape if not isinstance(d, E.IntImm)]
+    stmt, removed = remove_empty_loops(stmt, sizes + assumed)
+    if removed:
+        steps.append(Step("remove_empty_loops", stmt))
     stmt = vectorize(stmt, target, streaming_outputs(stmt, list(front.params)))
     steps.append(Step("vectorize", stmt))
     stmt = unroll(stmt, max_statements=MAX_UNROLL_STATEMENTS)
@@ -261,7 +267,7 @@ def build(sch: Schedule, args: Sequence, target: str | Target | None = "c", name
         return build_func(func, tgt)
     kept: list[_Bounded] = []
     try:
-        front, steps = _lower_schedule(sch, args, name, False, kept, check=False)
+        front, steps = _lower_schedule(sch, args, name, False, kept, False)  # positional: the tests' replay forwards it
     except TesselError:
         analysis(sch).check_bounds()  # the refusal a fresh build gives first, if it is one
         raise
