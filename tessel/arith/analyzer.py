@@ -9,6 +9,7 @@ and from :meth:`Analyzer.constraint_scope`; they let the simplifier decide ``i <
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -50,6 +51,8 @@ class Analyzer:
         self._var_facts: dict[E.Var, list[E.PrimExpr]] = {}
         self._facts: list[E.PrimExpr] = []
         self._resolving: set[E.Var] = set()
+        #: var -> (modulus, residue): ``v % modulus == residue`` (from ``assume("n % 8 == 0")``)
+        self._mods: dict[E.Var, tuple[int, int]] = {}
 
     # ---- what is known ------------------------------------------------------------------
     def bind(self, var: Any, value: Any = None, allow_override: bool = True) -> None:
@@ -121,10 +124,10 @@ class Analyzer:
         self._assume(self.simplify(op.convert(cond)))
 
     def _snapshot(self) -> tuple:
-        return (dict(self._bounds), dict(self._subst), dict(self._var_facts), list(self._facts))
+        return (dict(self._bounds), dict(self._subst), dict(self._var_facts), list(self._facts), dict(self._mods))
 
     def _restore(self, saved: tuple) -> None:
-        self._bounds, self._subst, self._var_facts, self._facts = saved
+        self._bounds, self._subst, self._var_facts, self._facts, self._mods = saved
 
     def _assume(self, c: E.PrimExpr) -> None:
         if isinstance(c, E.And):
@@ -137,6 +140,9 @@ class Analyzer:
             return
         if not isinstance(c, E.LT | E.LE | E.GT | E.GE | E.EQ) or not is_index_dtype(c.a.dtype):
             return
+        if isinstance(c, E.EQ):
+            self._assume_mod(c.a, c.b)
+            self._assume_mod(c.b, c.a)
         a, b = c.a, c.b
         if isinstance(c, E.GT | E.GE):
             a, b = b, a
@@ -147,6 +153,30 @@ class Analyzer:
             f = self.simplify(f)
             self._facts.append(f)
             self._refine(f)
+
+    def _assume_mod(self, a: E.PrimExpr, b: E.PrimExpr) -> None:
+        """``v % k == r``: a modular fact, which no bound can hold (``n % 8 == 0`` says nothing of
+        ``n``'s range) but which decides ``(n + 7) // 8`` and ``n % 8`` -- a split's tail."""
+        if not (isinstance(a, E.FloorMod | E.Mod) and isinstance(a.a, E.Var) and isinstance(a.b, E.IntImm)
+                and isinstance(b, E.IntImm) and a.b.value > 0):
+            return
+        if isinstance(a, E.Mod) and not self.can_prove(op.ge(a.a, 0)):
+            return
+        k, r = a.b.value, b.value
+        if not 0 <= r < k:
+            return  # never true: the call-time check refuses every size
+        old = self._mods.get(a.a)
+        if old is not None and old[0] % k == 0:
+            return  # already knows as much
+        if old is not None and k % old[0] and (old[1] or r):
+            return  # two moduli with residues: keep the first (no Chinese remainder here)
+        if old is not None and k % old[0]:
+            k = k * old[0] // math.gcd(k, old[0])  # both residues 0: a multiple of the lcm
+        self._mods[a.a] = (k, r)
+
+    def residue(self, v: E.Var) -> tuple[int, int] | None:
+        """``(k, r)`` when ``v % k == r`` is known, else None."""
+        return self._mods.get(v)
 
     def _refine(self, f: E.PrimExpr) -> None:
         """Tighten the constant bound of each variable that a new fact ``f <= 0`` constrains."""

@@ -208,7 +208,30 @@ class Simplifier(Mutator):
             for k in ks:  # L = k*F + rest with F <= 0, so rest <= 0 suffices
                 if self.lin_bound(L - F.scale(k))[1] <= 0:
                     return True
-        return False
+        Q = self._by_quotient(L)
+        return Q is not None and self.prove_le0(Q)
+
+    def _by_quotient(self, L: Lin) -> Lin | None:
+        """``L`` with each ``v`` whose residue is known (``v % k == r``) written ``k*(v//k) + r``,
+        the form in which a split's facts speak (``i.outer < n//8``); None when none is."""
+        out, changed = Lin({}, L.const), False
+        for m, k in L.terms.items():
+            x = self.atoms[m[0]] if len(m) == 1 else None
+            known = self.ana.residue(x) if isinstance(x, E.Var) else None
+            if known is None:
+                out = out + Lin({m: k})
+                continue
+            d = self._quotient_divisor(x, known[0])
+            q = self.atom(E.FloorDiv(x, E.IntImm(d, x.dtype)))
+            out, changed = out + q.scale(k * d).plus(k * (known[1] % d)), True
+        return out if changed else None
+
+    def _quotient_divisor(self, v: E.Var, k: int) -> int:
+        """The divisor of a ``v // d`` already in sight (a split by 4 of an ``n`` known to be a
+        multiple of 8 speaks of ``n//4``) that ``k`` is a multiple of, the smallest, else ``k``."""
+        seen = [x.b.value for x in self.atoms if isinstance(x, E.FloorDiv) and x.a is v
+                and isinstance(x.b, E.IntImm) and x.b.value > 1 and k % x.b.value == 0]
+        return min(seen, default=k)
 
     # ---- division -----------------------------------------------------------------------
     def _div(self, e: E.BinaryOp) -> Lin:
@@ -228,6 +251,18 @@ class Simplifier(Mutator):
         if isinstance(eb, E.IntImm) and eb.value == 0:  # left for the program to fail at run time
             return self.intern(cls(ea, eb))
         return self.atom(op.binary(cls, ea, eb))
+
+    def _residue(self, R: Lin, c: int) -> int | None:
+        """``x`` with ``R == x (mod c)`` when the analyzer's modular facts decide it (every
+        variable term ``k*v`` has ``v % m == r`` known with ``c | k*m``), else None."""
+        off = R.const
+        for m, k in R.terms.items():
+            x = self.atoms[m[0]] if len(m) == 1 else None
+            known = self.ana.residue(x) if isinstance(x, E.Var) else None
+            if known is None or (k * known[0]) % c:
+                return None
+            off += k * known[1]
+        return off
 
     def _split_candidates(self, R: Lin, c: int) -> list[int]:
         gs = {math.gcd(c, k) for k in R.terms.values()}
@@ -290,6 +325,9 @@ class Simplifier(Mutator):
     def _fdiv_rest(self, R: Lin, c: int, dt: DType) -> Lin:
         if R.is_const:
             return Lin({}, R.const // c)
+        off = self._residue(R, c) if R.const else None
+        if off is not None:  # V = R - const is c*(V//c) + (off - const) % c: (n + 7)//8 == n//8 when 8 | n
+            return Lin({}, ((off - R.const) % c + R.const) // c) + self._fdiv_rest(R.plus(-R.const), c, dt)
         blk = self._in_block(R, c)
         if blk is not None:
             return Lin({}, blk)
@@ -316,6 +354,9 @@ class Simplifier(Mutator):
     def _fmod_rest(self, R: Lin, c: int, dt: DType) -> Lin:
         if R.is_const:
             return Lin({}, R.const % c)
+        off = self._residue(R, c)
+        if off is not None:
+            return Lin({}, off % c)
         blk = self._in_block(R, c)
         if blk is not None:
             return R.plus(-blk * c)

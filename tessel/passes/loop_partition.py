@@ -28,6 +28,7 @@ a variable bound by a ``let``, stays where it is.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..arith import Analyzer, IntSet, eval_set
@@ -35,20 +36,21 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, StructKey, collect, free_vars, structural_equal, substitute
-from .simplify import simplify_stmt
+from .simplify import analyzer, simplify_stmt
 
 MAX_PARTITIONS = 16  # per kernel: each cut duplicates a loop body
 MAX_SPECIALIZATIONS = 4
 
 
-def loop_partition(stmt: S.Stmt) -> S.Stmt:
-    """Specialise, partition and tighten (see the module docstring); simplifies the result."""
+def loop_partition(stmt: S.Stmt, assume: Sequence[E.PrimExpr] = ()) -> S.Stmt:
+    """Specialise, partition and tighten (see the module docstring); simplifies the result.
+    ``assume``: the user's assumptions about the sizes (``s.assume``), true whenever it runs."""
     stmt = _Specialize().visit(stmt)
-    stmt = _Hoist().visit(simplify_stmt(stmt))
-    stmt = _Partition().visit(stmt)
-    stmt = _Hoist().visit(simplify_stmt(stmt))
-    stmt = _Tighten().visit(stmt)
-    return simplify_stmt(stmt)
+    stmt = _Hoist().visit(simplify_stmt(stmt, assume=assume))
+    stmt = _Partition(assume).visit(stmt)
+    stmt = _Hoist().visit(simplify_stmt(stmt, assume=assume))
+    stmt = _Tighten(assume).visit(stmt)
+    return simplify_stmt(stmt, assume=assume)
 
 
 SMALL = "small_sizes"  # AttrStmt key on the branch a specialisation keeps for tiny inputs
@@ -259,8 +261,8 @@ class _ProveConjunct(Mutator):
 class _Partition(Mutator):
     statements_only = True  # expressions are read off the statements it rewrites, never walked
 
-    def __init__(self) -> None:
-        self.ana = Analyzer()
+    def __init__(self, assume: Sequence[E.PrimExpr] = ()) -> None:
+        self.ana = analyzer(assume)
         self.budget = MAX_PARTITIONS
 
     def visit_AttrStmt(self, s: S.AttrStmt):
@@ -321,8 +323,8 @@ def _fresh(loop: S.For) -> S.For:
 class _Tighten(Mutator):
     statements_only = True  # expressions are read off the statements it rewrites, never walked
 
-    def __init__(self) -> None:
-        self.ana = Analyzer()
+    def __init__(self, assume: Sequence[E.PrimExpr] = ()) -> None:
+        self.ana = analyzer(assume)
 
     def visit_AttrStmt(self, s: S.AttrStmt):
         return s if s.key == SMALL else self.generic_visit(s)

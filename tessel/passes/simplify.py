@@ -8,6 +8,8 @@ ScheduleOps' output to mirror the schedule's structure.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..arith import Analyzer
 from ..ir import expr as E
 from ..ir import op as O
@@ -15,9 +17,19 @@ from ..ir import stmt as S
 from ..ir.functor import Mutator, replace_buffer, structural_equal, substitute
 
 
+def analyzer(assume: Sequence[E.PrimExpr] = ()) -> Analyzer:
+    """An analyzer that knows the user's assumptions about the sizes (``s.assume``): every call
+    checks them, so code that can only run when one is broken is dead (a split's tail under
+    ``n % 8 == 0``)."""
+    ana = Analyzer()
+    for cond in assume:
+        ana.assume(cond)
+    return ana
+
+
 class _Simplify(Mutator):
-    def __init__(self, keep_unit_loops: bool):
-        self.ana = Analyzer()
+    def __init__(self, keep_unit_loops: bool, assume: Sequence[E.PrimExpr] = ()):
+        self.ana = analyzer(assume)
         self.keep_unit_loops = keep_unit_loops
 
     def _expr(self, e):
@@ -25,8 +37,8 @@ class _Simplify(Mutator):
 
     def visit_For(self, s: S.For):
         mn, ext = self._expr(s.min), self._expr(s.extent)
-        if E.is_const_int(ext, 0):
-            return S.Evaluate(0)
+        if E.is_const_int(ext, 0) or (not isinstance(ext, E.IntImm) and self.ana.can_prove(O.le(ext, 0))):
+            return S.Evaluate(0)  # a loop that cannot run (a tail the sizes or assumptions rule out)
         if E.is_const_int(ext, 1) and not self.keep_unit_loops and s.kind != "thread_binding":
             return self.visit(substitute(s.body, {s.loop_var: mn}))
         # the loop's range holds inside its body only: kept afterwards, the facts it brings
@@ -73,5 +85,6 @@ class _Simplify(Mutator):
         return super().generic_visit(node)
 
 
-def simplify_stmt(stmt: S.Stmt, keep_unit_loops: bool = False) -> S.Stmt:
-    return _Simplify(keep_unit_loops).visit(stmt)
+def simplify_stmt(stmt: S.Stmt, keep_unit_loops: bool = False, assume: Sequence[E.PrimExpr] = ()) -> S.Stmt:
+    """``assume``: conditions on the sizes that hold whenever the code runs (``s.assume``)."""
+    return _Simplify(keep_unit_loops, assume).visit(stmt)

@@ -77,11 +77,11 @@ class AstReader:
         if t == isl.ast_node_type.user:
             call = node.user_get_expr()
             if call.get_type() != isl.ast_expr_type.op or call.get_op_type() != _T.call:
-                raise InternalError(f"isl AST leaf is not a statement call: {call.to_C_str()}")
+                raise _internal(f"isl AST leaf is not a statement call: {call.to_C_str()}")
             name = call.get_op_arg(0).get_id().get_name()
             args = [self.expr(call.get_op_arg(k)) for k in range(1, call.get_op_n_arg())]
             return self.user(name, args)
-        raise InternalError(f"isl AST node of unexpected type {t}")
+        raise _internal(f"isl AST node of unexpected type {t}")
 
     def _for(self, node: isl.AstNode) -> S.Stmt:
         it = node.for_get_iterator().get_id().get_name()
@@ -107,7 +107,7 @@ class AstReader:
         """The last value of the iterator from the loop condition ``it <= x`` / ``it < x``
         (a conjunction of such bounds: their minimum)."""
         if cond.get_type() != isl.ast_expr_type.op:
-            raise InternalError(f"isl loop over {it} has the condition {cond.to_C_str()}, which bounds nothing")
+            raise _internal(f"isl loop over {it} has the condition {cond.to_C_str()}, which bounds nothing")
         op = cond.get_op_type()
         if op in (_T.and_, _T.and_then):
             a = self._upper(cond.get_op_arg(0), it)
@@ -115,7 +115,7 @@ class AstReader:
             return O.min_(a, b)
         lhs = cond.get_op_arg(0)
         if op not in (_T.le, _T.lt) or lhs.get_type() != isl.ast_expr_type.id or lhs.get_id().get_name() != it:
-            raise InternalError(f"isl loop condition not of the form {it} <= bound: {cond.to_C_str()}")
+            raise _internal(f"isl loop condition not of the form {it} <= bound: {cond.to_C_str()}")
         bound = self.expr(cond.get_op_arg(1))
         return bound if op == _T.le else O.sub(bound, 1)
 
@@ -128,7 +128,7 @@ class AstReader:
         if t == isl.ast_expr_type.id:
             name = e.get_id().get_name()
             if name not in self.names:
-                raise InternalError(f"isl AST names {name!r}, which stands for nothing in tessel")
+                raise _internal(f"isl AST names {name!r}, which stands for nothing in tessel")
             return self.names[name]
         op = e.get_op_type()
         args = [self.expr(e.get_op_arg(k)) for k in range(e.get_op_n_arg())]
@@ -143,7 +143,14 @@ class AstReader:
             return O.neg(args[0])
         if op in (_T.select, _T.cond):
             return O.select(args[0], args[1], args[2])
-        raise InternalError(f"isl AST expression {e.to_C_str()} has an operation tessel does not map")
+        raise _internal(f"isl AST expression {e.to_C_str()} has an operation tessel does not map")
+
+
+def _internal(fact: str) -> InternalError:
+    """A loop nest isl generated that tessel cannot read: the fact, then what the user can do
+    now (the interval lowering needs no isl AST) and what to report."""
+    return InternalError(f"exact regions: {fact}; build with exact=False to keep InferBound's regions, "
+                         "and report the program that caused it (a bug in tessel.poly.astgen)")
 
 
 def _serial(it: str, counter: E.Var, extent: E.PrimExpr, body: S.Stmt) -> S.Stmt:
