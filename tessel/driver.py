@@ -275,21 +275,54 @@ def build(sch: Schedule, args: Sequence, target: str | Target | None = "c", name
         analysis(sch).check_bounds()  # the refusal a fresh build gives first, if it is one
         raise
     key = _memo_key(sch, tgt, exact, front)
-    # the index guards of symbolic sizes come out of the last pass, and the calling convention
-    # needs them: a kernel with symbolic sizes is always lowered in full
-    plan = load_lowered(key, len(front.params)) if key and not front.size_vars else None
+    plan = load_lowered(key, len(front.params)) if key else None
+    # the index guards of symbolic sizes come out of the last pass; the calling convention
+    # needs them, so the memo keeps them beside the code
+    guarded = _with_guards(front, plan["guards"]) if plan is not None and plan["name"] == name else None
     final = _ExactFront(kept[0], front, steps) if exact else None
-    if plan is not None and plan["name"] == name:
+    if guarded is not None:
         gen = Generated.from_plan(tgt.kind, plan)
-        return back.load(front, gen, tgt, finish=lambda: _fast_passes(final() if final else front, [], tgt))
+        return back.load(guarded, gen, tgt, finish=lambda: _fast_passes(final() if final else front, [], tgt))
     analysis(sch).check_bounds()  # a miss: no build of this very program has passed it yet
     if final is not None:
         front, steps = final(), final.steps
     func = _fast_passes(front, steps, tgt)
     gen = generate(back.generate, func, tgt)
-    if key and not front.size_vars:
-        store_lowered(key, gen.plan())
+    if key:
+        store_lowered(key, {**gen.plan(), "guards": _guards_text(func)})
     return back.load(func, gen, tgt)
+
+
+def _guards_text(func: S.PrimFunc) -> str:
+    """``func``'s index guards with the sizes they speak of, for the memo ("" when none)."""
+    if not func.guards:
+        return ""
+    from .ir.serialize import save_json
+
+    return save_json((tuple(func.size_vars), tuple(func.guards)))
+
+
+def _with_guards(front: S.PrimFunc, text: str) -> S.PrimFunc | None:
+    """``front`` with the remembered guards, over its own size variables; None when the
+    document does not fit it (then the build runs afresh)."""
+    if not text:
+        return front
+    from .ir.functor import substitute
+    from .ir.serialize import load_json
+
+    try:
+        sizes, guards = load_json(text)
+    except TesselError:
+        return None
+    if len(sizes) != len(front.size_vars) or any(
+            not isinstance(a, E.Var) or a.name != b.name or a.dtype != b.dtype for a, b in zip(sizes, front.size_vars)):
+        return None
+    same = dict(zip(sizes, front.size_vars))
+    guards = tuple(substitute(g, same) for g in guards)
+    if not all(isinstance(g, S.IndexGuard) for g in guards):
+        return None
+    return S.PrimFunc(front.name, front.params, front.size_vars, front.body, front.outputs, guards,
+                      front.scalar_args, front.assumptions)
 
 
 def _memo_key(sch: Schedule, tgt: Target, exact: bool, front: S.PrimFunc) -> str | None:

@@ -283,7 +283,10 @@ _LOWERED_KEEP = 512  # entries remembered in memory (the oldest is forgotten fir
 _LOWERED_FIELDS = {"source": str, "symbol": str, "name": str, "openmp": bool,
                    "guarded_loads": bool, "float16": bool, "outputs": list,
                    # the table of outside functions: [name, kind, return dtype, [argument dtypes]]
-                   "externs": list}
+                   "externs": list,
+                   # the index guards of symbolic sizes (seed 002) and the sizes they speak of, as a
+                   # tessel-ir document (ir.serialize: data only); "" for a kernel of constant sizes
+                   "guards": str}
 
 
 @functools.cache

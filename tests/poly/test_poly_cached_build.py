@@ -92,3 +92,35 @@ def test_a_refused_program_is_refused_again():
     for _ in range(2):
         with pytest.raises(BoundError):
             tessel.build(s, [A2, outside], target="c")
+
+
+def _symbolic():
+    """Symbolic sizes: the kernel's calling convention carries index guards (seed 002)."""
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] * 3, name="B")
+    C = te.compute((n, m), lambda i, j: B[i, j] + 1, name="C")
+    s = te.create_schedule(C.op)
+    io, _ = s[C].split(C.op.axis[0], factor=6)
+    s[B].compute_at(s[C], io)
+    return s, A, C
+
+
+@pytest.mark.no_replay_check
+def test_a_cached_build_of_symbolic_sizes_runs_no_analysis_and_keeps_its_guards(monkeypatch):
+    s, A, C = _symbolic()
+    first = tessel.build(s, [A, C], target="c")
+    assert first._spec.guards is not None  # sizes whose indices int32 cannot hold are refused
+
+    _forget_this_process(monkeypatch)
+    monkeypatch.setattr(poly_analysis, "check_accesses", _refuse("out-of-bounds analysis"))
+    monkeypatch.setattr(driver, "exact_plan", _refuse("exact analysis"))
+    s2, A2, C2 = _symbolic()
+    again = tessel.build(s2, [A2, C2], target="c")
+    assert again._spec.guards is not None
+    assert [str(g.expr) for g in again._spec.guards.guards] == [str(g.expr) for g in first._spec.guards.guards]
+    for shape in [(1, 1), (13, 7), (20, 16)]:
+        a = rand(*shape)
+        out = np.full_like(a, 7.0)
+        again(a, out)
+        np.testing.assert_allclose(out, a * 3 + 1, rtol=1e-5, atol=1e-6)
