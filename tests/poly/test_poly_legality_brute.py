@@ -286,6 +286,31 @@ def test_the_reduction_loop_carries_and_data_loops_do_not():
     assert sorted(n for _, n in got) == ["k.inner", "k.outer"]
 
 
+# ---- the fast kernels of examples/ (what tests/test_fast_kernels.py runs), on small sizes --------
+_AVX2 = "c -vector-bytes=32 -vector-registers=16 -fma-units=2 -caches=32K,512K,32M"
+
+
+def _examples():
+    sys.path.insert(0, str(Path(__file__).parent.parent.parent))
+    from examples import fast_blur, fast_conv2d, fast_matmul, fast_rows, fast_streams
+
+    return {
+        "matmul": lambda: fast_matmul.matmul(20, target=_AVX2),
+        "conv2d": lambda: fast_conv2d.conv2d(1, 3, 4, 6, 5, target=_AVX2),
+        "blur": lambda: fast_blur.blur(9, 13, target=_AVX2),
+        "softmax": lambda: fast_rows.softmax(3, 19, target=_AVX2),
+        "layernorm": lambda: fast_rows.layernorm(3, 19, target=_AVX2),
+        "add": lambda: fast_streams.add(37, target=_AVX2),
+        "row_sum": lambda: fast_streams.row_sum(3, 19, target=_AVX2),
+    }
+
+
+@pytest.mark.parametrize("name", ["matmul", "conv2d", "blur", "softmax", "layernorm", "add", "row_sum"])
+def test_model_and_brute_force_agree_on_the_fast_kernels(name):
+    s, _args = _examples()[name]()
+    agree(s, {})
+
+
 SEED_PROGRAMS = sorted((Path(__file__).parent.parent / "seed_programs").glob("*.txt"))
 
 
