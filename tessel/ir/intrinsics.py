@@ -160,6 +160,14 @@ def _entries() -> list[Intrinsic]:
         Intrinsic("isinf", u, "predicate", np.isinf, math.isinf, "isinf({0})", "np.isinf", vectorizable=False),
         Intrinsic("isfinite", u, "predicate", np.isfinite, math.isfinite, "isfinite({0})", "np.isfinite",
                   vectorizable=False),
+        *_special_entries(),
+    ]
+
+
+def _special_entries() -> list[Intrinsic]:
+    """Calls with no NumPy counterpart: control, hints, addresses and outside calls."""
+    u, b = 1, 2
+    return [
         Intrinsic("if_then_else", 3, "special", None, None, None, None, public=False),
         Intrinsic("popcount", u, "int", np_popcount, None, "__builtin_popcountll((uint64_t)(uint{bits}_t)({0}))",
                   "_popcount", vectorizable=False, public=False),  # te.popcount: integers
