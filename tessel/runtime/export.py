@@ -8,8 +8,9 @@ source. ``load_module(path)`` needs no compiler and no schedule: it loads the li
 that string and rebuilds the :class:`~tessel.runtime.args.ArgSpec`, so a call is checked
 exactly as the original kernel's was. One file travels, as with TVM's ``export_library``.
 
-Shape and guard expressions are written as a table of nodes (each node once, so a size var is
-one variable wherever it appears) and read back only as classes of :mod:`tessel.ir.expr`.
+Shapes, sizes, guards and scalars are written as one tessel-ir document (:mod:`tessel.ir.serialize`,
+the one serializer: each node once, so a size var is one variable wherever it appears; loading
+builds only classes of its fixed table and never runs anything).
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ import json
 import os
 from pathlib import Path
 
-from ..errors import BuildError
+from ..errors import BuildError, TesselError
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.dtype import DType
 from ..ir.names import c_bytes_literal
+from ..ir.serialize import load_json, save_json
 from .args import ArgSpec
 from .cache import _address, _load
 from .compiler import compile_shared
@@ -32,76 +33,20 @@ from .module import CKernel, Kernel
 
 META_SYMBOL = "tsl_export_meta"
 FORMAT = "tessel-export"
-VERSION = 1
-
-
-class _Encoder:
-    """Expressions as a node table: ``["Add", [{"n": 3}, {"n": 4}]]`` per node, shared by identity."""
-
-    def __init__(self) -> None:
-        self.nodes: list = []
-        self._seen: dict[int, int] = {}
-
-    def ref(self, e: E.PrimExpr | None):
-        if e is None:
-            return None
-        if id(e) not in self._seen:
-            fields = [self._value(v) for v in e.fields()]
-            self._seen[id(e)] = len(self.nodes)
-            self.nodes.append([type(e).__name__, fields])
-        return {"n": self._seen[id(e)]}
-
-    def _value(self, v):
-        if isinstance(v, E.PrimExpr):
-            return self.ref(v)
-        if isinstance(v, DType):
-            return {"dtype": str(v)}
-        if isinstance(v, tuple | list):
-            return [self._value(x) for x in v]
-        if v is None or isinstance(v, bool | int | float | str):
-            return v
-        raise BuildError(f"export_library: a shape or guard holds {type(v).__name__}, which cannot be written")
-
-
-class _Decoder:
-    def __init__(self, nodes: list, path: str) -> None:
-        self.nodes, self.path = nodes, path
-        self._built: dict[int, E.PrimExpr] = {}
-
-    def get(self, ref) -> E.PrimExpr | None:
-        if ref is None:
-            return None
-        k = ref["n"]
-        if k not in self._built:
-            name, fields = self.nodes[k]
-            cls = getattr(E, name, None)
-            if not (isinstance(cls, type) and issubclass(cls, E.PrimExpr)):
-                raise BuildError(f"load_module({self.path!r}): unknown expression node {name!r} in the library's "
-                                 "metadata; was it exported by a newer tessel?")
-            self._built[k] = cls(*[self._value(v) for v in fields])
-        return self._built[k]
-
-    def _value(self, v):
-        if isinstance(v, dict):
-            return v["dtype"] if "dtype" in v else self.get(v)
-        if isinstance(v, list):
-            return tuple(self._value(x) for x in v)
-        return v
+VERSION = 2  # 2: shapes, sizes and guards as one tessel-ir document
 
 
 def _contract(kernel: CKernel) -> dict:
     func = kernel.func
-    enc = _Encoder()
-    params = [{"name": b.name, "dtype": str(b.dtype), "shape": [enc.ref(d) for d in b.shape]} for b in func.params]
-    guards = [{"what": g.what, "expr": enc.ref(g.expr), "low": enc.ref(g.low), "high": enc.ref(g.high),
-               "when": [enc.ref(c) for c in g.when]} for g in func.guards]
-    size_vars = [enc.ref(v) for v in func.size_vars]
-    # scalars passed by value, where the kernel has them: (position in the call, var)
-    scalars = [[pos, enc.ref(v)] for pos, v in getattr(func, "scalar_args", ())]
+    scalars = tuple(getattr(func, "scalar_args", ()))
+    # shapes, sizes, guards and scalars as one tessel-ir document (ir.serialize: data only, each
+    # variable once, so a size in a shape and in a guard is one variable again when loaded)
+    ir = save_json((tuple(tuple(b.shape) for b in func.params), tuple(func.size_vars), tuple(func.guards),
+                    tuple(v for _, v in scalars)))
+    params = [{"name": b.name, "dtype": str(b.dtype)} for b in func.params]
     return {"format": FORMAT, "version": VERSION, "name": kernel.name, "symbol": kernel.symbol,
             "parallel": kernel.parallel, "serial_note": kernel.serial_note, "outputs": list(kernel.plan["outputs"]),
-            "params": params, "size_vars": size_vars, "guards": guards, "scalar_args": scalars, "nodes": enc.nodes,
-            "source": kernel.source}
+            "params": params, "scalar_positions": [pos for pos, _ in scalars], "ir": ir, "source": kernel.source}
 
 
 def export_library(kernel: Kernel, path: str | os.PathLike) -> Path:
@@ -173,19 +118,14 @@ def load_module(path: str | os.PathLike) -> CKernel:
 
 def _func(meta: dict, where: str) -> S.PrimFunc:
     """The kernel's parameters, sizes and guards (its body stays in the library)."""
-    dec = _Decoder(meta["nodes"], where)
-    params = [S.Buffer(p["name"], p["dtype"], [dec.get(d) for d in p["shape"]]) for p in meta["params"]]
-    size_vars = [dec.get(v) for v in meta["size_vars"]]
-    guards = [S.IndexGuard(g["what"], dec.get(g["expr"]), dec.get(g["low"]), dec.get(g["high"]),
-                           [dec.get(c) for c in g["when"]]) for g in meta["guards"]]
+    try:
+        shapes, size_vars, guards, scalars = load_json(meta["ir"])
+    except (TesselError, ValueError, TypeError) as e:
+        raise BuildError(f"load_module({where!r}): the library's metadata is damaged ({e})") from None
+    params = [S.Buffer(p["name"], p["dtype"], list(shape)) for p, shape in zip(meta["params"], shapes)]
     outputs = [params[k] for k in meta["outputs"]]
-    extra = {}
-    if meta.get("scalar_args"):
-        if "scalar_args" not in S.PrimFunc._fields:
-            raise BuildError(f"load_module({where!r}): the kernel takes scalar arguments, which this tessel does not "
-                             "pass; load it with the tessel that exported it")
-        extra["scalar_args"] = [(pos, dec.get(v)) for pos, v in meta["scalar_args"]]
-    return S.PrimFunc(meta["name"], params, size_vars, S.Evaluate(E.IntImm(0)), outputs, guards, **extra)
+    scalar_args = list(zip(meta["scalar_positions"], scalars))
+    return S.PrimFunc(meta["name"], params, size_vars, S.Evaluate(E.IntImm(0)), outputs, guards, scalar_args)
 
 
 __all__ = ["export_library", "load_module"]
