@@ -38,6 +38,7 @@ class Node:
     dashed: bool = False
     bold: bool = False
     cluster: str | None = None
+    tags: tuple[str, ...] = ()  # hooks for the explorer (which stage a box belongs to), see ``tag_attr``
 
 
 @dataclass
@@ -47,12 +48,14 @@ class Edge:
     label: str = ""
     dashed: bool = False
     color: str = "#333333"
+    tags: tuple[str, ...] = ()
 
 
 @dataclass
 class Cluster:
     id: str
     label: str
+    tags: tuple[str, ...] = ()
 
 
 @dataclass
@@ -72,6 +75,8 @@ class Graph:
         return node
 
     def add_edge(self, src: str, dst: str, label: str = "", **attrs) -> Edge:
+        if "tags" not in attrs and dst in self.nodes:  # an edge goes where the box it points at goes
+            attrs["tags"] = self.nodes[dst].tags
         edge = Edge(src, dst, label, **attrs)
         self.edges.append(edge)
         return edge
@@ -112,6 +117,16 @@ class Ids:
         return cand
 
 
+def tag_attr(tags: tuple[str, ...]) -> str:
+    """The class list a drawing carries for ``tags``. Tags are made by tessel from indices
+    (``in-3``: inside stage 3's loops), never from a user's name, and are checked here so a
+    name can never reach an attribute through them."""
+    for t in tags:
+        if not t.replace("-", "").isalnum() or not t.isascii():
+            raise ValueError(f"tag {t!r} is not an internal tag")
+    return " ".join(f"tsl-{t}" for t in tags)
+
+
 def quote(text: str | list[str]) -> str:
     """A DOT double-quoted label, each line (a list is several) shown as
     :func:`tessel.ir.names.shown` shows a name: printable, escaped, capped, as in the SVG."""
@@ -138,6 +153,8 @@ def _node_attrs(node: Node) -> str:
         f"style={quote(','.join(style))}",
         f"fillcolor={quote(COLORS.get(node.role, '#ffffff'))}",
     ]
+    if node.tags:
+        attrs.append(f"class={quote_id(tag_attr(node.tags))}")
     return ", ".join(attrs)
 
 
@@ -149,6 +166,8 @@ def _edge_attrs(edge: Edge) -> str:
         attrs.append('style="dashed"')
     if edge.color != "#333333":
         attrs.append(f"color={quote(edge.color)}")
+    if edge.tags:
+        attrs.append(f"class={quote_id(tag_attr(edge.tags))}")
     return f" [{', '.join(attrs)}]" if attrs else ""
 
 
@@ -164,7 +183,8 @@ def to_dot(graph: Graph) -> str:
             out.append(f"  {quote_id(node.id)} [{_node_attrs(node)}];")
     for cluster in graph.clusters:
         out.append(f"  subgraph {quote_id('cluster_' + cluster.id)} {{")
-        out.append(f'    label={quote(cluster.label)}; style="rounded"; color="#999999";')
+        out.append(f'    label={quote(cluster.label)}; style="rounded"; color="#999999";'
+                   + (f" class={quote_id(tag_attr(cluster.tags))};" if cluster.tags else ""))
         for node in graph.nodes.values():
             if node.cluster == cluster.id:
                 out.append(f"    {quote_id(node.id)} [{_node_attrs(node)}];")

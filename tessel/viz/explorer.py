@@ -104,6 +104,8 @@ class _Renderer:
             out["problem"] = {"type": "no snapshot", "message": rec.snapshot_error or "snapshots were turned off",
                               "explanation": None, "fix": None}
             return out
+        # the numbers the pictures' hooks use (tsl-in-K), with the names the stage panel shows
+        out["stages"] = [[k, st.name] for k, st in enumerate(snap.stages) if not st.is_placeholder]
         for key, _, fn in VIEWS:
             try:
                 out["views"][key] = self._svg(fn(snap))

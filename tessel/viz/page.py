@@ -47,10 +47,23 @@ PAGE = r"""<!DOCTYPE html>
   .note.failed { border-color: #ef6c00; background: #fff3e0; }
   .note.legal { border-color: #2e7d32; background: #e8f5e9; }
   .note pre { background: #fff; white-space: pre-wrap; }
-  #grid { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 12px; align-items: start; }
-  .view { overflow: auto; cursor: zoom-out; }
-  .view.fit { cursor: zoom-in; }
-  .view.fit svg { max-width: 100%; height: auto; }
+  #grid { display: grid; grid-template-columns: minmax(0, 3fr) 8px minmax(0, 2fr); gap: 4px; align-items: start; }
+  #grid.stacked { grid-template-columns: minmax(0, 1fr) !important; }
+  #grid.stacked #splitter { display: none; }
+  #splitter { align-self: stretch; min-height: 200px; cursor: col-resize; border-radius: 4px; background: #dde2e8; }
+  #splitter:hover, #splitter:focus, #splitter.dragging { background: #90a4ae; outline: none; }
+  .view { overflow: auto; max-height: 72vh; cursor: grab; border: 1px solid #eee; border-radius: 4px; }
+  .view.panning { cursor: grabbing; user-select: none; }
+  .view svg { display: block; max-width: none; }
+  .tools { float: right; font: 12px system-ui, sans-serif; font-weight: normal; }
+  .tools button { font-size: 12px; padding: 0 6px; min-width: 24px; cursor: pointer; }
+  .tools .zlabel { display: inline-block; min-width: 44px; text-align: right; color: #555; }
+  #stage-list label { display: inline-block; margin: 2px 10px 2px 0; font: 12px monospace; cursor: pointer; }
+  #ir { max-height: 72vh; overflow: auto; resize: vertical; }
+  #ir mark { background: #fff59d; }
+  #ir mark.current { background: #ff9800; color: #000; }
+  #ir-search { font: 12px monospace; width: 16em; }
+  #ir-hits { font: 12px system-ui, sans-serif; color: #555; font-weight: normal; }
   table { border-collapse: collapse; font: 12px monospace; width: 100%; }
   th, td { border-bottom: 1px solid #eee; padding: 2px 6px; text-align: left; }
   th { background: #fafafa; }
@@ -67,7 +80,9 @@ PAGE = r"""<!DOCTYPE html>
   <button id="prev" title="previous step (left arrow)">&#9664;</button>
   <span id="position"></span>
   <button id="next" title="next step (right arrow)">&#9654;</button>
-  <span class="hint">&larr; / &rarr; step through the history &middot; click a step to jump to it</span>
+  <button id="ir-layout" title="put the IR beside the pictures or below them">IR below</button>
+  <span class="hint">&larr; / &rarr; step through the history &middot; click a step to jump to it &middot;
+    drag a picture to pan, Ctrl + wheel to zoom, click a stage to collapse it</span>
 </header>
 <div id="layout">
   <nav><ol id="steps"></ol></nav>
@@ -79,16 +94,26 @@ PAGE = r"""<!DOCTYPE html>
       <div id="result"></div>
       <div id="problem"></div>
     </section>
+    <section id="stages-panel">
+      <h2>Stages <span class="tools"><button id="expand-all">expand all</button>
+        <button id="collapse-all">collapse all</button></span></h2>
+      <div class="muted">a collapsed stage keeps its own box and hides its loops and what is computed inside them</div>
+      <div id="stage-list"></div>
+    </section>
     <div id="grid">
       <div id="views"></div>
-      <div>
+      <div id="splitter" role="separator" aria-orientation="vertical" aria-label="resize the IR pane" tabindex="0"
+           title="drag (or focus and press the arrow keys) to resize; double-click to reset"></div>
+      <div id="side">
         <section>
           <h2>Lowered IR
             <select id="ir-kind" aria-label="IR">
               <option value="lowered">after all passes</option>
               <option value="schedule_ops">after ScheduleOps</option>
               <option value="poly">polyhedral model</option>
-            </select></h2>
+            </select>
+            <span class="tools"><input id="ir-search" type="search" placeholder="search (Enter: next)"
+              aria-label="search the IR"> <span id="ir-hits"></span></span></h2>
           <pre id="ir"></pre>
         </section>
         <section>
@@ -113,12 +138,14 @@ PAGE = r"""<!DOCTYPE html>
     </div>
   </main>
 </div>
+<style id="collapse-style"></style>
 <script type="application/json" id="data">__DATA__</script>
 <script>
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("data").textContent);
-  var sched = 0, cur = 0, zoomed = {};
+  var sched = 0, cur = 0, zoom = {}, collapsed = {}, irText = "", hit = 0;
+  var MIN_AUTO = 0.75;  // never shrink a picture below this on its own: past it, pan instead
   function $(id) { return document.getElementById(id); }
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -180,32 +207,175 @@ PAGE = r"""<!DOCTYPE html>
     if (st.transition === "made legal") p.appendChild(note("legal", "This step made the schedule legal again", null));
   }
 
+  function natural(svg) {
+    // Graphviz sizes in points, tessel's own drawing in pixels
+    function px(v) { var x = parseFloat(v || "0"); return /pt$/.test(v || "") ? x * 4 / 3 : x; }
+    return { w: px(svg.getAttribute("width")), h: px(svg.getAttribute("height")) };
+  }
+
+  function applyZoom(key) {
+    var div = $("view-" + key), svg = div && div.querySelector("svg");
+    if (!svg) return;
+    var n = natural(svg);
+    if (!n.w || !n.h) return;
+    var fit = Math.min(1, Math.max(div.clientWidth - 2, 50) / n.w);
+    var z = zoom[key] === undefined ? Math.max(fit, MIN_AUTO) : zoom[key] === "fit" ? fit : zoom[key];
+    svg.style.width = (n.w * z).toFixed(1) + "px";
+    svg.style.height = (n.h * z).toFixed(1) + "px";
+    div.dataset.zoom = z.toFixed(3);
+    var label = $("zoom-" + key);
+    if (label) label.textContent = Math.round(z * 100) + "%";
+  }
+
+  function setZoom(key, value, at) {
+    var div = $("view-" + key), before = +(div.dataset.zoom || 1);
+    var z = value === "in" ? before * 1.25 : value === "out" ? before / 1.25 : value;
+    zoom[key] = typeof z === "number" ? Math.min(4, Math.max(0.1, z)) : z;
+    var px = at ? at.x : div.clientWidth / 2, py = at ? at.y : div.clientHeight / 2;
+    var cx = div.scrollLeft + px, cy = div.scrollTop + py;
+    applyZoom(key);
+    var r = +div.dataset.zoom / before;  // keep the point under the cursor where it was
+    div.scrollLeft = cx * r - px;
+    div.scrollTop = cy * r - py;
+  }
+
+  function tool(text, title, fn) {
+    var b = el("button", null, text);
+    b.title = title;
+    b.addEventListener("click", fn);
+    return b;
+  }
+
+  var drag = null;  // one drag at a time, on whichever picture it started
+  window.addEventListener("mousemove", function (e) {
+    if (!drag) return;
+    var dx = e.clientX - drag.x, dy = e.clientY - drag.y;
+    if (Math.abs(dx) + Math.abs(dy) > 3) { drag.moved = true; drag.div.classList.add("panning"); }
+    drag.div.scrollLeft = drag.l - dx;
+    drag.div.scrollTop = drag.t - dy;
+  });
+  window.addEventListener("mouseup", function (e) {
+    if (!drag) return;
+    var moved = drag.moved;
+    drag.div.classList.remove("panning");
+    drag = null;
+    if (!moved) toggleFromPicture(e.target);
+  });
+
+  function panAndZoom(div, key) {
+    div.addEventListener("mousedown", function (e) {
+      if (e.button !== 0) return;
+      drag = { div: div, x: e.clientX, y: e.clientY, l: div.scrollLeft, t: div.scrollTop, moved: false };
+      e.preventDefault();
+    });
+    div.addEventListener("wheel", function (e) {
+      if (!e.ctrlKey && !e.metaKey) return;
+      e.preventDefault();
+      var r = div.getBoundingClientRect();
+      setZoom(key, e.deltaY < 0 ? "in" : "out", { x: e.clientX - r.left, y: e.clientY - r.top });
+    }, { passive: false });
+  }
+
   function renderViews(st) {
     var box = $("views");
     box.textContent = "";
     data.views.forEach(function (v) {
-      var sec = el("section");
-      sec.appendChild(el("h2", null, v[1]));
-      var div = el("div", zoomed[v[0]] ? "view" : "view fit");
-      div.id = "view-" + v[0];
-      div.title = "click to switch between fitting the width and full size";
-      div.addEventListener("click", function () {
-        zoomed[v[0]] = !zoomed[v[0]];
-        div.classList.toggle("fit", !zoomed[v[0]]);
-      });
-      if (st.views[v[0]] !== undefined) div.innerHTML = data.svgs[st.views[v[0]]];
+      var key = v[0], sec = el("section"), h = el("h2", null, v[1]), tools = el("span", "tools");
+      tools.appendChild(tool("\u2212", "zoom out", function () { setZoom(key, "out"); }));
+      tools.appendChild(tool("+", "zoom in", function () { setZoom(key, "in"); }));
+      tools.appendChild(tool("fit", "fit the width", function () { setZoom(key, "fit"); }));
+      tools.appendChild(tool("1:1", "full size", function () { setZoom(key, 1); }));
+      var label = el("span", "zlabel");
+      label.id = "zoom-" + key;
+      tools.appendChild(label);
+      h.appendChild(tools);
+      sec.appendChild(h);
+      var div = el("div", "view");
+      div.id = "view-" + key;
+      if (st.views[key] !== undefined) div.innerHTML = data.svgs[st.views[key]];
       else div.appendChild(el("span", "muted", "not available at this step"));
+      panAndZoom(div, key);
       sec.appendChild(div);
       box.appendChild(sec);
     });
+    data.views.forEach(function (v) { applyZoom(v[0]); });
+    var tree = $("view-tree");  // the root sits at the top in the middle: start there
+    if (tree) tree.scrollLeft = (tree.scrollWidth - tree.clientWidth) / 2;
+  }
+
+  // ---- stages: collapsed by name, so the choice follows a stage from step to step
+  function stageOf(node) {
+    for (; node && node.getAttribute; node = node.parentNode) {
+      var m = /(?:^|\s)tsl-head-(\d+)(?:\s|$)/.exec(node.getAttribute("class") || "");
+      if (m) return +m[1];
+    }
+    return null;
+  }
+
+  function toggleFromPicture(target) {
+    var k = stageOf(target), st = steps()[cur];
+    if (k === null || !st.stages) return;
+    var found = st.stages.filter(function (p) { return p[0] === k; })[0];
+    if (!found) return;
+    collapsed[found[1]] = !collapsed[found[1]];
+    renderStages(st);
+  }
+
+  function renderStages(st) {
+    var list = $("stage-list"), rules = [];
+    list.textContent = "";
+    (st.stages || []).forEach(function (p) {
+      var k = p[0], name = p[1], lab = el("label"), box = el("input");
+      box.type = "checkbox";
+      box.checked = !!collapsed[name];
+      box.dataset.stage = k;
+      box.addEventListener("change", function () { collapsed[name] = box.checked; renderStages(st); });
+      lab.appendChild(box);
+      lab.appendChild(document.createTextNode(" " + name));
+      list.appendChild(lab);
+      if (collapsed[name]) {
+        rules.push("#views .tsl-in-" + k + " { display: none; }");
+        rules.push("#views .tsl-head-" + k + " > rect, #views .tsl-head-" + k + " > path { stroke: #1e6fb8; "
+                   + "stroke-width: 3px; stroke-dasharray: 6 3; }");
+      }
+    });
+    $("collapse-style").textContent = rules.join("\n");
+  }
+
+  function setAll(value) {
+    (steps()[cur].stages || []).forEach(function (p) { collapsed[p[1]] = value; });
+    renderStages(steps()[cur]);
   }
 
   function irOf(st) { return st.ir[$("ir-kind").value]; }
 
   function renderIR(st) {
     var text = irOf(st);
-    $("ir").textContent = text !== undefined ? text : "(no IR: " + (st.problem ? st.problem.type + ": " + st.problem.message : "not lowered") + ")";
+    irText = text !== undefined ? text : "(no IR: " + (st.problem ? st.problem.type + ": " + st.problem.message : "not lowered") + ")";
+    renderSearch(false);
   }
+
+  function renderSearch(reveal) {
+    var pre = $("ir"), q = $("ir-search").value, low = irText.toLowerCase(), needle = q.toLowerCase();
+    pre.textContent = "";
+    if (!q) { pre.textContent = irText; $("ir-hits").textContent = ""; return; }
+    var at = 0, found, marks = [];
+    while ((found = low.indexOf(needle, at)) >= 0) {
+      pre.appendChild(document.createTextNode(irText.slice(at, found)));
+      marks.push(pre.appendChild(el("mark", null, irText.slice(found, found + q.length))));
+      at = found + q.length;
+    }
+    pre.appendChild(document.createTextNode(irText.slice(at)));
+    if (!marks.length) { $("ir-hits").textContent = "no match"; return; }
+    hit = ((hit % marks.length) + marks.length) % marks.length;
+    marks[hit].className = "current";
+    $("ir-hits").textContent = (hit + 1) + " of " + marks.length;
+    if (reveal) {
+      var top = marks[hit].offsetTop - pre.offsetTop;
+      if (top < pre.scrollTop || top > pre.scrollTop + pre.clientHeight - 20) pre.scrollTop = Math.max(0, top - 40);
+    }
+  }
+
 
   function renderBounds(st) {
     var body = $("bounds");
@@ -279,6 +449,7 @@ PAGE = r"""<!DOCTYPE html>
     $("where").textContent = "at " + st.where;
     $("result").textContent = (st.result ? "returned " + st.result : "") + (st.positions ? "\n" + st.positions : "");
     renderProblem(st);
+    renderStages(st);
     renderViews(st);
     renderIR(st);
     renderBounds(st);
@@ -290,17 +461,57 @@ PAGE = r"""<!DOCTYPE html>
     renderDiff();
   }
 
+  function splitter() {
+    var bar = $("splitter"), grid = $("grid"), dragging = false;
+    function place(left) {
+      var w = grid.getBoundingClientRect().width;
+      left = Math.max(200, Math.min(w - 220, left));
+      grid.style.gridTemplateColumns = left.toFixed(0) + "px 8px minmax(0, 1fr)";
+      data.views.forEach(function (v) { applyZoom(v[0]); });
+    }
+    bar.addEventListener("mousedown", function (e) { dragging = true; bar.classList.add("dragging"); e.preventDefault(); });
+    window.addEventListener("mousemove", function (e) {
+      if (dragging) place(e.clientX - grid.getBoundingClientRect().left);
+    });
+    window.addEventListener("mouseup", function () { dragging = false; bar.classList.remove("dragging"); });
+    bar.addEventListener("dblclick", function () {
+      grid.style.gridTemplateColumns = "";
+      data.views.forEach(function (v) { applyZoom(v[0]); });
+    });
+    bar.addEventListener("keydown", function (e) {
+      var now = $("views").getBoundingClientRect().width;
+      if (e.key === "ArrowLeft") { place(now - 40); e.preventDefault(); }
+      else if (e.key === "ArrowRight") { place(now + 40); e.preventDefault(); }
+    });
+  }
+
   var sel = $("schedule");
+
   data.schedules.forEach(function (s, k) { sel.appendChild(new Option(s.label, k)); });
   sel.hidden = data.schedules.length < 2;
   sel.addEventListener("change", function () { sched = +sel.value; buildList(); show(0); sel.blur(); });
   $("prev").addEventListener("click", function () { show(cur - 1); });
   $("next").addEventListener("click", function () { show(cur + 1); });
   $("ir-kind").addEventListener("change", function () { renderIR(steps()[cur]); renderDiff(); });
+  $("ir-search").addEventListener("input", function () { hit = 0; renderSearch(true); });
+  $("ir-search").addEventListener("keydown", function (e) {
+    if (e.key === "Enter") { hit += e.shiftKey ? -1 : 1; renderSearch(true); e.preventDefault(); }
+  });
+  $("expand-all").addEventListener("click", function () { setAll(false); });
+  $("collapse-all").addEventListener("click", function () { setAll(true); });
+  $("ir-layout").addEventListener("click", function () {
+    var stacked = $("grid").classList.toggle("stacked");
+    $("ir-layout").textContent = stacked ? "IR beside" : "IR below";
+    data.views.forEach(function (v) { applyZoom(v[0]); });
+  });
+  splitter();
+  window.addEventListener("resize", function () { data.views.forEach(function (v) { applyZoom(v[0]); }); });
   $("diff-a").addEventListener("change", renderDiff);
+
   $("diff-b").addEventListener("change", renderDiff);
   document.addEventListener("keydown", function (e) {
-    if (e.target && e.target.tagName === "SELECT") return;
+    if (e.target && /^(SELECT|INPUT|TEXTAREA)$/.test(e.target.tagName)) return;
+    if (e.target && e.target.id === "splitter") return;
     if (e.key === "ArrowRight") { show(cur + 1); e.preventDefault(); }
     else if (e.key === "ArrowLeft") { show(cur - 1); e.preventDefault(); }
     else if (e.key === "Home") { show(0); e.preventDefault(); }

@@ -1,8 +1,9 @@
 """SVG text for a graph: drawn by Graphviz's ``dot`` when it is on PATH, else by tessel itself.
 
-The pure-Python drawing uses only plain shapes and inline attributes (no CSS classes, no
+The pure-Python drawing uses only plain shapes and inline attributes (no style sheets, no
 markers, no ids), so many pictures can sit in one HTML page, hidden or shown, without their
-definitions clashing, and a saved file opens anywhere.
+definitions clashing, and a saved file opens anywhere. Its only classes are the explorer's
+hooks (``tsl-in-3``: inside stage 3's loops), which style nothing by themselves.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from itertools import pairwise
 
 from ..errors import ViewError
 from ..ir.names import html_text
-from .dot import COLORS, Graph, to_dot
+from .dot import COLORS, Graph, tag_attr, to_dot
 from .layout import LINE_H, Box, Layout, layout
 
 FONT = "DejaVu Sans Mono, Menlo, Consolas, monospace"
@@ -68,11 +69,13 @@ def render(graph: Graph, lay: Layout) -> str:
     if graph.title:
         out.append(f'<text x="8" y="16" font-weight="bold" font-size="12">{esc(graph.title)}</text>')
     for cluster, box in lay.clusters:
-        out.append(f'<rect x="{box.left:.1f}" y="{box.top:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" '
-                   'rx="6" fill="#fafafa" stroke="#999999"/>')
-        out.append(f'<text x="{box.left + 8:.1f}" y="{box.top + 14:.1f}" fill="#555555">{esc(cluster.label)}</text>')
+        out.append(f'<g{_classes(cluster.tags)}><rect x="{box.left:.1f}" y="{box.top:.1f}" width="{box.w:.1f}" '
+                   f'height="{box.h:.1f}" rx="6" fill="#fafafa" stroke="#999999"/>'
+                   f'<text x="{box.left + 8:.1f}" y="{box.top + 14:.1f}" fill="#555555">{esc(cluster.label)}</text></g>')
     for edge, pts, curved in lay.routes:
-        out.extend(_edge(edge.label, edge.dashed, edge.color, pts, curved, lay.rankdir == "LR"))
+        drawn = _edge(edge.label, edge.dashed, edge.color, pts, curved, lay.rankdir == "LR")
+        if drawn:
+            out.append(f"<g{_classes(edge.tags)}>" + "".join(drawn) + "</g>")
     for node in graph.nodes.values():
         out.extend(_node(node, lay.boxes[node.id]))
     out.append("</svg>")
@@ -91,7 +94,7 @@ def _node(node, box: Box) -> list[str]:
         rx = 6 if node.role in ("stage", "root", "input", "inline", "error") else 0
         shape = (f'<rect x="{box.left:.1f}" y="{box.top:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" '
                  f'rx="{rx}" fill="{fill}" {stroke}/>')
-    parts = [f"<g><title>{esc(node.id)}</title>", shape]
+    parts = [f"<g{_classes(node.tags)}><title>{esc(node.id)}</title>", shape]
     first = box.y - len(node.label) * LINE_H / 2 + LINE_H * 0.75
     for k, line in enumerate(node.label):
         weight = ' font-weight="bold"' if k == 0 and len(node.label) > 1 else ""
@@ -99,6 +102,10 @@ def _node(node, box: Box) -> list[str]:
                      f"{esc(line)}</text>")
     parts.append("</g>")
     return ["".join(parts)]
+
+
+def _classes(tags: tuple[str, ...]) -> str:
+    return f' class="{tag_attr(tags)}"' if tags else ""
 
 
 def _edge(label: str, dashed: bool, color: str, pts, curved: bool, lr: bool) -> list[str]:

@@ -179,15 +179,19 @@ def schedule_tree(s: Schedule) -> View:
     ids = Ids()
     stage_ids: dict[int, str] = {}
     g.add_node("root", ["root"], role="root")
-    todo = [(child, "root") for child in reversed(tree.root.children)]
+    index = stage_index(s)
+    # what is inside which stage's loops, for the explorer's collapsing: owners enclose a node
+    todo: list[tuple] = [(child, "root", ()) for child in reversed(tree.root.children)]
     while todo:  # depth first, children in order, so the DOT lists them as the tree has them
-        node, parent = todo.pop()
+        node, parent, owners = todo.pop()
         st = node.stage
+        tags = tuple(f"in-{k}" for k in owners)
         if node.kind == "stage":
             nid = stage_ids[id(st)] = ids(st, f"stage:{st.name}")
             g.add_node(nid, _stage_label(s, st, rmap, node.note),
                        role="error" if node.note else "inline" if st.attach_type == INLINE else "stage",
-                       dashed=st.attach_type == INLINE, bold=st.is_output)
+                       dashed=st.attach_type == INLINE, bold=st.is_output, tags=(*tags, f"head-{index[id(st)]}"))
+            owners = (*owners, index[id(st)])
             if node.note:
                 g.add_edge(parent, nid, "detached", color="#cc0000", dashed=True)
             elif st.attach_type == INLINE:
@@ -200,12 +204,18 @@ def schedule_tree(s: Schedule) -> View:
             iv = node.iter_var
             nid = ids(iv, f"loop:{st.name}:{iv.name}")
             g.add_node(nid, [iv.name, range_text(rmap.get(iv)) if rmap else "[?]", *annotation(st, iv)],
-                       role="loop")
+                       role="loop", tags=tags)
             g.add_edge(parent, nid)
-        todo.extend((child, nid) for child in reversed(node.children))
+        todo.extend((child, nid, owners) for child in reversed(node.children))
     _mark_violations(s, g, stage_ids)
     _note(g, why)
     return View(g)
+
+
+def stage_index(s: Schedule) -> dict[int, int]:
+    """Each stage's position in ``s.stages`` by identity: the number the explorer's stage
+    panel and the pictures' hooks share (a name may be shown twice; a position cannot)."""
+    return {id(st): k for k, st in enumerate(s.stages)}
 
 
 def _stage_label(s: Schedule, st: Stage, rmap, note: str) -> list[str]:
@@ -243,13 +253,16 @@ def itervar_graph(s: Schedule, stage=None) -> View:
     rmap, why = bounds_of(s)
     g = Graph("itervar_graph", title="IterVar-relation DAG")
     ids = Ids()
+    index = stage_index(s)
     for st in stages:
         cluster = ids(st, st.name)
+        inside = (f"in-{index[id(st)]}",)
         extra = " (inlined)" if st.attach_type == INLINE else ""
         if getattr(st, "created_by", None):
             extra += f" (made by {st.created_by})"
         derived = getattr(st, "derived_from", {})
-        g.add_cluster(cluster, f"stage {st.name}{extra}: loops {', '.join(iv.name for iv in st.leaf_iter_vars)}")
+        g.add_cluster(cluster, f"stage {st.name}{extra}: loops {', '.join(iv.name for iv in st.leaf_iter_vars)}"
+                      ).tags = (f"head-{index[id(st)]}",)
         roots = set(map(id, st.op.root_iter_vars))
         leaves = {id(iv): k for k, iv in enumerate(st.leaf_iter_vars)}
         for iv in st.all_iter_vars:
@@ -262,12 +275,12 @@ def itervar_graph(s: Schedule, stage=None) -> View:
                      *annotation(st, iv), *textwrap.wrap(derived.get(iv, ""), 30)]
             role = "leaf_iv" if id(iv) in leaves else "root_iv" if id(iv) in roots else "iv"
             g.add_node(ids(iv, f"iv:{st.name}:{iv.name}"), label, role=role, bold=id(iv) in roots,
-                       cluster=cluster)
+                       cluster=cluster, tags=inside)
         origin = replay_origins(s)
         for k, rel in enumerate(st.relations):
             rid = ids(rel, f"rel:{st.name}:{k}")
             label = _relation_label(rel) + ([f"replayed from {origin[id(rel)]}"] if id(rel) in origin else [])
-            g.add_node(rid, label, role="relation", shape="ellipse", cluster=cluster)
+            g.add_node(rid, label, role="relation", shape="ellipse", cluster=cluster, tags=inside)
             in_labels, out_labels = _port_labels(rel)
             for iv, lab in zip(rel.inputs, in_labels):
                 g.add_edge(ids(iv, f"iv:{st.name}:{iv.name}"), rid, lab)

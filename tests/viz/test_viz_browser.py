@@ -9,50 +9,18 @@ TESSEL_REQUIRE_BROWSER=1 (set by CI) makes that a failure.
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
 import pytest
-from viz_util import EXAMPLES
+from viz_util import EXAMPLES, browser_page
 
 from tessel.cli import main
-
-CHROMIUM = os.environ.get("TESSEL_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run"]
-
-
-def _need(what: str):
-    if os.environ.get("TESSEL_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"{what} is required (TESSEL_REQUIRE_BROWSER=1)")
-    pytest.skip(f"{what} is not available")
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _need("the playwright Python package")
-    if not Path(CHROMIUM).exists():
-        _need(f"Chromium ({CHROMIUM})")
     out = tmp_path_factory.mktemp("explorer")
     report = out / "example5.html"
     assert main(["explain", str(EXAMPLES / "seed001_example5.py"), "-o", str(report), "--engine", "python"]) == 0
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        pg = browser.new_page(viewport={"width": 1500, "height": 1000})
-        problems: list[str] = []
-        pg.on("console", lambda m: problems.append(f"console.{m.type}: {m.text}") if m.type in ("error", "warning") else None)
-        pg.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-        pg.on("request", lambda r: None if r.url.startswith(("file:", "data:")) else problems.append(f"fetched {r.url}"))
-        pg.goto(report.as_uri())
-        pg.wait_for_selector("#steps li")
-        pg.problems = problems
-        pg.shots = out
-        yield pg
-        browser.close()
+    yield from browser_page(report, out)
 
 
 def _step(pg) -> int:
@@ -122,12 +90,15 @@ def test_ir_diff_between_chosen_steps(page):
 
 
 def test_pictures_fit_and_zoom(page):
+    """Pictures shrink to fit their box down to a readable size; the zoom buttons work and the
+    zoom chosen stays from step to step."""
     view = page.locator("#view-dataflow")
-    assert "fit" in view.get_attribute("class")
-    view.click()
-    assert "fit" not in view.get_attribute("class")
+    assert 0.75 <= float(view.get_attribute("data-zoom")) <= 1.0
+    page.click("section:has(#view-dataflow) .tools button:has-text('1:1')")
+    assert view.get_attribute("data-zoom") == "1.000"
     page.click("#next")  # the choice stays for the next step
-    assert "fit" not in page.locator("#view-dataflow").get_attribute("class")
-    page.locator("#view-dataflow").click()
-    assert "fit" in page.locator("#view-dataflow").get_attribute("class")
+    assert page.locator("#view-dataflow").get_attribute("data-zoom") == "1.000"
+    page.click("section:has(#view-dataflow) .tools button:has-text('fit')")
+    assert float(page.locator("#view-dataflow").get_attribute("data-zoom")) <= 1.0
+    assert view.evaluate("d => d.querySelector('svg').getBoundingClientRect().width <= d.clientWidth + 1")
     assert page.problems == []

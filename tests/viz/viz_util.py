@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 from tessel.cli import run_script
 
@@ -88,3 +92,39 @@ def page_data(text: str) -> dict:
     m = re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S)
     assert m, "no data block"
     return json.loads(m.group(1))
+
+
+CHROMIUM = os.environ.get("TESSEL_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--no-first-run"]
+
+
+def need(what: str):
+    """Skip without a browser, unless TESSEL_REQUIRE_BROWSER=1 (set by CI) makes that a failure."""
+    if os.environ.get("TESSEL_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"{what} is required (TESSEL_REQUIRE_BROWSER=1)")
+    pytest.skip(f"{what} is not available")
+
+
+def browser_page(report: Path, shots: Path, width: int = 1500, height: int = 1000):
+    """A Playwright page on ``report`` in the system's headless Chromium (a generator for a
+    fixture); ``page.problems`` collects console errors, page errors and any network fetch."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        need("the playwright Python package")
+    if not Path(CHROMIUM).exists():
+        need(f"Chromium ({CHROMIUM})")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        pg = browser.new_page(viewport={"width": width, "height": height})
+        problems: list[str] = []
+        pg.on("console", lambda m: problems.append(f"console.{m.type}: {m.text}") if m.type in ("error", "warning") else None)
+        pg.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+        pg.on("request", lambda r: None if r.url.startswith(("file:", "data:")) else problems.append(f"fetched {r.url}"))
+        pg.goto(report.as_uri())
+        pg.wait_for_selector("#steps li")
+        pg.problems = problems
+        pg.shots = shots
+        yield pg
+        browser.close()
