@@ -22,11 +22,25 @@ def _is_child(v: Any) -> bool:
     return isinstance(v, _CHILD)
 
 
+def _handler(walker: Any, node: Any) -> Callable | None:
+    """The walker's ``visit_<Class>`` for ``node``, or None; looked up once per pair of
+    classes (a build visits tens of thousands of nodes, and the name is the same each time)."""
+    table = type(walker).__dict__.get("_visit_table")
+    if table is None:
+        table = {}
+        type(walker)._visit_table = table
+    kind = type(node)
+    if kind not in table:
+        table[kind] = getattr(type(walker), "visit_" + kind.__name__, None)
+    fn = table[kind]
+    return None if fn is None else fn.__get__(walker)
+
+
 class Visitor:
     """Read-only walk; ``visit_<Class>`` methods may call ``self.generic_visit(node)``."""
 
     def visit(self, node: Any) -> None:
-        fn = getattr(self, "visit_" + type(node).__name__, None)
+        fn = _handler(self, node)
         if fn is not None:
             fn(node)
         else:
@@ -53,17 +67,17 @@ class Mutator:
     statements_only: bool = False
 
     def visit(self, node: Any) -> Any:
-        fn = getattr(self, "visit_" + type(node).__name__, None)
+        fn = _handler(self, node)
         if fn is not None:
             return fn(node)
         return self.generic_visit(node)
 
     def _field(self, v: Any) -> Any:
-        child = (lambda x: isinstance(x, Stmt)) if self.statements_only else _is_child
-        if child(v):
+        kinds = Stmt if self.statements_only else _CHILD
+        if isinstance(v, kinds):
             return self.visit(v)
-        if isinstance(v, tuple) and any(child(x) for x in v):
-            new = tuple(self.visit(x) if child(x) else x for x in v)
+        if isinstance(v, tuple) and any(isinstance(x, kinds) for x in v):
+            new = tuple(self.visit(x) if isinstance(x, kinds) else x for x in v)
             return v if all(a is b for a, b in zip(new, v)) else new
         return v
 
@@ -77,11 +91,12 @@ class Mutator:
 
 def _children(node: Any) -> list[Any]:
     out: list[Any] = []
-    for v in node.fields():
-        if _is_child(v):
+    for f in node._fields:
+        v = getattr(node, f)
+        if isinstance(v, _CHILD):
             out.append(v)
         elif isinstance(v, tuple):
-            out.extend(x for x in v if _is_child(x))
+            out.extend(x for x in v if isinstance(x, _CHILD))
     return out
 
 
