@@ -107,18 +107,29 @@ def reference_data(task, reference=None, seed: int = 0) -> tuple[list[np.ndarray
 # ---- building, in forked children -----------------------------------------------------------
 
 
+def features(task, cfg: ConfigEntity) -> list[float]:
+    """The model's view of a candidate: loop features of its lowered kernel, then its knobs."""
+    from .. import driver
+
+    sch, tensors = task.instantiate(cfg)
+    return loop_features(driver.lower(sch, list(tensors)), task.flop) + cfg.get_flatten_feature()
+
+
 def _build_child(task, cfg: ConfigEntity, data: tuple | None) -> dict:
-    """In the child: the candidate's kernel as a contract (or, python target, its measurement)."""
+    """In the child: the candidate's kernel as a contract (or, python target, its measurement);
+    with ``data == "features"``, only its features."""
     from .. import driver
     from ..runtime.export import contract
 
     start = time.perf_counter()
+    if data == "features":
+        return {"features": features(task, cfg)}
     sch, tensors = task.instantiate(cfg)
     if not cfg.valid():
         return {"error": "invalid config: " + "; ".join(cfg.errors), "kind": "invalid"}
+    feats = features(task, cfg)
     kernel = driver.build(sch, list(tensors), target=task.target)
-    msg = {"features": loop_features(kernel.func, task.flop) + cfg.get_flatten_feature(),
-           "build_s": time.perf_counter() - start}
+    msg = {"features": feats, "build_s": time.perf_counter() - start}
     if task.target.kind == "python":
         inputs, expected, number, repeat = data
         msg.update(_runner.measure(kernel, inputs, expected, number, repeat, RTOL, ATOL))
