@@ -31,6 +31,7 @@ from .features import loop_features
 from .space import ConfigEntity, FallbackConfigEntity
 
 RTOL, ATOL = 1e-4, 1e-5
+START_TIMEOUT = 120.0  # seconds for a fresh measuring process to import tessel and load the data
 
 
 @dataclass
@@ -256,6 +257,12 @@ class RunnerProcess:
         setup = {"data": self.data_path, "rtol": RTOL, "atol": ATOL}
         proc.stdin.write((json.dumps(setup) + "\n").encode())
         proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], START_TIMEOUT)
+        if not ready or not proc.stdout.readline():
+            proc.kill()
+            proc.wait()
+            raise TuneError(f"the measuring process (python -m tessel.tune.runner) did not start within "
+                            f"{START_TIMEOUT:g} s; check that {sys.executable} imports tessel")
         return proc
 
     def run(self, contract: dict, number: int, repeat: int) -> dict:
@@ -268,7 +275,6 @@ class RunnerProcess:
             proc.stdin.flush()
         except BrokenPipeError:
             return self._lost(proc, False)
-        # the first run of a runner also pays for its start (importing tessel)
         ready, _, _ = select.select([proc.stdout], [], [], self.timeout)
         if not ready:
             return self._lost(proc, True)

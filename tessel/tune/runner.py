@@ -69,6 +69,8 @@ def main() -> int:
     os.dup2(2, 1)  # what a kernel prints must not reach the answers
     setup = json.loads(sys.stdin.readline())
     inputs, expected = load_data(setup["data"])
+    answers.write('{"ready": true}\n')  # the tuner counts the run timeout from here, not from the start
+    answers.flush()
     for line in sys.stdin:
         request = json.loads(line)
         try:
