@@ -68,6 +68,10 @@ class _Walk(Visitor):
 
     def visit_BufferStore(self, node) -> None:
         self.stores += self._trip()
+        lanes = getattr(getattr(node.value, "dtype", None), "lanes", 1) or 1
+        if lanes > 1:  # a loop the vectorizer turned into vector statements counts as a vector loop
+            self.kind_count["vectorized"] += 1
+            self.kind_product["vectorized"] = max(self.kind_product["vectorized"], lanes)
         self.generic_visit(node)
 
     def visit_BufferLoad(self, node) -> None:

@@ -13,6 +13,7 @@ child measures them itself.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import select
@@ -151,6 +152,7 @@ def _fork_build(task, cfg: ConfigEntity, data: tuple | None) -> tuple[int, int]:
             os.dup2(null, 1)
             os.dup2(null, 2)
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the tuner's to handle
+            faulthandler.disable()  # a crash is an answer (the exit status), not a traceback on the tuner's stderr
             try:
                 msg = _build_child(task, cfg, data)
             except BaseException as e:
