@@ -93,36 +93,42 @@ class Tuner:
         opts = {**default_measure_option(), **(measure_option or {})}
         if log is not None:
             self.resume(log)
+        n_trial = min(n_trial, len(self.space))
         bar = _progress(progress, self.task, n_trial, self.trials)
-        since_best = 0
         with tempfile.TemporaryDirectory(prefix="tessel-tune-") as work:
-            measurer = Measurer(self.task, work, reference=reference, **opts)
+            measurer = None
             try:
-                while self.trials < n_trial and self.has_next():
-                    batch = self.next_batch(min(self.batch_size, n_trial - self.trials))
-                    if not batch:
-                        break
-                    self.visited.update(batch)
-                    before = self.best_cost
-                    results = measurer.measure([self.space.get(i) for i in batch])
-                    self.trials += len(results)
-                    self.update(results)
-                    if log is not None:
-                        R.append(log, [R.from_result(self.task, r) for r in results])
-                    for cb in callbacks:
-                        cb(self, [MeasureInput(self.task, r.config) for r in results], results)
-                    since_best = 0 if self.best_cost < before else since_best + len(results)
-                    if bar is not None:
-                        bar.update(self.trials, self.best_cost, sum(not r.ok for r in self.results))
-                    if early_stopping is not None and since_best >= early_stopping:
-                        break
+                measurer = Measurer(self.task, work, reference=reference, **opts)
+                self._loop(measurer, n_trial, early_stopping, callbacks, log, bar)
             except KeyboardInterrupt:
                 self.interrupted = True
             finally:
-                measurer.close()
+                if measurer is not None:
+                    measurer.close()
                 if bar is not None:
                     bar.close("interrupted: keeping the best so far" if self.interrupted else "")
         return self
+
+    def _loop(self, measurer: Measurer, n_trial: int, early_stopping, callbacks, log, bar) -> None:
+        since_best = 0
+        while self.trials < n_trial and self.has_next():
+            batch = self.next_batch(min(self.batch_size, n_trial - self.trials))
+            if not batch:
+                break
+            self.visited.update(batch)
+            before = self.best_cost
+            results = measurer.measure([self.space.get(i) for i in batch])
+            self.trials += len(results)
+            self.update(results)
+            if log is not None:
+                R.append(log, [R.from_result(self.task, r) for r in results])
+            for cb in callbacks:
+                cb(self, [MeasureInput(self.task, r.config) for r in results], results)
+            since_best = 0 if self.best_cost < before else since_best + len(results)
+            if bar is not None:
+                bar.update(self.trials, self.best_cost, sum(not r.ok for r in self.results))
+            if early_stopping is not None and since_best >= early_stopping:
+                break
 
 
 def _progress(progress, task, total: int, done: int) -> Progress | None:

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from kernels import matmul
 
+import tessel
 from tessel.tune import Progress, RandomTuner, Task, load, tune
 from tessel.tune.progress import duration, speed
 
@@ -54,3 +59,27 @@ def test_ctrl_c_stops_and_keeps_the_best_so_far(tmp_path):
     assert tuner.interrupted and tuner.trials == 2 and tuner.best is not None
     assert "interrupted: keeping the best so far" in out.getvalue()
     assert len(list(load(log))) == 2  # what was measured is kept, so a rerun resumes after it
+
+
+_SCRIPT = """
+import os, signal, sys, threading
+sys.path.insert(0, {tests!r})
+from kernels import matmul
+from tessel.tune import tune
+threading.Timer(6, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+r = tune(matmul, (32, 32, 32), trials=500, tuner="random", batch_size=2, log={log!r}, build_timeout=60)
+print("RESULT", r.interrupted, r.trials, r.config is not None, flush=True)
+"""
+
+
+def test_a_real_sigint_stops_the_tuner_cleanly(tmp_path):
+    """SIGINT (what Ctrl-C sends) reaches only the tuner: its children ignore it and the runner
+    sits in a session of its own, so the tuner stops, closes them and returns."""
+    log = tmp_path / "sig.log"
+    script = _SCRIPT.format(tests=str(Path(__file__).parent), log=str(log))
+    env = {**os.environ, "PYTHONPATH": str(Path(tessel.__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = [line for line in done.stdout.splitlines() if line.startswith("RESULT")]
+    assert result and result[0].split()[1:3] == ["True", str(len(list(load(log))))]
+    assert "interrupted: keeping the best so far" in done.stdout
