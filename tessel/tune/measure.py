@@ -117,9 +117,9 @@ def features(task, cfg: ConfigEntity) -> list[float]:
     return loop_features(driver.lower(sch, list(tensors)), task.flop) + cfg.get_flatten_feature()
 
 
-def _build_child(task, cfg: ConfigEntity, data: tuple | None) -> dict:
+def _build_child(task, cfg: ConfigEntity, data: tuple | None, known: dict | None = None) -> dict:
     """In the child: the candidate's kernel as a contract (or, python target, its measurement);
-    with ``data == "features"``, only its features."""
+    with ``data == "features"``, only its features (``known``: those the tuner has already)."""
     from .. import driver
     from ..runtime.export import contract
 
@@ -129,7 +129,7 @@ def _build_child(task, cfg: ConfigEntity, data: tuple | None) -> dict:
     sch, tensors = task.instantiate(cfg)
     if not cfg.valid():
         return {"error": "invalid config: " + "; ".join(cfg.errors), "kind": "invalid"}
-    feats = features(task, cfg)
+    feats = known[cfg.index] if known and cfg.index in known else features(task, cfg)
     kernel = driver.build(sch, list(tensors), target=task.target)
     msg = {"features": feats, "build_s": time.perf_counter() - start}
     if task.target.kind == "python":
@@ -140,7 +140,7 @@ def _build_child(task, cfg: ConfigEntity, data: tuple | None) -> dict:
     return msg
 
 
-def _fork_build(task, cfg: ConfigEntity, data: tuple | None) -> tuple[int, int]:
+def _fork_build(task, cfg: ConfigEntity, data: tuple | None, known: dict | None) -> tuple[int, int]:
     """Start one build; returns the child's pid and the read end of its answer pipe."""
     rd, wr = os.pipe()
     pid = os.fork()
@@ -154,7 +154,7 @@ def _fork_build(task, cfg: ConfigEntity, data: tuple | None) -> tuple[int, int]:
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the tuner's to handle
             faulthandler.disable()  # a crash is an answer (the exit status), not a traceback on the tuner's stderr
             try:
-                msg = _build_child(task, cfg, data)
+                msg = _build_child(task, cfg, data, known)
             except BaseException as e:
                 msg = {"error": f"{type(e).__name__}: {e}", "kind": "build"}
             with os.fdopen(wr, "w") as f:
@@ -187,7 +187,7 @@ class _Child:
 
 
 def build_all(task, configs: list[ConfigEntity], n_parallel: int, timeout: float,
-              data: tuple | None = None) -> list[dict]:
+              data: tuple | str | None = None, known: dict | None = None) -> list[dict]:
     """Build ``configs`` in up to ``n_parallel`` children at once; one answer dict per config."""
     answers: list[dict | None] = [None] * len(configs)
     waiting = list(range(len(configs)))
@@ -196,7 +196,7 @@ def build_all(task, configs: list[ConfigEntity], n_parallel: int, timeout: float
         while waiting or running:
             while waiting and len(running) < max(n_parallel, 1):
                 i = waiting.pop(0)
-                pid, fd = _fork_build(task, configs[i], data)
+                pid, fd = _fork_build(task, configs[i], data, known)
                 running[fd] = _Child(i, pid, fd, time.monotonic() + timeout)
             _collect(running, answers)
     finally:
@@ -316,9 +316,11 @@ class Measurer:
         np.savez(path, n_in=len(inputs), n_out=len(expected), **arrays)
         self.runner = RunnerProcess(path, run_timeout)
 
-    def measure(self, configs: list[ConfigEntity]) -> list[MeasureResult]:
+    def measure(self, configs: list[ConfigEntity], known: dict | None = None) -> list[MeasureResult]:
+        """``known``: features by config index that need not be computed again."""
         python = self.task.target.kind == "python"
-        built = build_all(self.task, configs, self.n_parallel, self.build_timeout, self.data if python else None)
+        built = build_all(self.task, configs, self.n_parallel, self.build_timeout, self.data if python else None,
+                          known)
         out = []
         for cfg, b in zip(configs, built, strict=True):
             res = MeasureResult(cfg, build_s=float(b.get("build_s", 0.0)), features=b.get("features"))

@@ -25,7 +25,12 @@ class ModelTuner(Tuner):
         self.epsilon, self.walkers, self.steps, self.pool_factor = epsilon, walkers, steps, pool_factor
         self.n_parallel = n_parallel or 2
         self.knob_model = GBTModel(n_trees=25, seed=seed)
-        self.loop_model = GBTModel(seed=seed)
+        self.loop_model = GBTModel(n_trees=30, seed=seed)
+        self._ranked: dict[int, list[float]] = {}
+
+    @property
+    def known_features(self) -> dict[int, list[float]]:
+        return self._ranked
 
     def update(self, results: list[MeasureResult]) -> None:
         super().update(results)
@@ -87,8 +92,10 @@ class ModelTuner(Tuner):
             return []
         answers = build_all(self.task, [self.space.get(i) for i in pool], self.n_parallel, 30.0, "features")
         scored = []
+        self._ranked = {}
         for i, a in zip(pool, answers, strict=True):
             if "features" in a:
+                self._ranked[i] = a["features"]
                 scored.append((float(self.loop_model.predict([a["features"]])[0]), i))
             else:
                 scored.append((-math.inf, i))  # it does not even lower: measured last, if at all

@@ -51,6 +51,11 @@ class Tuner:
     def next_batch(self, n: int) -> list[int]:
         raise NotImplementedError
 
+    @property
+    def known_features(self) -> dict[int, list[float]]:
+        """Features the search computed already (by config index), so builds skip them."""
+        return {}
+
     def has_next(self) -> bool:
         return len(self.visited) < len(self.space)
 
@@ -117,7 +122,7 @@ class Tuner:
                 break
             self.visited.update(batch)
             before = self.best_cost
-            results = measurer.measure([self.space.get(i) for i in batch])
+            results = measurer.measure([self.space.get(i) for i in batch], self.known_features)
             self.trials += len(results)
             self.update(results)
             if log is not None:

@@ -21,7 +21,7 @@ from ..errors import NotOfferedError, NotOfferedModuleError
 
 _WHAT = ("tessel implements TVM's tensor-expression language: tvm.te (compute, schedules), tvm.tir "
          "expressions, tvm.lower/tvm.build, tvm.nd arrays on the CPU, tvm.runtime.load_module, "
-         "tvm.testing.assert_allclose, tvm.contrib.tedd")
+         "tvm.testing.assert_allclose, tvm.contrib.tedd, tvm.autotvm templates and tuners")
 _GRAPH = "it has no graph-level IR: write each operator with te.compute and build it with tvm.build"
 _TUNE = ("its tuner speaks AutoTVM's template API (tvm.autotvm, tessel.tune); otherwise schedule by hand "
          "(split, tile, reorder, vectorize, parallel ...)")

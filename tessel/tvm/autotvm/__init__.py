@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from ...tune.records import apply_history_best
 from ...tune.task import get_config, template
+from .._names import missing_names
 from . import callback, measure, record, task, tuner
 from .measure import LocalBuilder, LocalRunner, MeasureInput, MeasureResult, measure_option
 
 __all__ = ["LocalBuilder", "LocalRunner", "MeasureInput", "MeasureResult", "apply_history_best", "callback",
            "get_config", "measure", "measure_option", "record", "task", "template", "tuner"]
+
+# a name AutoTVM has and tessel does not says so (NotOfferedError), with what to use
+__getattr__ = missing_names(__name__)

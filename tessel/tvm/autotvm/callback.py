@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from ...tune import records as R
+from .._names import missing_names
 
 
 class _LogToFile:
@@ -35,3 +36,6 @@ def progress_bar(total=None, prefix: str = "", si_prefix: str = "G") -> Progress
 
 
 __all__ = ["ProgressBar", "log_to_file", "progress_bar"]
+
+# a name AutoTVM has and tessel does not says so (NotOfferedError), with what to use
+__getattr__ = missing_names(__name__)

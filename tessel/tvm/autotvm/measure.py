@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...tune.measure import MeasureResult
 from ...tune.tuner import MeasureInput
+from .._names import missing_names
 
 
 class LocalBuilder:
@@ -30,3 +31,6 @@ def measure_option(builder=None, runner=None) -> dict:
 
 
 __all__ = ["LocalBuilder", "LocalRunner", "MeasureInput", "MeasureResult", "measure_option"]
+
+# a name AutoTVM has and tessel does not says so (NotOfferedError), with what to use
+__getattr__ = missing_names(__name__)

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 from ...tune import records as R
 from ...tune.measure import MeasureResult
+from .._names import missing_names
 
 
 def load_from_file(filename) -> Iterator[tuple[SimpleNamespace, MeasureResult]]:
@@ -28,3 +29,6 @@ def pick_best(in_file, out_file) -> None:
 
 
 __all__ = ["load_from_file", "pick_best"]
+
+# a name AutoTVM has and tessel does not says so (NotOfferedError), with what to use
+__getattr__ = missing_names(__name__)

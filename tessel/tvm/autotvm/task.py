@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...tune.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
 from ...tune.task import Task, get_config, template
+from .._names import missing_names
 from ..target import Target
 
 
@@ -16,3 +17,6 @@ def create(task_name, args=(), target=None, target_host=None) -> Task:
 
 
 __all__ = ["ConfigEntity", "ConfigSpace", "FallbackConfigEntity", "Task", "create", "get_config", "template"]
+
+# a name AutoTVM has and tessel does not says so (NotOfferedError), with what to use
+__getattr__ = missing_names(__name__)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...tune import search
 from ...tune import tuner as base
+from .._names import missing_names
 from .callback import ProgressBar
 
 
@@ -45,3 +46,6 @@ class GridSearchTuner(_Autotvm, base.GridSearchTuner):
 
 
 __all__ = ["GATuner", "GridSearchTuner", "RandomTuner", "XGBTuner"]
+
+# a name AutoTVM has and tessel does not says so (NotOfferedError), with what to use
+__getattr__ = missing_names(__name__)
