@@ -20,7 +20,7 @@ from tessel.tune.measure import Measurer
 def test_the_tuner_survives_every_kind_of_failure(tmp_path):
     log = tmp_path / "t.log"
     result = tune("tests/troublesome", (33,), trials=len(MODES), tuner="grid", target="c", log=log,
-                  timeout=1.5, build_timeout=6, n_parallel=2, progress=io.StringIO())
+                  timeout=1.5, build_timeout=10, n_parallel=2, progress=io.StringIO())
     by_mode = {r.config["mode"].val: r for r in result.records}
     assert set(by_mode) == set(MODES)
     assert by_mode["ok"].ok and by_mode["ok"].costs

@@ -7,10 +7,12 @@ import io
 import json
 
 import numpy as np
+import pytest
 from helpers import rand
 from kernels import matmul
 
 import tessel
+from tessel.errors import TuneError
 from tessel.tune import (
     ApplyHistoryBest,
     ConfigEntity,
@@ -87,3 +89,21 @@ def test_tune_returns_a_schedule_that_computes_the_product():
     a, b, out = rand(10, 6), rand(6, 12, seed=4), np.zeros((10, 12), "float32")
     result.build()(a, b, out)
     np.testing.assert_allclose(out, a @ b, rtol=1e-4)
+
+
+def test_the_python_target_is_tuned_in_the_builders_themselves():
+    """A python-target kernel lives only in the process that built it: its builder measures it."""
+    result = tune(matmul, (6, 4, 10), trials=2, tuner="grid", target="python", progress=False)
+    assert all(r.ok for r in result.records) and result.config is not None
+    assert result.task.target.kind == "python"
+
+
+def test_bad_tasks_are_refused_with_what_to_do():
+    with pytest.raises(TuneError, match="no template is registered as 'nope'"):
+        Task("nope")
+    with pytest.raises(TuneError, match=r"must return \(schedule, \[tensors\]\)"):
+        Task(lambda cfg: 3)
+    with pytest.raises(TuneError, match="trials"):
+        tune(matmul, (4, 4, 4), trials=0)
+    with pytest.raises(TuneError, match="tuner="):
+        tune(matmul, (4, 4, 4), tuner="annealing")
