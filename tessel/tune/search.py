@@ -68,7 +68,7 @@ class ModelTuner(Tuner):
             temp = max(1e-3, 1.0 - step / self.steps) * 0.1
             moved = [self._neighbour(p, dims) for p in points]
             new = self._score(moved)
-            accept = (new >= scores) | (self.rng.random(len(new)) < np.exp((new - scores) / temp))
+            accept = (new >= scores) | (self.rng.random(len(new)) < np.exp(np.minimum(new - scores, 0.0) / temp))
             for k in np.flatnonzero(accept):
                 points[k], scores[k] = moved[k], new[k]
             for p, sc in zip(moved, new, strict=True):

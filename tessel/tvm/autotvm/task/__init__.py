@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from ...tune.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
-from ...tune.task import Task, get_config, template
-from .._names import missing_names
-from ..target import Target
+from ....tune.space import ConfigEntity, ConfigSpace, FallbackConfigEntity
+from ....tune.task import Task, get_config, template
+from ..._names import missing_names
+from ...target import Target
+from . import space
 
 
 def create(task_name, args=(), target=None, target_host=None) -> Task:
@@ -16,7 +17,7 @@ def create(task_name, args=(), target=None, target_host=None) -> Task:
     return Task(task_name, tuple(args), target)
 
 
-__all__ = ["ConfigEntity", "ConfigSpace", "FallbackConfigEntity", "Task", "create", "get_config", "template"]
+__all__ = ["ConfigEntity", "ConfigSpace", "FallbackConfigEntity", "Task", "create", "get_config", "space", "template"]
 
 # a name AutoTVM has and tessel does not says so (NotOfferedError), with what to use
 __getattr__ = missing_names(__name__)
