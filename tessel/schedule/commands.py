@@ -346,6 +346,7 @@ def store_in(stage: Stage, buffer: Any, index: Callable | Sequence | None = None
     if buffer.op is op:
         raise ScheduleError(f"stage {stage.name}: store_in into its own tensor changes nothing; pass another "
                             "tensor, or leave the storage as it is")
+    buffer = _own_sizes(stage.schedule, buffer)
     indices = _indices(stage, buffer, index)
     cmd = StoreIn(buffer, indices, folded)
 
@@ -382,6 +383,27 @@ def _indices(stage: Stage, buffer: Tensor, index: Callable | Sequence | None) ->
             raise ScheduleError(f"stage {stage.name}: store_in index {k} ({x}) uses {', '.join(stray)}, which are "
                                 f"not axes of {stage.name}; an index is a function of {', '.join(v.name for v in axes)}")
     return got
+
+
+def _own_sizes(sch: Schedule, buffer: Tensor) -> Tensor:
+    """A new buffer whose shape names sizes of another copy of the computation (a replayed
+    step onto fresh tensors) is remade over this schedule's sizes, by name, once per schedule
+    (two stages stored in one buffer keep sharing it)."""
+    from ..ir.functor import free_vars, substitute
+    from ..te.tensor import placeholder
+    from .assume import size_vars
+
+    if buffer.op in sch.stage_map or not buffer.op.is_placeholder:
+        return buffer
+    sizes = {v.name: v for v in size_vars(sch)}
+    stray = {v for n in buffer.shape for v in free_vars(n) if v not in sizes.values()}
+    if not stray or any(v.name not in sizes for v in stray):
+        return buffer
+    memo = sch.__dict__.setdefault("_store_buffers", {})
+    if id(buffer) not in memo:
+        shape = [substitute(n, {v: sizes[v.name] for v in stray}) for n in buffer.shape]
+        memo[id(buffer)] = (buffer, placeholder(shape, buffer.dtype, name=buffer.name))
+    return memo[id(buffer)][1]
 
 
 def _own_axes(stage: Stage, index: tuple[E.PrimExpr, ...]) -> tuple[E.PrimExpr, ...]:
