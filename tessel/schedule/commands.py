@@ -158,6 +158,15 @@ def has_commands(sch: Schedule) -> bool:
     return bool(sch.orders) or any(st.commands or st.storage is not None for st in sch.stages)
 
 
+def describe(stage: Stage) -> list[str]:
+    """The commands given to ``stage``, as a user wrote them (for the views)."""
+    out = [c.text() for c in stage.commands]
+    out += [o.text().split(".", 1)[1] for o in stage.schedule.orders if o.stage is stage]
+    if stage.storage is not None:
+        out.append(stage.storage.text())
+    return out
+
+
 def commands_key(sch: Schedule) -> tuple:
     """The commands of ``sch`` by content and position, for cache keys."""
     pos = {id(st): k for k, st in enumerate(sch.stages)}
@@ -440,6 +449,6 @@ def storage_fold(stage: Stage, axis: E.IterVar, factor: Any) -> None:
     store_in(stage, buf, index, folded=True)
 
 
-__all__ = ["Interchange", "Order", "Reverse", "Shift", "Skew", "StoreIn", "between", "commands_key",
+__all__ = ["Interchange", "Order", "Reverse", "Shift", "Skew", "StoreIn", "between", "commands_key", "describe",
            "has_commands", "interchange", "order", "register_legality_check", "reverse", "shift", "skew",
            "storage_fold", "store_in", "unimodular_completion"]
