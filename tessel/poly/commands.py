@@ -27,7 +27,7 @@ import islpy as isl
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.functor import substitute
-from ..schedule.commands import Interchange, Order, Reverse, Shift, Skew, has_commands
+from ..schedule.commands import Interchange, Order, Reverse, Shift, has_commands
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from ..te.tensor import Tensor

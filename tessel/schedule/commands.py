@@ -310,7 +310,7 @@ def order(stage: Stage, anchor: Any, level: Any, before: bool, what: str) -> Sta
 
     def change() -> None:
         sch = stage.schedule
-        sch.orders = tuple(o for o in sch.orders if o.stage is not stage) + (cmd,)
+        sch.orders = (*[o for o in sch.orders if o.stage is not stage], cmd)
 
     _commit(stage, cmd, change)
     return other
