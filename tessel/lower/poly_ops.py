@@ -29,8 +29,10 @@ from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, substitute
 from ..poly.astgen import AstReader, scan
+from ..poly.commands import check_storage
 from ..poly.model import Model, Statement, build
-from ..schedule.stage import INLINE
+from ..schedule.commands import describe
+from ..schedule.stage import INLINE, ROOT
 from ..te.tensor import ComputeOp, Tensor, reduction_update
 
 
@@ -45,6 +47,7 @@ def poly_ops(ctx: BoundContext, args: dict) -> S.Stmt:
         raise LowerError(f"stage {name}: a schedule with commands (after, shift, skew, ...) is lowered from its "
                          f"polyhedral model, which cannot describe {name} ({why}); remove the commands or "
                          "make the stage's indices and ranges affine")
+    check_storage(model)
     body = _scan(ctx, model)
     body = _Stored(sch).visit(body)
     return _realize(ctx, args, body)
@@ -55,7 +58,16 @@ def _check(ctx: BoundContext) -> None:
         st = next(iter(ctx.boxes))
         raise LowerError(f"stage {st.name} shares loops with another stage (computeAt by position); commands "
                          "(after, shift, ...) need stages placed by compute_at or at the root")
+    for o in ctx.sch.orders:
+        moved = next((st for st in (o.stage, o.anchor) if st.attach_type != ROOT), None)
+        if moved is not None:
+            raise LowerError(f"{o.text()}: {moved.name} was moved off the root after the command (compute_at or "
+                             f"compute_inline); orders need both stages at the root: call "
+                             f"s[{moved.name}].compute_root(), or order the stage it is computed in")
     for st in ctx.sch.stages:
+        if st.attach_type == INLINE and (st.commands or st.storage is not None):
+            raise LowerError(f"stage {st.name} is inlined, so its commands ({', '.join(describe(st))}) have no "
+                             f"loops to act on; call s[{st.name}].compute_root() or drop the commands")
         if st.is_placeholder or st.attach_type == INLINE:
             continue
         if not isinstance(st.op, ComputeOp):

@@ -282,3 +282,38 @@ def test_commands_compose_with_a_non_divisible_split():
     s[C].unroll(ci)
     a = rand(14)
     check(s, [A, C], [a], [(a + 1) ** 2])
+
+
+# ---- loop tags from the schedule --------------------------------------------------------------
+@pytest.mark.parametrize("both", [True, False])
+def test_a_fused_loop_keeps_the_tag_its_stages_agree_on(both):
+    n = te.var("n")
+    A = te.placeholder((n, 4), name="A")
+    B = te.compute((n, 4), lambda i, j: A[i, j] + 1, name="B")
+    C = te.compute((n, 4), lambda i, j: B[i, j] * 3, name="C")
+    s = te.create_schedule(C.op)
+    s[C].after(s[B], C.op.axis[0])
+    s[C].parallel(C.op.axis[0])
+    if both:
+        s[B].parallel(B.op.axis[0])
+    s[C].unroll(C.op.axis[1])
+    text = _ir(s, [A, C])
+    heads = loops(text)
+    assert heads[0].startswith("parallel" if both else "for")  # fused loops of other kinds run serially
+    assert heads[-1].startswith("unrolled (j, 0, 4)")
+    func, _ = lower_steps(s, [A, C])
+    assert len(loops(str(func.body))) == 2  # C's j loop is straight-line code now
+    a = rand(9, 4)
+    check(s, [A, C], [a], [(a + 1) * 3])
+
+
+def test_commands_on_an_inlined_stage_are_refused():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + 1, name="B")
+    C = te.compute((n,), lambda i: B[i] * 3, name="C")
+    s = te.create_schedule(C.op)
+    s[B].shift(B.op.axis[0], 1)
+    s[B].compute_inline()
+    with pytest.raises(tessel.errors.LowerError, match=r"B is inlined.*shift\(i, 1\).*compute_root"):
+        tessel.lower(s, [A, C])

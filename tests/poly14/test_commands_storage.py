@@ -12,7 +12,7 @@ from helpers import TARGETS, check, rand
 import tessel
 from tessel import te
 from tessel.driver import lower_steps
-from tessel.errors import LowerError, ScheduleError
+from tessel.errors import BoundError, LowerError, ScheduleError
 
 
 def _flat(s, args) -> str:
@@ -136,3 +136,14 @@ def test_store_in_refusals_name_the_stage_and_what_to_do():
     s[B].store_in(te.placeholder((3, n), name="T"), lambda i, j: (j, i))
     with pytest.raises(LowerError, match="pass T to lower/build instead of B"):
         tessel.lower(s, [A, B])
+
+
+def test_store_in_outside_the_buffer_is_refused_with_a_witness():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + 1, name="B")
+    C = te.compute((n,), lambda i: B[i] * 2, name="C")
+    s = te.create_schedule(C.op)
+    s[B].store_in(te.placeholder((2,), name="ring"), lambda i: (i % 3,))
+    with pytest.raises(BoundError, match=r"B is stored in ring.*leaves its shape \(2\): for n = \d+, i = 2"):
+        tessel.build(s, [A, C])
