@@ -131,9 +131,14 @@ class _Stored(Mutator):
     def __init__(self, sch):
         self.where: dict[Tensor, tuple[Tensor, tuple, tuple]] = {}
         for st in sch.stages:
+            axes = tuple(iv.var for iv in st.op.axis)
             if st.storage is not None:
-                axes = tuple(iv.var for iv in st.op.axis)
                 self.where[st.op.output(0)] = (st.storage.buffer, axes, st.storage.indices)
+                continue
+            for t in st.op.outputs:
+                home = _home(st.op, t)
+                if home is not t:
+                    self.where[t] = (home, axes, axes)
 
     def _moved(self, t: Tensor, indices) -> tuple[Tensor, tuple]:
         buf, axes, index = self.where[t]
@@ -156,8 +161,16 @@ class _Stored(Mutator):
         return E.ProducerLoad(e.producer, indices)
 
 
+def _home(op, t: Tensor) -> Tensor:
+    """Where an operation keeps output ``t`` (the definitions of one recurrence share one
+    storage, ``Operation.storage``; any other operation keeps its own tensor)."""
+    storage = getattr(op, "storage", None)
+    return storage(t) if callable(storage) else t
+
+
 def _realize(ctx: BoundContext, args: dict, body: S.Stmt) -> S.Stmt:
-    """Storage for every computed tensor (or its ``store_in`` buffer) that is no argument."""
+    """Storage for every computed tensor (its ``store_in`` buffer, its recurrence's storage)
+    that is no argument."""
     seen: dict[int, tuple[Tensor, str]] = {}
     for st in ctx.order:
         if st.is_placeholder or st.attach_type == INLINE:
@@ -170,7 +183,10 @@ def _realize(ctx: BoundContext, args: dict, body: S.Stmt) -> S.Stmt:
                                      f"tensor {t.name} is never written; pass {st.storage.buffer.name} to "
                                      f"lower/build instead of {t.name}")
                 target = st.storage.buffer
-            if target not in args:
+            target = _home(st.op, target) if target is t else target
+            # an input of the program written in place is the caller's (storage_flatten asks for it)
+            is_input = target.op.is_placeholder and target.op in ctx.sch.stage_map
+            if target not in args and not is_input:
                 seen.setdefault(id(target), (target, st.scope))
     for t, scope in reversed(list(seen.values())):
         body = S.ProducerRealize(t, tuple(E.Range(0, n) for n in t.shape), body, scope)
