@@ -147,3 +147,15 @@ def test_store_in_outside_the_buffer_is_refused_with_a_witness():
     s[B].store_in(te.placeholder((2,), name="ring"), lambda i: (i % 3,))
     with pytest.raises(BoundError, match=r"B is stored in ring.*leaves its shape \(2\): for n = \d+, i = 2"):
         tessel.build(s, [A, C])
+
+
+def test_the_blur_benchmark_checks_each_schedule_before_timing_it():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/ lives at the root
+    from benchmarks import poly_commands
+
+    rows = poly_commands.run(13, 9, repeat=1)  # each schedule's output is compared with NumPy's first
+    assert [r[0] for r in rows] == ["unfused", "after + shift", "after + shift + storage_fold"]
+    assert rows[-1][2] == 3 * 9 * 4 < rows[0][2]  # three rows of intermediate storage instead of all
