@@ -179,7 +179,8 @@ def _order(o: Order, placed: list[Statement], vectors: dict[int, Vector]) -> Non
     if short:
         raise ScheduleError(f"{o.text()}: {short[0].label()} runs inside fewer than {n} loops, so it cannot share "
                             f"{n} loops with {o.anchor.name}; choose an outer level")
-    prefix = [vectors[id(theirs[0])][k] for k in range(0, p, 2)]
+    ref = next((s for s in theirs if s.stage is o.anchor), theirs[0])  # not a stage computed inside it
+    prefix = [vectors[id(ref)][k] for k in range(0, p, 2)]
     for s in mine + theirs:
         for lp in s.loops[:n]:
             if lp.width != 1:

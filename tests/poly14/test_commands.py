@@ -113,7 +113,8 @@ def test_after_a_reduction_inside_its_spatial_loop():
 
 
 # ---- compute_at with redundancy (Tiramisu's test 35), ordered with after ---------------------
-def test_compute_at_with_redundancy_and_a_stage_after_it_in_the_same_loop():
+@pytest.mark.parametrize("host_first", [True, False])
+def test_compute_at_with_redundancy_and_a_stage_after_it_in_the_same_loop(host_first):
     N = te.var("N")
     A = te.placeholder((N, N), name="A")
     S0 = te.compute((N, N), lambda i, j: A[i, j] * 2, name="S0")
@@ -121,9 +122,14 @@ def test_compute_at_with_redundancy_and_a_stage_after_it_in_the_same_loop():
     S2 = te.compute((N, N - 2), lambda i, j: A[i, j + 1] - 1, name="S2")
     s = te.create_schedule([S1.op, S2.op])
     s[S0].compute_at(s[S1], S1.op.axis[1])  # S0 recomputed for j, j+1, j+2 in every iteration
-    s[S2].after(s[S1], S1.op.axis[1])
+    if host_first:
+        s[S2].after(s[S1], S1.op.axis[1])
+    else:  # S1 moves after S2, and S0, computed inside S1's loop, moves with it
+        s[S1].after(s[S2], S2.op.axis[1])
     text = _ir(s, [A, S1, S2])
     assert len(loops(text)) == 3  # i { j { S0's 3 points; S1; S2 } }
+    assert (text.index("S1[") < text.index("S2[")) == host_first
+    assert text.index("S0[") < text.index("S1[")
     a = rand(8, 8)
     s0 = a * 2
     check(s, [A, S1, S2], [a], [(s0[:, :-2] + s0[:, 1:-1] + s0[:, 2:]) / 3, a[:, 1:-1] - 1])
