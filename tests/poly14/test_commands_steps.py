@@ -91,6 +91,7 @@ def test_the_explorer_shows_each_command_with_its_code_and_model():
     last = steps[-1]
     assert last["state"] == "ok"
     assert "t1 = 2 + " in last["ir"]["poly"]  # C's rows run two steps later...
+    assert "commands: shift(i, 2), after(B, i)" in last["ir"]["poly"]
     fused = last["ir"]["schedule_ops"]
     assert fused.count("for (i") == 1  # ...in the loop that computes B's rows
 
