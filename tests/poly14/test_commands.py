@@ -323,3 +323,18 @@ def test_commands_on_an_inlined_stage_are_refused():
     s[B].compute_inline()
     with pytest.raises(tessel.errors.LowerError, match=r"B is inlined.*shift\(i, 1\).*compute_root"):
         tessel.lower(s, [A, C])
+
+
+def test_a_reduction_ordered_after_another_stage_keeps_its_init_before_its_update():
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    E = te.compute((n,), lambda i: A[i, 0] * 2, name="E")
+    k = te.reduce_axis((0, m), name="k")
+    R = te.compute((n,), lambda i: te.sum(A[i, k] * E[i], axis=k), name="R")
+    s = te.create_schedule(R.op)
+    s[R].after(s[E], R.op.axis[0])  # init and update both move into E's loop, in their order
+    model = tessel.poly.model(s)
+    init, update = (st for st in model.statements if st.stage is s[R])
+    assert "t2 = 1" in str(init.schedule) and "t2 = 2" in str(update.schedule)
+    a = rand(6, 5)
+    check(s, [A, R], [a], [a.sum(1) * a[:, 0] * 2], rtol=1e-4)
