@@ -74,9 +74,10 @@ def _check(ctx: BoundContext) -> None:
             raise LowerError(f"stage {st.name} is a {type(st.op).__name__}; schedules with commands (after, "
                              "shift, skew, ...) lower te.compute stages only")
         kinds = {st.leaf_kind(iv) for iv in st.leaf_iter_vars}
-        if kinds & {"tensorized", "thread_binding"} or st.store_predicate is not None:
-            raise LowerError(f"stage {st.name}: tensorize, bind and set_store_predicate are not lowered with "
-                             "commands (after, shift, ...); use one or the other")
+        hints = any(a.pragmas or a.prefetch for a in st.iter_var_attrs.values()) or st.dim_align
+        if kinds & {"tensorized", "thread_binding"} or st.store_predicate is not None or hints:
+            raise LowerError(f"stage {st.name}: tensorize, bind, set_store_predicate, pragma, prefetch and "
+                             "storage_align are not lowered with commands (after, shift, ...); use one or the other")
 
 
 def _scan(ctx: BoundContext, model: Model) -> S.Stmt:

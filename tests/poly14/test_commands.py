@@ -338,3 +338,14 @@ def test_a_reduction_ordered_after_another_stage_keeps_its_init_before_its_updat
     assert "t2 = 1" in str(init.schedule) and "t2 = 2" in str(update.schedule)
     a = rand(6, 5)
     check(s, [A, R], [a], [a.sum(1) * a[:, 0] * 2], rtol=1e-4)
+
+
+def test_hints_the_isl_lowering_does_not_carry_are_refused():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + 1, name="B")
+    s = te.create_schedule(B.op)
+    s[B].shift(B.op.axis[0], 1)
+    s[B].pragma(B.op.axis[0], "auto_unroll_max_step", 4)
+    with pytest.raises(tessel.errors.LowerError, match="stage B: .*pragma.*not lowered with commands"):
+        tessel.lower(s, [A, B])
