@@ -153,6 +153,14 @@ def _commit(stage: Stage, command: Any, change: Callable[[], None]) -> None:
         raise
 
 
+def is_layout(sch: Schedule, storage: StoreIn | None) -> bool:
+    """Whether a ``store_in`` only lays values out (Tiramisu's layer III): its buffer is no tensor
+    of the program (a fresh placeholder, a fold), so what a read means is still the algorithm's
+    value, and legality asks only that no value is overwritten before its last read. A store
+    into a tensor of the program (an input, in place) changes what later reads see instead."""
+    return storage is not None and (storage.folded or storage.buffer.op not in sch.stage_map)
+
+
 def has_commands(sch: Schedule) -> bool:
     """Whether any stage of ``sch`` was given a command (then lowering goes through isl)."""
     return bool(sch.orders) or any(st.commands or st.storage is not None for st in sch.stages)
@@ -450,5 +458,5 @@ def storage_fold(stage: Stage, axis: E.IterVar, factor: Any) -> None:
 
 
 __all__ = ["Interchange", "Order", "Reverse", "Shift", "Skew", "StoreIn", "between", "commands_key", "describe",
-           "has_commands", "interchange", "order", "register_legality_check", "reverse", "shift", "skew",
+           "has_commands", "interchange", "is_layout", "order", "register_legality_check", "reverse", "shift", "skew",
            "storage_fold", "store_in", "unimodular_completion"]
