@@ -111,6 +111,8 @@ def run_infer_bound(sch: Schedule, check: bool = True) -> BoundContext:
             continue
         _infer_root_bound(ctx, st)
         pass_down_domain(st, ctx.rmap, ctx.analyzer)
+        for t in st.env_thread_axes:  # a scan's launch threads run over their declared range
+            _set_range(ctx, t, t.dom)
         _bind_threads(ctx, st)
     return ctx
 

@@ -255,3 +255,66 @@ def test_two_virtual_threads_nest_and_keep_values():
     assert text.count("launch[vthread]") == 2
     a = rand(19, 22)
     check(s, [A, B], [a], [a * 3])
+
+
+def test_double_buffer_marks_the_storage_and_changes_no_value():
+    s, (A, B, C), (AA, BB, CC) = _gemm(40, cooperative=False)
+    s[AA].double_buffer()
+    text = str(tessel.lower(s, [A, B, C], simple_mode=True))
+    assert text.count("double_buffer_scope") == 1
+    (attr,) = collect(tessel.lower(s, [A, B, C], simple_mode=True),
+                      lambda n: isinstance(n, S.AttrStmt) and n.key == "double_buffer_scope")
+    assert attr.node.name == "A.shared" and attr.node.scope == "shared"
+    a, bm = rand(40, 40), rand(40, 40, seed=2)
+    check(s, [A, B, C], [a, bm], [a @ bm.T], rtol=1e-4, atol=1e-4)
+    with pytest.raises(tessel.ScheduleError, match="stage CC is an output"):
+        s[C].double_buffer()
+
+
+def _scan(m=9, n=37):
+    X = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n), name="state")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    update = te.compute((m, n), lambda t, i: state[t - 1, i] * 0.5 + X[t, i], name="update")
+    scan = te.scan(init, update, state, name="scan")
+    return X, init, update, scan
+
+
+def test_env_threads_run_the_scan_in_its_threads():
+    X, init, update, scan = _scan()
+    s = te.create_schedule(scan.op)
+    bx, tx = te.thread_axis((0, 5), "blockIdx.x"), te.thread_axis((0, 8), "threadIdx.x")
+    s[scan].env_threads([bx, tx])
+    xo, xi = s[update].split(update.op.axis[1], factor=8)
+    s[update].bind(xo, bx)
+    s[update].bind(xi, tx)  # the scan's own threads: each thread runs its column through the steps
+    b = tessel.infer_bound(s)
+    assert (_ext(b, bx), _ext(b, tx)) == (5, 8)
+    body = tessel.lower(s, [X, scan], simple_mode=True)
+    text = str(body)
+    produce = text[text.index("produce scan"):]
+    assert produce.count("launch[blockIdx.x]") == 1 and produce.count("launch[threadIdx.x]") == 1
+    assert "scan[scan.idx*37 + blockIdx.x*8 + threadIdx.x + 37] = scan[scan.idx*37 + blockIdx.x*8 + threadIdx.x]" in text
+    with pytest.raises(BuildError, match="filled cooperatively"):
+        tessel.build(s, [X, scan], target="c")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_env_threads_without_bound_loops_repeat_the_scan_in_every_thread(target):
+    X, init, update, scan = _scan(7, 11)
+    s = te.create_schedule(scan.op)
+    s[scan].env_threads(te.thread_axis((0, 3), "threadIdx.x"))
+    x = rand(7, 11)
+    want = x.copy()
+    for t in range(1, 7):
+        want[t] = want[t - 1] * 0.5 + x[t]
+    check(s, [X, scan], [x], [want], targets=(target,))
+
+
+def test_env_threads_checks_its_arguments():
+    X, init, update, scan = _scan()
+    s = te.create_schedule(scan.op)
+    with pytest.raises(tessel.ScheduleError, match="stage update: env_threads is for a scan"):
+        s[update].env_threads([te.thread_axis((0, 4), "threadIdx.x")])
+    with pytest.raises(tessel.ScheduleError, match="thread axis threadIdx.x has no declared range"):
+        s[scan].env_threads([te.thread_axis("threadIdx.x")])
