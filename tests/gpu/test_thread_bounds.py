@@ -343,3 +343,27 @@ def test_cross_thread_reduction_lowers_and_is_refused_on_the_cpu():
     for target in TARGETS:
         with pytest.raises(BuildError, match="reduction loop k.inner.v is bound to threadIdx.x: a cross-thread"):
             tessel.build(s, [A, B], target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_shared_copy_inside_thread_loops_is_sized_for_the_block(target):
+    # the example: tessel used to allocate A.shared[1 * 8], one thread's row
+    A = te.placeholder((45, 8), name="A")
+    B = te.compute((45, 8), lambda i, j: A[i, j] * 2, name="B")
+    s = te.create_schedule(B.op)
+    AA = s.cache_read(A, "shared", [B])
+    xo, xi = s[B].split(B.op.axis[0], factor=16)
+    s[B].bind(xo, te.thread_axis("blockIdx.x"))
+    s[B].bind(xi, te.thread_axis("threadIdx.x"))
+    s[AA].compute_at(s[B], xi)
+    assert _allocs(s, [A, B])["A.shared"] == [16, 8]  # TVM: the block's 16 rows
+    s2 = te.create_schedule(B.op)
+    AL = s2.cache_read(A, "local", [B])
+    xo, xi = s2[B].split(B.op.axis[0], factor=16)
+    s2[B].bind(xo, te.thread_axis("blockIdx.x"))
+    s2[B].bind(xi, te.thread_axis("threadIdx.x"))
+    s2[AL].compute_at(s2[B], xi)
+    assert _allocs(s2, [A, B])["A.local"] == [1, 8]  # local: the thread's own row
+    a = rand(45, 8)
+    for sch in (s, s2):
+        check(sch, [A, B], [a], [a * 2], targets=(target,))
