@@ -70,6 +70,7 @@ class Stage:
         self.attach_stage: Stage | None = None
         self.iter_var_attrs: dict[E.IterVar, IterVarAttr] = {}
         self.scope = "global"
+        self.scope_given = False  # set_scope / cache_read / cache_write named it (else implied: threads.py)
         self.is_output = False
         # which dataflow rewrite made this stage (cache_read/cache_write/rfactor), for messages
         self.created_by: str | None = None
@@ -78,6 +79,8 @@ class Stage:
         # storage_align (dimension -> (factor, offset)) and set_store_predicate (see hints.py)
         self.dim_align: dict[int, tuple[int, int]] = {}
         self.store_predicate: E.PrimExpr | None = None
+        self.double_buffered = False  # double_buffer (see hints.py)
+        self.env_thread_axes: list[E.IterVar] = []  # env_threads: a scan's launch threads (threads.py)
         # computeAt by position (seed 003): how many of its outer loops it shares with its readers,
         # how many a producer is computed in, and which of its loops are a host stage's loops
         self.compute_at_pos = 0
@@ -447,6 +450,22 @@ class Stage:
         set_store_predicate(self, predicate)
 
     @recorded
+    def env_threads(self, threads) -> None:
+        """Run this scan inside ``threads`` (thread axes with declared ranges), outermost first:
+        every step runs in each thread, and the loops of its update bound to those threads are
+        those threads (TVM's ``env_threads``)."""
+        from .threads import env_threads
+
+        env_threads(self, [threads] if isinstance(threads, E.IterVar) else list(threads))
+
+    @recorded
+    def double_buffer(self) -> None:
+        """Two copies of this stage's storage on a GPU, one filled while the other is read."""
+        from .hints import double_buffer
+
+        double_buffer(self)
+
+    @recorded
     def prefetch(self, tensor, var: E.IterVar, offset) -> None:
         """At the top of loop ``var``, prefetch what ``tensor`` is read ``offset`` iterations on."""
         from .hints import prefetch
@@ -457,7 +476,7 @@ class Stage:
     def set_scope(self, scope: str) -> None:
         if scope not in ("global", "local", "shared", "warp"):
             raise ScheduleError(f"stage {self.name}: unknown storage scope {scope!r} (global, local, shared, warp)")
-        self.scope = scope
+        self.scope, self.scope_given = scope, True
 
     # ---- Tiramisu's commands (commands.py): steps on the time-space map --------------------
     @recorded
@@ -551,6 +570,7 @@ class Stage:
                               for iv, a in self.iter_var_attrs.items()}
         new.derived_from = dict(self.derived_from)
         new.shared_loops = dict(self.shared_loops)
+        new.env_thread_axes = list(self.env_thread_axes)
         return new
 
     # ---- keeping attachments and annotations on the loop they were made for ---------------
