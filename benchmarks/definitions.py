@@ -23,6 +23,7 @@ THIRD = 1.0 / 3.0
 @dataclass
 class Definition:
     name: str
+    params: list                                      # the placeholders, in call order
     outputs: list                                     # te tensors
     inputs: Callable[[np.random.Generator], list[np.ndarray]]
     reference: Callable[..., np.ndarray]
@@ -42,7 +43,7 @@ def matmul(m: int, n: int | None = None, k: int | None = None) -> Definition:
     B = te.placeholder((k, n), name="B")
     r = te.reduce_axis((0, k), name="k")
     C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
-    return Definition("matmul", [C], lambda g: [_f32(g, m, k), _f32(g, k, n)], np.matmul, 1e-3, 1e-3)
+    return Definition("matmul", [A, B], [C], lambda g: [_f32(g, m, k), _f32(g, k, n)], np.matmul, 1e-3, 1e-3)
 
 
 def conv2d(c: int, k: int, h: int, w: int, kernel: int = 3) -> Definition:
@@ -68,7 +69,7 @@ def conv2d(c: int, k: int, h: int, w: int, kernel: int = 3) -> Definition:
             for dx in range(kernel):
                 out += np.einsum("oc,bchw->bohw", wt[:, :, dy, dx], xp[:, :, dy:dy + h, dx:dx + w])
         return out.astype("float32")
-    return Definition(f"conv2d {kernel}x{kernel}", [Y], lambda g: [_f32(g, 1, c, h, w), _f32(g, k, c, kernel, kernel)],
+    return Definition(f"conv2d {kernel}x{kernel}", [X, W], [Y], lambda g: [_f32(g, 1, c, h, w), _f32(g, k, c, kernel, kernel)],
                       ref, 1e-3, 1e-3)
 
 
@@ -87,7 +88,7 @@ def depthwise(c: int, h: int, w: int) -> Definition:
         xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
         return sum(xp[:, :, dy:dy + h, dx:dx + w] * wt[None, :, dy, dx, None, None]
                    for dy in range(3) for dx in range(3)).astype("float32")
-    return Definition("depthwise 3x3", [Y], lambda g: [_f32(g, 1, c, h, w), _f32(g, c, 3, 3)], ref)
+    return Definition("depthwise 3x3", [X, W], [Y], lambda g: [_f32(g, 1, c, h, w), _f32(g, c, 3, 3)], ref)
 
 
 def blur(h: int, w: int) -> Definition:
@@ -99,7 +100,7 @@ def blur(h: int, w: int) -> Definition:
         t = np.float32(THIRD)
         bx = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) * t
         return (bx[:-2] + bx[1:-1] + bx[2:]) * t
-    return Definition("blur 3x3", [By], lambda g: [_f32(g, h, w)], ref, 1e-5, 1e-5)
+    return Definition("blur 3x3", [A], [By], lambda g: [_f32(g, h, w)], ref, 1e-5, 1e-5)
 
 
 def softmax(rows: int, cols: int) -> Definition:
@@ -114,7 +115,7 @@ def softmax(rows: int, cols: int) -> Definition:
     def ref(a: np.ndarray) -> np.ndarray:
         e = np.exp(a - a.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
-    return Definition("softmax", [O], lambda g: [_f32(g, rows, cols)], ref, 1e-5, 1e-6)
+    return Definition("softmax", [A], [O], lambda g: [_f32(g, rows, cols)], ref, 1e-5, 1e-6)
 
 
 def layernorm(rows: int, cols: int) -> Definition:
@@ -133,21 +134,21 @@ def layernorm(rows: int, cols: int) -> Definition:
         mu = a.mean(axis=1, keepdims=True)
         var = ((a - mu) ** 2).mean(axis=1, keepdims=True)
         return (a - mu) / np.sqrt(var + np.float32(EPS)) * g + b
-    return Definition("layernorm", [O], lambda g: [_f32(g, rows, cols), _f32(g, cols), _f32(g, cols)], ref)
+    return Definition("layernorm", [A, G, Bt], [O], lambda g: [_f32(g, rows, cols), _f32(g, cols), _f32(g, cols)], ref)
 
 
 def add(n: int) -> Definition:
     A = te.placeholder((n,), name="A")
     B = te.placeholder((n,), name="B")
     C = te.compute((n,), lambda i: A[i] + B[i], name="C")
-    return Definition("add", [C], lambda g: [_f32(g, n), _f32(g, n)], np.add, 0, 0)
+    return Definition("add", [A, B], [C], lambda g: [_f32(g, n), _f32(g, n)], np.add, 0, 0)
 
 
 def row_sum(rows: int, cols: int) -> Definition:
     A = te.placeholder((rows, cols), name="A")
     k = te.reduce_axis((0, cols), name="k")
     B = te.compute((rows,), lambda i: te.sum(A[i, k], axis=k), name="B")
-    return Definition("row sum", [B], lambda g: [_f32(g, rows, cols)], lambda a: a.sum(axis=1), 1e-4, 1e-3)
+    return Definition("row sum", [A], [B], lambda g: [_f32(g, rows, cols)], lambda a: a.sum(axis=1), 1e-4, 1e-3)
 
 
 def suite(small: bool = True) -> list[Definition]:

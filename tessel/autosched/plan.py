@@ -78,11 +78,13 @@ def make_plan(outputs: list[Operation], target: Target) -> Plan:
         if id(info.op) in inl or id(info.op) in group:
             continue
         owner = _owner(g, info, group, inl)
-        if owner is not None and owner.kind == "plain" and not info.is_output:
+        if owner is not None and owner.kind == "plain" and not info.is_output and not A.tileable(info):
             owner.members.append(info.op)
             group[id(info.op)] = owner
             continue
         a = _new_anchor(g, info, group, inl)
+        if a.fused is not None:  # the reader's own anchor gives way to the tile computed inside it
+            anchors.remove(group[id(a.fused)])
         anchors.append(a)
         group[id(info.op)] = a
         if a.fused is not None:
@@ -130,8 +132,9 @@ def _new_anchor(g: A.Graph, info: A.OpInfo, group: dict[int, Anchor], inl: set[i
     if not info.is_output and len(info.consumers) == 1:
         d = g.infos[info.consumers[0]]
         reads = d.reads_of(info.op)
-        if (id(d.op) not in inl and id(d.op) not in group and not d.is_reduction and len(reads) == 1
-                and A.elementwise_read(reads[0], d) and d.single_output):
+        owner = group.get(id(d.op))
+        if (owner is not None and owner.op is d.op and owner.kind == "plain" and not owner.members
+                and not d.is_reduction and len(reads) == 1 and A.elementwise_read(reads[0], d) and d.single_output):
             a.fused = d.op
     return a
 
