@@ -80,6 +80,11 @@ class KernelRuntimeError(TesselError):
     a temporary buffer the C kernel could not allocate)."""
 
 
+class TuneError(TesselError):
+    """A tuning template, config space, task or tuning log is malformed (an unknown knob, a
+    split of an axis that is not there, a log line that is not a record)."""
+
+
 class TesselWarning(UserWarning):
     """Base of tessel's warnings: something works, but not as well as asked (e.g. parallel loops
     that run on one thread because the C compiler has no OpenMP)."""
@@ -97,6 +102,6 @@ class NotOfferedModuleError(TesselError, ImportError):
     an ImportError (so ``try: ... except ImportError`` still works) with the same message."""
 
 
-__all__ = ["ArgumentError", "BoundError", "BuildError", "DefinitionError", "IndexOverflowError", "InternalError",
+__all__ = ["ArgumentError", "BoundError", "BuildError", "DefinitionError", "IndexOverflowError", "InternalError", "TuneError",
            "KernelRuntimeError", "LowerError", "NotOfferedError", "NotOfferedModuleError", "ScheduleError",
            "TVMError", "TesselError", "TesselWarning", "ViewError"]

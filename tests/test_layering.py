@@ -36,15 +36,17 @@ ALLOWED: dict[str, set[str]] = {
     # running a pipeline on a deeper stack: driver's helper, knows nothing of the pipeline
     "deep": {"errors"},
     "driver": _FRONT | {"codegen", "runtime", "target", "deep"},
+    # the tuner: templates over config spaces, measured by building and running candidates
+    "tune": _FRONT | {"driver", "target", "runtime", "codegen"},
     "viz": {"errors", "ir", "arith", "te", "schedule", "bound", "poly", "driver"},
     "compat": _FRONT | {"driver", "target"},
     "demo": _FRONT | {"driver", "viz", "target"},
-    "cli": _FRONT | {"driver", "viz", "target", "runtime", "codegen", "demo", "tvm"},
+    "cli": _FRONT | {"driver", "viz", "target", "runtime", "codegen", "demo", "tvm", "tune"},
     # TVM's spellings over everything a TVM user reaches: a face like the package's own __init__
-    "tvm": _FRONT | {"driver", "viz", "target", "runtime"},
-    # the automatic scheduler writes schedules from rules and the Target's model, and lowers and
-    # builds its candidates to check and time them
-    "autosched": _FRONT | {"driver", "target"},
+    "tvm": _FRONT | {"driver", "viz", "target", "runtime", "tune"},
+    # the automatic scheduler writes schedules from rules and the Target's model, lowers them to
+    # check them, and hands its knobs to the tuner's search (a template of tessel.tune)
+    "autosched": _FRONT | {"driver", "target", "tune"},
 }
 # modules that are the user's face on everything, and so may import any package
 FACADES = {"__init__", "__main__"}

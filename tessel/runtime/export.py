@@ -105,15 +105,38 @@ def load_module(path: str | os.PathLike) -> CKernel:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
         raise BuildError(f"load_module({where!r}): metadata of format {meta.get('format')!r} version "
                          f"{meta.get('version')!r}; this tessel reads {FORMAT!r} version {VERSION}: export it again")
+    return _kernel(meta, lib, where)
+
+
+def _kernel(meta: dict, lib: ctypes.CDLL, where: str) -> CKernel:
+    """The kernel a contract describes, over a loaded library."""
     func = _func(meta, where)
     outputs = {func.params[k] for k in meta["outputs"]}
     try:
         _address(lib, meta["symbol"])
     except (AttributeError, OSError):
         raise BuildError(f"load_module({where!r}): the entry point {meta['symbol']!r} is missing") from None
-    kernel = CKernel(func, meta["source"], ArgSpec(func, outputs), lib, meta["symbol"], os.path.abspath(where),
-                     0.0, True, parallel=bool(meta["parallel"]), serial_note=meta["serial_note"])
-    return kernel
+    return CKernel(func, meta["source"], ArgSpec(func, outputs), lib, meta["symbol"], os.path.abspath(where),
+                   0.0, True, parallel=bool(meta["parallel"]), serial_note=meta["serial_note"])
+
+
+def contract(kernel: Kernel) -> dict:
+    """The calling contract of a C kernel already compiled to its library ``kernel.lib_path``, as
+    JSON data: with :func:`load_contract`, another process runs that very library without
+    compiling it again (the tuner's runner)."""
+    if not isinstance(kernel, CKernel):
+        raise BuildError(f"contract: kernel {kernel.name!r} was built for the {kernel.target} target, whose code "
+                         "lives in this process only; build it with target='c'")
+    return {**_contract(kernel), "lib_path": os.path.abspath(kernel.lib_path)}
+
+
+def load_contract(meta: dict) -> CKernel:
+    """The kernel :func:`contract` described, loaded from its library (in any process)."""
+    where = meta.get("lib_path", "")
+    lib = _load(Path(where), meta.get("symbol", ""), openmp=True)
+    if lib is None:
+        raise BuildError(f"load_contract: the library {where!r} does not load here (evicted from the cache?)")
+    return _kernel(meta, lib, where)
 
 
 def _func(meta: dict, where: str) -> S.PrimFunc:

@@ -10,20 +10,20 @@ compares, ``tvm.contrib.tedd`` draws. ``tessel tvm SCRIPT.py`` runs a script who
 The TVM-0.6-era top-level names of the seeds (``tvm.placeholder``, ``tvm.compute``,
 ``tvm.sum`` ...) answer here too, from :mod:`tessel.compat`.
 
-What tessel does not offer (relay, topi, tuners, GPU devices, TensorIR schedules ...) raises
+``tvm.autotvm`` is AutoTVM's template API over tessel's tuner. What tessel does not offer (relay, topi, GPU devices, TensorIR schedules ...) raises
 :class:`~tessel.errors.NotOfferedError` (an AttributeError), or
 :class:`~tessel.errors.NotOfferedModuleError` on import, saying so and what to use.
 """
 
 from __future__ import annotations
 
-from . import contrib, error, ir, nd, runtime, target, te, testing, tir
+from . import autotvm, contrib, error, ir, nd, runtime, target, te, testing, tir
 from ._driver import IRModule, build, lower
 from ._names import install_missing_modules, missing_names
 from .nd import Device, cpu, device
 from .runtime import convert
 
-__all__ = ["Device", "IRModule", "build", "contrib", "convert", "cpu", "device", "error", "ir", "lower", "nd",
+__all__ = ["Device", "IRModule", "autotvm", "build", "contrib", "convert", "cpu", "device", "error", "ir", "lower", "nd",
            "runtime", "target", "te", "testing", "tir"]
 
 # TVM's own errors at the top level (tvm.TVMError) and what tessel adds later (register_func ...)

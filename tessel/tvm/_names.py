@@ -21,9 +21,10 @@ from ..errors import NotOfferedError, NotOfferedModuleError
 
 _WHAT = ("tessel implements TVM's tensor-expression language: tvm.te (compute, schedules), tvm.tir "
          "expressions, tvm.lower/tvm.build, tvm.nd arrays on the CPU, tvm.runtime.load_module, "
-         "tvm.testing.assert_allclose, tvm.contrib.tedd")
+         "tvm.testing.assert_allclose, tvm.contrib.tedd, tvm.autotvm templates and tuners")
 _GRAPH = "it has no graph-level IR: write each operator with te.compute and build it with tvm.build"
-_TUNE = "it has no tuner: write the schedule by hand (split, tile, reorder, vectorize, parallel ...)"
+_TUNE = ("its tuner speaks AutoTVM's template API (tvm.autotvm, tessel.tune); otherwise schedule by hand "
+         "(split, tile, reorder, vectorize, parallel ...)")
 _GPU = ("kernels run on the CPU only (no GPU target yet): use tvm.cpu(0) and the target 'llvm'; "
         "s[T].bind(...) runs as serial loops there")
 _LATER = ("it is part of the TE language tessel is completing (te.scan, te.extern, te.gradient, tensorize, "
@@ -34,7 +35,7 @@ ADVICE: dict[str, str] = {
     "relay": _GRAPH, "relax": _GRAPH, "frontend": _GRAPH, "graph_executor": _GRAPH, "graph_runtime": _GRAPH,
     "topi": "it has no operator library (topi): write the operator with te.compute (a convolution is a "
             "te.sum over reduce axes)",
-    "autotvm": _TUNE, "auto_scheduler": _TUNE, "meta_schedule": _TUNE,
+    "auto_scheduler": _TUNE, "meta_schedule": _TUNE,
     "script": "it has no TVMScript: write te.compute and a te schedule",
     "Schedule": "TensorIR schedules are not offered: use te.create_schedule(op) and the stage primitives",
     "PrimFunc": "tvm.lower(s, args) returns a module whose ['main'] is tessel's lowered kernel",

@@ -19,7 +19,7 @@ from tessel.tvm.shim import tvm_imports
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tvm"
 TUTORIALS = ("tensor_expr_get_started", "schedule_primitives", "reduction", "scan", "extern_op", "tuple_inputs",
-             "intrin_math", "tensorize", "opt_gemm", "tedd", "opt_conv_cuda")
+             "intrin_math", "tensorize", "opt_gemm", "tedd", "opt_conv_cuda", "tune_simple_template")
 
 # examples that use TE features tessel does not have yet: they must fail by naming the missing
 # TVM name (NotOfferedError), and the mark must go once the feature exists (strict)

@@ -1,0 +1,140 @@
+"""Tuning records: one JSON line per measured config, keyed by workload and target.
+
+A line is ``{"workload": key, "target": text, "config": {...}, "costs": [s, ...],
+"error": text | null, "kind": text | null, "time": unix, "version": 1}``. Lines are appended
+whole with one ``write`` on a file opened for appending, so concurrent tuners and an
+interrupted one leave only whole lines (a torn last line, from a crash mid-write, is skipped
+on reading). The log is what resumes a tuning job (configs already in it are not measured
+again) and what :func:`apply_history_best` builds templates from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ..errors import TuneError
+from .space import ConfigEntity
+from .task import DISPATCH
+
+VERSION = 1
+
+
+@dataclass
+class Record:
+    workload: str
+    target: str
+    config: ConfigEntity
+    costs: list[float] = field(default_factory=list)
+    error: str | None = None
+    kind: str | None = None
+    time: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.costs)
+
+    @property
+    def cost(self) -> float:
+        return sum(self.costs) / len(self.costs) if self.ok else float("inf")
+
+    def to_json(self) -> str:
+        return json.dumps({"workload": self.workload, "target": self.target, "config": self.config.to_json_dict(),
+                           "costs": self.costs, "error": self.error, "kind": self.kind, "time": self.time,
+                           "version": VERSION}, separators=(",", ":"))
+
+    @staticmethod
+    def from_json(line: str) -> Record:
+        data = json.loads(line)
+        if not isinstance(data, dict) or data.get("version") != VERSION:
+            raise TuneError(f"not a tessel tuning record of version {VERSION}: {line[:80]!r}")
+        return Record(str(data["workload"]), str(data["target"]), ConfigEntity.from_json_dict(data["config"]),
+                      [float(c) for c in data.get("costs") or []], data.get("error"), data.get("kind"),
+                      float(data.get("time", 0.0)))
+
+
+def from_result(task, res) -> Record:
+    """The record of one :class:`~tessel.tune.measure.MeasureResult` of ``task``."""
+    return Record(task.workload, task.target_key, res.config, list(res.costs), res.error, res.error_kind,
+                  res.timestamp)
+
+
+def append(path: str | os.PathLike, records: list[Record]) -> None:
+    """Add whole lines to the log (one write per call: a reader never sees half a record)."""
+    if not records:
+        return
+    text = "".join(r.to_json() + "\n" for r in records).encode()
+    fd = os.open(os.fspath(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, text)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def load(path: str | os.PathLike) -> Iterator[Record]:
+    """The records of a log, in order; lines that are not whole records are skipped (a torn
+    last line); a missing log has none."""
+    try:
+        f = open(os.fspath(path), encoding="utf-8")
+    except FileNotFoundError:
+        return
+    with f:
+        for line in f:
+            if not line.strip():
+                continue
+            with contextlib.suppress(ValueError, TuneError, KeyError, TypeError):
+                yield Record.from_json(line)
+
+
+load_from_file = load  # AutoTVM's spelling
+
+
+def best(records, workload: str, target: str | None = None) -> Record | None:
+    """The fastest successful record of ``workload`` (on ``target``, when given)."""
+    found = [r for r in records if r.ok and r.workload == workload and (target is None or r.target == target)]
+    return min(found, key=lambda r: r.cost) if found else None
+
+
+class ApplyHistoryBest:
+    """While in force (``with apply_history_best(log):``), a template built outside tuning gets
+    the best recorded config of its workload on the current target."""
+
+    def __init__(self, records):
+        if isinstance(records, str | os.PathLike):
+            records = list(load(records))
+        self.records = list(records)
+        self._token = None
+
+    def query(self, workload: str, target: str | None = None) -> ConfigEntity | None:
+        rec = best(self.records, workload, target)
+        return rec.config if rec is not None else None
+
+    def query_template(self, name: str, args) -> ConfigEntity | None:
+        """The best config of template ``name`` on these arguments (whatever the compute digest
+        and target: a template called by name is taken to be that template)."""
+        found = []
+        for r in self.records:
+            try:
+                key = json.loads(r.workload)
+            except ValueError:
+                continue
+            if r.ok and isinstance(key, list) and len(key) >= 2 and key[0] == name and key[1] == args:
+                found.append(r)
+        return min(found, key=lambda r: r.cost).config if found else None
+
+    def __enter__(self) -> ApplyHistoryBest:
+        self._token = DISPATCH.set(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        DISPATCH.reset(self._token)
+
+
+def apply_history_best(log) -> ApplyHistoryBest:
+    """A context under which templates build with the best config recorded in ``log``."""
+    return ApplyHistoryBest(log)
+

@@ -1,0 +1,88 @@
+"""The measuring process: ``python -m tessel.tune.runner``, started fresh by the tuner.
+
+It runs compiled candidates and nothing else, so a candidate that crashes takes only this
+process down and one that hangs is killed with it (the tuner starts another). It is a fresh
+interpreter, not a fork of the tuner, because an OpenMP runtime that has run a parallel region
+does not survive ``fork`` (its thread pool is gone in the child and the next parallel region
+waits forever), and a fresh process also measures without the tuner's memory and threads.
+
+Protocol (JSON lines on stdin, answers on stdout): the first line names the ``.npz`` file of
+inputs and reference outputs and the tolerances; each later line is one candidate (its
+calling contract, from :func:`tessel.runtime.export.contract`, and ``number``/``repeat``);
+the answer is ``{"costs": [seconds per run, one per repeat]}`` or ``{"error": text}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def check(outputs: list[np.ndarray], expected: list[np.ndarray], rtol: float, atol: float) -> str | None:
+    """Why the outputs differ from the reference (None: they agree)."""
+    for k, (got, want) in enumerate(zip(outputs, expected, strict=True)):
+        if got.dtype.kind in "fc":
+            scale = float(np.max(np.abs(want))) if want.size else 0.0
+            ok = np.isclose(got, want, rtol=rtol, atol=atol * max(scale, 1.0), equal_nan=True)
+        else:
+            ok = got == want
+        if not np.all(ok):
+            bad = np.argwhere(~ok)
+            where = tuple(int(i) for i in bad[0])
+            return (f"wrong values: output {k} differs from the reference at {len(bad)} of {ok.size} elements, "
+                    f"first at {where}: {got[where]!r} instead of {want[where]!r}")
+    return None
+
+
+def measure(kernel, inputs: list[np.ndarray], expected: list[np.ndarray], number: int, repeat: int,
+            rtol: float, atol: float) -> dict:
+    """Run once to check the values, then ``repeat`` timings of ``number`` runs each."""
+    outs = [np.full_like(e, np.nan) if e.dtype.kind in "fc" else np.full_like(e, 7) for e in expected]
+    arrays = [*inputs, *outs]
+    kernel(*arrays)
+    problem = check(outs, expected, rtol, atol)
+    if problem:
+        return {"error": problem, "kind": "wrong"}
+    costs = []
+    for _ in range(max(repeat, 1)):
+        start = time.perf_counter()
+        for _ in range(max(number, 1)):
+            kernel(*arrays)
+        costs.append((time.perf_counter() - start) / max(number, 1))
+    return {"costs": costs}
+
+
+def load_data(path: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    with np.load(path) as data:
+        n_in, n_out = int(data["n_in"]), int(data["n_out"])
+        return [data[f"in{i}"] for i in range(n_in)], [data[f"out{i}"] for i in range(n_out)]
+
+
+def main() -> int:
+    from ..runtime.export import load_contract
+
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # what a kernel prints must not reach the answers
+    setup = json.loads(sys.stdin.readline())
+    inputs, expected = load_data(setup["data"])
+    answers.write('{"ready": true}\n')  # the tuner counts the run timeout from here, not from the start
+    answers.flush()
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            kernel = load_contract(request["contract"])
+            answer = measure(kernel, inputs, expected, int(request.get("number", 1)), int(request.get("repeat", 1)),
+                             float(setup["rtol"]), float(setup["atol"]))
+        except Exception as e:  # a candidate's failure is data for the tuner, never the end of the runner
+            answer = {"error": f"{type(e).__name__}: {e}", "kind": "run"}
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
