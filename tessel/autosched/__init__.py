@@ -3,8 +3,9 @@
 From the compute definition alone it writes an ordinary schedule by rules in the spirit of
 Ansor's sketches and Halide's autoschedulers (:mod:`.plan` decides, :mod:`.rules` writes),
 with every number (register tile, panel group, partial sums, strip height, stream chunk) taken
-from the Target's model (:mod:`tessel.target.tiles`). With a budget, knob values around those
-defaults are measured and the fastest kept (:mod:`.search`).
+from the Target's model (:mod:`tessel.target.tiles`). With a budget, the knobs are a config
+space of ``tessel.tune`` and its search (cost model and measurement) refines them, starting
+from the rule-based point (:mod:`.search`).
 
 The result is checked before it is returned: it must lower. A plan tessel refuses falls back
 to a plainer one (no register tiles, then only inlining, then the default schedule), so the
@@ -21,24 +22,25 @@ from ..target import Target, as_target, resolve
 from ..te.tensor import Operation, Tensor
 from . import rules
 from .plan import Knob, Plan, make_plan
-from .search import SearchLog, refine
+from .search import refine
 
 __all__ = ["AutoResult", "Knob", "Plan", "auto_schedule", "auto_schedule_result", "make_plan"]
 
-DEFAULT_BUDGET = 0  # trials: the rule-based schedule alone, built in about a second
+# trials of the tuner's search: about a minute for matmul 1024 on 2 cores (0: the rules alone)
+DEFAULT_BUDGET = 16
 
 
 @dataclass
 class AutoResult:
     """What :func:`auto_schedule` did: the schedule, its arguments (inputs, then outputs), the
-    plan, the knob values used, the fallback level and the measurements, if any."""
+    plan, the knob values used, the fallback level and the tuner's result, if it searched."""
 
     schedule: Schedule
     args: list[Tensor]
     plan: Plan
     knobs: dict[str, object]
     level: str
-    log: SearchLog | None = None
+    tuned: object | None = None                 # tessel.tune's TuneResult
 
 
 def _outputs(outputs) -> list[Tensor]:
@@ -58,28 +60,30 @@ def _outputs(outputs) -> list[Tensor]:
 
 
 def auto_schedule_result(outputs, target: str | Target | None = None, budget: int = DEFAULT_BUDGET,
-                         seconds: float | None = None) -> AutoResult:
-    """:func:`auto_schedule`, returning the plan, the knob values and the measurements too."""
+                         log: str | None = None, progress=False) -> AutoResult:
+    """:func:`auto_schedule`, returning the plan, the knob values and the tuner's result too."""
     outs = _outputs(outputs)
     tgt = resolve(as_target(target))
     ops = list({id(t.op): t.op for t in outs}.values())
     plan = make_plan(ops, tgt)
     args = [*plan.graph.inputs(), *outs]
-    knobs, log = plan.defaults(), None
-    if budget and budget > 1:
-        knobs, log = refine(plan, lambda kn: _legal(plan, kn, args)[0], args, tgt, budget, seconds)
+    knobs, tuned = plan.defaults(), None
+    if budget and budget > 1 and plan.knobs:
+        knobs, tuned = refine(plan, lambda kn: (_legal(plan, kn, args)[0], args), budget, log, progress)
     sch, level = _legal(plan, knobs, args)
-    return AutoResult(sch, args, plan, knobs, level, log)
+    return AutoResult(sch, args, plan, knobs, level, tuned)
 
 
 def auto_schedule(outputs, target: str | Target | None = None, budget: int = DEFAULT_BUDGET,
-                  seconds: float | None = None) -> Schedule:
+                  log: str | None = None, progress=False) -> Schedule:
     """A schedule for ``outputs`` (tensors of te.compute) on ``target`` (default: this machine).
 
-    ``budget``: trials measured around the rule-based default (0 or 1: the default alone, no
-    measurement); ``seconds``: a limit on that search. The schedule's arguments, in order, are
-    the placeholders it reads (as ``auto_schedule_result(...).args`` lists them), then the outputs."""
-    return auto_schedule_result(outputs, target, budget, seconds).schedule
+    ``budget``: trials of the tuner's search around the rule-based schedule (0 or 1: the rules
+    alone, nothing measured); ``log``: a tuning log to record into and resume from;
+    ``progress``: the tuner's progress (False: silent, None: stdout, or a stream). The
+    schedule's arguments, in order, are the placeholders it reads (as
+    ``auto_schedule_result(...).args`` lists them), then the outputs."""
+    return auto_schedule_result(outputs, target, budget, log, progress).schedule
 
 
 def _legal(plan: Plan, knobs: dict, args: list[Tensor]) -> tuple[Schedule, str]:

@@ -1,113 +1,53 @@
-"""Refining the rule-based schedule by measurement: knob values near the defaults, timed.
+"""Refining the rule-based schedule with the tuner's search (``tessel.tune``).
 
-Why a small local search and not a model: the defaults come from the Target's analytical
-model already (register tile, panel group, partials, strips), so the space worth measuring is
-a neighbourhood of them, and on a budget of a few trials the first candidates must be the
-likeliest ones (one knob moved at a time, in the order the plan lists them). Candidates are
-built and timed in this process on random data; one that tessel refuses or that fails to build
-is recorded as failed and the search goes on. ``tessel.tune``'s cost model and isolated
-runner replace this loop where the tuner is available (issue 17, item 2).
+The plan's knobs become a config space (one ``cfg.define_knob`` each, its default listed
+first, so the space's first point is the rule-based schedule); the sketch is a template
+``sketch(cfg)`` that writes the plan with the config's values. The tuner then does what it
+does for any template: candidates built and run in separate processes with timeouts, checked
+against the unscheduled computation, a cost model guiding the choice of the next batch,
+records keyed by workload and target, resumable from a log. The first batch always holds the
+default, so a search never returns something slower than the rules measured.
 """
 
 from __future__ import annotations
 
-import itertools
-import random
-import time
-from dataclasses import dataclass, field
-
-import numpy as np
-
-from ..errors import TesselError
+from ..tune.api import tune
+from ..tune.search import ModelTuner
+from ..tune.task import Task
 from .plan import Plan
 
 
-@dataclass
-class Trial:
-    knobs: dict[str, object]
-    seconds: float | None          # median time of one call; None: failed
-    error: str = ""
+BUILD_TIMEOUT = 60.0  # seconds one candidate may take to build
 
 
-@dataclass
-class SearchLog:
-    trials: list[Trial] = field(default_factory=list)
+class _FromDefault(ModelTuner):
+    """The model-guided tuner, with the rule-based default (point 0) in its first batch."""
 
-    def best(self) -> Trial | None:
-        ok = [t for t in self.trials if t.seconds is not None]
-        return min(ok, key=lambda t: t.seconds) if ok else None
-
-
-def neighbours(plan: Plan, rng: random.Random):
-    """Knob settings to try after the defaults: each knob moved to each other candidate alone,
-    then random combinations."""
-    base = plan.defaults()
-    seen = {_key(base)}
-    for k in plan.knobs:
-        for c in k.candidates:
-            if c != k.default:
-                cand = {**base, k.name: c}
-                if _key(cand) not in seen:
-                    seen.add(_key(cand))
-                    yield cand
-    for _ in itertools.count():
-        cand = {k.name: rng.choice(k.candidates) for k in plan.knobs}
-        if _key(cand) not in seen:
-            seen.add(_key(cand))
-            yield cand
-        if len(seen) > 10_000:
-            return
+    def next_batch(self, n: int) -> list[int]:
+        rest = super().next_batch(n)
+        if 0 in self.visited or not self.space.is_index_valid(0):
+            return rest
+        return [0, *[i for i in rest if i != 0][: n - 1]]
 
 
-def _key(knobs: dict) -> tuple:
-    return tuple(sorted((k, repr(v)) for k, v in knobs.items()))
+def task(plan: Plan, make) -> Task:
+    """The plan as a tuning task: ``make(knobs) -> (schedule, tensors)`` writes one point."""
+
+    def sketch(cfg):
+        for k in plan.knobs:  # the default first: the first point of the space is the rule's schedule
+            cfg.define_knob(k.name, [k.default, *[c for c in k.candidates if c != k.default]])
+        return make({k.name: cfg[k.name].val for k in plan.knobs})
+
+    sketch.__qualname__ = "auto_schedule"
+    return Task(sketch, (), plan.target)
 
 
-def random_inputs(args, rng: np.random.Generator) -> list[np.ndarray]:
-    """Arrays for a kernel's arguments (inputs random and never zero, outputs empty)."""
-    out = []
-    for t in args:
-        shape = tuple(int(getattr(d, "value", d)) for d in t.shape)
-        dt = np.dtype(str(t.dtype))
-        if dt.kind == "f":
-            out.append(rng.uniform(0.5, 1.5, size=shape).astype(dt))
-        else:
-            out.append(rng.integers(1, 5, size=shape).astype(dt))
-    return out
-
-
-def measure(sch, args, target, repeat: int = 3, seconds: float = 2.0) -> float:
-    """The median seconds of one call of the built kernel (after one warm-up call)."""
-    from ..driver import build
-
-    f = build(sch, args, target=target)
-    data = random_inputs(args, np.random.default_rng(0))
-    f(*data)
-    times = []
-    start = time.perf_counter()
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f(*data)
-        times.append(time.perf_counter() - t0)
-        if time.perf_counter() - start > seconds:
-            break
-    return float(np.median(times))
-
-
-def refine(plan: Plan, make, args, target, trials: int, seconds: float | None,
-           log: SearchLog | None = None) -> tuple[dict, SearchLog]:
-    """The best knob values of the defaults and up to ``trials - 1`` neighbours, measured;
-    ``make(knobs)`` gives a schedule. Stops after ``seconds`` of searching."""
-    log = log or SearchLog()
-    start = time.perf_counter()
-    cands = itertools.chain([plan.defaults()], neighbours(plan, random.Random(0)))
-    for knobs in itertools.islice(cands, max(trials, 1)):
-        if seconds is not None and log.trials and time.perf_counter() - start > seconds:
-            break
-        try:
-            t = measure(make(knobs), args, target)
-            log.trials.append(Trial(knobs, t))
-        except TesselError as err:
-            log.trials.append(Trial(knobs, None, f"{type(err).__name__}: {err}"))
-    best = log.best()
-    return (best.knobs if best is not None else plan.defaults()), log
+def refine(plan: Plan, make, trials: int, log: str | None = None, progress=False) -> tuple[dict, object]:
+    """The best knob values found in ``trials`` measurements (the default among them), and the
+    tuner's result (records, costs)."""
+    t = task(plan, make)
+    # a candidate with tail tiles can take seconds to lower on a loaded machine: a generous limit
+    result = tune(t, trials=trials, tuner=_FromDefault(t), log=log, progress=progress, build_timeout=BUILD_TIMEOUT)
+    if result.config is None:
+        return plan.defaults(), result
+    return {k.name: result.config[k.name].val for k in plan.knobs}, result

@@ -20,7 +20,12 @@ from tessel.target import Target, resolve
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/ lives at the root
 
-from benchmarks import definitions  # noqa: E402
+from benchmarks import definitions
+
+
+def auto(outputs, **kw):
+    """The rule-based schedule alone (budget 0: nothing measured, nothing timed)."""
+    return auto_schedule_result(outputs, **{"budget": 0, **kw})
 
 AVX2 = Target("c", vector_bytes=32, vector_registers=16, fma_units=2, caches=(32 << 10, 512 << 10, 8 << 20))
 AVX512 = Target("c", vector_bytes=64, vector_registers=32, fma_units=2, caches=(48 << 10, 2 << 20, 32 << 20))
@@ -29,7 +34,7 @@ SUITE = definitions.suite(small=True)
 
 @pytest.mark.parametrize("d", SUITE, ids=lambda d: f"{d.name} {'x'.join(str(x) for x in d.outputs[0].shape)}")
 def test_every_benchmark_kernel_computes_numpys_values(d):
-    r = auto_schedule_result(d.outputs)
+    r = auto(d.outputs)
     assert r.level == "full", f"{d.name}: the plan fell back to {r.level}"
     assert [t.name for t in r.args] == [t.name for t in d.params + d.outputs]
     ins = d.inputs(np.random.default_rng(3))
@@ -39,7 +44,7 @@ def test_every_benchmark_kernel_computes_numpys_values(d):
 @pytest.mark.parametrize("target", [AVX2, AVX512], ids=["avx2", "avx512"])
 def test_matmul_gets_the_targets_register_tile_a_local_tile_and_a_packed_panel(target):
     d = definitions.matmul(67, 93, 41)
-    r = auto_schedule_result(d.outputs, target=target)
+    r = auto(d.outputs, target=target)
     tile = {"avx2": (5, 2), "avx512": (6, 4)}["avx2" if target is AVX2 else "avx512"]
     assert (r.knobs["C.rows"], r.knobs["C.vectors"]) == tile
     names = {st.name: st for st in r.schedule.stages}
@@ -53,7 +58,7 @@ def test_matmul_gets_the_targets_register_tile_a_local_tile_and_a_packed_panel(t
 
 def test_conv2d_tiles_output_channels_by_pixels_and_keeps_the_padding_stored():
     d = definitions.conv2d(8, 16, 10, 30)
-    r = auto_schedule_result(d.outputs, target=AVX2)
+    r = auto(d.outputs, target=AVX2)
     st = {s.name: s for s in r.schedule.stages}
     assert st["Xp"].attach_type == "root"  # read nine times per output: stored, not inlined
     assert st["Y.local"].attach_type == "scope"
@@ -64,7 +69,7 @@ def test_conv2d_tiles_output_channels_by_pixels_and_keeps_the_padding_stored():
 
 def test_row_kernels_are_fused_per_row_with_vectorized_partial_reductions():
     d = definitions.softmax(6, 300)
-    r = auto_schedule_result(d.outputs, target=AVX2)
+    r = auto(d.outputs, target=AVX2)
     st = {s.name: s for s in r.schedule.stages}
     O = st["O"]
     for name in ("M", "E", "S", "M.rf", "S.rf"):
@@ -88,7 +93,7 @@ def test_injective_producers_are_inlined_and_an_elementwise_reader_absorbs_the_t
     C = te.compute((n, m), lambda i, j: te.sum(R[i, r] * W[r, j], axis=r), name="C")
     Sb = te.compute((m,), lambda j: bias[j] * 2.0, name="Sb")
     D = te.compute((n, m), lambda i, j: C[i, j] + Sb[j], name="D")
-    res = auto_schedule_result([D], target=AVX2)
+    res = auto([D], target=AVX2)
     st = {s.name: s for s in res.schedule.stages}
     assert st["R"].attach_type == "root"
     assert st["Sb"].attach_type == "inline"
@@ -100,7 +105,7 @@ def test_injective_producers_are_inlined_and_an_elementwise_reader_absorbs_the_t
 
 def test_a_few_long_rows_are_reduced_in_vector_partials():
     d = definitions.row_sum(3, 4099)
-    r = auto_schedule_result(d.outputs, target=AVX2)
+    r = auto(d.outputs, target=AVX2)
     assert r.knobs["B.partials"] == 64
     assert any(s.name == "B.rf" for s in r.schedule.stages)
     ins = d.inputs(np.random.default_rng(0))
@@ -113,17 +118,25 @@ def test_symbolic_sizes_are_scheduled_too():
     k = te.reduce_axis((0, 50), name="k")
     M = te.compute((n,), lambda i: te.max(A[i, k], axis=k), name="M")
     O = te.compute((n, 50), lambda i, j: A[i, j] - M[i], name="O")
-    r = auto_schedule_result([O])
+    r = auto([O])
     for rows in (1, 7, 30):
         a = rand(rows, 50, seed=rows)
         check(r.schedule, [A, O], [a], [a - a.max(axis=1, keepdims=True)])
 
 
-def test_a_budget_measures_candidates_and_keeps_a_legal_one():
-    d = definitions.matmul(24, 40, 16)
-    r = auto_schedule_result(d.outputs, budget=3)
-    assert r.log is not None and len(r.log.trials) == 3
-    assert r.log.best() is not None and r.knobs == r.log.best().knobs
+def test_a_budget_runs_the_tuners_search_from_the_rule_based_point(tmp_path):
+    """The knobs are a tessel.tune config space whose first point is the rules' schedule; the
+    search measures it among its trials, records them in the log, and keeps the fastest."""
+    from tessel.tune import records
+
+    d = definitions.matmul(30, 32, 16)  # whole tiles: quick builds
+    log = tmp_path / "auto.log"
+    r = auto_schedule_result(d.outputs, budget=3, log=str(log))
+    recs = list(records.load(str(log)))
+    assert len(recs) == 3 and r.tuned is not None
+    assert any(rec.config.index == 0 and rec.ok for rec in recs)  # the rule-based point
+    best = min((rec for rec in recs if rec.ok), key=lambda rec: rec.cost)
+    assert r.knobs == {k.name: best.config[k.name].val for k in r.plan.knobs}
     ins = d.inputs(np.random.default_rng(0))
     check(r.schedule, d.params + d.outputs, ins, [d.reference(*ins)], rtol=1e-3, atol=1e-3)
 

@@ -19,7 +19,12 @@ from tessel.schedule.history import AxisRef
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/ lives at the root
 
-from benchmarks import definitions  # noqa: E402
+from benchmarks import definitions
+
+
+def auto(outputs, **kw):
+    """The rule-based schedule alone (budget 0: nothing measured, nothing timed)."""
+    return auto_schedule_result(outputs, **{"budget": 0, **kw})
 
 
 def _steps(s) -> list[tuple]:
@@ -35,7 +40,7 @@ def rebuilt(s, outputs, func: str = "schedule"):
 
 @pytest.mark.parametrize("d", definitions.suite(small=True), ids=lambda d: d.name)
 def test_printed_auto_schedule_rebuilds_an_equal_schedule(d):
-    r = auto_schedule_result(d.outputs)
+    r = auto(d.outputs)
     again = rebuilt(r.schedule, d.outputs)
     assert _steps(again) == _steps(r.schedule)
     args = d.params + d.outputs
@@ -44,7 +49,7 @@ def test_printed_auto_schedule_rebuilds_an_equal_schedule(d):
 
 def test_printed_text_names_loops_and_stages_as_a_user_would():
     d = definitions.matmul(64)
-    text = auto_schedule_result(d.outputs).schedule.python()
+    text = auto(d.outputs).schedule.python()
     assert text.startswith("from tessel import te\n")
     assert "def schedule(C):" in text
     assert "C_local = s.cache_write(C, 'local')" in text
