@@ -172,6 +172,8 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
                 v //= 2
             v = v if ext is None or ext >= 2 * lanes else 0
             knobs.append(Knob(f"{op.name}.partials", tuple(sorted({0, lanes, 2 * lanes, 4 * lanes, v})), v))
+            if op is a.op and not a.members:
+                knobs.append(_split_knob(info, v))
     return knobs
 
 
@@ -190,3 +192,17 @@ def _chunk(g: A.Graph, a: Anchor, target: Target) -> int:
 
 def _around(x: int, lo: int, hi: int) -> tuple[int, ...]:
     return tuple(sorted({max(lo, min(hi, v)) for v in (x - 1, x, x + 1, lo)}))
+
+
+SPLIT_PARTS = 16  # pieces a reduction over few long rows is cut into, for the threads
+
+
+def _split_knob(info: A.OpInfo, v: int) -> Knob:
+    """``rfactor`` for little outer parallelism: fewer rows than MIN_PARALLEL, each long enough
+    that a piece of it is many vectors, are reduced in SPLIT_PARTS pieces shared by the threads."""
+    rows = 1
+    for iv in info.op.axis:
+        rows *= A.extent(iv) or MIN_PARALLEL
+    k = A.extent(info.op.reduce_axis[-1])
+    few = rows < MIN_PARALLEL and k is not None and k >= SPLIT_PARTS * max(v, 1) * 4
+    return Knob(f"{info.name}.split_k", (0, 4, 8, SPLIT_PARTS, 32), SPLIT_PARTS if few else 0)

@@ -147,6 +147,9 @@ def _plain(s: Schedule, plan: Plan, a: Anchor, kn: dict, fuse: bool = True) -> N
     info = plan.graph.infos[op]
     chunk = int(kn.get(f"{op.name}.chunk", 1))
     v = int(kn.get(f"{op.name}.partials", 0))
+    if int(kn.get(f"{op.name}.split_k", 0)):
+        _split_reduction(s, op, int(kn[f"{op.name}.split_k"]), v)
+        return
     rf = _rfactor(s, op, v) if v else None
     axes = list(s[op].op.axis)
     if not axes:
@@ -200,3 +203,15 @@ def _attach_partials(s: Schedule, op, rf, anchor, at: E.IterVar) -> None:
     st.reorder(*st.op.reduce_axis, st.op.axis[0])
     st.vectorize(st.op.axis[0])
     st.set_scope("local")
+
+
+def _split_reduction(s: Schedule, op, parts: int, v: int) -> None:
+    """Few long rows: too few for the threads. The reduction is cut into ``parts`` pieces
+    (``rfactor`` over the outer part of a split), the pieces are shared among threads, each
+    reduced in ``v`` vector partials, and the few results per row are summed at the end."""
+    kp, _ = s[op].split(s[op].op.reduce_axis[-1], nparts=parts)
+    pieces = s.rfactor(op.output(0), kp)
+    s[pieces].parallel(s[pieces].op.axis[0])
+    if v:
+        rf = _rfactor(s, pieces.op, v)
+        _attach_partials(s, pieces.op, rf, pieces.op, s[pieces].op.axis[0])

@@ -103,11 +103,15 @@ def test_injective_producers_are_inlined_and_an_elementwise_reader_absorbs_the_t
     check(res.schedule, [X, W, bias, D], [x, w, b], [np.maximum(x, 0) @ w + b * 2], rtol=1e-4, atol=1e-4)
 
 
-def test_a_few_long_rows_are_reduced_in_vector_partials():
+def test_a_few_long_rows_are_cut_into_pieces_for_the_threads_then_vector_partials():
+    """Three rows cannot keep threads busy: rfactor over 16 pieces of each row (in parallel),
+    each piece reduced in 64 partials (rfactor again, vectorized); many rows are not cut."""
     d = definitions.row_sum(3, 4099)
     r = auto(d.outputs, target=AVX2)
-    assert r.knobs["B.partials"] == 64
-    assert any(s.name == "B.rf" for s in r.schedule.stages)
+    assert r.knobs["B.partials"] == 64 and r.knobs["B.split_k"] == 16
+    st = {s.name: s for s in r.schedule.stages}
+    assert st["B.rf.rf"].attach_stage is st["B.rf"]
+    assert auto(definitions.row_sum(50, 4099).outputs, target=AVX2).knobs["B.split_k"] == 0
     ins = d.inputs(np.random.default_rng(0))
     check(r.schedule, d.params + d.outputs, ins, [d.reference(*ins)], rtol=1e-4, atol=1e-3)
 
