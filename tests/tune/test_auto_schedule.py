@@ -158,3 +158,19 @@ def test_bad_outputs_are_refused_by_name():
         tessel.auto_schedule("C")
     with pytest.raises(tessel.ArgumentError, match="no outputs"):
         tessel.auto_schedule([])
+
+
+def test_the_benchmark_harness_has_an_auto_column(monkeypatch):
+    """``python -m benchmarks`` times the auto-scheduled kernel beside the hand schedule,
+    checked against NumPy first like every contender (no timing asserted)."""
+    from benchmarks import __main__ as harness
+    from benchmarks import kernels
+
+    case = kernels.row_sum(64)
+    monkeypatch.setattr(harness, "_copy_yardstick", lambda threads, quick: (lambda: None, 8.0))
+    row = harness.run_case(case, repeat=2, peers_on={"torch": False, "halide": False, "tvm": False}, auto_budget=0)
+    assert {"tessel", "auto", "numpy"} <= set(row.rate) and "auto" not in row.notes
+    assert row.auto_s is not None and row.auto_s > 0
+    head, _, line = harness.table([row]).splitlines()
+    cells = dict(zip([c.strip() for c in head.split("|")], [c.strip() for c in line.split("|")]))
+    assert cells["auto"] != "—" and cells["auto vs NumPy"].endswith("x") and cells["auto vs tessel"].endswith("x")
