@@ -16,7 +16,6 @@ from ..tune.search import ModelTuner
 from ..tune.task import Task
 from .plan import Plan
 
-
 BUILD_TIMEOUT = 60.0  # seconds one candidate may take to build
 
 
