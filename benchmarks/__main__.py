@@ -464,6 +464,15 @@ def plot(rows: list[Row], path: Path) -> str:
     return f"plot: {path}"
 
 
+def _auto_budget(opts) -> int | None:
+    """Trials of auto_schedule's search: as asked, else its default (0 with --quick); None: no auto column."""
+    from tessel.autosched import DEFAULT_BUDGET
+
+    if opts.no_auto:
+        return None
+    return opts.auto_budget if opts.auto_budget is not None else 0 if opts.quick else DEFAULT_BUDGET
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes and few runs: a smoke test")
@@ -495,10 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["TESSEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tessel-bench-cache-")
     selected = [(k, c) for k, c in enumerate(cases(opts.quick))
                 if not opts.only or any(w.strip() and c.kernel.startswith(w.strip()) for w in opts.only.split(","))]
-    from tessel.autosched import DEFAULT_BUDGET
-
-    auto_budget = None if opts.no_auto else opts.auto_budget if opts.auto_budget is not None else (
-        0 if opts.quick else DEFAULT_BUDGET)
+    auto_budget = _auto_budget(opts)
     print("the machine: FMA peak and copy bandwidth ...", file=sys.stderr, flush=True)
     m = None if opts.no_machine else machine.measure(opts.quick)
     rows = []
