@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ArgumentError, TesselError
+from ..schedule.history import announce
 from ..schedule.schedule import Schedule
 from ..target import Target, as_target, resolve
 from ..te.tensor import Operation, Tensor
@@ -71,6 +72,7 @@ def auto_schedule_result(outputs, target: str | Target | None = None, budget: in
     if budget and budget > 1 and plan.knobs:
         knobs, tuned = refine(plan, lambda kn: (_legal(plan, kn, args)[0], args), budget, log, progress)
     sch, level = _legal(plan, knobs, args)
+    announce(sch)  # the schedule the user gets: `tessel explain` and `show` list it
     return AutoResult(sch, args, plan, knobs, level, tuned)
 
 

@@ -93,3 +93,23 @@ def test_split_results_are_bound_to_variables_named_after_the_loops():
     assert isinstance(s.history[-1].args[0], AxisRef)
     assert "i_outer, i_inner = s[B].split(i, factor=4)" in s.python()
     assert "s[B].unroll(i_inner)" in s.python()
+
+
+def test_tessel_explain_sees_the_auto_schedule_and_nothing_it_tried(tmp_path):
+    """The rules are tried on quiet copies; only the schedule returned is announced, so the
+    ``tessel`` command's explorer lists exactly it, with its steps."""
+    from tessel.cli import run_script
+
+    script = tmp_path / "auto.py"
+    script.write_text(
+        "import tessel\nfrom tessel import te\n"
+        "A = te.placeholder((40, 70), name='A')\nk = te.reduce_axis((0, 70), name='k')\n"
+        "M = te.compute((40,), lambda i: te.max(A[i, k], axis=k), name='M')\n"
+        "O = te.compute((40, 70), lambda i, j: A[i, j] - M[i], name='O')\n"
+        "s = tessel.auto_schedule(O, budget=0)\ntessel.build(s, [A, O])\n")
+    run = run_script(script)
+    assert run.failure is None and len(run.schedules) == 1
+    s = run.schedules[0]
+    assert [st.primitive for st in s.history[1:]][:3] == ["parallel", "vectorize", "split"]
+    assert "rfactor" in [st.primitive for st in s.history]
+    assert [t.name for t in run.args[s]] == ["A", "O"]
