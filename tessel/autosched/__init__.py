@@ -27,8 +27,9 @@ from .search import refine
 
 __all__ = ["AutoResult", "Knob", "Plan", "auto_schedule", "auto_schedule_result", "make_plan"]
 
-# trials of the tuner's search: about a minute for matmul 1024 on 2 cores (0: the rules alone)
-DEFAULT_BUDGET = 16
+# trials of the tuner's search (0: the rules alone); 16 took 48 CPU seconds on matmul 1024, 215 s of
+# wall time on a machine loaded 5-fold: 8 keeps the 3-minute bound with room
+DEFAULT_BUDGET = 8
 
 
 @dataclass
