@@ -114,6 +114,13 @@ class Graph:
             for t in {id(r.tensor.op): r.tensor.op for r in info.reads}.values():
                 if t in self.infos and all(c is not info.op for c in self.infos[t].consumers):
                     self.infos[t].consumers.append(info.op)
+        names = [op.name for op in self.infos]
+        self.labels = {id(op): op.name if names.count(op.name) == 1 else f"{op.name}#{k}"
+                       for k, op in enumerate(self.infos)}
+
+    def label(self, op: Operation) -> str:
+        """The stage's name in knob names (``C.rows``), numbered where two stages share a name."""
+        return self.labels[id(op)]
 
     def computed(self) -> list[OpInfo]:
         return [self.infos[op] for op in self.order if op in self.infos]

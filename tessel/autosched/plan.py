@@ -95,27 +95,29 @@ def make_plan(outputs: list[Operation], target: Target) -> Plan:
     return plan
 
 
-def _readers(g: A.Graph, op: Operation, inl: set[int]) -> list[tuple[A.OpInfo, A.Read]]:
-    """(reader, read) pairs of ``op``'s values, looking through inlined readers to theirs."""
-    out = []
+def _readers(g: A.Graph, op: Operation, inl: set[int]) -> list[tuple[A.OpInfo, A.Read]] | None:
+    """(reader, read) pairs of ``op``'s values, looking through inlined readers to theirs;
+    None when an inlined reader reads it other than along its own rows (no owner then)."""
+    out: list[tuple[A.OpInfo, A.Read]] = []
     for c in g.infos[op].consumers:
         cinfo = g.infos[c]
-        if id(c) in inl:
-            if not all(A.row_aligned(r, cinfo) for r in cinfo.reads_of(op)):
-                return [(cinfo, cinfo.reads_of(op)[0])] * 2  # not row-aligned through it: no owner
-            out += _readers(g, c, inl)
-        else:
+        if id(c) not in inl:
             out += [(cinfo, r) for r in cinfo.reads_of(op)]
+            continue
+        further = _readers(g, c, inl)
+        if further is None or not all(A.row_aligned(r, cinfo) for r in cinfo.reads_of(op)):
+            return None
+        out += further
     return out
 
 
 def _owner(g: A.Graph, info: A.OpInfo, group: dict[int, Anchor], inl: set[int]) -> Anchor | None:
     """The one plain anchor every reader belongs to, when every read is row-aligned."""
     pairs = _readers(g, info.op, inl)
-    owners = {id(group.get(id(c.op))): group.get(id(c.op)) for c, _ in pairs}
-    if len(owners) != 1 or not info.op.axis:
+    if not pairs or not info.op.axis:
         return None
-    owner = next(iter(owners.values()))
+    owners = {id(group.get(id(c.op))): group.get(id(c.op)) for c, _ in pairs}
+    owner = next(iter(owners.values())) if len(owners) == 1 else None
     if owner is None or not all(A.row_aligned(r, c) for c, r in pairs):
         return None
     return owner
@@ -140,7 +142,7 @@ def _new_anchor(g: A.Graph, info: A.OpInfo, group: dict[int, Anchor], inl: set[i
 
 
 def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
-    name = a.op.name
+    name = g.label(a.op)
     if a.kind == "tile":
         info = g.infos[a.op]
         ax = a.op.axis
@@ -171,9 +173,9 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
             while ext is not None and v > lanes and v > ext // 2:
                 v //= 2
             v = v if ext is None or ext >= 2 * lanes else 0
-            knobs.append(Knob(f"{op.name}.partials", tuple(sorted({0, lanes, 2 * lanes, 4 * lanes, v})), v))
+            knobs.append(Knob(f"{g.label(op)}.partials", tuple(sorted({0, lanes, 2 * lanes, 4 * lanes, v})), v))
             if op is a.op and not a.members:
-                knobs.append(_split_knob(info, v))
+                knobs.append(_split_knob(g, info, v))
     return knobs
 
 
@@ -197,7 +199,7 @@ def _around(x: int, lo: int, hi: int) -> tuple[int, ...]:
 SPLIT_PARTS = 16  # pieces a reduction over few long rows is cut into, for the threads
 
 
-def _split_knob(info: A.OpInfo, v: int) -> Knob:
+def _split_knob(g: A.Graph, info: A.OpInfo, v: int) -> Knob:
     """``rfactor`` for little outer parallelism: fewer rows than MIN_PARALLEL, each long enough
     that a piece of it is many vectors, are reduced in SPLIT_PARTS pieces shared by the threads."""
     rows = 1
@@ -205,4 +207,4 @@ def _split_knob(info: A.OpInfo, v: int) -> Knob:
         rows *= A.extent(iv) or MIN_PARALLEL
     k = A.extent(info.op.reduce_axis[-1])
     few = rows < MIN_PARALLEL and k is not None and k >= SPLIT_PARTS * max(v, 1) * 4
-    return Knob(f"{info.name}.split_k", (0, 4, 8, SPLIT_PARTS, 32), SPLIT_PARTS if few else 0)
+    return Knob(f"{g.label(info.op)}.split_k", (0, 4, 8, SPLIT_PARTS, 32), SPLIT_PARTS if few else 0)

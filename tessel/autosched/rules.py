@@ -76,7 +76,7 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
     """Multi-level tiling of a reduction (see the plan's module): outer tiles over threads, a
     ``rows x vectors`` register tile computed in ``local`` inside them, reduction outside the
     tile's loops and unrolled by ``k_unroll``, operands packed per group of panels."""
-    name = a.op.name
+    name = plan.graph.label(a.op)
     lanes = plan.target.vector_lanes(str(a.op.outputs[0].dtype))
     rows, cols = int(kn[f"{name}.rows"]), int(kn[f"{name}.vectors"]) * lanes
     T = a.stage_op
@@ -107,7 +107,7 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
     # would pack again per row block)
     top = _parallel_prefix(s, T, outer[:1] if pack else outer[:-1])
     s[local].compute_at(s[T], at)
-    _tile_body(s, a, local, kn)
+    _tile_body(s, a, local, int(kn[f"{name}.k_unroll"]))
     if pack:
         for operand in a.pack:
             p = s.cache_read(operand, "global", [local])
@@ -115,14 +115,13 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
             s[p].vectorize(s[p].op.axis[-1])
 
 
-def _tile_body(s: Schedule, a: Anchor, local, kn: dict) -> None:
+def _tile_body(s: Schedule, a: Anchor, local, ku: int) -> None:
     """The register tile's loops: the other data-parallel loops (one iteration each here), the
     reduction (innermost reduction unrolled by ``k_unroll``), then rows unrolled, vectors."""
     st = s[local]
     axes, red = list(st.op.axis), list(st.op.reduce_axis)
     keep = [a.rows, a.inner] if a.rows is not None else [a.inner]
     outer = [iv for k, iv in enumerate(axes) if k not in keep]
-    ku = int(kn[f"{a.op.name}.k_unroll"])
     last = red[-1]
     ext = A.extent(last)
     if ext is not None and ext <= max(ku, 4):
@@ -145,10 +144,11 @@ def _tile_body(s: Schedule, a: Anchor, local, kn: dict) -> None:
 def _plain(s: Schedule, plan: Plan, a: Anchor, kn: dict, fuse: bool = True) -> None:
     op = a.op
     info = plan.graph.infos[op]
-    chunk = int(kn.get(f"{op.name}.chunk", 1))
-    v = int(kn.get(f"{op.name}.partials", 0))
-    if int(kn.get(f"{op.name}.split_k", 0)):
-        _split_reduction(s, op, int(kn[f"{op.name}.split_k"]), v)
+    name = plan.graph.label(op)
+    chunk = int(kn.get(f"{name}.chunk", 1))
+    v = int(kn.get(f"{name}.partials", 0))
+    if int(kn.get(f"{name}.split_k", 0)):
+        _split_reduction(s, op, int(kn[f"{name}.split_k"]), v)
         return
     rf = _rfactor(s, op, v) if v else None
     axes = list(s[op].op.axis)
@@ -180,7 +180,7 @@ def _plain(s: Schedule, plan: Plan, a: Anchor, kn: dict, fuse: bool = True) -> N
 
 def _member(s: Schedule, plan: Plan, m, anchor, at: E.IterVar, kn: dict) -> None:
     """A producer computed once per chunk of its anchor, vectorized like the anchor."""
-    v = int(kn.get(f"{m.name}.partials", 0))
+    v = int(kn.get(f"{plan.graph.label(m)}.partials", 0))
     rf = _rfactor(s, m, v) if v else None
     s[m].compute_at(s[anchor], at)
     if rf is not None:

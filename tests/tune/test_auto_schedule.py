@@ -174,3 +174,16 @@ def test_the_benchmark_harness_has_an_auto_column(monkeypatch):
     head, _, line = harness.table([row]).splitlines()
     cells = dict(zip([c.strip() for c in head.split("|")], [c.strip() for c in line.split("|")]))
     assert cells["auto"] != "—" and cells["auto vs NumPy"].endswith("x") and cells["auto vs tessel"].endswith("x")
+
+
+def test_stages_sharing_a_name_get_knobs_of_their_own():
+    A = te.placeholder((6, 300), name="A")
+    k1 = te.reduce_axis((0, 300), name="k1")
+    T1 = te.compute((6,), lambda i: te.sum(A[i, k1], axis=k1), name="T")
+    k2 = te.reduce_axis((0, 300), name="k2")
+    T2 = te.compute((6,), lambda i: te.max(A[i, k2] * T1[i], axis=k2), name="T")
+    r = auto([T2], target=AVX2)
+    names = [k.name for k in r.plan.knobs]
+    assert len(names) == len(set(names)) and {"T#0.partials", "T#1.partials"} <= set(names)
+    a = rand(6, 300)
+    check(r.schedule, [A, T2], [a], [(a * a.sum(axis=1, keepdims=True)).max(axis=1)], rtol=1e-4, atol=1e-4)
