@@ -3,7 +3,9 @@
     python -m benchmarks [--quick] [--repeat N] [--only matmul,blur] [--out results]
 
 First the machine: its FMA peak (as many accumulator chains as the Target's registers hold)
-and its copy bandwidth. For each kernel: tessel's schedule from ``examples/`` (every tile
+and its copy bandwidth. For each kernel: ``tessel.auto_schedule`` schedules the bare
+definition (``benchmarks/definitions.py``; ``--auto-budget`` trials of its search) as the
+"auto" contender; tessel's hand schedule from ``examples/`` (every tile
 derived from this machine's Target) is built twice, cold (into a fresh cache directory; the C
 compiler's share timed apart) and cached (the in-process memo dropped, so the shared object
 comes from the disk cache: what a second run of a program sees); NumPy (writing into
@@ -41,7 +43,7 @@ import numpy as np
 from . import machine
 from .kernels import Case, cases
 
-CONTENDERS = ("tessel", "numpy", "torch", "halide", "tvm")
+CONTENDERS = ("tessel", "auto", "numpy", "torch", "halide", "tvm")
 PEERS = ("torch", "halide", "tvm")
 ROUNDS = 6  # each contender runs in blocks, in alternating order: thread pools must not fight
 WARMUP = 2  # untimed calls at the start of each block (waking a thread pool is not the kernel's time)
@@ -63,6 +65,7 @@ class Row:
     interval_build_s: float | None = None                             # cold build, exact=False
     analysis_s: float | None = None                                   # the exact analysis alone
     copy_rate: float | None = None                                    # GB/s of the copy yardstick
+    auto_s: float | None = None                                       # tessel.auto_schedule (+ its search) and build
     notes: dict[str, str] = field(default_factory=dict)               # why a contender has no number
 
 
@@ -121,6 +124,27 @@ def _tessel(case: Case, inputs: list[np.ndarray]):
     out = np.empty(case.out_shape, "float32")
     kw = {"num_threads": case.threads} if case.threads else {}
     return (lambda: f(*inputs, out, **kw)), (lambda: out), cold, cc, cached
+
+
+def _auto(case: Case, inputs: list[np.ndarray], row: Row, budget: int) -> dict:
+    """tessel.auto_schedule's schedule of the bare definition (its search at ``budget``
+    trials), built; the time from the definition to the built kernel in ``row.auto_s``."""
+    import tessel
+    from tessel.autosched import auto_schedule_result
+
+    d = case.auto()
+    t0 = time.perf_counter()
+    try:
+        r = auto_schedule_result(d.outputs, budget=budget)
+        f = tessel.build(r.schedule, d.params + d.outputs)
+    except tessel.TesselError as e:
+        row.notes["auto"] = f"failed: {type(e).__name__}"
+        print(f"  auto_schedule failed on {case.kernel} {case.size}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
+        return {}
+    row.auto_s = time.perf_counter() - t0
+    out = np.empty(case.out_shape, "float32")
+    kw = {"num_threads": case.threads} if case.threads else {}
+    return {"auto": ((lambda: f(*inputs, out, **kw)), (lambda: out))}
 
 
 def _exact_cost(case: Case) -> tuple[float, float]:
@@ -270,13 +294,16 @@ def _rounds(runners: dict, repeat: int, copy_fn) -> tuple[dict[str, list[float]]
     return times, copy_times
 
 
-def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0, quick: bool = False) -> Row:
+def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0, quick: bool = False,
+             auto_budget: int | None = None) -> Row:
     rng = np.random.default_rng(0)
     inputs = case.make_inputs(rng)
     want = case.numpy(*inputs)
     row = Row(case.kernel, case.size, case.unit, str(case.threads or os.cpu_count()))
     fn, res, cold, cc, cached = _tessel(case, inputs)
     runners = {"tessel": (fn, res)}
+    if auto_budget is not None and case.auto is not None:
+        runners.update(_auto(case, inputs, row, auto_budget))
     row.build_s["tessel"], row.cc_s, row.cpu_s, row.cached_s = cold, cc.seconds, cc.cpu, cached
     row.interval_build_s, row.analysis_s = _exact_cost(case)
     fast = case.numpy_fast(*inputs)
@@ -329,8 +356,8 @@ def _fmt(x: float | None, digits: int = 1) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
-def _ratio(row: Row, other: str) -> str:
-    a, b = row.seconds.get("tessel"), row.seconds.get(other)
+def _ratio(row: Row, other: str, base: str = "tessel") -> str:
+    a, b = row.seconds.get(base), row.seconds.get(other)
     if a is None or b is None:
         return row.notes.get(other, "—")
     return f"{b / a:.2f}x"
@@ -361,17 +388,19 @@ def _cpu(r: Row) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    head = ("| kernel | size | threads | unit | tessel | NumPy | PyTorch | Halide | TVM | tessel vs NumPy "
-            "| vs PyTorch | vs Halide | vs TVM | % of peak / copy | tessel cold build: total / cc (ms) "
+    head = ("| kernel | size | threads | unit | tessel | auto | NumPy | PyTorch | Halide | TVM | tessel vs NumPy "
+            "| vs PyTorch | vs Halide | vs TVM | auto vs NumPy | auto vs tessel | auto-schedule + build (s) "
+            "| % of peak / copy | tessel cold build: total / cc (ms) "
             "| its CPU: tessel + cc (ms) | cached (ms) | cold with exact=False (ms) | exact analysis (ms) "
             "| Halide / TVM build (ms) |")
-    out = [head, "|" + "---|" * 20]
+    out = [head, "|" + "---|" * 24]
     for r in rows:
         builds = " / ".join(_ms(r.build_s.get(p)) for p in ("halide", "tvm"))
         out.append(
-            f"| {r.kernel} | {r.size} | {r.threads} | {r.unit} | {_cell(r, 'tessel')} | {_cell(r, 'numpy')} "
-            f"| {_cell(r, 'torch')} | {_cell(r, 'halide')} | {_cell(r, 'tvm')} | {_ratio(r, 'numpy')} "
-            f"| {_ratio(r, 'torch')} | {_ratio(r, 'halide')} | {_ratio(r, 'tvm')} | {_of_bound(r)} "
+            f"| {r.kernel} | {r.size} | {r.threads} | {r.unit} | {_cell(r, 'tessel')} | {_cell(r, 'auto')} "
+            f"| {_cell(r, 'numpy')} | {_cell(r, 'torch')} | {_cell(r, 'halide')} | {_cell(r, 'tvm')} "
+            f"| {_ratio(r, 'numpy')} | {_ratio(r, 'torch')} | {_ratio(r, 'halide')} | {_ratio(r, 'tvm')} "
+            f"| {_ratio(r, 'numpy', 'auto')} | {_ratio(r, 'tessel', 'auto')} | {_fmt(r.auto_s)} | {_of_bound(r)} "
             f"| {_ms(r.build_s.get('tessel'))} / {_ms(r.cc_s)} | {_cpu(r)} | {_ms(r.cached_s, 1)} "
             f"| {_ms(r.interval_build_s)} | {_ms(r.analysis_s, 1)} | {builds} |")
     return "\n".join(out)
@@ -414,24 +443,34 @@ def plot(rows: list[Row], path: Path) -> str:
     labels = [f"{r.kernel}\n{r.size}" for r in rows]
     x = np.arange(len(rows))
     fig, ax = plt.subplots(figsize=(max(8, 1.2 * len(rows)), 4.5))
-    width = 0.2
-    shown = (("tessel", "tab:blue"), ("torch", "tab:red"), ("halide", "tab:orange"), ("tvm", "tab:green"))
+    width = 0.16
+    shown = (("tessel", "tab:blue"), ("auto", "tab:purple"), ("torch", "tab:red"), ("halide", "tab:orange"),
+             ("tvm", "tab:green"))
     for k, (name, color) in enumerate(shown):
         vals = []
         for r in rows:
             a, b = r.seconds.get(name), r.seconds.get("numpy")
             vals.append(b / a if a and b else 0.0)
-        ax.bar(x + (k - 1.5) * width, vals, width, label=name, color=color)
+        ax.bar(x + (k - 2) * width, vals, width, label=name, color=color)
     ax.axhline(1.0, color="gray", lw=1, ls="--")
     ax.set_xticks(x, labels, fontsize=7)
     ax.set_ylabel("speed relative to NumPy (higher is faster)")
     ax.set_yscale("log")
     ax.legend()
-    ax.set_title("tessel, PyTorch, Halide and TVM against NumPy (medians of interleaved blocks of runs)")
+    ax.set_title("tessel (hand and auto), PyTorch, Halide and TVM against NumPy (medians of interleaved blocks of runs)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return f"plot: {path}"
+
+
+def _auto_budget(opts) -> int | None:
+    """Trials of auto_schedule's search: as asked, else its default (0 with --quick); None: no auto column."""
+    from tessel.autosched import DEFAULT_BUDGET
+
+    if opts.no_auto:
+        return None
+    return opts.auto_budget if opts.auto_budget is not None else 0 if opts.quick else DEFAULT_BUDGET
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -441,6 +480,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="comma-separated kernel names (matmul, blur, conv2d, softmax, ...)")
     ap.add_argument("--out", default="results", help="directory for the table, JSON and plot")
     ap.add_argument("--no-machine", action="store_true", help="skip measuring the FMA peak and copy bandwidth")
+    ap.add_argument("--auto-budget", type=int, default=None,
+                    help="trials of tessel.auto_schedule's search (default: its own; --quick: 0, the rules alone)")
+    ap.add_argument("--no-auto", action="store_true", help="leave tessel.auto_schedule out")
     ap.add_argument("--numpy-case", type=int, default=None, help=argparse.SUPPRESS)
     opts = ap.parse_args(argv)
     repeat = opts.repeat or (6 if opts.quick else 30)
@@ -462,12 +504,13 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["TESSEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tessel-bench-cache-")
     selected = [(k, c) for k, c in enumerate(cases(opts.quick))
                 if not opts.only or any(w.strip() and c.kernel.startswith(w.strip()) for w in opts.only.split(","))]
+    auto_budget = _auto_budget(opts)
     print("the machine: FMA peak and copy bandwidth ...", file=sys.stderr, flush=True)
     m = None if opts.no_machine else machine.measure(opts.quick)
     rows = []
     for index, case in selected:
         print(f"{case.kernel} {case.size} ...", file=sys.stderr, flush=True)
-        rows.append(run_case(case, repeat, peers_on, index, opts.quick))
+        rows.append(run_case(case, repeat, peers_on, index, opts.quick, auto_budget))
     if m is not None:  # measured again at the end: the peak is the best the machine showed
         m = machine.best_of(m, machine.measure(opts.quick, peak_only=True))
         flag_peaks(rows, m)
@@ -478,6 +521,9 @@ def main(argv: list[str] | None = None) -> int:
     lines = ["# tessel benchmarks", "",
              f"`python -m benchmarks{' --quick' if opts.quick else ''}`, median of {repeat} timed runs per contender; "
              "rates count flops (matmul, conv2d) or bytes read + written (the rest).", ""]
+    if auto_budget is not None:
+        lines += [f"auto: `tessel.auto_schedule` of the bare definition (`benchmarks/definitions.py`), "
+                  f"{auto_budget} trials of its search; its column of seconds is the scheduling, search and build.", ""]
     if m is not None:
         lines += ["## machine", "", machine_text(m), ""]
     if missing:

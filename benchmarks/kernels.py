@@ -17,7 +17,7 @@ import numpy as np
 
 from examples import fast_blur, fast_conv2d, fast_matmul, fast_rows, fast_streams
 
-from . import peers
+from . import definitions, peers
 
 
 @dataclass
@@ -35,6 +35,7 @@ class Case:
     rtol: float = 1e-4
     atol: float = 1e-4
     threads: int | None = None                    # None: every core
+    auto: Callable[[], definitions.Definition] | None = None  # the bare definition tessel.auto_schedule gets
 
 
 def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
@@ -61,7 +62,7 @@ def matmul(n: int, threads: int | None = None) -> Case:
         lambda: fast_matmul.matmul(n),
         {"torch": lambda a, b: peers.torch_matmul(a, b, threads)} if threads == 1 else
         {"halide": peers.halide_matmul, "tvm": peers.tvm_matmul, "torch": peers.torch_matmul},
-        rtol=2e-3, atol=2e-3, threads=threads)
+        rtol=2e-3, atol=2e-3, threads=threads, auto=lambda: definitions.matmul(n))
 
 
 def _blur_fast(a: np.ndarray) -> Callable[[], np.ndarray]:
@@ -134,7 +135,8 @@ def blur(n: int) -> Case:
         "blur 3x3", f"{n}x{n}", "GB/s", 4.0 * (n * n + (n - 2) ** 2),
         lambda rng: [_f32(rng, n, n)], (n - 2, n - 2), fast_blur.reference, _blur_fast,
         lambda: fast_blur.blur(n, n),
-        {"halide": peers.halide_blur, "tvm": peers.tvm_blur, "torch": peers.torch_blur}, rtol=1e-5, atol=1e-5)
+        {"halide": peers.halide_blur, "tvm": peers.tvm_blur, "torch": peers.torch_blur}, rtol=1e-5, atol=1e-5,
+        auto=lambda: definitions.blur(n, n))
 
 
 def conv2d(c: int, h: int) -> Case:
@@ -143,7 +145,7 @@ def conv2d(c: int, h: int) -> Case:
         lambda rng: [_f32(rng, 1, c, h, h), _f32(rng, c, c, 3, 3)], (1, c, h, h), fast_conv2d.reference,
         _conv2d_fast, lambda: fast_conv2d.conv2d(1, c, c, h, h),
         {"halide": peers.halide_conv2d, "tvm": peers.tvm_conv2d, "torch": peers.torch_conv2d},
-        rtol=1e-3, atol=1e-3)
+        rtol=1e-3, atol=1e-3, auto=lambda: definitions.conv2d(c, c, h, h))
 
 
 def softmax(n: int) -> Case:
@@ -152,7 +154,7 @@ def softmax(n: int) -> Case:
         lambda rng: [_f32(rng, n, n)], (n, n), fast_rows.softmax_reference, _softmax_fast,
         lambda: fast_rows.softmax(n, n),
         {"halide": peers.halide_softmax, "tvm": peers.tvm_softmax, "torch": peers.torch_softmax},
-        rtol=1e-5, atol=1e-7)
+        rtol=1e-5, atol=1e-7, auto=lambda: definitions.softmax(n, n))
 
 
 def layernorm(n: int) -> Case:
@@ -163,7 +165,8 @@ def layernorm(n: int) -> Case:
         _layernorm_fast, lambda: fast_rows.layernorm(n, n),
         {"halide": lambda a, g, b: peers.halide_layernorm(a, g, b, eps),
          "tvm": lambda a, g, b: peers.tvm_layernorm(a, g, b, eps),
-         "torch": lambda a, g, b: peers.torch_layernorm(a, g, b, eps)}, rtol=1e-4, atol=1e-4)
+         "torch": lambda a, g, b: peers.torch_layernorm(a, g, b, eps)}, rtol=1e-4, atol=1e-4,
+        auto=lambda: definitions.layernorm(n, n))
 
 
 def add(n: int) -> Case:
@@ -171,7 +174,8 @@ def add(n: int) -> Case:
         "add", f"2^{n.bit_length() - 1}", "GB/s", 12.0 * n,
         lambda rng: [_f32(rng, n), _f32(rng, n)], (n,), np.add, _into((n,), lambda a, b, o: np.add(a, b, out=o)),
         lambda: fast_streams.add(n),
-        {"halide": peers.halide_add, "tvm": peers.tvm_add, "torch": peers.torch_add}, rtol=0, atol=0)
+        {"halide": peers.halide_add, "tvm": peers.tvm_add, "torch": peers.torch_add}, rtol=0, atol=0,
+        auto=lambda: definitions.add(n))
 
 
 def row_sum(n: int) -> Case:
@@ -180,7 +184,7 @@ def row_sum(n: int) -> Case:
         lambda rng: [_f32(rng, n, n)], (n,), lambda a: a.sum(axis=1),
         _into((n,), lambda a, o: np.sum(a, axis=1, out=o)), lambda: fast_streams.row_sum(n, n),
         {"halide": peers.halide_row_sum, "tvm": peers.tvm_row_sum, "torch": peers.torch_row_sum},
-        rtol=1e-4, atol=1e-3)
+        rtol=1e-4, atol=1e-3, auto=lambda: definitions.row_sum(n, n))
 
 
 def cases(quick: bool) -> list[Case]:

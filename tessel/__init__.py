@@ -5,6 +5,7 @@ import sys as _sys
 
 from . import compat, poly, te, tune, viz
 from . import errors as error  # TVM's tvm.error: TVMError and the classes below
+from .autosched import auto_schedule
 from .bound import infer_bound
 from .compat import *
 from .driver import build, lower
@@ -31,7 +32,7 @@ _sys.modules[__name__ + ".error"] = error
 __version__ = "0.1.0"
 
 __all__ = [
-    "ArgumentError", "BoundError", "BuildError", "DefinitionError", "IndexOverflowError", "InternalError", "IterVar",
+    "ArgumentError", "auto_schedule", "BoundError", "BuildError", "DefinitionError", "IndexOverflowError", "InternalError", "IterVar",
     "LowerError", "Range", "ScheduleError", "TVMError", "TesselError", "error", "build", "create_schedule",
     "get_global_func", "infer_bound", "list_global_func_names", "register_func", "remove_global_func",
     "ViewError", "lower", "te", "tune", "viz", "compat", *compat.__all__,

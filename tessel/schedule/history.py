@@ -478,6 +478,14 @@ def note_created(sch: Schedule, notify: bool = True) -> None:
             observer(sch)
 
 
+def announce(sch: Schedule) -> None:
+    """Tell the observers of a schedule that was created without telling them: a library's
+    result made on copies of a quiet schedule (``tessel.auto_schedule`` tries its rules on
+    copies, and only the one it returns is the user's)."""
+    for observer in list(_observers):
+        observer(sch)
+
+
 @contextmanager
 def capture() -> Iterator[list[Schedule]]:
     """Collect every schedule created inside the ``with`` block (the ``tessel`` command uses it)."""

@@ -183,6 +183,13 @@ class Schedule:
         verify(self)
         return self
 
+    def python(self, func: str = "schedule") -> str:
+        """The steps as a Python function of the output tensors that makes this schedule again
+        (to paste and edit; see :mod:`tessel.schedule.script`)."""
+        from .script import python_source
+
+        return python_source(self, func)
+
     def copy(self, record: bool = True) -> Schedule:
         """An independent copy of the scheduling decisions, cheap because IR is immutable:
         operations and IterVars are shared, stages and everything a primitive changes are new.

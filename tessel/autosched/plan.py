@@ -1,0 +1,210 @@
+"""The sketch: which stages are inlined, which are anchors with a loop nest of their own, which
+are computed inside an anchor, and the knobs of each, with defaults derived from the Target.
+
+Why a plan before any schedule primitive: the decisions depend on each other (a producer is
+computed inside its reader's row loop only if every reader is in that group), so they are
+made on the compute definition, consumers first, as Ansor derives a sketch; the schedule is
+then written from the plan and its knob values alone (:mod:`tessel.autosched.rules`), which is
+what makes the knobs something a search can vary.
+
+Anchor kinds:
+
+* ``tile``: a reduction with reuse in two directions (matmul, conv2d) or at least a vector
+  axis: a register tile (``cache_write`` to ``local``), multi-level tiling, operands packed
+  into panels, threads over the outer tiles. ``fused`` names its elementwise reader when the
+  tile is computed inside that reader's tiles instead (the reader is then the anchor's stage).
+* ``plain``: everything else, threads over the outer loop (in chunks of rows or of a stream),
+  the innermost loop vectorized; its ``members`` are computed per chunk (a softmax row, a strip
+  of a blur), row reductions among them and itself vectorized along the reduction by ``rfactor``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir.dtype import dtype as as_dtype
+from ..target.target import Target
+from ..target.tiles import K_UNROLL, panel_group, reduction_lanes, register_tile, stream_chunk, strip_rows
+from ..te.tensor import ComputeOp, Operation
+from . import analysis as A
+
+MIN_PARALLEL = 8  # outer loops are fused for threads until they have at least this many iterations
+
+
+@dataclass
+class Knob:
+    """One choice a search may vary: its name (``C.rows``), its candidates, its default."""
+
+    name: str
+    candidates: tuple
+    default: object
+
+
+@dataclass
+class Anchor:
+    op: ComputeOp
+    kind: str                                    # "tile" or "plain"
+    members: list[ComputeOp] = field(default_factory=list)  # computed at its chunk loop, readers first
+    fused: ComputeOp | None = None               # tile: the elementwise reader it is computed inside
+    inner: int | None = None                     # tile: positions of the vector and row axes
+    rows: int | None = None
+    pack: list = field(default_factory=list)     # tile: operands copied into panels
+
+    @property
+    def stage_op(self) -> ComputeOp:
+        """The operation whose loops are the anchor's outer loops."""
+        return self.fused or self.op
+
+
+@dataclass
+class Plan:
+    graph: A.Graph
+    target: Target
+    inline: list[ComputeOp]
+    anchors: list[Anchor]                        # readers first
+    knobs: list[Knob]
+
+    def defaults(self) -> dict[str, object]:
+        return {k.name: k.default for k in self.knobs}
+
+
+def make_plan(outputs: list[Operation], target: Target) -> Plan:
+    g = A.Graph(outputs)
+    inline = [i.op for i in g.computed() if A.inlinable(g, i)]
+    inl = {id(op) for op in inline}
+    group: dict[int, Anchor] = {}   # id(op) -> the anchor it belongs to
+    anchors: list[Anchor] = []
+    for info in reversed(g.computed()):
+        if id(info.op) in inl or id(info.op) in group:
+            continue
+        owner = _owner(g, info, group, inl)
+        if owner is not None and owner.kind == "plain" and not info.is_output and not A.tileable(info):
+            owner.members.append(info.op)
+            group[id(info.op)] = owner
+            continue
+        a = _new_anchor(g, info, group, inl)
+        if a.fused is not None:  # the reader's own anchor gives way to the tile computed inside it
+            anchors.remove(group[id(a.fused)])
+        anchors.append(a)
+        group[id(info.op)] = a
+        if a.fused is not None:
+            group[id(a.fused)] = a
+    plan = Plan(g, target, inline, anchors, [])
+    for a in anchors:
+        plan.knobs += _knobs(g, a, target)
+    return plan
+
+
+def _readers(g: A.Graph, op: Operation, inl: set[int]) -> list[tuple[A.OpInfo, A.Read]] | None:
+    """(reader, read) pairs of ``op``'s values, looking through inlined readers to theirs;
+    None when an inlined reader reads it other than along its own rows (no owner then)."""
+    out: list[tuple[A.OpInfo, A.Read]] = []
+    for c in g.infos[op].consumers:
+        cinfo = g.infos[c]
+        if id(c) not in inl:
+            out += [(cinfo, r) for r in cinfo.reads_of(op)]
+            continue
+        further = _readers(g, c, inl)
+        if further is None or not all(A.row_aligned(r, cinfo) for r in cinfo.reads_of(op)):
+            return None
+        out += further
+    return out
+
+
+def _owner(g: A.Graph, info: A.OpInfo, group: dict[int, Anchor], inl: set[int]) -> Anchor | None:
+    """The one plain anchor every reader belongs to, when every read is row-aligned."""
+    pairs = _readers(g, info.op, inl)
+    if not pairs or not info.op.axis:
+        return None
+    owners = {id(group.get(id(c.op))): group.get(id(c.op)) for c, _ in pairs}
+    owner = next(iter(owners.values())) if len(owners) == 1 else None
+    if owner is None or not all(A.row_aligned(r, c) for c, r in pairs):
+        return None
+    return owner
+
+
+def _new_anchor(g: A.Graph, info: A.OpInfo, group: dict[int, Anchor], inl: set[int]) -> Anchor:
+    if not A.tileable(info):
+        return Anchor(info.op, "plain")
+    inner = A.vector_axis(info)
+    assert inner is not None
+    rows = A.rows_axis(info, inner)
+    a = Anchor(info.op, "tile", inner=info.op.axis.index(inner),
+               rows=None if rows is None else info.op.axis.index(rows), pack=A.packable(info, inner, rows))
+    if not info.is_output and len(info.consumers) == 1:
+        d = g.infos[info.consumers[0]]
+        reads = d.reads_of(info.op)
+        owner = group.get(id(d.op))
+        if (owner is not None and owner.op is d.op and owner.kind == "plain" and not owner.members
+                and not d.is_reduction and len(reads) == 1 and A.elementwise_read(reads[0], d) and d.single_output):
+            a.fused = d.op
+    return a
+
+
+def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
+    name = g.label(a.op)
+    if a.kind == "tile":
+        info = g.infos[a.op]
+        ax = a.op.axis
+        rows_ext = A.extent(ax[a.rows]) if a.rows is not None else 1
+        cols_ext = A.extent(ax[a.inner])
+        tile = register_tile(target, info.dtype, max_rows=rows_ext, max_cols=cols_ext,
+                             rows_divide=rows_ext if rows_ext and rows_ext % 4 == 0 and not a.pack else None)
+        rows = tile.rows if a.rows is not None else 1
+        knobs = [Knob(f"{name}.rows", _around(rows, 1, 8), rows),
+                 Knob(f"{name}.vectors", _around(tile.vectors, 1, 6), tile.vectors),
+                 Knob(f"{name}.k_unroll", (1, 2, 4, 8), K_UNROLL)]
+        if a.pack:
+            red = 1
+            for iv in a.op.reduce_axis:
+                red *= A.extent(iv) or 256
+            panels = -(-cols_ext // tile.cols) if cols_ext else 16
+            group = min(panel_group(target, tile, red), panels)
+            knobs += [Knob(f"{name}.group", tuple(sorted({1, 2, 4, 8, 16, group})), group),
+                      Knob(f"{name}.pack", (True, False), True)]
+        return knobs
+    knobs = [Knob(f"{name}.chunk", (1, 2, 4, 8, 16, 32, 64, 4096, 65536), _chunk(g, a, target))]
+    for op in [a.op, *a.members]:
+        info = g.infos[op]
+        if A.row_reduction(info):
+            v = reduction_lanes(target, info.dtype)
+            lanes = target.vector_lanes(info.dtype)
+            ext = A.extent(op.reduce_axis[-1])
+            while ext is not None and v > lanes and v > ext // 2:
+                v //= 2
+            v = v if ext is None or ext >= 2 * lanes else 0
+            knobs.append(Knob(f"{g.label(op)}.partials", tuple(sorted({0, lanes, 2 * lanes, 4 * lanes, v})), v))
+            if op is a.op and not a.members:
+                knobs.append(_split_knob(g, info, v))
+    return knobs
+
+
+def _chunk(g: A.Graph, a: Anchor, target: Target) -> int:
+    """Rows (or elements, for a 1-d stream) per parallel chunk of a plain anchor."""
+    op = a.op
+    if len(op.axis) == 1 and not op.reduce_axis and not a.members:
+        return stream_chunk(target, as_dtype(g.infos[op].dtype).bits // 8)
+    if any(g.infos[m].is_reduction for m in a.members) or len(op.axis) < 2:
+        return 1
+    row = 1
+    for iv in op.axis[1:]:
+        row *= A.extent(iv) or 1024
+    return strip_rows(target, row * 4, halo=2) if a.members else 1
+
+
+def _around(x: int, lo: int, hi: int) -> tuple[int, ...]:
+    return tuple(sorted({max(lo, min(hi, v)) for v in (x - 1, x, x + 1, lo)}))
+
+
+SPLIT_PARTS = 16  # pieces a reduction over few long rows is cut into, for the threads
+
+
+def _split_knob(g: A.Graph, info: A.OpInfo, v: int) -> Knob:
+    """``rfactor`` for little outer parallelism: fewer rows than MIN_PARALLEL, each long enough
+    that a piece of it is many vectors, are reduced in SPLIT_PARTS pieces shared by the threads."""
+    rows = 1
+    for iv in info.op.axis:
+        rows *= A.extent(iv) or MIN_PARALLEL
+    k = A.extent(info.op.reduce_axis[-1])
+    few = rows < MIN_PARALLEL and k is not None and k >= SPLIT_PARTS * max(v, 1) * 4
+    return Knob(f"{g.label(info.op)}.split_k", (0, 4, 8, SPLIT_PARTS, 32), SPLIT_PARTS if few else 0)

@@ -1,0 +1,217 @@
+"""Writing a schedule from a plan and knob values: the sketch rules, as schedule primitives.
+
+Every decision goes through the ordinary primitives, so the result is an ordinary schedule:
+each call a recorded step (history, explorer, ``tessel explain``, ``s.python()``). A rule that
+tessel refuses (a :class:`ScheduleError` from a primitive, or the legality rules) is dropped
+whole: it is applied to a copy of the schedule, and the copy is kept only if every step of the
+rule went through. The caller then lowers the result, and falls back to a plainer plan if even
+that fails (:func:`tessel.autosched.auto_schedule`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import ScheduleError
+from ..ir import expr as E
+from ..schedule import create_schedule
+from ..schedule.dataflow import loop_ranges
+from ..schedule.schedule import Schedule
+from . import analysis as A
+from .plan import MIN_PARALLEL, Anchor, Plan
+
+# what a rule may leave out: the plan without tiles, without fusion, or nothing but inlining
+LEVELS = ("full", "no_tile", "inline_only", "none")
+
+
+def build(plan: Plan, knobs: dict[str, object], level: str = "full") -> Schedule:
+    """The schedule ``plan`` describes, with ``knobs`` (names of ``plan.knobs``; defaults for
+    any missing), at ``level`` of :data:`LEVELS`."""
+    kn = {**plan.defaults(), **knobs}
+    s = create_schedule(plan.graph.outputs, notify=False)
+    if level == "none":
+        return s
+    for op in plan.inline:
+        s = _attempt(s, lambda t, op=op: t[op].compute_inline())
+    if level == "inline_only":
+        return s
+    for a in plan.anchors:
+        if a.kind == "tile" and level == "full":
+            s = _attempt(s, lambda t, a=a: _tile(t, plan, a, kn))
+        else:
+            s = _attempt(s, lambda t, a=a: _plain(t, plan, a, kn, fuse=level == "full" or a.kind == "plain"))
+    return s
+
+
+def _attempt(s: Schedule, rule: Callable[[Schedule], object]) -> Schedule:
+    """``rule`` applied to a copy of ``s``; ``s`` itself if tessel refuses any of its steps."""
+    t = s.copy()
+    try:
+        rule(t)
+    except ScheduleError:
+        return s
+    return t
+
+
+# ---- threads and vectors -------------------------------------------------------------------
+def _parallel_prefix(s: Schedule, op, loops: list[E.IterVar]) -> E.IterVar | None:
+    """Fuse the leading ``loops`` until they run at least MIN_PARALLEL times; parallel that."""
+    if not loops:
+        return None
+    rng = loop_ranges(s[op], s[op].op.root_iter_vars)
+    n, k = 1, 0
+    while k < len(loops):
+        ext = rng[loops[k]].extent if loops[k] in rng else None
+        n *= ext.value if isinstance(ext, E.IntImm) else MIN_PARALLEL
+        k += 1
+        if n >= MIN_PARALLEL:
+            break
+    top = s[op].fuse(*loops[:k]) if k > 1 else loops[0]
+    s[op].parallel(top)
+    return top
+
+
+# ---- register tiles ------------------------------------------------------------------------
+def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
+    """Multi-level tiling of a reduction (see the plan's module): outer tiles over threads, a
+    ``rows x vectors`` register tile computed in ``local`` inside them, reduction outside the
+    tile's loops and unrolled by ``k_unroll``, operands packed per group of panels."""
+    name = plan.graph.label(a.op)
+    lanes = plan.target.vector_lanes(str(a.op.outputs[0].dtype))
+    rows, cols = int(kn[f"{name}.rows"]), int(kn[f"{name}.vectors"]) * lanes
+    T = a.stage_op
+    if a.fused is not None:
+        s[a.op].set_scope("local")
+        local = a.op.output(0)
+    else:
+        local = s.cache_write(a.op.output(0), "local")
+    axes = list(s[T].op.axis)
+    xo, xi = s[T].split(axes[a.inner], factor=cols)
+    ro = ri = None
+    if a.rows is not None:
+        ro, ri = s[T].split(axes[a.rows], factor=rows)
+    others = [ro if k == a.rows else iv for k, iv in enumerate(axes) if k != a.inner]
+    pack = a.pack and bool(kn.get(f"{name}.pack", False))
+    if pack:  # panel groups outermost: a group of packed panels is reused by every row block
+        group = int(kn[f"{name}.group"])
+        xg, xp = s[T].split(xo, factor=group) if group > 1 else (xo, None)
+        outer = [xg, *others] + ([xp] if xp is not None else [])
+    else:
+        outer = [*others, xo]
+    s[T].reorder(*outer, *([ri] if ri is not None else []), xi)
+    if ri is not None:
+        s[T].unroll(ri)
+    s[T].vectorize(xi)
+    at = outer[-1]
+    # packed panels: threads over the groups only, each packing its own (fusing more loops in
+    # would pack again per row block)
+    top = _parallel_prefix(s, T, outer[:1] if pack else outer[:-1])
+    s[local].compute_at(s[T], at)
+    _tile_body(s, a, local, int(kn[f"{name}.k_unroll"]))
+    if pack:
+        for operand in a.pack:
+            p = s.cache_read(operand, "global", [local])
+            s[p].compute_at(s[T], top if top is not None else at)
+            s[p].vectorize(s[p].op.axis[-1])
+
+
+def _tile_body(s: Schedule, a: Anchor, local, ku: int) -> None:
+    """The register tile's loops: the other data-parallel loops (one iteration each here), the
+    reduction (innermost reduction unrolled by ``k_unroll``), then rows unrolled, vectors."""
+    st = s[local]
+    axes, red = list(st.op.axis), list(st.op.reduce_axis)
+    keep = [a.rows, a.inner] if a.rows is not None else [a.inner]
+    outer = [iv for k, iv in enumerate(axes) if k not in keep]
+    last = red[-1]
+    ext = A.extent(last)
+    if ext is not None and ext <= max(ku, 4):
+        red_loops, unroll = red, [last]
+    elif ku > 1:
+        ko, ki = st.split(last, factor=ku)
+        red_loops, unroll = [*red[:-1], ko, ki], [ki]
+    else:
+        red_loops, unroll = red, []
+    inner = [axes[k] for k in keep]
+    st.reorder(*outer, *red_loops, *inner)
+    for iv in unroll:
+        st.unroll(iv)
+    if a.rows is not None:
+        st.unroll(inner[0])
+    st.vectorize(inner[-1])
+
+
+# ---- plain anchors: threads over chunks, members per chunk -----------------------------------
+def _plain(s: Schedule, plan: Plan, a: Anchor, kn: dict, fuse: bool = True) -> None:
+    op = a.op
+    info = plan.graph.infos[op]
+    name = plan.graph.label(op)
+    chunk = int(kn.get(f"{name}.chunk", 1))
+    v = int(kn.get(f"{name}.partials", 0))
+    if int(kn.get(f"{name}.split_k", 0)):
+        _split_reduction(s, op, int(kn[f"{name}.split_k"]), v)
+        return
+    rf = _rfactor(s, op, v) if v else None
+    axes = list(s[op].op.axis)
+    if not axes:
+        return
+    if len(axes) == 1 and not info.is_reduction and not a.members:  # a stream
+        ext = A.extent(axes[0])
+        if ext is None or ext > chunk:
+            xo, xi = s[op].split(axes[0], factor=chunk)
+            s[op].parallel(xo)
+            s[op].vectorize(xi)
+        else:
+            s[op].vectorize(axes[0])
+        return
+    outer = axes[0]
+    if chunk > 1:
+        outer, _ = s[op].split(axes[0], factor=chunk)
+        s[op].parallel(outer)
+    else:
+        s[op].parallel(outer)
+    if not info.is_reduction and len(axes) >= 2:
+        s[op].vectorize(axes[-1])
+    if rf is not None:
+        _attach_partials(s, op, rf, op, outer)
+    if fuse:
+        for m in a.members:
+            _member(s, plan, m, op, outer, kn)
+
+
+def _member(s: Schedule, plan: Plan, m, anchor, at: E.IterVar, kn: dict) -> None:
+    """A producer computed once per chunk of its anchor, vectorized like the anchor."""
+    v = int(kn.get(f"{plan.graph.label(m)}.partials", 0))
+    rf = _rfactor(s, m, v) if v else None
+    s[m].compute_at(s[anchor], at)
+    if rf is not None:
+        _attach_partials(s, m, rf, anchor, at)
+    elif not plan.graph.infos[m].is_reduction and len(m.axis) >= 2:
+        s[m].vectorize(s[m].op.axis[-1])
+
+
+def _rfactor(s: Schedule, op, v: int):
+    """Split the innermost reduction by ``v`` and factor it out: ``v`` partial results, one per
+    vector lane, combined at the end (the reassociation that vectorizes a row reduction)."""
+    red = s[op].op.reduce_axis
+    _, ki = s[op].split(red[-1], factor=v)
+    return s.rfactor(op.output(0), ki)
+
+
+def _attach_partials(s: Schedule, op, rf, anchor, at: E.IterVar) -> None:
+    st = s[rf]
+    st.compute_at(s[anchor], at)
+    st.reorder(*st.op.reduce_axis, st.op.axis[0])
+    st.vectorize(st.op.axis[0])
+    st.set_scope("local")
+
+
+def _split_reduction(s: Schedule, op, parts: int, v: int) -> None:
+    """Few long rows: too few for the threads. The reduction is cut into ``parts`` pieces
+    (``rfactor`` over the outer part of a split), the pieces are shared among threads, each
+    reduced in ``v`` vector partials, and the few results per row are summed at the end."""
+    kp, _ = s[op].split(s[op].op.reduce_axis[-1], nparts=parts)
+    pieces = s.rfactor(op.output(0), kp)
+    s[pieces].parallel(s[pieces].op.axis[0])
+    if v:
+        rf = _rfactor(s, pieces.op, v)
+        _attach_partials(s, pieces.op, rf, pieces.op, s[pieces].op.axis[0])

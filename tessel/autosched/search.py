@@ -1,0 +1,52 @@
+"""Refining the rule-based schedule with the tuner's search (``tessel.tune``).
+
+The plan's knobs become a config space (one ``cfg.define_knob`` each, its default listed
+first, so the space's first point is the rule-based schedule); the sketch is a template
+``sketch(cfg)`` that writes the plan with the config's values. The tuner then does what it
+does for any template: candidates built and run in separate processes with timeouts, checked
+against the unscheduled computation, a cost model guiding the choice of the next batch,
+records keyed by workload and target, resumable from a log. The first batch always holds the
+default, so a search never returns something slower than the rules measured.
+"""
+
+from __future__ import annotations
+
+from ..tune.api import tune
+from ..tune.search import ModelTuner
+from ..tune.task import Task
+from .plan import Plan
+
+BUILD_TIMEOUT = 60.0  # seconds one candidate may take to build
+
+
+class _FromDefault(ModelTuner):
+    """The model-guided tuner, with the rule-based default (point 0) in its first batch."""
+
+    def next_batch(self, n: int) -> list[int]:
+        rest = super().next_batch(n)
+        if 0 in self.visited or not self.space.is_index_valid(0):
+            return rest
+        return [0, *[i for i in rest if i != 0][: n - 1]]
+
+
+def task(plan: Plan, make) -> Task:
+    """The plan as a tuning task: ``make(knobs) -> (schedule, tensors)`` writes one point."""
+
+    def sketch(cfg):
+        for k in plan.knobs:  # the default first: the first point of the space is the rule's schedule
+            cfg.define_knob(k.name, [k.default, *[c for c in k.candidates if c != k.default]])
+        return make({k.name: cfg[k.name].val for k in plan.knobs})
+
+    sketch.__qualname__ = "auto_schedule"
+    return Task(sketch, (), plan.target)
+
+
+def refine(plan: Plan, make, trials: int, log: str | None = None, progress=False) -> tuple[dict, object]:
+    """The best knob values found in ``trials`` measurements (the default among them), and the
+    tuner's result (records, costs)."""
+    t = task(plan, make)
+    # a candidate with tail tiles can take seconds to lower on a loaded machine: a generous limit
+    result = tune(t, trials=trials, tuner=_FromDefault(t), log=log, progress=progress, build_timeout=BUILD_TIMEOUT)
+    if result.config is None:
+        return plan.defaults(), result
+    return {k.name: result.config[k.name].val for k in plan.knobs}, result
