@@ -31,3 +31,16 @@ def kernels(s, args, features=()):
 def source(s, args, features=()) -> str:
     func, ks = kernels(s, args, features)
     return cuda_source(func, ks)[0]
+
+
+def elementwise(n, fn, factor: int, dtype: str = "float32", name: str = "B", a_name: str = "A"):
+    """``B[i] = fn(A, i)`` over ``n`` elements, blocks of ``factor`` threads: ``(s, [A, B])``."""
+    from tessel import te
+
+    A = te.placeholder((n,), name=a_name, dtype=dtype)
+    B = te.compute((n,), lambda i: fn(A, i), name=name)
+    s = te.create_schedule(B.op)
+    bx, tx = s[B].split(B.op.axis[0], factor=factor)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    return s, [A, B]

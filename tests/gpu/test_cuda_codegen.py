@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from cuda_helpers import kernels, source
+from cuda_helpers import elementwise, kernels, source
 
 import tessel
 from examples.gpu import conv2d, gemm, row_reduce, softmax
@@ -174,13 +174,7 @@ def test_conv2d_tiles_are_shared_and_local():
 
 
 def test_symbolic_sizes_are_kernel_parameters_and_launch_extents():
-    n = te.var("n")
-    A = te.placeholder((n,), name="A")
-    B = te.compute((n,), lambda i: A[i] + 1.0, name="B")
-    s = te.create_schedule(B.op)
-    bx, tx = s[B].split(B.op.axis[0], factor=128)
-    s[B].bind(bx, te.thread_axis("blockIdx.x"))
-    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    s, (A, B) = elementwise(te.var("n"), lambda A, i: A[i] + 1.0, 128)
     func, (k,) = kernels(s, [A, B])
     assert [v.name for v in k.scalars] == ["n"]
     assert str(k.grid[0]) == "(n + 127)//128" and k.block[0].value == 128
@@ -189,13 +183,8 @@ def test_symbolic_sizes_are_kernel_parameters_and_launch_extents():
 
 
 def test_float16_uses_cuda_fp16():
-    A = te.placeholder((256,), name="A", dtype="float16")
-    B = te.compute((256,), lambda i: A[i] * te.const(2.0, "float16"), name="B")
-    s = te.create_schedule(B.op)
-    bx, tx = s[B].split(B.op.axis[0], factor=64)
-    s[B].bind(bx, te.thread_axis("blockIdx.x"))
-    s[B].bind(tx, te.thread_axis("threadIdx.x"))
-    src = source(s, [A, B])
+    s, args = elementwise(256, lambda A, i: A[i] * te.const(2.0, "float16"), 64, dtype="float16")
+    src = source(s, args)
     assert "#include <cuda_fp16.h>" in src and "const __half* __restrict__ A" in src and "_Float16" not in src
 
 
@@ -208,14 +197,9 @@ def test_work_outside_every_bound_loop_is_refused_naming_the_stage():
 
 
 def test_a_block_over_1024_threads_is_refused():
-    A = te.placeholder((4096,), name="A")
-    B = te.compute((4096,), lambda i: A[i] + 1.0, name="B")
-    s = te.create_schedule(B.op)
-    bx, tx = s[B].split(B.op.axis[0], factor=2048)
-    s[B].bind(bx, te.thread_axis("blockIdx.x"))
-    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    s, args = elementwise(4096, lambda A, i: A[i] + 1.0, 2048)
     with pytest.raises(GpuError, match="threadIdx.x has extent 2048, over the block limit 1024"):
-        kernels(s, [A, B])
+        kernels(s, args)
 
 
 def test_user_names_cannot_reach_the_cuda_source_as_code():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from cuda_helpers import need_nvcc
+from cuda_helpers import elementwise, need_nvcc
 
 import tessel
 from examples.gpu import conv2d, gemm, row_reduce, softmax
@@ -58,13 +58,8 @@ def test_instruction_counts_see_the_shuffles_and_barriers():
 
 def test_calling_without_a_device_says_so_and_points_at_the_simulator():
     need_nvcc()
-    A = te.placeholder((1000,), name="A")
-    B = te.compute((1000,), lambda i: A[i] * 2.0 + 1.0, name="B")
-    s = te.create_schedule(B.op)
-    bx, tx = s[B].split(B.op.axis[0], factor=128)
-    s[B].bind(bx, te.thread_axis("blockIdx.x"))
-    s[B].bind(tx, te.thread_axis("threadIdx.x"))
-    mod = tessel.build(s, [A, B], target="cuda")
+    s, args = elementwise(1000, lambda A, i: A[i] * 2.0 + 1.0, 128)
+    mod = tessel.build(s, args, target="cuda")
     a = np.random.default_rng(1).standard_normal(1000).astype("float32")
     b = np.full(1000, np.nan, "float32")
     try:
@@ -79,14 +74,8 @@ def test_calling_without_a_device_says_so_and_points_at_the_simulator():
 
 def test_symbolic_launch_extents_are_evaluated_per_call():
     need_nvcc()
-    n = te.var("n")
-    A = te.placeholder((n,), name="A")
-    B = te.compute((n,), lambda i: A[i] + 1.0, name="B")
-    s = te.create_schedule(B.op)
-    bx, tx = s[B].split(B.op.axis[0], factor=64)
-    s[B].bind(bx, te.thread_axis("blockIdx.x"))
-    s[B].bind(tx, te.thread_axis("threadIdx.x"))
-    mod = tessel.build(s, [A, B], target="cuda")
+    s, args = elementwise(te.var("n"), lambda A, i: A[i] + 1.0, 64)
+    mod = tessel.build(s, args, target="cuda")
     assert mod.launch_dims([1000]) == [((16, 1, 1), (64, 1, 1))]
     assert mod.occupancy["main_kernel0"]["warps_per_sm"] > 0
 
@@ -101,13 +90,8 @@ def test_a_second_build_comes_from_the_cache():
 
 def test_float16_compiles():
     need_nvcc()
-    A = te.placeholder((256,), name="A", dtype="float16")
-    B = te.compute((256,), lambda i: A[i] * te.const(2.0, "float16") + A[i], name="B")
-    s = te.create_schedule(B.op)
-    bx, tx = s[B].split(B.op.axis[0], factor=64)
-    s[B].bind(bx, te.thread_axis("blockIdx.x"))
-    s[B].bind(tx, te.thread_axis("threadIdx.x"))
-    mod = tessel.build(s, [A, B], target="cuda -arch=sm_90")
+    s, args = elementwise(256, lambda A, i: A[i] * te.const(2.0, "float16") + A[i], 64, dtype="float16")
+    mod = tessel.build(s, args, target="cuda -arch=sm_90")
     assert "cuda_fp16.h" in mod.source and mod.resources["main_kernel0"]["registers"] > 0
 
 
