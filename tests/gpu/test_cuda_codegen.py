@@ -221,3 +221,20 @@ def test_cuda_target_strings():
     with pytest.raises(tessel.BuildError, match="-arch is an option of the cuda target"):
         parse("c -arch=sm_80")
     assert Target("cuda").kind == "cuda"
+
+
+def test_a_barrier_needed_under_a_thread_guard_is_refused():
+    """Threads 60..63 skip the second loop, so a barrier in it would hang the block."""
+    A = S.Buffer("A", "float32", (E.IntImm(256, "int32"),))
+    B = S.Buffer("B", "float32", (E.IntImm(256, "int32"),))
+    sh = S.Buffer("S", "float32", (E.IntImm(64, "int32"),), scope="shared")
+    bx, t1, t2 = E.Var("bx", "int32"), E.Var("t1", "int32"), E.Var("t2", "int32")
+    full = S.For(t1, E.IntImm(0, "int32"), E.IntImm(64, "int32"), "thread_binding",
+                 S.BufferStore(B, E.BufferLoad(A, [bx * 64 + t1]), [bx * 64 + t1]), "threadIdx.x")
+    body = S.SeqStmt([S.BufferStore(sh, E.BufferLoad(A, [bx * 64 + t2]), [t2]),
+                      S.BufferStore(B, E.BufferLoad(sh, [59 - t2]), [bx * 64 + t2])])
+    guarded = S.For(t2, E.IntImm(0, "int32"), E.IntImm(60, "int32"), "thread_binding", body, "threadIdx.x")
+    outer = S.For(bx, E.IntImm(0, "int32"), E.IntImm(4, "int32"), "thread_binding",
+                  S.Allocate(sh, S.SeqStmt([full, guarded])), "blockIdx.x")
+    with pytest.raises(GpuError, match=r"shared buffer 'S' is written and then read by other threads under a condition"):
+        device_pipeline(S.PrimFunc("hand", [A, B], [], outer))

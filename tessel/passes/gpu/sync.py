@@ -67,6 +67,7 @@ class _Accesses(Visitor):
             self.out.append(_Access(e.buffer, False, substitute(e.indices[0], self.canon), self.stmt))
 
     def visit_BufferStore(self, s: S.BufferStore) -> None:
+        self.stmt = s  # the store its loads belong to (a read-then-write of one store is no conflict)
         self.visit(s.value)
         self.visit(s.indices[0])
         if s.buffer.scope in SHARED_SCOPES:
