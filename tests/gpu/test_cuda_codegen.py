@@ -238,3 +238,34 @@ def test_a_barrier_needed_under_a_thread_guard_is_refused():
                   S.Allocate(sh, S.SeqStmt([full, guarded])), "blockIdx.x")
     with pytest.raises(GpuError, match=r"shared buffer 'S' is written and then read by other threads under a condition"):
         device_pipeline(S.PrimFunc("hand", [A, B], [], outer))
+
+
+def _warp_neighbours(lanes=32):
+    """``B[i] = W[next lane] + W[i]`` with ``W`` in warp scope, one element per lane."""
+    A = te.placeholder((256,), name="A")
+    W = te.compute((256,), lambda i: A[i] * 2.0, name="W")
+    B = te.compute((256,), lambda i: W[i // lanes * lanes + (i % lanes + 1) % lanes] + W[i], name="B")
+    s = te.create_schedule(B.op)
+    s[W].set_scope("warp")
+    bx, tx = s[B].split(B.op.axis[0], factor=lanes)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    thread = te.thread_axis("threadIdx.x")
+    s[B].bind(tx, thread)
+    s[W].compute_at(s[B], bx)
+    s[W].bind(s[W].op.axis[0], thread)
+    return s, [A, B]
+
+
+def test_warp_memory_is_registers_and_shuffles():
+    s, args = _warp_neighbours()
+    src = source(s, args)
+    assert "__shared__" not in src and "__syncthreads" not in src
+    assert "float W_reg[1];" in src
+    # the next lane's element by a shuffle, the lane's own straight from its register
+    assert "= __shfl_sync(__activemask(), W_reg[0], tsl_floormod_i32(threadIdx_x + 1, 32), 32) + W_reg[0];" in src
+
+
+def test_warp_memory_wider_than_the_lanes_is_refused():
+    s, args = _warp_neighbours(lanes=64)
+    with pytest.raises(GpuError, match="warp buffer 'W' has 64 elements.*use scope 'shared'"):
+        kernels(s, args)
