@@ -13,9 +13,8 @@ from tessel import te
 TILE, NUM_THREAD, STEP, VTHREAD = 4, 8, 8, 2
 
 
-def schedule(batch: int = 64, in_channel: int = 32, out_channel: int = 64, in_size: int = 14,
-             kernel: int = 3, pad: int = 1, stride: int = 1):
-    """``(s, [A, W, B])``: the scheduled convolution ``B = conv(pad(A), W)`` in HWCN."""
+def compute(batch: int, in_channel: int, out_channel: int, in_size: int, kernel: int, pad: int, stride: int):
+    """The convolution as tensors (HWCN), the padding a stage of its own: ``(A, W, Apad, B)``."""
     A = te.placeholder((in_size, in_size, in_channel, batch), name="A")
     W = te.placeholder((kernel, kernel, in_channel, out_channel), name="W")
     out_size = (in_size - kernel + 2 * pad) // stride + 1
@@ -31,6 +30,13 @@ def schedule(batch: int = 64, in_channel: int = 32, out_channel: int = 64, in_si
     B = te.compute((out_size, out_size, out_channel, batch),
                    lambda yy, xx, ff, nn: te.sum(Apad[yy * stride + ry, xx * stride + rx, rc, nn] * W[ry, rx, rc, ff],
                                                  axis=[ry, rx, rc]), name="B")
+    return A, W, Apad, B
+
+
+def schedule(batch: int = 64, in_channel: int = 32, out_channel: int = 64, in_size: int = 14,
+             kernel: int = 3, pad: int = 1, stride: int = 1):
+    """``(s, [A, W, B])``: the scheduled convolution ``B = conv(pad(A), W)`` in HWCN."""
+    A, W, Apad, B = compute(batch, in_channel, out_channel, in_size, kernel, pad, stride)
     s = te.create_schedule(B.op)
     s[Apad].compute_inline()
     AA = s.cache_read(Apad, "shared", [B])
@@ -63,7 +69,7 @@ def schedule(batch: int = 64, in_channel: int = 32, out_channel: int = 64, in_si
     s[B].bind(tx, thread_x)
 
     s[BL].compute_at(s[B], tx)
-    yi, xi, fi, ni = s[BL].op.axis
+    _, _, fi, ni = s[BL].op.axis
     ry, rx, rc = s[BL].op.reduce_axis
     rco, rci = s[BL].split(rc, factor=STEP)
     s[BL].reorder(rco, ry, rx, rci, fi, ni)
@@ -72,15 +78,20 @@ def schedule(batch: int = 64, in_channel: int = 32, out_channel: int = 64, in_si
     s[AL].compute_at(s[BL], rci)
     s[WL].compute_at(s[BL], rci)
     for cache in (AA, WW):  # cooperative fetching, as the tutorial: the block's threads share the copy
-        yi, xi, ci, ni = s[cache].op.axis
-        ty_, ci = s[cache].split(ci, nparts=NUM_THREAD)
-        tx_, ni = s[cache].split(ni, nparts=NUM_THREAD)
-        _, ni = s[cache].split(ni, factor=4)
-        s[cache].reorder(ty_, tx_, yi, xi, ci, ni)
-        s[cache].bind(ty_, thread_y)
-        s[cache].bind(tx_, thread_x)
-        s[cache].vectorize(ni)
+        _cooperative_fetch(s[cache], thread_x, thread_y)
     return s, [A, W, B]
+
+
+def _cooperative_fetch(stage, thread_x, thread_y) -> None:
+    """The tile's copy split over the block's threads (channels over y, batch over x), 4 at a time."""
+    yi, xi, ci, ni = stage.op.axis
+    ty, ci = stage.split(ci, nparts=NUM_THREAD)
+    tx, ni = stage.split(ni, nparts=NUM_THREAD)
+    _, ni = stage.split(ni, factor=4)
+    stage.reorder(ty, tx, yi, xi, ci, ni)
+    stage.bind(ty, thread_y)
+    stage.bind(tx, thread_x)
+    stage.vectorize(ni)
 
 
 if __name__ == "__main__":

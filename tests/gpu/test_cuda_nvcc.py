@@ -115,3 +115,12 @@ def test_occupancy_estimate_follows_the_limits():
     smem = occupancy("sm_80", 128, 32, 48 * 1024)  # 49 KiB with the reserve: 3 blocks in 164 KiB
     assert smem["blocks_per_sm"] == 3 and smem["limited_by"] == "shared"
     assert occupancy("sm_90", 128, 32, 48 * 1024)["blocks_per_sm"] == 4  # 228 KiB
+
+
+def test_warp_memory_compiles_to_shuffles():
+    need_nvcc()
+    from test_cuda_codegen import _warp_neighbours
+
+    s, args = _warp_neighbours()
+    (row,) = tessel.build(s, args, target="cuda -arch=sm_90").figures()
+    assert row["shuffles"] == 1 and row["shared_bytes"] == 0 and row["barriers"] == 0
