@@ -13,6 +13,7 @@ SM from registers, shared memory and block size). Calling it launches through th
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -59,6 +60,7 @@ def find_nvcc() -> str:
     return path
 
 
+@functools.lru_cache(maxsize=8)  # asked at every build; the toolkit does not change under a process
 def _nvcc_version(nvcc: str) -> str:
     out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
     return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "unknown"

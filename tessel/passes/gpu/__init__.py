@@ -29,7 +29,7 @@ def _virtual_threads(kernel: Kernel) -> Kernel:
         mod = importlib.import_module("tessel.passes.virtual_thread")
     except ModuleNotFoundError:
         return kernel
-    inject = getattr(mod, "inject_virtual_thread", None)
+    inject = getattr(mod, "inject_virtual_thread", None) or getattr(mod, "inject_virtual_threads", None)
     return kernel if inject is None else kernel.with_body(inject(kernel.body))
 
 
