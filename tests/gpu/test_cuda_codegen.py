@@ -272,3 +272,18 @@ def test_warp_memory_wider_than_the_lanes_is_refused():
     s, args = _warp_neighbours(lanes=64)
     with pytest.raises(GpuError, match="warp buffer 'W' has 64 elements.*use scope 'shared'"):
         kernels(s, args)
+
+
+def test_a_cross_thread_update_that_is_not_a_supported_reduction_is_refused():
+    """Every thread adds into B[bx] but the add is not the loop's last statement: it would race."""
+    A = S.Buffer("A", "float32", (E.IntImm(256, "int32"),))
+    B = S.Buffer("B", "float32", (E.IntImm(8, "int32"),))
+    C = S.Buffer("C", "float32", (E.IntImm(256, "int32"),))
+    bx, tx = E.Var("bx", "int32"), E.Var("tx", "int32")
+    g = bx * 32 + tx
+    body = S.SeqStmt([S.BufferStore(B, E.BufferLoad(B, [bx]) + E.BufferLoad(A, [g]), [bx]),
+                      S.BufferStore(C, E.BufferLoad(A, [g]), [g])])
+    inner = S.For(tx, E.IntImm(0, "int32"), E.IntImm(32, "int32"), "thread_binding", body, "threadIdx.x")
+    outer = S.For(bx, E.IntImm(0, "int32"), E.IntImm(8, "int32"), "thread_binding", inner, "blockIdx.x")
+    with pytest.raises(GpuError, match=r"every thread of threadIdx.x \(loop 'tx'\) updates B\[bx\]"):
+        device_pipeline(S.PrimFunc("hand", [A, B, C], [], outer))
