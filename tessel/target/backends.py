@@ -10,8 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..codegen.c import generate_c
+from ..codegen.cuda import generate_cuda
 from ..codegen.python import generate_python
 from ..errors import BuildError
+from ..passes.gpu import device_pipeline
+from ..runtime.cuda import load_cuda
 from ..runtime.loader import load_c, load_python
 from .target import Target
 
@@ -29,6 +32,7 @@ class Backend:
 _BACKENDS: dict[str, Backend] = {
     "c": Backend(generate_c, load_c, memo=True),
     "python": Backend(generate_python, load_python),
+    "cuda": Backend(lambda func, target: generate_cuda(func, device_pipeline(func, target), target), load_cuda),
 }
 
 
