@@ -183,6 +183,19 @@ def _special_entries() -> list[Intrinsic]:
         # elements from the address of its (load) argument to the next multiple of its second
         # argument in bytes: where streaming stores can start (0 on targets without alignment)
         Intrinsic("tsl_align_gap", b, "special", None, None, None, None, vectorizable=False, public=False),
+        *_gpu_entries(),
+    ]
+
+
+def _gpu_entries() -> list[Intrinsic]:
+    """GPU kernels' own calls (TVM's spellings), which only the GPU targets give a meaning:
+    a barrier of the block (its argument the scope synchronised, "shared"), the warp shuffles
+    (mask, value, lane or delta, width, warp size) and the mask of the lanes taking part."""
+    return [
+        Intrinsic("tvm_storage_sync", 1, "special", None, None, None, None, vectorizable=False, public=False),
+        *(Intrinsic(n, 5, "special", None, None, None, None, vectorizable=False, public=False)
+          for n in ("tvm_warp_shuffle", "tvm_warp_shuffle_down", "tvm_warp_shuffle_up")),
+        Intrinsic("tvm_warp_activemask", 0, "special", None, None, None, None, vectorizable=False, public=False),
     ]
 
 

@@ -10,8 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..codegen.c import generate_c
+from ..codegen.cuda_sim import generate_cuda_sim
 from ..codegen.python import generate_python
 from ..errors import BuildError
+from ..runtime.cuda_sim import load_cuda_sim
 from ..runtime.loader import load_c, load_python
 from .target import Target
 
@@ -29,6 +31,7 @@ class Backend:
 _BACKENDS: dict[str, Backend] = {
     "c": Backend(generate_c, load_c, memo=True),
     "python": Backend(generate_python, load_python),
+    "cuda-sim": Backend(generate_cuda_sim, load_cuda_sim),  # GPU semantics on the CPU, races refused
 }
 
 

@@ -62,6 +62,10 @@ def resolve(target: Target) -> Target:
         vb = target.vector_bytes or _env_vector_bytes() or h.vector_bytes
         done = _complete(target.with_(vector_bytes=vb, features=target.features if target.features is not None
                                       else frozenset()), h.features or frozenset(), h.vector_bytes)
+    elif target.kind == "cuda-sim":  # a GPU's vectors are 16 bytes (float4), whatever the host has
+        done = _complete(target.with_(vector_bytes=target.vector_bytes or 16,
+                                      features=target.features if target.features is not None else frozenset()),
+                         frozenset(), 16)
     else:
         done = _resolve_c(target)
     with _LOCK:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import BuildError
 
-KINDS = ("c", "python")  # the kinds with a backend here (tessel.target.backends)
+KINDS = ("c", "python", "cuda-sim")  # the kinds with a backend here (tessel.target.backends)
 # features the passes and generators consult (others are recorded, for the memo key and for users)
 STREAMING_STORES = "streaming_stores"  # non-temporal vector stores after an alignment peel (x86)
 _OPTIONS = ("-mcpu", "-vector-bytes", "-vector-registers", "-fma-units", "-caches", "-features", "-cc",
@@ -63,7 +63,7 @@ class Target:
     caches: tuple[int, int, int] | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.kind, str) or not self.kind.isidentifier():
+        if not isinstance(self.kind, str) or not self.kind.replace("-", "_").isidentifier():
             raise BuildError(f"target kind {self.kind!r} is not a name; valid targets: {', '.join(KINDS)}")
         if self.vector_bytes is not None:
             n = self.vector_bytes
