@@ -144,7 +144,7 @@ class SimBuf:
         own = mine[1] if mine is not None and mine[0] == phase else None
         for other, (p, v, s) in writes.items():
             if other != me and (other[0] != me[0] or p == phase) and (own is None or not _same(own, v)):
-                raise self._race(i, other, s, "writes", me, sid, "reads")
+                raise self._race(i, other, s, f"wrote {v}", me, sid, "reads it")
         if me not in reads:
             reads[me] = (phase, sid, own)
 
@@ -154,10 +154,10 @@ class SimBuf:
         writes, reads = self._cell(i)
         for other, (p, w, s) in writes.items():
             if other != me and (other[0] != me[0] or p == phase) and not _same(w, v):
-                raise self._race(i, other, s, f"writes {w}", me, sid, f"writes {v}")
+                raise self._race(i, other, s, f"wrote {w}", me, sid, f"writes {v}")
         for other, (p, s, own) in reads.items():
             if other != me and (other[0] != me[0] or p == phase) and (own is None or not _same(own, v)):
-                raise self._race(i, other, s, "reads", me, sid, "writes")
+                raise self._race(i, other, s, "read it", me, sid, f"writes {v}")
         writes[me] = (phase, v, sid)
 
     def _race(self, i: int, a: tuple, sa: int, what_a: str, b: tuple, sb: int, what_b: str) -> RaceError:
@@ -166,7 +166,7 @@ class SimBuf:
         ta, tb = sim.who(a), sim.who(b)
         sta, stb = sim.stmts[sa], sim.stmts[sb]
         msg = (f"kernel {sim.kernel!r}: data race on {shown(self.name)}[{i}] {where}:\n"
-               f"  {ta} {what_a} it in   {sta}\n  {tb} {what_b} it in   {stb}\n"
+               f"  {ta} {what_a} in: {sta}\n  {tb} {what_b} in: {stb}\n"
                "the value depends on which thread runs first; put a barrier between the two accesses "
                "(a shared stage read by other threads needs its producer completed first), or make each "
                "address written by one thread only")
@@ -291,7 +291,7 @@ def _shuffle(sim: Sim, waiting: dict[int, tuple], at_bar: dict[int, int], done: 
                 f"kernel {sim.kernel!r}: divergent warp shuffle in block {_coords(sim.block, sim.gdims)}: thread "
                 f"{_coords(a, sim.bdims)} is at `{sim.stmts[lanes[a][1]]}`, thread {_coords(b, sim.bdims)} of the "
                 f"same warp at `{sim.stmts[lanes[b][1]]}`")
-        for t, (_, sid, kind, value, arg, width) in lanes.items():
+        for t, (_, sid, kind, _value, arg, width) in lanes.items():
             src = _source_lane(t, kind, int(arg), int(width))
             if src not in lanes:
                 raise KernelRuntimeError(
