@@ -334,3 +334,49 @@ def test_thread_extent_known_only_inside_the_kernel_is_refused():
 
     with pytest.raises(BuildError, match="known only inside the kernel"):
         build_func(S.PrimFunc("late", [A], [], bound("blockIdx.x", 8, block)), "cuda-sim")
+
+
+def test_softmax_as_four_launches_with_global_intermediates():
+    """Each stage its own kernel: what one launch writes, the next reads (no race across launches)."""
+    n, m = te.var("n"), te.var("m")
+    X = te.placeholder((n, m), name="X")
+    k = te.reduce_axis((0, m), name="k")
+    M = te.compute((n,), lambda i: te.max(X[i, k], axis=k), name="M")
+    Ex = te.compute((n, m), lambda i, j: te.exp(X[i, j] - M[i]), name="E")
+    k2 = te.reduce_axis((0, m), name="k2")
+    Sm = te.compute((n,), lambda i: te.sum(Ex[i, k2], axis=k2), name="S")
+    Y = te.compute((n, m), lambda i, j: Ex[i, j] / Sm[i], name="Y")
+    s = te.create_schedule(Y.op)
+    for T in (M, Sm):
+        io, ii = s[T].split(T.op.axis[0], factor=8)
+        s[T].bind(io, te.thread_axis("blockIdx.x"))
+        s[T].bind(ii, te.thread_axis("threadIdx.x"))
+    for T in (Ex, Y):
+        s[T].bind(T.op.axis[0], te.thread_axis("blockIdx.x"))
+        _, ji = s[T].split(T.op.axis[1], factor=32)
+        s[T].bind(ji, te.thread_axis("threadIdx.x"))
+    f = tessel.build(s, [X, Y], target="cuda-sim")
+    assert f.source.count("_launch(") == 4  # one launch per stage
+    x = rand(13, 45)
+    y = garbage_like(x)
+    f(x, y)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_user_names_stay_data():
+    odd = "x'); import os; ('\n\"\\"
+    A = S.Buffer(odd, "float32", (16,))
+    sh = S.Buffer(odd + ".shared", "float32", (16,), "shared")
+
+    def thread(t):
+        return S.seq(S.BufferStore(sh, E.BufferLoad(A, (t,)), (t,)), barrier(),
+                     S.BufferStore(A, E.BufferLoad(sh, (O.const(15) - t,)), (t,)))
+
+    v = E.Var(odd, "int32")
+    body = S.For(v, O.const(0), O.const(1), "thread_binding", S.Allocate(sh, bound("threadIdx.x", 16, thread)),
+                 "blockIdx.x")
+    a = rand(16)
+    want = a[::-1].copy()
+    run(S.PrimFunc(odd, [A], [], body), a)
+    np.testing.assert_array_equal(a, want)
