@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import garbage_like, rand
+from gpu_cases import CASES, softmax_launches, tiled_matmul
+from helpers import check, garbage_like, rand
 
 import tessel
 from tessel import te
@@ -61,56 +62,17 @@ def run(func: S.PrimFunc, *arrays: np.ndarray) -> None:
 # ---- schedules -----------------------------------------------------------------------------
 
 
-def test_bound_elementwise_equals_numpy_on_an_awkward_size():
-    n = te.var("n")
-    A = te.placeholder((n,), name="A")
-    B = te.compute((n,), lambda i: A[i] * 2.0 + 1.0, name="B")
-    s = te.create_schedule(B.op)
-    bo, bi = s[B].split(B.op.axis[0], factor=64)
-    s[B].bind(bo, te.thread_axis("blockIdx.x"))
-    s[B].bind(bi, te.thread_axis("threadIdx.x"))
-    f = tessel.build(s, [A, B], target="cuda-sim")
-    a = rand(1001)
-    b = garbage_like(a)
-    f(a, b)
-    np.testing.assert_allclose(b, a * 2 + 1, rtol=1e-6)
-    assert "threadIdx" in f.source and f.target == "cuda-sim"
-
-
-def tiled_matmul(M: int, N: int, K: int):
-    A = te.placeholder((M, K), name="A")
-    B = te.placeholder((K, N), name="B")
-    k = te.reduce_axis((0, K), name="k")
-    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = te.create_schedule(C.op)
-    CL = s.cache_write(C, "local")
-    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], 16, 16)
-    s[C].bind(io, te.thread_axis("blockIdx.y"))
-    s[C].bind(jo, te.thread_axis("blockIdx.x"))
-    iio, iii = s[C].split(ii, factor=2)
-    jio, jii = s[C].split(ji, factor=2)
-    s[C].reorder(iio, jio, iii, jii)
-    s[C].bind(iio, te.thread_axis("threadIdx.y"))
-    s[C].bind(jio, te.thread_axis("threadIdx.x"))
-    s[CL].compute_at(s[C], jio)
-    return s, [A, B, C]
-
-
-def test_2d_tiled_kernel_with_local_accumulator_equals_numpy():
-    M, N, K = 37, 29, 13
-    s, args = tiled_matmul(M, N, K)
-    a, b = rand(M, K), rand(K, N, seed=1)
-    c = garbage_like(np.empty((M, N), "float32"))
-    f = tessel.build(s, args, target="cuda-sim")
-    f(a, b, c)
-    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_schedules_equal_numpy(case):
+    s, args, inputs, expected = CASES[case]()
+    f = check(s, args, inputs, expected, targets=("cuda-sim",))["cuda-sim"]
+    assert f.target == "cuda-sim" and "_launch(" in f.source
 
 
 def test_block_order_does_not_change_a_correct_kernel():
     M, N, K = 33, 18, 5
-    s, args = tiled_matmul(M, N, K)
+    s, args, (a, b), _ = tiled_matmul(M, N, K)
     f = tessel.build(s, args, target="cuda-sim")
-    a, b = rand(M, K), rand(K, N, seed=2)
     outs = []
     for seed in (0, 1, 7):
         f.block_order_seed = seed
@@ -336,32 +298,9 @@ def test_thread_extent_known_only_inside_the_kernel_is_refused():
         build_func(S.PrimFunc("late", [A], [], bound("blockIdx.x", 8, block)), "cuda-sim")
 
 
-def test_softmax_as_four_launches_with_global_intermediates():
-    """Each stage its own kernel: what one launch writes, the next reads (no race across launches)."""
-    n, m = te.var("n"), te.var("m")
-    X = te.placeholder((n, m), name="X")
-    k = te.reduce_axis((0, m), name="k")
-    M = te.compute((n,), lambda i: te.max(X[i, k], axis=k), name="M")
-    Ex = te.compute((n, m), lambda i, j: te.exp(X[i, j] - M[i]), name="E")
-    k2 = te.reduce_axis((0, m), name="k2")
-    Sm = te.compute((n,), lambda i: te.sum(Ex[i, k2], axis=k2), name="S")
-    Y = te.compute((n, m), lambda i, j: Ex[i, j] / Sm[i], name="Y")
-    s = te.create_schedule(Y.op)
-    for T in (M, Sm):
-        io, ii = s[T].split(T.op.axis[0], factor=8)
-        s[T].bind(io, te.thread_axis("blockIdx.x"))
-        s[T].bind(ii, te.thread_axis("threadIdx.x"))
-    for T in (Ex, Y):
-        s[T].bind(T.op.axis[0], te.thread_axis("blockIdx.x"))
-        _, ji = s[T].split(T.op.axis[1], factor=32)
-        s[T].bind(ji, te.thread_axis("threadIdx.x"))
-    f = tessel.build(s, [X, Y], target="cuda-sim")
-    assert f.source.count("_launch(") == 4  # one launch per stage
-    x = rand(13, 45)
-    y = garbage_like(x)
-    f(x, y)
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+def test_softmax_is_four_launches():
+    s, args, _, _ = softmax_launches()
+    assert tessel.build(s, args, target="cuda-sim").source.count("_launch(") == 4  # one per stage
 
 
 def test_user_names_stay_data():
