@@ -160,9 +160,15 @@ def _lower_schedule(sch: Schedule, args: Sequence, name: str, exact: bool = True
     b = _bound(sch, args, name, check)
     if keep is not None:
         keep.append(b)
-    # stages sharing a host's loops (computeAt by position) keep InferBound's slices: the exact
-    # analysis does not follow loops taken from another stage
-    return _lower_bounded(b, exact_plan(b.ctx) if exact and not b.ctx.boxes else None)
+    return _lower_bounded(b, exact_plan(b.ctx) if exact and _exact_applies(b.ctx) else None)
+
+
+def _exact_applies(ctx: BoundContext) -> bool:
+    """Whether the exact regions may replace InferBound's boxes. Not for stages sharing a host's
+    loops (computeAt by position): the exact analysis does not follow loops taken from another
+    stage; nor with thread-bound loops, whose regions are InferBound's by their storage scope
+    (schedule/threads.py: a loop of a thread is the thread's value, not a loop of its own)."""
+    return not ctx.boxes and not ctx.binds
 
 
 def _lower_bounded(b: _Bounded, plan: ExactPlan | None) -> tuple[S.PrimFunc, list[Step]]:
@@ -176,7 +182,7 @@ def _lower_bounded(b: _Bounded, plan: ExactPlan | None) -> tuple[S.PrimFunc, lis
     steps.append(Step("storage_flatten", stmt))
     stmt = simplify_stmt(stmt, assume=assumed)
     steps.append(Step("simplify", stmt))
-    _check_free_vars(stmt, b.sizes)
+    _check_free_vars(stmt, b.sizes + [t.var for t in b.ctx.binds.values()])
     _check_unrolls(b.ctx.sch, stmt)
     return S.PrimFunc(b.name, b.params, b.sizes, stmt, scalar_args=b.scalars,
                       assumptions=tuple(zip(b.ctx.sch.assumptions, assumed))), steps
@@ -265,6 +271,7 @@ def build(sch: Schedule, args: Sequence, target: str | Target | None = "c", name
     tgt = as_target(target)
     back = backend(tgt)
     tgt = resolve(tgt)
+    _refuse_serial_threads(sch, tgt)
     if not back.memo or os.environ.get("TESSEL_DEBUG"):
         func, _ = lower_steps(sch, args, name, target=tgt, exact=exact)
         return build_func(func, tgt)
@@ -291,6 +298,28 @@ def build(sch: Schedule, args: Sequence, target: str | Target | None = "c", name
     if key:
         store_lowered(key, {**gen.plan(), "guards": _guards_text(func)})
     return back.load(func, gen, tgt)
+
+
+def _refuse_serial_threads(sch: Schedule, tgt: Target) -> None:
+    """The CPU targets run thread loops one after another; refuse a schedule whose threads
+    communicate, where that would compute something else (never a silently wrong value)."""
+    from .lower.thread_nest import free_thread_vars, serial_refusal
+    from .schedule.threads import bind_map
+
+    if tgt.kind not in ("c", "python") or not bind_map(sch.stages):
+        return
+    sch.verify()
+    ctx = run_infer_bound(sch, check=False)
+    why = serial_refusal(ctx)
+    if why is None:
+        loose = free_thread_vars(schedule_ops(ctx), ctx.binds.values())
+        if loose:
+            why = (f"the thread index(es) {', '.join(loose)} are used outside their loops: storage private "
+                   "to each thread is filled before the thread's loop, one copy per thread")
+    if why is not None:
+        raise BuildError(f"target {tgt.kind!r} runs thread-bound loops one after another, which computes "
+                         f"what the GPU threads compute only when they do not communicate; here {why}. Build "
+                         "with target=\"cuda-sim\" to run it with GPU semantics on the CPU (or target=\"cuda\")")
 
 
 def _guards_text(func: S.PrimFunc) -> str:
@@ -353,7 +382,7 @@ class _ExactFront:
 
     def __call__(self) -> S.PrimFunc:
         if not self.done:
-            plan = None if self.bounded.ctx.boxes else exact_plan(self.bounded.ctx)  # as in _lower_schedule
+            plan = exact_plan(self.bounded.ctx) if _exact_applies(self.bounded.ctx) else None
             if plan is not None and plan.changed:
                 self.front, self.steps = _lower_bounded(self.bounded, plan)
             self.done = True

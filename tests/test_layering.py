@@ -54,6 +54,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("schedule/legality.py", "poly"):
         "seed 004: parallel/vectorize legality is decided from the exact dependences of the "
         "polyhedral model, which is derived from the schedule (and InferBound) it judges",
+    ("schedule/threads.py", "bound"):
+        "bind's rules on extents (a declared thread range, one extent per thread in a launch) judge "
+        "the loop extents InferBound derives from the schedule",
     ("schedule/schedule.py", "poly"):
         "s.dependences() is the user's spelling; it forwards to the polyhedral model at call time",
 }

@@ -26,6 +26,7 @@ from ..ir import op as O
 from ..schedule.graph import attach_path, consumers, effective_bodies
 from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, SCOPE, Stage
+from ..schedule.threads import bind_map, relaxes, storage_scope
 from ..te.operation import Request
 from .check import check_reads_in_bounds
 from .propagate import pass_down_domain, pass_up_domain
@@ -47,6 +48,9 @@ class BoundContext:
             self.analyzer.assume(cond)
         # stages whose outer loops are a host's loops (seed 003): their storage box per root axis
         self.boxes: dict[Stage, dict[E.IterVar, E.Range]] = {}
+        # thread semantics (schedule/threads.py): each bound loop's thread axis, each stage's scope
+        self.binds = bind_map(sch.stages)
+        self.scopes = {st: storage_scope(st, self.paths[st], self.binds) for st in self.paths}
 
 
 def stage_order(sch: Schedule, cons: dict[Stage, list[Stage]]) -> list[Stage]:
@@ -106,7 +110,18 @@ def run_infer_bound(sch: Schedule, check: bool = True) -> BoundContext:
             continue
         _infer_root_bound(ctx, st)
         pass_down_domain(st, ctx.rmap, ctx.analyzer)
+        _bind_threads(ctx, st)
     return ctx
+
+
+def _bind_threads(ctx: BoundContext, st: Stage) -> None:
+    """Let the thread axes of ``st``'s bound loops range as the loops do: regions of stages
+    that are private to a thread are written in the thread's variable (TVM's ``bind_map``)."""
+    for iv in st.leaf_iter_vars:
+        thread = ctx.binds.get(iv)
+        r = ctx.rmap.get(iv)
+        if thread is not None and r is not None:
+            ctx.analyzer.bind(thread.var, thread.dom if thread.dom is not None else r)
 
 
 def _set_range(ctx: BoundContext, iv: E.IterVar, r: E.Range) -> None:
@@ -136,7 +151,7 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
     requests: list[Request] = [shares] if shares is not None else []
     inside = {id(iv) for iv in ctx.paths[st]}
     for c in () if exact else readers:
-        dom_map = _consumer_root_sets(ctx, c, inside)
+        dom_map = _consumer_root_sets(ctx, c, inside, ctx.scopes[st])
         requests.extend(c.op.propagate_bounds(ctx.bodies[c.op], dom_map, op, ctx.analyzer))
     for iv, r in op.gather_bound(st, requests, ctx.analyzer):
         _set_range(ctx, iv, r)
@@ -170,16 +185,23 @@ def _loop_value(ctx: BoundContext, loop: E.IterVar) -> E.Var | None:
     return None
 
 
-def _consumer_root_sets(ctx: BoundContext, c: Stage, inside: set[int]) -> dict[E.Var, IntSet]:
-    """Phases 1-2: what one execution of the producer sees of the consumer's root indices."""
+def _consumer_root_sets(ctx: BoundContext, c: Stage, inside: set[int], scope: str) -> dict[E.Var, IntSet]:
+    """Phases 1-2: what one execution of the producer sees of the consumer's root indices.
+
+    A loop bound to a thread is relaxed by the producer's storage ``scope`` alone, wherever the
+    producer is attached (TVM's NeedRelax): storage shared by the thread's values covers them
+    all, storage private to one thread covers the thread's own value (its variable)."""
     up: dict[E.IterVar, IntSet] = {}
     shared = c.shared_loops if c in ctx.boxes else {}
     for iv in c.leaf_iter_vars:
         r = ctx.rmap[iv]
+        thread = ctx.binds.get(iv)
         if iv in shared:  # the host's loop, which encloses the producer too
             up[iv] = IntSet.single_point(shared[iv].var)
         elif E.is_const_int(ctx.analyzer.simplify(r.extent), 1):
             up[iv] = IntSet.single_point(r.min)
+        elif thread is not None:
+            up[iv] = IntSet.from_range(r) if relaxes(scope, thread) else IntSet.single_point(thread.var)
         elif id(iv) in inside:
             up[iv] = IntSet.single_point(iv.var)
         else:
@@ -189,14 +211,18 @@ def _consumer_root_sets(ctx: BoundContext, c: Stage, inside: set[int]) -> dict[E
     # attached inside another attached stage), and those must be relaxed in it as well
     relax: dict[E.Var, IntSet] = {}
     for iv in reversed(ctx.paths[c]):
-        if id(iv) in inside:
+        thread = ctx.binds.get(iv)
+        if (id(iv) in inside) if thread is None else not relaxes(scope, thread):
             continue
         pr = ctx.rmap[iv]
         if relax:
-            relax[iv.var] = IntSet.interval(eval_set(pr.min, relax).min_value,
-                                            eval_set(O.sub(O.add(pr.min, pr.extent), 1), relax).max_value)
+            got = IntSet.interval(eval_set(pr.min, relax).min_value,
+                                  eval_set(O.sub(O.add(pr.min, pr.extent), 1), relax).max_value)
         else:
-            relax[iv.var] = IntSet.from_range(pr)
+            got = IntSet.from_range(pr)
+        relax[iv.var] = got
+        if thread is not None:
+            relax[thread.var] = got
     dom_map: dict[E.Var, IntSet] = {}
     for iv in c.op.root_iter_vars:  # a root no loop derives from (opaque) spans its range
         r = up[iv].cover_range(ctx.rmap[iv]) if iv in up else ctx.rmap[iv]

@@ -34,6 +34,8 @@ from ..poly.astgen import AstReader, scan
 from ..poly.exact import ExactPlan, StageSets
 from ..schedule.relations import Rebase
 from ..schedule.stage import INLINE, SCOPE, Stage
+from ..schedule.threads import relaxes
+from .thread_nest import merge_nested_threads
 
 
 def schedule_ops(ctx: BoundContext, exact: ExactPlan | None = None) -> S.Stmt:
@@ -49,7 +51,7 @@ def schedule_ops(ctx: BoundContext, exact: ExactPlan | None = None) -> S.Stmt:
         if st.is_placeholder or st.attach_type in (INLINE, SCOPE):
             continue
         body = builder.pipeline(st, body)
-    return body
+    return merge_nested_threads(body) if ctx.binds else body
 
 
 class _Builder:
@@ -68,6 +70,7 @@ class _Builder:
         produce = S.AttrStmt(op, "produce", 0, op.build_provide(self, st, self.ctx.bodies[op]))
         box = self.ctx.boxes.get(st)  # a stage sharing a host's loops is stored over its slice
         realize = op.build_realize(st, ChainMap(box, self.rmap) if box else self.rmap, S.seq(produce, rest))
+        realize = _scoped(realize, op, self.ctx.scopes.get(st, st.scope))
         if getattr(st, "dim_align", None):  # storage_align: storage flattening pads the strides
             realize = S.AttrStmt(DimAlign(op.outputs, st.dim_align), "buffer_dim_align", 0, realize)
         return realize
@@ -132,6 +135,11 @@ class _Builder:
             kind = "serial"
         if attr is not None and attr.prefetch:
             body = S.seq(*prefetches(attr.prefetch, var, body), body)
+        thread = self.ctx.binds.get(iv) if kind == "thread_binding" else None
+        if thread is not None:  # the loop is the thread: its variable, or its own index only
+            value = thread.var if relaxes(self.ctx.scopes[st], thread) else O.const(0, var.dtype)
+            body = substitute(body, {var: O.cast(value, var.dtype)})
+            var = thread.var
         loop: S.Stmt = S.For(var, O.const(0, extent.dtype), extent, kind, body, tag)
         pragmas = attr.pragmas if attr else {}
         if "debug_skip_region" in pragmas:
@@ -217,6 +225,14 @@ def prefetches(requests, var: E.Var, body: S.Stmt) -> list[S.Stmt]:
         at = E.Call("handle", "address_of", (E.ProducerLoad(tensor, idx), E.StringImm("r")))
         out.append(S.Evaluate(E.Call("int32", "prefetch", (at,))))
     return out
+
+
+def _scoped(stmt: S.Stmt, op, scope: str) -> S.Stmt:
+    """The realize of ``op``'s outputs in ``scope``: the one its place implies when the stage
+    names none (local inside thread loops, shared inside block loops: schedule/threads.py)."""
+    if not isinstance(stmt, S.ProducerRealize) or stmt.producer.op is not op or stmt.scope == scope:
+        return stmt
+    return S.ProducerRealize(stmt.producer, stmt.bounds, _scoped(stmt.body, op, scope), scope)
 
 
 def _same(a, b) -> bool:

@@ -198,7 +198,7 @@ def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers) -> Tensor:
     axes = [E.IterVar(E.Range(0, n), E.Var(f"ax{k}", n.dtype), E.IterVar.DATA_PAR) for k, n in enumerate(cur.shape)]
     cache_op = ComputeOp(name, "", {}, axes, [E.ProducerLoad(cur, [iv.var for iv in axes])])
     cstage = Stage(cache_op, sch)
-    cstage.scope = scope
+    cstage.scope, cstage.scope_given = scope, True
     cstage.created_by = f"cache_read({tensor.name}, {scope!r})"
     _insert_stage(sch, cstage, sch.stages.index(prod) + 1)
     cache = cache_op.output(0)
@@ -235,7 +235,7 @@ def cache_write(sch: Schedule, tensor, scope: str):
                         [t[tuple(down[iv] for iv in data_leaves)] for t in cache_op.outputs])
 
     cstage = Stage(cache_op, sch)
-    cstage.scope = scope
+    cstage.scope, cstage.scope_given = scope, True
     cstage.created_by = f"cache_write({stage.name}, {scope!r})"
     for iv, nv in zip(data_leaves, new_axes):
         cstage.derived_from[nv] = f"cache_write copy of {stage.name}'s loop {iv.name}"

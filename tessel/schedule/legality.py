@@ -32,7 +32,7 @@ from .dataflow import loop_ranges
 from .fixes import Fix, FixBuilder, Names, choose
 from .graph import effective_consumers, reaches
 from .stage import INLINE, SCOPE, Stage
-from .tree import ScheduleTree, TreeNode, attach_fault
+from .tree import ScheduleTree, attach_fault
 
 if TYPE_CHECKING:
     from .schedule import Schedule
@@ -53,6 +53,8 @@ class ViolationKind(Enum):
     PARALLEL_REDUCTION = "parallel-reduction"
     VECTORIZED_REDUCTION = "vectorized-reduction"
     THREAD_BOUND_TWICE = "thread-bound-twice"
+    THREAD_EXTENT_DECLARED = "thread-extent-declared"
+    THREAD_TWO_EXTENTS = "thread-two-extents"
     RFACTOR_ORDER_DEPENDENT_REDUCER = "rfactor-order-dependent-reducer"
     CARRIED_DEPENDENCE = "carried-dependence"
     SYMBOLIC_UNROLL = "symbolic-unroll"
@@ -137,8 +139,12 @@ def find_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
         for iv, attr in st.iter_var_attrs.items():
             if attr.kind in ("parallel", "vectorized") and iv.is_reduce and any(iv is x for x in st.leaf_iter_vars):
                 out.append(_reduction_annotation(sch, st, iv, attr.kind, propose))
-    out.extend(_check_threads(sch, tree, propose))
-    if not out:  # the tree is well formed: the polyhedral model can be built from it
+    from .threads import thread_extent_violations, thread_violations
+
+    out.extend(thread_violations(sch, propose))
+    if not out:  # the tree is well formed: InferBound and the polyhedral model can be built from it
+        out.extend(thread_extent_violations(sch, propose))
+    if not out:
         out.extend(_check_annotations(sch, propose))
     return out
 
@@ -410,62 +416,6 @@ def _dependence_words(sch: Schedule, st: Stage, iv: E.IterVar) -> str:
 def reduction_annotation_error(stage: Stage, iv: E.IterVar, kind: str) -> ScheduleError:
     """The error ``parallel``/``vectorize`` raise for a reduction loop (before changing anything)."""
     return _reduction_annotation(stage.schedule, stage, iv, kind).error()
-
-
-_FAMILIES = {"threadIdx": ("threadIdx.x", "threadIdx.y", "threadIdx.z"),
-             "blockIdx": ("blockIdx.x", "blockIdx.y", "blockIdx.z"),
-             "vthread": ("vthread",)}
-
-
-def _bound_tag(node: TreeNode) -> str | None:
-    if node.kind != "loop" or node.stage is None:
-        return None
-    attr = node.stage.iter_var_attrs.get(node.iter_var)
-    if attr is None or attr.kind != "thread_binding" or attr.bind_thread is None:
-        return None
-    return attr.bind_thread.thread_tag or None
-
-
-def _check_threads(sch: Schedule, tree: ScheduleTree, propose: bool) -> list[Violation]:
-    """One thread index may count at most one loop on any path from the root."""
-    out: list[Violation] = []
-    reported: set[int] = set()
-
-    def walk(node: TreeNode, bound: dict[str, TreeNode]) -> None:
-        tag = _bound_tag(node)
-        if tag is not None and tag in bound and id(node) not in reported:
-            reported.add(id(node))
-            out.append(_thread_twice(sch, tree, node, bound[tag], tag, propose))
-        inner = dict(bound)
-        if tag is not None and tag not in bound:
-            inner[tag] = node
-        for c in node.children:
-            walk(c, inner)
-
-    walk(tree.root, {})
-    return out
-
-
-def _thread_twice(sch: Schedule, tree: ScheduleTree, node: TreeNode, outer: TreeNode, tag: str,
-                  propose: bool) -> Violation:
-    st, iv = node.stage, node.iter_var
-    assert st is not None and iv is not None
-    text = (f"{st.name}'s loop over {iv.name} is bound to {tag}, but it runs inside {outer.where()}, which is "
-            f"already bound to {tag}: one thread index cannot count two nested loops, so both would take the "
-            f"same value and most iterations would never run")
-    v = Violation(ViolationKind.THREAD_BOUND_TWICE, st, text, _stages(st, outer.stage), _loops(iv, outer.iter_var))
-    if not propose:
-        return v
-    names = Names(sch)
-    used = {t for a in [node, *node.ancestors()] if (t := _bound_tag(a))}
-    for sub in node.walk():
-        t = _bound_tag(sub)
-        if t:
-            used.add(t)
-    family = _FAMILIES.get(tag.split(".")[0], ())
-    others = [t for fam in ([family] + [f for f in _FAMILIES.values() if f is not family]) for t in fam]
-    candidates = [FixBuilder(names).bind(st, iv, t) for t in [t for t in others if t not in used][:3]]
-    return choose(sch, v, candidates)
 
 
 __all__ = ["Violation", "ViolationKind", "find_violations", "reduction_annotation_error", "verify"]

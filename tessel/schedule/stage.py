@@ -70,6 +70,7 @@ class Stage:
         self.attach_stage: Stage | None = None
         self.iter_var_attrs: dict[E.IterVar, IterVarAttr] = {}
         self.scope = "global"
+        self.scope_given = False  # set_scope / cache_read / cache_write named it (else implied: threads.py)
         self.is_output = False
         # which dataflow rewrite made this stage (cache_read/cache_write/rfactor), for messages
         self.created_by: str | None = None
@@ -453,7 +454,7 @@ class Stage:
     def set_scope(self, scope: str) -> None:
         if scope not in ("global", "local", "shared", "warp"):
             raise ScheduleError(f"stage {self.name}: unknown storage scope {scope!r} (global, local, shared, warp)")
-        self.scope = scope
+        self.scope, self.scope_given = scope, True
 
     def _drop_annotation(self, iv: E.IterVar) -> None:
         """Take the annotation off loop ``iv`` (a legality fix for one set behind the primitives' back)."""

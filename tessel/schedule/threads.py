@@ -1,0 +1,244 @@
+"""Thread semantics of a schedule, as TVM TE v0.14 defines them.
+
+A loop bound to a thread axis (``bind``) is not a loop on a GPU: every thread of the launch runs
+the body once with the loop's value equal to its own index. Two facts decide what that means for
+storage and bounds:
+
+* a thread axis has a *rank*: ``blockIdx.*`` is 0, ``threadIdx.*`` and ``vthread`` are 1;
+* a storage scope has a rank too: ``global`` 0, ``shared`` 1, ``warp`` 2, ``local`` 3.
+
+Storage of rank r is shared by all the threads of every axis of rank >= r: a ``shared`` buffer is
+one per block, seen by all of its threads, so InferBound sizes it for every ``threadIdx`` value
+(it *relaxes* those loops) but not for other blocks; a ``local`` buffer is one per thread and
+relaxes nothing; ``global`` relaxes every thread axis; ``warp`` relaxes its lanes
+(``threadIdx.x``). A stage without a scope of its own gets the one its place implies: local
+inside thread loops, shared inside block loops only, global elsewhere (TVM's
+``InferStorageScope``).
+
+Which thread a loop is, is the thread axis's *tag* for hardware threads (two
+``te.thread_axis("threadIdx.x")`` objects are the same index) but the axis *object* for virtual
+threads: ``vx`` and ``vy``, both tagged ``vthread``, are two virtual threads that may nest.
+A loop bound to a thread inside a loop of another stage bound to the same thread is the same
+thread, not a second loop: that is cooperative fetching (a shared tile's copy distributed over
+the consumer's threads), legal, and lowered as the enclosing thread's value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..ir import expr as E
+
+if TYPE_CHECKING:
+    from .stage import Stage
+
+#: storage scopes by rank (TVM's StorageRank)
+STORAGE_RANK = {"global": 0, "shared": 1, "warp": 2, "local": 3}
+#: the thread tags bind accepts
+THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread",
+               "cthread")
+
+
+@dataclass(frozen=True)
+class ThreadScope:
+    """A thread tag's rank (0 block, 1 thread) and dimension (x=0, y=1, z=2; -1 virtual)."""
+
+    rank: int
+    dim: int
+
+    @property
+    def virtual(self) -> bool:
+        return self.dim < 0
+
+
+def thread_scope(tag: str) -> ThreadScope | None:
+    """The scope of a thread tag (TVM reads the dimension from the character after the dot);
+    None for no tag, ``pipeline``, or a tag of no GPU thread (kept as an ordinary loop)."""
+    if not tag or tag == "pipeline":
+        return None
+    if tag.startswith("vthread") or tag == "cthread":
+        return ThreadScope(1, -1)
+    for prefix, rank in (("blockIdx.", 0), ("threadIdx.", 1)):
+        if tag.startswith(prefix) and tag[len(prefix):len(prefix) + 1] in ("x", "y", "z"):
+            return ThreadScope(rank, "xyz".index(tag[len(prefix)]))
+    return None  # a tag of no GPU thread: the loop is an ordinary loop everywhere
+
+
+def is_virtual(thread: E.IterVar) -> bool:
+    ts = thread_scope(thread.thread_tag)
+    return ts is not None and ts.virtual
+
+
+def same_thread(a: E.IterVar, b: E.IterVar) -> bool:
+    """Whether two thread axes are one index: by tag for hardware threads, by object for
+    virtual ones (TVM gives each vthread axis its own ``virtual_thread`` scope)."""
+    if a is b:
+        return True
+    if is_virtual(a) or is_virtual(b):
+        return False
+    return bool(a.thread_tag) and a.thread_tag == b.thread_tag
+
+
+def thread_key(thread: E.IterVar) -> object:
+    """A hashable key with ``same_thread``'s identity."""
+    return ("v", id(thread)) if is_virtual(thread) else thread.thread_tag
+
+
+def bound_thread(st: Stage, iv: E.IterVar) -> E.IterVar | None:
+    """The thread axis loop ``iv`` of ``st`` is bound to (None: not bound, or a ``pipeline``)."""
+    attr = st.iter_var_attrs.get(iv)
+    thread = getattr(attr, "bind_thread", None)
+    if thread is None or thread_scope(thread.thread_tag) is None:
+        return None
+    return thread
+
+
+def bind_map(stages) -> dict[E.IterVar, E.IterVar]:
+    """Every bound leaf loop of every stage -> its thread axis (TVM's ``bind_map``)."""
+    out: dict[E.IterVar, E.IterVar] = {}
+    for st in stages:
+        for iv in st.iter_var_attrs:
+            thread = bound_thread(st, iv)
+            if thread is not None:
+                out[iv] = thread
+    return out
+
+
+def storage_scope(st: Stage, path: list[E.IterVar], binds: dict[E.IterVar, E.IterVar]) -> str:
+    """The stage's storage scope: its own (``set_scope``, ``cache_read(..., "shared")``), else the
+    one its attach path implies (TVM's InferStorageScope): local under a threadIdx/vthread loop,
+    shared under block loops only, global otherwise."""
+    if getattr(st, "scope_given", False) or st.scope != "global":
+        return st.scope
+    rank = -1
+    for iv in path:
+        thread = binds.get(iv)
+        ts = thread_scope(thread.thread_tag) if thread is not None else None
+        if ts is not None:
+            rank = max(rank, ts.rank)
+    return {-1: "global", 0: "shared", 1: "local"}[rank]
+
+
+def relaxes(scope: str, thread: E.IterVar) -> bool:
+    """Whether storage of ``scope`` is shared by all values of ``thread`` (TVM's NeedRelax for a
+    bound loop): then InferBound sizes it for every value, else for the thread's own."""
+    ts = thread_scope(thread.thread_tag)
+    if ts is None:
+        return False
+    rank = STORAGE_RANK.get(scope.split(".")[0], 0)
+    if rank == STORAGE_RANK["warp"] and ts.rank == 1 and ts.dim == 0:
+        return True  # warp memory is one per warp: its lanes are threadIdx.x
+    return rank <= ts.rank
+
+
+
+
+# ---- legality: the rules of bind (violations with fixes validated by replay, see legality.py) ----
+def thread_violations(sch, propose: bool = True) -> list:
+    """One stage binding two of its loops to one thread: the thread has one value per launch, so
+    both loops would take it and most iterations would never run. (Loops of *different* stages
+    bound to one thread, one inside the other, are one loop: cooperative fetching.)"""
+    out = []
+    for st in sch.stages:
+        seen: dict[object, E.IterVar] = {}
+        for iv in st.leaf_iter_vars:
+            thread = bound_thread(st, iv)
+            if thread is None:
+                continue
+            key = thread_key(thread)
+            if key in seen:
+                out.append(_bound_twice(sch, st, seen[key], iv, thread, propose))
+            else:
+                seen[key] = iv
+    return out
+
+
+def _bound_twice(sch, st: Stage, outer: E.IterVar, inner: E.IterVar, thread: E.IterVar, propose: bool):
+    from .fixes import FixBuilder, Names, choose
+    from .legality import Violation, ViolationKind
+
+    tag = thread.thread_tag
+    text = (f"stage {st.name}: its loops {outer.name} and {inner.name} are both bound to {tag}, one inside "
+            f"the other: a thread has one value for the whole launch, so both loops would take the same "
+            f"value and most of their iterations would never run. Bind one loop that counts both (fuse them, "
+            f"then bind the fused loop once), or keep one of them an ordinary loop inside each thread")
+    v = Violation(ViolationKind.THREAD_BOUND_TWICE, st, text, (st,), (outer, inner))
+    if not propose:
+        return v
+    names = Names(sch)
+    leaves = st.leaf_iter_vars
+    candidates = []
+    if abs(leaves.index(outer) - leaves.index(inner)) == 1:
+        candidates.append(FixBuilder(names).drop_annotation(st, outer).drop_annotation(st, inner)
+                          .fuse_bind(st, outer, inner, tag))
+    candidates.append(FixBuilder(names).drop_annotation(st, inner))
+    return choose(sch, v, candidates)
+
+
+def _kernel_of(st: Stage) -> Stage:
+    """The stage at the root whose loop nest ``st`` is computed in: one launch group."""
+    seen = 0
+    while st.attach_stage is not None and seen < len(st.schedule.stages):
+        st, seen = st.attach_stage, seen + 1
+    return st
+
+
+def thread_extent_violations(sch, propose: bool = True) -> list:
+    """A loop bound to a thread axis declared with a range must run over that range, and one
+    thread has one extent in a launch (every loop bound to it in one kernel counts the same)."""
+    from ..bound.infer import run_infer_bound  # against the flow: the extents are InferBound's
+    from ..errors import TesselError
+
+    binds = bind_map(sch.stages)
+    if not binds:
+        return []
+    try:
+        ctx = run_infer_bound(sch, check=False)
+    except TesselError:
+        return []  # the schedule is broken otherwise; lowering says how
+    ana, out, first = ctx.analyzer, [], {}
+    for st in reversed(sch.stages):  # readers first: a launch's extent is its outermost stage's
+        for iv in st.leaf_iter_vars:
+            thread, r = binds.get(iv), ctx.rmap.get(iv)
+            if thread is None or r is None or st not in ctx.paths:
+                continue
+            if thread.dom is not None and not ana.can_prove_equal(r.extent, thread.dom.extent):
+                out.append(_extent_violation(sch, st, iv, thread, r.extent, thread.dom.extent, None, propose))
+                continue
+            key = (id(_kernel_of(st)), thread_key(thread))
+            if key not in first:
+                first[key] = (st, iv, r.extent)
+            elif not ana.can_prove_equal(r.extent, first[key][2]):
+                out.append(_extent_violation(sch, st, iv, thread, r.extent, first[key][2], first[key], propose))
+    return out
+
+
+def _extent_violation(sch, st: Stage, iv: E.IterVar, thread: E.IterVar, ext, want, other, propose: bool):
+    from .fixes import FixBuilder, Names, choose
+    from .legality import Violation, ViolationKind
+
+    tag = thread.thread_tag
+    if other is None:
+        kind = ViolationKind.THREAD_EXTENT_DECLARED
+        text = (f"stage {st.name}: loop {iv.name} runs {ext} times but is bound to {tag}, declared with "
+                f"{want} threads (te.thread_axis(({thread.dom.min}, {thread.dom.min} + {want}), {tag!r})): the "
+                f"launch has {want} of them, so iterations would be lost or threads idle. Split the loop by "
+                f"{want} and bind the inner loop, or declare the axis with the loop's extent")
+        stages, loops = (st,), (iv,)
+    else:
+        kind = ViolationKind.THREAD_TWO_EXTENTS
+        text = (f"stage {st.name}: loop {iv.name} is bound to {tag} with extent {ext}, but {other[0].name}'s "
+                f"loop {other[1].name} is bound to {tag} with extent {want} in the same kernel: a launch has one "
+                f"number of {tag} threads. Split {iv.name} by {want} and bind the inner loop")
+        stages, loops = (st, other[0]), (iv, other[1])
+    v = Violation(kind, st, text, stages, loops)
+    if not propose:
+        return v
+    candidates = [FixBuilder(Names(sch)).split(st, iv, int(want.value))] if isinstance(want, E.IntImm) else []
+    return choose(sch, v, candidates)
+
+
+__all__ = ["STORAGE_RANK", "THREAD_TAGS", "ThreadScope", "bind_map", "bound_thread", "is_virtual", "relaxes",
+           "same_thread", "storage_scope", "thread_extent_violations", "thread_key", "thread_scope",
+           "thread_violations"]
