@@ -156,12 +156,13 @@ class _SimGen(_PyGen):
         self.current = s
         lo, ext = self._loop_bound(s.min), self._loop_bound(s.extent)
         self.current = None
-        self.bound.add(id(s.loop_var))
         name = self.names.get(s.loop_var, s.loop_var.name)
         self.emit(depth, f"if {index} < {ext}:  # " + comment(f"{s.loop_var.name} bound to {tag}"))
-        self.emit(depth + 1, f"{name} = {_np_name(s.loop_var.dtype)}({lo} + {index})")
+        if lo != "0":
+            self.emit(depth + 1, f"{name} = {_np_name(s.loop_var.dtype)}({lo} + {index})")
         self.block(s.body, depth + 1)
-        self.bound.discard(id(s.loop_var))
+        if lo != "0":
+            self.emit(depth, f"{name} = {_np_name(s.loop_var.dtype)}({index})")
 
     def _launch(self, s: S.For, depth: int) -> None:
         """A kernel: its thread function, then the launch over the extents its loops bind."""
@@ -187,7 +188,15 @@ class _SimGen(_PyGen):
         outer_watched, self.watched = self.watched, written
         self.emit(depth, f"def {kname}({', '.join(_INDEX)}, _blk):  # " + comment(f"kernel from {s.loop_var.name}"))
         self.kernel = s
+        threads = {id(loop.loop_var): loop for loop in loops}
+        for loop in threads.values():  # a thread's var may be read outside its loops: it is the thread's index
+            self.bound.add(id(loop.loop_var))
+            index = _INDEX[THREAD_TAGS.index(loop.thread_tag)]
+            self.emit(depth + 1, f"{self.names.get(loop.loop_var, loop.loop_var.name)} = "
+                                 f"{_np_name(loop.loop_var.dtype)}({index})")
         self.block(s, depth + 1)
+        for key in threads:
+            self.bound.discard(key)
         self.emit(depth + 1, "return")
         self.emit(depth + 1, "yield  # a generator: barriers and shuffles yield")
         self.kernel, self.watched = None, outer_watched

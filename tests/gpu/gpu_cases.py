@@ -42,6 +42,38 @@ def tiled_matmul(M: int = 37, N: int = 29, K: int = 13, seed: int = 0):
     return s, [A, B, C], [a, b], [a @ b]
 
 
+def shared_gemm(M: int = 40, N: int = 36, K: int = 22, seed: int = 0):
+    """16x16 tiles per block, 8x8 threads with 2x2 each in registers, K in steps of 4 through
+    shared tiles of A and B that the block's threads fetch cooperatively (one element each)."""
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((K, N), name="B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = te.create_schedule(C.op)
+    AS, BS = s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])
+    CL = s.cache_write(C, "local")
+    ty, tx = te.thread_axis((0, 8), "threadIdx.y"), te.thread_axis((0, 8), "threadIdx.x")
+    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], 16, 16)
+    s[C].bind(io, te.thread_axis("blockIdx.y"))
+    s[C].bind(jo, te.thread_axis("blockIdx.x"))
+    iio, iii = s[C].split(ii, nparts=8)
+    jio, jii = s[C].split(ji, nparts=8)
+    s[C].reorder(iio, jio, iii, jii)
+    s[C].bind(iio, ty)
+    s[C].bind(jio, tx)
+    s[CL].compute_at(s[C], jio)
+    ko, ki = s[CL].split(CL.op.reduce_axis[0], factor=4)
+    s[CL].reorder(ko, ki, *CL.op.axis)
+    for T in (AS, BS):
+        s[T].compute_at(s[CL], ko)
+        fo, fi = s[T].split(s[T].fuse(*T.op.axis), factor=8)
+        _, fio = s[T].split(fo, factor=8)
+        s[T].bind(fi, tx)
+        s[T].bind(fio, ty)
+    a, b = rand(M, K, seed=seed), rand(K, N, seed=seed + 1)
+    return s, [A, B, C], [a, b], [a @ b]
+
+
 def softmax_launches(n: int = 13, m: int = 45):
     """Softmax as four kernels (one per stage) exchanging global intermediates."""
     N, Mv = te.var("n"), te.var("m")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpu_cases import CASES, softmax_launches, tiled_matmul
+from gpu_cases import CASES, shared_gemm, softmax_launches, tiled_matmul
 from helpers import check, garbage_like, rand
 
 import tessel
@@ -100,6 +100,21 @@ def test_redundant_shared_fill_with_one_value_is_not_a_race():
     b = garbage_like(a)
     f(a, b)
     np.testing.assert_allclose(b, a * 3, rtol=1e-6)
+
+
+def test_cooperative_fetch_without_barriers_is_a_race():
+    """The shared tiles of a GEMM are filled by all the block's threads and read by others:
+    with barrier insertion switched off, the first read of another thread's element is caught."""
+    s, args, inputs, _ = shared_gemm()
+    f = tessel.build(s, args, target="cuda-sim -features=no_barriers")
+    with pytest.raises(RaceError) as info:
+        f(*inputs, np.zeros((40, 36), "float32"))
+    err = info.value
+    assert err.buffer in ("A.shared", "B.shared")
+    (b1, t1), (b2, t2) = err.threads
+    assert b1 == b2 and t1 != t2
+    assert any(st.startswith(err.buffer + "[") for st in err.statements)  # the cooperative store
+    assert any("C.local[" in st for st in err.statements)  # the read in the multiply-add
 
 
 def test_reduction_axis_bound_to_threads_without_rfactor_is_a_race():
