@@ -125,10 +125,9 @@ class _SimGen(_PyGen):
             scope = v.args[0].value if v.args and isinstance(v.args[0], E.StringImm) else "shared"
             if self.kernel is None:
                 raise BuildError(f"kernel {self.func.name!r}: a barrier ({BARRIER}) outside any thread-bound loop")
-            if scope != "warp":  # a warp's lanes are re-synchronised by its shuffles
-                self.current = s
-                self.emit(depth, f"yield (0, {self.sid()})")
-                self.current = None
+            self.current = s  # __syncwarp is a warp operation of its own kind (3), __syncthreads a barrier
+            self.emit(depth, f"yield (1, {self.sid()}, 3, None, 0, 32)" if scope == "warp" else f"yield (0, {self.sid()})")
+            self.current = None
             return
         self._at(s, super().visit_Evaluate, s, depth)
 

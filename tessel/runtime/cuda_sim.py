@@ -36,7 +36,8 @@ from ..ir.stmt import PrimFunc
 from .args import ArgSpec
 from .module import PythonKernel
 
-BAR, SHFL = 0, 1
+BAR, SHFL = 0, 1  # what a thread yields: a barrier of its block, or a warp operation
+SYNC = 3  # the warp operation that is a barrier of the warp (the shuffles are 0, 1 and 2)
 WARP = 32
 _COUNTER = count()
 
@@ -44,12 +45,13 @@ _COUNTER = count()
 class Sim:
     """One call of a kernel: the running thread, its block's phase, the launch number."""
 
-    __slots__ = ("block", "bdims", "cur", "epoch", "gdims", "kernel", "order_seed", "phase", "stmts")
+    __slots__ = ("block", "bdims", "cur", "epoch", "gdims", "kernel", "order_seed", "phase", "stmts", "wphase")
 
     def __init__(self, kernel: str, stmts: tuple[str, ...], order_seed: int = 0):
         self.kernel, self.stmts, self.order_seed = kernel, stmts, order_seed
         self.block = self.cur = self.phase = self.epoch = 0
         self.gdims = self.bdims = (1, 1, 1)
+        self.wphase: list[int] = [0]  # per thread of the running block: the warp barriers it passed
 
     def who(self, key: tuple[int, int]) -> str:
         """``block (x, y, z) thread (x, y, z)`` of a logged (block, thread) pair."""
@@ -58,6 +60,17 @@ class Sim:
 
 def _coords(lin: int, dims: tuple[int, int, int]) -> tuple[int, int, int]:
     return lin % dims[0], lin // dims[0] % dims[1], lin // (dims[0] * dims[1])
+
+
+def _ordered(other: tuple, p: int, q: int, me: tuple, phase: int, wp: int) -> bool:
+    """Whether an access by ``other`` (in its block's phase ``p``, its warp's phase ``q``) is
+    ordered before one by ``me`` now: the same thread, or one block with a barrier between, or
+    one warp with a warp barrier between. Different blocks are never ordered within a launch."""
+    if other == me:
+        return True
+    if other[0] != me[0]:
+        return False
+    return p != phase or (other[1] // WARP == me[1] // WARP and q != wp)
 
 
 def _same(a, b) -> bool:
@@ -113,7 +126,8 @@ class SimBuf:
             self.log, self.epoch = {}, sim.epoch
         cell = self.log.get(i)
         if cell is None:
-            cell = self.log[i] = [{}, {}]  # writes: key -> (phase, value, sid); reads: key -> (phase, sid, own)
+            # writes: thread -> (phase, warp phase, value, sid); reads: thread -> (phase, warp phase, sid, own)
+            cell = self.log[i] = [{}, {}]
         return cell
 
     def ld(self, i, sid: int):
@@ -138,27 +152,26 @@ class SimBuf:
 
     def _read(self, i: int, sid: int) -> None:
         sim = self.sim
-        me, phase = (sim.block, sim.cur), sim.phase
+        me, phase, wp = (sim.block, sim.cur), sim.phase, sim.wphase[sim.cur]
         writes, reads = self._cell(i)
         mine = writes.get(me)
-        own = mine[1] if mine is not None and mine[0] == phase else None
-        for other, (p, v, s) in writes.items():
-            if other != me and (other[0] != me[0] or p == phase) and (own is None or not _same(own, v)):
+        own = mine[2] if mine is not None and mine[0] == phase and mine[1] == wp else None
+        for other, (p, q, v, s) in writes.items():
+            if not _ordered(other, p, q, me, phase, wp) and (own is None or not _same(own, v)):
                 raise self._race(i, other, s, f"wrote {v}", me, sid, "reads it")
-        if me not in reads:
-            reads[me] = (phase, sid, own)
+        reads[me] = (phase, wp, sid, own)
 
     def _write(self, i: int, v, sid: int) -> None:
         sim = self.sim
-        me, phase = (sim.block, sim.cur), sim.phase
+        me, phase, wp = (sim.block, sim.cur), sim.phase, sim.wphase[sim.cur]
         writes, reads = self._cell(i)
-        for other, (p, w, s) in writes.items():
-            if other != me and (other[0] != me[0] or p == phase) and not _same(w, v):
+        for other, (p, q, w, s) in writes.items():
+            if not _ordered(other, p, q, me, phase, wp) and not _same(w, v):
                 raise self._race(i, other, s, f"wrote {w}", me, sid, f"writes {v}")
-        for other, (p, s, own) in reads.items():
-            if other != me and (other[0] != me[0] or p == phase) and (own is None or not _same(own, v)):
+        for other, (p, q, s, own) in reads.items():
+            if not _ordered(other, p, q, me, phase, wp) and (own is None or not _same(own, v)):
                 raise self._race(i, other, s, "read it", me, sid, f"writes {v}")
-        writes[me] = (phase, v, sid)
+        writes[me] = (phase, wp, v, sid)
 
     def _race(self, i: int, a: tuple, sa: int, what_a: str, b: tuple, sb: int, what_b: str) -> RaceError:
         sim = self.sim
@@ -192,7 +205,9 @@ class Block:
         return buf
 
     def warp(self, slot: int, n, dtype, name: str) -> SimBuf:
-        key = (slot, self.sim.cur // WARP)
+        """Warp memory, as TVM lowers it: one copy per group of ``threadIdx.x`` lanes (a warp,
+        or a row of the block when ``threadIdx.x`` spans fewer than 32 threads)."""
+        key = (slot, self.sim.cur // min(self.sim.bdims[0], WARP))
         buf = self.bufs.get(key)
         if buf is None:
             buf = self.bufs[key] = SimBuf(_empty(n, dtype, name, self.sim), name, self.sim)
@@ -226,6 +241,7 @@ def _run_block(sim: Sim, kernel: Callable, b: int) -> None:
     n = dims[0] * dims[1] * dims[2]
     blk = Block(sim)
     sim.block, sim.phase = b, 0
+    sim.wphase = [0] * n
     gens = []
     for t in range(n):
         tx, ty, tz = _coords(t, dims)
@@ -278,7 +294,8 @@ def _check_barrier(sim: Sim, at_bar: dict[int, int], done: list[int]) -> None:
 
 
 def _shuffle(sim: Sim, waiting: dict[int, tuple], at_bar: dict[int, int], done: list[int]) -> dict[int, object]:
-    """The values the waiting lanes of each warp exchange (CUDA's __shfl_sync, _down, _up)."""
+    """The values the waiting lanes of each warp exchange (CUDA's __shfl_sync, _down, _up), or
+    their warp barrier (__syncwarp)."""
     out: dict[int, object] = {}
     warps: dict[int, dict[int, tuple]] = {}
     for t, req in waiting.items():
@@ -292,6 +309,10 @@ def _shuffle(sim: Sim, waiting: dict[int, tuple], at_bar: dict[int, int], done: 
                 f"{_coords(a, sim.bdims)} is at `{sim.stmts[lanes[a][1]]}`, thread {_coords(b, sim.bdims)} of the "
                 f"same warp at `{sim.stmts[lanes[b][1]]}`")
         for t, (_, sid, kind, _value, arg, width) in lanes.items():
+            if kind == SYNC:  # __syncwarp: what the lanes wrote before it, they all see after it
+                sim.wphase[t] += 1
+                out[t] = None
+                continue
             src = _source_lane(t, kind, int(arg), int(width))
             if src not in lanes:
                 raise KernelRuntimeError(

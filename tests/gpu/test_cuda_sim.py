@@ -334,3 +334,45 @@ def test_user_names_stay_data():
     want = a[::-1].copy()
     run(S.PrimFunc(odd, [A], [], body), a)
     np.testing.assert_array_equal(a, want)
+
+
+def neighbour_exchange(threads: int, sync: str | None) -> S.PrimFunc:
+    """Each thread stores A[t] in shared memory, then reads its neighbour's (t ^ 1) after a
+    barrier of the block, a barrier of the warp, or none."""
+    A, B = S.Buffer("A", "float32", (threads,)), S.Buffer("B", "float32", (threads,))
+    sh = S.Buffer("xchg", "float32", (threads,), "shared")
+
+    def thread(t):
+        other = O.add(O.sub(t, O.floormod(t, O.const(2))), O.sub(O.const(1), O.floormod(t, O.const(2))))
+        wait = None if sync is None else S.Evaluate(E.Call("int32", "tvm_storage_sync", [E.StringImm(sync)]))
+        return S.seq(S.BufferStore(sh, E.BufferLoad(A, (t,)), (t,)), wait,
+                     S.BufferStore(B, E.BufferLoad(sh, (other,)), (t,)))
+
+    body = bound("blockIdx.x", 2, lambda b: S.Allocate(sh, bound("threadIdx.x", threads, thread)))
+    return S.PrimFunc("xchg", [A, B], [], body)
+
+
+@pytest.mark.parametrize("sync", ["shared", "warp"])
+def test_exchange_within_a_warp_needs_a_barrier_of_the_warp_or_block(sync):
+    a = rand(64)
+    b = garbage_like(a)
+    run(neighbour_exchange(64, sync), a, b)
+    np.testing.assert_array_equal(b, a.reshape(-1, 2)[:, ::-1].reshape(-1))
+    with pytest.raises(RaceError, match="xchg"):
+        run(neighbour_exchange(64, None), a, garbage_like(a))
+
+
+def test_a_barrier_of_the_warp_does_not_order_two_warps():
+    """Thread t reads element 63 - t: threads 0..31 read the other warp's writes."""
+    A, B = S.Buffer("A", "float32", (64,)), S.Buffer("B", "float32", (64,))
+    sh = S.Buffer("xchg", "float32", (64,), "shared")
+
+    def thread(t):
+        wait = S.Evaluate(E.Call("int32", "tvm_storage_sync", [E.StringImm("warp")]))
+        return S.seq(S.BufferStore(sh, E.BufferLoad(A, (t,)), (t,)), wait,
+                     S.BufferStore(B, E.BufferLoad(sh, (O.const(63) - t,)), (t,)))
+
+    func = S.PrimFunc("mirror", [A, B], [], bound("blockIdx.x", 1, lambda b: S.Allocate(sh, bound(
+        "threadIdx.x", 64, thread))))
+    with pytest.raises(RaceError, match="between the same two barriers"):
+        run(func, rand(64), np.zeros(64, "float32"))
