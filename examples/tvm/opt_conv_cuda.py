@@ -4,7 +4,10 @@ The layout is HWCN, the input is zero-padded by a compute stage, and the output 
 blocks and threads with ``bind``: block and thread axes, and virtual threads that interleave
 the tile. Shared and local caches (``cache_read``/``cache_write``) stage the data. tessel has
 no GPU target yet: the bound axes run as ordinary serial loops on the CPU, so this checks that
-the schedule computes the right values (against NumPy) and shows its loop nest.
+the schedule computes the right values (against NumPy) and shows its loop nest. The tutorial's
+shared tiles are also filled cooperatively (their copy loops bound to the block's threads); serial
+loops cannot run that, so here each thread copies the whole tile (the values are the same), and
+the cooperative version is for a GPU or target="cuda-sim".
 """
 
 import numpy as np
@@ -50,6 +53,7 @@ tile, num_thread, step, vthread = 4, 2, 4, 2
 block_x, block_y, block_z = te.thread_axis("blockIdx.x"), te.thread_axis("blockIdx.y"), te.thread_axis("blockIdx.z")
 thread_x = te.thread_axis((0, num_thread), "threadIdx.x")
 thread_y = te.thread_axis((0, num_thread), "threadIdx.y")
+thread_xz = te.thread_axis((0, vthread), "vthread", name="vx")
 thread_yz = te.thread_axis((0, vthread), "vthread", name="vy")
 
 hi, wi, fi, ni = s[B].op.axis
@@ -65,8 +69,7 @@ s[B].bind(bz, block_z)
 s[B].bind(by, block_y)
 s[B].bind(bx, block_x)
 s[B].bind(tyz, thread_yz)
-# the tutorial binds txz to a second virtual thread ("vx"); tessel refuses two nested loops bound
-# to the "vthread" tag (it reads one tag as one thread index), so txz stays an ordinary loop here
+s[B].bind(txz, thread_xz)  # two virtual threads, one inside the other: vy and vx are two axes
 s[B].bind(ty, thread_y)
 s[B].bind(tx, thread_x)
 

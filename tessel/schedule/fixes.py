@@ -145,17 +145,26 @@ class FixBuilder:
         code = f's[{self.n.stage(st)}].bind({self.n.axis(st, iv)}, {self.n.te()}.thread_axis("{tag}"))'
         return self._add(code, "bind", self.n.ref(st), self.n.axis_ref(st, iv), thread_axis(tag))
 
-    def fuse_bind(self, st: Stage, outer: E.IterVar, inner: E.IterVar, tag: str) -> FixBuilder:
+    def fuse_bind(self, st: Stage, outer: E.IterVar, inner: E.IterVar, tag: str,
+                  handles: tuple[str, str] | None = None) -> FixBuilder:
         """``fuse(outer, inner)`` and bind the fused loop to ``tag`` (the fused loop is the next
-        IterVar the stage makes, so its handle is known before the fix is applied)."""
+        IterVar the stage makes, so its handle is known before the fix is applied); ``handles``:
+        names the code gave the two loops earlier (see ``name_axes``)."""
         from ..te import thread_axis
 
         n = self.n.stage(st)
         fused = AxisRef(self.n.pos[id(st)], len(st.all_iter_vars))
-        self._add(f"fused = s[{n}].fuse({self.n.axis(st, outer)}, {self.n.axis(st, inner)})", "fuse",
+        a, b = handles or (self.n.axis(st, outer), self.n.axis(st, inner))
+        self._add(f"fused = s[{n}].fuse({a}, {b})", "fuse",
                   self.n.ref(st), self.n.axis_ref(st, outer), self.n.axis_ref(st, inner))
         return self._add(f's[{n}].bind(fused, {self.n.te()}.thread_axis("{tag}"))', "bind", self.n.ref(st), fused,
                          thread_axis(tag))
+
+    def name_axes(self, st: Stage, named: dict[str, E.IterVar]) -> FixBuilder:
+        """Lines of code only (no step): give loops a name before a reorder moves their positions."""
+        for var, iv in named.items():
+            self.lines.append(f"{var} = {self.n.axis(st, iv)}")
+        return self
 
     def rfactor_then(self, st: Stage, iv: E.IterVar, method: str) -> FixBuilder:
         """``B_rf = s.rfactor(B, iv)`` then ``method`` on B.rf's factored axis (B.rf takes B's place)."""

@@ -168,11 +168,18 @@ def _bound_twice(sch, st: Stage, outer: E.IterVar, inner: E.IterVar, thread: E.I
         return v
     names = Names(sch)
     leaves = st.leaf_iter_vars
-    candidates = []
-    if abs(leaves.index(outer) - leaves.index(inner)) == 1:
-        candidates.append(FixBuilder(names).drop_annotation(st, outer).drop_annotation(st, inner)
-                          .fuse_bind(st, outer, inner, tag))
-    candidates.append(FixBuilder(names).drop_annotation(st, inner))
+    if leaves.index(inner) == leaves.index(outer) + 1:
+        fix = FixBuilder(names).fuse_bind(st, outer, inner, tag)
+    else:  # the loops between them move inside: the same iterations, in another order
+        order = [x for x in leaves if x is not inner]
+        order.insert(order.index(outer) + 1, inner)
+        handles = {f"loop{k}": iv for k, iv in enumerate(order)}
+        fix = FixBuilder(names).name_axes(st, handles)
+        fix.lines.append(f"s[{names.stage(st)}].reorder({', '.join(handles)})")
+        fix.steps.append(FixBuilder(names).reorder(st, order).steps[0])
+        k = order.index(outer)
+        fix.fuse_bind(st, outer, inner, tag, (f"loop{k}", f"loop{k + 1}"))
+    candidates = [fix, FixBuilder(names).drop_annotation(st, inner)]
     return choose(sch, v, candidates)
 
 
