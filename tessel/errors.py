@@ -55,6 +55,17 @@ class BuildError(TesselError):
     """Code generation or native compilation failed."""
 
 
+class GpuError(BuildError):
+    """A schedule cannot become GPU kernels as it stands (work outside every bound loop, two
+    launch extents of one thread axis that cannot be compared, a barrier that only some threads
+    would reach): the message names the stage or buffer and says what to bind or change."""
+
+
+class NoDeviceError(BuildError):
+    """A CUDA kernel was called where no CUDA device (or no driver) is present: it compiled, and
+    its source, PTX and resources can be inspected; run it with ``target="cuda-sim"`` here."""
+
+
 class ArgumentError(TesselError, ValueError):
     """An array handed to a compiled kernel does not match what the kernel expects."""
 
@@ -114,7 +125,7 @@ class NotOfferedModuleError(TesselError, ImportError):
     an ImportError (so ``try: ... except ImportError`` still works) with the same message."""
 
 
-__all__ = ["ArgumentError", "BoundError", "BuildError", "DefinitionError", "DivergentBarrierError",
-           "IndexOverflowError", "InternalError", "KernelRuntimeError", "LowerError", "NotOfferedError",
+__all__ = ["ArgumentError", "BoundError", "BuildError", "DefinitionError", "DivergentBarrierError", "GpuError",
+           "IndexOverflowError", "InternalError", "KernelRuntimeError", "LowerError", "NoDeviceError", "NotOfferedError",
            "NotOfferedModuleError", "RaceError", "ScheduleError",
            "TVMError", "TesselError", "TesselWarning", "ViewError"]

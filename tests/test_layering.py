@@ -31,8 +31,9 @@ ALLOWED: dict[str, set[str]] = {
     # generators produce source and a calling convention; compiling and loading is the runtime's
     "codegen": {"errors", "ir", "arith"},
     "runtime": {"errors", "ir"},
-    # a target knows its generator and runtime (backends) and probes the host's compiler
-    "target": {"errors", "ir", "codegen", "runtime"},
+    # a target knows its generator and runtime (backends) and probes the host's compiler; a GPU
+    # target's backend runs the device passes (host/device split) before its generator
+    "target": {"errors", "ir", "codegen", "runtime", "passes"},
     # running a pipeline on a deeper stack: driver's helper, knows nothing of the pipeline
     "deep": {"errors"},
     "driver": _FRONT | {"codegen", "runtime", "target", "deep"},

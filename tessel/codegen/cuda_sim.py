@@ -1,12 +1,12 @@
 """The ``cuda-sim`` target's generator: the device IR as Python that runs with GPU semantics.
 
-The lowered PrimFunc is read the way the CUDA target reads it: an outermost loop bound to a
-thread axis (``For(kind="thread_binding")``) starts a kernel launch, and everything inside it
-is run by every thread of every block; a loop bound to ``threadIdx.x`` inside it is not a
-loop but ``var = min + threadIdx.x`` (skipped by threads past its extent), and a statement
-under no thread loop is run redundantly by every thread, as TVM means it. The launch's extents
-are the largest extent each thread axis is bound at in the kernel. ``vthread`` axes stay
-serial loops (virtual threads are interleaved within one real thread).
+It runs the very kernels the CUDA target compiles (``tessel.passes.gpu.device_pipeline``: the
+host/device split, virtual threads, cross-thread reductions as shuffles, barriers), read as
+that target reads them: everything in a kernel is run by every thread of every block; a loop
+bound to ``threadIdx.x`` inside it is not a loop but ``var = min + threadIdx.x`` (skipped by
+threads past its extent), a thread's variable read outside its loops is its index, and a
+statement under no thread loop is run redundantly by every thread, as TVM means it.
+``vthread`` loops left by the pipeline are serial loops of each thread.
 
 Each kernel becomes a nested generator function of one thread's indices, defined where the
 launch happens (so it sees the host's variables) and handed to the runtime's ``_launch``
@@ -19,6 +19,8 @@ the name table.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ..errors import BuildError
 from ..ir import expr as E
@@ -58,6 +60,8 @@ class _SimGen(_PyGen):
         self.watched: set[int] = set()  # ids of the buffers the current kernel's accesses are logged for
         self.kernels = 0
         self.slots = 0
+        self.consts: dict[tuple, str] = {}
+        self.const_values: dict[str, object] = {}
 
     # ---- statement numbers (for race reports) --------------------------------------------
     def sid(self) -> int:
@@ -74,6 +78,25 @@ class _SimGen(_PyGen):
             return fn(*args)
         finally:
             self.current = old
+
+    # ---- constants: made once (a NumPy scalar costs microseconds to construct) ------------
+    def visit_IntImm(self, e: E.IntImm) -> tuple[str, int]:
+        if e.dtype.is_bool:
+            return super().visit_IntImm(e)
+        return self._const(e.dtype, e.value), _ATOM
+
+    def visit_FloatImm(self, e: E.FloatImm) -> tuple[str, int]:
+        return self._const(e.dtype, e.value), _ATOM
+
+    def _const(self, dt, value) -> str:
+        key = (str(dt), type(value).__name__, repr(value))
+        found = self.consts.get(key)
+        if found is None:
+            token = object()  # its own name from the name table: never a user's
+            found = self.names.get(token, f"k_{_np_name(dt)}")
+            self.consts[key] = found
+            self.const_values[found] = np.dtype(_np_name(dt)).type(value)
+        return found
 
     # ---- memory --------------------------------------------------------------------------
     def visit_BufferLoad(self, e: E.BufferLoad) -> tuple[str, int]:
@@ -148,8 +171,6 @@ class _SimGen(_PyGen):
     def visit_For(self, s: S.For, depth: int) -> None:
         if not _is_launch_loop(s):
             return self._at(s, super().visit_For, s, depth)
-        if self.kernel is None:
-            return self._launch(s, depth)
         tag = s.thread_tag
         index = _INDEX[THREAD_TAGS.index(tag)]
         self.current = s
@@ -163,29 +184,19 @@ class _SimGen(_PyGen):
         if lo != "0":
             self.emit(depth, f"{name} = {_np_name(s.loop_var.dtype)}({index})")
 
-    def _launch(self, s: S.For, depth: int) -> None:
-        """A kernel: its thread function, then the launch over the extents its loops bind."""
+    def _launch(self, k, depth: int) -> None:
+        """One kernel (a ``tessel.passes.gpu.Kernel``): its thread function, then its launch."""
+        s = k.body
         loops = collect(s, _is_launch_loop)
-        extents: list[list[str]] = [[] for _ in THREAD_TAGS]
         for loop in loops:
             if loop.thread_tag not in THREAD_TAGS:
                 raise BuildError(f"kernel {self.func.name!r}: loop {loop.loop_var.name} is bound to "
                                  f"{loop.thread_tag!r}; thread axes are {', '.join(THREAD_TAGS)} and vthread")
-            late = [v.name for v in free_vars(loop.extent) if id(v) not in self.bound]
-            if late:
-                raise BuildError(
-                    f"kernel {self.func.name!r}: the extent of {loop.loop_var.name} (bound to {loop.thread_tag}) "
-                    f"depends on {', '.join(sorted(late))}, known only inside the kernel; a launch's extents must "
-                    "be known before it starts (split by a constant factor)")
-            self.current = loop
-            extents[THREAD_TAGS.index(loop.thread_tag)].append(self.expr(loop.extent))
-        self.current = None
         self.kernels += 1
         kname = f"_k{self.kernels}"
-        written = {id(n.buffer) for n in collect(s, lambda n: isinstance(n, S.BufferStore))
-                   if (n.buffer.scope or "global") == "global"}
-        outer_watched, self.watched = self.watched, written
-        self.emit(depth, f"def {kname}({', '.join(_INDEX)}, _blk):  # " + comment(f"kernel from {s.loop_var.name}"))
+        self.watched = {id(n.buffer) for n in collect(s, lambda n: isinstance(n, S.BufferStore))
+                        if (n.buffer.scope or "global") == "global"}
+        self.emit(depth, f"def {kname}({', '.join(_INDEX)}, _blk):  # " + comment(f"kernel {k.name}"))
         self.kernel = s
         threads = {id(loop.loop_var): loop for loop in loops}
         for loop in threads.values():  # a thread's var may be read outside its loops: it is the thread's index
@@ -198,11 +209,18 @@ class _SimGen(_PyGen):
             self.bound.discard(key)
         self.emit(depth + 1, "return")
         self.emit(depth + 1, "yield  # a generator: barriers and shuffles yield")
-        self.kernel, self.watched = None, outer_watched
-        dims = [f"max({', '.join(x)}, 0)" if len(x) > 1 else (x[0] if x else "1") for x in extents]
-        self.emit(depth, f"_launch(_sim, {kname}, ({', '.join(dims[:3])}), ({', '.join(dims[3:])}))")
+        self.kernel, self.watched = None, set()
+        for tag, ext in k.launch:
+            late = sorted(v.name for v in free_vars(ext) if id(v) not in self.bound)
+            if late:
+                raise BuildError(
+                    f"kernel {self.func.name!r}: the extent of {tag} ({ext}) depends on {', '.join(late)}, known only "
+                    "inside the kernel; a launch's extents must be known before it starts (split by a constant factor)")
+        grid = ", ".join(self.expr(e) for e in k.grid)
+        block = ", ".join(self.expr(e) for e in k.block)
+        self.emit(depth, f"_launch(_sim, {kname}, ({grid}), ({block}))")
 
-    def function(self) -> str:
+    def function(self, kernels) -> str:
         f = self.func
         params = [self.names.get(b, b.name) for b in f.params]
         for v in f.size_vars:
@@ -211,7 +229,16 @@ class _SimGen(_PyGen):
         fname = self.names.get(f, f.name)
         self.lines = ["# generated by tessel (cuda-sim target)", "#",
                       f"# from PrimFunc {comment(f.name)}", f"def {fname}({', '.join(['_sim', *params, *sizes])}):"]
-        self.block(f.body, 1)
+        temps: dict[int, S.Buffer] = {}
+        for k in kernels:
+            temps.update((id(b), b) for b in k.temporaries)
+        for b in temps.values():  # global temporaries: the host allocates them before the launches
+            size = " * ".join(f"int({self.expr(x)})" for x in b.shape) or "1"
+            self.emit(1, f"{self.names.get(b, b.name)} = _SimBuf(_empty({size}, {_np_name(b.dtype)}, {b.name!r}, "
+                         f"_sim), {b.name!r}, _sim)")
+        for k in kernels:
+            self._launch(k, 1)
+        self.emit(1, "return")
         return "\n".join(self.lines) + "\n"
 
 
@@ -228,11 +255,12 @@ def _one_line(node) -> str:
     return " ".join(str(node).split()) if node is not None else "?"
 
 
-def generate_cuda_sim(func: S.PrimFunc, target=None) -> Generated:
-    """The Python of ``func`` with its kernels as thread generators (the runtime execs it)."""
+def generate_cuda_sim(func: S.PrimFunc, kernels, target=None) -> Generated:
+    """The Python of ``func``'s ``kernels`` (``tessel.passes.gpu.device_pipeline``'s, the device
+    IR the CUDA target compiles) as thread generators and their launches (the runtime execs it)."""
     check_func(func)
     gen = _SimGen(func)
-    source = gen.function()
+    source = gen.function(kernels)
     if gen.externs:
         raise BuildError(f"kernel {func.name!r}: cuda-sim cannot call functions outside the kernel "
                          f"({len(gen.externs)} of them); build with the python or C target")
@@ -240,6 +268,7 @@ def generate_cuda_sim(func: S.PrimFunc, target=None) -> Generated:
     outputs = tuple(k for k, b in enumerate(func.params) if b in written)
     ns = _namespace()
     ns["_STMTS"] = tuple(gen.stmts)
+    ns.update(gen.const_values)
     return Generated("cuda-sim", func.name, gen.names.get(func, func.name), source, outputs, namespace=ns)
 
 

@@ -164,6 +164,9 @@ class SimBuf:
     def _write(self, i: int, v, sid: int) -> None:
         sim = self.sim
         me, phase, wp = (sim.block, sim.cur), sim.phase, sim.wphase[sim.cur]
+        if self.epoch == sim.epoch and i not in self.log:  # the first access: nothing to conflict with
+            self.log[i] = [{me: (phase, wp, v, sid)}, {}]
+            return
         writes, reads = self._cell(i)
         for other, (p, q, w, s) in writes.items():
             if not _ordered(other, p, q, me, phase, wp) and not _same(w, v):

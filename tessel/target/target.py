@@ -26,11 +26,12 @@ from dataclasses import dataclass, replace
 
 from ..errors import BuildError
 
-KINDS = ("c", "python", "cuda-sim")  # the kinds with a backend here (tessel.target.backends)
+KINDS = ("c", "python", "cuda", "cuda-sim")  # the kinds with a backend here (tessel.target.backends)
 # features the passes and generators consult (others are recorded, for the memo key and for users)
 STREAMING_STORES = "streaming_stores"  # non-temporal vector stores after an alignment peel (x86)
 _OPTIONS = ("-mcpu", "-vector-bytes", "-vector-registers", "-fma-units", "-caches", "-features", "-cc",
-            "-cflags", "-device")
+            "-cflags", "-device", "-arch")
+CUDA_ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")  # -arch= of the cuda target (kept in Target.mcpu)
 # what a schedule derived from a target assumes where the target leaves a field open and no
 # host fills it in (a target described but not resolved): a common x86-64/AArch64 core
 DEFAULT_VECTOR_REGISTERS = 16
@@ -129,7 +130,7 @@ class Target:
         """The target as a canonical string (what the memo of generated code is keyed by)."""
         parts = [self.kind]
         if self.mcpu:
-            parts.append(f"-mcpu={self.mcpu}")
+            parts.append(f"-arch={self.mcpu}" if self.kind.startswith("cuda") else f"-mcpu={self.mcpu}")
         if self.vector_bytes is not None:
             parts.append(f"-vector-bytes={self.vector_bytes}")
         if self.vector_registers is not None:
@@ -221,7 +222,18 @@ def parse(text: str) -> Target:
         fields["flags"] = tuple(shlex.split(opts["-cflags"]))
     if "-device" in opts:
         fields["device"] = opts["-device"]
+    if "-arch" in opts:
+        fields["mcpu"] = _arch_option(text, kind, opts["-arch"])
     return Target(kind, **fields)
+
+
+def _arch_option(text: str, kind: str, value: str) -> str:
+    """``-arch=sm_80``: the GPU architecture a cuda target compiles for."""
+    if not kind.startswith("cuda"):
+        raise BuildError(f"target {text!r}: -arch is an option of the cuda target; a CPU target takes -mcpu")
+    if value not in CUDA_ARCHS:
+        raise BuildError(f"target {text!r}: -arch={value} is not supported; use one of {', '.join(CUDA_ARCHS)}")
+    return value
 
 
 def as_target(target: str | Target | None) -> Target:

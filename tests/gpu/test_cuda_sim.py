@@ -56,7 +56,8 @@ def reverse_in_blocks(blocks: int, threads: int, with_barrier: bool) -> S.PrimFu
 
 
 def run(func: S.PrimFunc, *arrays: np.ndarray) -> None:
-    build_func(func, "cuda-sim")(*arrays)
+    """Run hand-written device IR as written: the CUDA target's barrier insertion switched off."""
+    build_func(func, "cuda-sim -features=no_barriers")(*arrays)
 
 
 # ---- schedules -----------------------------------------------------------------------------
@@ -158,6 +159,15 @@ def test_shared_exchange_with_a_barrier_is_correct():
     b = garbage_like(a)
     run(reverse_in_blocks(3, 40, with_barrier=True), a, b)
     np.testing.assert_array_equal(b, a.reshape(3, 40)[:, ::-1].reshape(-1))
+
+
+def test_barrier_insertion_makes_the_exchange_correct():
+    a = rand(2 * 48)
+    b = garbage_like(a)
+    f = build_func(reverse_in_blocks(2, 48, with_barrier=False), "cuda-sim")
+    assert "yield (0," in f.source  # the barrier the CUDA target inserted
+    f(a, b)
+    np.testing.assert_array_equal(b, a.reshape(2, 48)[:, ::-1].reshape(-1))
 
 
 def test_missing_barrier_is_a_race_naming_buffer_threads_and_statements():

@@ -1,0 +1,200 @@
+"""Cross-thread reductions: a reduce axis bound to ``threadIdx.*`` becomes warp shuffles.
+
+TVM's cross-thread reduction (``rfactor`` then ``bind`` of the reduction axis) lowers here to
+a thread loop whose every iteration adds its partial value into one element,
+``B[i] = B[i] + v``, which on a GPU is a race between the threads. This pass rewrites such a
+loop (its body ends with the combining store, whose index does not use the loop variable):
+
+* each thread keeps its partial ``v`` in a register (a ``local`` buffer);
+* a shuffle-down tree adds the lanes of each warp (``tvm_warp_shuffle_down``, width the
+  reduction's extent when it is at most 32);
+* with more than 32 threads on the axis, lane 0 of each warp leaves its sum in a ``shared``
+  array, a barrier, and the first warp reduces those by shuffles again;
+* thread 0 of the axis combines the result with the initial value and stores it. The initial
+  store just before the loop (``B[i] = 0``) is folded into that final store, so no other
+  thread can overwrite the result with the initial value late.
+
+The axis must be ``threadIdx.x`` with the block's x extent equal to the reduction's, a power of
+two up to 32 or a multiple of 32 up to 1024 (consecutive lanes of a warp are consecutive x
+indices); other cases are refused with what to change.
+"""
+
+from __future__ import annotations
+
+from ...errors import GpuError
+from ...ir import expr as E
+from ...ir import op as O
+from ...ir import stmt as S
+from ...ir.functor import Mutator, collect, structural_equal, uses_var
+from .kernel import Kernel
+from .sync import barrier
+
+WARP = 32
+FULL_MASK = 0xFFFFFFFF
+_COMBINE = {E.Add: O.add, E.Mul: O.mul, E.Min: O.min_, E.Max: O.max_}
+
+
+def _reduction_store(loop: S.For) -> tuple[S.BufferStore, E.PrimExpr, list[S.Stmt]] | None:
+    """The loop's final combining store, its partial value and the statements before it."""
+    body = loop.body
+    prefix: list[S.Stmt] = []
+    while isinstance(body, S.Allocate):  # the rfactor stage's buffer lives around its use
+        prefix.append(body)
+        body = body.body
+    seq = list(body.seq) if isinstance(body, S.SeqStmt) else [body]
+    last = seq[-1]
+    if not isinstance(last, S.BufferStore) or type(last.value) not in _COMBINE:
+        return None
+    a, b = last.value.a, last.value.b
+    if not (isinstance(a, E.BufferLoad) and a.buffer is last.buffer and structural_equal(a.indices[0], last.indices[0])):
+        return None
+    if uses_var(last.indices[0], lambda v: v is loop.loop_var) or last.buffer.scope == "local":
+        return None
+    return last, b, seq[:-1]
+
+
+class _Rewriter(Mutator):
+    statements_only = True
+
+    def __init__(self, kernel: Kernel):
+        super().__init__()
+        self.kernel = kernel
+        self.count = 0
+        self.finals: dict[int, S.BufferStore] = {}  # id of a rewritten loop (or its allocation) -> final store
+        self.parts: list[S.Buffer] = []
+
+    def visit_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:
+        seq = [self.visit(x) for x in s.seq]
+        out: list[S.Stmt] = []
+        for x in seq:
+            final = self.finals.get(id(x))
+            if final is not None and out and _is_init(out[-1], final):
+                x = _fold_init(x, out.pop(), final)
+            out.append(x)
+        return S.SeqStmt(out)
+
+    def visit_For(self, s: S.For) -> S.Stmt:
+        body = self.visit(s.body)
+        loop = s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
+        if s.kind != "thread_binding" or not s.thread_tag.startswith("threadIdx."):
+            return loop
+        found = _reduction_store(loop)
+        if found is None:
+            return loop
+        return self._rewrite(loop, *found)
+
+    def _rewrite(self, loop: S.For, store: S.BufferStore, value: E.PrimExpr, before: list[S.Stmt]) -> S.Stmt:
+        n = self._extent(loop)
+        self.count += 1
+        dt = value.dtype
+        acc = S.Buffer(f"red_buf{self.count}", dt, (E.IntImm(1, "int32"),), scope="local")
+        r = loop.loop_var
+        cell = E.BufferLoad(acc, [E.IntImm(0, "int32")])
+        combine = _COMBINE[type(store.value)]
+        stmts = [*_strip_allocs(before), S.BufferStore(acc, value, [E.IntImm(0, "int32")])]
+        stmts += _warp_tree(acc, cell, combine, min(n, WARP), dt)
+        if n > WARP:
+            stmts += self._across_warps(acc, cell, combine, r, n, dt)
+        final = S.BufferStore(store.buffer, combine(store.value.a, cell), store.indices)
+        stmts.append(S.IfThenElse(O.eq(r, E.IntImm(0, r.dtype)), final))
+        body: S.Stmt = S.SeqStmt(stmts)
+        for a in reversed(_allocs(loop.body)):
+            body = S.Allocate(a, body)
+        new: S.Stmt = S.For(r, loop.min, loop.extent, loop.kind, S.Allocate(acc, body), loop.thread_tag)
+        self.finals[id(new)] = final  # read by visit_SeqStmt (init folding)
+        for part in self.parts:  # per block (a __shared__ array), allocated around its use
+            new = S.Allocate(part, new)
+            self.finals[id(new)] = final
+        self.parts = []
+        return new
+
+    def _across_warps(self, acc, cell, combine, r, n: int, dt) -> list[S.Stmt]:
+        """Lane 0 of every warp leaves its sum in shared memory; the first warp adds them up."""
+        warps = n // WARP
+        others = [t for t in ("threadIdx.y", "threadIdx.z") if not _is_one(self.kernel.extent(t))]
+        if others:
+            raise GpuError(f"kernel {self.kernel.name!r}: a cross-thread reduction over {n} threads (more than a "
+                           f"warp) in a block that also uses {', '.join(others)} is not supported; reduce over at "
+                           "most 32 threads per row, or bind the rows to blockIdx")
+        part = S.Buffer(f"red_part{self.count}", dt, (E.IntImm(warps, "int32"),), scope="shared")
+        lane0 = O.eq(O.floormod(r, E.IntImm(WARP, r.dtype)), E.IntImm(0, r.dtype))
+        write = S.IfThenElse(lane0, S.BufferStore(part, cell, [O.floordiv(r, E.IntImm(WARP, r.dtype))]))
+        read = S.IfThenElse(O.lt(r, E.IntImm(warps, r.dtype)),
+                            S.BufferStore(acc, E.BufferLoad(part, [r]), [E.IntImm(0, "int32")]))
+        tree = _warp_tree(acc, cell, combine, warps, dt)
+        self.parts.append(part)
+        return [write, barrier(), read, *tree]
+
+    def _extent(self, loop: S.For) -> int:
+        ext = loop.extent
+        block_x = self.kernel.extent("threadIdx.x")
+        ok = (loop.thread_tag == "threadIdx.x" and isinstance(ext, E.IntImm) and structural_equal(ext, block_x)
+              and _is_zero(loop.min))
+        n = ext.value if isinstance(ext, E.IntImm) else 0
+        if ok and ((n <= WARP and n & (n - 1) == 0) or (n % WARP == 0 and n <= 1024 and (n // WARP) & (n // WARP - 1) == 0)):
+            return n
+        raise GpuError(f"kernel {self.kernel.name!r}: the reduction over {loop.loop_var.name!r} is bound to "
+                       f"{loop.thread_tag} with extent {ext}; a cross-thread reduction needs threadIdx.x, the block's "
+                       "whole x extent, and a power of two up to 1024 (split the reduce axis by 32, 64, ..., "
+                       "rfactor, and bind the inner axis to threadIdx.x)")
+
+
+def _warp_tree(acc, cell, combine, width: int, dt) -> list[S.Stmt]:
+    """``acc[0] (+)= shuffle_down(acc[0], d)`` for d = width/2 ... 1 (lane 0 ends with the sum)."""
+    out = []
+    d = width // 2
+    while d >= 1:
+        shfl = E.Call(dt, "tvm_warp_shuffle_down", [E.Call("uint32", "tvm_warp_activemask", []), cell,
+                                                    E.IntImm(d, "int32"), E.IntImm(width, "int32"),
+                                                    E.IntImm(WARP, "int32")])
+        out.append(S.BufferStore(acc, combine(cell, shfl), [E.IntImm(0, "int32")]))
+        d //= 2
+    return out
+
+
+def _allocs(s: S.Stmt) -> list[S.Buffer]:
+    out = []
+    while isinstance(s, S.Allocate):
+        out.append(s.buffer)
+        s = s.body
+    return out
+
+
+def _strip_allocs(stmts: list[S.Stmt]) -> list[S.Stmt]:
+    return [s for s in stmts if not isinstance(s, S.Allocate)]
+
+
+def _is_init(s: S.Stmt, final: S.BufferStore) -> bool:
+    return (isinstance(s, S.BufferStore) and s.buffer is final.buffer
+            and structural_equal(s.indices[0], final.indices[0])
+            and not collect(s.value, lambda n: isinstance(n, E.BufferLoad) and n.buffer is final.buffer))
+
+
+def _fold_init(loop_stmt: S.Stmt, init: S.BufferStore, final: S.BufferStore) -> S.Stmt:
+    """The final store combines with the initial value itself instead of re-reading the element."""
+
+    class _Fold(Mutator):
+        statements_only = True
+
+        def visit_BufferStore(self, s: S.BufferStore) -> S.Stmt:
+            if s is final:
+                return S.BufferStore(s.buffer, type(s.value)(init.value, s.value.b), s.indices)
+            return s
+
+    return _Fold().visit(loop_stmt)
+
+
+def _is_one(e: E.PrimExpr) -> bool:
+    return isinstance(e, E.IntImm) and e.value == 1
+
+
+def _is_zero(e: E.PrimExpr) -> bool:
+    return isinstance(e, E.IntImm) and e.value == 0
+
+
+def lower_allreduce(kernel: Kernel) -> Kernel:
+    """``kernel`` with every cross-thread reduction made of shuffles (and shared partials)."""
+    return kernel.with_body(_Rewriter(kernel).visit(kernel.body))
+
+
+__all__ = ["lower_allreduce"]
