@@ -314,8 +314,9 @@ def _refuse_serial_threads(sch: Schedule, tgt: Target) -> None:
     if why is None:
         loose = free_thread_vars(schedule_ops(ctx), ctx.binds.values())
         if loose:
-            why = (f"the thread index(es) {', '.join(loose)} are used outside their loops: storage private "
-                   "to each thread is filled before the thread's loop, one copy per thread")
+            why = (f"the thread index(es) {', '.join(loose)} are used outside the loops bound to them (a "
+                   "store predicate on a thread, or storage private to each thread used before its loop), "
+                   "where each thread has its own value")
     if why is not None:
         raise BuildError(f"target {tgt.kind!r} runs thread-bound loops one after another, which computes "
                          f"what the GPU threads compute only when they do not communicate; here {why}. Build "

@@ -23,6 +23,7 @@ from ..arith import Analyzer, IntSet, eval_set
 from ..errors import InternalError
 from ..ir import expr as E
 from ..ir import op as O
+from ..ir.functor import substitute
 from ..schedule.graph import attach_path, consumers, effective_bodies
 from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, SCOPE, Stage
@@ -110,6 +111,8 @@ def run_infer_bound(sch: Schedule, check: bool = True) -> BoundContext:
             continue
         _infer_root_bound(ctx, st)
         pass_down_domain(st, ctx.rmap, ctx.analyzer)
+        for t in st.env_thread_axes:  # a scan's launch threads run over their declared range
+            _set_range(ctx, t, t.dom)
         _bind_threads(ctx, st)
     return ctx
 
@@ -191,25 +194,29 @@ def _consumer_root_sets(ctx: BoundContext, c: Stage, inside: set[int], scope: st
     A loop bound to a thread is relaxed by the producer's storage ``scope`` alone, wherever the
     producer is attached (TVM's NeedRelax): storage shared by the thread's values covers them
     all, storage private to one thread covers the thread's own value (its variable)."""
-    up: dict[E.IterVar, IntSet] = {}
-    shared = c.shared_loops if c in ctx.boxes else {}
-    for iv in c.leaf_iter_vars:
-        r = ctx.rmap[iv]
-        thread = ctx.binds.get(iv)
-        if iv in shared:  # the host's loop, which encloses the producer too
-            up[iv] = IntSet.single_point(shared[iv].var)
-        elif E.is_const_int(ctx.analyzer.simplify(r.extent), 1):
-            up[iv] = IntSet.single_point(r.min)
-        elif thread is not None:
-            up[iv] = IntSet.from_range(r) if relaxes(scope, thread) else IntSet.single_point(thread.var)
-        elif id(iv) in inside:
-            up[iv] = IntSet.single_point(iv.var)
-        else:
-            up[iv] = IntSet.from_range(r)
+    relax, threads = _relax_sets(ctx, c, inside, scope)
+    up, rebased = _leaf_sets(ctx, c, inside, scope, threads)
     pass_up_domain(c, ctx.rmap, up, ctx.analyzer)
-    # outermost first: an inner loop's range may be written in outer loop variables (a stage
-    # attached inside another attached stage), and those must be relaxed in it as well
+    dom_map: dict[E.Var, IntSet] = {}
+    for iv in c.op.root_iter_vars:  # a root no loop derives from (opaque) spans its range
+        r = up[iv].cover_range(ctx.rmap[iv]) if iv in up else ctx.rmap[iv]
+        if relax:
+            lo = eval_set(r.min, relax).min_value
+            hi = eval_set(O.sub(O.add(r.min, r.extent), 1), relax).max_value
+            if rebased:  # back to the loop variables lowering has
+                lo, hi = (None if x is None else ctx.analyzer.simplify(substitute(x, rebased)) for x in (lo, hi))
+            dom_map[iv.var] = IntSet.interval(lo, hi)
+        else:
+            dom_map[iv.var] = IntSet.from_range(r)
+    return dom_map
+
+
+def _relax_sets(ctx: BoundContext, c: Stage, inside: set[int], scope: str) -> tuple[dict[E.Var, IntSet], bool]:
+    """The consumer's enclosing loops to relax, outermost first (an inner loop's range may be
+    written in outer loop variables, which must be relaxed in it as well); and whether a loop
+    that also encloses the producer is among them (a thread shared by the producer's storage)."""
     relax: dict[E.Var, IntSet] = {}
+    threads = False
     for iv in reversed(ctx.paths[c]):
         thread = ctx.binds.get(iv)
         if (id(iv) in inside) if thread is None else not relaxes(scope, thread):
@@ -223,13 +230,38 @@ def _consumer_root_sets(ctx: BoundContext, c: Stage, inside: set[int], scope: st
         relax[iv.var] = got
         if thread is not None:
             relax[thread.var] = got
-    dom_map: dict[E.Var, IntSet] = {}
-    for iv in c.op.root_iter_vars:  # a root no loop derives from (opaque) spans its range
-        r = up[iv].cover_range(ctx.rmap[iv]) if iv in up else ctx.rmap[iv]
-        if relax:
-            lo = eval_set(r.min, relax).min_value
-            hi = eval_set(O.sub(O.add(r.min, r.extent), 1), relax).max_value
-            dom_map[iv.var] = IntSet.interval(lo, hi)
+            threads = threads or id(iv) in inside
+    return relax, threads
+
+
+def _leaf_sets(ctx: BoundContext, c: Stage, inside: set[int], scope: str,
+               rebase: bool) -> tuple[dict[E.IterVar, IntSet], dict[E.Var, E.PrimExpr]]:
+    """Phase 1: each of the consumer's loops as a set: a point where one execution of the
+    producer sees one value, its range where it sees them all.
+
+    A loop variable is the absolute index (lowering counts from zero and adds the minimum); when
+    thread loops enclosing both stages are relaxed (``rebase``), a point loop's minimum, written
+    in those threads, must be relaxed with them: the point is then ``rel + min`` over a fresh
+    ``rel`` (TVM's normalized loop), which is mapped back to ``var - min`` afterwards."""
+    up: dict[E.IterVar, IntSet] = {}
+    rebased: dict[E.Var, E.PrimExpr] = {}
+    shared = c.shared_loops if c in ctx.boxes else {}
+    for iv in c.leaf_iter_vars:
+        r = ctx.rmap[iv]
+        thread = ctx.binds.get(iv)
+        if iv in shared:  # the host's loop, which encloses the producer too
+            up[iv] = IntSet.single_point(shared[iv].var)
+        elif E.is_const_int(ctx.analyzer.simplify(r.extent), 1):
+            up[iv] = IntSet.single_point(r.min)
+        elif thread is not None:  # the thread's variable counts from zero, as the loop does
+            point = thread.var if E.is_const_int(r.min, 0) else O.add(O.cast(thread.var, r.min.dtype), r.min)
+            up[iv] = IntSet.from_range(r) if relaxes(scope, thread) else IntSet.single_point(point)
+        elif id(iv) in inside and rebase and not E.is_const_int(r.min, 0):
+            rel = E.Var(iv.var.name + ".rel", iv.var.dtype)
+            rebased[rel] = O.sub(iv.var, r.min)
+            up[iv] = IntSet.single_point(O.add(rel, r.min))
+        elif id(iv) in inside:
+            up[iv] = IntSet.single_point(iv.var)
         else:
-            dom_map[iv.var] = IntSet.from_range(r)
-    return dom_map
+            up[iv] = IntSet.from_range(r)
+    return up, rebased

@@ -69,7 +69,10 @@ class _Builder:
         op = st.op
         produce = S.AttrStmt(op, "produce", 0, op.build_provide(self, st, self.ctx.bodies[op]))
         box = self.ctx.boxes.get(st)  # a stage sharing a host's loops is stored over its slice
-        realize = op.build_realize(st, ChainMap(box, self.rmap) if box else self.rmap, S.seq(produce, rest))
+        inner = S.seq(produce, rest)
+        if st.double_buffered:  # a hint for device code (TVM's double_buffer_scope), inside the storage
+            inner = S.AttrStmt(op, "double_buffer_scope", 1, inner)
+        realize = op.build_realize(st, ChainMap(box, self.rmap) if box else self.rmap, inner)
         realize = _scoped(realize, op, self.ctx.scopes.get(st, st.scope))
         if getattr(st, "dim_align", None):  # storage_align: storage flattening pads the strides
             realize = S.AttrStmt(DimAlign(op.outputs, st.dim_align), "buffer_dim_align", 0, realize)

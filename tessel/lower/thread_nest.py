@@ -70,6 +70,9 @@ def serial_refusal(ctx) -> str | None:
             thread = ctx.binds.get(iv)
             if thread is None:
                 continue
+            if iv.is_reduce:
+                return (f"stage {st.name}'s reduction loop {iv.name} is bound to {thread.thread_tag}: a "
+                        f"cross-thread reduction, where the threads combine their partial results")
             nested = any(p in ctx.binds and same_thread(ctx.binds[p], thread) for p in path)
             shared = relaxes(scope, thread)
             if nested and shared:

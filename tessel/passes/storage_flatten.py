@@ -91,6 +91,12 @@ class _Flatten(Mutator):
             for t in s.node.tensors:
                 self.align.pop(t, None)
             return body
+        if s.key == "double_buffer_scope" and hasattr(s.node, "outputs"):  # on the buffers, as TVM has it
+            body = self.visit(s.body)
+            for t in s.node.outputs:
+                if t in self.live:
+                    body = S.AttrStmt(self.live[t][0], s.key, s.value, body)
+            return body
         if s.key != "buffer_bind_scope":
             return self.generic_visit(s)
         bind: BufferBind = s.node

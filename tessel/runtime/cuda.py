@@ -13,6 +13,7 @@ SM from registers, shared memory and block size). Calling it launches through th
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -59,6 +60,7 @@ def find_nvcc() -> str:
     return path
 
 
+@functools.lru_cache(maxsize=8)  # asked at every build; the toolkit does not change under a process
 def _nvcc_version(nvcc: str) -> str:
     out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
     return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "unknown"
@@ -103,10 +105,11 @@ def compile_cuda(source: str, name: str, arch: str = DEFAULT_ARCH, flags: tuple[
         write_atomic(cu, source)
         tmp = root / f"tmp{os.getpid()}"
         tmp.mkdir(exist_ok=True)
-        base = [nvcc, f"-arch={arch}", "-std=c++17", "-O3", *flags]
-        report = _run([*base, "-cubin", "--resource-usage", "-o", str(tmp / "k.cubin"), str(cu)],
-                      f"nvcc for kernel {name!r} ({arch})", source)
-        _run([*base, "-ptx", "-o", str(tmp / "k.ptx"), str(cu)], f"nvcc -ptx for kernel {name!r}")
+        # the front end once (to PTX), then ptxas for the cubin and its resource report
+        _run([nvcc, f"-arch={arch}", "-std=c++17", "-O3", "-diag-suppress=177", *flags, "-ptx", "-o",
+              str(tmp / "k.ptx"), str(cu)], f"nvcc for kernel {name!r} ({arch})", source)
+        report = _run([_ptxas(nvcc), f"-arch={arch}", "-O3", "-v", "-o", str(tmp / "k.cubin"), str(tmp / "k.ptx")],
+                      f"ptxas for kernel {name!r} ({arch})")
         sass = _sass(tmp / "k.cubin")
         write_atomic(files["ptx"], (tmp / "k.ptx").read_text())
         write_atomic(files["report"], report)
@@ -114,6 +117,15 @@ def compile_cuda(source: str, name: str, arch: str = DEFAULT_ARCH, flags: tuple[
         write_atomic(files["cubin"], (tmp / "k.cubin").read_bytes())  # last: its presence means complete
         shutil.rmtree(tmp, ignore_errors=True)
     return _read(files, root, False)
+
+
+def _ptxas(nvcc: str) -> str:
+    """The ptxas beside nvcc (the toolkit's own), else the one on the PATH."""
+    beside = Path(nvcc).parent / "ptxas"
+    found = str(beside) if beside.exists() else shutil.which("ptxas")
+    if found is None:
+        raise BuildError(f"the cuda target needs ptxas (part of the CUDA toolkit) beside {nvcc} or on the PATH")
+    return found
 
 
 def _sass(cubin: Path) -> str:

@@ -1,5 +1,5 @@
-"""The rest of TVM's stage primitives: storage_align, set_store_predicate, prefetch, and
-create_group. Each is a recorded step of the stage or schedule (see stage.py/schedule.py,
+"""The rest of TVM's stage primitives: storage_align, set_store_predicate, prefetch,
+double_buffer and create_group. Each is a recorded step of the stage or schedule (see stage.py/schedule.py,
 which forward here), so a schedule using them replays like any other.
 
 * ``storage_align(axis, factor, offset)``: the stride of dimension ``axis`` of the stage's
@@ -10,6 +10,8 @@ which forward here), so a schedule using them replays like any other.
 * ``prefetch(tensor, var, offset)``: a hint: at the top of loop ``var``, ask the caches for
   what ``tensor`` will be read ``offset`` iterations later (C: ``__builtin_prefetch``; values
   never change).
+* ``double_buffer()``: two copies of the stage's storage on a GPU, one filled while the other is
+  read (a hint the device pipeline acts on; ``attr double_buffer_scope`` in the IR).
 * ``create_group(outputs, inputs)``: the stages between ``inputs`` and ``outputs``, moved
   together: ``compute_at``/``compute_root``/``compute_inline`` of the group is that primitive
   on each member not already placed inside the group (each a step of its own).
@@ -48,6 +50,19 @@ def set_store_predicate(stage: Stage, predicate) -> None:
         raise ScheduleError(f"stage {stage.name}: the store predicate `{pred}` must be a condition (bool), "
                             f"not {pred.dtype}")
     stage.store_predicate = pred
+
+
+def double_buffer(stage: Stage) -> None:
+    """Mark the stage's storage for double buffering (TVM's ``double_buffer``): a GPU pipeline
+    keeps two copies and fills the next while the current is read. A hint for device code: the
+    lowered IR carries ``attr double_buffer_scope`` on the buffer; values never change."""
+    if stage.is_placeholder:
+        raise ScheduleError(f"stage {stage.name} is an input placeholder: it has no storage of its own to "
+                            "double buffer; double buffer a cache_read copy of it instead")
+    if stage.is_output:
+        raise ScheduleError(f"stage {stage.name} is an output, stored in the caller's array: double buffer a "
+                            "stage computed inside a loop (a cache_read/cache_write copy)")
+    stage.double_buffered = True
 
 
 def prefetch(stage: Stage, tensor, var: E.IterVar, offset) -> None:
@@ -121,4 +136,4 @@ def create_group(sch: Schedule, outputs, inputs, include_inputs: bool = False) -
     return StageGroup(sch, members)
 
 
-__all__ = ["StageGroup", "create_group", "prefetch", "set_store_predicate", "storage_align"]
+__all__ = ["StageGroup", "create_group", "double_buffer", "prefetch", "set_store_predicate", "storage_align"]

@@ -79,6 +79,8 @@ class Stage:
         # storage_align (dimension -> (factor, offset)) and set_store_predicate (see hints.py)
         self.dim_align: dict[int, tuple[int, int]] = {}
         self.store_predicate: E.PrimExpr | None = None
+        self.double_buffered = False  # double_buffer (see hints.py)
+        self.env_thread_axes: list[E.IterVar] = []  # env_threads: a scan's launch threads (threads.py)
         # computeAt by position (seed 003): how many of its outer loops it shares with its readers,
         # how many a producer is computed in, and which of its loops are a host stage's loops
         self.compute_at_pos = 0
@@ -444,6 +446,22 @@ class Stage:
         set_store_predicate(self, predicate)
 
     @recorded
+    def env_threads(self, threads) -> None:
+        """Run this scan inside ``threads`` (thread axes with declared ranges), outermost first:
+        every step runs in each thread, and the loops of its update bound to those threads are
+        those threads (TVM's ``env_threads``)."""
+        from .threads import env_threads
+
+        env_threads(self, [threads] if isinstance(threads, E.IterVar) else list(threads))
+
+    @recorded
+    def double_buffer(self) -> None:
+        """Two copies of this stage's storage on a GPU, one filled while the other is read."""
+        from .hints import double_buffer
+
+        double_buffer(self)
+
+    @recorded
     def prefetch(self, tensor, var: E.IterVar, offset) -> None:
         """At the top of loop ``var``, prefetch what ``tensor`` is read ``offset`` iterations on."""
         from .hints import prefetch
@@ -473,6 +491,7 @@ class Stage:
                               for iv, a in self.iter_var_attrs.items()}
         new.derived_from = dict(self.derived_from)
         new.shared_loops = dict(self.shared_loops)
+        new.env_thread_axes = list(self.env_thread_axes)
         return new
 
     # ---- keeping attachments and annotations on the loop they were made for ---------------

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..errors import ScheduleError
 from ..ir import expr as E
 
 if TYPE_CHECKING:
@@ -111,6 +112,9 @@ def storage_scope(st: Stage, path: list[E.IterVar], binds: dict[E.IterVar, E.Ite
     shared under block loops only, global otherwise."""
     if getattr(st, "scope_given", False) or st.scope != "global":
         return st.scope
+    host = st.attach_stage
+    if host is not None and any(st.op is t.op for t in getattr(host.op, "update", ())):
+        return storage_scope(host, [], binds)  # a scan's update is stored in the scan's output
     rank = -1
     for iv in path:
         thread = binds.get(iv)
@@ -132,6 +136,31 @@ def relaxes(scope: str, thread: E.IterVar) -> bool:
     return rank <= ts.rank
 
 
+
+
+def env_threads(st: Stage, threads: list[E.IterVar]) -> None:
+    """``env_threads``: the thread axes become the scan stage's outermost loops, each bound to
+    itself, so the stages of its body attached at the scan axis run inside them."""
+    from .stage import IterVarAttr
+
+    if st.op.body_scope() is None:
+        raise ScheduleError(f"stage {st.name}: env_threads is for a scan (te.scan), whose steps run inside the "
+                            f"threads; bind the loops of {st.name} with s[{st.name}].bind(loop, thread) instead")
+    if st.env_thread_axes:
+        raise ScheduleError(f"stage {st.name}: env_threads was already given "
+                            f"({', '.join(t.thread_tag for t in st.env_thread_axes)}); give all threads in one call")
+    for t in threads:
+        if not isinstance(t, E.IterVar) or t.iter_type != E.IterVar.THREAD or thread_scope(t.thread_tag) is None:
+            raise ScheduleError(f"stage {st.name}: env_threads needs thread axes such as "
+                                f"te.thread_axis((0, 32), 'threadIdx.x'), got {t!r}")
+        if t.dom is None:
+            raise ScheduleError(f"stage {st.name}: env_threads: thread axis {t.thread_tag} has no declared range, "
+                                f"so the launch has no size; declare it: te.thread_axis((0, n), {t.thread_tag!r})")
+    st.env_thread_axes = list(threads)
+    st.leaf_iter_vars[0:0] = threads
+    st.all_iter_vars.extend(threads)
+    for t in threads:
+        st.iter_var_attrs[t] = IterVarAttr(kind="thread_binding", bind_thread=t)
 
 
 # ---- legality: the rules of bind (violations with fixes validated by replay, see legality.py) ----
@@ -247,5 +276,5 @@ def _extent_violation(sch, st: Stage, iv: E.IterVar, thread: E.IterVar, ext, wan
 
 
 __all__ = ["STORAGE_RANK", "THREAD_TAGS", "ThreadScope", "bind_map", "bound_thread", "is_virtual", "relaxes",
-           "same_thread", "storage_scope", "thread_extent_violations", "thread_key", "thread_scope",
+           "env_threads", "same_thread", "storage_scope", "thread_extent_violations", "thread_key", "thread_scope",
            "thread_violations"]

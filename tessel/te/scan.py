@@ -149,13 +149,14 @@ class ScanOp(Operation):
         """The init copied into the output, then the loop over the steps, in which the stages
         of the body are placed (they are attached at the scan axis)."""
         self._check_body_placement(stage)
-        if list(stage.leaf_iter_vars) != [self.scan_axis]:
+        env = list(getattr(stage, "env_thread_axes", ()))
+        if list(stage.leaf_iter_vars) != [*env, self.scan_axis]:
             raise LowerError(
                 f"scan {self.name}: its loop {self.scan_axis.name} was split, fused or reordered, but a scan "
                 "runs one step per iteration of that one loop; leave the scan's stage as it is and schedule "
                 "the spatial axes of its update and init stages instead"
             )
-        for iv in stage.leaf_iter_vars:
+        for iv in stage.leaf_iter_vars[len(env):]:
             if stage.leaf_kind(iv) not in ("serial", "unrolled"):
                 raise LowerError(
                     f"scan {self.name}: its loop {iv.name} is {stage.leaf_kind(iv)}, but the steps of a scan "
@@ -163,8 +164,8 @@ class ScanOp(Operation):
                     "axis of the update instead (s[update].parallel(update.op.axis[1]))"
                 )
         copies = [self._copy_init(nest, i) for i in range(len(self.init))]
-        steps = nest.nest(stage, 0, len(stage.leaf_iter_vars), S.Evaluate(0))
-        return S.seq(*copies, steps)
+        steps = nest.nest(stage, len(env), len(stage.leaf_iter_vars), S.Evaluate(0))
+        return nest.nest(stage, 0, len(env), S.seq(*copies, steps))  # env_threads: all of it in each thread
 
     def _copy_init(self, nest: LoopNest, i: int) -> S.Stmt:
         init, out = self.init[i], self.outputs[i]

@@ -255,3 +255,115 @@ def test_two_virtual_threads_nest_and_keep_values():
     assert text.count("launch[vthread]") == 2
     a = rand(19, 22)
     check(s, [A, B], [a], [a * 3])
+
+
+def test_double_buffer_marks_the_storage_and_changes_no_value():
+    s, (A, B, C), (AA, BB, CC) = _gemm(40, cooperative=False)
+    s[AA].double_buffer()
+    text = str(tessel.lower(s, [A, B, C], simple_mode=True))
+    assert text.count("double_buffer_scope") == 1
+    (attr,) = collect(tessel.lower(s, [A, B, C], simple_mode=True),
+                      lambda n: isinstance(n, S.AttrStmt) and n.key == "double_buffer_scope")
+    assert attr.node.name == "A.shared" and attr.node.scope == "shared"
+    a, bm = rand(40, 40), rand(40, 40, seed=2)
+    check(s, [A, B, C], [a, bm], [a @ bm.T], rtol=1e-4, atol=1e-4)
+    with pytest.raises(tessel.ScheduleError, match="stage CC is an output"):
+        s[C].double_buffer()
+
+
+def _scan(m=9, n=37):
+    X = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n), name="state")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    update = te.compute((m, n), lambda t, i: state[t - 1, i] * 0.5 + X[t, i], name="update")
+    scan = te.scan(init, update, state, name="scan")
+    return X, init, update, scan
+
+
+def test_env_threads_run_the_scan_in_its_threads():
+    X, init, update, scan = _scan()
+    s = te.create_schedule(scan.op)
+    bx, tx = te.thread_axis((0, 5), "blockIdx.x"), te.thread_axis((0, 8), "threadIdx.x")
+    s[scan].env_threads([bx, tx])
+    xo, xi = s[update].split(update.op.axis[1], factor=8)
+    s[update].bind(xo, bx)
+    s[update].bind(xi, tx)  # the scan's own threads: each thread runs its column through the steps
+    b = tessel.infer_bound(s)
+    assert (_ext(b, bx), _ext(b, tx)) == (5, 8)
+    body = tessel.lower(s, [X, scan], simple_mode=True)
+    text = str(body)
+    produce = text[text.index("produce scan"):]
+    assert produce.count("launch[blockIdx.x]") == 1 and produce.count("launch[threadIdx.x]") == 1
+    assert "scan[scan.idx*37 + blockIdx.x*8 + threadIdx.x + 37] = scan[scan.idx*37 + blockIdx.x*8 + threadIdx.x]" in text
+    with pytest.raises(BuildError, match="filled cooperatively"):
+        tessel.build(s, [X, scan], target="c")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_env_threads_without_bound_loops_repeat_the_scan_in_every_thread(target):
+    X, init, update, scan = _scan(7, 11)
+    s = te.create_schedule(scan.op)
+    s[scan].env_threads(te.thread_axis((0, 3), "threadIdx.x"))
+    x = rand(7, 11)
+    want = x.copy()
+    for t in range(1, 7):
+        want[t] = want[t - 1] * 0.5 + x[t]
+    check(s, [X, scan], [x], [want], targets=(target,))
+
+
+def test_env_threads_checks_its_arguments():
+    X, init, update, scan = _scan()
+    s = te.create_schedule(scan.op)
+    with pytest.raises(tessel.ScheduleError, match="stage update: env_threads is for a scan"):
+        s[update].env_threads([te.thread_axis((0, 4), "threadIdx.x")])
+    with pytest.raises(tessel.ScheduleError, match="thread axis threadIdx.x has no declared range"):
+        s[scan].env_threads([te.thread_axis("threadIdx.x")])
+
+
+def test_cross_thread_reduction_lowers_and_is_refused_on_the_cpu():
+    # TVM's reduction tutorial: rfactor, then the reduction bound to threadIdx.x
+    A = te.placeholder((37, 50), name="A")
+    k = te.reduce_axis((0, 50), "k")
+    B = te.compute((37,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+    BF = s.rfactor(B, ki)
+    xo, xi = s[B].split(s[B].op.axis[0], factor=32)
+    s[B].bind(xo, te.thread_axis("blockIdx.x"))
+    s[B].bind(xi, te.thread_axis("threadIdx.y"))
+    tx = te.thread_axis("threadIdx.x")
+    s[B].bind(s[B].op.reduce_axis[0], tx)
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    s[B].set_store_predicate(tx.var == 0)
+    assert s.verify() is s
+    b = tessel.infer_bound(s)
+    assert _ext(b, BF.op.axis[0]) == 1  # B.rf is local: one partial sum per thread
+    text = str(tessel.lower(s, [A, B], simple_mode=True))
+    assert "allocate B.rf[float32 * 1 * 1] scope=local" in text
+    for target in TARGETS:
+        with pytest.raises(BuildError, match="reduction loop k.inner.v is bound to threadIdx.x: a cross-thread"):
+            tessel.build(s, [A, B], target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_shared_copy_inside_thread_loops_is_sized_for_the_block(target):
+    # the example: tessel used to allocate A.shared[1 * 8], one thread's row
+    A = te.placeholder((45, 8), name="A")
+    B = te.compute((45, 8), lambda i, j: A[i, j] * 2, name="B")
+    s = te.create_schedule(B.op)
+    AA = s.cache_read(A, "shared", [B])
+    xo, xi = s[B].split(B.op.axis[0], factor=16)
+    s[B].bind(xo, te.thread_axis("blockIdx.x"))
+    s[B].bind(xi, te.thread_axis("threadIdx.x"))
+    s[AA].compute_at(s[B], xi)
+    assert _allocs(s, [A, B])["A.shared"] == [16, 8]  # TVM: the block's 16 rows
+    s2 = te.create_schedule(B.op)
+    AL = s2.cache_read(A, "local", [B])
+    xo, xi = s2[B].split(B.op.axis[0], factor=16)
+    s2[B].bind(xo, te.thread_axis("blockIdx.x"))
+    s2[B].bind(xi, te.thread_axis("threadIdx.x"))
+    s2[AL].compute_at(s2[B], xi)
+    assert _allocs(s2, [A, B])["A.local"] == [1, 8]  # local: the thread's own row
+    a = rand(45, 8)
+    for sch in (s, s2):
+        check(sch, [A, B], [a], [a * 2], targets=(target,))

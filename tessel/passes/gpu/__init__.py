@@ -3,7 +3,8 @@ simulator) reads. The contract both sides rely on is written in ``notes/gpu-inte
 (section gpu-cuda) and in :mod:`.kernel`'s note.
 
 :func:`device_pipeline` runs, per kernel: the virtual-thread injection (when the ``vthread``
-pass exists), cross-thread reductions to warp shuffles, then barrier insertion (skipped for a
+pass exists), cross-thread reductions to warp shuffles, warp-scope buffers to registers and
+shuffles, then barrier insertion (skipped for a
 target with the ``no_barriers`` feature, which is how a test shows the race detector catching
 a missing barrier).
 """
@@ -16,6 +17,7 @@ from ...ir import stmt as S
 from .allreduce import lower_allreduce
 from .kernel import BLOCK_TAGS, LAUNCH_TAGS, THREAD_TAGS, Kernel, check_launch, split_kernels
 from .sync import barrier, insert_barriers, is_barrier
+from .warp_memory import lower_warp_memory
 
 NO_BARRIERS = "no_barriers"  # a target feature: leave barrier insertion out (tests of the race detector)
 
@@ -27,7 +29,7 @@ def _virtual_threads(kernel: Kernel) -> Kernel:
         mod = importlib.import_module("tessel.passes.virtual_thread")
     except ModuleNotFoundError:
         return kernel
-    inject = getattr(mod, "inject_virtual_thread", None)
+    inject = getattr(mod, "inject_virtual_thread", None) or getattr(mod, "inject_virtual_threads", None)
     return kernel if inject is None else kernel.with_body(inject(kernel.body))
 
 
@@ -39,6 +41,7 @@ def device_pipeline(func: S.PrimFunc, target=None) -> list[Kernel]:
         check_launch(kernel)
         kernel = _virtual_threads(kernel)
         kernel = lower_allreduce(kernel)
+        kernel = lower_warp_memory(kernel)
         if not no_barriers:
             kernel = insert_barriers(kernel)
         out.append(kernel)
@@ -46,4 +49,4 @@ def device_pipeline(func: S.PrimFunc, target=None) -> list[Kernel]:
 
 
 __all__ = ["BLOCK_TAGS", "LAUNCH_TAGS", "NO_BARRIERS", "THREAD_TAGS", "Kernel", "barrier", "device_pipeline",
-           "insert_barriers", "is_barrier", "lower_allreduce", "split_kernels"]
+           "insert_barriers", "is_barrier", "lower_allreduce", "lower_warp_memory", "split_kernels"]

@@ -67,6 +67,7 @@ class _Accesses(Visitor):
             self.out.append(_Access(e.buffer, False, substitute(e.indices[0], self.canon), self.stmt))
 
     def visit_BufferStore(self, s: S.BufferStore) -> None:
+        self.stmt = s  # the store its loads belong to (a read-then-write of one store is no conflict)
         self.visit(s.value)
         self.visit(s.indices[0])
         if s.buffer.scope in SHARED_SCOPES:
@@ -133,14 +134,20 @@ class _Planner:
         if is_barrier(s):
             self.pending = []
             return s
-        if not isinstance(s, S.SeqStmt) and self.pending and self.conflicts(self.accesses(s)):
+        wrapper = isinstance(s, S.SeqStmt | S.AttrStmt | S.Allocate) or (
+            isinstance(s, S.LetStmt) and not self._divergent(s.value))
+        if not wrapper and self.pending and self.conflicts(self.accesses(s)):
             self.pending = []
             return S.SeqStmt([barrier(), self._inner(s)])
         return self._inner(s)
 
     def _inner(self, s: S.Stmt) -> S.Stmt:
         if isinstance(s, S.SeqStmt):
-            return S.SeqStmt([self.stmt(x) for x in s.seq])
+            out: list[S.Stmt] = []
+            for x in s.seq:  # a barrier put before a statement joins this sequence
+                y = self.stmt(x)
+                out.extend(y.seq if isinstance(y, S.SeqStmt) and not isinstance(x, S.SeqStmt) else (y,))
+            return S.SeqStmt(out)
         if isinstance(s, S.AttrStmt):
             return S.AttrStmt(s.node, s.key, s.value, self.stmt(s.body))
         if isinstance(s, S.Allocate):
