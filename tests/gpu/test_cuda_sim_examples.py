@@ -14,6 +14,7 @@ from helpers import check, rand
 
 import tessel
 from examples.gpu import conv2d, gemm, row_reduce, softmax
+from tessel.errors import RaceError
 
 
 def gemm_case(k: int = 19):
@@ -75,3 +76,15 @@ def test_gemm_blocks_run_in_any_order():
         f(*inputs, c)
         outs.append(c)
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("name", ["gemm", "conv2d"])
+def test_example_without_its_barriers_is_a_race(name):
+    """The same kernels with the CUDA target's barrier insertion switched off: the shared tiles
+    are read by other threads than the ones that fetched them, and the detector says where."""
+    s, args, inputs, expected = EXAMPLES[name]()
+    f = tessel.build(s, args, target="cuda-sim -features=no_barriers")
+    with pytest.raises(RaceError) as info:
+        f(*inputs, *[np.zeros_like(e) for e in expected])
+    assert info.value.buffer.endswith(".shared")
+    assert len(info.value.statements) == 2 and len(info.value.threads) == 2
