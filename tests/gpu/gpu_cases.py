@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from helpers import rand
 
+from examples.gpu import row_reduce
 from tessel import te
 
 
@@ -98,29 +99,13 @@ def softmax_launches(n: int = 13, m: int = 45):
     return s, [X, Y], [x], [e / e.sum(axis=1, keepdims=True)]
 
 
-def row_sum(n: int = 37, m: int = 53, threads: int = 16, rows: int = 4):
-    """TVM's cross-thread reduction: the reduce axis split, rfactor'd and bound to threadIdx.x
-    (each thread sums a strided slice, then the threads of a row combine their partials)."""
-    N, Mv = te.var("n"), te.var("m")
-    A = te.placeholder((N, Mv), name="A")
-    k = te.reduce_axis((0, Mv), name="k")
-    B = te.compute((N,), lambda i: te.sum(A[i, k], axis=k), name="B")
-    s = te.create_schedule(B.op)
-    _, ki = s[B].split(B.op.reduce_axis[0], factor=threads)
-    BF = s.rfactor(B, ki)
-    xo, xi = s[B].split(s[B].op.axis[0], factor=rows)
-    s[B].bind(xo, te.thread_axis("blockIdx.x"))
-    s[B].bind(xi, te.thread_axis("threadIdx.y"))
-    s[B].bind(s[B].op.reduce_axis[0], te.thread_axis("threadIdx.x"))
-    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
-    a = rand(n, m)
-    return s, [A, B], [a], [a.sum(axis=1)]
-
-
 def row_sum_multiwarp():
-    """The same over 128 threads a row: four warps' partials combined through shared memory."""
-    return row_sum(n=9, m=301, threads=128, rows=1)
+    """TVM's cross-thread reduction (examples/gpu/row_reduce) over 128 threads a row: four warps'
+    shuffled partials combined through shared memory."""
+    s, args = row_reduce.schedule(9, 301, threads=128, rows_per_block=1)
+    a = rand(9, 301)
+    return s, args, [a], [a.sum(axis=1)]
 
 
 CASES = {"elementwise": elementwise, "tiled_matmul": tiled_matmul, "shared_gemm": shared_gemm,
-         "softmax_launches": softmax_launches, "row_sum": row_sum, "row_sum_multiwarp": row_sum_multiwarp}
+         "softmax_launches": softmax_launches, "row_sum_multiwarp": row_sum_multiwarp}
