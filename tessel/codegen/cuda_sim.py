@@ -121,17 +121,15 @@ class _SimGen(_PyGen):
         name = self.names.get(b, b.name)
         dt = _np_name(b.dtype)
         scope = b.scope or "global"
-        if self.kernel is not None and scope in ("shared", "warp"):
+        if scope in ("shared", "warp"):  # the block's (or warp's): the runtime hands every thread one buffer
             self.slots += 1
             self.watched.add(id(b))
             self.emit(depth, f"{name} = _blk.{scope}({self.slots}, {size}, {dt}, {b.name!r})")
-        elif scope in ("local", "warp") or (self.kernel is not None and scope not in ("global", "")):
-            self.emit(depth, f"{name} = _alloc({size}, {dt}, {b.name!r}, {self.func.name!r})")
-        elif self.kernel is not None:
+        elif scope in ("global", ""):  # the host's temporaries are allocated before the launches
             raise BuildError(f"kernel {self.func.name!r}: {b.name} is allocated in global memory inside a "
                              "kernel; compute its stage at the root (outside the thread-bound loops) or give "
                              "it the 'shared' or 'local' scope")
-        else:  # global memory of the host, which kernels may write
+        else:  # local: the thread's own, never logged
             self.emit(depth, f"{name} = _SimBuf(_empty({size}, {dt}, {b.name!r}, _sim), {b.name!r}, _sim)")
         self.stmt(s.body, depth)
 

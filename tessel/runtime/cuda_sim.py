@@ -34,6 +34,7 @@ from ..errors import DivergentBarrierError, KernelRuntimeError, RaceError
 from ..ir.names import comment, shown
 from ..ir.stmt import PrimFunc
 from .args import ArgSpec
+from .loader import compile_refusal
 from .module import PythonKernel
 
 BAR, SHFL = 0, 1  # what a thread yields: a barrier of its block, or a warp operation
@@ -266,7 +267,7 @@ def _run_block(sim: Sim, kernel: Callable, b: int) -> None:
             (at_bar if req[0] == BAR else at_shfl)[t] = req[1] if req[0] == BAR else req
         todo.clear()
         if at_shfl:
-            todo.update(_shuffle(sim, at_shfl, at_bar, done))
+            todo.update(_shuffle(sim, at_shfl))
             at_shfl.clear()
             continue
         if not at_bar:
@@ -296,7 +297,7 @@ def _check_barrier(sim: Sim, at_bar: dict[int, int], done: list[int]) -> None:
             f"at another one, `{sim.stmts[at_bar[t1]]}`; every thread of a block must reach the same barriers")
 
 
-def _shuffle(sim: Sim, waiting: dict[int, tuple], at_bar: dict[int, int], done: list[int]) -> dict[int, object]:
+def _shuffle(sim: Sim, waiting: dict[int, tuple]) -> dict[int, object]:
     """The values the waiting lanes of each warp exchange (CUDA's __shfl_sync, _down, _up), or
     their warp barrier (__syncwarp)."""
     out: dict[int, object] = {}
@@ -366,7 +367,10 @@ def load_cuda_sim(func: PrimFunc, gen, target=None, finish: Callable | None = No
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     ns = dict(gen.namespace or {})
     ns.update(_launch=launch, _SimBuf=SimBuf, _empty=_empty)
-    exec(compile(source, filename, "exec"), ns)
+    try:
+        exec(compile(source, filename, "exec"), ns)
+    except (SyntaxError, RecursionError, MemoryError) as e:
+        raise compile_refusal(func.name, source, e) from e
     size_types = [np.dtype("bool" if v.dtype.is_bool else str(v.dtype)).type for v in func.size_vars]
     return SimKernel(func, source, spec, ns[gen.symbol], size_types, ns["_STMTS"],
                      tuple(b.name for b in func.params))
