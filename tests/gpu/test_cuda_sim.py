@@ -386,3 +386,33 @@ def test_a_barrier_of_the_warp_does_not_order_two_warps():
         "threadIdx.x", 64, thread))))
     with pytest.raises(RaceError, match="between the same two barriers"):
         run(func, rand(64), np.zeros(64, "float32"))
+
+
+def test_a_block_reading_what_another_block_writes_is_a_race():
+    """Block b writes B[b] and reads B[b - 1] (written by another block, in no order)."""
+    B = S.Buffer("B", "float32", (4,))
+
+    def block(b):
+        prev = O.max_(O.sub(b, O.const(1)), O.const(0))
+        return bound("threadIdx.x", 1, lambda t: S.seq(
+            S.BufferStore(B, O.const(1.0, "float32"), (b,)),
+            S.BufferStore(B, E.BufferLoad(B, (prev,)) + O.const(1.0, "float32"), (b,))))
+
+    with pytest.raises(RaceError, match="in different blocks") as info:
+        run(S.PrimFunc("chain", [B], [], bound("blockIdx.x", 4, block)), np.zeros(4, "float32"))
+    (b1, _), (b2, _) = info.value.threads
+    assert abs(b1[0] - b2[0]) == 1
+
+
+def test_lanes_of_one_warp_at_different_shuffles_are_divergent():
+    A, B = S.Buffer("A", "float32", (32,)), S.Buffer("B", "float32", (32,))
+
+    def thread(t):
+        v = E.BufferLoad(A, (t,))
+        return S.IfThenElse(O.lt(t, O.const(16)),
+                            S.BufferStore(B, shuffle("tvm_warp_shuffle_down", v, 1), (t,)),
+                            S.BufferStore(B, shuffle("tvm_warp_shuffle_up", v, 1), (t,)))
+
+    func = S.PrimFunc("split_warp", [A, B], [], bound("blockIdx.x", 1, lambda b: bound("threadIdx.x", 32, thread)))
+    with pytest.raises(DivergentBarrierError, match="divergent warp shuffle"):
+        run(func, rand(32), np.zeros(32, "float32"))
