@@ -125,11 +125,7 @@ class _SimGen(_PyGen):
             self.slots += 1
             self.watched.add(id(b))
             self.emit(depth, f"{name} = _blk.{scope}({self.slots}, {size}, {dt}, {b.name!r})")
-        elif scope in ("global", ""):  # the host's temporaries are allocated before the launches
-            raise BuildError(f"kernel {self.func.name!r}: {b.name} is allocated in global memory inside a "
-                             "kernel; compute its stage at the root (outside the thread-bound loops) or give "
-                             "it the 'shared' or 'local' scope")
-        else:  # local: the thread's own, never logged
+        else:  # local, or global inside a kernel, which the CUDA target also makes the thread's own
             self.emit(depth, f"{name} = _SimBuf(_empty({size}, {dt}, {b.name!r}, _sim), {b.name!r}, _sim)")
         self.stmt(s.body, depth)
 

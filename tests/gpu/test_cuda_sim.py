@@ -302,13 +302,19 @@ def test_out_of_bounds_in_a_kernel_names_the_thread():
         run(func, np.zeros(8, "float32"))
 
 
-def test_global_allocation_inside_a_kernel_is_refused():
-    A = S.Buffer("A", "float32", (8,))
-    tmp = S.Buffer("T", "float32", (8,))
-    body = bound("blockIdx.x", 1, lambda b: S.Allocate(tmp, bound(
-        "threadIdx.x", 8, lambda t: S.BufferStore(A, O.const(1.0, "float32"), (t,)))))
-    with pytest.raises(BuildError, match="T is allocated in global memory inside a kernel"):
-        build_func(S.PrimFunc("g", [A], [], body), "cuda-sim")
+def test_global_allocation_inside_a_kernel_is_each_threads_own():
+    """As the CUDA target compiles it: every thread stores its value in its own copy of T."""
+    A, B = S.Buffer("A", "float32", (8,)), S.Buffer("B", "float32", (8,))
+    tmp = S.Buffer("T", "float32", (1,))
+
+    def thread(t):
+        return S.Allocate(tmp, S.seq(S.BufferStore(tmp, E.BufferLoad(A, (t,)), (O.const(0),)),
+                                     S.BufferStore(B, E.BufferLoad(tmp, (O.const(0),)) * O.const(2.0, "float32"), (t,))))
+
+    a = rand(8)
+    b = garbage_like(a)
+    run(S.PrimFunc("g", [A, B], [], bound("blockIdx.x", 1, lambda _: bound("threadIdx.x", 8, thread))), a, b)
+    np.testing.assert_array_equal(b, a * 2)
 
 
 def test_thread_extent_known_only_inside_the_kernel_is_refused():
