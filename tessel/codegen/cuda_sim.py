@@ -156,8 +156,8 @@ class _SimGen(_PyGen):
             args = ", ".join((str(self.sid()), str(SHUFFLES[e.op]), self.expr(value), self.expr(lane),
                               self.expr(width)))
             return f"(yield (1, {args}))", _ATOM
-        if e.op == ACTIVEMASK:
-            return f"{_np_name(e.dtype)}(-1)", _ATOM  # the waiting lanes are the ones taking part
+        if e.op == ACTIVEMASK:  # every lane: the lanes waiting at a shuffle are the ones taking part
+            return self._const(e.dtype, (1 << e.dtype.bits) - 1 if e.dtype.is_uint else -1), _ATOM
         if e.op == BARRIER:
             raise BuildError(f"kernel {self.func.name!r}: {BARRIER} is a statement, not a value")
         return super().visit_Call(e)

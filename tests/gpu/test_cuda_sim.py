@@ -422,3 +422,14 @@ def test_lanes_of_one_warp_at_different_shuffles_are_divergent():
     func = S.PrimFunc("split_warp", [A, B], [], bound("blockIdx.x", 1, lambda b: bound("threadIdx.x", 32, thread)))
     with pytest.raises(DivergentBarrierError, match="divergent warp shuffle"):
         run(func, rand(32), np.zeros(32, "float32"))
+
+
+def test_active_mask_is_every_lane():
+    M = S.Buffer("M", "uint32", (4,))
+    store = S.BufferStore(M, E.Call("uint32", "tvm_warp_activemask", []), (E.Var("t", "int32"),))
+    t = store.indices[0]
+    func = S.PrimFunc("mask", [M], [], bound("blockIdx.x", 1, lambda _: S.For(
+        t, O.const(0), O.const(4), "thread_binding", store, "threadIdx.x")))
+    m = np.zeros(4, "uint32")
+    run(func, m)
+    assert (m == 0xFFFFFFFF).all()
