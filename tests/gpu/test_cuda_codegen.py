@@ -95,7 +95,10 @@ def test_gemm_has_one_barrier_before_the_reads_and_one_at_the_end_of_each_k_step
     assert is_barrier(ko.body.seq[-1])  # the next step's copy overwrites tiles this one still reads
     src = source(s, args)
     assert "__shared__ __align__(16) float A_shared[512];" in src and "__shared__ __align__(16) float B_shared[512];" in src
-    assert "float C_local[16];" in src
+    # the virtual threads injected (gpu-bound's pass): one copy of each tile per k step, and each thread's
+    # registers hold the 2 x 2 virtual threads' 4 x 4 tiles
+    assert "float C_local[64];" in src and "float A_shared_local[8];" in src
+    assert src.count("A_shared[threadIdx_y * 64 + threadIdx_x * 8 + ax1_inner]") == 1
 
 
 def test_barrier_insertion_can_be_switched_off_for_the_race_detector():
@@ -169,7 +172,7 @@ def test_conv2d_tiles_are_shared_and_local():
     src = source(s, args)
     assert "__shared__ __align__(16) float Apad_shared[256];" in src
     assert "__shared__ __align__(16) float W_shared[256];" in src
-    assert "float Apad_shared_local[2];" in src and "float W_shared_local[2];" in src
+    assert "float Apad_shared_local[4];" in src and "float W_shared_local[4];" in src  # 2 per virtual thread
     assert "*(float4*)(W_shared + " in src
 
 
@@ -269,3 +272,18 @@ def test_warp_memory_wider_than_the_lanes_is_refused():
     s, args = _warp_neighbours(lanes=64)
     with pytest.raises(GpuError, match="warp buffer 'W' has 64 elements.*use scope 'shared'"):
         kernels(s, args)
+
+
+def test_a_cross_thread_update_that_is_not_a_supported_reduction_is_refused():
+    """Every thread adds into B[bx] but the add is not the loop's last statement: it would race."""
+    A = S.Buffer("A", "float32", (E.IntImm(256, "int32"),))
+    B = S.Buffer("B", "float32", (E.IntImm(8, "int32"),))
+    C = S.Buffer("C", "float32", (E.IntImm(256, "int32"),))
+    bx, tx = E.Var("bx", "int32"), E.Var("tx", "int32")
+    g = bx * 32 + tx
+    body = S.SeqStmt([S.BufferStore(B, E.BufferLoad(B, [bx]) + E.BufferLoad(A, [g]), [bx]),
+                      S.BufferStore(C, E.BufferLoad(A, [g]), [g])])
+    inner = S.For(tx, E.IntImm(0, "int32"), E.IntImm(32, "int32"), "thread_binding", body, "threadIdx.x")
+    outer = S.For(bx, E.IntImm(0, "int32"), E.IntImm(8, "int32"), "thread_binding", inner, "blockIdx.x")
+    with pytest.raises(GpuError, match=r"every thread of threadIdx.x \(loop 'tx'\) updates B\[bx\]"):
+        device_pipeline(S.PrimFunc("hand", [A, B, C], [], outer))

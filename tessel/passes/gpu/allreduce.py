@@ -80,8 +80,23 @@ class _Rewriter(Mutator):
             return loop
         found = _reduction_store(loop)
         if found is None:
+            self._refuse_other_accumulation(loop)
             return loop
         return self._rewrite(loop, *found)
+
+    def _refuse_other_accumulation(self, loop: S.For) -> None:
+        """Every thread updating one element that this pass cannot turn into shuffles (another
+        combiner, a store not last) would race: refused rather than generated wrong."""
+        r = loop.loop_var
+        for st in collect(loop.body, lambda n: isinstance(n, S.BufferStore)):
+            if st.buffer.scope == "local" or uses_var(st.indices[0], lambda v: v is r):
+                continue
+            if _reads_own_element(st) and not _under_thread_local_alloc(loop, st.buffer):
+                raise GpuError(f"kernel {self.kernel.name!r}: every thread of {loop.thread_tag} (loop "
+                               f"{r.name!r}) updates {st.buffer.name}[{st.indices[0]}], a cross-thread reduction "
+                               "this target can only make of a sum, product, min or max stored last in the loop; "
+                               "bind the reduction differently (rfactor with a supported combiner) or reduce "
+                               "serially inside each thread")
 
     def _rewrite(self, loop: S.For, store: S.BufferStore, value: E.PrimExpr, before: list[S.Stmt]) -> S.Stmt:
         n = self._extent(loop)
@@ -137,6 +152,16 @@ class _Rewriter(Mutator):
                        f"{loop.thread_tag} with extent {ext}; a cross-thread reduction needs threadIdx.x, the block's "
                        "whole x extent, and a power of two up to 1024 (split the reduce axis by 32, 64, ..., "
                        "rfactor, and bind the inner axis to threadIdx.x)")
+
+
+def _reads_own_element(st: S.BufferStore) -> bool:
+    return bool(collect(st.value, lambda n: isinstance(n, E.BufferLoad) and n.buffer is st.buffer
+                        and structural_equal(n.indices[0], st.indices[0])))
+
+
+def _under_thread_local_alloc(loop: S.For, buf: S.Buffer) -> bool:
+    """Whether ``buf`` is allocated inside ``loop`` (then each thread has its own)."""
+    return bool(collect(loop.body, lambda n: isinstance(n, S.Allocate) and n.buffer is buf))
 
 
 def _warp_tree(acc, cell, combine, width: int, dt) -> list[S.Stmt]:

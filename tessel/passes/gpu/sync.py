@@ -3,11 +3,11 @@
 The pass walks a kernel's body in program order, remembering the shared-memory accesses made
 since the last barrier. Before a statement whose access conflicts with one of them it puts a
 barrier: a read after another thread's write (the read must see it), a write after another
-thread's read or write (it must not overwrite what is still being read). (Two writes are not ordered: a block's threads
-that all store one tile write the same values.) Two accesses are by
-the same thread when their (flat) indices are the same expression over the thread indices and
-the loops around both, and that expression uses every thread index of the block that has more
-than one value: then each address belongs to one thread, which sees its own writes in order.
+thread's read (it must not overwrite what is still being read). Two writes are not ordered:
+threads that all store one tile store the same values. Two accesses are by the same thread
+when their (flat) indices are the same expression over the thread indices and the loops around
+both, and that expression uses every thread index of the block that has more than one value:
+then each address belongs to one thread, which sees its own writes in order.
 Everything else is assumed to cross threads (the barrier is then one too many, never one too
 few: the simulator's race detector checks the rest).
 
