@@ -13,6 +13,11 @@ One deliberate difference from TVM: when a stage is *not* attached inside a cons
 relaxes every loop on the consumer's attach path; here only the loops that do not also enclose
 the stage are relaxed. A loop enclosing both runs one value at a time for both, so the request
 for that value is exact; TVM's answer is a superset, ours is never smaller than what is read.
+
+Loops bound to threads follow TVM exactly (``schedule/threads.py``): whether such a loop is
+relaxed depends only on the producer's storage scope and the thread's rank (a shared buffer
+covers every threadIdx value of its block wherever it is attached, a local one its own thread),
+and a loop that is not relaxed stands for the thread's variable, which the lowered loop binds.
 """
 
 from __future__ import annotations

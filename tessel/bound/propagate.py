@@ -27,7 +27,7 @@ def pass_down_domain(st: Stage, rmap: dict[E.IterVar, E.Range], ana: Analyzer) -
     def missing(rel: R.Relation, iv: E.IterVar) -> None:
         raise BoundError(f"stage {st.name}: no range known for {iv.name}")
 
-    R.pass_down_domain(st.relations, rmap, put, R.Cut(R.bound_to_thread(st.iter_var_attrs), ana), missing)
+    R.pass_down_domain(st.relations, rmap, put, R.Cut(R.bound_to_thread(st.iter_var_attrs, st.relations), ana), missing)
 
 
 def pass_up_domain(st: Stage, rmap: dict[E.IterVar, E.Range], up: dict[E.IterVar, IntSet], ana: Analyzer) -> None:

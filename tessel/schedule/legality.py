@@ -7,8 +7,9 @@ the producer's own attach point (seed 001's LCA rule; Example 5 breaks it). Arou
 rules that make the tree well defined at all (no attachment cycle, no attachment to a stage
 that is inlined or that does not read the producer, outputs stored in full at the root) and a
 few rules beyond the tree for schedules TVM accepted and silently miscompiled (parallel or
-vectorized reduction loops, one thread index bound to two nested loops, rfactor of a reducer
-whose result depends on the order of combination).
+vectorized reduction loops, rfactor of a reducer whose result depends on the order of
+combination) and the rules of ``bind`` (``threads.py``: one stage binding two loops to one
+thread, a thread's declared range and its one extent per kernel).
 
 Every broken rule becomes a :class:`Violation`: its kind (:class:`ViolationKind`), the stages
 and loops involved, one sentence in the model's terms saying which stage cannot be placed where

@@ -430,11 +430,17 @@ class Singleton(Relation):
 
 
 # ---- a stage's chain of relations --------------------------------------------------------------
-def bound_to_thread(iter_var_attrs: Mapping[E.IterVar, object]) -> ThreadBound:
-    """Whether a loop is bound to a thread, from a stage's annotations (for ``Cut``)."""
+def bound_to_thread(iter_var_attrs: Mapping[E.IterVar, object], relations: Iterable[Relation] = ()) -> ThreadBound:
+    """Whether a loop is bound to a thread, from a stage's annotations (for ``Cut``); with the
+    stage's ``relations``, also a loop some bound loop is made from (TVM's dominating thread: a
+    split made to match a thread count keeps its extent even when a later split is bound)."""
+    marked = {iv for iv, a in iter_var_attrs.items() if getattr(a, "bind_thread", None) is not None}
+    for rel in reversed(list(relations)):
+        if any(o in marked for o in rel.outputs):
+            marked.update(rel.inputs)
 
     def bound(iv: E.IterVar) -> bool:
-        return getattr(iter_var_attrs.get(iv), "bind_thread", None) is not None
+        return iv in marked
 
     return bound
 

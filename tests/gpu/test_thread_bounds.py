@@ -367,3 +367,41 @@ def test_shared_copy_inside_thread_loops_is_sized_for_the_block(target):
     a = rand(45, 8)
     for sch in (s, s2):
         check(sch, [A, B], [a], [a * 2], targets=(target,))
+
+
+@pytest.mark.parametrize("tag, scope", [("threadIdx.x", "local"), ("vthread", "local"), ("blockIdx.y", "shared")])
+def test_storage_private_to_a_thread_needs_no_predicate(tag, scope):
+    # TVM's test_local_stage_predicate: B's loop bound to a thread its storage does not span
+    # counts from the thread's own element, so no guard is generated
+    A = te.placeholder((1, 3, 2), name="A")
+    B = te.compute((1, 3, 2), lambda bi, bj, bk: A[bi, bj, bk], name="B")
+    C = te.compute((1, 3, 2), lambda ci, cj, ck: B[ci, cj, ck], name="C")
+    thread = te.thread_axis(tag)
+    s = te.create_schedule(C.op)
+    s[B].compute_at(s[C], s[C].op.axis[0])
+    s[B].set_scope(scope)
+    bno, bni = s[B].split(s[B].op.axis[1], 3)
+    s[C].bind(s[C].op.axis[0], te.thread_axis("blockIdx.x"))
+    s[C].bind(s[C].op.axis[1], thread)
+    s[B].bind(bni, thread)
+    body = tessel.lower(s, [A, C], simple_mode=True)
+    assert not collect(body, lambda x: isinstance(x, S.IfThenElse))
+    (alloc,) = collect(body, lambda x: isinstance(x, S.Allocate))
+    assert [int(e.value) for e in alloc.extents] == [1, 1, 2] and alloc.buffer.scope == scope
+
+
+@pytest.mark.parametrize("bind", [False, True])
+def test_a_split_leading_to_a_thread_keeps_its_factor(bind):
+    # TVM: a split's inner loop is cut to a shorter parent (8 < 32) unless a loop made from it
+    # is bound to a thread: its extent is then the launch's thread count
+    I = te.placeholder((8,), name="I")
+    E_ = te.compute((8,), lambda i: I[i] * 2, name="E")
+    s = te.create_schedule(E_.op)
+    xo, xi = s[E_].split(E_.op.axis[0], factor=32)
+    xio, xii = s[E_].split(xi, factor=4)
+    if bind:
+        s[E_].bind(xii, te.thread_axis("threadIdx.x"))
+    b = tessel.infer_bound(s)
+    assert _ext(b, xi) == (32 if bind else 8)
+    x = rand(8)
+    check(s, [I, E_], [x], [x * 2])
