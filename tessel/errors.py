@@ -96,6 +96,23 @@ class TuneError(TesselError):
     split of an axis that is not there, a log line that is not a record)."""
 
 
+class RaceError(KernelRuntimeError):
+    """Two threads of a GPU kernel touched one shared or global address with no barrier between
+    them, at least one writing (found by ``target="cuda-sim"``): the result would depend on the
+    order the hardware happens to run them in. ``buffer``, ``threads`` (two ``(block, thread)``
+    index triples) and ``statements`` (the two accesses, as printed IR) say which."""
+
+    def __init__(self, message: str, *, buffer: str = "", threads: tuple = (), statements: tuple = ()):
+        self.buffer, self.threads, self.statements = buffer, threads, statements
+        super().__init__(message)
+
+
+class DivergentBarrierError(KernelRuntimeError):
+    """Some threads of a GPU block reached a barrier (or a warp shuffle) that others of the same
+    block (warp) did not reach, or reached another one: undefined behaviour on a GPU, refused by
+    ``target="cuda-sim"``."""
+
+
 class TesselWarning(UserWarning):
     """Base of tessel's warnings: something works, but not as well as asked (e.g. parallel loops
     that run on one thread because the C compiler has no OpenMP)."""
@@ -113,7 +130,7 @@ class NotOfferedModuleError(TesselError, ImportError):
     an ImportError (so ``try: ... except ImportError`` still works) with the same message."""
 
 
-__all__ = ["ArgumentError", "BoundError", "BuildError", "DefinitionError", "GpuError", "IndexOverflowError",
-           "InternalError", "KernelRuntimeError", "LowerError", "NoDeviceError", "NotOfferedError",
-           "NotOfferedModuleError", "ScheduleError", "TuneError",
+__all__ = ["ArgumentError", "BoundError", "BuildError", "DefinitionError", "DivergentBarrierError", "GpuError",
+           "IndexOverflowError", "InternalError", "KernelRuntimeError", "LowerError", "NoDeviceError", "NotOfferedError",
+           "NotOfferedModuleError", "RaceError", "ScheduleError", "TuneError",
            "TVMError", "TesselError", "TesselWarning", "ViewError"]

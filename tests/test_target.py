@@ -44,7 +44,7 @@ def test_bad_target_strings_say_what_is_wrong(text, message):
 def test_an_unknown_target_kind_lists_the_valid_ones():
     A = te.placeholder((4,), name="A")
     B = te.compute((4,), lambda i: A[i] + 1, name="B")
-    with pytest.raises(tessel.BuildError, match=r"unknown target 'opencl'; valid targets: c, .*cuda.*python"):
+    with pytest.raises(tessel.BuildError, match=r"unknown target 'opencl'; valid targets: c, cuda, cuda-sim, python"):
         tessel.build(te.create_schedule(B.op), [A, B], target="opencl")
 
 

@@ -23,7 +23,10 @@ steps:
    the tail, so no loop tests a condition per iteration.
 
 Only conditions on loop variables and sizes are touched: a condition reading data, or using
-a variable bound by a ``let``, stays where it is.
+a variable bound by a ``let``, stays where it is. Nor is a loop cut or tightened at a point that
+depends on a GPU thread index (``threadIdx.*``): the threads of a block would then run different
+numbers of iterations, and a barrier inside the loop (``__syncthreads()``) could no longer be
+reached by all of them; the guard stays inside the loop, where each thread tests it.
 """
 
 from __future__ import annotations
@@ -47,13 +50,21 @@ def loop_partition(stmt: S.Stmt, assume: Sequence[E.PrimExpr] = ()) -> S.Stmt:
     ``assume``: the user's assumptions about the sizes (``s.assume``), true whenever it runs."""
     stmt = _Specialize().visit(stmt)
     stmt = _Hoist().visit(simplify_stmt(stmt, assume=assume))
-    stmt = _Partition(assume).visit(stmt)
+    threads = _thread_vars(stmt)
+    stmt = _Partition(assume, threads).visit(stmt)
     stmt = _Hoist().visit(simplify_stmt(stmt, assume=assume))
-    stmt = _Tighten(assume).visit(stmt)
+    stmt = _Tighten(assume, threads).visit(stmt)
     return simplify_stmt(stmt, assume=assume)
 
 
 SMALL = "small_sizes"  # AttrStmt key on the branch a specialisation keeps for tiny inputs
+
+
+def _thread_vars(stmt: S.Stmt) -> frozenset[E.Var]:
+    """The variables of loops bound to ``threadIdx.*``: no cut or bound may depend on them."""
+    loops = collect(stmt, lambda n: isinstance(n, S.For) and n.kind == "thread_binding"
+                    and n.thread_tag.startswith("threadIdx"))
+    return frozenset(loop.loop_var for loop in loops)
 
 
 # ---- conditions as `d < 0` -------------------------------------------------------------------
@@ -261,9 +272,10 @@ class _ProveConjunct(Mutator):
 class _Partition(Mutator):
     statements_only = True  # expressions are read off the statements it rewrites, never walked
 
-    def __init__(self, assume: Sequence[E.PrimExpr] = ()) -> None:
+    def __init__(self, assume: Sequence[E.PrimExpr] = (), threads: frozenset = frozenset()) -> None:
         self.ana = analyzer(assume)
         self.budget = MAX_PARTITIONS
+        self.threads = threads
 
     def visit_AttrStmt(self, s: S.AttrStmt):
         return s if s.key == SMALL else self.generic_visit(s)
@@ -298,6 +310,8 @@ class _Partition(Mutator):
             if rmax is None or free_vars(rmax) & (set(site.doms) | {x}):
                 continue
             p, prefix = split_point(lin, rmax)
+            if free_vars(p) & self.threads:
+                continue  # the threads of a block would leave the loop at different iterations
             lo, hi = s.min, O.add(s.min, s.extent)
             p = self.ana.simplify(O.max_(lo, O.min_(hi, O.cast(p, lo.dtype))))
             self.budget -= 1
@@ -323,8 +337,9 @@ def _fresh(loop: S.For) -> S.For:
 class _Tighten(Mutator):
     statements_only = True  # expressions are read off the statements it rewrites, never walked
 
-    def __init__(self, assume: Sequence[E.PrimExpr] = ()) -> None:
+    def __init__(self, assume: Sequence[E.PrimExpr] = (), threads: frozenset = frozenset()) -> None:
         self.ana = analyzer(assume)
+        self.threads = threads
 
     def visit_AttrStmt(self, s: S.AttrStmt):
         return s if s.key == SMALL else self.generic_visit(s)
@@ -339,7 +354,7 @@ class _Tighten(Mutator):
         for c in conjuncts(body.condition):
             d = negative_form(c)
             lin = None
-            if d is not None and x in free_vars(d):
+            if d is not None and x in free_vars(d) and not free_vars(d) & self.threads:
                 lin = linear_in(self.ana.simplify(d), x, self.ana)
             if lin is None:
                 keep.append(c)

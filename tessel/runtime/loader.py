@@ -62,12 +62,12 @@ def load_python(func: PrimFunc, gen, target=None, finish: Callable | None = None
     try:
         exec(compile(source, filename, "exec"), ns)
     except (SyntaxError, RecursionError, MemoryError) as e:
-        raise _compile_refusal(func.name, source, e) from e
+        raise compile_refusal(func.name, source, e) from e
     size_types = [np.dtype("bool" if v.dtype.is_bool else str(v.dtype)).type for v in func.size_vars]
     return PythonKernel(func, source, spec, ns[gen.symbol], size_types)
 
 
-def _compile_refusal(name: str, source: str, err: BaseException) -> BuildError:
+def compile_refusal(name: str, source: str, err: BaseException) -> BuildError:
     """Why Python would not compile the generated code: an expression nested past its parser's
     limits (a long chain of inlined stages is one expression), else a bug in the generator,
     shown with the lines around the one it names."""

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 
 from ..codegen.c import generate_c
 from ..codegen.cuda import generate_cuda
+from ..codegen.cuda_sim import generate_cuda_sim
 from ..codegen.python import generate_python
 from ..errors import BuildError
 from ..passes.gpu import device_pipeline
 from ..runtime.cuda import load_cuda
+from ..runtime.cuda_sim import load_cuda_sim
 from ..runtime.loader import load_c, load_python
 from .target import Target
 
@@ -33,6 +35,9 @@ _BACKENDS: dict[str, Backend] = {
     "c": Backend(generate_c, load_c, memo=True),
     "python": Backend(generate_python, load_python),
     "cuda": Backend(lambda func, target: generate_cuda(func, device_pipeline(func, target), target), load_cuda),
+    # the same kernels run on the CPU with GPU semantics, races refused
+    "cuda-sim": Backend(lambda func, target: generate_cuda_sim(func, device_pipeline(func, target), target),
+                        load_cuda_sim),
 }
 
 

@@ -62,7 +62,7 @@ def resolve(target: Target) -> Target:
         vb = target.vector_bytes or _env_vector_bytes() or h.vector_bytes
         done = _complete(target.with_(vector_bytes=vb, features=target.features if target.features is not None
                                       else frozenset()), h.features or frozenset(), h.vector_bytes)
-    elif target.kind == "cuda":  # a GPU: 16-byte vectors (float4), the architecture asked for (sm_80 by default)
+    elif target.kind in ("cuda", "cuda-sim"):  # a GPU: 16-byte vectors (float4), the architecture asked for
         done = _complete(target.with_(vector_bytes=target.vector_bytes or 16, mcpu=target.mcpu or "sm_80",
                                       features=target.features if target.features is not None else frozenset()),
                          frozenset(), 16)

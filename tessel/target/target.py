@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import BuildError
 
-KINDS = ("c", "python", "cuda")  # the kinds with a backend here (tessel.target.backends)
+KINDS = ("c", "python", "cuda", "cuda-sim")  # the kinds with a backend here (tessel.target.backends)
 # features the passes and generators consult (others are recorded, for the memo key and for users)
 STREAMING_STORES = "streaming_stores"  # non-temporal vector stores after an alignment peel (x86)
 _OPTIONS = ("-mcpu", "-vector-bytes", "-vector-registers", "-fma-units", "-caches", "-features", "-cc",
