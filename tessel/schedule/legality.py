@@ -56,6 +56,8 @@ class ViolationKind(Enum):
     RFACTOR_ORDER_DEPENDENT_REDUCER = "rfactor-order-dependent-reducer"
     CARRIED_DEPENDENCE = "carried-dependence"
     SYMBOLIC_UNROLL = "symbolic-unroll"
+    # seed 004's commands: a schedule that runs a dependence's sink before its source
+    DEPENDENCE_ORDER = "dependence-order"
     # computeAt by position (seed 003): patterns that would need a stage recomputed
     RECOMPUTE_REDUCTION = "recompute-reduction"
     BROADCAST_TWO_WAYS = "broadcast-two-ways"
@@ -139,6 +141,8 @@ def find_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
                 out.append(_reduction_annotation(sch, st, iv, attr.kind, propose))
     out.extend(_check_threads(sch, tree, propose))
     if not out:  # the tree is well formed: the polyhedral model can be built from it
+        out.extend(_check_order(sch, propose))
+    if not out:
         out.extend(_check_annotations(sch, propose))
     return out
 
@@ -312,6 +316,19 @@ def _check_lca(sch: Schedule, tree: ScheduleTree, st: Stage, r: Stage, cons: dic
 
 
 # ---- rules beyond the tree -----------------------------------------------------------------
+def _check_order(sch: Schedule, propose: bool) -> list[Violation]:
+    """Seed 004's commands keep every dependence of the program order (checked after each
+    command too; a TE primitive applied after them could still break one)."""
+    if not (getattr(sch, "orders", ()) or any(getattr(st, "commands", ()) for st in sch.stages)):
+        return []
+    from ..poly.checked import order_violations  # against the flow: test_layering.py
+
+    try:
+        return order_violations(sch, propose)
+    except TesselError:  # the model cannot be built: lowering reports why
+        return []
+
+
 def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
     """Seed 004: ``parallel``/``vectorize`` are legal on a loop iff it carries no dependence
     (decided exactly on the polyhedral model), ``unroll`` iff its extent is a constant."""

@@ -1,0 +1,136 @@
+"""The dependence check run after every command, and at ``verify``: refusals with a repair.
+
+A command (``after``, ``shift``, ``skew``, ``reverse``, ``interchange``, ``store_in``, ...)
+changes statement schedules; right after it, every dependence of the program order must still
+run source first (``solve.order_conflicts``). When one does not, the command is refused with a
+:class:`~tessel.schedule.legality.Violation` of kind ``dependence-order``: the dependence it
+breaks (kind, source, sink, tensor, distance vectors) with a concrete pair of instances, and,
+where tessel finds one, a fix computed from the dependences -- the shifts that make a fusion
+legal, or the deepest loop where it is possible (``legalize_fusion``); the skew that keeps every
+dependence (``wavefront``). A fix is offered only after its steps, replayed onto the schedule
+as it was before the command, leave it legal (``solve.record``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ScheduleError
+from ..ir import expr as E
+from ..schedule.fixes import Fix
+from ..schedule.legality import Violation, ViolationKind
+from ..schedule.schedule import Schedule
+from ..schedule.stage import Stage
+from .legality import Conflict
+from .solve import legalize_fusion, order_conflicts, proposing, wavefront
+
+
+def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
+    """Refuse ``command`` (just applied to ``stage``) if the schedules now break a dependence."""
+    found = order_conflicts(sch)
+    if not found:
+        return
+    v = violation(sch, stage, command, found[0])
+    raise v.error(len(found) - 1)
+
+
+def violation(sch: Schedule, stage: Stage, command: Any, c: Conflict) -> Violation:
+    """The refusal of ``command`` for conflict ``c``, with a fix when one is found."""
+    src, snk = c.dep.source.stage, c.dep.sink.stage
+    involved = tuple(dict.fromkeys(x for x in (stage, _live(sch, src), _live(sch, snk)) if x is not None))
+    what = command.text() if hasattr(command, "text") else str(command)
+    text = f"stage {stage.name}: {what} is refused: {c.describe()}"
+    v = Violation(ViolationKind.DEPENDENCE_ORDER, stage, text, involved, _loops(command))
+    v.dependence = c.dep  # type: ignore[attr-defined]
+    v.conflict = c  # type: ignore[attr-defined]
+    if proposing():
+        fix = repair(undone(sch, stage, command), stage, command)
+        if fix is not None:
+            v.proposed = fix
+            v.explanation += f". Computed from the dependences, this works instead:\n{fix.code}"
+    return v
+
+
+def _live(sch: Schedule, st: Any) -> Stage | None:
+    """The stage of ``sch`` at the place of a program-order copy's stage ``st``."""
+    for x in sch.stages:
+        if x.op is getattr(st, "op", None):
+            return x
+    return None
+
+
+def _loops(command: Any) -> tuple[E.IterVar, ...]:
+    return tuple(v for v in vars(command).values() if isinstance(v, E.IterVar)) if hasattr(command, "__dict__") \
+        else ()
+
+
+def undone(sch: Schedule, stage: Stage, command: Any) -> Schedule:
+    """A copy of ``sch`` without ``command`` (the last command of ``stage``, or its order)."""
+    from ..schedule.commands import Order
+
+    before = sch.copy(record=False)
+    mine = before.stages[sch.stages.index(stage)]
+    if isinstance(command, Order):
+        before.orders = tuple(o for o in before.orders if o.stage is not mine)
+    elif mine.commands and mine.commands[-1] is command:
+        mine.commands = mine.commands[:-1]
+    elif command is getattr(mine, "storage", None):
+        mine.storage = None
+    return before
+
+
+def repair(before: Schedule, stage: Stage, command: Any) -> Fix | None:
+    """The commands, computed from the dependences, that do what ``command`` meant legally."""
+    from ..schedule.commands import Order, Skew
+
+    st = before.stages[stage.schedule.stages.index(stage)]
+    try:
+        if isinstance(command, Order):
+            return _repair_order(before, command)
+        if isinstance(command, Skew):
+            p = wavefront(before, st, command.outer, command.inner, parallel=False)
+            return p.fix if p.possible and p.steps else None
+    except ScheduleError:
+        return None
+    return None
+
+
+def _repair_order(before: Schedule, cmd: Any) -> Fix | None:
+    pos = {id(x): k for k, x in enumerate(cmd.stage.schedule.stages)}
+    late, early = before.stages[pos[id(cmd.stage)]], before.stages[pos[id(cmd.anchor)]]
+    if cmd.before:
+        late, early = early, late
+    if cmd.level is None:
+        return None
+    level = cmd.level
+    if level not in late.leaf_iter_vars:
+        k = next((n for n, iv in enumerate(early.leaf_iter_vars) if iv is level), None)
+        if k is None or k >= len(late.leaf_iter_vars):
+            return None
+        level = late.leaf_iter_vars[k]
+    p = legalize_fusion(before, late, early, level)
+    return p.fix if p.possible else None
+
+
+def order_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
+    """``verify``'s check: the dependences the schedule's commands break (one per dependence)."""
+    out = []
+    for c in order_conflicts(sch):
+        snk = _live(sch, c.dep.sink.stage)
+        st = snk if snk is not None else sch.stages[0]
+        text = f"stage {st.name}: the commands break a dependence: {c.describe()}"
+        v = Violation(ViolationKind.DEPENDENCE_ORDER, st, text, (st,), ())
+        v.dependence = c.dep  # type: ignore[attr-defined]
+        v.conflict = c  # type: ignore[attr-defined]
+        out.append(v)
+    return out
+
+
+def install() -> None:
+    """Register the check with the commands (done once, when tessel.poly is imported)."""
+    from ..schedule.commands import register_legality_check
+
+    register_legality_check(check_command)
+
+
+__all__ = ["check_command", "install", "order_violations", "repair", "undone", "violation"]
