@@ -79,8 +79,10 @@ def _scope_values(b: _Builder, stmt: Statement, t: Tensor, conv: Converter) -> l
 
 def access(b: _Builder, stmt: Statement, t: Tensor, indices, conds, write: bool, text: str) -> Access:
 
+    from .commands import stored
     from .model import Access
 
+    t, indices = stored(b.sch, t, indices)  # store_in: the element the value lives in
     conv = stmt.converter
     assert conv is not None
     dom = stmt.domain

@@ -265,6 +265,9 @@ def build(sch: Schedule, ctx: BoundContext | None = None) -> Model:
     loops: list[Loop] = []
     vectors: dict[int, list] = {}
     _place(b, roots, [], [], loops, vectors)
+    from .commands import apply_commands
+
+    apply_commands(sch, b.statements, vectors)  # Tiramisu's commands, composed onto the TE nest's map
     width = max((len(v) for v in vectors.values()), default=1)
     for stmt in b.statements:
         vec = vectors.get(id(stmt))

@@ -35,6 +35,8 @@ class Schedule:
         self.history: History | None = None
         # what each position primitive did (computeAt by position, seed 003), for views
         self.position_log: list = []
+        # Tiramisu's after/before commands, in the order given (see commands.py)
+        self.orders: tuple = ()
         note_created(self, notify)
 
     def _attach_bodies(self) -> None:
@@ -202,6 +204,8 @@ class Schedule:
             if c.attach_stage is not None:
                 c.attach_stage = smap.get(id(c.attach_stage), c.attach_stage)
         new.stage_map = {op: smap[id(st)] for op, st in self.stage_map.items()}
+        new.orders = tuple(type(o)(smap.get(id(o.stage), o.stage), smap.get(id(o.anchor), o.anchor), o.level, o.before)
+                           for o in self.orders)
         return new
 
     #: the user's assumptions about the sizes (``assume``), as written

@@ -83,6 +83,10 @@ class Stage:
         self.compute_at_pos = 0
         self.max_producer_pos = 0
         self.shared_loops: dict[E.IterVar, E.IterVar] = {}
+        # Tiramisu's commands on the time-space map (see commands.py): loop commands in order,
+        # and where the values are stored instead of the stage's own tensor
+        self.commands: tuple = ()
+        self.storage = None
 
     # ---- naming and lookup -------------------------------------------------------------
     @property
@@ -454,6 +458,81 @@ class Stage:
         if scope not in ("global", "local", "shared", "warp"):
             raise ScheduleError(f"stage {self.name}: unknown storage scope {scope!r} (global, local, shared, warp)")
         self.scope = scope
+
+    # ---- Tiramisu's commands (commands.py): steps on the time-space map --------------------
+    @recorded
+    def after(self, other, level=None) -> None:
+        """Run this stage after ``other`` inside their loops up to ``level`` (an IterVar of
+        either; None or "root": one after the other, no loop shared), without recomputation."""
+        from .commands import order
+
+        order(self, other, level, False, "after")
+
+    @recorded
+    def before(self, other, level=None) -> None:
+        """Run this stage before ``other`` inside their loops up to ``level``."""
+        from .commands import order
+
+        order(self, other, level, True, "before")
+
+    @recorded
+    def then(self, other, level=None) -> Stage:
+        """``other`` runs after this stage at ``level``; returns ``other``'s stage, to chain."""
+        from .commands import _stage, order
+
+        nxt = _stage(self, other, "then")
+        order(nxt, self, level, False, "then")
+        return nxt
+
+    @recorded
+    def between(self, first, first_level, second, second_level) -> None:
+        """Run after ``first`` at ``first_level`` and before ``second`` at ``second_level``."""
+        from .commands import between
+
+        between(self, first, first_level, second, second_level)
+
+    @recorded
+    def shift(self, axis: E.IterVar, amount) -> None:
+        """Run iteration ``x`` of loop ``axis`` at time ``x + amount``."""
+        from .commands import shift
+
+        shift(self, axis, amount)
+
+    @recorded
+    def skew(self, outer: E.IterVar, inner: E.IterVar, a, b) -> None:
+        """Consecutive loops ``(i, j) -> (a*i + b*j, c*i + e*j)``, unimodular."""
+        from .commands import skew
+
+        skew(self, outer, inner, a, b)
+
+    @recorded
+    def interchange(self, first: E.IterVar, second: E.IterVar) -> None:
+        """Swap two loops of the time-space map (each IterVar keeps naming its values)."""
+        from .commands import interchange
+
+        interchange(self, first, second)
+
+    @recorded
+    def reverse(self, axis: E.IterVar) -> None:
+        """Run loop ``axis`` from its last iteration to its first."""
+        from .commands import reverse
+
+        reverse(self, axis)
+
+    @recorded
+    def store_in(self, buffer, index=None) -> None:
+        """Store this stage's values in ``buffer`` at ``index(*axes)`` (a callable or a list of
+        expressions of the stage's axes; None: the same indices); reads follow."""
+        from .commands import store_in
+
+        store_in(self, buffer, index)
+
+    @recorded
+    def storage_fold(self, axis: E.IterVar, factor) -> None:
+        """Keep only ``factor`` elements along ``axis``'s dimension of this stage's storage."""
+        from .commands import storage_fold
+
+        storage_fold(self, axis, factor)
 
     def _drop_annotation(self, iv: E.IterVar) -> None:
         """Take the annotation off loop ``iv`` (a legality fix for one set behind the primitives' back)."""

@@ -1,0 +1,173 @@
+"""Tiramisu's commands in the polyhedral model: each composes onto statements' schedules.
+
+``tessel.schedule.commands`` records the commands; here they act on the time vectors the
+model derives from the TE loop structure (``[s0, d0, s1, d1, ..., sn]``, static positions as
+ints and loop coordinates as isl functions of the statement's dimensions), before the vectors
+become isl maps. So a statement's schedule is the TE nest's 2d+1 map composed with its
+commands, and everything that reads the model (dependences, legality, isl code generation)
+sees them.
+
+A loop command on stage X rewrites the coordinate of X's loop in every statement inside that
+loop: X's own statements and those of stages computed inside it, which move with the loop.
+An order (``after``/``before``) rewrites static positions only: the stage takes the anchor's
+static positions outside the shared loops and a new one inside the innermost of them, and the
+statements after that place move on by one, so that nothing else changes order.
+
+``stored(sch, t, indices)`` is ``store_in``'s effect on accesses: the element a stage's value
+lives in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import islpy as isl
+
+from ..errors import ScheduleError
+from ..ir import expr as E
+from ..ir.functor import substitute
+from ..schedule.commands import Interchange, Order, Reverse, Shift, Skew, has_commands
+from ..schedule.schedule import Schedule
+from ..schedule.stage import Stage
+from ..te.tensor import Tensor
+
+if TYPE_CHECKING:
+    from .model import Loop, Statement
+
+Vector = list  # ints (static positions) and isl.PwAff (loop coordinates), one per time dimension
+
+
+def stored(sch: Schedule, t: Tensor, indices: Sequence[E.PrimExpr]) -> tuple[Tensor, list[E.PrimExpr]]:
+    """Where element ``t[indices]`` is stored: ``t`` itself, or the ``store_in`` buffer of its
+    stage at the command's indices of ``indices``."""
+    st = sch.stage_map.get(t.op)
+    if st is None or st.storage is None:
+        return t, list(indices)
+    sub = {iv.var: i for iv, i in zip(st.op.axis, indices)}
+    return st.storage.buffer, [substitute(x, sub) for x in st.storage.indices]
+
+
+def apply_commands(sch: Schedule, statements: list[Statement], vectors: dict[int, Vector]) -> None:
+    """Compose every command of ``sch`` onto the vectors of the placed ``statements``."""
+    if not has_commands(sch):
+        return
+    placed = [s for s in statements if id(s) in vectors]
+    for st in sch.stages:
+        for cmd in st.commands:
+            moved: dict[int, int] = {}
+            for stmt in placed:
+                if any(lp.stage is st for lp in stmt.loops):
+                    _loop_command(st, cmd, stmt, vectors[id(stmt)], moved)
+    for o in sch.orders:
+        _order(o, placed, vectors)
+
+
+# ---- loop commands ---------------------------------------------------------------------------
+def _find(st: Stage, stmt: Statement, iv: E.IterVar) -> Loop | None:
+    for lp in stmt.loops:
+        if lp.stage is st and lp.iter_var is iv:
+            if lp.width != 1:
+                raise ScheduleError(f"stage {st.name}: loop {iv.name} fuses loops of symbolic extent, which the "
+                                    "time-space map keeps as several coordinates; commands need a single loop "
+                                    "(fuse loops of constant extent, or give the command before the fuse)")
+            return lp
+    return None
+
+
+def _loop_command(st: Stage, cmd, stmt: Statement, vec: Vector, moved: dict[int, int]) -> None:
+    conv = stmt.converter
+    assert conv is not None
+    if isinstance(cmd, Shift | Reverse):
+        lp = _find(st, stmt, cmd.axis)
+        if lp is None:
+            return
+        d = vec[lp.pos]
+        vec[lp.pos] = d.add(conv.const(cmd.amount)) if isinstance(cmd, Shift) else d.neg()
+        return
+    first, second = (cmd.first, cmd.second) if isinstance(cmd, Interchange) else (cmd.outer, cmd.inner)
+    a, b = _find(st, stmt, first), _find(st, stmt, second)
+    if a is None and b is None:
+        return
+    if a is None or b is None:
+        missing = first if a is None else second
+        raise ScheduleError(f"stage {st.name}: {cmd.text()} moves loops {first.name} and {second.name} together, "
+                            f"but {stmt.label()} runs inside {(second if a is None else first).name} and not "
+                            f"inside {missing.name} (it is computed between them); compute it outside both "
+                            "loops, or inside the inner one")
+    if isinstance(cmd, Interchange):
+        # a loop shared by several statements moves once: ``moved`` keeps where it was
+        pa, pb = moved.setdefault(id(a), a.pos), moved.setdefault(id(b), b.pos)
+        a.pos, b.pos = pb, pa
+        vec[pa], vec[pb] = vec[pb], vec[pa]
+        stmt.loops.sort(key=lambda lp: lp.pos)
+        return
+    if b.pos != a.pos + 2:
+        raise ScheduleError(f"stage {st.name}: {cmd.text()} needs two consecutive loops, {cmd.outer.name} just "
+                            f"outside {cmd.inner.name}; reorder or interchange them first")
+    di, dj = vec[a.pos], vec[b.pos]
+    vec[a.pos] = di.scale_val(_val(cmd.a)).add(dj.scale_val(_val(cmd.b)))
+    vec[b.pos] = di.scale_val(_val(cmd.c)).add(dj.scale_val(_val(cmd.e)))
+
+
+def _val(x: int) -> isl.Val:
+    return isl.Val.int_from_si(isl.DEFAULT_CONTEXT, x)
+
+
+# ---- orders ----------------------------------------------------------------------------------
+def _under(stmt: Statement, st: Stage) -> bool:
+    return stmt.stage is st or any(lp.stage is st for lp in stmt.loops)
+
+
+def _shared(o: Order, placed: list[Statement]) -> int:
+    """How many outer loops the two stages share: 0 at the root, else the level's depth + 1."""
+    if o.level is None:
+        return 0
+    for stmt in placed:
+        for k, lp in enumerate(stmt.loops):
+            if lp.iter_var is o.level:
+                return k + 1
+    raise ScheduleError(f"{o.text()}: loop {o.level.name} is not a loop of the schedule as lowered (it was "
+                        "split or fused after the command); give the command after splitting")
+
+
+def _order(o: Order, placed: list[Statement], vectors: dict[int, Vector]) -> None:
+    n = _shared(o, placed)
+    p = 2 * n
+    mine = [s for s in placed if _under(s, o.stage)]
+    theirs = [s for s in placed if _under(s, o.anchor) and len(s.loops) >= n]
+    if not theirs:
+        raise ScheduleError(f"{o.text()}: {o.anchor.name} has no statement inside {n} loops; choose an outer level")
+    short = [s for s in mine if len(vectors[id(s)]) <= p]
+    if short:
+        raise ScheduleError(f"{o.text()}: {short[0].label()} runs inside fewer than {n} loops, so it cannot share "
+                            f"{n} loops with {o.anchor.name}; choose an outer level")
+    prefix = [vectors[id(theirs[0])][k] for k in range(0, p, 2)]
+    for s in mine + theirs:
+        for lp in s.loops[:n]:
+            if lp.width != 1:
+                raise ScheduleError(f"{o.text()}: loop {lp.name} of {lp.stage.name} fuses loops of symbolic "
+                                    "extent; fuse loops of constant extent to order stages inside it")
+
+    def at_prefix(s: Statement) -> bool:
+        v = vectors[id(s)]
+        return len(v) > p and all(v[2 * k] == prefix[k] for k in range(n))
+
+    anchors = [vectors[id(s)][p] for s in theirs if at_prefix(s)]
+    own = [vectors[id(s)][p] for s in mine]
+    span = max(own) - min(own) + 1
+    base = max(anchors) + 1 if not o.before else min(anchors)
+    ids = {id(s) for s in mine}
+    for s in placed:
+        v = vectors[id(s)]
+        if id(s) not in ids and at_prefix(s) and v[p] >= base:
+            v[p] += span
+    low = min(own)
+    for s in mine:
+        v = vectors[id(s)]
+        for k in range(n):
+            v[2 * k] = prefix[k]
+        v[p] = base + v[p] - low
+
+
+__all__ = ["apply_commands", "stored"]

@@ -1,0 +1,407 @@
+"""Tiramisu's commands (seed 004, issue 14): schedule steps that act on the time-space map.
+
+TE's primitives (split, fuse, reorder, compute_at) describe a loop nest; the commands here
+describe how a stage's instances are placed in one time space shared by all stages, as
+Tiramisu does: each is an affine map composed onto the statement's schedule (the 2d+1 map
+``tessel.poly.model`` derives from the loop nest), so that what TE cannot say -- two stages in
+one loop without recomputation, a loop shifted against another, a skewed wavefront, a loop run
+backwards, a value stored where another layout wants it -- is one more step of the schedule.
+
+The commands, and what each does to a statement's schedule ``[s0, d0, s1, d1, ..., sn]``
+(``s`` static positions, ``d`` loop coordinates; "level k" is the k-th loop of the stage):
+
+* ``B.after(A, level)``: B shares A's loops up to ``level`` (an IterVar of A or B; None or
+  ``"root"``: no loop) and runs after A inside the innermost of them: B's static positions
+  before that loop become A's, and the static right after it becomes A's largest there plus one
+  (stages after A at that place move one on). ``before`` is the mirror; ``A.then(B, level)`` is
+  ``B.after(A, level)`` and returns B (to chain); ``X.between(A, la, C, lc)`` is
+  ``X.after(A, la)`` and ``C.after(X, lc)``.
+* ``shift(axis, n)``: ``d_k -> d_k + n`` (the iteration runs n steps later);
+* ``interchange(i, j)``: swaps the two coordinates (the IterVars follow their values: after
+  it, ``i`` names the loop that now carries ``i``);
+* ``reverse(axis)``: ``d_k -> -d_k``;
+* ``skew(i, j, a, b)``: consecutive levels ``(d_i, d_j) -> (a*d_i + b*d_j, c*d_i + e*d_j)`` with
+  ``a*e - b*c = 1`` (unimodular; ``c, e`` chosen smallest, ``(1, 1)`` gives ``(i + j, j)``);
+  ``i`` then names the outer loop, ``j`` the inner one;
+* ``store_in(buffer, index)``: the stage's values go to ``buffer[index(axes)]`` instead of its
+  own tensor, and every read of it follows (transposed, lower-dimensional, modulo and scalar
+  storage; a many-to-one map is the user's promise that the schedule reads each value before it
+  is overwritten -- tessel.poly's legality check decides it from exact dependences);
+* ``storage_fold(axis, f)``: ``store_in`` of the stage's own storage with ``axis``'s dimension
+  folded to ``f`` elements (index modulo ``f``).
+
+A stage with commands is lowered through isl's AST generator (``tessel.lower.poly_ops``);
+a schedule without any keeps the interval lowering. Legality of the result is checked after
+every command by the checks registered with :func:`register_legality_check` (tessel.poly's
+dependence analysis registers one; until then a command is only checked structurally here).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ScheduleError
+from ..ir import expr as E
+
+if TYPE_CHECKING:
+    from ..te.tensor import Tensor
+    from .schedule import Schedule
+    from .stage import Stage
+
+
+# ---- the commands as data ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Shift:
+    axis: E.IterVar
+    amount: int
+
+    def text(self) -> str:
+        return f"shift({self.axis.name}, {self.amount})"
+
+
+@dataclass(frozen=True)
+class Interchange:
+    first: E.IterVar
+    second: E.IterVar
+
+    def text(self) -> str:
+        return f"interchange({self.first.name}, {self.second.name})"
+
+
+@dataclass(frozen=True)
+class Reverse:
+    axis: E.IterVar
+
+    def text(self) -> str:
+        return f"reverse({self.axis.name})"
+
+
+@dataclass(frozen=True)
+class Skew:
+    """``(i, j) -> (a*i + b*j, c*i + e*j)``, ``a*e - b*c == 1``."""
+
+    outer: E.IterVar
+    inner: E.IterVar
+    a: int
+    b: int
+    c: int
+    e: int
+
+    def text(self) -> str:
+        return f"skew({self.outer.name}, {self.inner.name}, {self.a}, {self.b})"
+
+
+LoopCommand = Shift | Interchange | Reverse | Skew
+
+
+@dataclass(frozen=True)
+class Order:
+    """``stage`` runs after (``before``: before) ``anchor`` inside their first ``level`` + 1
+    loops (``level`` None: at the root, no loop shared)."""
+
+    stage: Stage
+    anchor: Stage
+    level: E.IterVar | None
+    before: bool = False
+
+    def text(self) -> str:
+        where = "root" if self.level is None else self.level.name
+        return f"{self.stage.name}.{'before' if self.before else 'after'}({self.anchor.name}, {where})"
+
+
+@dataclass(frozen=True)
+class StoreIn:
+    """The stage's values stored in ``buffer`` at ``indices`` (expressions of its axes)."""
+
+    buffer: Tensor
+    indices: tuple[E.PrimExpr, ...]
+    folded: bool = False  # made by storage_fold: the buffer is the kernel's own temporary
+
+    def text(self) -> str:
+        return f"store_in({self.buffer.name}, [{', '.join(str(i) for i in self.indices)}])"
+
+
+# ---- the legality hook ---------------------------------------------------------------------
+#: called after every command with (schedule, stage, command); raising refuses the command,
+#: which is then undone (tessel.poly's dependence check registers itself here)
+_CHECKS: list[Callable[[Any, Any, Any], None]] = []
+
+
+def register_legality_check(fn: Callable[[Any, Any, Any], None]) -> Callable[[Any, Any, Any], None]:
+    """Run ``fn(schedule, stage, command)`` after every command (once per function)."""
+    if fn not in _CHECKS:
+        _CHECKS.append(fn)
+    return fn
+
+
+def _commit(stage: Stage, command: Any, change: Callable[[], None]) -> None:
+    """Apply ``change`` and run the legality checks; a refusal leaves the schedule as it was."""
+    sch = stage.schedule
+    saved = [(st, st.commands, st.storage) for st in sch.stages]
+    orders = sch.orders
+    change()
+    try:
+        for check in list(_CHECKS):
+            check(sch, stage, command)
+    except BaseException:
+        for st, cmds, storage in saved:
+            st.commands, st.storage = cmds, storage
+        sch.orders = orders
+        raise
+
+
+def has_commands(sch: Schedule) -> bool:
+    """Whether any stage of ``sch`` was given a command (then lowering goes through isl)."""
+    return bool(sch.orders) or any(st.commands or st.storage is not None for st in sch.stages)
+
+
+def commands_key(sch: Schedule) -> tuple:
+    """The commands of ``sch`` by content and position, for cache keys."""
+    pos = {id(st): k for k, st in enumerate(sch.stages)}
+    out: list = []
+    for st in sch.stages:
+        ivs = {id(iv): k for k, iv in enumerate(st.all_iter_vars)}
+        cmds = tuple((type(c).__name__, *(ivs.get(id(v), str(v)) if isinstance(v, E.IterVar) else v
+                                           for v in vars(c).values())) for c in st.commands)
+        store = None
+        if st.storage is not None:
+            b = st.storage.buffer
+            store = (b.name, str(b.dtype), tuple(str(n) for n in b.shape), tuple(str(i) for i in st.storage.indices),
+                     st.storage.folded)
+        out.append((cmds, store))
+    for o in sch.orders:
+        lvl = None if o.level is None else next(
+            ((pos[id(s)], k) for s in (o.stage, o.anchor) for k, iv in enumerate(s.all_iter_vars) if iv is o.level), None)
+        out.append((pos.get(id(o.stage)), pos.get(id(o.anchor)), lvl, o.before))
+    return tuple(out)
+
+
+# ---- checks shared by the commands ----------------------------------------------------------
+def _int(stage: Stage, what: str, value: Any) -> int:
+    if isinstance(value, E.IntImm):
+        value = value.value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ScheduleError(f"stage {stage.name}: {what} must be a constant int, got {value!r}")
+    return value
+
+
+def _computed(stage: Stage, what: str) -> None:
+    from ..te.tensor import ComputeOp
+
+    if not isinstance(stage.op, ComputeOp):
+        raise ScheduleError(f"stage {stage.name}: {what} applies to te.compute stages; {stage.name} is a "
+                            f"{type(stage.op).__name__}")
+
+
+def _stage(stage: Stage, other: Any, what: str) -> Stage:
+    from .stage import Stage as _Stage
+
+    sch = stage.schedule
+    if not isinstance(other, _Stage):
+        try:
+            other = sch[other]
+        except (ScheduleError, AttributeError, TypeError):
+            raise ScheduleError(f"stage {stage.name}: {what} expects a stage of this schedule (s[T]) or its "
+                                f"tensor, got {other!r}") from None
+    if other.schedule is not sch:
+        raise ScheduleError(f"stage {stage.name}: {what} target {other.name} is a stage of another schedule; "
+                            f"use s[{other.name}]")
+    if other is stage:
+        raise ScheduleError(f"stage {stage.name}: {what} needs another stage, got {stage.name} itself")
+    return other
+
+
+# ---- loop commands ---------------------------------------------------------------------------
+def shift(stage: Stage, axis: E.IterVar, amount: Any) -> None:
+    _computed(stage, "shift")
+    stage._check_leaf(axis, "shift")
+    cmd = Shift(axis, _int(stage, f"the shift of {axis.name}", amount))
+    _commit(stage, cmd, lambda: _add(stage, cmd))
+
+
+def reverse(stage: Stage, axis: E.IterVar) -> None:
+    _computed(stage, "reverse")
+    stage._check_leaf(axis, "reverse")
+    cmd = Reverse(axis)
+    _commit(stage, cmd, lambda: _add(stage, cmd))
+
+
+def interchange(stage: Stage, first: E.IterVar, second: E.IterVar) -> None:
+    _computed(stage, "interchange")
+    stage._check_leaf(first, "interchange")
+    stage._check_leaf(second, "interchange")
+    if first is second:
+        raise ScheduleError(f"stage {stage.name}: interchange needs two different loops, got {first.name} twice")
+    cmd = Interchange(first, second)
+    _commit(stage, cmd, lambda: _add(stage, cmd))
+
+
+def skew(stage: Stage, outer: E.IterVar, inner: E.IterVar, a: Any, b: Any) -> None:
+    _computed(stage, "skew")
+    stage._check_leaf(outer, "skew")
+    stage._check_leaf(inner, "skew")
+    a, b = _int(stage, "skew factor a", a), _int(stage, "skew factor b", b)
+    if outer is inner:
+        raise ScheduleError(f"stage {stage.name}: skew needs two different loops, got {outer.name} twice")
+    if math.gcd(a, b) != 1:
+        raise ScheduleError(f"stage {stage.name}: skew({outer.name}, {inner.name}, {a}, {b}) is not unimodular: "
+                            f"a and b must have no common factor (gcd({a}, {b}) = {math.gcd(a, b)}); divide "
+                            "them by it, or use (1, 1) for a plain wavefront")
+    c, e = unimodular_completion(a, b)
+    cmd = Skew(outer, inner, a, b, c, e)
+    _commit(stage, cmd, lambda: _add(stage, cmd))
+
+
+def unimodular_completion(a: int, b: int) -> tuple[int, int]:
+    """``(c, e)`` with ``a*e - b*c == 1``, ``|c|`` smallest (then ``e >= 0`` preferred), so that
+    ``(a, b)`` with ``a == 1`` keeps the inner loop as it was: ``(c, e) == (0, 1)``."""
+    g, x, y = _egcd(a, b)  # a*x + b*y == g == ±1
+    e0, c0 = x * g, -y * g  # a*e0 - b*c0 == 1
+    # all solutions: e = e0 + t*b, c = c0 + t*a
+    best: tuple[int, int] | None = None
+    for t in range(-abs(c0) - 2, abs(c0) + 3):
+        c, e = c0 + t * a, e0 + t * b
+        key = (abs(c), e < 0, abs(e))
+        if best is None or key < (abs(best[0]), best[1] < 0, abs(best[1])):
+            best = (c, e)
+    assert best is not None and a * best[1] - b * best[0] == 1
+    return best
+
+
+def _egcd(a: int, b: int) -> tuple[int, int, int]:
+    x0, y0, x1, y1 = 1, 0, 0, 1
+    while b:
+        q, a, b = a // b, b, a - (a // b) * b
+        x0, x1 = x1, x0 - q * x1
+        y0, y1 = y1, y0 - q * y1
+    return a, x0, y0
+
+
+def _add(stage: Stage, cmd: LoopCommand) -> None:
+    stage.commands = (*stage.commands, cmd)
+
+
+# ---- ordering --------------------------------------------------------------------------------
+def order(stage: Stage, anchor: Any, level: Any, before: bool, what: str) -> Stage:
+    """``stage`` after (before) ``anchor`` at ``level``; returns the anchor's stage."""
+    from .stage import ROOT
+
+    other = _stage(stage, anchor, what)
+    for st in (stage, other):
+        _computed(st, what)
+        if st.attach_type != ROOT:
+            raise ScheduleError(f"stage {stage.name}: {what} orders stages computed at the root; {st.name} is "
+                                f"{'inlined' if st.attach_type == 'inline' else 'computed inside ' + str(st.attach_stage.name)}"
+                                f"; call s[{st.name}].compute_root() first, or order the stage it is computed in")
+    lvl = _level(stage, other, level, what)
+    cmd = Order(stage, other, lvl, before)
+
+    def change() -> None:
+        sch = stage.schedule
+        sch.orders = tuple(o for o in sch.orders if o.stage is not stage) + (cmd,)
+
+    _commit(stage, cmd, change)
+    return other
+
+
+def _level(stage: Stage, other: Stage, level: Any, what: str) -> E.IterVar | None:
+    if level is None or (isinstance(level, str) and level == "root"):
+        return None
+    if not isinstance(level, E.IterVar):
+        raise ScheduleError(f"stage {stage.name}: {what} level must be a loop (IterVar) of {stage.name} or "
+                            f"{other.name}, or None / 'root' for no shared loop; got {level!r}")
+    if level in stage.leaf_iter_vars or level in other.leaf_iter_vars:
+        return level
+    owner = stage if level in stage.all_iter_vars else other if level in other.all_iter_vars else None
+    if owner is not None:
+        owner._check_leaf(level, what)
+    raise ScheduleError(f"stage {stage.name}: {what} level {level.name} is not a loop of {stage.name} or "
+                        f"{other.name}; their loops are {stage._leaf_names()} and {other._leaf_names()}")
+
+
+def between(stage: Stage, first: Any, first_level: Any, second: Any, second_level: Any) -> None:
+    order(stage, first, first_level, False, "between")
+    after = _stage(stage, second, "between")
+    order(after, stage, second_level, False, "between")
+
+
+# ---- storage ---------------------------------------------------------------------------------
+def store_in(stage: Stage, buffer: Any, index: Callable | Sequence | None = None, folded: bool = False) -> None:
+    from ..te.tensor import Tensor
+
+    _computed(stage, "store_in")
+    if not isinstance(buffer, Tensor):
+        raise ScheduleError(f"stage {stage.name}: store_in expects a tensor to store into (te.placeholder(shape, "
+                            f"dtype, name) for new storage, or an existing tensor), got {buffer!r}")
+    op = stage.op
+    if op.num_outputs != 1:
+        raise ScheduleError(f"stage {stage.name}: store_in applies to a stage with one output; {stage.name} has "
+                            f"{op.num_outputs}")
+    if buffer.dtype != op.output(0).dtype:
+        raise ScheduleError(f"stage {stage.name}: store_in buffer {buffer.name} holds {buffer.dtype}, "
+                            f"{stage.name} computes {op.output(0).dtype}; declare the buffer with that dtype")
+    if buffer.op is op:
+        raise ScheduleError(f"stage {stage.name}: store_in into its own tensor changes nothing; pass another "
+                            "tensor, or leave the storage as it is")
+    indices = _indices(stage, buffer, index)
+    cmd = StoreIn(buffer, indices, folded)
+
+    def change() -> None:
+        stage.storage = cmd
+
+    _commit(stage, cmd, change)
+
+
+def _indices(stage: Stage, buffer: Tensor, index: Callable | Sequence | None) -> tuple[E.PrimExpr, ...]:
+    from ..ir.functor import free_vars
+    from ..ir.op import convert
+
+    axes = [iv.var for iv in stage.op.axis]
+    if index is None:
+        got: Any = axes
+    elif callable(index):
+        got = index(*axes)
+    else:
+        got = index
+    if isinstance(got, E.PrimExpr | int):
+        got = (got,)
+    got = tuple(convert(x) for x in got)
+    if len(got) != len(buffer.shape):
+        raise ScheduleError(f"stage {stage.name}: store_in gives {len(got)} indices for buffer {buffer.name} of "
+                            f"{len(buffer.shape)} dimensions; give one index per dimension (none for a scalar)")
+    mine = set(axes)
+    for k, x in enumerate(got):
+        if not x.dtype.is_integer:
+            raise ScheduleError(f"stage {stage.name}: store_in index {k} ({x}) is not an integer")
+        stray = [v.name for v in free_vars(x) if v not in mine]
+        if stray:
+            raise ScheduleError(f"stage {stage.name}: store_in index {k} ({x}) uses {', '.join(stray)}, which are "
+                                f"not axes of {stage.name}; an index is a function of {', '.join(v.name for v in axes)}")
+    return got
+
+
+def storage_fold(stage: Stage, axis: E.IterVar, factor: Any) -> None:
+    from ..te.tensor import placeholder
+
+    _computed(stage, "storage_fold")
+    axes = list(stage.op.axis)
+    if axis not in axes:
+        raise ScheduleError(f"stage {stage.name}: storage_fold folds a dimension of the stored tensor: give one of "
+                            f"its axes ({', '.join(iv.name for iv in axes)}), got {getattr(axis, 'name', axis)!r}")
+    f = _int(stage, f"the fold of {axis.name}", factor)
+    if f <= 0:
+        raise ScheduleError(f"stage {stage.name}: storage_fold({axis.name}, {f}): the fold must be positive")
+    k = axes.index(axis)
+    out = stage.op.output(0)
+    shape = [f if j == k else n for j, n in enumerate(out.shape)]
+    buf = placeholder(shape, out.dtype, name=f"{out.name}.folded")
+    index = [iv.var % f if j == k else iv.var for j, iv in enumerate(axes)]
+    store_in(stage, buf, index, folded=True)
+
+
+__all__ = ["Interchange", "Order", "Reverse", "Shift", "Skew", "StoreIn", "between", "commands_key",
+           "has_commands", "interchange", "order", "register_legality_check", "reverse", "shift", "skew",
+           "storage_fold", "store_in", "unimodular_completion"]
