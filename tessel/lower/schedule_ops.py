@@ -190,6 +190,10 @@ class _Builder:
             r = self.rmap[iv]
             if iv.dom is not None and not (ana.can_prove_equal(r.min, iv.dom.min) and ana.can_prove_equal(r.extent, iv.dom.extent)):
                 check(value[iv], iv.dom.min, iv.dom.extent, lower=True)
+        op = st.op
+        if op.where is not None and not (self.exact is not None and self.exact.covers_domain(st)):
+            # a declared domain the loops do not follow (isl could not): one guard per point
+            preds.append(substitute(op.where, {iv.var: op.reindex(iv, value[iv]) for iv in op.root_iter_vars}))
         if getattr(st, "store_predicate", None) is not None:  # set_store_predicate: over the root axes
             preds.append(substitute(st.store_predicate, {iv.var: value[iv] for iv in st.op.root_iter_vars}))
         out: list[E.PrimExpr] = []

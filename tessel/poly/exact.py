@@ -129,10 +129,16 @@ class ExactPlan:
     stages: dict[int, StageSets] = field(default_factory=dict)
     changed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: stages whose declared domain (``where=``) their exact loops follow (no guard needed)
+    domains: set[int] = field(default_factory=set)
 
     def exact(self, st: Stage) -> StageSets | None:
         info = self.stages.get(id(st))
         return info if info is not None and info.exact else None
+
+    def covers_domain(self, st: Stage) -> bool:
+        """Whether ``st``'s loops run exactly its declared domain (else lowering guards it)."""
+        return id(st) in self.domains and self.exact(st) is not None
 
     def report(self) -> str:
         """Which stages compute their exact region, and why some keep InferBound's box."""
@@ -186,6 +192,9 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
         why = why or "an index of its loops is not affine"
     info = out.stages[id(st)] = StageSets([names.name(iv.var) for iv in reversed(ctx.paths[st])],
                                           [names.name(iv.var) for iv in st.leaf_iter_vars], context, ranges, box)
+    declared = _declared(out, st, value, box)
+    if declared is not None:
+        box = info.body = declared
     if st.is_output or not ctx.consumers[st] or why:
         if why and not st.is_output and ctx.consumers[st]:
             out.notes.append(f"stage {st.name}: keeps its interval box ({why})")
@@ -201,7 +210,28 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
         return  # the box is exact already: the interval loop nest stays as it is
     info.body = exact.coalesce()
     info.exact = True
-    out.changed.append(st.name)
+    if st.name not in out.changed:
+        out.changed.append(st.name)
+
+
+def _declared(out: ExactPlan, st: Stage, value: dict, box: isl.Set) -> isl.Set | None:
+    """``box`` cut to ``st``'s declared domain (``where=``), its loops then made to follow it:
+    None where it declares none, or the condition is not affine (lowering then guards it)."""
+    op = st.op
+    if op.where is None or any(iv not in value for iv in op.root_iter_vars):
+        return None
+    cond = substitute(op.where, {iv.var: op.reindex(iv, value[iv]) for iv in op.root_iter_vars})
+    try:
+        conv = out.names.over([cond])
+        got = box.intersect(conv.set(cond).params()).coalesce()
+    except NotAffine as e:
+        out.notes.append(f"stage {st.name}: its domain is checked point by point ({e.reason})")
+        return None
+    out.domains.add(id(st))
+    if not box.is_subset(got):
+        out.stages[id(st)].exact = True
+        out.changed.append(st.name)
+    return got
 
 
 def _guards(ctx: BoundContext, st: Stage, value: dict, names: _Vars) -> list[isl.Set | None]:
