@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ..errors import TesselError
 from ..ir import expr as E
 from ..ir.fingerprint import Unhashable, fingerprint
+from ..schedule.commands import commands_key
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from .bounds import check_accesses
@@ -40,6 +41,10 @@ def state_key(sch: Schedule) -> tuple[tuple, list]:
                       tuple(map(id, st.leaf_iter_vars)), tuple(map(id, st.relations)), attrs, st.scope))
         refs += [st.op, st.attach_stage, st.attach_ivar, *st.leaf_iter_vars, *st.relations, *st.iter_var_attrs]
         refs += [a.bind_thread for a in st.iter_var_attrs.values()]
+        parts.append((tuple(map(id, st.commands)), id(st.storage)))  # Tiramisu's commands
+        refs += [*st.commands, st.storage]
+    parts.append(tuple(map(id, sch.orders)))
+    refs += list(sch.orders)
     parts.append(tuple(str(a) for a in getattr(sch, "assumptions", ())))
     return tuple(parts), refs
 
@@ -142,6 +147,7 @@ def content_key(sch: Schedule) -> str | None:
                   tuple((r.kind, tuple(ivs.get(id(iv), -1) for iv in (*r.inputs, *r.outputs)),
                          tuple(r.params().values())) for r in st.relations),
                   tuple(sorted((ivs.get(id(iv), -1), a.kind) for iv, a in st.iter_var_attrs.items()))]
+    parts.append(commands_key(sch))
     try:
         return fingerprint(*parts)
     except Unhashable:

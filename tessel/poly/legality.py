@@ -86,11 +86,13 @@ class Conflict:
     def describe(self) -> str:
         d = self.dep
         w = self.witness()
-        tail = f"; for example {w.sink} would not run after {w.source}" if w is not None else ""
-        if w is not None and w.sizes:
-            tail += " (" + ", ".join(f"{shown(k)} = {v}" for k, v in w.sizes.items()) + ")"
-        return (f"the {d.kind} dependence {d.source.label()} -> {d.sink.label()} through {shown(d.tensor_name)} "
-                f"(distance {distance_text(d)}) would run a sink before its source{tail}")
+        tail = ""
+        if w is not None:
+            tail = f": {w.sink} would no longer run after {w.source}, which it depends on"
+            if w.sizes:
+                tail += " (" + ", ".join(f"{shown(k)} = {v}" for k, v in w.sizes.items()) + ")"
+        return (f"it reverses the {d.kind} dependence {d.source.label()} -> {d.sink.label()} through "
+                f"{shown(d.tensor_name)} (distance {distance_text(d)}){tail}")
 
     __str__ = describe
 

@@ -229,8 +229,9 @@ def legalize_fusion(sch: Schedule, consumer: Any, producer: Any, axis: E.IterVar
 def wavefront(sch: Schedule, stage: Any, i: E.IterVar, j: E.IterVar, limit: int = 4,
               parallel: bool = True) -> Proposal:
     """The least skew of the consecutive loops ``i, j`` of ``stage`` after which the outer loop
-    carries every dependence and the inner one none, then ``parallel`` on the inner loop
-    (``parallel=False``: the skew alone); only the ``parallel`` when ``j`` carries nothing already."""
+    carries every dependence and the inner one none, then ``parallel`` on the inner loop; only
+    the ``parallel`` when ``j`` carries nothing already. ``parallel=False``: the skew alone
+    (the legal skew nearest to what was asked, as a repair of a refused one)."""
     st = _stage(sch, stage)
     ki, kj = _loop_index(st, i), _loop_index(st, j)
     what = f"a wavefront over {st.name}'s loops {i.name}, {j.name}"
@@ -245,14 +246,11 @@ def wavefront(sch: Schedule, stage: Any, i: E.IterVar, j: E.IterVar, limit: int 
     dist = inner_distances(program_order(sch).dependences, {x.name: x.schedule for x in model.statements}, li[0].pos, lj[0].pos)
     names = Names(sch)
     sn = names.stage(st)
-    if dist is None or dist.intersect(_inner_carried()).is_empty():
-        if not parallel:
-            return Proposal(what, True, f"{j.name} carries no dependence already: no skew is needed",
-                            Fix((), "", {}), {"factors": None})
+    if parallel and (dist is None or dist.intersect(_inner_carried()).is_empty()):
         code = f"s[{sn}].parallel({names.axis(st, j)})"
         return _offer(what, record(sch, [(st, "parallel", (j,))], names, code),
                       f"{j.name} carries no dependence already", {"factors": None})
-    ab = skew_factors(dist, limit)
+    ab = skew_factors(dist, limit) if dist is not None else (1, 1)
     if ab is None:
         return Proposal(what, False, f"no skew with factors up to {limit} makes {i.name} carry every dependence "
                         f"(distances {dist})")

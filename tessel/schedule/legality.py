@@ -367,13 +367,39 @@ def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
                     f"iterations must run in order. Annotate a loop that carries no dependence instead")
             v = Violation(ViolationKind.CARRIED_DEPENDENCE, st, text, (st,), (iv,))
             v.dependence = dep  # type: ignore[attr-defined]
-        fixes = [FixBuilder(Names(sch)).drop_annotation(st, iv)]
+        fixes: list = [FixBuilder(Names(sch)).drop_annotation(st, iv)]
+        if kind == "parallel" and propose:  # a wavefront: the loop outside it skewed to carry everything
+            fixes[0:0] = _wavefront(sch, st, iv)
         if kind == "unrolled":  # the inner loop of a split by a constant keeps the unroll, bounded
             fixes.insert(0, FixBuilder(Names(sch)).split(st, iv, 8))
         out.append(choose(sch, v, fixes) if propose else v)
     if not out:
         remember_clean(sch, "annotations")
     return out
+
+
+class _Ready:
+    """A fix already built and checked (by ``tessel.poly.solve``), as a candidate for ``choose``."""
+
+    def __init__(self, fix: Fix):
+        self.fix = fix
+
+    def build(self) -> Fix:
+        return self.fix
+
+
+def _wavefront(sch: Schedule, st: Stage, iv: E.IterVar) -> list:
+    """The skew of the loop just outside ``iv`` with it after which ``iv`` carries nothing."""
+    k = next((n for n, x in enumerate(st.leaf_iter_vars) if x is iv), 0)
+    if k == 0:
+        return []
+    from ..poly.solve import wavefront  # against the flow: test_layering.py
+
+    try:
+        p = wavefront(sch, st, st.leaf_iter_vars[k - 1], iv, parallel=False)
+    except TesselError:
+        return []
+    return [_Ready(p.fix)] if p.possible and p.fix is not None and p.steps else []
 
 
 def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, propose: bool = True) -> Violation:
