@@ -17,12 +17,11 @@ from typing import Any
 
 from ..errors import ScheduleError
 from ..ir import expr as E
-from ..schedule.fixes import Fix
 from ..schedule.legality import Violation, ViolationKind
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from .legality import Conflict
-from .solve import legalize_fusion, order_conflicts, proposing, wavefront
+from .solve import Proposal, legalize_fusion, order_conflicts, proposing, wavefront
 
 
 def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
@@ -44,10 +43,11 @@ def violation(sch: Schedule, stage: Stage, command: Any, c: Conflict) -> Violati
     v.dependence = c.dep  # type: ignore[attr-defined]
     v.conflict = c  # type: ignore[attr-defined]
     if proposing():
-        fix = repair(undone(sch, stage, command), stage, command)
-        if fix is not None:
-            v.proposed = fix
-            v.explanation += "; the suggested fix is computed from the dependences and checked"
+        p = repair(undone(sch, stage, command), stage, command)
+        if p is not None and p.fix is not None:
+            v.proposed = p.fix
+            v.explanation += f". Computed from the dependences: {p.what} is {p.explanation}" if p.possible else \
+                f". Computed from the dependences: {p.explanation}"
     return v
 
 
@@ -79,7 +79,7 @@ def undone(sch: Schedule, stage: Stage, command: Any) -> Schedule:
     return before
 
 
-def repair(before: Schedule, stage: Stage, command: Any) -> Fix | None:
+def repair(before: Schedule, stage: Stage, command: Any) -> Proposal | None:
     """The commands, computed from the dependences, that do what ``command`` meant legally."""
     from ..schedule.commands import Order, Skew
 
@@ -89,13 +89,13 @@ def repair(before: Schedule, stage: Stage, command: Any) -> Fix | None:
             return _repair_order(before, command)
         if isinstance(command, Skew):
             p = wavefront(before, st, command.outer, command.inner, parallel=False)
-            return p.fix if p.possible and p.steps else None
+            return p if p.steps else None
     except ScheduleError:
         return None
     return None
 
 
-def _repair_order(before: Schedule, cmd: Any) -> Fix | None:
+def _repair_order(before: Schedule, cmd: Any) -> Proposal | None:
     pos = {id(x): k for k, x in enumerate(cmd.stage.schedule.stages)}
     late, early = before.stages[pos[id(cmd.stage)]], before.stages[pos[id(cmd.anchor)]]
     if cmd.before:
@@ -108,8 +108,7 @@ def _repair_order(before: Schedule, cmd: Any) -> Fix | None:
         if k is None or k >= len(late.leaf_iter_vars):
             return None
         level = late.leaf_iter_vars[k]
-    p = legalize_fusion(before, late, early, level)
-    return p.fix if p.possible else None
+    return legalize_fusion(before, late, early, level)
 
 
 def order_violations(sch: Schedule, propose: bool = True) -> list[Violation]:

@@ -63,7 +63,8 @@ class Proposal:
         return dict(self.fix.names) if self.fix is not None else {}
 
     def apply(self, sch: Schedule) -> Schedule:
-        """Run the commands on ``sch`` (the schedule they were computed for, or a replay of it)."""
+        """Run the commands on ``sch`` (the schedule they were computed for, or a replay of it);
+        a proposal that is not ``possible`` may still carry the nearest legal commands."""
         if self.fix is None:
             raise ScheduleError(f"{self.what}: {self.explanation}", explanation=self.explanation)
         return apply_steps(sch, self.fix.steps)
@@ -203,9 +204,13 @@ def legalize_fusion(sch: Schedule, consumer: Any, producer: Any, axis: E.IterVar
                         f"(unmodelled: {model.unmodelled or 'none'})")
     got = repair_fusion(deps, {x.name: x.schedule for x in model.statements},
                         a_names, b_names, levels, model.context)
-    if got is None:
-        return Proposal(what, False, f"no fusion of {b.name} after {a.name} keeps the dependences at any of "
-                        f"{b.name}'s loops; keep them as separate loop nests", details={"level": None})
+    if got is None:  # only separate nests, the consumer's after the producer's, keep them
+        names = Names(sch)
+        code = f"s[{names.stage(b)}].after(s[{names.stage(a)}], None)"
+        return Proposal(what, False, f"no shift makes a fusion of {b.name} after {a.name} legal at any of "
+                        f"{b.name}'s loops (a distance along {b.leaf_iter_vars[0].name} has no constant bound): "
+                        f"it is possible only at the root, as separate loop nests",
+                        record(sch, [(b, "after", (a, None))], names, code), {"level": None, "requested": axis})
     depth, shifts, _ = got
     at = b.leaf_iter_vars[depth]
     names = Names(sch)
@@ -220,7 +225,7 @@ def legalize_fusion(sch: Schedule, consumer: Any, producer: Any, axis: E.IterVar
         return Proposal(what, False, "the commands tessel computed were refused when replayed "
                         "(a tessel bug: please report the schedule)")
     moved = f" (at {at.name}, not {axis.name}: no shift makes the fusion at {axis.name} legal)" if at is not axis else ""
-    shift_words = ", ".join(f"{iv.name} by {n}" for iv, n in by_loop.items()) or "no shift needed"
+    shift_words = ", ".join(f"{b.name}'s {iv.name} shifted by {n}" for iv, n in by_loop.items()) or "no shift needed"
     return Proposal(what, True, f"legal with {shift_words}{moved}", fix,
                     {"level": at, "shifts": {iv: n for iv, n in by_loop.items()}, "requested": axis})
 
