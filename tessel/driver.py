@@ -21,6 +21,7 @@ from .ir import stmt as S
 from .ir.fingerprint import Unhashable, fingerprint
 from .ir.functor import collect, depth, free_vars
 from .lower import schedule_ops
+from .lower.poly_ops import poly_ops
 from .passes import (
     index_dtype,
     loop_partition,
@@ -36,6 +37,7 @@ from .poly.empty import remove_empty_loops
 from .poly.exact import ExactPlan
 from .poly.exact import plan as exact_plan
 from .runtime.cache import code_version, load_lowered, store_lowered
+from .schedule.commands import has_commands
 from .schedule.schedule import Schedule
 from .schedule.unroll_limit import MAX_UNROLL_STATEMENTS, unroll_limit_error, unrolled_owner
 from .target import Target, as_target, backend, resolve
@@ -162,12 +164,16 @@ def _lower_schedule(sch: Schedule, args: Sequence, name: str, exact: bool = True
         keep.append(b)
     # stages sharing a host's loops (computeAt by position) keep InferBound's slices: the exact
     # analysis does not follow loops taken from another stage
-    return _lower_bounded(b, exact_plan(b.ctx) if exact and not b.ctx.boxes else None)
+    use_plan = exact and not b.ctx.boxes and not has_commands(sch)
+    return _lower_bounded(b, exact_plan(b.ctx) if use_plan else None)
 
 
 def _lower_bounded(b: _Bounded, plan: ExactPlan | None) -> tuple[S.PrimFunc, list[Step]]:
     steps: list[Step] = []
-    stmt = schedule_ops(b.ctx, plan)
+    if has_commands(b.ctx.sch):  # Tiramisu's commands: the whole nest from isl's AST of the model
+        stmt = poly_ops(b.ctx, b.buffers)
+    else:
+        stmt = schedule_ops(b.ctx, plan)
     steps.append(Step("schedule_ops", stmt))
     assumed = b.ctx.sch.assumption_exprs()
     stmt = simplify_stmt(stmt, keep_unit_loops=True, assume=assumed)
@@ -353,7 +359,8 @@ class _ExactFront:
 
     def __call__(self) -> S.PrimFunc:
         if not self.done:
-            plan = None if self.bounded.ctx.boxes else exact_plan(self.bounded.ctx)  # as in _lower_schedule
+            sch = self.bounded.ctx.sch
+            plan = None if self.bounded.ctx.boxes or has_commands(sch) else exact_plan(self.bounded.ctx)
             if plan is not None and plan.changed:
                 self.front, self.steps = _lower_bounded(self.bounded, plan)
             self.done = True

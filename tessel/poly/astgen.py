@@ -31,6 +31,8 @@ from ..ir.functor import substitute
 UserFn = Callable[[str, list[E.PrimExpr]], S.Stmt]
 #: wraps a loop body: (iterator name, counter var, extent, body) -> the loop as annotated
 LoopFn = Callable[[str, E.Var, E.PrimExpr, S.Stmt], S.Stmt]
+#: the same, also given the names of the statements the loop runs (to take their loops' tags)
+TaggedLoopFn = Callable[[str, E.Var, E.PrimExpr, S.Stmt, frozenset[str]], S.Stmt]
 
 _T = isl.ast_expr_op_type
 _BINARY = {
@@ -49,16 +51,20 @@ class AstReader:
     ``names``: what each isl parameter stands for; ``counters``: per iterator, the variable
     whose name and dtype each loop over it counts with (a fresh ``Var`` per loop, as isl may
     scan one dimension with several loops);
-    ``index_dtype``: the dtype of isl's integer constants and of fresh counters.
+    ``index_dtype``: the dtype of isl's integer constants and of fresh counters;
+    ``tagged``: used instead of ``loop`` when given, also told which statements the loop runs.
     """
 
     def __init__(self, names: Mapping[str, E.PrimExpr], user: UserFn, loop: LoopFn | None = None,
-                 counters: Mapping[str, E.Var] | None = None, index_dtype: str = "int32"):
+                 counters: Mapping[str, E.Var] | None = None, index_dtype: str = "int32",
+                 tagged: TaggedLoopFn | None = None):
         self.names = dict(names)
         self.user = user
         self.make_loop = loop or _serial
+        self.tagged = tagged
         self.counters = dict(counters or {})
         self.dtype = index_dtype
+        self._open: list[set[str]] = []  # per loop being read, the statements met inside it
 
     # ---- statements ----------------------------------------------------------------------
     def stmt(self, node: isl.AstNode) -> S.Stmt:
@@ -79,6 +85,8 @@ class AstReader:
             if call.get_type() != isl.ast_expr_type.op or call.get_op_type() != _T.call:
                 raise _internal(f"isl AST leaf is not a statement call: {call.to_C_str()}")
             name = call.get_op_arg(0).get_id().get_name()
+            for under in self._open:
+                under.add(name)
             args = [self.expr(call.get_op_arg(k)) for k in range(1, call.get_op_n_arg())]
             return self.user(name, args)
         raise _internal(f"isl AST node of unexpected type {t}")
@@ -91,17 +99,22 @@ class AstReader:
         counter = E.Var(like.name, like.dtype) if like is not None else E.Var(it, self.dtype)
         here = E.Var(f"{it}.value", counter.dtype)  # the iterator's value while reading the body
         self.names[it] = here
+        self._open.append(set())
         try:
             body = self.stmt(node.for_get_body())
             last = None if node.for_is_degenerate() else self._upper(node.for_get_cond(), it)
         finally:
             del self.names[it]
+            under = frozenset(self._open.pop())
         if last is None:  # one iteration (isl gives no condition for it)
             extent: E.PrimExpr = O.const(1, counter.dtype)
         else:  # iterator in [init, last], every step-th value
             extent = O.add(O.floordiv(O.sub(last, init), step), 1) if step != 1 else O.add(O.sub(last, init), 1)
         value = O.add(init, O.mul(counter, step) if step != 1 else counter)
-        return self.make_loop(it, counter, extent, substitute(body, {here: value}))
+        body = substitute(body, {here: value})
+        if self.tagged is not None:
+            return self.tagged(it, counter, extent, body, under)
+        return self.make_loop(it, counter, extent, body)
 
     def _upper(self, cond: isl.AstExpr, it: str) -> E.PrimExpr:
         """The last value of the iterator from the loop condition ``it <= x`` / ``it < x``
@@ -178,4 +191,4 @@ def condition(s: isl.Set, context: isl.Set, reader: AstReader) -> E.PrimExpr:
     return reader.expr(build.expr_from_set(s))
 
 
-__all__ = ["AstReader", "condition", "scan"]
+__all__ = ["AstReader", "LoopFn", "TaggedLoopFn", "UserFn", "condition", "scan"]

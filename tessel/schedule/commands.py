@@ -372,6 +372,7 @@ def _indices(stage: Stage, buffer: Tensor, index: Callable | Sequence | None) ->
     if len(got) != len(buffer.shape):
         raise ScheduleError(f"stage {stage.name}: store_in gives {len(got)} indices for buffer {buffer.name} of "
                             f"{len(buffer.shape)} dimensions; give one index per dimension (none for a scalar)")
+    got = _own_axes(stage, got)
     mine = set(axes)
     for k, x in enumerate(got):
         if not x.dtype.is_integer:
@@ -381,6 +382,21 @@ def _indices(stage: Stage, buffer: Tensor, index: Callable | Sequence | None) ->
             raise ScheduleError(f"stage {stage.name}: store_in index {k} ({x}) uses {', '.join(stray)}, which are "
                                 f"not axes of {stage.name}; an index is a function of {', '.join(v.name for v in axes)}")
     return got
+
+
+def _own_axes(stage: Stage, index: tuple[E.PrimExpr, ...]) -> tuple[E.PrimExpr, ...]:
+    """Indices written over the axes of another copy of the same computation (a replayed step:
+    the recorded expressions name the original's axes) taken onto this stage's, by name."""
+    from ..ir.functor import free_vars, substitute
+
+    axes = {iv.var.name: iv.var for iv in stage.op.axis}
+    if len(axes) != len(stage.op.axis):
+        return index
+    mine = set(axes.values())
+    stray = {v for x in index for v in free_vars(x) if v not in mine}
+    if not stray or any(v.name not in axes or axes[v.name].dtype != v.dtype for v in stray):
+        return index
+    return tuple(substitute(x, {v: axes[v.name] for v in stray}) for x in index)
 
 
 def storage_fold(stage: Stage, axis: E.IterVar, factor: Any) -> None:

@@ -1,0 +1,168 @@
+"""Code generation for schedules with Tiramisu's commands, through isl's AST generator.
+
+The TE lowering (``schedule_ops``) builds one loop nest per stage from its leaf loops; a
+command (``after``, ``shift``, ``skew``, ...) places instances where no TE loop nest puts
+them, so such a schedule is lowered the way Tiramisu lowers everything (seed 004, §5): the
+polyhedral model gives every statement its domain and its schedule (the TE nest's 2d+1 map
+composed with the commands), isl builds the AST that visits the union of the statements'
+instances in time order under the context of the sizes, and ``poly.astgen`` reads it back as
+loops counting from zero. Each leaf names a statement and the values of its dimensions (isl
+inverts the schedule), from which the statement's body is written: the stage's expression
+with its axes replaced by those values, stored into its tensor -- or, after ``store_in``, into
+the buffer the command names, where every read of the tensor goes too.
+
+A loop's kind is the annotation the schedule gives the loops it fuses at that time dimension
+(``parallel``, ``vectorized``, ``unrolled``), when they agree; loops of different kinds fused
+together run serially. Storage: each computed tensor (or ``store_in`` buffer) that is not an
+argument is realized whole around the kernel. The result speaks of te tensors like
+``schedule_ops``'s, so the same passes and back ends follow.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from ..bound.infer import BoundContext
+from ..errors import LowerError
+from ..ir import expr as E
+from ..ir import op as O
+from ..ir import stmt as S
+from ..ir.functor import Mutator, substitute
+from ..poly.astgen import AstReader, scan
+from ..poly.model import Model, Statement, build
+from ..schedule.stage import INLINE
+from ..te.tensor import ComputeOp, Tensor, reduction_update
+
+
+def poly_ops(ctx: BoundContext, args: dict) -> S.Stmt:
+    """The loop nest of every stage of ``ctx``'s schedule, from isl's AST of the model;
+    ``args``: the tensors the kernel is called with (not realized here)."""
+    sch = ctx.sch
+    _check(ctx)
+    model = build(sch, ctx)
+    if model.unmodelled:
+        name, why = next(iter(model.unmodelled.items()))
+        raise LowerError(f"stage {name}: a schedule with commands (after, shift, skew, ...) is lowered from its "
+                         f"polyhedral model, which cannot describe {name} ({why}); remove the commands or "
+                         "make the stage's indices and ranges affine")
+    body = _scan(ctx, model)
+    body = _Stored(sch).visit(body)
+    return _realize(ctx, args, body)
+
+
+def _check(ctx: BoundContext) -> None:
+    if ctx.boxes:
+        st = next(iter(ctx.boxes))
+        raise LowerError(f"stage {st.name} shares loops with another stage (computeAt by position); commands "
+                         "(after, shift, ...) need stages placed by compute_at or at the root")
+    for st in ctx.sch.stages:
+        if st.is_placeholder or st.attach_type == INLINE:
+            continue
+        if not isinstance(st.op, ComputeOp):
+            raise LowerError(f"stage {st.name} is a {type(st.op).__name__}; schedules with commands (after, "
+                             "shift, skew, ...) lower te.compute stages only")
+        kinds = {st.leaf_kind(iv) for iv in st.leaf_iter_vars}
+        if kinds & {"tensorized", "thread_binding"} or st.store_predicate is not None:
+            raise LowerError(f"stage {st.name}: tensorize, bind and set_store_predicate are not lowered with "
+                             "commands (after, shift, ...); use one or the other")
+
+
+def _scan(ctx: BoundContext, model: Model) -> S.Stmt:
+    by_name = {s.name: s for s in model.statements}
+    names = {isl: v for v, isl in model.params.items()}
+    iterators = [f"c{k}" for k in range(model.time_dims)]
+    counters: dict[str, E.Var] = {}
+    for s in model.statements:
+        for lp in s.loops:
+            counters.setdefault(f"c{lp.pos}", E.Var(lp.iter_var.var.name, lp.iter_var.var.dtype))
+
+    def user(name: str, values: list[E.PrimExpr]) -> S.Stmt:
+        return _instance(ctx, by_name[name], values)
+
+    def loop(it: str, counter: E.Var, extent: E.PrimExpr, body: S.Stmt, under: frozenset[str]) -> S.Stmt:
+        pos = int(it[1:])
+        kinds = {lp.kind for n in under for lp in by_name[n].loops if lp.pos == pos}
+        kind = kinds.pop() if len(kinds) == 1 else "serial"
+        if kind not in ("parallel", "vectorized", "unrolled"):
+            kind = "serial"
+        return S.For(counter, O.const(0, extent.dtype), extent, kind, body)
+
+    umap = None
+    for s in model.statements:
+        assert s.schedule is not None
+        m = s.schedule.intersect_domain(s.domain).reset_tuple_id(isl.dim_type.out)
+        umap = m.to_union_map() if umap is None else umap.union(m.to_union_map())
+    if umap is None:
+        return S.Evaluate(0)
+    reader = AstReader(names, user, counters=counters, tagged=loop)
+    return scan(umap, model.context.params(), iterators, reader)
+
+
+def _instance(ctx: BoundContext, stmt: Statement, values: list[E.PrimExpr]) -> S.Stmt:
+    """One instance of ``stmt`` with its dimensions at ``values``: the stage's body, stored."""
+    vals = {v: x for v, x in zip(stmt.dim_vars, values)}
+    op = stmt.stage.op
+    body = ctx.bodies[op]
+    idx = [vals[iv.var] for iv in op.axis]
+    if stmt.role == "compute":
+        return S.seq(*[S.ProducerStore(t, substitute(e, vals), idx) for t, e in zip(op.outputs, body)])
+    red = body[0]
+    if stmt.role == "init":
+        start = red.init if red.init else red.combiner.identity
+        return S.seq(*[S.ProducerStore(t, substitute(v, vals), idx) for t, v in zip(op.outputs, start)])
+    return reduction_update(op, red, vals, idx)
+
+
+class _Stored(Mutator):
+    """Writes and reads of a tensor whose stage has ``store_in`` go to the command's buffer."""
+
+    def __init__(self, sch):
+        self.where: dict[Tensor, tuple[Tensor, tuple, tuple]] = {}
+        for st in sch.stages:
+            if st.storage is not None:
+                axes = tuple(iv.var for iv in st.op.axis)
+                self.where[st.op.output(0)] = (st.storage.buffer, axes, st.storage.indices)
+
+    def _moved(self, t: Tensor, indices) -> tuple[Tensor, tuple]:
+        buf, axes, index = self.where[t]
+        sub = dict(zip(axes, indices))
+        return buf, tuple(substitute(x, sub) for x in index)
+
+    def visit_ProducerStore(self, s: S.ProducerStore):
+        value = self.visit(s.value)
+        indices = tuple(self.visit(i) for i in s.indices)
+        if s.producer in self.where:
+            buf, idx = self._moved(s.producer, indices)
+            return S.ProducerStore(buf, value, idx)
+        return S.ProducerStore(s.producer, value, indices)
+
+    def visit_ProducerLoad(self, e: E.ProducerLoad):
+        indices = tuple(self.visit(i) for i in e.indices)
+        if e.producer in self.where:
+            buf, idx = self._moved(e.producer, indices)
+            return E.ProducerLoad(buf, idx)
+        return E.ProducerLoad(e.producer, indices)
+
+
+def _realize(ctx: BoundContext, args: dict, body: S.Stmt) -> S.Stmt:
+    """Storage for every computed tensor (or its ``store_in`` buffer) that is no argument."""
+    seen: dict[int, tuple[Tensor, str]] = {}
+    for st in ctx.order:
+        if st.is_placeholder or st.attach_type == INLINE:
+            continue
+        for t in st.op.outputs:
+            target = t
+            if st.storage is not None:
+                if t in args:
+                    raise LowerError(f"stage {st.name} is stored in {st.storage.buffer.name} (store_in), so its "
+                                     f"tensor {t.name} is never written; pass {st.storage.buffer.name} to "
+                                     f"lower/build instead of {t.name}")
+                target = st.storage.buffer
+            if target not in args:
+                seen.setdefault(id(target), (target, st.scope))
+    for t, scope in reversed(list(seen.values())):
+        body = S.ProducerRealize(t, tuple(E.Range(0, n) for n in t.shape), body, scope)
+    return body
+
+
+__all__ = ["poly_ops"]
