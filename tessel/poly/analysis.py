@@ -20,6 +20,7 @@ from ..schedule.commands import commands_key
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from .bounds import check_accesses
+from .recurrence import check_recurrences
 from .deps import Dependence, carried, dependences
 from .model import Model, build
 
@@ -76,6 +77,8 @@ class Analysis:
             t0 = time.perf_counter()
             try:
                 check_accesses(self.sch)
+                if any(getattr(st.op, "definitions", ()) for st in self.sch.stages):
+                    check_recurrences(self.model)  # the loop order against a recurrence's self-reads
                 self._bounds.append(None)
                 remember_clean(self.sch, "bounds")
             except TesselError as err:

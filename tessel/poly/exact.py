@@ -192,7 +192,15 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
         why = why or "an index of its loops is not affine"
     info = out.stages[id(st)] = StageSets([names.name(iv.var) for iv in reversed(ctx.paths[st])],
                                           [names.name(iv.var) for iv in st.leaf_iter_vars], context, ranges, box)
-    declared = _declared(out, st, value, box)
+    # a reduction's loops do not bound its data-parallel loops: an empty sum still sets its init
+    red = {names.name(iv.var) for iv in st.leaf_iter_vars if iv.is_reduce}
+    dbox = context
+    for c, iv in zip(ranges, st.leaf_iter_vars):
+        dbox = dbox if iv.is_reduce else dbox.intersect(c)
+    for c in checks:
+        if c is not None and not any(c.get_dim_name(isl.dim_type.param, k) in red for k in range(c.dim(isl.dim_type.param))):
+            dbox = dbox.intersect(c)
+    declared = _declared(out, st, value, dbox)
     if declared is not None:
         box = info.body = declared
     if st.is_output or not ctx.consumers[st] or why:

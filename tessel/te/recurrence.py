@@ -30,10 +30,10 @@ from ..errors import DefinitionError, LowerError
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
-from ..ir.dtype import to_dtype as _unused  # noqa: F401  (kept for the dtype= argument's spelling)
+from ..ir.dtype import dtype as to_dtype
 from ..ir.functor import Mutator, collect, substitute
 from .operation import LoopNest, Operation, Request, TensorList
-from .tensor import ComputeOp, Tensor, _axis_names, _check_body, _check_shape, _loaded, domain_condition
+from .tensor import ComputeOp, Tensor, _check_body, _check_shape, _loaded, domain_condition
 
 
 @dataclass(frozen=True)
@@ -58,10 +58,16 @@ class DefinitionOp(ComputeOp):
     one storage with the other definitions; ``prev`` (the definition before, or the tensor
     written in place) is read first, whole."""
 
+    #: the definitions of the recurrence, in order (set on every one when the last is made)
+    definitions: tuple[Tensor, ...] = ()
+
     def __init__(self, name: str, tag: str, attrs: dict | None, axis, body, where, prev: Tensor | None,
                  base: Tensor | None, directions: Sequence[int], self_tensor: Tensor | None = None):
         super().__init__(name, tag, attrs, axis, body, where)
-        self.prev, self.base = prev, base
+        self.prev = prev
+        #: the tensor whose storage every definition writes (None until the recurrence is complete:
+        #: then the input written in place, or the last definition's output)
+        self.base = base
         self.directions = tuple(directions)
         if self_tensor is not None and self_tensor is not self.outputs[0]:  # a rebuilt op reads itself
             rw = _SelfRewriter(self_tensor, self.outputs[0])
@@ -81,6 +87,11 @@ class DefinitionOp(ComputeOp):
     def storage(self, t: Tensor) -> Tensor:
         """The shared storage: the tensor written in place, else the last definition's output."""
         return self.base if self.base is not None else t
+
+    @property
+    def first(self) -> bool:
+        """Whether this is the first definition (it reads no earlier one)."""
+        return self.prev is None or self.prev.op.is_placeholder
 
     def reindex(self, iv: E.IterVar, x: E.PrimExpr) -> E.PrimExpr:
         k = next((k for k, a in enumerate(self.axis) if a is iv), None)
@@ -116,14 +127,29 @@ class DefinitionOp(ComputeOp):
             raise LowerError(
                 f"definition {stage.name} of a recurrence was moved inside another stage's loop, but it must "
                 f"run whole, after the definition before it; leave it at the root: s[{stage.name}].compute_root()")
+        base = self.storage(self.outputs[0])
+        if base.op.is_placeholder and _reads(body, base) > _reads(self.body, base):
+            raise LowerError(
+                f"definition {stage.name} writes {base.name} in place, but a stage inlined into it reads "
+                f"{base.name} too, which would then see elements already overwritten; compute that stage before "
+                f"the recurrence (s[...].compute_root()) instead of inlining it")
         return ComputeOp.build_provide(self, _Reindexed(nest, self), stage, body)
 
     def build_realize(self, stage, rmap: dict[E.IterVar, E.Range], body: S.Stmt) -> S.Stmt:
         """The first definition realizes the shared storage (unless it is an input written in
-        place) around everything after it; every definition's reads and writes use it."""
-        if self.prev is not None and self.prev.op.storage(self.prev) is self.storage(self.outputs[0]):
-            return body  # not the first: the first realized it around this one
-        return body
+        place) around everything after it, in which every read and write of a definition's
+        output is made one of the storage; the later definitions realize nothing."""
+        if not self.first:
+            return body
+        base = self.storage(self.outputs[0])
+        body = _Redirect({id(t): base for t in self.definitions if t is not base}).visit(body)
+        if base.op.is_placeholder:
+            return body
+        return S.ProducerRealize(base, tuple(E.Range(0, n) for n in base.shape), body, stage.scope)
+
+
+def _reads(body, t: Tensor) -> int:
+    return sum(1 for b in body for ld in collect(b, lambda n: isinstance(n, E.ProducerLoad)) if ld.producer is t)
 
 
 class _Reindexed:
@@ -169,3 +195,148 @@ class _Redirect(Mutator):
         e = self.generic_visit(e)
         t = self.storage.get(id(e.producer))
         return E.ProducerLoad(t, e.indices) if t is not None else e
+
+
+def _self_offsets(op: DefinitionOp) -> list[tuple[E.ProducerLoad, list[int | None]]]:
+    """Each read of the definition's own tensor with, per axis, the constant offset of its index
+    from the axis (None where it is not a constant); reads of the point itself are left out
+    (they read the value the definitions before left there)."""
+    ana = Analyzer()
+    me = op.outputs[0]
+    out = []
+    for b in op.body:
+        for ld in collect(b, lambda n: isinstance(n, E.ProducerLoad)):
+            if ld.producer is not me:
+                continue
+            offs: list[int | None] = []
+            for idx, iv in zip(ld.indices, op.axis):
+                d = ana.simplify(O.sub(idx, O.cast(iv.var, idx.dtype)))
+                offs.append(d.value if isinstance(d, E.IntImm) else None)
+            if any(o != 0 for o in offs):
+                out.append((ld, offs))
+    return out
+
+
+def directions(op: DefinitionOp, shown: str) -> list[int]:
+    """Per axis, +1 (forwards) or -1: outermost first, an axis runs backwards when the reads
+    not yet ordered by an outer axis read later indices along it; refused when some read
+    earlier and others later ones (no order computes both first)."""
+    pending = _self_offsets(op)
+    out = []
+    for k, iv in enumerate(op.axis):
+        if any(offs[k] is None for _, offs in pending):
+            out.extend([1] * (len(op.axis) - k))  # not uniform: forwards, checked exactly at build time
+            break
+        later = [ld for ld, offs in pending if offs[k] > 0]
+        earlier = [ld for ld, offs in pending if offs[k] < 0]
+        if later and earlier:
+            raise DefinitionError(
+                f"te.recurrence {shown}: it reads {_text(earlier[0])} and {_text(later[0])}, an earlier and a later "
+                f"index along axis {iv.var.name} of the points it is defining, so no direction of loop "
+                f"{iv.var.name} computes both before they are read; write the new values into another tensor "
+                "(te.compute) or read only one side")
+        out.append(-1 if later else 1)
+        pending = [(ld, offs) for ld, offs in pending if offs[k] == 0]
+    return out
+
+
+def _text(ld: E.ProducerLoad) -> str:
+    return f"{ld.producer.name}[{', '.join(str(i) for i in ld.indices)}]"
+
+
+def _one_definition(d: Definition, k: int, shape, name: str, dtype, prev: Tensor | None, final: bool,
+                    tag: str, attrs) -> DefinitionOp:
+    """Definition ``k`` as an operation: its axes, its body read through its own tensor."""
+    dname = name if final else (d.name or f"{name}.def{k}")
+    names = [f"i{k}" for k in range(len(shape))] if _takes_varargs(d.fcompute) else _def_names(d.fcompute, shape, dname)
+    axis = [E.IterVar(E.Range(0, n), E.Var(a, n.dtype), E.IterVar.DATA_PAR) for a, n in zip(names, shape)]
+    where = domain_condition(d.where, axis, dname) if d.where is not None else None
+    op = DefinitionOp.__new__(DefinitionOp)  # the tensor the body reads, before the operation is complete
+    op.name = dname
+    op.outputs = (Tensor(op, 0, shape, dtype),)
+    probe = op.outputs[0]
+    value = O.convert(d.fcompute(probe, *[iv.var for iv in axis]))
+    if value.dtype != dtype:
+        if value.dtype.is_float == dtype.is_float and isinstance(value, E.IntImm | E.FloatImm):
+            value = O.cast(value, dtype)
+        else:
+            raise DefinitionError(f"te.recurrence {name}: definition {k} gives `{value}` of dtype {value.dtype}, but "
+                                  f"the tensor is {dtype}; cast it (.astype(\"{dtype}\"))")
+    _check_body(dname, [value])
+    out = DefinitionOp(dname, tag, attrs, axis, [value], where, prev, None, [1] * len(axis), probe)
+    out.directions = tuple(directions(out, f"{name} (definition {k})"))
+    return out
+
+
+def _takes_varargs(f: Callable) -> bool:
+    import inspect
+
+    try:
+        ps = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    return len(ps) == 2 and ps[1].kind == inspect.Parameter.VAR_POSITIONAL
+
+
+def _def_names(f: Callable, shape, name: str) -> list[str]:
+    """The index names a definition's function gives (after its first argument, the tensor)."""
+    import inspect
+
+    try:
+        ps = [p for p in inspect.signature(f).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        ps = []
+    if len(ps) != len(shape) + 1:
+        raise DefinitionError(
+            f"te.recurrence {name}: a definition's function takes the tensor being defined, then one index per "
+            f"dimension ({len(shape) + 1} arguments, e.g. lambda h, {', '.join(f'i{k}' for k in range(len(shape)))}: ...), "
+            f"got {len(ps)}")
+    return [p.name for p in ps[1:]]
+
+
+def recurrence(shape, definitions: Sequence[Definition | Callable], name: str = "recurrence", dtype=None,
+               inplace: Tensor | None = None, tag: str = "", attrs: dict | None = None) -> Tensor:
+    """A tensor defined by ``definitions`` run in order, each reading the tensor as the earlier
+    ones (and its own earlier points) left it; see the module's docstring. ``inplace``: an
+    input (te.placeholder) whose storage holds the result, its content being the starting
+    values (the kernel then takes it alone: ``build(s, [..., inplace])``). Returns the tensor
+    (its operation is the last definition; ``h.op.definitions`` lists all of them)."""
+    defs = [d if isinstance(d, Definition) else define(d) for d in definitions]
+    if not defs:
+        raise DefinitionError(f"te.recurrence {name}: give at least one definition (te.define(...))")
+    if inplace is not None:
+        if not isinstance(inplace, Tensor) or not inplace.op.is_placeholder:
+            raise DefinitionError(f"te.recurrence {name}: inplace= must be an input (a te.placeholder) whose "
+                                  f"storage the results are written into, got {inplace!r}")
+        shape = inplace.shape if shape is None else shape
+    shape = _check_shape(shape, name)
+    if inplace is not None:
+        ana = Analyzer()
+        if len(inplace.shape) != len(shape) or not all(ana.can_prove_equal(a, b) for a, b in zip(inplace.shape, shape)):
+            raise DefinitionError(f"te.recurrence {name}: its shape {shape} is not the shape {inplace.shape} of "
+                                  f"{inplace.name}, the input it is written into")
+    dt = to_dtype(dtype) if dtype is not None else (inplace.dtype if inplace is not None else _probe_dtype(defs[0], shape))
+    ops: list[DefinitionOp] = []
+    prev = inplace
+    for k, d in enumerate(defs):
+        op = _one_definition(d, k, shape, name, dt, prev, k == len(defs) - 1, tag, attrs)
+        ops.append(op)
+        prev = op.outputs[0]
+    base = inplace if inplace is not None else ops[-1].outputs[0]
+    tensors = tuple(op.outputs[0] for op in ops)
+    for op in ops:
+        op.base, op.definitions = base, tensors
+    return ops[-1].outputs[0]
+
+
+def _probe_dtype(d: Definition, shape) -> object:
+    """The dtype of the first definition's value (the tensor it reads taken as float32)."""
+    from .tensor import placeholder
+
+    probe = placeholder(shape, "float32", "probe")
+    names = _def_names(d.fcompute, shape, "probe") if not _takes_varargs(d.fcompute) else [f"i{k}" for k in range(len(shape))]
+    return O.convert(d.fcompute(probe, *[E.Var(n, s.dtype) for n, s in zip(names, shape)])).dtype
+
+
+__all__ = ["Definition", "DefinitionOp", "define", "recurrence"]
