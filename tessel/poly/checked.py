@@ -25,12 +25,36 @@ from .solve import Proposal, legalize_fusion, order_conflicts, proposing, wavefr
 
 
 def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
-    """Refuse ``command`` (just applied to ``stage``) if the schedules now break a dependence."""
-    found = order_conflicts(sch)
+    """Refuse ``command`` (just applied to ``stage``) if the schedules now break a dependence
+    it is answerable for (``involved``); the whole schedule is checked again at ``verify``."""
+    found = order_conflicts(sch, involved(stage, command))
     if not found:
         return
     v = violation(sch, stage, command, found[0])
     raise v.error(len(found) - 1)
+
+
+def involved(stage: Stage, command: Any):
+    """Which dependences ``command`` answers for, as Tiramisu's partial check does: an order,
+    those between its two stages (a chain of ``then`` built in any order passes through states
+    where a third stage is not placed yet); a loop command, those with an end in a statement
+    inside the stage's loops (its own, or a stage computed inside them)."""
+    from ..schedule.commands import Order
+
+    if isinstance(command, Order):
+        pair = {id(command.stage.op), id(command.anchor.op)}
+        return lambda d: id(d.source.stage.op) in pair and id(d.sink.stage.op) in pair
+    inside = {id(st.op) for st in stage.schedule.stages if _within(st, stage)}
+    return lambda d: id(d.source.stage.op) in inside or id(d.sink.stage.op) in inside
+
+
+def _within(st: Stage, outer: Stage) -> bool:
+    seen = 0
+    while st is not None and seen < 64:
+        if st is outer:
+            return True
+        st, seen = st.attach_stage, seen + 1
+    return False
 
 
 def violation(sch: Schedule, stage: Stage, command: Any, c: Conflict) -> Violation:

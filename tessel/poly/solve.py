@@ -20,7 +20,7 @@ safe; when no commands work, ``p.possible`` is False and ``p.explanation`` says 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,17 +129,21 @@ def proposing() -> bool:
     return not getattr(_QUIET, "on", False)
 
 
-def order_conflicts(sch: Schedule) -> list[Conflict]:
-    """The dependences of the program order that ``sch``'s commands break (``legality.py``);
-    empty for a schedule without commands (it runs in the program order)."""
+def order_conflicts(sch: Schedule, involved: Callable[[Any], bool] | None = None) -> list[Conflict]:
+    """The dependences of the program order that ``sch``'s commands break (``legality.py``),
+    only those ``involved(dep)`` accepts when given; empty for a schedule without commands
+    (it runs in the program order)."""
     from .analysis import analysis
 
     if not _has_commands(sch):
         return []
     base = program_order(sch)
+    deps = base.dependences if involved is None else [d for d in base.dependences if involved(d)]
+    if not deps:
+        return []
     now = analysis(sch).model
     scheds = {st.name: st.schedule for st in now.statements if st.schedule is not None}
-    return conflicts(base.dependences, scheds, now.context)
+    return conflicts(deps, scheds, now.context)
 
 
 def _has_commands(sch: Schedule) -> bool:
