@@ -38,14 +38,20 @@ def involved(stage: Stage, command: Any):
     """Which dependences ``command`` answers for, as Tiramisu's partial check does: an order,
     those between its two stages (a chain of ``then`` built in any order passes through states
     where a third stage is not placed yet); a loop command, those with an end in a statement
-    inside the stage's loops (its own, or a stage computed inside them)."""
+    inside the stage's loops (its own, or a stage computed inside them). Stages are matched by
+    position: the dependences may come from an identical program analysed before."""
     from ..schedule.commands import Order
 
+    stages = stage.schedule.stages
     if isinstance(command, Order):
-        pair = {id(command.stage.op), id(command.anchor.op)}
-        return lambda d: id(d.source.stage.op) in pair and id(d.sink.stage.op) in pair
-    inside = {id(st.op) for st in stage.schedule.stages if _within(st, stage)}
-    return lambda d: id(d.source.stage.op) in inside or id(d.sink.stage.op) in inside
+        pair = {stages.index(command.stage), stages.index(command.anchor)}
+        return lambda d: _pos(d.source.stage) in pair and _pos(d.sink.stage) in pair
+    inside = {k for k, st in enumerate(stages) if _within(st, stage)}
+    return lambda d: _pos(d.source.stage) in inside or _pos(d.sink.stage) in inside
+
+
+def _pos(st: Stage) -> int:
+    return st.schedule.stages.index(st)
 
 
 def _within(st: Stage, outer: Stage) -> bool:
@@ -77,10 +83,10 @@ def violation(sch: Schedule, stage: Stage, command: Any, c: Conflict) -> Violati
 
 def _live(sch: Schedule, st: Any) -> Stage | None:
     """The stage of ``sch`` at the place of a program-order copy's stage ``st``."""
-    for x in sch.stages:
-        if x.op is getattr(st, "op", None):
-            return x
-    return None
+    try:
+        return sch.stages[_pos(st)]
+    except (ValueError, IndexError, AttributeError):
+        return None
 
 
 def _loops(command: Any) -> tuple[E.IterVar, ...]:
