@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import islpy as isl
+
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..schedule.legality import Violation, ViolationKind
@@ -27,7 +29,16 @@ from .solve import Proposal, legalize_fusion, order_conflicts, proposing, wavefr
 def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
     """Refuse ``command`` (just applied to ``stage``) if the schedules now break a dependence
     it is answerable for (``involved``); the whole schedule is checked again at ``verify``."""
-    found = order_conflicts(sch, involved(stage, command))
+    try:
+        found = order_conflicts(sch, involved(stage, command))
+    except isl.Error:
+        # the model has no meaning while a tree rule is broken (a stage attached where a reader
+        # cannot see it): that is refused at build, and the dependences checked once it is not
+        from ..schedule.legality import find_violations
+
+        if find_violations(sch, propose=False):
+            return
+        raise
     if not found:
         return
     v = violation(sch, stage, command, found[0])
