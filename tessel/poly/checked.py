@@ -22,8 +22,8 @@ from ..ir import expr as E
 from ..schedule.legality import Violation, ViolationKind
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
-from .legality import Conflict
-from .solve import Proposal, legalize_fusion, order_conflicts, proposing, wavefront
+from .legality import Conflict, distance_text
+from .solve import Proposal, fold_conflicts, legalize_fusion, order_conflicts, proposing, wavefront
 
 
 def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
@@ -40,9 +40,48 @@ def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
             return
         raise
     if not found:
+        folds = fold_conflicts(sch)
+        if folds:
+            raise fold_violation(sch, stage, command, *folds[0]).error(len(folds) - 1)
         return
     v = violation(sch, stage, command, found[0])
     raise v.error(len(found) - 1)
+
+
+def fold_violation(sch: Schedule, stage: Stage, command: Any, folded: Stage, dep: Any, bad: Any) -> Violation:
+    """A fold too small for the schedule: a value overwritten in the folded buffer before it is read."""
+    what = command.text() if hasattr(command, "text") else str(command)
+    buf = folded.storage.buffer.name
+    text = (f"stage {stage.name}: {what} is refused: the {dep.kind} dependence {dep.source.label()} -> "
+            f"{dep.sink.label()} (distance {distance_text(dep)}) would read {buf} after another value of "
+            f"{folded.name} overwrote the element: the fold holds fewer values than are live at once")
+    v = Violation(ViolationKind.DEPENDENCE_ORDER, stage, text, (stage, folded), _loops(command))
+    v.dependence = dep  # type: ignore[attr-defined]
+    if proposing() and stage is folded and getattr(command, "folded", False):
+        fix = _wider_fold(undone(sch, stage, command), folded, command)
+        if fix is not None:
+            v.proposed = fix
+            v.explanation += f". The least fold that keeps every value until it is read: {fix.code}"
+    return v
+
+
+def _wider_fold(before: Schedule, st: Stage, cmd: Any) -> Any:
+    """``storage_fold`` of the same axis by the least factor (up to 64) that is legal."""
+    from ..schedule.fixes import Names
+    from .solve import record
+
+    k = next((n for n, x in enumerate(cmd.indices) if isinstance(x, E.FloorMod)), None)
+    if k is None:
+        return None
+    axis = st.op.axis[k]
+    mine = before.stages[st.schedule.stages.index(st)]
+    names = Names(before)
+    for f in range(2, 65):
+        code = f"s[{names.stage(mine)}].storage_fold({names.axis(mine, axis)}, {f})"
+        fix = record(before, [(mine, "storage_fold", (axis, f))], names, code)
+        if fix is not None:
+            return fix
+    return None
 
 
 def involved(stage: Stage, command: Any):
@@ -163,6 +202,8 @@ def order_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
         v.dependence = c.dep  # type: ignore[attr-defined]
         v.conflict = c  # type: ignore[attr-defined]
         out.append(v)
+    for folded, dep, bad in ([] if out else fold_conflicts(sch)):
+        out.append(fold_violation(sch, folded, folded.storage, folded, dep, bad))
     return out
 
 

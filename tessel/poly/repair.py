@@ -213,8 +213,8 @@ def repair_fusion(deps: Sequence[Dependence], scheds: Schedules, a_names: set[st
 
 # ---- wavefronts --------------------------------------------------------------------------
 def inner_distances(deps: Sequence[Dependence], scheds: Schedules, p: int, q: int) -> isl.Set | None:
-    """The distances on time dimensions ``(p, q)`` of the dependences not carried before ``p``,
-    over every size (None when there are none)."""
+    """The distances on time dimensions ``(p, q)`` of the dependences not carried before ``p``
+    nor inside ``q``, over every size (None when there are none)."""
     al = align(scheds)
     maps = [equal_prefix(time_pairs(d, al), p) for d in deps if d.source.name in al and d.sink.name in al]
     pairs = _union([m for m in maps if not m.is_empty()])
@@ -226,7 +226,9 @@ def inner_distances(deps: Sequence[Dependence], scheds: Schedules, p: int, q: in
     n = d.dim(DIM.set)
     d = d.project_out(DIM.set, q + 1, n - q - 1).project_out(DIM.set, 0, p)
     d = d.project_out(DIM.set, 1, q - p - 1) if q - p > 1 else d
-    return d.reset_tuple_id()
+    # pairs equal on both loops are carried inside them: a skew of the two leaves them alone
+    d = d.reset_tuple_id().subtract(isl.Set("{ [0, 0] }"))
+    return None if d.is_empty() else d
 
 
 def skew_factors(dist: isl.Set, limit: int = 4) -> tuple[int, int] | None:

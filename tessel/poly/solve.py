@@ -25,15 +25,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import islpy as isl
+
 from ..errors import ScheduleError, TesselError
 from ..ir import expr as E
 from ..schedule.fixes import Fix, Names
 from ..schedule.history import Step, apply_steps
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
-from .legality import Conflict, conflicts
+from .deps import Dependence
+from .legality import Conflict, align, conflicts, time_pairs
 from .model import Model
 from .repair import inner_distances, repair_fusion, skew_factors
+from .space import DIM
 
 
 @dataclass(eq=False)
@@ -106,7 +110,7 @@ def record(sch: Schedule, calls: list[tuple[Stage, str, tuple]], names: Names, c
             return None
         trial = sch.copy(record=False)
         fix.apply(trial)
-        if order_conflicts(trial):
+        if order_conflicts(trial) or fold_conflicts(trial):
             return None
     return fix
 
@@ -146,6 +150,53 @@ def order_conflicts(sch: Schedule, involved: Callable[[Any], bool] | None = None
     return conflicts(deps, scheds, now.context)
 
 
+def fold_conflicts(sch: Schedule) -> list[tuple[Stage, Dependence, isl.Map]]:
+    """Values a ``storage_fold`` would overwrite before they are read: for each flow dependence
+    of the program out of a folded stage, the (write time, read time) pairs between which
+    another instance writes the same folded element, under ``sch``'s schedules."""
+    from .analysis import analysis
+
+    folded = [st for st in sch.stages if st.storage is not None and st.storage.folded]
+    if not folded:
+        return []
+    now = analysis(sch).model
+    scheds = align({x.name: x.schedule for x in now.statements if x.schedule is not None})
+    out = []
+    for st in folded:
+        buf = st.storage.buffer
+        writes = {x.name: [a.relation.apply_domain(scheds[x.name]) for a in x.writes if a.tensor is buf]
+                  for x in now.statements if x.name in scheds}
+        every = _union([m for ms in writes.values() for m in ms])
+        if every is None:
+            continue
+        k = sch.stages.index(st)
+        for d in program_order(sch).dependences:
+            if d.kind != "flow" or d.source.stage.schedule.stages.index(d.source.stage) != k:
+                continue
+            mine = _union(writes.get(d.source.name, []))
+            if mine is None or d.sink.name not in scheds:
+                continue
+            n = scheds[d.source.name].dim(DIM.out)
+            later = mine.apply_range(every.reverse()).intersect(_lex(n, "lt"))  # t_w -> t2 > t_w, same element
+            bad = time_pairs(d, scheds).range_product(later).intersect_range(_lex(n, "gt").wrap())
+            bad = bad.intersect_params(now.context)
+            if not bad.is_empty():
+                out.append((st, d, bad))
+    return out
+
+
+def _lex(n: int, how: str) -> isl.Map:
+    space = isl.Space.set_alloc(isl.DEFAULT_CONTEXT, 0, n).set_tuple_name(DIM.set, "T")
+    return isl.Map.lex_lt(space) if how == "lt" else isl.Map.lex_gt(space)
+
+
+def _union(maps: list) -> isl.Map | None:
+    out = None
+    for m in maps:
+        out = m if out is None else out.union(m)
+    return out
+
+
 def _has_commands(sch: Schedule) -> bool:
     from ..schedule.commands import has_commands
 
@@ -157,15 +208,18 @@ _BASE: dict = {}
 
 
 def program_order(sch: Schedule):
-    """The analysis of ``sch`` in the program's order -- its loop commands and after/before
-    taken away, its storage kept (``store_in`` changes which instances touch one element):
-    the order the dependences are computed in, which no command changes."""
+    """The analysis of ``sch`` in the program's order -- its loop commands, after/before and
+    storage folds taken away, its ``store_in`` kept (storing into an input or another tensor is
+    what the program means: an in-place update): the order and storage the dependences are
+    computed in, which no command changes. A fold is checked apart (``fold_conflicts``)."""
     from ..schedule.commands import commands_key
     from .analysis import analysis, content_key
 
     plain = sch.copy(record=False)
     for st in plain.stages:
         st.commands = ()
+        if st.storage is not None and st.storage.folded:  # a fold saves memory, it means nothing
+            st.storage = None
     plain.orders = ()
     ckey = content_key(plain)
     key = None if ckey is None else (ckey, commands_key(plain))
@@ -287,4 +341,4 @@ def _offer(what: str, fix: Fix | None, why: str, details: dict) -> Proposal:
     return Proposal(what, True, why, fix, details)
 
 
-__all__ = ["Proposal", "legalize_fusion", "order_conflicts", "program_order", "record", "wavefront"]
+__all__ = ["Proposal", "fold_conflicts", "legalize_fusion", "order_conflicts", "program_order", "record", "wavefront"]
