@@ -9,8 +9,9 @@ the order reversed each round, two untimed calls first), medians of the timed ca
 * **blur, fused by ``after`` + ``shift``** vs the two stages as separate nests: the vertical
   pass reads rows of the horizontal pass two rows after they are written, while they are still
   in cache, instead of streaming the whole intermediate image back from memory; the shift is
-  the one ``tessel.poly.legalize_fusion`` computes. A third variant also folds the intermediate
-  to 4 rows (``storage_fold``), so it never leaves the cache at all.
+  the one ``tessel.poly.legalize_fusion`` computes (the intermediate is still a full image). A
+  third variant also folds the intermediate to a circular buffer of 3 rows (``storage_fold``;
+  ``(n + 2) * n * 4`` bytes of scratch become ``3 * n * 4``), so it never leaves the cache.
 * **wavefront recurrence** ``h[i, j] = f(h[i-1, j], h[i, j-1])`` in 64 x 64 tiles, the tile
   loops skewed by ``tessel.poly.wavefront`` with the inner tile loop parallel, on 2 threads vs 1
   (the same kernel; on a loaded machine the second thread may cost more than it brings).
@@ -44,7 +45,7 @@ def _blur(n: int, variant: str):
     if variant != "unfused":
         tessel.poly.legalize_fusion(s, by, bx, by.op.axis[1]).apply(s)
     if variant == "fused+fold":
-        s[bx].storage_fold(bx.op.axis[0], 4)
+        s[bx].storage_fold(bx.op.axis[0], 3)  # rows i .. i + 2 are live at once
     f = tessel.build(s, [A, by])
     a = np.random.default_rng(0).random((n + 2, n + 2), dtype=np.float32)
     out = np.empty((n, n), np.float32)

@@ -29,8 +29,10 @@ from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, substitute
 from ..poly.astgen import AstReader, scan
+from ..poly.commands import check_storage
 from ..poly.model import Model, Statement, build
-from ..schedule.stage import INLINE
+from ..schedule.commands import describe
+from ..schedule.stage import INLINE, ROOT
 from ..te.tensor import ComputeOp, Tensor, reduction_update
 
 
@@ -45,6 +47,7 @@ def poly_ops(ctx: BoundContext, args: dict) -> S.Stmt:
         raise LowerError(f"stage {name}: a schedule with commands (after, shift, skew, ...) is lowered from its "
                          f"polyhedral model, which cannot describe {name} ({why}); remove the commands or "
                          "make the stage's indices and ranges affine")
+    check_storage(model)
     body = _scan(ctx, model)
     body = _Stored(sch).visit(body)
     return _realize(ctx, args, body)
@@ -55,16 +58,26 @@ def _check(ctx: BoundContext) -> None:
         st = next(iter(ctx.boxes))
         raise LowerError(f"stage {st.name} shares loops with another stage (computeAt by position); commands "
                          "(after, shift, ...) need stages placed by compute_at or at the root")
+    for o in ctx.sch.orders:
+        moved = next((st for st in (o.stage, o.anchor) if st.attach_type != ROOT), None)
+        if moved is not None:
+            raise LowerError(f"{o.text()}: {moved.name} was moved off the root after the command (compute_at or "
+                             f"compute_inline); orders need both stages at the root: call "
+                             f"s[{moved.name}].compute_root(), or order the stage it is computed in")
     for st in ctx.sch.stages:
+        if st.attach_type == INLINE and (st.commands or st.storage is not None):
+            raise LowerError(f"stage {st.name} is inlined, so its commands ({', '.join(describe(st))}) have no "
+                             f"loops to act on; call s[{st.name}].compute_root() or drop the commands")
         if st.is_placeholder or st.attach_type == INLINE:
             continue
         if not isinstance(st.op, ComputeOp):
             raise LowerError(f"stage {st.name} is a {type(st.op).__name__}; schedules with commands (after, "
                              "shift, skew, ...) lower te.compute stages only")
         kinds = {st.leaf_kind(iv) for iv in st.leaf_iter_vars}
-        if kinds & {"tensorized", "thread_binding"} or st.store_predicate is not None:
-            raise LowerError(f"stage {st.name}: tensorize, bind and set_store_predicate are not lowered with "
-                             "commands (after, shift, ...); use one or the other")
+        hints = any(a.pragmas or a.prefetch for a in st.iter_var_attrs.values()) or st.dim_align
+        if kinds & {"tensorized", "thread_binding"} or st.store_predicate is not None or hints:
+            raise LowerError(f"stage {st.name}: tensorize, bind, set_store_predicate, pragma, prefetch and "
+                             "storage_align are not lowered with commands (after, shift, ...); use one or the other")
 
 
 def _scan(ctx: BoundContext, model: Model) -> S.Stmt:
@@ -119,9 +132,14 @@ class _Stored(Mutator):
     def __init__(self, sch):
         self.where: dict[Tensor, tuple[Tensor, tuple, tuple]] = {}
         for st in sch.stages:
+            axes = tuple(iv.var for iv in st.op.axis)
             if st.storage is not None:
-                axes = tuple(iv.var for iv in st.op.axis)
                 self.where[st.op.output(0)] = (st.storage.buffer, axes, st.storage.indices)
+                continue
+            for t in st.op.outputs:
+                home = _home(st.op, t)
+                if home is not t:
+                    self.where[t] = (home, axes, axes)
 
     def _moved(self, t: Tensor, indices) -> tuple[Tensor, tuple]:
         buf, axes, index = self.where[t]
@@ -144,8 +162,16 @@ class _Stored(Mutator):
         return E.ProducerLoad(e.producer, indices)
 
 
+def _home(op, t: Tensor) -> Tensor:
+    """Where an operation keeps output ``t`` (the definitions of one recurrence share one
+    storage, ``Operation.storage``; any other operation keeps its own tensor)."""
+    storage = getattr(op, "storage", None)
+    return storage(t) if callable(storage) else t
+
+
 def _realize(ctx: BoundContext, args: dict, body: S.Stmt) -> S.Stmt:
-    """Storage for every computed tensor (or its ``store_in`` buffer) that is no argument."""
+    """Storage for every computed tensor (its ``store_in`` buffer, its recurrence's storage)
+    that is no argument."""
     seen: dict[int, tuple[Tensor, str]] = {}
     for st in ctx.order:
         if st.is_placeholder or st.attach_type == INLINE:
@@ -158,7 +184,10 @@ def _realize(ctx: BoundContext, args: dict, body: S.Stmt) -> S.Stmt:
                                      f"tensor {t.name} is never written; pass {st.storage.buffer.name} to "
                                      f"lower/build instead of {t.name}")
                 target = st.storage.buffer
-            if target not in args:
+            target = _home(st.op, target) if target is t else target
+            # an input of the program written in place is the caller's (storage_flatten asks for it)
+            is_input = target.op.is_placeholder and target.op in ctx.sch.stage_map
+            if target not in args and not is_input:
                 seen.setdefault(id(target), (target, st.scope))
     for t, scope in reversed(list(seen.values())):
         body = S.ProducerRealize(t, tuple(E.Range(0, n) for n in t.shape), body, scope)

@@ -162,8 +162,9 @@ class AstReader:
 def _internal(fact: str) -> InternalError:
     """A loop nest isl generated that tessel cannot read: the fact, then what the user can do
     now (the interval lowering needs no isl AST) and what to report."""
-    return InternalError(f"exact regions: {fact}; build with exact=False to keep InferBound's regions, "
-                         "and report the program that caused it (a bug in tessel.poly.astgen)")
+    return InternalError(f"isl's loop nest: {fact}; a schedule without commands (after, shift, ...) built with "
+                         "exact=False keeps InferBound's regions and needs no isl AST; report the program that "
+                         "caused it (a bug in tessel.poly.astgen)")
 
 
 def _serial(it: str, counter: E.Var, extent: E.PrimExpr, body: S.Stmt) -> S.Stmt:

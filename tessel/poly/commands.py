@@ -24,16 +24,18 @@ from typing import TYPE_CHECKING
 
 import islpy as isl
 
-from ..errors import ScheduleError
+from ..errors import BoundError, ScheduleError
 from ..ir import expr as E
 from ..ir.functor import substitute
-from ..schedule.commands import Interchange, Order, Reverse, Shift, Skew, has_commands
+from ..ir.names import shown
+from ..schedule.commands import Interchange, Order, Reverse, Shift, has_commands
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from ..te.tensor import Tensor
+from .space import DIM
 
 if TYPE_CHECKING:
-    from .model import Loop, Statement
+    from .model import Loop, Model, Statement
 
 Vector = list  # ints (static positions) and isl.PwAff (loop coordinates), one per time dimension
 
@@ -46,6 +48,41 @@ def stored(sch: Schedule, t: Tensor, indices: Sequence[E.PrimExpr]) -> tuple[Ten
         return t, list(indices)
     sub = {iv.var: i for iv, i in zip(st.op.axis, indices)}
     return st.storage.buffer, [substitute(x, sub) for x in st.storage.indices]
+
+
+def check_storage(model: Model) -> None:
+    """Refuse a ``store_in`` whose indices leave the buffer for some instance that runs (a
+    BoundError with the sizes and the instance), as reads outside a tensor are refused."""
+    buffers = {id(st.storage.buffer) for st in model.sch.stages if st.storage is not None}
+    if not buffers:
+        return
+    ctx = model.context.params()
+    for stmt in model.statements:
+        conv = stmt.converter
+        assert conv is not None
+        for acc in stmt.accesses:
+            if id(acc.tensor) not in buffers or not acc.exact:
+                continue
+            where = acc.relation.domain().intersect_params(ctx)
+            pma = isl.PwMultiAff.from_map(acc.relation)
+            for k, n in enumerate(acc.tensor.shape):
+                idx, size = pma.get_pw_aff(k), conv.aff(n)
+                bad = idx.lt_set(conv.const(0)).union(idx.ge_set(size)).intersect(where)
+                if not bad.is_empty():
+                    raise _outside(model, stmt, acc, k, bad.sample_point())
+
+
+def _outside(model: Model, stmt: Statement, acc, k: int, p: isl.Point) -> BoundError:
+    names = {isl_name: v.name for v, isl_name in model.params.items()}
+    sizes = [f"{names.get(p.get_space().get_dim_name(DIM.param, j), '?')} = "
+             f"{p.get_coordinate_val(DIM.param, j).to_python()}" for j in range(p.get_space().dim(DIM.param))]
+    at = [f"{v.name} = {p.get_coordinate_val(DIM.set, j).to_python()}" for j, v in enumerate(stmt.dim_vars)]
+    verb = "writes" if acc.write else "reads"
+    buf = acc.tensor
+    return BoundError(f"stage {shown(stmt.stage.name)} is stored in {shown(buf.name)} (store_in), whose index {k} "
+                      f"leaves its shape ({', '.join(str(x) for x in buf.shape)}): for {', '.join(sizes + at)} "
+                      f"{stmt.label()} {verb} {acc.text} there; give store_in an index inside the buffer, or a "
+                      "larger buffer")
 
 
 def apply_commands(sch: Schedule, statements: list[Statement], vectors: dict[int, Vector]) -> None:
@@ -142,7 +179,8 @@ def _order(o: Order, placed: list[Statement], vectors: dict[int, Vector]) -> Non
     if short:
         raise ScheduleError(f"{o.text()}: {short[0].label()} runs inside fewer than {n} loops, so it cannot share "
                             f"{n} loops with {o.anchor.name}; choose an outer level")
-    prefix = [vectors[id(theirs[0])][k] for k in range(0, p, 2)]
+    ref = next((s for s in theirs if s.stage is o.anchor), theirs[0])  # not a stage computed inside it
+    prefix = [vectors[id(ref)][k] for k in range(0, p, 2)]
     for s in mine + theirs:
         for lp in s.loops[:n]:
             if lp.width != 1:
@@ -170,4 +208,4 @@ def _order(o: Order, placed: list[Statement], vectors: dict[int, Vector]) -> Non
         v[p] = base + v[p] - low
 
 
-__all__ = ["apply_commands", "stored"]
+__all__ = ["apply_commands", "check_storage", "stored"]

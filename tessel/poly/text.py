@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..ir.names import shown
+from ..schedule.commands import describe
 
 if TYPE_CHECKING:
     from .model import Model
@@ -27,6 +28,8 @@ def model_text(m: Model) -> str:
             lp = ", ".join(f"{shown(x.name)}{'' if x.kind == 'serial' else ' ' + x.kind} (t{x.pos}"
                            f"{'' if x.width == 1 else '..t' + str(x.pos + x.width - 1)})" for x in s.loops)
             lines.append(f"  loops:    {lp}")
+        if s.role != "update" and describe(s.stage):  # Tiramisu's commands, composed into the schedule
+            lines.append(f"  commands: {', '.join(shown(c) for c in describe(s.stage))}")
         for a in s.accesses:
             how = "" if a.exact else f"  [approximate: {a.reason}]"
             lines.append(f"  {'writes' if a.write else 'reads '} {a.text}: {a.relation}{how}")

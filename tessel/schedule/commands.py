@@ -158,6 +158,15 @@ def has_commands(sch: Schedule) -> bool:
     return bool(sch.orders) or any(st.commands or st.storage is not None for st in sch.stages)
 
 
+def describe(stage: Stage) -> list[str]:
+    """The commands given to ``stage``, as a user wrote them (for the views)."""
+    out = [c.text() for c in stage.commands]
+    out += [o.text().split(".", 1)[1] for o in stage.schedule.orders if o.stage is stage]
+    if stage.storage is not None:
+        out.append(stage.storage.text())
+    return out
+
+
 def commands_key(sch: Schedule) -> tuple:
     """The commands of ``sch`` by content and position, for cache keys."""
     pos = {id(st): k for k, st in enumerate(sch.stages)}
@@ -301,7 +310,7 @@ def order(stage: Stage, anchor: Any, level: Any, before: bool, what: str) -> Sta
 
     def change() -> None:
         sch = stage.schedule
-        sch.orders = tuple(o for o in sch.orders if o.stage is not stage) + (cmd,)
+        sch.orders = (*[o for o in sch.orders if o.stage is not stage], cmd)
 
     _commit(stage, cmd, change)
     return other
@@ -346,6 +355,7 @@ def store_in(stage: Stage, buffer: Any, index: Callable | Sequence | None = None
     if buffer.op is op:
         raise ScheduleError(f"stage {stage.name}: store_in into its own tensor changes nothing; pass another "
                             "tensor, or leave the storage as it is")
+    buffer = _own_sizes(stage.schedule, buffer)
     indices = _indices(stage, buffer, index)
     cmd = StoreIn(buffer, indices, folded)
 
@@ -384,6 +394,27 @@ def _indices(stage: Stage, buffer: Tensor, index: Callable | Sequence | None) ->
     return got
 
 
+def _own_sizes(sch: Schedule, buffer: Tensor) -> Tensor:
+    """A new buffer whose shape names sizes of another copy of the computation (a replayed
+    step onto fresh tensors) is remade over this schedule's sizes, by name, once per schedule
+    (two stages stored in one buffer keep sharing it)."""
+    from ..ir.functor import free_vars, substitute
+    from ..te.tensor import placeholder
+    from .assume import size_vars
+
+    if buffer.op in sch.stage_map or not buffer.op.is_placeholder:
+        return buffer
+    sizes = {v.name: v for v in size_vars(sch)}
+    stray = {v for n in buffer.shape for v in free_vars(n) if v not in sizes.values()}
+    if not stray or any(v.name not in sizes for v in stray):
+        return buffer
+    memo = sch.__dict__.setdefault("_store_buffers", {})
+    if id(buffer) not in memo:
+        shape = [substitute(n, {v: sizes[v.name] for v in stray}) for n in buffer.shape]
+        memo[id(buffer)] = (buffer, placeholder(shape, buffer.dtype, name=buffer.name))
+    return memo[id(buffer)][1]
+
+
 def _own_axes(stage: Stage, index: tuple[E.PrimExpr, ...]) -> tuple[E.PrimExpr, ...]:
     """Indices written over the axes of another copy of the same computation (a replayed step:
     the recorded expressions name the original's axes) taken onto this stage's, by name."""
@@ -418,6 +449,6 @@ def storage_fold(stage: Stage, axis: E.IterVar, factor: Any) -> None:
     store_in(stage, buf, index, folded=True)
 
 
-__all__ = ["Interchange", "Order", "Reverse", "Shift", "Skew", "StoreIn", "between", "commands_key",
+__all__ = ["Interchange", "Order", "Reverse", "Shift", "Skew", "StoreIn", "between", "commands_key", "describe",
            "has_commands", "interchange", "order", "register_legality_check", "reverse", "shift", "skew",
            "storage_fold", "store_in", "unimodular_completion"]

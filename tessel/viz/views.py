@@ -19,6 +19,7 @@ from ..arith import Analyzer
 from ..errors import TesselError, ViewError
 from ..ir import expr as E
 from ..ir import op as O
+from ..schedule.commands import describe
 from ..schedule.compute_at_pos import replay_origins
 from ..schedule.graph import DataflowGraph
 from ..schedule.relations import Relation
@@ -217,6 +218,7 @@ def _stage_label(s: Schedule, st: Stage, rmap, note: str) -> list[str]:
         label.append("inlined" + (f" into {', '.join(readers)}" if readers else ""))
     elif rmap and st.op.axis:
         label.append("region " + " x ".join(range_text(rmap.get(iv)) for iv in st.op.axis))
+    label += describe(st)  # Tiramisu's commands (after, shift, store_in, ...)
     return label + textwrap.wrap(note, 36)
 
 

@@ -113,7 +113,8 @@ def test_after_a_reduction_inside_its_spatial_loop():
 
 
 # ---- compute_at with redundancy (Tiramisu's test 35), ordered with after ---------------------
-def test_compute_at_with_redundancy_and_a_stage_after_it_in_the_same_loop():
+@pytest.mark.parametrize("host_first", [True, False])
+def test_compute_at_with_redundancy_and_a_stage_after_it_in_the_same_loop(host_first):
     N = te.var("N")
     A = te.placeholder((N, N), name="A")
     S0 = te.compute((N, N), lambda i, j: A[i, j] * 2, name="S0")
@@ -121,9 +122,14 @@ def test_compute_at_with_redundancy_and_a_stage_after_it_in_the_same_loop():
     S2 = te.compute((N, N - 2), lambda i, j: A[i, j + 1] - 1, name="S2")
     s = te.create_schedule([S1.op, S2.op])
     s[S0].compute_at(s[S1], S1.op.axis[1])  # S0 recomputed for j, j+1, j+2 in every iteration
-    s[S2].after(s[S1], S1.op.axis[1])
+    if host_first:
+        s[S2].after(s[S1], S1.op.axis[1])
+    else:  # S1 moves after S2, and S0, computed inside S1's loop, moves with it
+        s[S1].after(s[S2], S2.op.axis[1])
     text = _ir(s, [A, S1, S2])
     assert len(loops(text)) == 3  # i { j { S0's 3 points; S1; S2 } }
+    assert (text.index("S1[") < text.index("S2[")) == host_first
+    assert text.index("S0[") < text.index("S1[")
     a = rand(8, 8)
     s0 = a * 2
     check(s, [A, S1, S2], [a], [(s0[:, :-2] + s0[:, 1:-1] + s0[:, 2:]) / 3, a[:, 1:-1] - 1])
@@ -282,3 +288,64 @@ def test_commands_compose_with_a_non_divisible_split():
     s[C].unroll(ci)
     a = rand(14)
     check(s, [A, C], [a], [(a + 1) ** 2])
+
+
+# ---- loop tags from the schedule --------------------------------------------------------------
+@pytest.mark.parametrize("both", [True, False])
+def test_a_fused_loop_keeps_the_tag_its_stages_agree_on(both):
+    n = te.var("n")
+    A = te.placeholder((n, 4), name="A")
+    B = te.compute((n, 4), lambda i, j: A[i, j] + 1, name="B")
+    C = te.compute((n, 4), lambda i, j: B[i, j] * 3, name="C")
+    s = te.create_schedule(C.op)
+    s[C].after(s[B], C.op.axis[0])
+    s[C].parallel(C.op.axis[0])
+    if both:
+        s[B].parallel(B.op.axis[0])
+    s[C].unroll(C.op.axis[1])
+    text = _ir(s, [A, C])
+    heads = loops(text)
+    assert heads[0].startswith("parallel" if both else "for")  # fused loops of other kinds run serially
+    assert heads[-1].startswith("unrolled (j, 0, 4)")
+    func, _ = lower_steps(s, [A, C])
+    assert len(loops(str(func.body))) == 2  # C's j loop is straight-line code now
+    a = rand(9, 4)
+    check(s, [A, C], [a], [(a + 1) * 3])
+
+
+def test_commands_on_an_inlined_stage_are_refused():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + 1, name="B")
+    C = te.compute((n,), lambda i: B[i] * 3, name="C")
+    s = te.create_schedule(C.op)
+    s[B].shift(B.op.axis[0], 1)
+    s[B].compute_inline()
+    with pytest.raises(tessel.errors.LowerError, match=r"B is inlined.*shift\(i, 1\).*compute_root"):
+        tessel.lower(s, [A, C])
+
+
+def test_a_reduction_ordered_after_another_stage_keeps_its_init_before_its_update():
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    E = te.compute((n,), lambda i: A[i, 0] * 2, name="E")
+    k = te.reduce_axis((0, m), name="k")
+    R = te.compute((n,), lambda i: te.sum(A[i, k] * E[i], axis=k), name="R")
+    s = te.create_schedule(R.op)
+    s[R].after(s[E], R.op.axis[0])  # init and update both move into E's loop, in their order
+    model = tessel.poly.model(s)
+    init, update = (st for st in model.statements if st.stage is s[R])
+    assert "t2 = 1" in str(init.schedule) and "t2 = 2" in str(update.schedule)
+    a = rand(6, 5)
+    check(s, [A, R], [a], [a.sum(1) * a[:, 0] * 2], rtol=1e-4)
+
+
+def test_hints_the_isl_lowering_does_not_carry_are_refused():
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] + 1, name="B")
+    s = te.create_schedule(B.op)
+    s[B].shift(B.op.axis[0], 1)
+    s[B].pragma(B.op.axis[0], "auto_unroll_max_step", 4)
+    with pytest.raises(tessel.errors.LowerError, match="stage B: .*pragma.*not lowered with commands"):
+        tessel.lower(s, [A, B])
