@@ -19,9 +19,9 @@ from ..ir.fingerprint import Unhashable, fingerprint
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from .bounds import check_accesses
-from .recurrence import check_recurrences
 from .deps import Dependence, carried, dependences
 from .model import Model, build
+from .recurrence import check_recurrences
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: how many analyses were computed (not found in the cache), for tests and benchmarks

@@ -31,7 +31,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.dtype import dtype as to_dtype
-from ..ir.functor import Mutator, collect, substitute
+from ..ir.functor import Mutator, collect
 from .operation import LoopNest, Operation, Request, TensorList
 from .tensor import ComputeOp, Tensor, _check_body, _check_shape, _loaded, domain_condition
 
