@@ -33,6 +33,7 @@ from ..ir import stmt as S
 from ..ir.dtype import dtype as to_dtype
 from ..ir.functor import Mutator, collect
 from .operation import LoopNest, Operation, Request, TensorList
+from .scan import Redirect
 from .tensor import ComputeOp, Tensor, _check_body, _check_shape, _loaded, domain_condition
 
 
@@ -142,7 +143,7 @@ class DefinitionOp(ComputeOp):
         if not self.first:
             return body
         base = self.storage(self.outputs[0])
-        body = _Redirect({id(t): base for t in self.definitions if t is not base}).visit(body)
+        body = Redirect({t: base for t in self.definitions if t is not base}).visit(body)
         if base.op.is_placeholder:
             return body
         return S.ProducerRealize(base, tuple(E.Range(0, n) for n in base.shape), body, stage.scope)
@@ -178,23 +179,6 @@ class _SelfRewriter(Mutator):
     def visit_ProducerLoad(self, e: E.ProducerLoad):
         e = self.generic_visit(e)
         return E.ProducerLoad(self.new, e.indices) if e.producer is self.old else e
-
-
-class _Redirect(Mutator):
-    """Every read and write of a definition's output made to the shared storage."""
-
-    def __init__(self, storage: dict[int, Tensor]):
-        self.storage = storage
-
-    def visit_ProducerStore(self, s: S.ProducerStore):
-        s = self.generic_visit(s)
-        t = self.storage.get(id(s.producer))
-        return S.ProducerStore(t, s.value, s.indices) if t is not None else s
-
-    def visit_ProducerLoad(self, e: E.ProducerLoad):
-        e = self.generic_visit(e)
-        t = self.storage.get(id(e.producer))
-        return E.ProducerLoad(t, e.indices) if t is not None else e
 
 
 def _self_offsets(op: DefinitionOp) -> list[tuple[E.ProducerLoad, list[int | None]]]:
