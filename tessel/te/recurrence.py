@@ -32,6 +32,7 @@ from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.dtype import dtype as to_dtype
 from ..ir.functor import Mutator, collect
+from ..ir.serialize import register
 from .operation import LoopNest, Operation, Request, TensorList
 from .scan import Redirect
 from .tensor import ComputeOp, Tensor, _check_body, _check_shape, _loaded, domain_condition
@@ -324,3 +325,36 @@ def _probe_dtype(d: Definition, shape) -> object:
 
 
 __all__ = ["Definition", "DefinitionOp", "define", "recurrence"]
+
+
+# ---- te objects in IR documents (tessel.ir.save_json) -------------------------------------------
+def _encode(op: DefinitionOp) -> list:
+    """A definition without cycles: its reads of itself as reads of a stand-in placeholder
+    (rebuilt into reads of its own output), the storage and the list of definitions left to
+    the last definition's decoding (which walks the chain back)."""
+    from .tensor import placeholder
+
+    me = op.outputs[0]
+    stand_in = placeholder(me.shape, me.dtype, me.name)
+    rw = _SelfRewriter(me, stand_in)
+    base = op.base if op.base is not None and op.base.op.is_placeholder else None
+    last = bool(op.definitions) and op.definitions[-1] is me
+    return [op.name, op.tag, [[k, v] for k, v in sorted(op.attrs.items())], op.axis,
+            [rw.visit(b) for b in op.body], op.where, op.prev, base, list(op.directions), stand_in, last]
+
+
+def _decode(f) -> DefinitionOp:
+    name, tag, attrs, axis, body, where, prev, base, dirs, stand_in, last = f
+    op = DefinitionOp(str(name), str(tag), {str(k): v for k, v in attrs}, axis, body, where, prev, None,
+                      [int(d) for d in dirs], stand_in)
+    if last:
+        chain = [op]
+        while chain[0].prev is not None and isinstance(chain[0].prev.op, DefinitionOp):
+            chain.insert(0, chain[0].prev.op)
+        storage = base if base is not None else op.outputs[0]
+        for d in chain:
+            d.base, d.definitions = storage, tuple(c.outputs[0] for c in chain)
+    return op
+
+
+register("te.DefinitionOp", DefinitionOp, _encode, _decode)

@@ -57,3 +57,25 @@ def test_parallel_loop_carrying_a_recurrence_is_refused_and_the_other_allowed():
     s = te.create_schedule(h.op)
     s[h].parallel(h.op.axis[1])  # j carries nothing: rows are independent
     tessel.build(s, [A, h], target="python")
+
+
+def test_recurrence_round_trips_through_an_ir_document():
+    import numpy as np
+
+    n = 9
+    x = te.placeholder((n,), name="x")
+    y = te.recurrence((n,), [te.define(lambda y, i: x[i]),
+                             te.define(lambda y, i: x[i] + 0.5 * y[i + 1], where=lambda i: i < n - 1)], name="y")
+    doc = tessel.ir.save_json(y)
+    y2 = tessel.ir.load_json(doc)
+    assert tessel.ir.save_json(y2) == doc
+    assert y2.op.definitions[-1] is y2 and y2.op.definitions[0].op.base is y2
+    (x2,) = [t for t in y2.op.definitions[0].op.input_tensors() if t.op.is_placeholder]
+    f = tessel.build(te.create_schedule(y2.op), [x2, y2], target="python")
+    xv = np.linspace(-1, 1, n).astype("float32")
+    out = np.zeros(n, "float32")
+    f(xv, out)
+    ref = xv.astype("float64").copy()
+    for i in range(n - 2, -1, -1):
+        ref[i] = xv[i] + 0.5 * ref[i + 1]
+    np.testing.assert_allclose(out, ref, rtol=1e-6)
