@@ -79,3 +79,14 @@ def test_recurrence_round_trips_through_an_ir_document():
     for i in range(n - 2, -1, -1):
         ref[i] = xv[i] + 0.5 * ref[i + 1]
     np.testing.assert_allclose(out, ref, rtol=1e-6)
+
+
+def test_domain_benchmark_runs_and_checks_its_kernels_agree():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from benchmarks import domains
+
+    table = domains.run(13, 1)  # the three kernels are compared inside the triangle before timing
+    assert table.count("\n| ") == 4 and "| triangle |" in table and "| square + guard |" in table
