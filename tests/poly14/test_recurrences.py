@@ -269,3 +269,31 @@ def test_model_shares_one_storage_and_finds_the_dependences():
     deps = s.dependences()
     assert any(d.source.stage.name == "h.def0" and d.sink.stage.name == "h" for d in deps)
     assert any(d.source.stage.name == "h" and d.sink.stage.name == "h" and d.kind == "flow" for d in deps)
+
+
+@pytest.mark.parametrize("fi,fj,order", [(2, 2, 0), (3, 4, 0), (2, 4, 1), (3, 2, 2), (2, 2, 3), (3, 4, 3)])
+def test_tilings_of_a_recurrence_are_right_or_refused(fi, fj, order):
+    """Dependences (1,0), (0,1), (1,-1): a split and reorder either keeps every self-read after
+    its write (right values) or is refused; never a wrong value."""
+    N, M = 9, 7
+    A = te.placeholder((N, M), name="A")
+    h = te.recurrence((N, M), [
+        te.define(lambda h, i, j: A[i, j]),
+        te.define(lambda h, i, j: 0.5 * h[i - 1, j] + 0.25 * h[i, j - 1] + 0.1 * h[i - 1, j + 1],
+                  where=lambda i, j: te.all(i > 0, j > 0, j < M - 1)),
+    ], name="h")
+    s = te.create_schedule(h.op)
+    io, ii = s[h].split(h.op.axis[0], factor=fi)
+    jo, ji = s[h].split(h.op.axis[1], factor=fj)
+    s[h].reorder(*[(io, ii, jo, ji), (io, jo, ii, ji), (jo, io, ii, ji), (io, jo, ji, ii)][order])
+    a = rand(N, M, seed=order)
+    ref = a.astype("float64").copy()
+    for i in range(1, N):
+        for j in range(1, M - 1):
+            ref[i, j] = 0.5 * ref[i - 1, j] + 0.25 * ref[i, j - 1] + 0.1 * ref[i - 1, j + 1]
+    try:
+        _, (got,) = _run(s, [A, h], [a], [np.zeros((N, M), "float32")], "python")
+    except tessel.ScheduleError as err:
+        assert order != 0 and "write that element only after the read" in str(err)
+        return
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
