@@ -143,24 +143,34 @@ def test_reading_outside_a_declared_domain_is_refused():
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_bound_inference_of_undeclared_domains(target):
-    """Tiramisu's bound-inference scenario: producers declared over no domain of their own (the
-    whole storage) compute exactly what the consumer reads; the consumer's triangular domain
-    and S1's extra point (0, 1) are inferred, not declared."""
+    """Tiramisu's test_22: S0..S3 declared with no domain (te.compute(None, ...)); their shapes
+    come from their readers, and each computes exactly what is read of it: S1 its square and
+    the extra point (0, 1) S2 reads, all of them only the triangle S4 declares."""
     m = 9
-    S0 = te.compute((m, m), lambda i, j: te.const(1.0, "float32") * (i + 1), name="S0")
-    S1 = te.compute((m, m), lambda i, j: te.const(1.0, "float32") * (j + 2), name="S1")
-    S2 = te.compute((m, m), lambda i, j: 2.0 * S0[i, j] + S1[0, 1], name="S2")
-    S3 = te.compute((m, m), lambda i, j: 2.0 * S2[i, j] + S1[i, j] + S0[i, j], name="S3")
+    S0 = te.compute(None, lambda i, j: te.const(1.0, "float32") * (i + 1), name="S0")
+    S1 = te.compute(None, lambda i, j: te.const(1.0, "float32") * (j + 2), name="S1")
+    S2 = te.compute(None, lambda i, j: 2.0 * S0[i, j] + S1[0, 1], name="S2")
+    S3 = te.compute(None, lambda i, j: 2.0 * S2[i, j] + S1[i, j + 1] + S0[i, j], name="S3")
     S4 = te.compute((m, m), lambda i, j: S3[i, j] + 1.0, name="S4", where=lambda i, j: j <= i)
     s = te.create_schedule(S4.op)
+    assert [tuple(int(x) for x in t.shape) for t in (S0, S1, S2, S3)] == [(m, m), (m, m + 1), (m, m), (m, m)]
     plan = tessel.poly.regions(s)
-    assert {"S0", "S1", "S2", "S3"} <= set(plan.changed)
+    assert {"S0", "S1", "S2", "S3"} <= set(plan.changed)  # each computes only what is read of it
     keep = rand(m, m, seed=4)
     (got,) = _run(s, [S4], [], [keep], target)
     ii, jj = np.indices((m, m)).astype("float32")
-    s0, s1 = ii + 1, jj + 2
-    ref = 2 * (2 * s0 + s1[0, 1]) + s1 + s0 + 1
+    ref = 2 * (2 * (ii + 1) + 3) + (jj + 3) + (ii + 1) + 1
     np.testing.assert_allclose(got, np.where(jj <= ii, ref, keep), rtol=1e-6)
+
+
+def test_undeclared_domains_that_cannot_be_inferred_are_refused():
+    P = te.compute(None, lambda i: te.const(1.0, "float32") * i, name="P")
+    Q = te.compute((5,), lambda i: P[i - 1], name="Q")
+    with pytest.raises(tessel.DefinitionError, match="may be negative"):
+        te.create_schedule(Q.op)
+    R = te.compute(None, lambda i: te.const(2.0, "float32"), name="R")
+    with pytest.raises(tessel.DefinitionError, match="nothing reads it"):
+        te.create_schedule(R.op)
 
 
 def test_model_domains_follow_the_declaration():
