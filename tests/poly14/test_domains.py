@@ -192,3 +192,39 @@ def test_where_must_be_a_condition_on_indices():
         te.compute((4, 4), lambda i, j: A[i, j], name="B", where=lambda i, j: i + j)
     with pytest.raises(tessel.TesselError, match="must not read a tensor"):
         te.compute((4, 4), lambda i, j: A[i, j], name="B", where=lambda i, j: A[i, j] > 0)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("split_i,split_k", [(3, None), (None, 2), (4, 3)])
+def test_reduction_bounded_by_an_outer_axis_under_splits(target, split_i, split_k):
+    n = 11
+    A = te.placeholder((n, n), name="A")
+
+    def f(i):
+        k = te.reduce_axis((0, i), name="k")
+        return te.sum(A[i, k] * A[k, i], axis=k)
+
+    C = te.compute((n,), f, name="C")
+    s = te.create_schedule(C.op)
+    if split_i:
+        s[C].split(C.op.axis[0], factor=split_i)
+    if split_k:
+        s[C].split(C.op.reduce_axis[0], factor=split_k)
+    a = rand(n, n)
+    (got,) = _run(s, [A, C], [a], [np.zeros(n, "float32")], target)
+    np.testing.assert_allclose(got, [a[i, :i] @ a[:i, i] for i in range(n)], rtol=1e-5, atol=1e-6)
+
+
+def test_reduction_loop_moved_outside_the_axis_bounding_it_is_refused():
+    n = 6
+    A = te.placeholder((n, n), name="A")
+
+    def f(i):
+        k = te.reduce_axis((0, i), name="k")
+        return te.sum(A[i, k], axis=k)
+
+    C = te.compute((n,), f, name="C")
+    s = te.create_schedule(C.op)
+    s[C].reorder(C.op.reduce_axis[0], C.op.axis[0])
+    with pytest.raises(tessel.ScheduleError, match="bounds of loop k .* depend on loop i"):
+        tessel.build(s, [A, C], target="python")
