@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..arith import Analyzer, IntSet
-from ..errors import DefinitionError, LowerError
+from ..errors import DefinitionError, LowerError, ScheduleError
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
@@ -102,12 +102,14 @@ class DefinitionOp(ComputeOp):
         return O.sub(O.add(O.add(iv.dom.min, iv.dom.min), O.sub(iv.dom.extent, 1)), x)
 
     def replace_inputs(self, tmap: dict[Tensor, Tensor]) -> DefinitionOp:
+        """Refused: the definitions of one tensor share its storage and know each other, so one
+        of them cannot be swapped for a copy (as cache_read would) without the others."""
         if not any(t in tmap for t in self.input_tensors()):
             return self
-        new = ComputeOp.replace_inputs(self, {k: v for k, v in tmap.items() if k.op is not self})
-        return DefinitionOp(self.name, self.tag, self.attrs, self.axis, new.body, new.where,
-                            tmap.get(self.prev, self.prev) if self.prev is not None else None, self.base,
-                            self.directions, self.outputs[0])
+        raise ScheduleError(
+            f"definition {self.name} of recurrence {self.definitions[-1].op.name if self.definitions else self.name} "
+            f"cannot be made to read a copy of {', '.join(t.name for t in tmap if t in self.input_tensors())} "
+            "(cache_read): its definitions share one storage; leave it out of the readers given to cache_read")
 
     def inline_refusal(self) -> str | None:
         return "a definition of a recurrence cannot be inlined (it reads its own earlier values)"

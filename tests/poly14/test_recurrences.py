@@ -297,3 +297,18 @@ def test_tilings_of_a_recurrence_are_right_or_refused(fi, fj, order):
         assert order != 0 and "write that element only after the read" in str(err)
         return
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_definitions_stay_whole_at_the_root():
+    n = 6
+    A = te.placeholder((n,), name="A")
+    h = te.recurrence((n,), [te.define(lambda h, i: A[i]),
+                             te.define(lambda h, i: h[i - 1] + A[i], where=lambda i: i > 0)], name="h")
+    s = te.create_schedule(h.op)
+    with pytest.raises(tessel.ScheduleError, match="share one storage"):
+        s.cache_read(A, "local", [h.op])
+    B = te.compute((n,), lambda i: h[i] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    s[h].compute_at(s[B], B.op.axis[0])
+    with pytest.raises(tessel.TesselError, match="must run whole"):
+        tessel.build(s, [A, B], target="python")
