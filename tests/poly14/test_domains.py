@@ -228,3 +228,19 @@ def test_reduction_loop_moved_outside_the_axis_bounding_it_is_refused():
     s[C].reorder(C.op.reduce_axis[0], C.op.axis[0])
     with pytest.raises(tessel.ScheduleError, match="bounds of loop k .* depend on loop i"):
         tessel.build(s, [A, C], target="python")
+
+
+def test_verdicts_shared_by_content_tell_declared_domains_apart():
+    """An out-of-bounds read that a declared domain keeps inside must not make the same body
+    without the domain pass as clean (the analysis shares verdicts by content)."""
+    n = 6
+    for where, ok in ((lambda i, j: j < i, True), (None, False)):
+        A = te.placeholder((n, n), name="A")
+        B = te.compute((n, n), lambda i, j: A[i, j - 1], name="B",
+                       where=(lambda i, j: te.all(j < i, j > 0)) if where else None)
+        s = te.create_schedule(B.op)
+        if ok:
+            tessel.build(s, [A, B], target="python")
+        else:
+            with pytest.raises(tessel.BoundError):
+                tessel.build(s, [A, B], target="python")
