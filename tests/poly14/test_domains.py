@@ -234,13 +234,16 @@ def test_verdicts_shared_by_content_tell_declared_domains_apart():
     """An out-of-bounds read that a declared domain keeps inside must not make the same body
     without the domain pass as clean (the analysis shares verdicts by content)."""
     n = 6
-    for where, ok in ((lambda i, j: j < i, True), (None, False)):
+    for declared in (True, False):
         A = te.placeholder((n, n), name="A")
-        B = te.compute((n, n), lambda i, j: A[i, j - 1], name="B",
-                       where=(lambda i, j: te.all(j < i, j > 0)) if where else None)
+        B = _shifted_read(A, n, (lambda i, j: te.all(j < i, j > 0)) if declared else None)
         s = te.create_schedule(B.op)
-        if ok:
+        if declared:
             tessel.build(s, [A, B], target="python")
         else:
             with pytest.raises(tessel.BoundError):
                 tessel.build(s, [A, B], target="python")
+
+
+def _shifted_read(A, n, where):
+    return te.compute((n, n), lambda i, j: A[i, j - 1], name="B", where=where)
