@@ -205,6 +205,8 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
     declared = _declared(out, st, value, dbox)
     if declared is not None:
         box = info.body = declared
+    if getattr(st.op, "definitions", ()):  # a recurrence's definition runs whole: its points read each other
+        return
     if st.is_output or not ctx.consumers[st] or why:
         if why and not st.is_output and ctx.consumers[st]:
             out.notes.append(f"stage {st.name}: keeps its interval box ({why})")

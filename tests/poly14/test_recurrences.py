@@ -312,3 +312,18 @@ def test_definitions_stay_whole_at_the_root():
     s[h].compute_at(s[B], B.op.axis[0])
     with pytest.raises(tessel.TesselError, match="must run whole"):
         tessel.build(s, [A, B], target="python")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_reader_of_one_element_still_gets_the_whole_recurrence(target):
+    """The exact plan computes a producer only where it is read; a recurrence's points read
+    each other, so it runs whole even when its reader wants its last element alone."""
+    n = 10
+    x = te.placeholder((n,), name="x")
+    h = te.recurrence((n,), [te.define(lambda h, i: x[i]),
+                             te.define(lambda h, i: h[i - 1] + x[i], where=lambda i: i > 0)], name="h")
+    B = te.compute((1,), lambda i: h[n - 1] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    xv = rand(n)
+    _, (got,) = _run(s, [x, B], [xv], [np.zeros(1, "float32")], target)
+    np.testing.assert_allclose(got, [2 * xv.astype("float64").sum()], rtol=1e-5)
