@@ -307,6 +307,8 @@ def test_definitions_stay_whole_at_the_root():
     s = te.create_schedule(h.op)
     with pytest.raises(tessel.ScheduleError, match="share one storage"):
         s.cache_read(A, "local", [h.op])
+    with pytest.raises(tessel.ScheduleError, match="te.compute stages only"):
+        s.cache_write(h, "local")
     B = te.compute((n,), lambda i: h[i] * 2.0, name="B")
     s = te.create_schedule(B.op)
     s[h].compute_at(s[B], B.op.axis[0])
