@@ -177,8 +177,10 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
     why = "" if isinstance(st.op, ComputeOp) else f"a {type(st.op).__name__} is not analysed"
     context = _context(out, st)
     ranges: list[isl.Set] = []
+    roots = {iv.var: value[iv] for iv in st.op.root_iter_vars if iv in value and iv not in st.leaf_iter_vars}
     for iv in st.leaf_iter_vars:
-        r = ctx.rmap[iv]
+        r = ctx.rmap[iv]  # in the loops: a bound following a split axis (reduce_axis((0, i)))
+        r = E.Range(substitute(r.min, roots), substitute(r.extent, roots)) if roots else r
         try:
             ranges.append(names.within(iv.var, r.min, r.extent))
         except NotAffine as e:  # left out, which only makes the set larger
@@ -203,6 +205,8 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
     declared = _declared(out, st, value, dbox)
     if declared is not None:
         box = info.body = declared
+    if getattr(st.op, "definitions", ()):  # a recurrence's definition runs whole: its points read each other
+        return
     if st.is_output or not ctx.consumers[st] or why:
         if why and not st.is_output and ctx.consumers[st]:
             out.notes.append(f"stage {st.name}: keeps its interval box ({why})")
@@ -247,9 +251,11 @@ def _guards(ctx: BoundContext, st: Stage, value: dict, names: _Vars) -> list[isl
     ``bound_checks``): each split's parent below the end of its range, and each root axis
     whose range is not its domain inside the domain. None: a check that is not affine."""
     out: list[isl.Set | None] = []
+    roots = {iv.var: value[iv] for iv in st.op.root_iter_vars if iv in value and iv not in st.leaf_iter_vars}
     for rel in st.relations:
         for g in rel.guards(ctx.rmap, value):
-            out.append(_try(lambda g=g: names.within(g.index, g.min, g.extent, lower=False)))
+            ext = substitute(g.extent, roots) if roots else g.extent
+            out.append(_try(lambda g=g, ext=ext: names.within(g.index, g.min, ext, lower=False)))
     for iv in st.op.root_iter_vars:
         r = ctx.rmap.get(iv)
         if iv.dom is None or r is None or iv not in value or _same_range(r, iv.dom):

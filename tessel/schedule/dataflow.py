@@ -155,7 +155,7 @@ def _stage_of(sch: Schedule, tensor, what: str) -> Stage:
 def _check_computable(stage: Stage, what: str) -> ComputeOp:
     if stage.is_placeholder:
         raise ScheduleError(f"{what}: {stage.name} is an input placeholder, not a computed stage")
-    if not isinstance(stage.op, ComputeOp):  # the rewrite rebuilds te.compute bodies
+    if type(stage.op) is not ComputeOp:  # the rewrite rebuilds te.compute bodies (not a recurrence's)
         raise ScheduleError(f"{what}: {stage.name} is a {type(stage.op).__name__}; {what} rewrites "
                             "te.compute stages only")
     if stage.attach_type == INLINE:

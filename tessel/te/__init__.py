@@ -21,8 +21,8 @@ from .intrin import (
     var,
 )
 from .operation import TensorList
-from .reduce import Reducer, comm_reducer, max, max_value, min, min_value, reduce_axis, sum, thread_axis
 from .recurrence import Definition, DefinitionOp, define, recurrence
+from .reduce import Reducer, comm_reducer, max, max_value, min, min_value, reduce_axis, sum, thread_axis
 from .scan import ScanOp, scan
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor, TensorSlice, compute, placeholder
 from .tensor_intrin import TensorIntrin, decl_tensor_intrin

@@ -26,13 +26,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..arith import Analyzer, IntSet
-from ..errors import DefinitionError, LowerError
+from ..errors import DefinitionError, LowerError, ScheduleError
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.dtype import dtype as to_dtype
-from ..ir.functor import Mutator, collect, substitute
+from ..ir.functor import Mutator, collect
+from ..ir.serialize import register
 from .operation import LoopNest, Operation, Request, TensorList
+from .scan import Redirect
 from .tensor import ComputeOp, Tensor, _check_body, _check_shape, _loaded, domain_condition
 
 
@@ -100,12 +102,14 @@ class DefinitionOp(ComputeOp):
         return O.sub(O.add(O.add(iv.dom.min, iv.dom.min), O.sub(iv.dom.extent, 1)), x)
 
     def replace_inputs(self, tmap: dict[Tensor, Tensor]) -> DefinitionOp:
+        """Refused: the definitions of one tensor share its storage and know each other, so one
+        of them cannot be swapped for a copy (as cache_read would) without the others."""
         if not any(t in tmap for t in self.input_tensors()):
             return self
-        new = ComputeOp.replace_inputs(self, {k: v for k, v in tmap.items() if k.op is not self})
-        return DefinitionOp(self.name, self.tag, self.attrs, self.axis, new.body, new.where,
-                            tmap.get(self.prev, self.prev) if self.prev is not None else None, self.base,
-                            self.directions, self.outputs[0])
+        raise ScheduleError(
+            f"definition {self.name} of recurrence {self.definitions[-1].op.name if self.definitions else self.name} "
+            f"cannot be made to read a copy of {', '.join(t.name for t in tmap if t in self.input_tensors())} "
+            "(cache_read): its definitions share one storage; leave it out of the readers given to cache_read")
 
     def inline_refusal(self) -> str | None:
         return "a definition of a recurrence cannot be inlined (it reads its own earlier values)"
@@ -142,7 +146,7 @@ class DefinitionOp(ComputeOp):
         if not self.first:
             return body
         base = self.storage(self.outputs[0])
-        body = _Redirect({id(t): base for t in self.definitions if t is not base}).visit(body)
+        body = Redirect({t: base for t in self.definitions if t is not base}).visit(body)
         if base.op.is_placeholder:
             return body
         return S.ProducerRealize(base, tuple(E.Range(0, n) for n in base.shape), body, stage.scope)
@@ -178,23 +182,6 @@ class _SelfRewriter(Mutator):
     def visit_ProducerLoad(self, e: E.ProducerLoad):
         e = self.generic_visit(e)
         return E.ProducerLoad(self.new, e.indices) if e.producer is self.old else e
-
-
-class _Redirect(Mutator):
-    """Every read and write of a definition's output made to the shared storage."""
-
-    def __init__(self, storage: dict[int, Tensor]):
-        self.storage = storage
-
-    def visit_ProducerStore(self, s: S.ProducerStore):
-        s = self.generic_visit(s)
-        t = self.storage.get(id(s.producer))
-        return S.ProducerStore(t, s.value, s.indices) if t is not None else s
-
-    def visit_ProducerLoad(self, e: E.ProducerLoad):
-        e = self.generic_visit(e)
-        t = self.storage.get(id(e.producer))
-        return E.ProducerLoad(t, e.indices) if t is not None else e
 
 
 def _self_offsets(op: DefinitionOp) -> list[tuple[E.ProducerLoad, list[int | None]]]:
@@ -340,3 +327,36 @@ def _probe_dtype(d: Definition, shape) -> object:
 
 
 __all__ = ["Definition", "DefinitionOp", "define", "recurrence"]
+
+
+# ---- te objects in IR documents (tessel.ir.save_json) -------------------------------------------
+def _encode(op: DefinitionOp) -> list:
+    """A definition without cycles: its reads of itself as reads of a stand-in placeholder
+    (rebuilt into reads of its own output), the storage and the list of definitions left to
+    the last definition's decoding (which walks the chain back)."""
+    from .tensor import placeholder
+
+    me = op.outputs[0]
+    stand_in = placeholder(me.shape, me.dtype, me.name)
+    rw = _SelfRewriter(me, stand_in)
+    base = op.base if op.base is not None and op.base.op.is_placeholder else None
+    last = bool(op.definitions) and op.definitions[-1] is me
+    return [op.name, op.tag, [[k, v] for k, v in sorted(op.attrs.items())], op.axis,
+            [rw.visit(b) for b in op.body], op.where, op.prev, base, list(op.directions), stand_in, last]
+
+
+def _decode(f) -> DefinitionOp:
+    name, tag, attrs, axis, body, where, prev, base, dirs, stand_in, last = f
+    op = DefinitionOp(str(name), str(tag), {str(k): v for k, v in attrs}, axis, body, where, prev, None,
+                      [int(d) for d in dirs], stand_in)
+    if last:
+        chain = [op]
+        while chain[0].prev is not None and isinstance(chain[0].prev.op, DefinitionOp):
+            chain.insert(0, chain[0].prev.op)
+        storage = base if base is not None else op.outputs[0]
+        for d in chain:
+            d.base, d.definitions = storage, tuple(c.outputs[0] for c in chain)
+    return op
+
+
+register("te.DefinitionOp", DefinitionOp, _encode, _decode)

@@ -133,7 +133,7 @@ class ComputeOp(Operation):
         self.where = where
         first = self.body[0]
         self.reduce_axis = first.axis if isinstance(first, E.Reduce) else ()
-        shape = tuple(iv.dom.extent for iv in self.axis)
+        shape = tuple(iv.dom.extent if iv.dom is not None else None for iv in self.axis)  # None: inferred
         self.outputs = tuple(Tensor(self, k, shape, b.dtype) for k, b in enumerate(self.body))
 
     @property
@@ -350,11 +350,16 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "", att
     ``where(i, j, ...)``, a condition, declares a domain smaller than the shape (``j < i``, a
     band ``te.abs(i - j) <= w``): only its points are computed, by loops whose bounds follow
     it (isl), and elements outside it are left as the storage holds them (see
-    docs/polyhedral.md, "Domains and recurrences").
+    docs/polyhedral.md, "Domains and recurrences"). ``shape=None`` leaves the shape to be
+    inferred from the readers when a schedule is made (``te/domain.py``).
     """
-    shape = _check_shape(shape, name)
-    names = _axis_names(fcompute, len(shape))
-    axis = [E.IterVar(E.Range(0, s), E.Var(n, s.dtype), E.IterVar.DATA_PAR) for n, s in zip(names, shape)]
+    if shape is None:  # undeclared: one dimension per argument, sized from its readers (te/domain.py)
+        names = _axis_names(fcompute, _arity(fcompute, name))
+        axis = [E.IterVar(None, E.Var(n, "int32"), E.IterVar.DATA_PAR) for n in names]
+    else:
+        shape = _check_shape(shape, name)
+        names = _axis_names(fcompute, len(shape))
+        axis = [E.IterVar(E.Range(0, s), E.Var(n, s.dtype), E.IterVar.DATA_PAR) for n, s in zip(names, shape)]
     result = fcompute(*[iv.var for iv in axis])
     bodies = list(result) if isinstance(result, list | tuple) else [result]
     bodies = [convert(b) for b in bodies]
@@ -362,6 +367,17 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "", att
     cond = domain_condition(where, axis, name) if where is not None else None
     op = ComputeOp(name, tag, attrs, axis, bodies, cond)
     return op.outputs if len(op.outputs) > 1 else op.outputs[0]
+
+
+def _arity(fcompute: Callable, name: str) -> int:
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    if not params or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+        raise DefinitionError(f"compute {name}: with no shape (None), its function must name one argument per "
+                              "dimension (lambda i, j: ...), from which the number of dimensions is taken")
+    return len(params)
 
 
 def domain_condition(where, axis, name: str) -> E.PrimExpr:

@@ -143,24 +143,34 @@ def test_reading_outside_a_declared_domain_is_refused():
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_bound_inference_of_undeclared_domains(target):
-    """Tiramisu's bound-inference scenario: producers declared over no domain of their own (the
-    whole storage) compute exactly what the consumer reads; the consumer's triangular domain
-    and S1's extra point (0, 1) are inferred, not declared."""
+    """Tiramisu's test_22: S0..S3 declared with no domain (te.compute(None, ...)); their shapes
+    come from their readers, and each computes exactly what is read of it: S1 its square and
+    the extra point (0, 1) S2 reads, all of them only the triangle S4 declares."""
     m = 9
-    S0 = te.compute((m, m), lambda i, j: te.const(1.0, "float32") * (i + 1), name="S0")
-    S1 = te.compute((m, m), lambda i, j: te.const(1.0, "float32") * (j + 2), name="S1")
-    S2 = te.compute((m, m), lambda i, j: 2.0 * S0[i, j] + S1[0, 1], name="S2")
-    S3 = te.compute((m, m), lambda i, j: 2.0 * S2[i, j] + S1[i, j] + S0[i, j], name="S3")
+    S0 = te.compute(None, lambda i, j: te.const(1.0, "float32") * (i + 1), name="S0")
+    S1 = te.compute(None, lambda i, j: te.const(1.0, "float32") * (j + 2), name="S1")
+    S2 = te.compute(None, lambda i, j: 2.0 * S0[i, j] + S1[0, 1], name="S2")
+    S3 = te.compute(None, lambda i, j: 2.0 * S2[i, j] + S1[i, j + 1] + S0[i, j], name="S3")
     S4 = te.compute((m, m), lambda i, j: S3[i, j] + 1.0, name="S4", where=lambda i, j: j <= i)
     s = te.create_schedule(S4.op)
+    assert [tuple(int(x) for x in t.shape) for t in (S0, S1, S2, S3)] == [(m, m), (m, m + 1), (m, m), (m, m)]
     plan = tessel.poly.regions(s)
-    assert {"S0", "S1", "S2", "S3"} <= set(plan.changed)
+    assert {"S0", "S1", "S2", "S3"} <= set(plan.changed)  # each computes only what is read of it
     keep = rand(m, m, seed=4)
     (got,) = _run(s, [S4], [], [keep], target)
     ii, jj = np.indices((m, m)).astype("float32")
-    s0, s1 = ii + 1, jj + 2
-    ref = 2 * (2 * s0 + s1[0, 1]) + s1 + s0 + 1
+    ref = 2 * (2 * (ii + 1) + 3) + (jj + 3) + (ii + 1) + 1
     np.testing.assert_allclose(got, np.where(jj <= ii, ref, keep), rtol=1e-6)
+
+
+def test_undeclared_domains_that_cannot_be_inferred_are_refused():
+    P = te.compute(None, lambda i: te.const(1.0, "float32") * i, name="P")
+    Q = te.compute((5,), lambda i: P[i - 1], name="Q")
+    with pytest.raises(tessel.DefinitionError, match="may be negative"):
+        te.create_schedule(Q.op)
+    R = te.compute(None, lambda i: te.const(2.0, "float32"), name="R")
+    with pytest.raises(tessel.DefinitionError, match="nothing reads it"):
+        te.create_schedule(R.op)
 
 
 def test_model_domains_follow_the_declaration():
@@ -182,3 +192,58 @@ def test_where_must_be_a_condition_on_indices():
         te.compute((4, 4), lambda i, j: A[i, j], name="B", where=lambda i, j: i + j)
     with pytest.raises(tessel.TesselError, match="must not read a tensor"):
         te.compute((4, 4), lambda i, j: A[i, j], name="B", where=lambda i, j: A[i, j] > 0)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("split_i,split_k", [(3, None), (None, 2), (4, 3)])
+def test_reduction_bounded_by_an_outer_axis_under_splits(target, split_i, split_k):
+    n = 11
+    A = te.placeholder((n, n), name="A")
+
+    def f(i):
+        k = te.reduce_axis((0, i), name="k")
+        return te.sum(A[i, k] * A[k, i], axis=k)
+
+    C = te.compute((n,), f, name="C")
+    s = te.create_schedule(C.op)
+    if split_i:
+        s[C].split(C.op.axis[0], factor=split_i)
+    if split_k:
+        s[C].split(C.op.reduce_axis[0], factor=split_k)
+    a = rand(n, n)
+    (got,) = _run(s, [A, C], [a], [np.zeros(n, "float32")], target)
+    np.testing.assert_allclose(got, [a[i, :i] @ a[:i, i] for i in range(n)], rtol=1e-5, atol=1e-6)
+
+
+def test_reduction_loop_moved_outside_the_axis_bounding_it_is_refused():
+    n = 6
+    A = te.placeholder((n, n), name="A")
+
+    def f(i):
+        k = te.reduce_axis((0, i), name="k")
+        return te.sum(A[i, k], axis=k)
+
+    C = te.compute((n,), f, name="C")
+    s = te.create_schedule(C.op)
+    s[C].reorder(C.op.reduce_axis[0], C.op.axis[0])
+    with pytest.raises(tessel.ScheduleError, match="bounds of loop k .* depend on loop i"):
+        tessel.build(s, [A, C], target="python")
+
+
+def test_verdicts_shared_by_content_tell_declared_domains_apart():
+    """An out-of-bounds read that a declared domain keeps inside must not make the same body
+    without the domain pass as clean (the analysis shares verdicts by content)."""
+    n = 6
+    for declared in (True, False):
+        A = te.placeholder((n, n), name="A")
+        B = _shifted_read(A, n, (lambda i, j: te.all(j < i, j > 0)) if declared else None)
+        s = te.create_schedule(B.op)
+        if declared:
+            tessel.build(s, [A, B], target="python")
+        else:
+            with pytest.raises(tessel.BoundError):
+                tessel.build(s, [A, B], target="python")
+
+
+def _shifted_read(A, n, where):
+    return te.compute((n, n), lambda i, j: A[i, j - 1], name="B", where=where)
