@@ -34,24 +34,38 @@ import numpy as np
 from .__main__ import _rounds
 
 
-def _blur(n: int, variant: str):
+def _blur(h: int, w: int, variant: str):
     import tessel
     from tessel import te
 
-    A = te.placeholder((n + 2, n + 2), name="A")
-    bx = te.compute((n + 2, n), lambda i, j: (A[i, j] + A[i, j + 1] + A[i, j + 2]) / 3, name="bx")
-    by = te.compute((n, n), lambda i, j: (bx[i, j] + bx[i + 1, j] + bx[i + 2, j]) / 3, name="by")
+    A = te.placeholder((h + 2, w + 2), name="A")
+    bx = te.compute((h + 2, w), lambda i, j: (A[i, j] + A[i, j + 1] + A[i, j + 2]) / 3, name="bx")
+    by = te.compute((h, w), lambda i, j: (bx[i, j] + bx[i + 1, j] + bx[i + 2, j]) / 3, name="by")
     s = te.create_schedule(by.op)
     if variant != "unfused":
         tessel.poly.legalize_fusion(s, by, bx, by.op.axis[1]).apply(s)
     if variant == "fused+fold":
         s[bx].storage_fold(bx.op.axis[0], 3)  # rows i .. i + 2 are live at once
     f = tessel.build(s, [A, by])
-    a = np.random.default_rng(0).random((n + 2, n + 2), dtype=np.float32)
-    out = np.empty((n, n), np.float32)
+    a = np.random.default_rng(0).random((h + 2, w + 2), dtype=np.float32)
+    out = np.empty((h, w), np.float32)
     x = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) / 3
     want = (x[:-2] + x[1:-1] + x[2:]) / 3
     return (lambda: f(a, out)), (lambda: out), want
+
+
+def run(h: int, w: int, repeat: int) -> list[tuple[str, float, int]]:
+    """The blur's three schedules on an ``h x w`` image: (name, median seconds, bytes of
+    intermediate storage), each checked against NumPy first."""
+    out = []
+    for name, variant, scratch in (("unfused", "unfused", (h + 2) * w * 4), ("after + shift", "fused", (h + 2) * w * 4),
+                                   ("after + shift + storage_fold", "fused+fold", 3 * w * 4)):
+        call, result, want = _blur(h, w, variant)
+        call()
+        np.testing.assert_allclose(result(), want, rtol=1e-5, atol=1e-6, err_msg=name)
+        times, _ = _rounds({name: (call,)}, max(repeat, 1), None)
+        out.append((name, statistics.median(times[name]), scratch))
+    return out
 
 
 def _wavefront(n: int, threads: int):
@@ -130,9 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     n_tri = 512 if opts.quick else 3072
     rows = ["| kernel | size | median per call | ratio | what it shows |", "|---|---|---|---|---|"]
     rows.append(_row("blur 3x3 (two passes)", f"{n_blur}^2 f32", {
-        "unfused": lambda: _blur(n_blur, "unfused"),
-        "after+shift": lambda: _blur(n_blur, "fused"),
-        "after+shift+fold": lambda: _blur(n_blur, "fused+fold"),
+        "unfused": lambda: _blur(n_blur, n_blur, "unfused"),
+        "after+shift": lambda: _blur(n_blur, n_blur, "fused"),
+        "after+shift+fold": lambda: _blur(n_blur, n_blur, "fused+fold"),
     }, opts.repeat, "fusion without recomputation: the intermediate read back while in cache"))
     rows.append(_row("wavefront recurrence", f"{n_wave}^2 f32", {
         "1 thread": lambda: _wavefront(n_wave, 1),

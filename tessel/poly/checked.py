@@ -28,7 +28,9 @@ from .solve import Proposal, fold_conflicts, legalize_fusion, order_conflicts, p
 
 def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
     """Refuse ``command`` (just applied to ``stage``) if the schedules now break a dependence
-    it is answerable for (``involved``); the whole schedule is checked again at ``verify``."""
+    it is answerable for (``involved``); the whole schedule is checked again at ``verify``, with
+    the storage choices (a fold or a fresh buffer is declared before or after the fusion that
+    makes it legal, so it is judged on the finished schedule)."""
     try:
         found = order_conflicts(sch, involved(stage, command))
     except isl.Error:
@@ -39,10 +41,7 @@ def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
         if find_violations(sch, propose=False):
             return
         raise
-    if not found:
-        folds = fold_conflicts(sch)
-        if folds:
-            raise fold_violation(sch, stage, command, *folds[0]).error(len(folds) - 1)
+    if not found:  # storage choices (folds, fresh buffers) are judged by verify: see order_violations
         return
     v = violation(sch, stage, command, found[0])
     raise v.error(len(found) - 1)
@@ -54,7 +53,7 @@ def fold_violation(sch: Schedule, stage: Stage, command: Any, folded: Stage, dep
     buf = folded.storage.buffer.name
     text = (f"stage {stage.name}: {what} is refused: the {dep.kind} dependence {dep.source.label()} -> "
             f"{dep.sink.label()} (distance {distance_text(dep)}) would read {buf} after another value of "
-            f"{folded.name} overwrote the element: the fold holds fewer values than are live at once")
+            f"{folded.name} overwrote the element: the storage holds fewer values than are live at once")
     v = Violation(ViolationKind.DEPENDENCE_ORDER, stage, text, (stage, folded), _loops(command))
     v.dependence = dep  # type: ignore[attr-defined]
     if proposing() and stage is folded and getattr(command, "folded", False):
@@ -202,9 +201,25 @@ def order_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
         v.dependence = c.dep  # type: ignore[attr-defined]
         v.conflict = c  # type: ignore[attr-defined]
         out.append(v)
-    for folded, dep, bad in ([] if out else fold_conflicts(sch)):
+    for folded, dep, bad in ([] if out or not _in_bounds(sch) else fold_conflicts(sch)):
         out.append(fold_violation(sch, folded, folded.storage, folded, dep, bad))
     return out
+
+
+def _in_bounds(sch: Schedule) -> bool:
+    """Whether every access stays inside its tensor (a store_in leaving its buffer is refused by
+    the bounds check, with a witness, before its storage could be judged)."""
+    from ..errors import TesselError
+    from .analysis import analysis
+    from .commands import check_storage
+
+    try:
+        found = analysis(sch)
+        found.check_bounds()
+        check_storage(found.model)
+    except TesselError:
+        return False
+    return True
 
 
 def install() -> None:

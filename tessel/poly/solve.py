@@ -150,39 +150,62 @@ def order_conflicts(sch: Schedule, involved: Callable[[Any], bool] | None = None
     return conflicts(deps, scheds, now.context)
 
 
+def storage_choice(sch: Schedule, st: Stage) -> bool:
+    """Whether ``st``'s ``store_in`` only chooses where values live -- a fold, or a buffer no
+    stage of the program reads -- rather than what the program means (storing into a tensor
+    the program reads: an in-place update)."""
+    if st.storage is None:
+        return False
+    if st.storage.folded:
+        return True
+    buf = st.storage.buffer.op
+    return not any(t.op is buf for x in sch.stages for t in x.op.input_tensors())
+
+
 def fold_conflicts(sch: Schedule) -> list[tuple[Stage, Dependence, isl.Map]]:
-    """Values a ``storage_fold`` would overwrite before they are read: for each flow dependence
-    of the program out of a folded stage, the (write time, read time) pairs between which
-    another instance writes the same folded element, under ``sch``'s schedules."""
+    """Values a storage choice (``storage_fold``, ``store_in`` into a fresh buffer) would lose:
+    for each flow dependence of the program out of such a stage, the (write time, read time)
+    pairs between which another value of the stage is written into the same element, under
+    ``sch``'s schedules."""
     from .analysis import analysis
 
-    folded = [st for st in sch.stages if st.storage is not None and st.storage.folded]
-    if not folded:
+    chosen = [st for st in sch.stages if storage_choice(sch, st)]
+    if not chosen:
         return []
     now = analysis(sch).model
+    base = program_order(sch)
     scheds = align({x.name: x.schedule for x in now.statements if x.schedule is not None})
     out = []
-    for st in folded:
-        buf = st.storage.buffer
-        writes = {x.name: [a.relation.apply_domain(scheds[x.name]) for a in x.writes if a.tensor is buf]
-                  for x in now.statements if x.name in scheds}
-        every = _union([m for ms in writes.values() for m in ms])
-        if every is None:
-            continue
+    for st in chosen:
         k = sch.stages.index(st)
-        for d in program_order(sch).dependences:
-            if d.kind != "flow" or d.source.stage.schedule.stages.index(d.source.stage) != k:
+        mine = [x for x in now.statements if x.stage is st and x.name in scheds]
+        orig = {x.name: x for x in base.model.statements}
+        new_w = {x.name: _timed([a for a in x.writes if a.tensor is st.storage.buffer], scheds[x.name]) for x in mine}
+        old_w = {x.name: _timed(orig[x.name].writes, scheds[x.name]) for x in mine if x.name in orig}
+        every_new, every_old = _union(list(new_w.values())), _union(list(old_w.values()))
+        if every_new is None or every_old is None:
+            continue
+        n = next(iter(scheds.values())).dim(DIM.out)
+        for d in base.dependences:
+            src = d.source.name
+            if d.kind != "flow" or _pos(d.source.stage) != k or new_w.get(src) is None or old_w.get(src) is None:
                 continue
-            mine = _union(writes.get(d.source.name, []))
-            if mine is None or d.sink.name not in scheds:
-                continue
-            n = scheds[d.source.name].dim(DIM.out)
-            later = mine.apply_range(every.reverse()).intersect(_lex(n, "lt"))  # t_w -> t2 > t_w, same element
-            bad = time_pairs(d, scheds).range_product(later).intersect_range(_lex(n, "gt").wrap())
+            # later writes of another value into the element the source wrote
+            other = new_w[src].apply_range(every_new.reverse()).subtract(old_w[src].apply_range(every_old.reverse()))
+            other = other.intersect(_lex(n, "lt"))
+            bad = time_pairs(d, scheds).range_product(other).intersect_range(_lex(n, "gt").wrap())
             bad = bad.intersect_params(now.context)
             if not bad.is_empty():
                 out.append((st, d, bad))
     return out
+
+
+def _timed(accesses: list, sched: isl.Map) -> isl.Map | None:
+    return _union([a.relation.apply_domain(sched) for a in accesses])
+
+
+def _pos(st: Stage) -> int:
+    return st.schedule.stages.index(st)
 
 
 def _lex(n: int, how: str) -> isl.Map:
@@ -218,7 +241,7 @@ def program_order(sch: Schedule):
     plain = sch.copy(record=False)
     for st in plain.stages:
         st.commands = ()
-        if st.storage is not None and st.storage.folded:  # a fold saves memory, it means nothing
+        if storage_choice(sch, st):  # a fold or a fresh buffer saves memory, it means nothing
             st.storage = None
     plain.orders = ()
     ckey = content_key(plain)
@@ -341,4 +364,4 @@ def _offer(what: str, fix: Fix | None, why: str, details: dict) -> Proposal:
     return Proposal(what, True, why, fix, details)
 
 
-__all__ = ["Proposal", "fold_conflicts", "legalize_fusion", "order_conflicts", "program_order", "record", "wavefront"]
+__all__ = ["Proposal", "fold_conflicts", "legalize_fusion", "storage_choice", "order_conflicts", "program_order", "record", "wavefront"]

@@ -319,7 +319,8 @@ def _check_lca(sch: Schedule, tree: ScheduleTree, st: Stage, r: Stage, cons: dic
 def _check_order(sch: Schedule, propose: bool) -> list[Violation]:
     """Seed 004's commands keep every dependence of the program order (checked after each
     command too; a TE primitive applied after them could still break one)."""
-    if not (getattr(sch, "orders", ()) or any(getattr(st, "commands", ()) for st in sch.stages)):
+    if not (getattr(sch, "orders", ()) or any(getattr(st, "commands", ()) or getattr(st, "storage", None) is not None
+                                               for st in sch.stages)):
         return []
     from ..poly.checked import order_violations  # against the flow: test_layering.py
 
