@@ -52,14 +52,23 @@ def time_pairs(dep: Dependence, scheds: Schedules) -> isl.Map:
     return dep.relation.apply_domain(scheds[dep.source.name]).apply_range(scheds[dep.sink.name])
 
 
-def _lex(n: int, strict: bool) -> isl.Map:
+def lex(n: int, how: str) -> isl.Map:
+    """The order ``how`` ("lt", "gt", "ge") between time vectors of ``n`` dimensions."""
     space = isl.Space.set_alloc(isl.DEFAULT_CONTEXT, 0, n).set_tuple_name(DIM.set, "T")
-    return isl.Map.lex_gt(space) if strict else isl.Map.lex_ge(space)
+    return {"lt": isl.Map.lex_lt, "gt": isl.Map.lex_gt, "ge": isl.Map.lex_ge}[how](space)
+
+
+def union(maps: Sequence[isl.Map]) -> isl.Map | None:
+    """The union of ``maps`` (None for none)."""
+    out = None
+    for m in maps:
+        out = m if out is None else out.union(m)
+    return out.coalesce() if out is not None else None
 
 
 def backwards(pairs: isl.Map) -> isl.Map:
     """The pairs whose sink does not run strictly after the source."""
-    return pairs.intersect(_lex(pairs.dim(DIM.in_), strict=False))
+    return pairs.intersect(lex(pairs.dim(DIM.in_), "ge"))
 
 
 @dataclass(eq=False)
@@ -166,4 +175,4 @@ def distance_text(dep: Dependence) -> str:
 
 
 __all__ = ["Conflict", "align", "backwards", "carried_part", "conflicts", "distance_set", "distance_text",
-           "equal_prefix", "pad", "points", "time_pairs"]
+           "equal_prefix", "lex", "pad", "points", "time_pairs", "union"]

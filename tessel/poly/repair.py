@@ -29,7 +29,7 @@ from math import gcd
 import islpy as isl
 
 from .deps import Dependence
-from .legality import Schedules, align, conflicts, equal_prefix, pad, time_pairs
+from .legality import Schedules, align, conflicts, equal_prefix, pad, time_pairs, union
 from .space import DIM
 
 
@@ -106,13 +106,6 @@ def skewed(sched: isl.Map, p: int, q: int, a: int, b: int) -> isl.Map:
 
 
 # ---- fusion ------------------------------------------------------------------------------
-def _union(maps: list[isl.Map]) -> isl.Map | None:
-    out = None
-    for m in maps:
-        out = m if out is None else out.union(m)
-    return out.coalesce() if out is not None else None
-
-
 def _min_delta(pairs: isl.Map | None, k: int) -> int | bool | None:
     """The least ``sink - source`` on time dimension ``k`` over every size (None: no pairs;
     False: unbounded below, no constant bounds it)."""
@@ -148,8 +141,8 @@ def fusion_shifts(deps: Sequence[Dependence], scheds: Schedules, a_names: set[st
     that keep every dependence between the A and B statements, under ``scheds`` (B already
     fused after A there); None when no constant delays do."""
     al = align(scheds)
-    ab = _union([time_pairs(d, al) for d in deps if d.source.name in a_names and d.sink.name in b_names])
-    ba = _union([time_pairs(d, al) for d in deps if d.source.name in b_names and d.sink.name in a_names])
+    ab = union([time_pairs(d, al) for d in deps if d.source.name in a_names and d.sink.name in b_names])
+    ba = union([time_pairs(d, al) for d in deps if d.source.name in b_names and d.sink.name in a_names])
     return _shifts_from(ab, ba, list(dims))
 
 
@@ -217,7 +210,7 @@ def inner_distances(deps: Sequence[Dependence], scheds: Schedules, p: int, q: in
     nor inside ``q``, over every size (None when there are none)."""
     al = align(scheds)
     maps = [equal_prefix(time_pairs(d, al), p) for d in deps if d.source.name in al and d.sink.name in al]
-    pairs = _union([m for m in maps if not m.is_empty()])
+    pairs = union([m for m in maps if not m.is_empty()])
     if pairs is None or pairs.is_empty():
         return None
     d = pairs.deltas()

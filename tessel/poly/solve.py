@@ -34,7 +34,7 @@ from ..schedule.history import Step, apply_steps
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from .deps import Dependence
-from .legality import Conflict, align, conflicts, time_pairs
+from .legality import Conflict, align, conflicts, lex, time_pairs, union
 from .model import Model
 from .repair import inner_distances, repair_fusion, skew_factors
 from .space import DIM
@@ -182,7 +182,7 @@ def fold_conflicts(sch: Schedule) -> list[tuple[Stage, Dependence, isl.Map]]:
         orig = {x.name: x for x in base.model.statements}
         new_w = {x.name: _timed([a for a in x.writes if a.tensor is st.storage.buffer], scheds[x.name]) for x in mine}
         old_w = {x.name: _timed(orig[x.name].writes, scheds[x.name]) for x in mine if x.name in orig}
-        every_new, every_old = _union(list(new_w.values())), _union(list(old_w.values()))
+        every_new, every_old = union(list(new_w.values())), union(list(old_w.values()))
         if every_new is None or every_old is None:
             continue
         n = next(iter(scheds.values())).dim(DIM.out)
@@ -192,8 +192,8 @@ def fold_conflicts(sch: Schedule) -> list[tuple[Stage, Dependence, isl.Map]]:
                 continue
             # later writes of another value into the element the source wrote
             other = new_w[src].apply_range(every_new.reverse()).subtract(old_w[src].apply_range(every_old.reverse()))
-            other = other.intersect(_lex(n, "lt"))
-            bad = time_pairs(d, scheds).range_product(other).intersect_range(_lex(n, "gt").wrap())
+            other = other.intersect(lex(n, "lt"))
+            bad = time_pairs(d, scheds).range_product(other).intersect_range(lex(n, "gt").wrap())
             bad = bad.intersect_params(now.context)
             if not bad.is_empty():
                 out.append((st, d, bad))
@@ -201,23 +201,11 @@ def fold_conflicts(sch: Schedule) -> list[tuple[Stage, Dependence, isl.Map]]:
 
 
 def _timed(accesses: list, sched: isl.Map) -> isl.Map | None:
-    return _union([a.relation.apply_domain(sched) for a in accesses])
+    return union([a.relation.apply_domain(sched) for a in accesses])
 
 
 def _pos(st: Stage) -> int:
     return st.schedule.stages.index(st)
-
-
-def _lex(n: int, how: str) -> isl.Map:
-    space = isl.Space.set_alloc(isl.DEFAULT_CONTEXT, 0, n).set_tuple_name(DIM.set, "T")
-    return isl.Map.lex_lt(space) if how == "lt" else isl.Map.lex_gt(space)
-
-
-def _union(maps: list) -> isl.Map | None:
-    out = None
-    for m in maps:
-        out = m if out is None else out.union(m)
-    return out
 
 
 def _has_commands(sch: Schedule) -> bool:
