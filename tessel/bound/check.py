@@ -5,7 +5,8 @@ not have. Nothing later would notice: native code would read past the caller's a
 producer's uninitialised storage) and return garbage. The check evaluates every unguarded
 index over the reading stage's whole domain and refuses the program when the interval provably
 leaves the tensor's shape. Reads under ``if_then_else``/``select`` or a reduction's ``where``
-are the user's way of saying "only when in range" and are not checked.
+are the user's way of saying "only when in range" and are not checked, and so are the reads
+of a stage with a declared domain (``where=``), which ``poly/bounds.py`` decides exactly.
 
 A stage whose domain is empty reads nothing, so the check assumes every extent of the domain
 is at least 1: with symbolic sizes, ``i*(n - 2) + j`` over ``i < 17, j < n - 2`` stays within
@@ -64,8 +65,8 @@ def check_reads_in_bounds(sch: Schedule, bodies: dict,
     states = {id(t) for st in sch.stages for t in st.op.state_placeholders()}
     ana = Analyzer()
     for st in sch.stages:
-        if st.attach_type == INLINE or st.is_placeholder:
-            continue
+        if st.attach_type == INLINE or st.is_placeholder or st.op.where is not None:
+            continue  # a declared domain (where=) guards every read, as a select's condition does
         ivs = [iv for iv in st.op.root_iter_vars if iv.dom is not None]
         dom = {iv.var: IntSet.from_range(iv.dom) for iv in ivs}
         v = _Unguarded()

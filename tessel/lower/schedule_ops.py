@@ -24,12 +24,12 @@ import islpy as isl
 from ..arith import IntSet, eval_set
 from ..bound.infer import BoundContext
 from ..bound.propagate import pass_up_index
-from ..errors import LowerError
+from ..errors import LowerError, ScheduleError
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.buffer import DimAlign
-from ..ir.functor import collect, substitute
+from ..ir.functor import collect, free_vars, substitute
 from ..poly.astgen import AstReader, scan
 from ..poly.exact import ExactPlan, StageSets
 from ..schedule.relations import Rebase
@@ -119,7 +119,7 @@ class _Builder:
         return bool(self.attached.get((id(st), id(iv))))
 
     def loop(self, st: Stage, iv: E.IterVar, body: S.Stmt) -> S.Stmt:
-        r = self.rmap[iv]
+        r = self.leaf_range(st, iv)
         var = iv.var
         if not E.is_const_int(r.min, 0):  # counted from zero: TVM's normalize rebases such a leaf
             rebase = Rebase.of_leaf(iv, r)
@@ -128,6 +128,26 @@ class _Builder:
             var = rebase.rebased.var
             body = substitute(body, {iv.var: value[iv]})
         return self._annotated(st, iv, var, r.extent, body)
+
+    def leaf_range(self, st: Stage, iv: E.IterVar) -> E.Range:
+        """InferBound's range of leaf ``iv``, in the loops outside it: a reduction whose bounds
+        follow an outer axis (``reduce_axis((0, i))``) has them in ``i``, which a split turns
+        into an expression of its loops; a loop it depends on must enclose it."""
+        r = self.rmap[iv]
+        used = free_vars(r.min) | free_vars(r.extent)
+        roots = [x for x in st.op.root_iter_vars if x.var in used and x not in st.leaf_iter_vars]
+        if roots:
+            value = self.index_values(st)
+            sub = {x.var: value[x] for x in roots}
+            r = E.Range(substitute(r.min, sub), substitute(r.extent, sub))
+            used = free_vars(r.min) | free_vars(r.extent)
+        leaves = st.leaf_iter_vars
+        inner = [x for x in leaves[leaves.index(iv):] if x.var in used]
+        if inner:
+            raise ScheduleError(
+                f"stage {st.name}: the bounds of loop {iv.name} ({r.min}, extent {r.extent}) depend on loop "
+                f"{inner[0].name}, which runs inside it; reorder so that {inner[0].name} encloses {iv.name}")
+        return r
 
     def _annotated(self, st: Stage, iv: E.IterVar, var: E.Var, extent: E.PrimExpr, body: S.Stmt) -> S.Stmt:
         """``for (var, 0, extent) body`` as leaf ``iv`` is annotated (kind, binding, pragmas)."""
@@ -201,10 +221,16 @@ class _Builder:
             r = self.rmap[iv]
             if iv.dom is not None and not (ana.can_prove_equal(r.min, iv.dom.min) and ana.can_prove_equal(r.extent, iv.dom.extent)):
                 check(value[iv], iv.dom.min, iv.dom.extent, lower=True)
+        op = st.op
+        if op.where is not None and not (self.exact is not None and self.exact.covers_domain(st)):
+            # a declared domain the loops do not follow (isl could not): one guard per point
+            preds.append(substitute(op.where, {iv.var: op.reindex(iv, value[iv]) for iv in op.root_iter_vars}))
         if getattr(st, "store_predicate", None) is not None:  # set_store_predicate: over the root axes
             preds.append(substitute(st.store_predicate, {iv.var: value[iv] for iv in st.op.root_iter_vars}))
         out: list[E.PrimExpr] = []
+        roots = {x.var: value[x] for x in st.op.root_iter_vars if x in value and x not in st.leaf_iter_vars}
         for p in preds:
+            p = substitute(p, roots) if roots else p  # a split reduction bounded by an outer axis
             if not any(_same(p, q) for q in out):
                 out.append(p)
         return out

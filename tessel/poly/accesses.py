@@ -51,6 +51,9 @@ def conditional_loads(e: E.PrimExpr) -> list[tuple[E.ProducerLoad, list[E.PrimEx
 
 
 def storage_name(b: _Builder, t: Tensor) -> str:
+    """One storage per buffer: the definitions of one tensor (and an in-place update and the
+    input it overwrites) share theirs, so their dependences are found."""
+    t = t.op.storage(t)
     return b.namer.name(t, t.name, "A_")
 
 

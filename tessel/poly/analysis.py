@@ -22,6 +22,7 @@ from ..schedule.stage import Stage
 from .bounds import check_accesses
 from .deps import Dependence, carried, dependences
 from .model import Model, build
+from .recurrence import check_recurrences
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: how many analyses were computed (not found in the cache), for tests and benchmarks
@@ -76,6 +77,8 @@ class Analysis:
             t0 = time.perf_counter()
             try:
                 check_accesses(self.sch)
+                if any(getattr(st.op, "definitions", ()) for st in self.sch.stages):
+                    check_recurrences(self.model)  # the loop order against a recurrence's self-reads
                 self._bounds.append(None)
                 remember_clean(self.sch, "bounds")
             except TesselError as err:
@@ -141,6 +144,9 @@ def content_key(sch: Schedule) -> str | None:
         parts += [type(op).__qualname__, op.name, st.attach_type, st.scope, st.is_output,
                   tuple((t.shape, t.dtype, t.name) for t in op.outputs), tuple(op.root_iter_vars),
                   _body_parts(getattr(op, "body", None)),
+                  # a declared domain and a recurrence's directions and storage decide reads too
+                  (op.where,) if op.where is not None else (), tuple(getattr(op, "directions", ())),
+                  tuple(op.storage(t).name for t in op.outputs),
                   pos.get(id(att), -1) if att is not None else -1,
                   next((k for k, iv in enumerate(att.all_iter_vars) if iv is st.attach_ivar), -1) if att else -1,
                   tuple(ivs.get(id(iv), -1) for iv in st.leaf_iter_vars),

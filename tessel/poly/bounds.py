@@ -24,6 +24,7 @@ import islpy as isl
 from ..bound.check import check_reads_in_bounds
 from ..errors import BoundError
 from ..ir import expr as E
+from ..ir.functor import substitute
 from ..ir.names import shown
 from ..schedule.graph import effective_bodies
 from ..schedule.schedule import Schedule
@@ -51,6 +52,8 @@ class _StageSpace:
             dom = dom.intersect(x.ge_set(lo)).intersect(x.lt_set(lo.add(ext)))
         for c in context:
             dom = dom.intersect(self.conv.set(c))
+        if st.op.where is not None:  # a declared domain: only its points run (and read)
+            dom = dom.intersect(self.conv.set(st.op.where))
         self.domain = dom
 
 
@@ -102,7 +105,40 @@ def _check_load(st: Stage, sp: _StageSpace, ld: E.ProducerLoad, conds: list, is_
         bad = where.intersect(i.lt_set(conv.const(0)).union(i.ge_set(n)))
         if not bad.is_empty():
             raise _error(st, sp, ld, k, where, i, bad)
+    _check_defined(st, sp, ld, where)
     return True
+
+
+def _check_defined(st: Stage, sp: _StageSpace, ld: E.ProducerLoad, where: isl.Set) -> None:
+    """A read of a tensor computed over a declared domain (``where=``) must stay in that domain:
+    elsewhere the tensor holds nothing it computed. (A recurrence's tensor is left out: its
+    definitions together, or the input it is written into, define it.)"""
+    op = ld.producer.op
+    if op.where is None or op.storage(ld.producer) is not ld.producer or getattr(op, "definitions", ()):
+        return
+    cond = substitute(op.where, {iv.var: i for iv, i in zip(op.axis, ld.indices)})
+    try:
+        inside = sp.conv.set(cond)
+    except NotAffine:
+        return  # not decidable here: the reader's promise
+    bad = where.subtract(inside)
+    if bad.is_empty():
+        return
+    pt = bad.sample_point()
+    witness = {iv.var: x for iv, x in zip(sp.roots, point_values(pt, DIM.set, len(sp.roots)))}
+    witness.update({v: x for v, x in zip(sp.sizes, point_values(pt, DIM.param, len(sp.sizes)))})
+    from ..ir.evaluate import evaluate
+
+    t = shown(ld.producer.name)
+    at = ", ".join(f"{shown(iv.name)} = {witness[iv.var]}" for iv in sp.roots)
+    read = ", ".join(str(evaluate(i, witness)) for i in ld.indices)
+    err = BoundError(
+        f"stage {shown(st.name)} reads {t}[{', '.join(str(i) for i in ld.indices)}] outside {t}'s domain "
+        f"({shown(str(op.where))}): for {at} it reads {t}[{read}], which {t} does not compute; restrict "
+        f"{shown(st.name)}'s domain (where=) or its read (te.if_then_else), or widen {t}'s domain")
+    err.witness = witness  # type: ignore[attr-defined]
+    err.load = ld  # type: ignore[attr-defined]
+    raise err
 
 
 def _error(st: Stage, sp: _StageSpace, ld: E.ProducerLoad, k: int, where: isl.Set, idx: isl.PwAff,

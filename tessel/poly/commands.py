@@ -193,6 +193,11 @@ def _order(o: Order, placed: list[Statement], vectors: dict[int, Vector]) -> Non
 
     anchors = [vectors[id(s)][p] for s in theirs if at_prefix(s)]
     own = [vectors[id(s)][p] for s in mine]
+    if not own or not anchors:
+        missing = o.stage if not own else o.anchor
+        raise ScheduleError(f"{o.text()}: {missing.name} has no exact place in the polyhedral model here (a loop "
+                            "fused over a symbolic extent, or its statements outside the shared loops); give "
+                            "the order before fusing such loops, or order at an outer level")
     span = max(own) - min(own) + 1
     base = max(anchors) + 1 if not o.before else min(anchors)
     ids = {id(s) for s in mine}

@@ -129,10 +129,16 @@ class ExactPlan:
     stages: dict[int, StageSets] = field(default_factory=dict)
     changed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: stages whose declared domain (``where=``) their exact loops follow (no guard needed)
+    domains: set[int] = field(default_factory=set)
 
     def exact(self, st: Stage) -> StageSets | None:
         info = self.stages.get(id(st))
         return info if info is not None and info.exact else None
+
+    def covers_domain(self, st: Stage) -> bool:
+        """Whether ``st``'s loops run exactly its declared domain (else lowering guards it)."""
+        return id(st) in self.domains and self.exact(st) is not None
 
     def report(self) -> str:
         """Which stages compute their exact region, and why some keep InferBound's box."""
@@ -171,8 +177,10 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
     why = "" if isinstance(st.op, ComputeOp) else f"a {type(st.op).__name__} is not analysed"
     context = _context(out, st)
     ranges: list[isl.Set] = []
+    roots = {iv.var: value[iv] for iv in st.op.root_iter_vars if iv in value and iv not in st.leaf_iter_vars}
     for iv in st.leaf_iter_vars:
-        r = ctx.rmap[iv]
+        r = ctx.rmap[iv]  # in the loops: a bound following a split axis (reduce_axis((0, i)))
+        r = E.Range(substitute(r.min, roots), substitute(r.extent, roots)) if roots else r
         try:
             ranges.append(names.within(iv.var, r.min, r.extent))
         except NotAffine as e:  # left out, which only makes the set larger
@@ -186,6 +194,19 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
         why = why or "an index of its loops is not affine"
     info = out.stages[id(st)] = StageSets([names.name(iv.var) for iv in reversed(ctx.paths[st])],
                                           [names.name(iv.var) for iv in st.leaf_iter_vars], context, ranges, box)
+    # a reduction's loops do not bound its data-parallel loops: an empty sum still sets its init
+    red = {names.name(iv.var) for iv in st.leaf_iter_vars if iv.is_reduce}
+    dbox = context
+    for c, iv in zip(ranges, st.leaf_iter_vars):
+        dbox = dbox if iv.is_reduce else dbox.intersect(c)
+    for c in checks:
+        if c is not None and not any(c.get_dim_name(isl.dim_type.param, k) in red for k in range(c.dim(isl.dim_type.param))):
+            dbox = dbox.intersect(c)
+    declared = _declared(out, st, value, dbox)
+    if declared is not None:
+        box = info.body = declared
+    if getattr(st.op, "definitions", ()):  # a recurrence's definition runs whole: its points read each other
+        return
     if st.is_output or not ctx.consumers[st] or why:
         if why and not st.is_output and ctx.consumers[st]:
             out.notes.append(f"stage {st.name}: keeps its interval box ({why})")
@@ -201,7 +222,28 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
         return  # the box is exact already: the interval loop nest stays as it is
     info.body = exact.coalesce()
     info.exact = True
-    out.changed.append(st.name)
+    if st.name not in out.changed:
+        out.changed.append(st.name)
+
+
+def _declared(out: ExactPlan, st: Stage, value: dict, box: isl.Set) -> isl.Set | None:
+    """``box`` cut to ``st``'s declared domain (``where=``), its loops then made to follow it:
+    None where it declares none, or the condition is not affine (lowering then guards it)."""
+    op = st.op
+    if op.where is None or any(iv not in value for iv in op.root_iter_vars):
+        return None
+    cond = substitute(op.where, {iv.var: op.reindex(iv, value[iv]) for iv in op.root_iter_vars})
+    try:
+        conv = out.names.over([cond])
+        got = box.intersect(conv.set(cond).params()).coalesce()
+    except NotAffine as e:
+        out.notes.append(f"stage {st.name}: its domain is checked point by point ({e.reason})")
+        return None
+    out.domains.add(id(st))
+    if not box.is_subset(got):
+        out.stages[id(st)].exact = True
+        out.changed.append(st.name)
+    return got
 
 
 def _guards(ctx: BoundContext, st: Stage, value: dict, names: _Vars) -> list[isl.Set | None]:
@@ -209,9 +251,11 @@ def _guards(ctx: BoundContext, st: Stage, value: dict, names: _Vars) -> list[isl
     ``bound_checks``): each split's parent below the end of its range, and each root axis
     whose range is not its domain inside the domain. None: a check that is not affine."""
     out: list[isl.Set | None] = []
+    roots = {iv.var: value[iv] for iv in st.op.root_iter_vars if iv in value and iv not in st.leaf_iter_vars}
     for rel in st.relations:
         for g in rel.guards(ctx.rmap, value):
-            out.append(_try(lambda g=g: names.within(g.index, g.min, g.extent, lower=False)))
+            ext = substitute(g.extent, roots) if roots else g.extent
+            out.append(_try(lambda g=g, ext=ext: names.within(g.index, g.min, ext, lower=False)))
     for iv in st.op.root_iter_vars:
         r = ctx.rmap.get(iv)
         if iv.dom is None or r is None or iv not in value or _same_range(r, iv.dom):

@@ -162,6 +162,18 @@ def _prefix(st: Stage) -> list[tuple[Stage, E.IterVar]]:
     return out
 
 
+def _declared(conv: Converter, op, notes: list[str]) -> isl.Set:
+    """The operation's declared domain (``where=``) over its root axes; the whole space, and a
+    note, where the condition is not affine (lowering then checks it at every point)."""
+    if op.where is None:
+        return isl.Set.universe(conv.space)
+    try:
+        return conv.set(op.where)
+    except NotAffine as err:
+        notes.append(f"the declared domain is approximated: {err.reason}")
+        return isl.Set.universe(conv.space)
+
+
 class _Builder:
     def __init__(self, sch: Schedule, ctx: BoundContext):
         self.sch, self.ctx, self.rmap = sch, ctx, ctx.rmap
@@ -205,6 +217,7 @@ class _Builder:
                 if iv.dom is not None:
                     dom = dom.intersect(self._in_range(conv, iv.var, iv.dom, dom, notes))
                 dom = dom.intersect(self._in_range(conv, iv.var, self.rmap[iv], dom, notes))
+            dom = dom.intersect(_declared(conv, op, notes))
             conv.domain = dom
             stmt = Statement(name, st, role, dims, dom, [], notes=notes, converter=conv)
             out.append(stmt)
@@ -315,7 +328,7 @@ def _loop_width(b: _Builder, node: _Node) -> int:
 def _time_values(b: _Builder, st: Stage) -> dict:
     cache = b.__dict__.setdefault("_tv", {})
     if id(st) not in cache:
-        value = {iv: (iv.var,) for iv in st.op.root_iter_vars}
+        value = {iv: (st.op.reindex(iv, iv.var),) for iv in st.op.root_iter_vars}
         pass_down_time(st.relations, b.rmap, value)
         cache[id(st)] = value
     return cache[id(st)]

@@ -155,7 +155,7 @@ def _stage_of(sch: Schedule, tensor, what: str) -> Stage:
 def _check_computable(stage: Stage, what: str) -> ComputeOp:
     if stage.is_placeholder:
         raise ScheduleError(f"{what}: {stage.name} is an input placeholder, not a computed stage")
-    if not isinstance(stage.op, ComputeOp):  # the rewrite rebuilds te.compute bodies
+    if type(stage.op) is not ComputeOp:  # the rewrite rebuilds te.compute bodies (not a recurrence's)
         raise ScheduleError(f"{what}: {stage.name} is a {type(stage.op).__name__}; {what} rewrites "
                             "te.compute stages only")
     if stage.attach_type == INLINE:
@@ -227,12 +227,13 @@ def cache_write(sch: Schedule, tensor, scope: str):
     value: dict[E.IterVar, E.PrimExpr] = {iv: nv.var for iv, nv in zip(data_leaves, new_axes)}
     preds = _index_up(data_rels, rng, value)
     bodies = _guarded_bodies([substitute(b, {iv.var: value[iv] for iv in op.axis}) for b in op.body], preds)
-    cache_op = ComputeOp(_unique_name(sch, stage.name, scope), op.tag, op.attrs, new_axes, bodies)
+    where = substitute(op.where, {iv.var: value[iv] for iv in op.axis}) if op.where is not None else None
+    cache_op = ComputeOp(_unique_name(sch, stage.name, scope), op.tag, op.attrs, new_axes, bodies, where)
     # C reads its value back from the cache, at the place its old loops put it
     down: dict[E.IterVar, E.PrimExpr] = {iv: iv.var for iv in op.axis}
     R.pass_down_index(data_rels, rng, down)
     copy_op = ComputeOp(op.name, op.tag, op.attrs, op.axis,
-                        [t[tuple(down[iv] for iv in data_leaves)] for t in cache_op.outputs])
+                        [t[tuple(down[iv] for iv in data_leaves)] for t in cache_op.outputs], op.where)
 
     cstage = Stage(cache_op, sch)
     cstage.scope, cstage.scope_given = scope, True
@@ -346,7 +347,8 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0
     loads = tuple(t[tuple(idx)] for t in rf_op.outputs)
     init = tuple(substitute(i, {a.var: b.var for a, b in zip(op.axis, new_axis)}) for i in red.init)
     new_op = ComputeOp(op.name, op.tag, op.attrs, new_axis,
-                       [E.Reduce(red.combiner, loads, (kv,), O.const(True), k, init) for k in range(len(loads))])
+                       [E.Reduce(red.combiner, loads, (kv,), O.const(True), k, init) for k in range(len(loads))],
+                       substitute(op.where, {a.var: b.var for a, b in zip(op.axis, new_axis)}) if op.where is not None else None)
 
     rfs = _partial_stage(sch, stage, rf_op, axis, fiv, rest, pos, touched, factor_axis)
     _note_rfactor_loops(sch, stage, rfs, axis, fiv, kv, pos)
@@ -409,7 +411,7 @@ def _partial_op(stage: Stage, axis: E.IterVar, pos: int, touched: set[int]):
     else:  # nothing left to reduce: one value per point, the identity where `where` is false
         ident = red.combiner.identity
         rf_bodies = [s if E.is_const_int(cond, 1) else O.select(cond, s, i) for s, i in zip(src, ident)]
-    return ComputeOp(f"{op.name}.rf", op.tag, op.attrs, rf_axis, rf_bodies), fiv, rest
+    return ComputeOp(f"{op.name}.rf", op.tag, op.attrs, rf_axis, rf_bodies, op.where), fiv, rest
 
 
 def _partial_stage(sch: Schedule, stage: Stage, rf_op: ComputeOp, axis: E.IterVar, fiv: E.IterVar,

@@ -59,6 +59,8 @@ class ViolationKind(Enum):
     RFACTOR_ORDER_DEPENDENT_REDUCER = "rfactor-order-dependent-reducer"
     CARRIED_DEPENDENCE = "carried-dependence"
     SYMBOLIC_UNROLL = "symbolic-unroll"
+    # seed 004's commands: a schedule that runs a dependence's sink before its source
+    DEPENDENCE_ORDER = "dependence-order"
     # computeAt by position (seed 003): patterns that would need a stage recomputed
     RECOMPUTE_REDUCTION = "recompute-reduction"
     BROADCAST_TWO_WAYS = "broadcast-two-ways"
@@ -145,6 +147,8 @@ def find_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
     out.extend(thread_violations(sch, propose))
     if not out:  # the tree is well formed: InferBound and the polyhedral model can be built from it
         out.extend(thread_extent_violations(sch, propose))
+    if not out:
+        out.extend(_check_order(sch, propose))
     if not out:
         out.extend(_check_annotations(sch, propose))
     return out
@@ -319,6 +323,20 @@ def _check_lca(sch: Schedule, tree: ScheduleTree, st: Stage, r: Stage, cons: dic
 
 
 # ---- rules beyond the tree -----------------------------------------------------------------
+def _check_order(sch: Schedule, propose: bool) -> list[Violation]:
+    """Seed 004's commands keep every dependence of the program order (checked after each
+    command too; a TE primitive applied after them could still break one)."""
+    if not (getattr(sch, "orders", ()) or any(getattr(st, "commands", ()) or getattr(st, "storage", None) is not None
+                                               for st in sch.stages)):
+        return []
+    from ..poly.checked import order_violations  # against the flow: test_layering.py
+
+    try:
+        return order_violations(sch, propose)
+    except TesselError:  # the model cannot be built: lowering reports why
+        return []
+
+
 def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
     """Seed 004: ``parallel``/``vectorize`` are legal on a loop iff it carries no dependence
     (decided exactly on the polyhedral model), ``unroll`` iff its extent is a constant."""
@@ -357,13 +375,39 @@ def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
                     f"iterations must run in order. Annotate a loop that carries no dependence instead")
             v = Violation(ViolationKind.CARRIED_DEPENDENCE, st, text, (st,), (iv,))
             v.dependence = dep  # type: ignore[attr-defined]
-        fixes = [FixBuilder(Names(sch)).drop_annotation(st, iv)]
+        fixes: list = [FixBuilder(Names(sch)).drop_annotation(st, iv)]
+        if kind == "parallel" and propose:  # a wavefront: the loop outside it skewed to carry everything
+            fixes[0:0] = _wavefront(sch, st, iv)
         if kind == "unrolled":  # the inner loop of a split by a constant keeps the unroll, bounded
             fixes.insert(0, FixBuilder(Names(sch)).split(st, iv, 8))
         out.append(choose(sch, v, fixes) if propose else v)
     if not out:
         remember_clean(sch, "annotations")
     return out
+
+
+class _Ready:
+    """A fix already built and checked (by ``tessel.poly.solve``), as a candidate for ``choose``."""
+
+    def __init__(self, fix: Fix):
+        self.fix = fix
+
+    def build(self) -> Fix:
+        return self.fix
+
+
+def _wavefront(sch: Schedule, st: Stage, iv: E.IterVar) -> list:
+    """The skew of the loop just outside ``iv`` with it after which ``iv`` carries nothing."""
+    k = next((n for n, x in enumerate(st.leaf_iter_vars) if x is iv), 0)
+    if k == 0:
+        return []
+    from ..poly.solve import wavefront  # against the flow: test_layering.py
+
+    try:
+        p = wavefront(sch, st, st.leaf_iter_vars[k - 1], iv, parallel=False)
+    except TesselError:
+        return []
+    return [_Ready(p.fix)] if p.possible and p.fix is not None and p.steps else []
 
 
 def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, propose: bool = True) -> Violation:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from ..errors import ScheduleError
 from ..ir import expr as E
+from ..te.domain import infer_shapes
 from ..te.operation import post_dfs_order
 from ..te.tensor import Operation, Tensor
 from .history import History, note_created, recorded
@@ -261,6 +262,7 @@ def create_schedule(ops, *, notify: bool = True) -> Schedule:
         if not isinstance(op, Operation):
             raise ScheduleError(f"create_schedule expects operations (e.g. C.op), got {op!r}")
         out.append(op)
+    infer_shapes(out)  # computes declared without a shape are sized from what their readers read
     return Schedule(out, notify=notify)
 
 

@@ -105,6 +105,20 @@ class Operation:
     axis: tuple[E.IterVar, ...] = ()
     #: the root loops that accumulate into the outputs
     reduce_axis: tuple[E.IterVar, ...] = ()
+    #: the declared domain: a condition over ``axis`` (None: every point of the shape). A point
+    #: outside it is not computed (its element keeps what the storage held; see docs/polyhedral.md)
+    where: E.PrimExpr | None = None
+
+    def reindex(self, iv: E.IterVar, x: E.PrimExpr) -> E.PrimExpr:
+        """The index of root axis ``iv`` when the loop counting it is at ``x`` (and, the map
+        being its own inverse, the loop's value at index ``x``): ``x`` itself, unless the
+        operation runs that axis backwards (a recurrence reading later indices)."""
+        return x
+
+    def storage(self, t: Tensor) -> Tensor:
+        """The tensor whose storage holds output ``t``: ``t`` itself, unless several
+        operations define one tensor (a recurrence's definitions, an in-place update)."""
+        return t
 
     @property
     def is_reduction(self) -> bool:

@@ -202,7 +202,7 @@ class ScanOp(Operation):
         tmap = {}
         for out, upd, st in zip(self.outputs, self.update, self.state_placeholder):
             tmap[upd] = tmap[st] = out
-        body = _Redirect(tmap).visit(body)
+        body = Redirect(tmap).visit(body)
         sdom = rmap[self.scan_axis]
         steps = E.Range(0, Analyzer().simplify(O.add(sdom.min, sdom.extent)))
         for i, out in reversed(list(enumerate(self.outputs))):
@@ -215,9 +215,10 @@ def _same_int(a: E.PrimExpr, b: E.PrimExpr) -> bool:
     return isinstance(a, E.IntImm) and isinstance(b, E.IntImm) and a.value == b.value
 
 
-class _Redirect(Mutator):
-    """Reads and writes of the update and state tensors made to the scan's outputs; the
-    update's own storage dropped (TVM's post-processing of a scan)."""
+class Redirect(Mutator):
+    """Reads and writes of the tensors in ``tmap`` made to the tensors they map to, their own
+    storage dropped: TVM's post-processing of a scan (update and states become the output),
+    and the definitions of one recurrence sharing one storage (``te/recurrence.py``)."""
 
     def __init__(self, tmap: dict[Tensor, Tensor]):
         self.tmap = tmap

@@ -126,13 +126,14 @@ class PlaceholderOp(Operation):
 class ComputeOp(Operation):
     """``out[axis] = body`` for every point of ``axis``; a body may be a top-level Reduce."""
 
-    def __init__(self, name: str, tag: str, attrs: dict | None, axis, body):
+    def __init__(self, name: str, tag: str, attrs: dict | None, axis, body, where: E.PrimExpr | None = None):
         self.name, self.tag, self.attrs = name, tag, dict(attrs or {})
         self.axis = tuple(axis)
         self.body = tuple(body)
+        self.where = where
         first = self.body[0]
         self.reduce_axis = first.axis if isinstance(first, E.Reduce) else ()
-        shape = tuple(iv.dom.extent for iv in self.axis)
+        shape = tuple(iv.dom.extent if iv.dom is not None else None for iv in self.axis)  # None: inferred
         self.outputs = tuple(Tensor(self, k, shape, b.dtype) for k, b in enumerate(self.body))
 
     @property
@@ -148,7 +149,8 @@ class ComputeOp(Operation):
         if not any(t in tmap for t in self.input_tensors()):
             return self
         rw = _ReadRewriter(tmap)
-        return ComputeOp(self.name, self.tag, self.attrs, self.axis, [rw.visit(b) for b in self.body])
+        where = rw.visit(self.where) if self.where is not None else None
+        return ComputeOp(self.name, self.tag, self.attrs, self.axis, [rw.visit(b) for b in self.body], where)
 
     def inline_refusal(self) -> str | None:
         if self.is_reduction:
@@ -156,6 +158,9 @@ class ComputeOp(Operation):
                     "use compute_at to place it inside its reader instead")
         if self.num_outputs > 1:
             return "an operation with several outputs cannot be inlined"
+        if self.where is not None:
+            return ("a compute with a declared domain (where=) cannot be inlined: its readers would need "
+                    "its values outside the domain too; compute_at places it inside its reader instead")
         return None
 
     # ---- InferBound (seed 000): every read is a ProducerLoad of the body ----------------------
@@ -336,21 +341,57 @@ def _axis_names(fcompute: Callable, ndim: int) -> list[str]:
     return names
 
 
-def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "", attrs: dict | None = None):
+def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "", attrs: dict | None = None,
+            where: Callable | None = None):
     """Define ``name[i, j, ...] = fcompute(i, j, ...)`` over ``shape``.
 
     ``fcompute`` may return a tuple: the operation then has several outputs of one shape (for
     a tuple reduction such as argmax all parts must be reductions over the same axes).
+    ``where(i, j, ...)``, a condition, declares a domain smaller than the shape (``j < i``, a
+    band ``te.abs(i - j) <= w``): only its points are computed, by loops whose bounds follow
+    it (isl), and elements outside it are left as the storage holds them (see
+    docs/polyhedral.md, "Domains and recurrences"). ``shape=None`` leaves the shape to be
+    inferred from the readers when a schedule is made (``te/domain.py``).
     """
-    shape = _check_shape(shape, name)
-    names = _axis_names(fcompute, len(shape))
-    axis = [E.IterVar(E.Range(0, s), E.Var(n, s.dtype), E.IterVar.DATA_PAR) for n, s in zip(names, shape)]
+    if shape is None:  # undeclared: one dimension per argument, sized from its readers (te/domain.py)
+        names = _axis_names(fcompute, _arity(fcompute, name))
+        axis = [E.IterVar(None, E.Var(n, "int32"), E.IterVar.DATA_PAR) for n in names]
+    else:
+        shape = _check_shape(shape, name)
+        names = _axis_names(fcompute, len(shape))
+        axis = [E.IterVar(E.Range(0, s), E.Var(n, s.dtype), E.IterVar.DATA_PAR) for n, s in zip(names, shape)]
     result = fcompute(*[iv.var for iv in axis])
     bodies = list(result) if isinstance(result, list | tuple) else [result]
     bodies = [convert(b) for b in bodies]
     _check_body(name, bodies)
-    op = ComputeOp(name, tag, attrs, axis, bodies)
+    cond = domain_condition(where, axis, name) if where is not None else None
+    op = ComputeOp(name, tag, attrs, axis, bodies, cond)
     return op.outputs if len(op.outputs) > 1 else op.outputs[0]
+
+
+def _arity(fcompute: Callable, name: str) -> int:
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    if not params or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+        raise DefinitionError(f"compute {name}: with no shape (None), its function must name one argument per "
+                              "dimension (lambda i, j: ...), from which the number of dimensions is taken")
+    return len(params)
+
+
+def domain_condition(where, axis, name: str) -> E.PrimExpr:
+    """``where`` (a function of the indices, or a condition already) as a boolean expression
+    over ``axis``; refused when it is not a condition or reads a tensor."""
+    cond = convert(where(*[iv.var for iv in axis]) if callable(where) else where)
+    if not cond.dtype.is_bool:
+        raise DefinitionError(f"compute {name}: where= must give a condition over the indices (e.g. "
+                              f"`lambda i, j: j < i`), got `{cond}` of dtype {cond.dtype}")
+    if collect(cond, lambda n: isinstance(n, E.ProducerLoad | E.Reduce)):
+        raise DefinitionError(f"compute {name}: where= must not read a tensor or reduce (`{cond}`); a domain "
+                              "is decided from the indices and the sizes; use te.if_then_else in the body for a "
+                              "condition on data")
+    return cond
 
 
 def _check_body(name: str, bodies: list[E.PrimExpr]) -> None:
@@ -384,5 +425,6 @@ register("te.Tensor", Tensor, lambda t: [t.op, t.value_index], lambda f: f[0].ou
 register("te.PlaceholderOp", PlaceholderOp, lambda op: [op.name, op.shape, op.dtype],
          lambda f: PlaceholderOp(str(f[0]), tuple(f[1]), to_dtype(f[2])))
 register("te.ComputeOp", ComputeOp,
-         lambda op: [op.name, op.tag, [[k, v] for k, v in sorted(op.attrs.items())], op.axis, op.body],
-         lambda f: ComputeOp(str(f[0]), str(f[1]), _attrs_of(f[2]), f[3], f[4]))
+         lambda op: [op.name, op.tag, [[k, v] for k, v in sorted(op.attrs.items())], op.axis, op.body,
+                     *([op.where] if op.where is not None else [])],
+         lambda f: ComputeOp(str(f[0]), str(f[1]), _attrs_of(f[2]), f[3], f[4], f[5] if len(f) > 5 else None))

@@ -144,7 +144,7 @@ def dataflow_graph(s: Schedule) -> View:
     tensor_ids: dict[tuple[int, int], str] = {}
     for st in flow.stages:
         nid = ids(st, f"stage:{st.name}")
-        label = [st.name, _kind(st.op)]
+        label = [st.name, _kind(st.op), *domain_lines(st.op)]
         if getattr(st, "created_by", None):
             label.append(f"made by {st.created_by}")
         if not st.is_placeholder:
@@ -229,7 +229,23 @@ def _stage_label(s: Schedule, st: Stage, rmap, note: str) -> list[str]:
     elif rmap and st.op.axis:
         label.append("region " + " x ".join(range_text(rmap.get(iv)) for iv in st.op.axis))
     label += describe(st)  # Tiramisu's commands (after, shift, store_in, ...)
-    return label + textwrap.wrap(note, 36)
+    return label + domain_lines(st.op) + textwrap.wrap(note, 36)
+
+
+def domain_lines(op: Operation) -> list[str]:
+    """What a stage's box does not show: its declared domain (``where=``), and for a
+    recurrence's definition which one it is, the storage it shares and the axes run backwards."""
+    out = [f"domain: {op.where}"] if op.where is not None else []
+    defs = getattr(op, "definitions", ())
+    if defs:
+        k = next((k for k, t in enumerate(defs) if t.op is op), 0)
+        base = op.storage(op.outputs[0])
+        out.append(f"definition {k + 1} of {len(defs)} of {defs[-1].op.name}")
+        out.append(f"in place: {base.name}" if base.op.is_placeholder else f"storage: {base.name}")
+        back = [iv.var.name for iv, d in zip(op.axis, op.directions) if d < 0]
+        if back:
+            out.append("backwards: " + ", ".join(back))
+    return out
 
 
 def _mark_violations(s: Schedule, g: Graph, stage_ids: dict[int, str]) -> None:

@@ -1,0 +1,232 @@
+"""The dependence check run after every command, and at ``verify``: refusals with a repair.
+
+A command (``after``, ``shift``, ``skew``, ``reverse``, ``interchange``, ``store_in``, ...)
+changes statement schedules; right after it, every dependence of the program order must still
+run source first (``solve.order_conflicts``). When one does not, the command is refused with a
+:class:`~tessel.schedule.legality.Violation` of kind ``dependence-order``: the dependence it
+breaks (kind, source, sink, tensor, distance vectors) with a concrete pair of instances, and,
+where tessel finds one, a fix computed from the dependences -- the shifts that make a fusion
+legal, or the deepest loop where it is possible (``legalize_fusion``); the skew that keeps every
+dependence (``wavefront``). A fix is offered only after its steps, replayed onto the schedule
+as it was before the command, leave it legal (``solve.record``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import islpy as isl
+
+from ..errors import ScheduleError
+from ..ir import expr as E
+from ..schedule.legality import Violation, ViolationKind
+from ..schedule.schedule import Schedule
+from ..schedule.stage import Stage
+from .legality import Conflict, distance_text
+from .solve import Proposal, fold_conflicts, legalize_fusion, order_conflicts, proposing, wavefront
+
+
+def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
+    """Refuse ``command`` (just applied to ``stage``) if the schedules now break a dependence
+    it is answerable for (``involved``); the whole schedule is checked again at ``verify``, with
+    the storage choices (a fold or a fresh buffer is declared before or after the fusion that
+    makes it legal, so it is judged on the finished schedule)."""
+    try:
+        found = order_conflicts(sch, involved(stage, command))
+    except isl.Error:
+        # the model has no meaning while a tree rule is broken (a stage attached where a reader
+        # cannot see it): that is refused at build, and the dependences checked once it is not
+        from ..schedule.legality import find_violations
+
+        if find_violations(sch, propose=False):
+            return
+        raise
+    if not found:  # storage choices (folds, fresh buffers) are judged by verify: see order_violations
+        return
+    v = violation(sch, stage, command, found[0])
+    raise v.error(len(found) - 1)
+
+
+def fold_violation(sch: Schedule, stage: Stage, command: Any, folded: Stage, dep: Any, bad: Any) -> Violation:
+    """A fold too small for the schedule: a value overwritten in the folded buffer before it is read."""
+    what = command.text() if hasattr(command, "text") else str(command)
+    buf = folded.storage.buffer.name
+    text = (f"stage {stage.name}: {what} is refused: the {dep.kind} dependence {dep.source.label()} -> "
+            f"{dep.sink.label()} (distance {distance_text(dep)}) would read {buf} after another value of "
+            f"{folded.name} overwrote the element: the storage holds fewer values than are live at once")
+    v = Violation(ViolationKind.DEPENDENCE_ORDER, stage, text, (stage, folded), _loops(command))
+    v.dependence = dep  # type: ignore[attr-defined]
+    if proposing() and stage is folded and getattr(command, "folded", False):
+        fix = _wider_fold(undone(sch, stage, command), folded, command)
+        if fix is not None:
+            v.proposed = fix
+            v.explanation += f". The least fold that keeps every value until it is read: {fix.code}"
+    return v
+
+
+def _wider_fold(before: Schedule, st: Stage, cmd: Any) -> Any:
+    """``storage_fold`` of the same axis by the least factor (up to 64) that is legal."""
+    from ..schedule.fixes import Names
+    from .solve import record
+
+    k = next((n for n, x in enumerate(cmd.indices) if isinstance(x, E.FloorMod)), None)
+    if k is None:
+        return None
+    axis = st.op.axis[k]
+    mine = before.stages[st.schedule.stages.index(st)]
+    names = Names(before)
+    for f in range(2, 65):
+        code = f"s[{names.stage(mine)}].storage_fold({names.axis(mine, axis)}, {f})"
+        fix = record(before, [(mine, "storage_fold", (axis, f))], names, code)
+        if fix is not None:
+            return fix
+    return None
+
+
+def involved(stage: Stage, command: Any):
+    """Which dependences ``command`` answers for, as Tiramisu's partial check does: an order,
+    those between its two stages (a chain of ``then`` built in any order passes through states
+    where a third stage is not placed yet); a loop command, those with an end in a statement
+    inside the stage's loops (its own, or a stage computed inside them). Stages are matched by
+    position: the dependences may come from an identical program analysed before."""
+    from ..schedule.commands import Order
+
+    stages = stage.schedule.stages
+    if isinstance(command, Order):
+        pair = {stages.index(command.stage), stages.index(command.anchor)}
+        return lambda d: _pos(d.source.stage) in pair and _pos(d.sink.stage) in pair
+    inside = {k for k, st in enumerate(stages) if _within(st, stage)}
+    return lambda d: _pos(d.source.stage) in inside or _pos(d.sink.stage) in inside
+
+
+def _pos(st: Stage) -> int:
+    return st.schedule.stages.index(st)
+
+
+def _within(st: Stage, outer: Stage) -> bool:
+    seen = 0
+    while st is not None and seen < 64:
+        if st is outer:
+            return True
+        st, seen = st.attach_stage, seen + 1
+    return False
+
+
+def violation(sch: Schedule, stage: Stage, command: Any, c: Conflict) -> Violation:
+    """The refusal of ``command`` for conflict ``c``, with a fix when one is found."""
+    src, snk = c.dep.source.stage, c.dep.sink.stage
+    involved = tuple(dict.fromkeys(x for x in (stage, _live(sch, src), _live(sch, snk)) if x is not None))
+    what = command.text() if hasattr(command, "text") else str(command)
+    text = f"stage {stage.name}: {what} is refused: {c.describe()}"
+    v = Violation(ViolationKind.DEPENDENCE_ORDER, stage, text, involved, _loops(command))
+    v.dependence = c.dep  # type: ignore[attr-defined]
+    v.conflict = c  # type: ignore[attr-defined]
+    if proposing():
+        p = repair(undone(sch, stage, command), stage, command)
+        if p is not None and p.fix is not None:
+            v.proposed = p.fix
+            v.explanation += f". Computed from the dependences: {p.what} is {p.explanation}" if p.possible else \
+                f". Computed from the dependences: {p.explanation}"
+    return v
+
+
+def _live(sch: Schedule, st: Any) -> Stage | None:
+    """The stage of ``sch`` at the place of a program-order copy's stage ``st``."""
+    try:
+        return sch.stages[_pos(st)]
+    except (ValueError, IndexError, AttributeError):
+        return None
+
+
+def _loops(command: Any) -> tuple[E.IterVar, ...]:
+    return tuple(v for v in vars(command).values() if isinstance(v, E.IterVar)) if hasattr(command, "__dict__") \
+        else ()
+
+
+def undone(sch: Schedule, stage: Stage, command: Any) -> Schedule:
+    """A copy of ``sch`` without ``command`` (the last command of ``stage``, or its order)."""
+    from ..schedule.commands import Order
+
+    before = sch.copy(record=False)
+    mine = before.stages[sch.stages.index(stage)]
+    if isinstance(command, Order):
+        before.orders = tuple(o for o in before.orders if o.stage is not mine)
+    elif mine.commands and mine.commands[-1] is command:
+        mine.commands = mine.commands[:-1]
+    elif command is getattr(mine, "storage", None):
+        mine.storage = None
+    return before
+
+
+def repair(before: Schedule, stage: Stage, command: Any) -> Proposal | None:
+    """The commands, computed from the dependences, that do what ``command`` meant legally."""
+    from ..schedule.commands import Order, Skew
+
+    st = before.stages[stage.schedule.stages.index(stage)]
+    try:
+        if isinstance(command, Order):
+            return _repair_order(before, command)
+        if isinstance(command, Skew):
+            p = wavefront(before, st, command.outer, command.inner, parallel=False)
+            return p if p.steps else None
+    except ScheduleError:
+        return None
+    return None
+
+
+def _repair_order(before: Schedule, cmd: Any) -> Proposal | None:
+    pos = {id(x): k for k, x in enumerate(cmd.stage.schedule.stages)}
+    late, early = before.stages[pos[id(cmd.stage)]], before.stages[pos[id(cmd.anchor)]]
+    if cmd.before:
+        late, early = early, late
+    if cmd.level is None:
+        return None
+    level = cmd.level
+    if level not in late.leaf_iter_vars:
+        k = next((n for n, iv in enumerate(early.leaf_iter_vars) if iv is level), None)
+        if k is None or k >= len(late.leaf_iter_vars):
+            return None
+        level = late.leaf_iter_vars[k]
+    return legalize_fusion(before, late, early, level)
+
+
+def order_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
+    """``verify``'s check: the dependences the schedule's commands break (one per dependence)."""
+    out = []
+    for c in order_conflicts(sch):
+        snk = _live(sch, c.dep.sink.stage)
+        st = snk if snk is not None else sch.stages[0]
+        text = f"stage {st.name}: the commands break a dependence: {c.describe()}"
+        v = Violation(ViolationKind.DEPENDENCE_ORDER, st, text, (st,), ())
+        v.dependence = c.dep  # type: ignore[attr-defined]
+        v.conflict = c  # type: ignore[attr-defined]
+        out.append(v)
+    for folded, dep, bad in ([] if out or not _in_bounds(sch) else fold_conflicts(sch)):
+        out.append(fold_violation(sch, folded, folded.storage, folded, dep, bad))
+    return out
+
+
+def _in_bounds(sch: Schedule) -> bool:
+    """Whether every access stays inside its tensor (a store_in leaving its buffer is refused by
+    the bounds check, with a witness, before its storage could be judged)."""
+    from ..errors import TesselError
+    from .analysis import analysis
+    from .commands import check_storage
+
+    try:
+        found = analysis(sch)
+        found.check_bounds()
+        check_storage(found.model)
+    except TesselError:
+        return False
+    return True
+
+
+def install() -> None:
+    """Register the check with the commands (done once, when tessel.poly is imported)."""
+    from ..schedule.commands import register_legality_check
+
+    register_legality_check(check_command)
+
+
+__all__ = ["check_command", "install", "order_violations", "repair", "undone", "violation"]

@@ -1,0 +1,100 @@
+"""The order of a recurrence's loops against its reads of itself, decided exactly.
+
+A definition of ``te.recurrence`` reads the tensor as it is when the read happens (see
+``te/recurrence.py``): a point its own loops write *before* the read gives the new value, a
+point they write *after* it would give the value about to be replaced, which is not what the
+definition says. ``te.recurrence`` picks each axis's direction from the constant offsets of
+the self-reads; here every self-read is checked, under the schedule as it now is (splits,
+reorders, directions), with isl: the pairs (reader instance, writer instance of the element
+it reads) with the writer strictly later in time must not exist. A refusal gives one such
+pair, so the user sees which read and which loop order clash.
+
+Other stages that touch the storage of a recurrence written in place (``inplace=Img``) must
+run before its first definition or after its last: one computed inside a definition's loops
+would read the input half overwritten.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from ..errors import ScheduleError
+from ..ir.names import shown
+from .model import Model, Statement
+from .space import DIM, point_values
+
+
+def check_recurrences(model: Model) -> None:
+    """Refuse a definition that reads a point of its tensor written later by its own loops, or
+    a stage run inside a recurrence that reads or writes the storage it overwrites."""
+    for stmt in model.statements:
+        if getattr(stmt.stage.op, "definitions", ()):
+            _check_self_reads(model, stmt)
+    _check_interleaving(model)
+
+
+def _check_self_reads(model: Model, stmt: Statement) -> None:
+    if stmt.schedule is None or not stmt.writes:
+        return
+    write = stmt.writes[0].relation
+    sched = stmt.schedule
+    for acc in stmt.reads:
+        if acc.relation.get_tuple_name(DIM.out) != write.get_tuple_name(DIM.out):
+            continue
+        if stmt.role == "update" and acc.relation.is_equal(write):
+            continue  # a reduction's accumulator: read and written by the same instance
+        pairs = acc.relation.apply_range(write.reverse())  # reader -> writer of the element read
+        timed = pairs.apply_domain(sched).apply_range(sched).intersect_params(model.context)
+        later = timed.intersect(isl.Map.lex_lt(timed.get_space().domain()))
+        if later.is_empty():
+            continue
+        reader = pairs.intersect_domain(later.domain().apply(sched.reverse())).domain()
+        pt = reader.sample_point()
+        vals = point_values(pt, DIM.set, len(stmt.dim_vars))
+        at = ", ".join(f"{shown(v.name)} = {x}" for v, x in zip(stmt.dim_vars, vals))
+        name = shown(stmt.stage.name)
+        raise ScheduleError(
+            f"recurrence {name} reads {shown(acc.text)}, but the loops, in the order the schedule gives them, "
+            f"write that element only after the read (for {at}): the read would see the value the definition "
+            f"is about to replace. Run the loops so that what is read is written first (undo the reorder or "
+            f"split that changed the order), or read the value from another tensor")
+
+
+def _check_interleaving(model: Model) -> None:
+    """An in-place recurrence's storage touched by a stage that runs between its definitions."""
+    for stmt in model.statements:
+        op = stmt.stage.op
+        defs = getattr(op, "definitions", ())
+        base = getattr(op, "base", None)
+        if not defs or base is None or not base.op.is_placeholder or op is not defs[0].op:
+            continue
+        storage = stmt.writes[0].relation.get_tuple_name(DIM.out) if stmt.writes else None
+        mine = [s for s in model.statements if getattr(s.stage.op, "definitions", ()) is defs]
+        span = _span(mine)
+        for other in model.statements:
+            if other in mine or other.schedule is None or span is None:
+                continue
+            if not any(a.relation.get_tuple_name(DIM.out) == storage for a in other.accesses):
+                continue
+            times = other.domain.apply(other.schedule)
+            if not times.intersect(span).is_empty():
+                raise ScheduleError(
+                    f"stage {shown(other.stage.name)} reads {shown(base.name)}, which recurrence "
+                    f"{shown(defs[-1].op.name)} overwrites in place, while the recurrence runs (it was computed "
+                    f"inside one of its loops or inlined into it): it would read some elements already replaced. "
+                    f"Compute it before: s[{shown(other.stage.name)}].compute_root()")
+
+
+def _span(stmts: list[Statement]) -> isl.Set | None:
+    """The times strictly between the first and the last instance of ``stmts``."""
+    times = None
+    for s in stmts:
+        if s.schedule is None:
+            return None
+        t = s.domain.apply(s.schedule)
+        times = t if times is None else times.union(t)
+    if times is None:
+        return None
+    lo, hi = times.lexmin(), times.lexmax()
+    lt = isl.Map.lex_lt(times.get_space())
+    return lo.apply(lt).intersect(hi.apply(lt.reverse()))

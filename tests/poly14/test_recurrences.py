@@ -1,0 +1,331 @@
+"""Recurrences TE cannot write (te.recurrence) and the same programs with te.scan, against NumPy
+on both targets; refusals for orders that would read a value before it is written."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import TARGETS, rand
+
+import tessel
+from tessel import te
+
+
+def _run(sch, args, inputs, outs, target):
+    f = tessel.build(sch, args, target=target)
+    ins = [np.array(a, copy=True) for a in inputs]
+    got = [np.array(o, copy=True) for o in outs]
+    f(*ins, *got)
+    return ins, got
+
+
+def _wavefront(n, m):
+    A = te.placeholder((n, m), name="A")
+    h = te.recurrence((n, m), [
+        te.define(lambda h, i, j: A[i, j]),
+        te.define(lambda h, i, j: 0.5 * h[i - 1, j] + 0.25 * h[i, j - 1] + A[i, j],
+                  where=lambda i, j: te.all(i > 0, j > 0)),
+    ], name="h")
+    return A, h
+
+
+def _wavefront_ref(a):
+    h = a.astype("float64").copy()
+    for i in range(1, a.shape[0]):
+        for j in range(1, a.shape[1]):
+            h[i, j] = 0.5 * h[i - 1, j] + 0.25 * h[i, j - 1] + a[i, j]
+    return h
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_wavefront_2d(target):
+    n, m = 11, 7
+    A, h = _wavefront(n, m)
+    s = te.create_schedule(h.op)
+    a = rand(n, m)
+    _, (got,) = _run(s, [A, h], [a], [np.full((n, m), np.nan, "float32")], target)
+    np.testing.assert_allclose(got, _wavefront_ref(a), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_wavefront_interchange_is_legal_and_split_too(target):
+    n, m = 9, 13
+    A, h = _wavefront(n, m)
+    s = te.create_schedule(h.op)
+    i, j = h.op.axis
+    jo, ji = s[h].split(j, factor=4)
+    s[h].reorder(jo, i, ji)  # dependences (1,0), (0,1): tiling keeps both forwards
+    a = rand(n, m, seed=4)
+    _, (got,) = _run(s, [A, h], [a], [np.zeros((n, m), "float32")], target)
+    np.testing.assert_allclose(got, _wavefront_ref(a), rtol=1e-5, atol=1e-5)
+
+
+def test_reorder_against_a_dependence_is_refused():
+    n, m = 6, 6
+    A = te.placeholder((n, m), name="A")
+    h = te.recurrence((n, m), [
+        te.define(lambda h, i, j: A[i, j]),
+        te.define(lambda h, i, j: h[i - 1, j + 1] + A[i, j], where=lambda i, j: te.all(i > 0, j < m - 1)),
+    ], name="h")
+    s = te.create_schedule(h.op)
+    tessel.build(s, [A, h], target="python")  # the default order is legal
+    s[h].reorder(h.op.axis[1], h.op.axis[0])  # j outside i: h[i-1, j+1] is written later
+    with pytest.raises(tessel.ScheduleError, match=r"reads h\[i - 1, j \+ 1\].*for i = \d+, j = \d+"):
+        tessel.build(s, [A, h], target="python")
+
+
+def test_conflicting_self_reads_are_refused():
+    x = te.placeholder((8,), name="x")
+    with pytest.raises(tessel.DefinitionError, match="no direction of loop i"):
+        te.recurrence((8,), [te.define(lambda y, i: x[i]),
+                             te.define(lambda y, i: y[i - 1] + y[i + 1], where=lambda i: te.all(i > 0, i < 7))],
+                      name="y")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_fibonacci_like_recurrence_through_updates(target):
+    """Tiramisu's test_25: C[0] = C[1] = v; C[i] = (C[i-1] + C[i-2]) / 2 + i, three definitions."""
+    N = 23
+    v = te.placeholder((1,), name="v")
+    C = te.recurrence((N,), [
+        te.define(lambda c, i: v[0], where=lambda i: i == 0),
+        te.define(lambda c, i: v[0] * 2.0, where=lambda i: i == 1),
+        te.define(lambda c, i: (c[i - 1] + c[i - 2]) * 0.5 + i.astype("float32"), where=lambda i: i >= 2),
+    ], name="C")
+    s = te.create_schedule(C.op)
+    assert [t.op.name for t in C.op.definitions] == ["C.def0", "C.def1", "C"]
+    vv = rand(1)
+    ref = np.zeros(N)
+    ref[0], ref[1] = vv[0], vv[0] * 2
+    for i in range(2, N):
+        ref[i] = (ref[i - 1] + ref[i - 2]) * 0.5 + i
+    _, (got,) = _run(s, [v, C], [vv], [np.zeros(N, "float32")], target)
+    np.testing.assert_allclose(got, ref, rtol=1e-5)
+
+
+def _scan_prefix(n, m, X):
+    s_state = te.placeholder((n, m), name="s_state")
+    init = te.compute((1, m), lambda _, j: X[0, j], name="init")
+    upd = te.compute((n, m), lambda t, j: s_state[t - 1, j] + X[t, j], name="upd")
+    return te.scan(init, upd, s_state, name="prefix")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("api", ["scan", "recurrence"])
+def test_prefix_sum(target, api):
+    n, m = 19, 5
+    X = te.placeholder((n, m), name="X")
+    if api == "scan":
+        P = _scan_prefix(n, m, X)
+    else:
+        P = te.recurrence((n, m), [te.define(lambda p, t, j: X[t, j]),
+                                   te.define(lambda p, t, j: p[t - 1, j] + X[t, j], where=lambda t, j: t > 0)],
+                          name="prefix")
+    s = te.create_schedule(P.op)
+    x = rand(n, m)
+    _, (got,) = _run(s, [X, P], [x], [np.zeros((n, m), "float32")], target)
+    np.testing.assert_allclose(got, np.cumsum(x, axis=0), rtol=1e-5, atol=1e-5)
+
+
+def _iir_ref(x, a, backwards):
+    y = x.astype("float64").copy()
+    order = range(len(x) - 2, -1, -1) if backwards else range(1, len(x))
+    for i in order:
+        y[i] = x[i] + a * y[i + 1 if backwards else i - 1]
+    return y
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("backwards", [False, True])
+@pytest.mark.parametrize("api", ["scan", "recurrence"])
+def test_iir_filter_both_directions(target, backwards, api):
+    n, a = 29, 0.7
+    x = te.placeholder((n,), name="x")
+    if api == "recurrence":
+        if backwards:
+            y = te.recurrence((n,), [te.define(lambda y, i: x[i]),
+                                     te.define(lambda y, i: x[i] + a * y[i + 1], where=lambda i: i < n - 1)], name="y")
+        else:
+            y = te.recurrence((n,), [te.define(lambda y, i: x[i]),
+                                     te.define(lambda y, i: x[i] + a * y[i - 1], where=lambda i: i > 0)], name="y")
+        s = te.create_schedule(y.op)
+        args = [x, y]
+    else:  # te.scan runs forwards: a backwards filter scans the reversed signal
+        st = te.placeholder((n,), name="st")
+        xi = (lambda t: x[n - 1 - t]) if backwards else (lambda t: x[t])
+        init = te.compute((1,), lambda t: xi(t), name="init")
+        upd = te.compute((n,), lambda t: xi(t) + a * st[t - 1], name="upd")
+        sc = te.scan(init, upd, st, name="iir")
+        y = te.compute((n,), (lambda i: sc[n - 1 - i]) if backwards else (lambda i: sc[i]), name="y")
+        s = te.create_schedule(y.op)
+        args = [x, y]
+    xv = rand(n)
+    _, (got,) = _run(s, args, [xv], [np.zeros(n, "float32")], target)
+    np.testing.assert_allclose(got, _iir_ref(xv, a, backwards), rtol=1e-5, atol=1e-5)
+    if api == "recurrence" and backwards:
+        assert y.op.directions == (-1,)
+
+
+def _edge_filter(n, m):
+    Img = te.placeholder((n, m), name="Img")
+    R = te.compute((n - 2, m - 2), lambda i, j: (Img[i, j] + Img[i + 1, j + 1] + Img[i + 2, j + 2]
+                                                  + Img[i, j + 2] + Img[i + 2, j]) / 5.0, name="R")
+    Out = te.recurrence(None, [te.define(lambda o, i, j: te.abs(R[i, j] - R[i + 1, j + 1]) + te.abs(R[i + 1, j] - R[i, j + 1]),
+                                         where=lambda i, j: te.all(i < n - 3, j < m - 3))],
+                        name="Out", inplace=Img)
+    return Img, R, Out
+
+
+def _edge_ref(a):
+    r = (a[:-2, :-2] + a[1:-1, 1:-1] + a[2:, 2:] + a[:-2, 2:] + a[2:, :-2]) / 5
+    out = a.copy()
+    out[:-3, :-3] = np.abs(r[:-1, :-1] - r[1:, 1:]) + np.abs(r[1:, :-1] - r[:-1, 1:])
+    return out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_in_place_edge_filter(target):
+    """Tiramisu's edge benchmark: a ring blur, then Roberts edges written back into the image."""
+    n, m = 13, 10
+    Img, R, Out = _edge_filter(n, m)
+    s = te.create_schedule(Out.op)
+    s[Out].parallel(Out.op.axis[0])
+    a = rand(n, m)
+    (img,), _ = _run(s, [Img], [a], [], target)
+    np.testing.assert_allclose(img, _edge_ref(a), rtol=1e-5, atol=1e-6)
+
+
+def test_in_place_reader_inside_the_recurrence_is_refused():
+    Img, R, Out = _edge_filter(9, 9)
+    s = te.create_schedule(Out.op)
+    s[R].compute_at(s[Out], Out.op.axis[0])
+    with pytest.raises(tessel.ScheduleError, match="overwrites in place"):
+        tessel.build(s, [Img], target="python")
+    s2 = te.create_schedule(Out.op)
+    s2[R].compute_inline()
+    with pytest.raises(tessel.TesselError, match=r"reads Img\["):
+        tessel.build(s2, [Img], target="python")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_heat_2d_over_time_steps(target):
+    T, n, m = 5, 10, 9
+    U0 = te.placeholder((n, m), name="U0")
+    u = te.recurrence((T, n, m), [
+        te.define(lambda u, t, x, y: U0[x, y]),
+        te.define(lambda u, t, x, y: u[t - 1, x, y] + 0.125 * (u[t - 1, x - 1, y] + u[t - 1, x + 1, y]
+                                                              + u[t - 1, x, y - 1] + u[t - 1, x, y + 1]
+                                                              - 4.0 * u[t - 1, x, y]),
+                  where=lambda t, x, y: te.all(t > 0, x > 0, x < n - 1, y > 0, y < m - 1)),
+    ], name="u")
+    s = te.create_schedule(u.op)
+    s[u].parallel(u.op.axis[1])  # x carries no dependence within a time step
+    u0 = rand(n, m)
+    ref = np.empty((T, n, m))
+    ref[:] = u0
+    for t in range(1, T):
+        p = ref[t - 1]
+        ref[t, 1:-1, 1:-1] = p[1:-1, 1:-1] + 0.125 * (p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:]
+                                                     - 4 * p[1:-1, 1:-1])
+    _, (got,) = _run(s, [U0, u], [u0], [np.zeros((T, n, m), "float32")], target)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_lstm_style_cell_over_time_and_layers(target):
+    """h[t, l] = sum_j W[l, k, j] tanh(h[t, l-1, j]) + U[l, k, j] tanh(h[t-1, l, j]): the state
+    runs over time and layers (Tiramisu's LSTM recurrence), the layer-0 row is the input."""
+    T, L, K = 6, 3, 5
+    X = te.placeholder((T, K), name="X")
+    W = te.placeholder((L, K, K), name="W")
+    U = te.placeholder((L, K, K), name="U")
+
+    def cell(h, t, l, k):
+        j = te.reduce_axis((0, K), name="j")
+        return te.sum(W[l - 1, k, j] * te.tanh(h[t, l - 1, j]) + U[l - 1, k, j] * te.tanh(h[t - 1, l, j]), axis=j)
+
+    H = te.recurrence((T + 1, L + 1, K), [
+        te.define(lambda h, t, l, k: te.const(0.0, "float32"), where=lambda t, l, k: te.any(t == 0, l > 0)),
+        te.define(lambda h, t, l, k: X[t - 1, k], where=lambda t, l, k: te.all(t > 0, l == 0)),
+        te.define(cell, where=lambda t, l, k: te.all(t > 0, l > 0)),
+    ], name="H")
+    s = te.create_schedule(H.op)
+    x, w, u = rand(T, K), rand(L, K, K, seed=1) * 0.5, rand(L, K, K, seed=2) * 0.5
+    ref = np.zeros((T + 1, L + 1, K))
+    ref[1:, 0] = x
+    for t in range(1, T + 1):
+        for l in range(1, L + 1):
+            ref[t, l] = w[l - 1] @ np.tanh(ref[t, l - 1]) + u[l - 1] @ np.tanh(ref[t - 1, l])
+    _, (got,) = _run(s, [X, W, U, H], [x, w, u], [np.full((T + 1, L + 1, K), np.nan, "float32")], target)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
+
+
+def test_model_shares_one_storage_and_finds_the_dependences():
+    A, h = _wavefront(5, 5)
+    s = te.create_schedule(h.op)
+    m = tessel.poly.model(s)
+    names = {a.relation.get_tuple_name(tessel.poly.space.DIM.out) for st in m.statements for a in st.writes}
+    assert len(names) == 1  # both definitions write one array
+    deps = s.dependences()
+    assert any(d.source.stage.name == "h.def0" and d.sink.stage.name == "h" for d in deps)
+    assert any(d.source.stage.name == "h" and d.sink.stage.name == "h" and d.kind == "flow" for d in deps)
+
+
+@pytest.mark.parametrize("fi,fj,order", [(2, 2, 0), (3, 4, 0), (2, 4, 1), (3, 2, 2), (2, 2, 3), (3, 4, 3)])
+def test_tilings_of_a_recurrence_are_right_or_refused(fi, fj, order):
+    """Dependences (1,0), (0,1), (1,-1): a split and reorder either keeps every self-read after
+    its write (right values) or is refused; never a wrong value."""
+    N, M = 9, 7
+    A = te.placeholder((N, M), name="A")
+    h = te.recurrence((N, M), [
+        te.define(lambda h, i, j: A[i, j]),
+        te.define(lambda h, i, j: 0.5 * h[i - 1, j] + 0.25 * h[i, j - 1] + 0.1 * h[i - 1, j + 1],
+                  where=lambda i, j: te.all(i > 0, j > 0, j < M - 1)),
+    ], name="h")
+    s = te.create_schedule(h.op)
+    io, ii = s[h].split(h.op.axis[0], factor=fi)
+    jo, ji = s[h].split(h.op.axis[1], factor=fj)
+    s[h].reorder(*[(io, ii, jo, ji), (io, jo, ii, ji), (jo, io, ii, ji), (io, jo, ji, ii)][order])
+    a = rand(N, M, seed=order)
+    ref = a.astype("float64").copy()
+    for i in range(1, N):
+        for j in range(1, M - 1):
+            ref[i, j] = 0.5 * ref[i - 1, j] + 0.25 * ref[i, j - 1] + 0.1 * ref[i - 1, j + 1]
+    try:
+        _, (got,) = _run(s, [A, h], [a], [np.zeros((N, M), "float32")], "python")
+    except tessel.ScheduleError as err:
+        assert order != 0 and "write that element only after the read" in str(err)
+        return
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_definitions_stay_whole_at_the_root():
+    n = 6
+    A = te.placeholder((n,), name="A")
+    h = te.recurrence((n,), [te.define(lambda h, i: A[i]),
+                             te.define(lambda h, i: h[i - 1] + A[i], where=lambda i: i > 0)], name="h")
+    s = te.create_schedule(h.op)
+    with pytest.raises(tessel.ScheduleError, match="share one storage"):
+        s.cache_read(A, "local", [h.op])
+    with pytest.raises(tessel.ScheduleError, match="te.compute stages only"):
+        s.cache_write(h, "local")
+    B = te.compute((n,), lambda i: h[i] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    s[h].compute_at(s[B], B.op.axis[0])
+    with pytest.raises(tessel.TesselError, match="must run whole"):
+        tessel.build(s, [A, B], target="python")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_reader_of_one_element_still_gets_the_whole_recurrence(target):
+    """The exact plan computes a producer only where it is read; a recurrence's points read
+    each other, so it runs whole even when its reader wants its last element alone."""
+    n = 10
+    x = te.placeholder((n,), name="x")
+    h = te.recurrence((n,), [te.define(lambda h, i: x[i]),
+                             te.define(lambda h, i: h[i - 1] + x[i], where=lambda i: i > 0)], name="h")
+    B = te.compute((1,), lambda i: h[n - 1] * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    xv = rand(n)
+    _, (got,) = _run(s, [x, B], [xv], [np.zeros(1, "float32")], target)
+    np.testing.assert_allclose(got, [2 * xv.astype("float64").sum()], rtol=1e-5)
