@@ -483,16 +483,12 @@ class Stage:
     def after(self, other, level=None) -> None:
         """Run this stage after ``other`` inside their loops up to ``level`` (an IterVar of
         either; None or "root": one after the other, no loop shared), without recomputation."""
-        from .commands import order
-
-        order(self, other, level, False, "after")
+        _commands().order(self, other, level, False, "after")
 
     @recorded
     def before(self, other, level=None) -> None:
         """Run this stage before ``other`` inside their loops up to ``level``."""
-        from .commands import order
-
-        order(self, other, level, True, "before")
+        _commands().order(self, other, level, True, "before")
 
     @recorded
     def then(self, other, level=None) -> Stage:
@@ -506,52 +502,38 @@ class Stage:
     @recorded
     def between(self, first, first_level, second, second_level) -> None:
         """Run after ``first`` at ``first_level`` and before ``second`` at ``second_level``."""
-        from .commands import between
-
-        between(self, first, first_level, second, second_level)
+        _commands().between(self, first, first_level, second, second_level)
 
     @recorded
     def shift(self, axis: E.IterVar, amount) -> None:
         """Run iteration ``x`` of loop ``axis`` at time ``x + amount``."""
-        from .commands import shift
-
-        shift(self, axis, amount)
+        _commands().shift(self, axis, amount)
 
     @recorded
     def skew(self, outer: E.IterVar, inner: E.IterVar, a, b) -> None:
         """Consecutive loops ``(i, j) -> (a*i + b*j, c*i + e*j)``, unimodular."""
-        from .commands import skew
-
-        skew(self, outer, inner, a, b)
+        _commands().skew(self, outer, inner, a, b)
 
     @recorded
     def interchange(self, first: E.IterVar, second: E.IterVar) -> None:
         """Swap two loops of the time-space map (each IterVar keeps naming its values)."""
-        from .commands import interchange
-
-        interchange(self, first, second)
+        _commands().interchange(self, first, second)
 
     @recorded
     def reverse(self, axis: E.IterVar) -> None:
         """Run loop ``axis`` from its last iteration to its first."""
-        from .commands import reverse
-
-        reverse(self, axis)
+        _commands().reverse(self, axis)
 
     @recorded
     def store_in(self, buffer, index=None) -> None:
         """Store this stage's values in ``buffer`` at ``index(*axes)`` (a callable or a list of
         expressions of the stage's axes; None: the same indices); reads follow."""
-        from .commands import store_in
-
-        store_in(self, buffer, index)
+        _commands().store_in(self, buffer, index)
 
     @recorded
     def storage_fold(self, axis: E.IterVar, factor) -> None:
         """Keep only ``factor`` elements along ``axis``'s dimension of this stage's storage."""
-        from .commands import storage_fold
-
-        storage_fold(self, axis, factor)
+        _commands().storage_fold(self, axis, factor)
 
     def _drop_annotation(self, iv: E.IterVar) -> None:
         """Take the annotation off loop ``iv`` (a legality fix for one set behind the primitives' back)."""
@@ -603,6 +585,14 @@ class Stage:
 
     def is_reduce_leaf(self, iv: E.IterVar) -> bool:
         return iv.iter_type == E.IterVar.REDUCE
+
+
+def _commands():
+    """Tiramisu's commands (``schedule/commands.py``), imported when first used: that module
+    builds on this one."""
+    from . import commands
+
+    return commands
 
 
 __all__ = ["INLINE", "ROOT", "SCOPE", "IterVarAttr", "Stage"]
