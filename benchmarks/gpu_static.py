@@ -3,8 +3,9 @@
 Each example of ``examples/gpu`` is compiled with nvcc for sm_80 and sm_90 and one row per
 kernel is printed: threads per block, registers, shared memory, spills, the occupancy
 estimate (resident warps per SM from registers, shared memory and block size, and what limits
-it) and instruction counts (SASS from the cubin where ``cuobjdump`` is installed, else PTX:
-the ``counted_in`` column says which). A change in a schedule or in the generator that costs
+it), the machine instructions each kernel holds (``sass_instructions``, read from the cubin's
+ELF sections without any tool) and counts by kind (SASS where ``cuobjdump`` is installed, else
+PTX: the ``counted_in`` column says which). A change in a schedule or in the generator that costs
 registers, spills or occupancy shows here without a GPU. Writes ``results/gpu_static.json``
 too (``--out`` to move it).
 """

@@ -17,7 +17,7 @@ def figures(s, args, archs=("sm_80", "sm_90"), name: str = "main") -> list[dict]
 def show(title: str, rows: list[dict]) -> None:
     print(title)
     cols = ("kernel", "arch", "block", "registers", "shared_bytes", "spill_stores", "occupancy", "limited_by",
-            "counted_in", "instructions", "fma", "loads", "shuffles", "barriers")
+            "sass_instructions", "counted_in", "instructions", "fma", "loads", "shuffles", "barriers")
     print("  " + " ".join(f"{c:>12}" for c in cols))
     for r in rows:
         print("  " + " ".join(f"{r.get(c)!s:>12}" for c in cols))

@@ -6,8 +6,9 @@ path (keyed by the source, the architecture and nvcc's version; written atomical
 lock, so two processes building one kernel both succeed). The module it returns can be
 inspected without a GPU: ``source``, ``ptx``, ``resources`` (per kernel: registers, shared
 memory, spills, stack, parsed from ptxas' ``--resource-usage`` report), ``sass_stats``
-(instruction counts by opcode from ``cuobjdump -sass``) and ``occupancy`` (resident warps per
-SM from registers, shared memory and block size). Calling it launches through the CUDA driver
+(instruction counts by opcode from ``cuobjdump -sass``, else from the PTX),
+``sass_instructions`` (each kernel's machine instructions, read from the cubin itself) and
+``occupancy`` (resident warps per SM from registers, shared memory and block size). Calling it launches through the CUDA driver
 (:mod:`.cuda_driver`) and raises :class:`~tessel.errors.NoDeviceError` where there is none.
 """
 
@@ -27,6 +28,7 @@ import numpy as np
 from ..errors import BuildError
 from ..ir import stmt as S
 from .args import ArgSpec, eval_int
+from .cubin import cubin_instructions
 from .files import cache_dir, key_lock, write_atomic
 from .module import Kernel
 
@@ -250,6 +252,8 @@ class CudaModule(Kernel):
         # instruction counts of the cubin's SASS (cuobjdump), else of the PTX: which one says
         self.instruction_source = "sass" if built.sass else "ptx"
         self.sass_stats = parse_sass(built.sass) if built.sass else parse_ptx(built.ptx)
+        # the machine instructions each kernel holds, read from the cubin itself (no tool needed)
+        self.sass_instructions = cubin_instructions(built.cubin)
         missing = [s for s in self.symbols if s not in self.resources]
         if missing:
             raise BuildError(f"kernel {func.name!r}: nvcc's report names no kernel {missing[0]!r}; "
@@ -275,6 +279,7 @@ class CudaModule(Kernel):
             o = occ.get(sym, {})
             rows.append({"kernel": sym, "arch": self.arch, "block": k.threads_per_block(), **r,
                          "occupancy": o.get("occupancy"), "limited_by": o.get("limited_by"),
+                         "sass_instructions": self.sass_instructions.get(sym),
                          "counted_in": self.instruction_source, "instructions": s.get("total", 0),
                          "fma": s.get("FFMA", 0) + s.get("FMA", 0) + s.get("HFMA2", 0),
                          "loads": sum(v for op, v in s.items() if op.startswith(("LDG", "LDS", "LD"))),

@@ -11,7 +11,8 @@ from cuda_helpers import elementwise, need_nvcc
 import tessel
 from examples.gpu import conv2d, gemm, row_reduce, softmax
 from tessel import te
-from tessel.errors import NoDeviceError
+from tessel.errors import BuildError, NoDeviceError
+from tessel.runtime.cubin import cubin_instructions
 from tessel.runtime.cuda import occupancy, parse_ptx, parse_resources
 
 # (schedule, kwargs, shared bytes nvcc must report per kernel, kernels)
@@ -43,6 +44,21 @@ def test_examples_compile_and_report_resources(name, arch):
         assert 0 < o["occupancy"] <= 1 and o["limited_by"] in ("warps", "blocks", "registers", "shared")
     rows = mod.figures()
     assert [r["kernel"] for r in rows] == list(mod.symbols)
+
+
+def test_machine_instructions_are_read_from_the_cubin():
+    need_nvcc()
+    s, args = gemm.schedule(128, 128, 64)
+    mod = tessel.build(s, args, target="cuda")
+    (big,) = mod.figures()
+    assert set(mod.sass_instructions) == set(mod.symbols)
+    # every FMA of the register tile is one machine instruction, among loads, address arithmetic...
+    assert big["sass_instructions"] > big["fma"] >= 64
+    s, args = row_reduce.schedule(16, 1000)
+    (small,) = tessel.build(s, args, target="cuda").figures()
+    assert 0 < small["sass_instructions"] < big["sass_instructions"]
+    with pytest.raises(BuildError, match="not a 64-bit little-endian ELF"):
+        cubin_instructions(b"\x7fELF\x01\x01" + bytes(60))
 
 
 def test_instruction_counts_see_the_shuffles_and_barriers():
