@@ -65,7 +65,25 @@ def softmax(small: bool = False):
     return f"row softmax {rows}x{cols}, fused per row", s, [A, O], [a], [e / e.sum(axis=1, keepdims=True)], 5 * rows * cols
 
 
-KERNELS: list[Callable] = [matmul, blur, softmax]
+def auto_matmul(small: bool = False):
+    """The same matmul from its definition alone: ``tessel.auto_schedule`` picks the register
+    tile, the packing and the threads from this machine's Target (rules only, no search)."""
+    from .autosched import auto_schedule_result
+
+    n = 48 if small else 512
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    found = auto_schedule_result([C], budget=0)
+    print(found.schedule.python())
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((n, n), "float32"), rng.standard_normal((n, n), "float32")
+    return (f"matmul {n}x{n}x{n}, auto-scheduled (the schedule above, printed as Python)", found.schedule,
+            list(found.args), [a, b], [a @ b], 2 * n**3)
+
+
+KERNELS: list[Callable] = [matmul, blur, softmax, auto_matmul]
 
 
 def _time(f, args, repeat: int = 5) -> float:

@@ -41,7 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "tune": _FRONT | {"driver", "target", "runtime", "codegen"},
     "viz": {"errors", "ir", "arith", "te", "schedule", "bound", "poly", "driver"},
     "compat": _FRONT | {"driver", "target"},
-    "demo": _FRONT | {"driver", "viz", "target"},
+    "demo": _FRONT | {"driver", "viz", "target", "autosched"},
     "cli": _FRONT | {"driver", "viz", "target", "runtime", "codegen", "demo", "tvm", "tune"},
     # TVM's spellings over everything a TVM user reaches: a face like the package's own __init__
     "tvm": _FRONT | {"driver", "viz", "target", "runtime", "tune"},
