@@ -274,6 +274,7 @@ def test_a_names_own_repr_never_becomes_generated_python(tmp_path, target):
 _EVIL_PY = '"); __import__("os").system("touch {m}")#\n*/ \u00e9\u202e'
 
 
+@pytest.mark.filterwarnings("ignore::tessel.errors.TesselWarning")  # an unused pragma key is kept, said once
 def test_printed_schedule_keeps_function_stage_and_pragma_names_data(tmp_path):
     """s.python(func) is code a user runs: the function's name, the stages' names and the
     strings a step took (a pragma key) are identifiers or literals of their characters."""
