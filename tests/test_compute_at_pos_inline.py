@@ -10,6 +10,7 @@ from helpers import check, rand
 
 from tessel import te
 from tessel.errors import ScheduleError
+from tessel.schedule.dataflow import py_name
 
 
 def test_propagate_with_a_selector():
@@ -129,6 +130,18 @@ def test_inline_at_full_and_refused_past_a_reduction():
     assert err.value.fix == "s[r].inline_at(1)"
     assert s2[r].inline_at(2, best_effort=True) == 1
     check(s2, [a, u], [x], [x.sum(axis=1, keepdims=True) * x], rtol=1e-4)
+
+
+def test_the_inline_at_fix_spells_the_stage_as_an_identifier():
+    """The fix is code a user runs: a stage's name reaches it only through the name-safety module."""
+    a = te.placeholder((31, 29), name="a")
+    k = te.reduce_axis((0, 29), name="k")
+    r = te.compute((31,), lambda i: te.sum(a[i, k], axis=k), name='r"]; __import__("os").system("x")#')
+    u = te.compute((31, 29), lambda i, j: r[i] * a[i, j], name="u")
+    s = te.create_schedule(u.op)
+    with pytest.raises(ScheduleError, match="largest legal one is 1") as err:
+        s[r].inline_at(2)
+    assert err.value.fix == f"s[{py_name(r.op.name)}].inline_at(1)" and '"' not in err.value.fix
 
 
 def test_vectorized_loop_stops_inlining():

@@ -237,3 +237,61 @@ def test_any_names_build_and_compute_or_fail_with_a_reason(sandbox, program):
         np.testing.assert_allclose(b, _expected(shape, a), rtol=1e-5, atol=1e-5)
     assert not marker.exists(), f"a name ran code: {names!r}"
     assert _tree(sandbox) == before and set(os.listdir(".")) == cwd_before
+
+
+class _SelfQuoting(str):
+    """A name whose ``repr`` is code: a generator that writes ``repr(name)`` would run it."""
+
+    marker = ""
+
+    def __repr__(self) -> str:
+        return f"__import__('os').system('touch {self.marker}')"
+
+
+def _self_quoting(text: str, marker) -> str:
+    name = _SelfQuoting(text)
+    name.marker = str(marker)
+    return name
+
+
+@pytest.mark.parametrize("target", ["python", "cuda-sim"])
+def test_a_names_own_repr_never_becomes_generated_python(tmp_path, target):
+    marker = tmp_path / "pwned"
+    A = te.placeholder((8,), name=_self_quoting("A", marker))
+    M = te.compute((8,), lambda i: A[i] * 2.0, name=_self_quoting("M", marker))  # a temporary: named in
+    B = te.compute((8,), lambda i: M[i] + 1.0, name=_self_quoting("B", marker))  # the code as a literal
+    s = te.create_schedule(B.op)
+    if target == "cuda-sim":  # M in a kernel of its own: a global temporary the host allocates
+        for T in (M, B):
+            bx, tx = s[T].split(T.op.axis[0], 4)
+            s[T].bind(bx, te.thread_axis("blockIdx.x"))
+            s[T].bind(tx, te.thread_axis("threadIdx.x"))
+    f = tessel.build(s, [A, B], target=target, name=_self_quoting("k", marker))
+    _check(f, 8)
+    assert not marker.exists(), f"a name's repr ran as code on the {target} target"
+
+
+_EVIL_PY = '"); __import__("os").system("touch {m}")#\n*/ \u00e9\u202e'
+
+
+@pytest.mark.filterwarnings("ignore::tessel.errors.TesselWarning")  # an unused pragma key is kept, said once
+def test_printed_schedule_keeps_function_stage_and_pragma_names_data(tmp_path):
+    """s.python(func) is code a user runs: the function's name, the stages' names and the
+    strings a step took (a pragma key) are identifiers or literals of their characters."""
+    marker = tmp_path / "pwned"
+    evil = _EVIL_PY.format(m=marker)
+    A = te.placeholder((8, 8), name="A" + evil)
+    B = te.compute((8, 8), lambda i, j: A[i, j] * 2.0, name="B" + evil)
+    s = te.create_schedule(B.op)
+    xo, _ = s[B].split(B.op.axis[1], factor=4)
+    s[B].pragma(xo, "key" + evil, 1)
+    func = 'f"""\n__import__("os").system("touch ' + str(marker) + '")\n"""'
+    text = s.python(func)
+    ns: dict = {}
+    exec(compile(text, "<s.python()>", "exec"), ns)
+    assert not marker.exists(), "a name in s.python() ran as code when the text was executed"
+    [made] = [v for k, v in ns.items() if callable(v) and k.startswith("f")]
+    again = made(B)
+    assert not marker.exists(), "a name in s.python() ran as code when the function was called"
+    assert [(st.primitive, st.args) for st in again.history[1:]] == [(st.primitive, st.args) for st in s.history[1:]]
+    assert [a.pragma_keys for a in again[B].iter_var_attrs.values() if a.pragmas] == [("key" + evil,)]

@@ -30,6 +30,7 @@ __all__ = ["AutoResult", "Knob", "Plan", "auto_schedule", "auto_schedule_result"
 # trials of the tuner's search (0: the rules alone); 16 took 48 CPU seconds on matmul 1024, 215 s of
 # wall time on a machine loaded 5-fold: 8 keeps the 3-minute bound with room
 DEFAULT_BUDGET = 8
+CPU_KINDS = ("c", "python")  # the targets whose schedules the rules write
 
 
 @dataclass
@@ -49,6 +50,9 @@ def _outputs(outputs) -> list[Tensor]:
     items = outputs if isinstance(outputs, list | tuple) else [outputs]
     out: list[Tensor] = []
     for x in items:
+        if isinstance(x, Tensor) and x.op.is_placeholder:
+            raise ArgumentError(f"auto_schedule: {x.name} is an input (te.placeholder), which has nothing to "
+                                "schedule; pass the tensors te.compute makes from it")
         if isinstance(x, Tensor):
             out.append(x)
         elif isinstance(x, Operation):
@@ -66,6 +70,10 @@ def auto_schedule_result(outputs, target: str | Target | None = None, budget: in
     """:func:`auto_schedule`, returning the plan, the knob values and the tuner's result too."""
     outs = _outputs(outputs)
     tgt = resolve(as_target(target))
+    if tgt.kind not in CPU_KINDS:
+        raise ArgumentError(f"auto_schedule writes CPU schedules (tiles, parallel, vectorize), not {tgt.kind} ones; "
+                            f"give target= one of {', '.join(CPU_KINDS)}, or schedule the GPU kernel by hand "
+                            "(bind its loops to blockIdx/threadIdx)")
     ops = list({id(t.op): t.op for t in outs}.values())
     plan = make_plan(ops, tgt)
     args = [*plan.graph.inputs(), *outs]

@@ -10,6 +10,8 @@ runtime reads the kernels from ``Generated.namespace["kernels"]``.
 
 from __future__ import annotations
 
+import re
+
 from ..errors import BuildError
 from ..ir import stmt as S
 from ..ir.names import comment
@@ -20,6 +22,7 @@ from .cuda_stmt import CudaWriter
 
 HEADER = ["#include <stdint.h>", "#include <math.h>"]
 FP16_HEADER = "#include <cuda_fp16.h>"
+_FLOAT16 = re.compile(r"(?<![A-Za-z0-9_])_Float16(?![A-Za-z0-9_])")
 
 
 def _kernel_source(func: S.PrimFunc, kernel) -> tuple[str, CudaWriter]:
@@ -70,8 +73,9 @@ def cuda_source(func: S.PrimFunc, kernels: list) -> tuple[str, list[CudaWriter]]
         out += [text.replace("static inline", "static __device__ __forceinline__"), ""]
     out += bodies
     source = "\n".join(out)
-    if fp16:  # the C printer spells half as _Float16; CUDA's is __half (cuda_fp16.h)
-        source = source.replace("_Float16", "__half")
+    if fp16:  # the C printer spells half as _Float16; CUDA's is __half (cuda_fp16.h). Whole words only:
+        # a user's `x_Float16` is an identifier, and rewriting it could make it another one's twin
+        source = _FLOAT16.sub("__half", source)
     return source, writers
 
 

@@ -14,8 +14,8 @@ launch happens (so it sees the host's variables) and handed to the runtime's ``_
 is a ``yield``, a warp shuffle a ``yield`` whose answer is the other lane's value. Accesses to
 shared memory, and to global buffers the kernel writes, go through ``ld``/``st`` with the
 number of their statement, so the runtime can name both statements of a race. Names are data:
-buffer names reach the source only as Python string literals (``repr``), identifiers through
-the name table.
+buffer names reach the source only as Python string literals (``names.python_string``),
+identifiers through the name table.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ..errors import BuildError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import collect, free_vars
-from ..ir.names import comment
+from ..ir.names import comment, python_string
 from . import Generated
 from .common import check_func, written_buffers
 from .python import _ATOM, _namespace, _np_name, _PyGen
@@ -124,9 +124,10 @@ class _SimGen(_PyGen):
         if scope in ("shared", "warp"):  # the block's (or warp's): the runtime hands every thread one buffer
             self.slots += 1
             self.watched.add(id(b))
-            self.emit(depth, f"{name} = _blk.{scope}({self.slots}, {size}, {dt}, {b.name!r})")
+            self.emit(depth, f"{name} = _blk.{scope}({self.slots}, {size}, {dt}, {python_string(b.name)})")
         else:  # local, or global inside a kernel, which the CUDA target also makes the thread's own
-            self.emit(depth, f"{name} = _SimBuf(_empty({size}, {dt}, {b.name!r}, _sim), {b.name!r}, _sim)")
+            text = python_string(b.name)
+            self.emit(depth, f"{name} = _SimBuf(_empty({size}, {dt}, {text}, _sim), {text}, _sim)")
         self.stmt(s.body, depth)
 
     # ---- control -------------------------------------------------------------------------
@@ -221,8 +222,9 @@ class _SimGen(_PyGen):
             temps.update((id(b), b) for b in k.temporaries)
         for b in temps.values():  # global temporaries: the host allocates them before the launches
             size = " * ".join(f"int({self.expr(x)})" for x in b.shape) or "1"
-            self.emit(1, f"{self.names.get(b, b.name)} = _SimBuf(_empty({size}, {_np_name(b.dtype)}, {b.name!r}, "
-                         f"_sim), {b.name!r}, _sim)")
+            text = python_string(b.name)
+            self.emit(1, f"{self.names.get(b, b.name)} = _SimBuf(_empty({size}, {_np_name(b.dtype)}, {text}, "
+                         f"_sim), {text}, _sim)")
         for k in kernels:
             self._launch(k, 1)
         self.emit(1, "return")

@@ -23,7 +23,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.buffer import array_parts
 from ..ir.intrinsics import EXTERN_CALLS, INTRINSICS, np_popcount
-from ..ir.names import comment
+from ..ir.names import comment, python_string
 from . import Generated
 from .common import ExprWriter, ExternSig, NameTable, check_func, extern_sig, written_buffers
 
@@ -387,7 +387,8 @@ class _PyGen(ExprWriter):
         b = s.buffer
         size = " * ".join(f"int({self.expr(x)})" for x in b.shape) or "1"
         name = self.names.get(b, b.name)
-        self.emit(depth, f"{name} = _alloc({size}, {_np_name(b.dtype)}, {b.name!r}, {self.func.name!r})")
+        self.emit(depth, f"{name} = _alloc({size}, {_np_name(b.dtype)}, {python_string(b.name)}, "
+                         f"{python_string(self.func.name)})")
         self.stmt(s.body, depth)
 
     def _loop_bound(self, e: E.PrimExpr) -> str:
@@ -411,7 +412,7 @@ class _PyGen(ExprWriter):
         f = self.func
         params = self.begin("python")
         for b, p in zip(f.params, params):
-            self.emit(1, f"{p} = _Buf({p}, {b.name!r}, {f.name!r})")
+            self.emit(1, f"{p} = _Buf({p}, {python_string(b.name)}, {python_string(f.name)})")
         self.block(f.body, 1)
         return "\n".join(self.lines) + "\n"
 

@@ -138,6 +138,13 @@ def dot_string(text: object, limit: int | None = MAX_SHOWN) -> str:
     return f'"{body}"'
 
 
+def python_string(name: object) -> str:
+    """``name`` as a Python string literal of exactly its characters, in ASCII. Not ``repr``:
+    a ``str`` subclass (or a name that is not a string) may define its own ``__repr__``, and
+    that text would become code; the literal is made from the plain characters alone."""
+    return ascii(str.__str__(as_text(name)))
+
+
 def c_bytes_literal(data: bytes, width: int = 96) -> str:
     """``data`` (any bytes) as C string literals, adjacent ones on lines of about ``width``
     characters: printable ASCII but ``"``, ``\\`` and ``?`` as itself, every other byte as a

@@ -381,6 +381,7 @@ def _indices(stage: Stage, buffer: Tensor, index: Callable | Sequence | None) ->
     if index is None:
         got: Any = axes
     elif callable(index):
+        _check_index_arity(stage, index, len(axes))
         got = index(*axes)
     else:
         got = index
@@ -400,6 +401,20 @@ def _indices(stage: Stage, buffer: Tensor, index: Callable | Sequence | None) ->
             raise ScheduleError(f"stage {stage.name}: store_in index {k} ({x}) uses {', '.join(stray)}, which are "
                                 f"not axes of {stage.name}; an index is a function of {', '.join(v.name for v in axes)}")
     return got
+
+
+def _check_index_arity(stage: Stage, index: Callable, n: int) -> None:
+    """An index function takes one argument per axis of the stage; said before calling it."""
+    import inspect
+
+    try:
+        inspect.signature(index).bind(*range(n))
+    except ValueError:
+        return  # no signature to read (a builtin): the call itself decides
+    except TypeError:
+        names = ", ".join(iv.var.name for iv in stage.op.axis)
+        raise ScheduleError(f"stage {stage.name}: store_in's index function must take {n} argument(s), one per axis "
+                            f"of {stage.name} ({names}), e.g. lambda {names}: (...)") from None
 
 
 def _own_sizes(sch: Schedule, buffer: Tensor) -> Tensor:

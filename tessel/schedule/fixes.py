@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InternalError, TesselError
 from ..ir import expr as E
+from ..ir.names import python_string
 from .dataflow import py_name
 from .history import AxisRef, OpAxisRef, StageRef, Step, TensorRef, apply_steps
 
@@ -142,7 +143,7 @@ class FixBuilder:
     def bind(self, st: Stage, iv: E.IterVar, tag: str) -> FixBuilder:
         from ..te import thread_axis
 
-        code = f's[{self.n.stage(st)}].bind({self.n.axis(st, iv)}, {self.n.te()}.thread_axis("{tag}"))'
+        code = f"s[{self.n.stage(st)}].bind({self.n.axis(st, iv)}, {self.n.te()}.thread_axis({python_string(tag)}))"
         return self._add(code, "bind", self.n.ref(st), self.n.axis_ref(st, iv), thread_axis(tag))
 
     def fuse_bind(self, st: Stage, outer: E.IterVar, inner: E.IterVar, tag: str,
@@ -157,8 +158,8 @@ class FixBuilder:
         a, b = handles or (self.n.axis(st, outer), self.n.axis(st, inner))
         self._add(f"fused = s[{n}].fuse({a}, {b})", "fuse",
                   self.n.ref(st), self.n.axis_ref(st, outer), self.n.axis_ref(st, inner))
-        return self._add(f's[{n}].bind(fused, {self.n.te()}.thread_axis("{tag}"))', "bind", self.n.ref(st), fused,
-                         thread_axis(tag))
+        return self._add(f"s[{n}].bind(fused, {self.n.te()}.thread_axis({python_string(tag)}))", "bind",
+                         self.n.ref(st), fused, thread_axis(tag))
 
     def name_axes(self, st: Stage, named: dict[str, E.IterVar]) -> FixBuilder:
         """Lines of code only (no step): give loops a name before a reorder moves their positions."""

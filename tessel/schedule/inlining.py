@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from ..errors import ScheduleError
 from .axis_map import Graph
 from .compute_at_pos import Placer, choose_host, normalize_pos, place_all, span_and_replay
+from .dataflow import py_name
 from .positions import commit
 from .transform_replay import matched_prefix
 
@@ -71,7 +72,7 @@ def inline_at(sch: Schedule, st: Stage, pos, best_effort: bool = False) -> int:
     got, why = placer.place(t, p, best_effort)
     if why is not None:
         raise ScheduleError(f"s[{st.name}].inline_at({pos}): invalid position {p} for {st.name}; the largest "
-                            f"legal one is {why.limit}: {why.text}", fix=f"s[{st.name}].inline_at({why.limit})")
+                            f"legal one is {why.limit}: {why.text}", fix=f"s[{py_name(st.name)}].inline_at({why.limit})")
     if got <= st.compute_at_pos:
         return st.compute_at_pos
     from .compute_at_pos import share_loops, update_producer_positions

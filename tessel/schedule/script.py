@@ -15,10 +15,12 @@ Every name printed goes through the one name-safety module (``py_name``), so a s
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ScheduleError
 from ..ir import expr as E
+from ..ir.names import python_string
 from ..te.tensor import Tensor
 from .dataflow import py_name
 from .history import AxisRef, OpAxisRef, OpRef, StageRef, TensorRef, match_computations, resolve
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
     from .history import Step
     from .schedule import Schedule
 
-_RESERVED = {"s", "te", "tessel", "schedule"}
+_RESERVED = {"s", "te", "tessel", "schedule", "float"}  # "float": spells a step's nan or inf
 
 
 class _Printer:
@@ -114,8 +116,15 @@ class _Printer:
         if isinstance(handle, list | tuple):
             inner = ", ".join(self.value_text(h, v) for h, v in zip(handle, live))
             return f"[{inner}]" if isinstance(handle, list) else f"({inner}{',' if len(handle) == 1 else ''})"
-        if handle is None or isinstance(handle, bool | int | float | str):
-            return repr(handle)
+        if isinstance(handle, str):  # a pragma key, a thread tag, a scope: data, never code
+            return python_string(handle)
+        if handle is None:
+            return "None"
+        if isinstance(handle, bool | int):  # as the plain type: a subclass's repr could be any text
+            return repr(bool(handle)) if isinstance(handle, bool) else repr(int(handle))
+        if isinstance(handle, float):
+            value = float(handle)
+            return repr(value) if math.isfinite(value) else f"float({python_string(repr(value))})"
         if isinstance(handle, E.IntImm):
             return repr(handle.value)
         raise ScheduleError(f"s.python(): a {type(handle).__name__} argument cannot be written as Python "
@@ -158,7 +167,8 @@ def python_source(sch: Schedule, func: str = "schedule") -> str:
     if sch.history is None:
         raise ScheduleError("s.python(): this schedule keeps no steps (a snapshot); print the schedule "
                             "it was copied from")
-    pr = _Printer(sch, py_name(func))
+    func = py_name(func)  # a name, like the stages': it reaches the text only as an identifier
+    pr = _Printer(sch, func)
     from .history import not_recorded
 
     with not_recorded():

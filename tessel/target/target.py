@@ -66,6 +66,10 @@ class Target:
     def __post_init__(self) -> None:
         if not isinstance(self.kind, str) or not self.kind.replace("-", "_").isidentifier():
             raise BuildError(f"target kind {self.kind!r} is not a name; valid targets: {', '.join(KINDS)}")
+        if self.kind.startswith("cuda") and self.mcpu is not None and self.mcpu not in CUDA_ARCHS:
+            # the architecture becomes nvcc's -arch: checked here, whichever way the Target was made
+            raise BuildError(f"target {self.kind!r}: architecture {self.mcpu!r} is not supported; use -arch= one "
+                             f"of {', '.join(CUDA_ARCHS)}")
         if self.vector_bytes is not None:
             n = self.vector_bytes
             if isinstance(n, bool) or not isinstance(n, int) or n < 8 or n & (n - 1):

@@ -289,6 +289,10 @@ def recurrence(shape, definitions: Sequence[Definition | Callable], name: str = 
     input (te.placeholder) whose storage holds the result, its content being the starting
     values (the kernel then takes it alone: ``build(s, [..., inplace])``). Returns the tensor
     (its operation is the last definition; ``h.op.definitions`` lists all of them)."""
+    if isinstance(definitions, Definition) or callable(definitions) or not isinstance(definitions, Sequence):
+        raise DefinitionError(f"te.recurrence {name}: definitions must be a list of te.define(...) (or functions "
+                              f"h, i, ... -> value), in the order they run; got {type(definitions).__name__} "
+                              "(wrap a single definition in a list: [te.define(...)])")
     defs = [d if isinstance(d, Definition) else define(d) for d in definitions]
     if not defs:
         raise DefinitionError(f"te.recurrence {name}: give at least one definition (te.define(...))")

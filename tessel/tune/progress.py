@@ -11,6 +11,8 @@ import sys
 import time
 from typing import TextIO
 
+from ..ir.names import shown
+
 
 def duration(seconds: float) -> str:
     """``75`` -> ``"1m15s"``; an unknown duration is ``"?"``."""
@@ -37,7 +39,7 @@ class Progress:
 
     def __init__(self, title: str, total: int, flop: float = 0.0, done: int = 0, stream: TextIO | None = None,
                  tty: bool | None = None, width: int = 24):
-        self.title, self.total, self.flop, self.width = title, total, flop, width
+        self.title, self.total, self.flop, self.width = shown(title), total, flop, width  # a name: no escapes
         self.stream = stream if stream is not None else sys.stdout
         self.tty = tty if tty is not None else bool(getattr(self.stream, "isatty", lambda: False)())
         self.start, self.start_done, self.done = time.monotonic(), done, done

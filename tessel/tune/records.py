@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..errors import TuneError
+from ..ir.names import shown
 from .space import ConfigEntity
 from .task import DISPATCH
 
@@ -62,12 +63,32 @@ def from_result(task, res) -> Record:
                   res.timestamp)
 
 
+def check_log(path: object) -> str:
+    """The log's path, checked before any measurement: a log that cannot be written would
+    otherwise fail after the first batch, its measurements lost."""
+    if not isinstance(path, str | os.PathLike):
+        raise TuneError(f"tuning log: give a file path (str or os.PathLike), got {type(path).__name__}")
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        raise TuneError("tuning log: give the file path as a str, not bytes")
+    if os.path.isdir(text):
+        raise TuneError(f"tuning log {shown(text)} is a directory; give a file in it (e.g. {shown(text)}/tune.log)")
+    parent = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(parent):
+        raise TuneError(f"tuning log {shown(text)}: its directory {shown(parent)} does not exist; create it first")
+    return text
+
+
 def append(path: str | os.PathLike, records: list[Record]) -> None:
     """Add whole lines to the log (one write per call: a reader never sees half a record)."""
     if not records:
         return
     text = "".join(r.to_json() + "\n" for r in records).encode()
-    fd = os.open(os.fspath(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(check_log(path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise TuneError(f"tuning log {shown(os.fspath(path))} cannot be written ({e.strerror}); give a path "
+                        "this process may write") from None
     try:
         os.write(fd, text)
         os.fsync(fd)
@@ -79,9 +100,11 @@ def load(path: str | os.PathLike) -> Iterator[Record]:
     """The records of a log, in order; lines that are not whole records are skipped (a torn
     last line); a missing log has none."""
     try:
-        f = open(os.fspath(path), encoding="utf-8")
+        f = open(check_log(path), encoding="utf-8")
     except FileNotFoundError:
         return
+    except OSError as e:
+        raise TuneError(f"tuning log {shown(os.fspath(path))} cannot be read ({e.strerror})") from None
     with f:
         for line in f:
             if not line.strip():

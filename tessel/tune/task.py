@@ -108,7 +108,8 @@ def compute_digest(tensors: Sequence) -> str:
 
 
 def _template_name(func: Callable) -> str:
-    return getattr(func, "template_name", None) or f"{func.__module__}.{func.__qualname__}"
+    qual = getattr(func, "__qualname__", None) or type(func).__qualname__  # a partial or callable object has none
+    return getattr(func, "template_name", None) or f"{getattr(func, '__module__', None) or 'template'}.{qual}"
 
 
 def _takes_config(func: Callable) -> bool:
@@ -130,6 +131,9 @@ class Task:
                 raise TuneError(f"no template is registered as {func!r} (registered: "
                                 f"{', '.join(sorted(TEMPLATES)) or 'none'}); decorate it with @template({func!r})")
             func = TEMPLATES[func]
+        if not callable(func):
+            raise TuneError(f"tune: a template is a function f(cfg, *args) -> (schedule, [tensors]), a name "
+                            f"registered with @template(name) or a Task; got {type(func).__name__}")
         self.func = func
         self.name = _template_name(func)
         self.args = tuple(args)
@@ -145,9 +149,11 @@ class Task:
 
     def instantiate(self, cfg: _Config):
         """Run the template with ``cfg``: the schedule and the tensors the kernel takes."""
+        inner = getattr(self.func, "__wrapped__", self.func)
+        call = (cfg, *self.args) if _takes_config(self.func) else self.args
+        _check_arguments(self.name, inner, call, self.args)
         with config_scope(cfg):
-            inner = getattr(self.func, "__wrapped__", self.func)
-            out = inner(cfg, *self.args) if _takes_config(self.func) else inner(*self.args)
+            out = inner(*call)
         if not (isinstance(out, tuple) and len(out) == 2):
             raise TuneError(f"template {self.name} must return (schedule, [tensors]), got {type(out).__name__}")
         return out
@@ -157,6 +163,21 @@ class Task:
 
     def __repr__(self) -> str:
         return f"Task(func_name={self.name}, args={self.args}, target={self.target_key}, space={len(self.config_space)})"
+
+
+def _check_arguments(name: str, func: Callable, call: tuple, args: tuple) -> None:
+    """A template given the wrong number of arguments is the caller's mistake, said as such
+    (not a TypeError from inside the template's call)."""
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):
+        return  # a builtin without a signature: let the call say
+    try:
+        sig.bind(*call)
+    except TypeError as e:
+        raise TuneError(f"template {name} cannot take the arguments {args!r} ({e}); pass args= with one value "
+                        f"per parameter of {getattr(func, '__name__', name)}{sig} (a first parameter named cfg "
+                        "gets the config)") from None
 
 
 def task_digest(task: Task) -> str:

@@ -19,9 +19,12 @@ import tempfile
 
 import numpy as np
 
+from ..errors import TuneError
 from . import records as R
 from .measure import Measurer, MeasureResult
 from .progress import Progress
+
+MEASURABLE = ("c", "python")  # the targets whose kernels the measurer runs (a contract, or in the child)
 
 
 class MeasureInput:
@@ -96,7 +99,12 @@ class Tuner:
              callbacks=(), log=None, progress=None, reference=None) -> Tuner:
         """Measure up to ``n_trial`` configs (counting those a resumed ``log`` already holds)."""
         opts = {**default_measure_option(), **(measure_option or {})}
+        if self.task.target.kind not in MEASURABLE:
+            raise TuneError(f"tuning {self.task.name}: candidates are measured on this machine's CPU, so the target "
+                            f"must be one of {', '.join(MEASURABLE)}, not {self.task.target.kind}; tune for the CPU, "
+                            "or write the GPU schedule by hand")
         if log is not None:
+            R.check_log(log)
             self.resume(log)
         n_trial = min(n_trial, len(self.space))
         bar = _progress(progress, self.task, n_trial, self.trials)

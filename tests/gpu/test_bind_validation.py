@@ -92,7 +92,7 @@ def test_two_loops_of_one_stage_bound_to_one_thread(adjacent):
     fuse = ("fused = s[C].fuse(C.op.axis[0], C.op.axis[1])" if adjacent else
             "loop0 = C.op.axis[0]\nloop1 = s[C].leaf_iter_vars[2]\nloop2 = s[C].leaf_iter_vars[1]\n"
             "s[C].reorder(loop0, loop1, loop2)\nfused = s[C].fuse(loop0, loop1)")
-    assert err.fix == fuse + '\ns[C].bind(fused, te.thread_axis("threadIdx.x"))'
+    assert err.fix == fuse + "\ns[C].bind(fused, te.thread_axis('threadIdx.x'))"
     if not adjacent:  # the code does what the steps do
         s2 = s.copy()
         exec(err.fix, {"s": s2, **err.fix_names})
@@ -103,6 +103,27 @@ def test_two_loops_of_one_stage_bound_to_one_thread(adjacent):
     s.verify()
     a = rand(12, 10)
     check(s, [A, C], [a], [a * 2 + 1])
+
+
+@pytest.mark.parametrize("tag", ['threadIdx.x"); __import__("os").system("touch {m}")#',
+                                 "vthread'); __import__('os').system('touch {m}')#"])
+def test_a_thread_tag_in_a_fix_is_a_string_of_its_characters(tmp_path, tag):
+    """The fix is Python a user pastes: a tag reaches it only as a literal, never as code."""
+    marker = tmp_path / "pwned"
+    tag = tag.format(m=marker)
+    A, B, C = _chain(12, 10)
+    s = te.create_schedule(C.op)
+    s[B].compute_inline()
+    t = te.thread_axis((0, 12), tag) if tag.startswith("vthread") else te.thread_axis(tag)
+    i, j = C.op.axis
+    s[C].bind(i, t)
+    s[C].bind(j, t)
+    err = _refused(s, [A, C])
+    assert err.rule == "thread-bound-twice"
+    s2 = s.copy()
+    exec(err.fix, {"s": s2, **err.fix_names})
+    assert not marker.exists(), "a thread tag in the fix ran as code"
+    assert [s2[C].iter_var_attrs[iv].bind_thread.thread_tag for iv in s2[C].leaf_iter_vars] == [tag]
 
 
 def test_one_virtual_thread_bound_twice_in_a_stage_is_refused_two_are_not():

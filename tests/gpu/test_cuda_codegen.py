@@ -191,6 +191,15 @@ def test_float16_uses_cuda_fp16():
     assert "#include <cuda_fp16.h>" in src and "const __half* __restrict__ A" in src and "_Float16" not in src
 
 
+def test_float16_spelling_leaves_user_identifiers_alone():
+    """Half is spelled __half by rewriting the C printer's _Float16: only the type, so tensors
+    named x_Float16 and x__half stay two parameters."""
+    s, args = elementwise(256, lambda A, i: A[i] * te.const(2.0, "float16"), 64, dtype="float16",
+                          name="x__half", a_name="x_Float16")
+    src = source(s, args)
+    assert "const __half* __restrict__ x_Float16" in src and "__half* __restrict__ x__half" in src
+
+
 def test_work_outside_every_bound_loop_is_refused_naming_the_stage():
     A = te.placeholder((64,), name="A")
     B = te.compute((64,), lambda i: A[i] + 1.0, name="Bout")
@@ -224,6 +233,11 @@ def test_cuda_target_strings():
     with pytest.raises(tessel.BuildError, match="-arch is an option of the cuda target"):
         parse("c -arch=sm_80")
     assert Target("cuda").kind == "cuda"
+    # the architecture becomes nvcc's -arch, however the target was spelled
+    for make in (lambda: parse("cuda -mcpu=sm_10"), lambda: Target("cuda", mcpu="sm_10"),
+                 lambda: Target("cuda-sim", mcpu="-o/tmp/x")):
+        with pytest.raises(tessel.BuildError, match="is not supported; use -arch= one of sm_80"):
+            make()
 
 
 def test_a_barrier_needed_under_a_thread_guard_is_refused():

@@ -140,3 +140,24 @@ def test_warp_memory_compiles_to_shuffles():
     s, args = _warp_neighbours()
     (row,) = tessel.build(s, args, target="cuda -arch=sm_90").figures()
     assert row["shuffles"] == 1 and row["shared_bytes"] == 0 and row["barriers"] == 0
+
+
+@pytest.mark.parametrize("name", ['"); system("touch pwned"); //', "x\n#include </etc/passwd>\n", "*/ }} /*",
+                                  "x\\", "\u00e9\u202e\ud800", "threadIdx", "__global__", "float4"])
+def test_hostile_names_are_identifiers_or_comments_that_nvcc_compiles(name):
+    """Every user name in the kernel (tensors, stages, a size, the kernel) is hostile, and the
+    source still compiles: no name reached it as code, a directive or a broken comment."""
+    need_nvcc()
+    n = te.var(name)
+    A = te.placeholder((n,), name=name)
+    B = te.compute((n,), lambda i: A[i] * 2.0, name=name + ".out")
+    s = te.create_schedule(B.op)
+    bx, tx = s[B].split(B.op.axis[0], factor=64)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    mod = tessel.build(s, [A, B], target="cuda", name=name)
+    assert mod.symbols and ".entry" in mod.ptx
+    code = [ln for ln in mod.source.splitlines() if not ln.lstrip().startswith("//")]
+    assert not any("system(" in ln or "</etc" in ln for ln in code)  # identifiers may read system_touch
+    assert [ln for ln in code if ln.startswith("#")] == ["#include <stdint.h>", "#include <math.h>"]
+    mod.source.encode("ascii")  # names outside ASCII are escaped in comments, spelled anew in identifiers

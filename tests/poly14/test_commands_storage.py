@@ -149,3 +149,14 @@ def test_store_in_outside_the_buffer_is_refused_with_a_witness():
     s[B].store_in(te.placeholder((2,), name="ring"), lambda i: (i % 3,))
     with pytest.raises(BoundError, match=r"B is stored in ring.*leaves its shape \(2\): for n = \d+, i = 2"):
         tessel.build(s, [A, C])
+
+
+@pytest.mark.parametrize("index", [lambda i: (i, 0), lambda i, j, k: (i, j), lambda: (0, 0)])
+def test_store_in_index_function_of_the_wrong_arity_names_the_axes(index):
+    A = te.placeholder((4, 3), name="A")
+    B = te.compute((4, 3), lambda i, j: A[i, j] + 1, name="B")
+    s = te.create_schedule(B.op)
+    with pytest.raises(ScheduleError, match=r"stage B: store_in's index function must take 2 argument\(s\), one per "
+                                            r"axis of B \(i, j\)"):
+        s[B].store_in(te.placeholder((3, 4), name="T"), index)
+    assert s[B].storage is None

@@ -329,3 +329,11 @@ def test_a_reader_of_one_element_still_gets_the_whole_recurrence(target):
     xv = rand(n)
     _, (got,) = _run(s, [x, B], [xv], [np.zeros(1, "float32")], target)
     np.testing.assert_allclose(got, [2 * xv.astype("float64").sum()], rtol=1e-5)
+
+
+@pytest.mark.parametrize("definitions", [lambda h, i: h[i - 1] + 1.0, None, 3])
+def test_definitions_that_are_not_a_list_say_to_wrap_them(definitions):
+    d = te.define(definitions) if callable(definitions) else definitions
+    with pytest.raises(tessel.DefinitionError, match=r"te.recurrence R: definitions must be a list of "
+                                                     r"te.define\(...\).*\[te.define\(...\)\]"):
+        te.recurrence((8,), d, name="R")

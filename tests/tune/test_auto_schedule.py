@@ -158,6 +158,19 @@ def test_bad_outputs_are_refused_by_name():
         tessel.auto_schedule("C")
     with pytest.raises(tessel.ArgumentError, match="no outputs"):
         tessel.auto_schedule([])
+    with pytest.raises(tessel.ArgumentError, match="In is an input .te.placeholder., which has nothing to schedule"):
+        tessel.auto_schedule(te.placeholder((4,), name="In"))
+
+
+@pytest.mark.parametrize("target", ["cuda", "cuda-sim"])
+def test_a_gpu_target_is_refused_with_what_to_do(target):
+    """The rules write CPU loops (parallel, vectorize), which a GPU target refuses at build
+    time; auto_schedule says so at once instead of returning such a schedule."""
+    A = te.placeholder((64, 64), name="A")
+    B = te.compute((64, 64), lambda i, j: A[i, j] + 1.0, name="B")
+    with pytest.raises(tessel.ArgumentError, match=f"CPU schedules .* not {target} ones; give target= one of c, "
+                                                   "python, or schedule the GPU kernel by hand"):
+        tessel.auto_schedule(B, target=target, budget=0)
 
 
 def test_the_benchmark_harness_has_an_auto_column(monkeypatch):
