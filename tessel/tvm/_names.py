@@ -25,8 +25,9 @@ _WHAT = ("tessel implements TVM's tensor-expression language: tvm.te (compute, s
 _GRAPH = "it has no graph-level IR: write each operator with te.compute and build it with tvm.build"
 _TUNE = ("its tuner speaks AutoTVM's template API (tvm.autotvm, tessel.tune); otherwise schedule by hand "
          "(split, tile, reorder, vectorize, parallel ...)")
-_GPU = ("kernels run on the CPU only (no GPU target yet): use tvm.cpu(0) and the target 'llvm'; "
-        "s[T].bind(...) runs as serial loops there")
+_GPU = ("kernels of the TVM namespace run on the CPU only: use tvm.cpu(0) and the target 'llvm' "
+        "(s[T].bind(...) runs as serial loops where threads do not communicate); GPU schedules build "
+        "with tessel.build(s, args, target='cuda') (nvcc) and run on the CPU with target='cuda-sim'")
 _LATER = ("it is part of the TE language tessel is completing (te.scan, te.extern, te.gradient, tensorize, "
           "packed and extern calls), which this tessel does not have yet")
 

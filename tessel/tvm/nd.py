@@ -62,7 +62,7 @@ def cpu(dev_id: int = 0) -> Device:
 
 def _on_cpu(dev: Device | None, what: str) -> None:
     if dev is not None and (not isinstance(dev, Device) or not dev.exist):
-        raise ArgumentError(f"{what}: tessel keeps arrays on the CPU only (no GPU target yet), not on {dev}; "
+        raise ArgumentError(f"{what}: tessel's TVM arrays live on the CPU only, not on {dev}; "
                             "pass tvm.cpu(0) or leave the device out")
 
 
