@@ -22,6 +22,7 @@ from ..errors import BuildError, KernelRuntimeError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.buffer import array_parts
+from ..ir.checked_array import CheckedArray
 from ..ir.intrinsics import EXTERN_CALLS, INTRINSICS, np_popcount
 from ..ir.names import comment, python_string
 from . import Generated
@@ -36,36 +37,14 @@ _SYM = {E.Or: "or", E.And: "and", E.FloorDiv: "//", E.FloorMod: "%"}
 _ATOM = 9
 
 
-class _Buf:
-    """A flat array that refuses out-of-bounds indices (NumPy would wrap negative ones)."""
+class _Buf(CheckedArray):
+    """The python target's arrays: out-of-bounds indices refused with the kernel named."""
 
-    __slots__ = ("a", "kernel", "n", "name")
+    __slots__ = ("kernel",)
 
     def __init__(self, a: np.ndarray, name: str, kernel: str):
-        self.a, self.n, self.name, self.kernel = a, a.shape[0], name, kernel
-
-    def __getitem__(self, i):
-        if 0 <= i < self.n:
-            return self.a[i]
-        raise self._oob("reads", i)
-
-    def __setitem__(self, i, v) -> None:
-        if 0 <= i < self.n:
-            self.a[i] = v
-        else:
-            raise self._oob("writes", i)
-
-    def vget(self, i: np.ndarray) -> np.ndarray:
-        """Elements at a vector of indices (one per lane)."""
-        if i.min() >= 0 and i.max() < self.n:
-            return self.a[i]
-        raise self._oob("reads", i[(i < 0) | (i >= self.n)][0])
-
-    def vset(self, i: np.ndarray, v) -> None:
-        if i.min() >= 0 and i.max() < self.n:
-            self.a[i] = v
-        else:
-            raise self._oob("writes", i[(i < 0) | (i >= self.n)][0])
+        super().__init__(a, name)
+        self.kernel = kernel
 
     def _oob(self, what: str, i) -> KernelRuntimeError:
         return KernelRuntimeError(

@@ -31,6 +31,7 @@ from itertools import count
 import numpy as np
 
 from ..errors import DivergentBarrierError, KernelRuntimeError, RaceError
+from ..ir.checked_array import CheckedArray
 from ..ir.names import comment, shown
 from ..ir.stmt import PrimFunc
 from .args import ArgSpec
@@ -78,41 +79,19 @@ def _same(a, b) -> bool:
     return bool(a == b) or (a != a and b != b)  # one NaN written twice is one value
 
 
-class SimBuf:
+class SimBuf(CheckedArray):
     """A flat array that refuses out-of-bounds indices and, in kernels, logs who touched what.
 
     ``ld``/``st`` (and ``vld``/``vst`` for vectors) are what kernel code calls on the buffers
     it must watch; plain indexing (host code, read-only inputs) is not logged."""
 
-    __slots__ = ("a", "epoch", "log", "n", "name", "sim")
+    __slots__ = ("epoch", "log", "sim")
 
     def __init__(self, a: np.ndarray, name: str, sim: Sim):
-        self.a, self.n, self.name, self.sim = a, a.shape[0], name, sim
+        super().__init__(a, name)
+        self.sim = sim
         self.log: dict[int, list] = {}
         self.epoch = sim.epoch
-
-    def __getitem__(self, i):
-        if 0 <= i < self.n:
-            return self.a[i]
-        raise self._oob("reads", i)
-
-    def __setitem__(self, i, v) -> None:
-        if 0 <= i < self.n:
-            self.a[i] = v
-        else:
-            raise self._oob("writes", i)
-
-    def vget(self, i: np.ndarray) -> np.ndarray:
-        bad = (i < 0) | (i >= self.n)
-        if bad.any():
-            raise self._oob("reads", i[bad][0])
-        return self.a[i]
-
-    def vset(self, i: np.ndarray, v) -> None:
-        bad = (i < 0) | (i >= self.n)
-        if bad.any():
-            raise self._oob("writes", i[bad][0])
-        self.a[i] = v
 
     def _oob(self, what: str, i) -> KernelRuntimeError:
         return KernelRuntimeError(
