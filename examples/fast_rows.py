@@ -44,9 +44,9 @@ def _rowwise(s, O) -> None:
     s[O].vectorize(s[O].op.axis[1])  # whole rows: strip-mined (and aligned for streaming) by the pass
 
 
-def softmax(rows: int, cols: int, target: str | Target | None = None, v: int | None = None):
-    """The schedule and its arguments ``[A, O]``: O = softmax of each row of A."""
-    v = v or partials(target)
+def softmax_definition(rows: int, cols: int):
+    """What row softmax computes, unscheduled: ``A, M, E, S, O`` (the benchmark's automatic
+    scheduler starts from this same definition)."""
     A = te.placeholder((rows, cols), name="A")
     k1 = te.reduce_axis((0, cols), name="k1")
     M = te.compute((rows,), lambda i: te.max(A[i, k1], axis=k1), name="M")
@@ -54,6 +54,28 @@ def softmax(rows: int, cols: int, target: str | Target | None = None, v: int | N
     k2 = te.reduce_axis((0, cols), name="k2")
     S = te.compute((rows,), lambda i: te.sum(E[i, k2], axis=k2), name="S")
     O = te.compute((rows, cols), lambda i, j: E[i, j] / S[i], name="O")
+    return A, M, E, S, O
+
+
+def layernorm_definition(rows: int, cols: int, eps: float = EPS):
+    """What layer normalization computes, unscheduled: ``A, G, B, S1, Mu, S2, R, O``."""
+    A = te.placeholder((rows, cols), name="A")
+    G = te.placeholder((cols,), name="G")
+    Bt = te.placeholder((cols,), name="B")
+    k1 = te.reduce_axis((0, cols), name="k1")
+    S1 = te.compute((rows,), lambda i: te.sum(A[i, k1], axis=k1), name="S1")
+    Mu = te.compute((rows,), lambda i: S1[i] / float(cols), name="Mu")
+    k2 = te.reduce_axis((0, cols), name="k2")
+    S2 = te.compute((rows,), lambda i: te.sum((A[i, k2] - Mu[i]) * (A[i, k2] - Mu[i]), axis=k2), name="S2")
+    R = te.compute((rows,), lambda i: te.rsqrt(S2[i] / float(cols) + eps), name="R")
+    O = te.compute((rows, cols), lambda i, j: (A[i, j] - Mu[i]) * R[i] * G[j] + Bt[j], name="O")
+    return A, G, Bt, S1, Mu, S2, R, O
+
+
+def softmax(rows: int, cols: int, target: str | Target | None = None, v: int | None = None):
+    """The schedule and its arguments ``[A, O]``: O = softmax of each row of A."""
+    v = v or partials(target)
+    A, M, E, S, O = softmax_definition(rows, cols)
     s = te.create_schedule(O.op)
     _rowwise(s, O)
     _vector_reduce(s, M, O, v)
@@ -67,16 +89,7 @@ def layernorm(rows: int, cols: int, target: str | Target | None = None, v: int |
               eps: float = EPS):
     """The schedule and its arguments ``[A, G, B, O]``: O = (A - mean) / std * G + B per row."""
     v = v or partials(target)
-    A = te.placeholder((rows, cols), name="A")
-    G = te.placeholder((cols,), name="G")
-    Bt = te.placeholder((cols,), name="B")
-    k1 = te.reduce_axis((0, cols), name="k1")
-    S1 = te.compute((rows,), lambda i: te.sum(A[i, k1], axis=k1), name="S1")
-    Mu = te.compute((rows,), lambda i: S1[i] / float(cols), name="Mu")
-    k2 = te.reduce_axis((0, cols), name="k2")
-    S2 = te.compute((rows,), lambda i: te.sum((A[i, k2] - Mu[i]) * (A[i, k2] - Mu[i]), axis=k2), name="S2")
-    R = te.compute((rows,), lambda i: te.rsqrt(S2[i] / float(cols) + eps), name="R")
-    O = te.compute((rows, cols), lambda i, j: (A[i, j] - Mu[i]) * R[i] * G[j] + Bt[j], name="O")
+    A, G, Bt, S1, Mu, S2, R, O = layernorm_definition(rows, cols, eps)
     s = te.create_schedule(O.op)
     _rowwise(s, O)
     _vector_reduce(s, S1, O, v)
