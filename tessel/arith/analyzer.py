@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import DefinitionError
 from ..ir import expr as E
 from ..ir import op
-from ..ir.functor import structural_equal
+from ..ir.functor import StructKey, structural_equal
 from . import const_bound as cb
 from .canonical import Simplifier, is_index_dtype
 from .linear import Lin
@@ -44,8 +44,18 @@ def _public(x: float | int) -> int | None:
     return None if x in (cb.INF, -cb.INF) else int(x)
 
 
+_UNCHANGED = object()  # a memo entry: the simplifier handed back its input
+
+
 class Analyzer:
-    def __init__(self) -> None:
+    """``memo``: a dict of simplified expressions, which several analyzers may share (the
+    unrolled copies of one loop are simplified by one analyzer each, mostly in the same
+    state): an entry is keyed by the expression's structure and by everything the analyzer
+    knows, so a hit is what a fresh simplification in that state would give."""
+
+    def __init__(self, memo: dict | None = None) -> None:
+        self._memo: dict = {} if memo is None else memo
+        self._state: tuple | None = None  # the memo's key of what is known; None: to be made again
         self._bounds: dict[E.Var, cb.Bound] = {}
         self._subst: dict[E.Var, E.PrimExpr] = {}
         self._var_facts: dict[E.Var, list[E.PrimExpr]] = {}
@@ -68,6 +78,13 @@ class Analyzer:
         v = _key(var)
         if not allow_override and (v in self._bounds or v in self._subst):
             raise DefinitionError(f"variable `{v.name}` is already bound in this analyzer")
+        try:
+            self._bind(v, value)
+        finally:
+            self._state = None
+
+    def _bind(self, v: E.Var, value: Any) -> None:
+        self._state = None
         self._bounds.pop(v, None)
         self._subst.pop(v, None)
         self._var_facts.pop(v, None)
@@ -91,6 +108,7 @@ class Analyzer:
         blo = self._bound(lo)[0] if lo is not None else -cb.INF
         bhi = self._bound(hi)[1] if hi is not None else cb.INF
         self._bounds[v] = (blo, max(bhi, blo))
+        self._state = None
         facts = []
         if lo is not None and not isinstance(lo, E.IntImm):
             facts.append(self.simplify(op.sub(lo, v)))
@@ -128,8 +146,27 @@ class Analyzer:
 
     def _restore(self, saved: tuple) -> None:
         self._bounds, self._subst, self._var_facts, self._facts, self._mods = saved
+        self._state = None
+
+    def _state_key(self) -> tuple:
+        """Everything a simplification reads from the analyzer, as a key (variables by identity,
+        expressions by structure), made once per state."""
+        if self._state is None:
+            self._state = (tuple((StructKey(v), b) for v, b in self._bounds.items()),
+                           tuple((StructKey(v), StructKey(x)) for v, x in self._subst.items()),
+                           tuple((StructKey(v), tuple(map(StructKey, fs))) for v, fs in self._var_facts.items()),
+                           tuple(map(StructKey, self._facts)),
+                           tuple((StructKey(v), m) for v, m in self._mods.items()))
+        return self._state
 
     def _assume(self, c: E.PrimExpr) -> None:
+        self._state = None
+        try:
+            self._assume_one(c)
+        finally:
+            self._state = None
+
+    def _assume_one(self, c: E.PrimExpr) -> None:
         if isinstance(c, E.And):
             self._assume(c.a)
             self._assume(c.b)
@@ -153,6 +190,7 @@ class Analyzer:
             f = self.simplify(f)
             self._facts.append(f)
             self._refine(f)
+            self._state = None
 
     def _assume_mod(self, a: E.PrimExpr, b: E.PrimExpr) -> None:
         """``v % k == r``: a modular fact, which no bound can hold (``n % 8 == 0`` says nothing of
@@ -173,6 +211,7 @@ class Analyzer:
         if old is not None and k % old[0]:
             k = k * old[0] // math.gcd(k, old[0])  # both residues 0: a multiple of the lcm
         self._mods[a.a] = (k, r)
+        self._state = None
 
     def residue(self, v: E.Var) -> tuple[int, int] | None:
         """``(k, r)`` when ``v % k == r`` is known, else None."""
@@ -195,6 +234,7 @@ class Analyzer:
             else:
                 new = (max(old[0], -((-lo_rest) // -k)), old[1])
             self._bounds[v] = new
+            self._state = None
 
     def substitution(self, v: E.Var) -> E.PrimExpr | None:
         return self._subst.get(v)
@@ -222,7 +262,15 @@ class Analyzer:
     # ---- questions ----------------------------------------------------------------------
     def simplify(self, e: Any) -> Any:
         """A simpler equivalent of ``e`` (an expression, or a statement: loops bind their vars)."""
-        return Simplifier(self).visit(_expr(e))
+        e = _expr(e)
+        if not isinstance(e, E.PrimExpr):
+            return Simplifier(self).visit(e)
+        key = (StructKey(e), self._state_key())
+        hit = self._memo.get(key)
+        if hit is None:
+            r = Simplifier(self).visit(e)
+            self._memo[key] = hit = _UNCHANGED if r is e else r
+        return e if hit is _UNCHANGED else hit
 
     def can_prove(self, cond: Any) -> bool:
         """True only if ``cond`` holds for every value the bound variables may take."""

@@ -9,6 +9,7 @@ and dtypes promoted, so that passes rebuilding nodes never change types behind o
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from ..errors import DefinitionError, InternalError
@@ -22,8 +23,18 @@ class Node:
     __slots__ = ()
     _fields: tuple[str, ...] = ()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        names = cls.__dict__.get("_fields")
+        if names is not None:  # one getter per class: fields() is the walks' innermost call
+            cls._getter = staticmethod(_fields_getter(tuple(names)))
+
+    @staticmethod
+    def _getter(node: Node) -> tuple[Any, ...]:
+        return ()
+
     def fields(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, f) for f in self._fields)
+        return self._getter(self)
 
     def __repr__(self) -> str:
         from .printer import to_text
@@ -31,6 +42,17 @@ class Node:
         return to_text(self)
 
     __str__ = __repr__
+
+
+def _fields_getter(names: tuple[str, ...]):
+    """A function returning a node's fields as a tuple (``attrgetter`` gives a bare value for
+    one name and nothing for none)."""
+    if not names:
+        return lambda node: ()
+    if len(names) == 1:
+        get = attrgetter(names[0])
+        return lambda node: (get(node),)
+    return attrgetter(*names)
 
 
 class ExprOp:

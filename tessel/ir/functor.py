@@ -281,23 +281,46 @@ def _equal_leaf(a: Any, b: Any) -> bool:
         return False
 
 
+# structural hashes of nodes already hashed, by identity, each entry holding its node (so that
+# no id is reused while it is remembered): nodes are immutable, and a pass that copies a loop
+# body (unroll, loop partitioning) hashes mostly subtrees the copies share. Bounded: it is
+# emptied when full.
+_HASHES: dict[int, tuple[Any, int]] = {}
+_HASHES_MAX = 1 << 17
+
+
 def structural_hash(a: Any) -> int:
     """The hash of a node from its class name and its fields' hashes (identity for variables
     and buffers), computed children first on an explicit stack, like ``structural_equal``."""
     done: list[int] = []  # hashes of finished values, in the order a recursive walk would give
     stack: list[tuple[Any, int]] = [(a, -1)]  # (value, -1) to expand; (value, n) to combine n hashes
+    memo = _HASHES
     while stack:
         x, n = stack.pop()
         if n >= 0:
             parts = tuple(done[len(done) - n:]) if n else ()
             del done[len(done) - n:]
-            done.append(hash((type(x).__name__, parts)) if isinstance(x, Node) else hash(parts))
+            if isinstance(x, Node):
+                h = hash((type(x).__name__, parts))
+                if len(memo) >= _HASHES_MAX:
+                    memo.clear()
+                memo[id(x)] = (x, h)
+                done.append(h)
+            else:
+                done.append(hash(parts))
         elif isinstance(x, _IDENTITY):
             done.append(id(x))
-        elif isinstance(x, tuple | Node):
-            kids = x if isinstance(x, tuple) else x.fields()
+        elif isinstance(x, Node):
+            hit = memo.get(id(x))
+            if hit is not None and hit[0] is x:
+                done.append(hit[1])
+                continue
+            kids = x.fields()
             stack.append((x, len(kids)))
             stack.extend((k, -1) for k in reversed(kids))
+        elif isinstance(x, tuple):
+            stack.append((x, len(x)))
+            stack.extend((k, -1) for k in reversed(x))
         else:
             done.append(_hash_leaf(x))
     return done[0]

@@ -17,19 +17,19 @@ from ..ir import stmt as S
 from ..ir.functor import Mutator, replace_buffer, structural_equal, substitute
 
 
-def analyzer(assume: Sequence[E.PrimExpr] = ()) -> Analyzer:
+def analyzer(assume: Sequence[E.PrimExpr] = (), memo: dict | None = None) -> Analyzer:
     """An analyzer that knows the user's assumptions about the sizes (``s.assume``): every call
     checks them, so code that can only run when one is broken is dead (a split's tail under
-    ``n % 8 == 0``)."""
-    ana = Analyzer()
+    ``n % 8 == 0``). ``memo``: simplified expressions shared with other analyzers (Analyzer)."""
+    ana = Analyzer(memo)
     for cond in assume:
         ana.assume(cond)
     return ana
 
 
 class _Simplify(Mutator):
-    def __init__(self, keep_unit_loops: bool, assume: Sequence[E.PrimExpr] = ()):
-        self.ana = analyzer(assume)
+    def __init__(self, keep_unit_loops: bool, assume: Sequence[E.PrimExpr] = (), memo: dict | None = None):
+        self.ana = analyzer(assume, memo)
         self.keep_unit_loops = keep_unit_loops
 
     def _expr(self, e):

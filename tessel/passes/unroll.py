@@ -85,6 +85,7 @@ class _Unroll(Mutator):
         self.max_extent = max_extent
         self.max_statements = max_statements
         self.ana = Analyzer()
+        self.memo: dict = {}  # simplified expressions, shared by the copies (most are alike)
 
     def visit_For(self, s: S.For):
         body = self.visit(s.body)  # inner loops first: the size check sees their unrolled form
@@ -98,7 +99,7 @@ class _Unroll(Mutator):
             if n <= self.max_extent and n * _size(body) <= MAX_UNROLLED_STMTS:
                 v = s.loop_var
                 copies = [substitute(body, {v: O.add(s.min, O.const(k, v.dtype))}) for k in range(n)]
-                return S.seq(*[simplify_vector_stmt(c) for c in copies])
+                return S.seq(*[simplify_vector_stmt(c, self.memo) for c in copies])
         return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
 
 
@@ -143,9 +144,9 @@ class _VectorParts(Mutator):
         return super().visit(node)
 
 
-def simplify_vector_stmt(stmt: S.Stmt) -> S.Stmt:
-    """``simplify_stmt`` for IR that may hold vector expressions."""
-    return _VectorSimplify(keep_unit_loops=False).visit(stmt)
+def simplify_vector_stmt(stmt: S.Stmt, memo: dict | None = None) -> S.Stmt:
+    """``simplify_stmt`` for IR that may hold vector expressions (``memo``: see Analyzer)."""
+    return _VectorSimplify(keep_unit_loops=False, memo=memo).visit(stmt)
 
 
 __all__ = ["MAX_UNROLL_EXTENT", "oversized_unrolls", "simplify_vector_stmt", "straight_line_size", "unroll"]

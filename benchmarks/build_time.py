@@ -1,0 +1,157 @@
+"""``python -m benchmarks.build_time``: what a cold build costs, split into tessel's CPU and the C compiler's.
+
+Each kernel is built into a fresh cache directory with the in-memory memo cleared, so nothing
+is found from an earlier build: the build a tuner candidate pays. Printed per kernel: the wall
+time, tessel's own CPU time (``time.process_time`` of this process: lowering, passes, code
+generation) and the C compiler's (the CPU time of the child processes, ``RUSAGE_CHILDREN``),
+the best of ``--repeat`` builds, and the size of the generated C. CPU time is what load on a
+shared machine distorts least; nothing here is asserted.
+
+    python -m benchmarks.build_time [--repeat 3] [--only NAME] [--profile NAME]
+
+``--profile NAME`` runs one kernel's cold build under cProfile and prints the top functions
+by cumulative and by own time instead of the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import resource
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import tessel
+from tessel import te
+from tessel.runtime.cache import clear_memory_cache
+
+
+@dataclass
+class Kernel:
+    name: str
+    build: Callable[[], object]   # a cold build, from the definition to the loaded kernel
+
+
+def _fast_matmul(n: int) -> Callable[[], object]:
+    from examples.fast_matmul import matmul
+
+    def run():
+        s, args = matmul(n)
+        return tessel.build(s, args)
+    return run
+
+
+def _fast_conv2d() -> object:
+    from examples.fast_conv2d import conv2d
+
+    s, args = conv2d(1, 64, 64, 56, 56)
+    return tessel.build(s, args)
+
+
+def _candidate() -> object:
+    """A candidate of benchmarks/tune.py's template as the tuner builds it in its child process
+    (its loop features from a lowering, then the build)."""
+    from benchmarks.tune import matmul
+    from tessel.tune.measure import _build_child
+    from tessel.tune.task import Task
+
+    task = Task(matmul, (256,))
+    want = {"tile_i": 8, "tile_j": 32, "tile_k": 8}
+    space = task.config_space
+    for index in range(len(space)):
+        cfg = space.get(index)
+        sizes = {k: cfg[k].size[-1] for k in want}
+        if sizes == want and cfg["parallel"].val and cfg["unroll_k"].anns[0] == "unroll":
+            return _build_child(task, cfg, None)
+    raise RuntimeError("the candidate's config is not in the template's space")
+
+
+def _auto_matmul() -> object:
+    from benchmarks.definitions import matmul
+    from tessel.autosched import auto_schedule
+
+    d = matmul(1024)
+    s = auto_schedule(d.outputs, budget=0)
+    return tessel.build(s, d.params + d.outputs)
+
+
+KERNELS = [
+    Kernel("matmul 1024 (examples/fast_matmul)", _fast_matmul(1024)),
+    Kernel("matmul 1000 (examples/fast_matmul)", _fast_matmul(1000)),
+    Kernel("conv2d 64->64 56x56 (examples/fast_conv2d)", _fast_conv2d),
+    Kernel("tuner candidate (benchmarks/tune, 256)", _candidate),
+    Kernel("auto_schedule matmul 1024, budget 0", _auto_matmul),
+]
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _fresh() -> str:
+    d = tempfile.mkdtemp(prefix="tessel-build-time-")
+    os.environ["TESSEL_CACHE_DIR"] = d
+    clear_memory_cache()
+    return d
+
+
+def cold(k: Kernel) -> tuple[float, float, float]:
+    """One cold build: (wall, tessel CPU, compiler CPU) in seconds."""
+    d = _fresh()
+    try:
+        w0, p0, c0 = time.perf_counter(), time.process_time(), _children_cpu()
+        k.build()
+        return time.perf_counter() - w0, time.process_time() - p0, _children_cpu() - c0
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _warm_up() -> None:
+    """Imports and the compiler's probes, once, outside every measurement."""
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] + 1.0, name="B")
+    d = _fresh()
+    tessel.build(te.create_schedule(B.op), [A, B])
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", default=None, help="kernels whose name contains this text")
+    ap.add_argument("--profile", default=None, help="profile the kernel whose name contains this text")
+    ap.add_argument("--lines", type=int, default=35)
+    args = ap.parse_args(argv)
+    _warm_up()
+    chosen = [k for k in KERNELS if (args.profile or args.only or "") in k.name]
+    if args.profile:
+        for k in chosen[:1]:
+            cold(k)  # imports of the kernel's own modules
+            prof = cProfile.Profile()
+            d = _fresh()
+            prof.enable()
+            k.build()
+            prof.disable()
+            shutil.rmtree(d, ignore_errors=True)
+            for key in ("cumulative", "tottime"):
+                pstats.Stats(prof).sort_stats(key).print_stats(args.lines)
+        return 0
+    print(f"cold builds, best of {args.repeat} (load: {os.getloadavg()[0]:.2f})")
+    print(f"{'kernel':<45} {'wall s':>7} {'tessel CPU s':>13} {'cc CPU s':>9}")
+    for k in chosen:
+        runs = [cold(k) for _ in range(args.repeat)]
+        wall = min(r[0] for r in runs)
+        ours = min(r[1] for r in runs)
+        cc = min(r[2] for r in runs)
+        print(f"{k.name:<45} {wall:7.3f} {ours:13.3f} {cc:9.3f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
