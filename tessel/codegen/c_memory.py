@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.functor import collect, free_vars
+from ..ir.functor import children, free_vars
 
 STACK_LIMIT_BYTES = 32 * 1024  # larger (or symbolic) temporaries go to the heap
 MAX_PROMOTED_ELEMENTS = 1024  # a local temporary this small, touched only at constant offsets,
@@ -98,19 +98,23 @@ def promotion_lanes(s: S.Allocate, count: int) -> int | None:
     b = s.buffer
     if b.scope not in ("local", "warp") or count > MAX_PROMOTED_ELEMENTS or b.dtype == "float16":
         return None
-    if collect(s.body, lambda x: isinstance(x, E.Call) and x.op in ("address_of", "tsl_array") and x.args[0].buffer is b):
-        return None  # its address is handed to a function: it must stay in memory
     lanes = 0
-    for n in collect(s.body, lambda x: isinstance(x, E.BufferLoad | S.BufferStore) and x.buffer is b):
-        idx = n.indices[0]
-        if isinstance(idx, E.Ramp):
-            if not (isinstance(idx.base, E.IntImm) and E.is_const_int(idx.stride, 1)):
+    stack: list = [s.body]  # one walk, given up at the first access that rules it out
+    while stack:
+        n = stack.pop()
+        if isinstance(n, E.Call) and n.op in ("address_of", "tsl_array") and n.args[0].buffer is b:
+            return None  # its address is handed to a function: it must stay in memory
+        if isinstance(n, E.BufferLoad | S.BufferStore) and n.buffer is b:
+            idx = n.indices[0]
+            if isinstance(idx, E.Ramp):
+                if not (isinstance(idx.base, E.IntImm) and E.is_const_int(idx.stride, 1)):
+                    return None
+                if lanes not in (0, idx.lanes) or idx.base.value % idx.lanes:
+                    return None
+                lanes = idx.lanes
+            elif not isinstance(idx, E.IntImm) or not 0 <= idx.value < count:
                 return None
-            if lanes not in (0, idx.lanes) or idx.base.value % idx.lanes:
-                return None
-            lanes = idx.lanes
-        elif not isinstance(idx, E.IntImm) or not 0 <= idx.value < count:
-            return None
+        stack.extend(children(n))
     lanes = max(lanes, 1)
     if count % lanes or count // lanes > MAX_PROMOTED_VARIABLES:
         return None

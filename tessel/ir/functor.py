@@ -18,41 +18,38 @@ from .stmt import Buffer, Stmt
 _CHILD = (PrimExpr, Stmt, Range)
 
 
-def _is_child(v: Any) -> bool:
-    return isinstance(v, _CHILD)
-
-
-def _handler(walker: Any, node: Any) -> Callable | None:
-    """The walker's ``visit_<Class>`` for ``node``, or None; looked up once per pair of
-    classes (a build visits tens of thousands of nodes, and the name is the same each time)."""
-    table = type(walker).__dict__.get("_visit_table")
+def _method(cls: type, kind: type) -> Callable | None:
+    """``cls``'s ``visit_<kind>`` as found on the class (unbound), or None: looked up once per
+    pair of classes (a build visits tens of thousands of nodes, and the name is the same each
+    time), in a table of ``cls``'s own (a subclass may define what its base does not)."""
+    table = cls.__dict__.get("_visit_table")
     if table is None:
         table = {}
-        type(walker)._visit_table = table
-    kind = type(node)
-    if kind not in table:
-        table[kind] = getattr(type(walker), "visit_" + kind.__name__, None)
-    fn = table[kind]
-    return None if fn is None else fn.__get__(walker)
+        cls._visit_table = table
+    try:
+        return table[kind]
+    except KeyError:
+        fn = table[kind] = getattr(cls, "visit_" + kind.__name__, None)
+        return fn
 
 
 class Visitor:
     """Read-only walk; ``visit_<Class>`` methods may call ``self.generic_visit(node)``."""
 
     def visit(self, node: Any) -> None:
-        fn = _handler(self, node)
+        fn = _method(type(self), type(node))
         if fn is not None:
-            fn(node)
+            fn.__get__(self)(node)
         else:
             self.generic_visit(node)
 
     def generic_visit(self, node: Any) -> None:
         for v in node.fields():
-            if _is_child(v):
+            if isinstance(v, _CHILD):
                 self.visit(v)
             elif isinstance(v, tuple):
                 for x in v:
-                    if _is_child(x):
+                    if isinstance(x, _CHILD):
                         self.visit(x)
 
 
@@ -67,9 +64,9 @@ class Mutator:
     statements_only: bool = False
 
     def visit(self, node: Any) -> Any:
-        fn = _handler(self, node)
+        fn = _method(type(self), type(node))
         if fn is not None:
-            return fn(node)
+            return fn.__get__(self)(node)
         return self.generic_visit(node)
 
     def _field(self, v: Any) -> Any:
@@ -83,10 +80,20 @@ class Mutator:
 
     def generic_visit(self, node: Any) -> Any:
         old = node.fields()
-        new = [self._field(v) for v in old]
-        if all(a is b for a, b in zip(old, new)):
-            return node
-        return type(node)(*new)
+        kinds = Stmt if self.statements_only else _CHILD
+        new: list[Any] | None = None
+        for k, v in enumerate(old):
+            if isinstance(v, kinds):
+                w = self.visit(v)
+            elif isinstance(v, tuple):
+                w = self._field(v)
+            else:
+                continue
+            if w is not v:
+                if new is None:
+                    new = list(old)
+                new[k] = w
+        return node if new is None else type(node)(*new)
 
 
 def _children(node: Any) -> list[Any]:
@@ -98,6 +105,12 @@ def _children(node: Any) -> list[Any]:
         elif isinstance(v, tuple):
             out.extend(x for x in v if isinstance(x, _CHILD))
     return out
+
+
+def children(node: Any) -> list[Any]:
+    """The expressions, statements and ranges directly below ``node``, in field order (for a
+    walk on an explicit stack that may stop early)."""
+    return _children(node)
 
 
 def post_order_visit(node: Any, fn: Callable[[Any], None], unique: bool = False) -> None:
@@ -287,6 +300,11 @@ def _equal_leaf(a: Any, b: Any) -> bool:
 # emptied when full.
 _HASHES: dict[int, tuple[Any, int]] = {}
 _HASHES_MAX = 1 << 17
+
+
+def forget_hashes() -> None:
+    """Empty the memo of structural hashes (a cold build measured in a warm process)."""
+    _HASHES.clear()
 
 
 def structural_hash(a: Any) -> int:

@@ -57,6 +57,7 @@ class Analysis:
     _deps: list[Dependence] | None = field(default=None)
     _bounds: list = field(default_factory=list)
     _among: dict = field(default_factory=dict)
+    _pairs: dict = field(default_factory=dict)  # dependences' relations by pair of accesses
 
     @property
     def model(self) -> Model:
@@ -94,7 +95,7 @@ class Analysis:
             model = self.model
             RUNS["dependences"] += 1
             t0 = time.perf_counter()
-            self._deps = dependences(model)
+            self._deps = dependences(model, pairs=self._pairs)
             SECONDS["dependences"] += time.perf_counter() - t0
         return self._deps
 
@@ -108,7 +109,7 @@ class Analysis:
             model = self.model
             RUNS["dependences"] += 1
             t0 = time.perf_counter()
-            self._among[key] = dependences(model, stmts)
+            self._among[key] = dependences(model, stmts, self._pairs)
             SECONDS["dependences"] += time.perf_counter() - t0
         return self._among[key]
 

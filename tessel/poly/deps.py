@@ -102,6 +102,18 @@ class Dependence:
         eq_before = _equal_prefix(t, loop.pos)
         return eq_before.subtract(_equal_prefix(eq_before, loop.pos + loop.width))
 
+    def is_carried_by(self, loop: Loop, context: isl.Set) -> bool:
+        """Whether ``carried_by(loop)`` has a point under ``context``, decided without isl's
+        ``subtract``: a pair of instances equal on the time dimensions before the loop's and
+        apart on one of the loop's own (the time relation orders them: source first)."""
+        t = self.in_time().intersect_params(context)
+        space = t.get_space()
+        for k in range(loop.pos, loop.pos + loop.width):
+            apart = t.intersect(isl.Map.from_basic_map(isl.BasicMap.equal(space, k))).order_lt(DIM.in_, k, DIM.out, k)
+            if not apart.is_empty():
+                return True
+        return False
+
     def witness(self, part: isl.Map | None = None) -> Witness | None:
         """Concrete sizes and instances of the dependence (of ``part`` of it, a time relation
         such as ``carried_by``'s); None if there are none."""
@@ -163,12 +175,23 @@ def _in_time(stmt: Statement, a: Access) -> isl.Map:
     return a.relation.apply_domain(stmt.schedule)
 
 
-def dependences(model: Model, among: list[Statement] | None = None) -> list[Dependence]:
+def dependences(model: Model, among: list[Statement] | None = None, pairs: dict | None = None) -> list[Dependence]:
     """Every flow, anti and output dependence of the model (between ``among`` only, when given),
-    one per (kind, source statement, sink statement, tensor); the union over the accesses."""
+    one per (kind, source statement, sink statement, tensor); the union over the accesses.
+    ``pairs``: the relations of pairs of accesses found by earlier calls on the same model (the
+    statements of an inner loop are among those of the loops around it), kept with their
+    accesses so that no id is reused meanwhile."""
     stmts = model.statements if among is None else among
     found: dict[tuple, Dependence] = {}
-    timed = {(id(s), id(a)): _in_time(s, a) for s in stmts for a in s.accesses}
+    pairs = {} if pairs is None else pairs
+    timed: dict[tuple, isl.Map] = {}
+
+    def in_time(st: Statement, a: Access) -> isl.Map:
+        k = (id(st), id(a))
+        if k not in timed:
+            timed[k] = _in_time(st, a)
+        return timed[k]
+
     earlier = isl.Map.lex_lt(isl.Space.set_alloc(isl.DEFAULT_CONTEXT, 0, model.time_dims)
                              .set_tuple_name(DIM.set, "T"))
     for s1 in stmts:
@@ -179,9 +202,13 @@ def dependences(model: Model, among: list[Statement] | None = None) -> list[Depe
                         continue
                     if a1.relation.get_tuple_name(DIM.out) != a2.relation.get_tuple_name(DIM.out):
                         continue
-                    same = timed[(id(s1), id(a1))].apply_range(timed[(id(s2), id(a2))].reverse())
-                    rel = same.intersect(earlier).intersect_params(model.context)
-                    if rel.is_empty():
+                    key = (id(s1), id(a1), id(s2), id(a2))
+                    if key not in pairs:
+                        same = in_time(s1, a1).apply_range(in_time(s2, a2).reverse())
+                        rel = same.intersect(earlier).intersect_params(model.context)
+                        pairs[key] = (s1, a1, s2, a2, None if rel.is_empty() else rel)
+                    rel = pairs[key][4]
+                    if rel is None:
                         continue
                     kind = KINDS[(a1.write, a2.write)]
                     key = (kind, id(s1), id(s2), id(a1.tensor))
@@ -199,7 +226,9 @@ def carried(model: Model, deps: list[Dependence], loop: Loop) -> tuple[Dependenc
     for d in deps:
         if id(d.source) not in inside or id(d.sink) not in inside:
             continue
-        part = d.carried_by(loop).intersect_params(model.context)
+        if not d.is_carried_by(loop, model.context):
+            continue
+        part = d.carried_by(loop).intersect_params(model.context)  # what the report shows a point of
         if not part.is_empty():
             return d, part
     return None

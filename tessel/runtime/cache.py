@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BuildError
+from ..ir.functor import forget_hashes
 from .compiler import Compiler, compile_shared
 from .files import (
     cache_dir,
@@ -269,6 +270,7 @@ def clear_memory_cache() -> None:
     with _MEMO_LOCK:
         _LOADED.clear()
         _LOWERED.clear()
+    forget_hashes()
 
 
 # ---- generated code by lowered kernel ------------------------------------------------------------
