@@ -117,6 +117,13 @@ def features(task, cfg: ConfigEntity) -> list[float]:
     return loop_features(driver.lower(sch, list(tensors)), task.flop) + cfg.get_flatten_feature()
 
 
+def _lowering_target():
+    """The target ``features`` lowers for (``driver.lower``'s default: this machine's C)."""
+    from ..target import as_target, resolve
+
+    return resolve(as_target(None))
+
+
 def _build_child(task, cfg: ConfigEntity, data: tuple | None, known: dict | None = None) -> dict:
     """In the child: the candidate's kernel as a contract (or, python target, its measurement);
     with ``data == "features"``, only its features (``known``: those the tuner has already)."""
@@ -129,8 +136,13 @@ def _build_child(task, cfg: ConfigEntity, data: tuple | None, known: dict | None
     sch, tensors = task.instantiate(cfg)
     if not cfg.valid():
         return {"error": "invalid config: " + "; ".join(cfg.errors), "kind": "invalid"}
-    feats = known[cfg.index] if known and cfg.index in known else features(task, cfg)
     kernel = driver.build(sch, list(tensors), target=task.target)
+    if known and cfg.index in known:
+        feats = known[cfg.index]
+    elif task.target == _lowering_target():  # the kernel's own lowering is the one features() makes
+        feats = loop_features(kernel.func, task.flop) + cfg.get_flatten_feature()
+    else:
+        feats = features(task, cfg)
     msg = {"features": feats, "build_s": time.perf_counter() - start}
     if task.target.kind == "python":
         inputs, expected, number, repeat = data
