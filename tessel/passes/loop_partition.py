@@ -48,13 +48,14 @@ MAX_SPECIALIZATIONS = 4
 def loop_partition(stmt: S.Stmt, assume: Sequence[E.PrimExpr] = ()) -> S.Stmt:
     """Specialise, partition and tighten (see the module docstring); simplifies the result.
     ``assume``: the user's assumptions about the sizes (``s.assume``), true whenever it runs."""
+    memo: dict = {}  # the three simplifications see mostly the same expressions under the same loops
     stmt = _Specialize().visit(stmt)
-    stmt = _Hoist().visit(simplify_stmt(stmt, assume=assume))
+    stmt = _Hoist().visit(simplify_stmt(stmt, assume=assume, memo=memo))
     threads = _thread_vars(stmt)
     stmt = _Partition(assume, threads).visit(stmt)
-    stmt = _Hoist().visit(simplify_stmt(stmt, assume=assume))
+    stmt = _Hoist().visit(simplify_stmt(stmt, assume=assume, memo=memo))
     stmt = _Tighten(assume, threads).visit(stmt)
-    return simplify_stmt(stmt, assume=assume)
+    return simplify_stmt(stmt, assume=assume, memo=memo)
 
 
 SMALL = "small_sizes"  # AttrStmt key on the branch a specialisation keeps for tiny inputs
@@ -228,25 +229,26 @@ class _Site:
 def _sites(body: S.Stmt) -> list[_Site]:
     out: list[_Site] = []
 
-    def walk(s, doms: dict, opaque: set) -> None:
+    def walk(s, loops: tuple, opaque: set) -> None:
+        """``loops``: the loops on the way, whose ranges are made only where a condition is."""
         if isinstance(s, S.SeqStmt):
             for x in s.seq:
-                walk(x, doms, opaque)
+                walk(x, loops, opaque)
         elif isinstance(s, S.For):
-            hi = O.sub(O.add(s.min, s.extent), 1)
-            walk(s.body, {**doms, s.loop_var: IntSet.interval(s.min, hi)}, opaque)
+            walk(s.body, (*loops, s), opaque)
         elif isinstance(s, S.IfThenElse):
+            doms = {f.loop_var: IntSet.interval(f.min, O.sub(O.add(f.min, f.extent), 1)) for f in loops}
             for c in conjuncts(s.condition):
                 out.append(_Site(c, doms, opaque))
-            walk(s.then_case, doms, opaque)
+            walk(s.then_case, loops, opaque)
             if s.else_case is not None:
-                walk(s.else_case, doms, opaque)
+                walk(s.else_case, loops, opaque)
         elif isinstance(s, S.LetStmt):
-            walk(s.body, doms, opaque | {s.var})
+            walk(s.body, loops, opaque | {s.var})
         elif isinstance(s, S.Allocate | S.AttrStmt):
-            walk(s.body, doms, opaque)
+            walk(s.body, loops, opaque)
 
-    walk(body, {}, set())
+    walk(body, (), set())
     return out
 
 

@@ -85,6 +85,9 @@ class _Simplify(Mutator):
         return super().generic_visit(node)
 
 
-def simplify_stmt(stmt: S.Stmt, keep_unit_loops: bool = False, assume: Sequence[E.PrimExpr] = ()) -> S.Stmt:
-    """``assume``: conditions on the sizes that hold whenever the code runs (``s.assume``)."""
-    return _Simplify(keep_unit_loops, assume).visit(stmt)
+def simplify_stmt(stmt: S.Stmt, keep_unit_loops: bool = False, assume: Sequence[E.PrimExpr] = (),
+                  memo: dict | None = None) -> S.Stmt:
+    """``assume``: conditions on the sizes that hold whenever the code runs (``s.assume``);
+    ``memo``: simplified expressions shared with other runs (see Analyzer), e.g. the runs of
+    one pass over mostly the same tree."""
+    return _Simplify(keep_unit_loops, assume, memo).visit(stmt)
