@@ -80,7 +80,20 @@ def _auto_matmul() -> object:
     return tessel.build(s, d.params + d.outputs)
 
 
+def _example(module: str, fn: str, *sizes: int) -> Callable[[], object]:
+    def run():
+        import importlib
+
+        s, args = getattr(importlib.import_module(f"examples.{module}"), fn)(*sizes)
+        return tessel.build(s, args)
+    return run
+
+
 KERNELS = [
+    Kernel("add 2^24 (examples/fast_streams)", _example("fast_streams", "add", 1 << 24)),
+    Kernel("softmax 4096 (examples/fast_rows)", _example("fast_rows", "softmax", 4096, 4096)),
+    Kernel("layernorm 4096 (examples/fast_rows)", _example("fast_rows", "layernorm", 4096, 4096)),
+    Kernel("blur 4096 (examples/fast_blur)", _example("fast_blur", "blur", 4096, 4096)),
     Kernel("matmul 1024 (examples/fast_matmul)", _fast_matmul(1024)),
     Kernel("matmul 1000 (examples/fast_matmul)", _fast_matmul(1000)),
     Kernel("conv2d 64->64 56x56 (examples/fast_conv2d)", _fast_conv2d),
