@@ -45,6 +45,7 @@ def _public(x: float | int) -> int | None:
 
 
 _UNCHANGED = object()  # a memo entry: the simplifier handed back its input
+_MEMO_MAX = 1 << 16  # entries of a memo of simplified expressions before it is emptied
 
 
 class Analyzer:
@@ -269,6 +270,8 @@ class Analyzer:
         hit = self._memo.get(key)
         if hit is None:
             r = Simplifier(self).visit(e)
+            if len(self._memo) >= _MEMO_MAX:  # a long-lived analyzer (a user's) keeps only the recent ones
+                self._memo.clear()
             self._memo[key] = hit = _UNCHANGED if r is e else r
         return e if hit is _UNCHANGED else hit
 
