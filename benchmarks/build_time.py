@@ -126,11 +126,21 @@ def cold(k: Kernel) -> tuple[float, float, float]:
 
 
 def _warm_up() -> None:
-    """Imports and the compiler's probes, once, outside every measurement."""
-    A = te.placeholder((8,), name="A")
-    B = te.compute((8,), lambda i: A[i] + 1.0, name="B")
+    """Imports, the compiler's probes and the first use of isl, once, outside every measurement
+    (a tuner's candidates are built by a process that has built before): a small kernel with a
+    reduction, a cached temporary and parallel, vector and unroll annotations."""
+    A = te.placeholder((16, 16), name="A")
+    k = te.reduce_axis((0, 16), name="k")
+    B = te.compute((16, 16), lambda i, j: te.sum(A[i, k] * A[k, j], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    BL = s.cache_write(B, "local")
+    io, _ = s[B].split(B.op.axis[0], factor=4)
+    s[B].parallel(io)
+    s[B].vectorize(B.op.axis[1])
+    s[BL].compute_at(s[B], io)
+    s[BL].unroll(s[BL].op.axis[0])
     d = _fresh()
-    tessel.build(te.create_schedule(B.op), [A, B])
+    tessel.build(s, [A, B])
     shutil.rmtree(d, ignore_errors=True)
 
 
