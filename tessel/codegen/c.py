@@ -36,7 +36,7 @@ class _CGen(CStmtWriter):
 
     def function(self) -> str:
         f = self.func
-        written = written_buffers(f) | set(f.outputs)
+        written = self.written = written_buffers(f) | set(f.outputs)
         params = self._params(written)
         self.plan = plan_hoisting(f)
         self.with_hoisted(self.plan.to.get(id(f), []), f.body)
@@ -179,9 +179,9 @@ def c_source(func: S.PrimFunc) -> str:
 def generate_c(func: S.PrimFunc, target=None) -> Generated:
     """The C source of ``func`` and how to compile and call it (the runtime does both)."""
     check_func(func)
-    outputs = written_buffers(func) | set(func.outputs)
     gen = _CGen(func)
     source = gen.function()
+    outputs = gen.written
     return Generated("c", func.name, gen.symbol, source, tuple(k for k, b in enumerate(func.params) if b in outputs),
                      openmp=gen.has_parallel, guarded_loads=has_guarded_loads(func.body), float16=gen.uses_float16,
                      externs=tuple(gen.externs))
