@@ -108,9 +108,14 @@ def _children_cpu() -> float:
 
 
 def _fresh() -> str:
+    """A new cache directory, and nothing remembered in memory (the generated code, the
+    schedules found legal, the analyses)."""
+    from tessel.poly.analysis import forget
+
     d = tempfile.mkdtemp(prefix="tessel-build-time-")
     os.environ["TESSEL_CACHE_DIR"] = d
     clear_memory_cache()
+    forget()
     return d
 
 

@@ -58,6 +58,7 @@ class Analysis:
     _bounds: list = field(default_factory=list)
     _among: dict = field(default_factory=dict)
     _pairs: dict = field(default_factory=dict)  # dependences' relations by pair of accesses
+    _content: list = field(default_factory=list)  # content_key, once made
 
     @property
     def model(self) -> Model:
@@ -135,7 +136,15 @@ def _body_parts(body) -> tuple:
 def content_key(sch: Schedule) -> str | None:
     """A hash of everything the analysis reads, by content and position (not by object): an
     identical schedule built again -- a cached build of the same program -- has the same key.
-    None when some part cannot be hashed faithfully (then nothing is shared)."""
+    None when some part cannot be hashed faithfully (then nothing is shared). Made once per
+    state of the schedule (a build asks for it several times), like the analysis itself."""
+    found = analysis(sch)
+    if not found._content:
+        found._content.append(_content_key(sch))
+    return found._content[0]
+
+
+def _content_key(sch: Schedule) -> str | None:
     parts: list = [tuple(sch.assumptions)]
     pos = {id(st): k for k, st in enumerate(sch.stages)}
     for st in sch.stages:
@@ -181,6 +190,13 @@ def remember_clean(sch: Schedule, what: str) -> None:
         del _CLEAN[next(iter(_CLEAN))]
 
 
+def forget() -> None:
+    """Forget the schedules found clean and the analyses made (a cold build measured in a
+    process that has built the same program before)."""
+    _CLEAN.clear()
+    _CACHE.clear()
+
+
 def analysis(sch: Schedule) -> Analysis:
     key, refs = state_key(sch)
     got = _CACHE.get(sch)
@@ -191,4 +207,5 @@ def analysis(sch: Schedule) -> Analysis:
     return result
 
 
-__all__ = ["RUNS", "SECONDS", "Analysis", "analysis", "content_key", "known_clean", "remember_clean", "state_key"]
+__all__ = ["RUNS", "SECONDS", "Analysis", "analysis", "content_key", "forget", "known_clean", "remember_clean",
+           "state_key"]
