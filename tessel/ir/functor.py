@@ -73,9 +73,16 @@ class Mutator:
         kinds = Stmt if self.statements_only else _CHILD
         if isinstance(v, kinds):
             return self.visit(v)
-        if isinstance(v, tuple) and any(isinstance(x, kinds) for x in v):
-            new = tuple(self.visit(x) if isinstance(x, kinds) else x for x in v)
-            return v if all(a is b for a, b in zip(new, v)) else new
+        if isinstance(v, tuple):
+            new: list[Any] | None = None
+            for k, x in enumerate(v):
+                if isinstance(x, kinds):
+                    y = self.visit(x)
+                    if y is not x:
+                        if new is None:
+                            new = list(v)
+                        new[k] = y
+            return v if new is None else tuple(new)
         return v
 
     def generic_visit(self, node: Any) -> Any:
