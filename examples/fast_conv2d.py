@@ -1,15 +1,19 @@
 """conv2d, NCHW, 3x3, stride 1, padding 1 (a ResNet layer: 64 -> 64 channels, 56 x 56).
 
-Written as a matmul in disguise: each output tile of ``kb`` output channels by ``xb``
-pixels of one row is a register tile (``cache_write`` to ``local``) that accumulates over the
-c x 3 x 3 reduction, its shape derived from the Target like matmul's
-(``tessel.target.tiles.register_tile``, with channel blocks that divide the channels: 4
-channels x 16 pixels on AVX2, 8 accumulator registers; 8 x 48 on AVX-512, 24). Per reduction step it loads ``xb`` consecutive input
-pixels and broadcasts ``kb`` weights, which the packing stage ``Wp`` has made contiguous
-(``[k/kb][c][ry][rx][k%kb]``). Padding is a separate stage
-(``Xp``) so that the hot loop reads without conditions; loop partitioning gives a row's
-partial last tile its own guard-free copy. Row tiles of all channel blocks are shared among
-threads.
+Written as a matmul in disguise: each output tile of ``kb`` output channels by ``yb`` rows by
+``xb`` pixels is a register tile (``cache_write`` to ``local``) that accumulates over the
+c x 3 x 3 reduction. Its size comes from the Target like matmul's
+(``tessel.target.tiles.register_tile``, with channel blocks that divide the channels), and its
+vectors are laid out over the two pixel axes so that both divide evenly
+(``tessel.autosched.conv.split_vectors``): on AVX2 4 channels x 2 rows x 8 pixels, 8
+accumulator registers (a 16-pixel row would leave a partial tile on 56-pixel rows, a second
+loop nest at a fraction of the speed). Per channel the 3 x 3 window is unrolled whole: each
+step broadcasts ``kb`` weights (read from ``W`` as it is: broadcasts need no contiguity) and
+loads the input rows' vectors, which the stacked output rows share (rows ``y`` and ``y + 1``
+both read input row ``y + 1``), so the C compiler loads each once. Padding is a separate stage
+(``Xp``) so that the hot loop reads without conditions. Bands of ``yb`` rows are shared among
+threads; inside a band the channel blocks come before the pixel tiles, so the band's input
+stays in L2 for every block of weights and a block's weights stay in L1 along the band.
 
     python -m examples.fast_conv2d
 """
@@ -20,50 +24,51 @@ import numpy as np
 
 import tessel
 from tessel import te
+from tessel.autosched.conv import split_vectors
 from tessel.target import Target, as_target, resolve
 from tessel.target.tiles import register_tile
 
 
 def conv2d(n: int = 1, c: int = 64, k: int = 64, h: int = 56, w: int = 56, target: str | Target | None = None,
-           kb: int | None = None, xb: int | None = None):
+           kb: int | None = None, xb: int | None = None, yb: int | None = None):
     """The schedule and its arguments ``[X, W, Y]``: Y = conv(X, W), 3x3, padding 1; the tile is
-    ``kb`` output channels x ``xb`` pixels, derived from ``target`` (default: this machine)."""
-    if kb is None or xb is None:
-        tile = register_tile(resolve(as_target(target)), "float32", max_rows=k, max_cols=w, rows_divide=k)
-        kb, xb = kb or tile.rows, xb or tile.cols
+    ``kb`` output channels x ``yb`` rows x ``xb`` pixels, derived from ``target`` (default: this
+    machine) where not given."""
+    tgt = resolve(as_target(target))
+    tile = register_tile(tgt, "float32", max_rows=k, max_cols=w, rows_divide=k)
+    along, stacked = split_vectors(tile.vectors, tile.lanes, w, h)
+    kb, xb, yb = kb or tile.rows, xb or along * tile.lanes, yb or stacked
     X = te.placeholder((n, c, h, w), name="X")
     Wt = te.placeholder((k, c, 3, 3), name="W")
     Xp = te.compute((n, c, h + 2, w + 2), lambda b, ci, y, x: te.if_then_else(
         te.all(y >= 1, y < h + 1, x >= 1, x < w + 1), X[b, ci, y - 1, x - 1], 0.0), name="Xp")
-    blocks = (k + kb - 1) // kb
-    Wp = te.compute((blocks, c, 3, 3, kb), lambda ko, ci, ry, rx, ki: te.if_then_else(
-        ko * kb + ki < k, Wt[ko * kb + ki, ci, ry, rx], 0.0), name="Wp")
     rc = te.reduce_axis((0, c), name="rc")
     ry = te.reduce_axis((0, 3), name="ry")
     rx = te.reduce_axis((0, 3), name="rx")
     Y = te.compute((n, k, h, w), lambda b, ko, y, x: te.sum(
-        Xp[b, rc, y + ry, x + rx] * Wp[ko // kb, rc, ry, rx, ko % kb], axis=[rc, ry, rx]), name="Y")
+        Xp[b, rc, y + ry, x + rx] * Wt[ko, rc, ry, rx], axis=[rc, ry, rx]), name="Y")
 
     s = te.create_schedule(Y.op)
     YL = s.cache_write(Y, "local")
     b, ko, y, x = s[Y].op.axis
     kto, kti = s[Y].split(ko, factor=kb)
+    yo, yi = s[Y].split(y, factor=yb)
     xo, xi = s[Y].split(x, factor=xb)
-    s[Y].reorder(b, kto, y, xo, kti, xi)
+    s[Y].reorder(b, yo, kto, xo, kti, yi, xi)
     s[Y].unroll(kti)
+    s[Y].unroll(yi)
     s[Y].vectorize(xi)
-    s[Y].parallel(s[Y].fuse(kto, y))
+    s[Y].parallel(s[Y].fuse(b, yo))
 
     s[YL].compute_at(s[Y], xo)
     bc, kc, yc, xc = s[YL].op.axis
     rcc, ryc, rxc = s[YL].op.reduce_axis
-    s[YL].reorder(bc, yc, rcc, ryc, rxc, kc, xc)
-    s[YL].unroll(rxc)
-    s[YL].unroll(kc)
+    s[YL].reorder(bc, rcc, ryc, rxc, kc, yc, xc)
+    for iv in (ryc, rxc, kc, yc):
+        s[YL].unroll(iv)
     s[YL].vectorize(xc)
 
-    s[Xp].parallel(s[Xp].op.axis[1])
-    s[Wp].parallel(s[Wp].op.axis[0])
+    s[Xp].parallel(s[Xp].fuse(*s[Xp].op.axis[:2]))
     return s, [X, Wt, Y]
 
 
