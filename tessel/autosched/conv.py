@@ -3,15 +3,15 @@ pixel axes, and the stencil window unrolled whole.
 
 Why a conv2d needs more than matmul's tile: its vector axis is an image row, whose width is
 rarely a multiple of the tile's columns (56 pixels are 3.5 tiles of 16), and a partial tile
-costs a second copy of the loop nest that runs at a fraction of the speed (on AVX2 a 5 x 16
-tile with partial channel blocks measured 0.7x the speed of 4 x 16 without). The output has a
+costs a second copy of the loop nest that runs at a fraction of the speed (on AVX2, a tile of
+5 channels, which leaves a partial block of 64, measured 0.7x the speed of one of 4). The output has a
 second pixel axis, though, that the broadcast operand (the weights) ignores just as it ignores
 the row: the tile's vectors can be stacked over rows instead (``spread``), 4 channels x 2 rows
 x 8 pixels instead of 4 channels x 16 pixels, the same accumulators, and both pixel axes
 divided evenly. Stacked rows share input rows too: with the stencil window (``ry``, ``rx``)
 unrolled, output rows ``y`` and ``y + 1`` read input row ``y + 1`` at the same offsets, and the
-C compiler loads it once for both (measured on AVX2: 1.44x the speed of the row-tile schedule
-that unrolls ``rx`` alone).
+C compiler loads it once for both (measured on AVX2, one thread: 1.44x the speed of the
+4 channels x 16 pixels tile that unrolls ``rx`` alone).
 
 Nothing here is tuned for one machine: the number of vectors comes from the Target's register
 tile (:func:`tessel.target.tiles.register_tile`), and the split between the axes from the
@@ -48,8 +48,10 @@ def spread_axis(info: OpInfo, inner: E.IterVar, rows: E.IterVar | None) -> E.Ite
 def split_vectors(vectors: int, lanes: int, cols: int | None, rows: int | None) -> tuple[int, int]:
     """``(along, stacked)``: how a tile of ``vectors`` vectors is laid out, ``along`` vectors
     along the vector axis (``cols`` long) times ``stacked`` rows of the spread axis (``rows``
-    long). Tiles that divide both axes first (a partial tile is a slow second loop nest), then
-    the most vectors, then the most along the vector axis (the longest contiguous run)."""
+    long). A tile that divides the vector axis first (a partial tile there is a slow second loop
+    nest in every band of rows), then the most vectors (accumulators hide the FMA latency),
+    then one that divides the rows (a partial band is one loop nest per image, not per row),
+    then the most along the vector axis (the longest contiguous run)."""
 
     def even(n: int, ext: int | None) -> bool:
         return ext is None or ext % n == 0
@@ -60,7 +62,7 @@ def split_vectors(vectors: int, lanes: int, cols: int | None, rows: int | None) 
         for stacked in range(1, vectors // along + 1):
             if rows is not None and stacked > rows:
                 continue
-            key = (even(along * lanes, cols), even(stacked, rows), along * stacked, along)
+            key = (even(along * lanes, cols), along * stacked, even(stacked, rows), along)
             if best_key is None or key > best_key:
                 best, best_key = (along, stacked), key
     return best
