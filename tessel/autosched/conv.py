@@ -49,7 +49,8 @@ def split_vectors(vectors: int, lanes: int, cols: int | None, rows: int | None) 
     """``(along, stacked)``: how a tile of ``vectors`` vectors is laid out, ``along`` vectors
     along the vector axis (``cols`` long) times ``stacked`` rows of the spread axis (``rows``
     long). A tile that divides the vector axis first (a partial tile there is a slow second loop
-    nest in every band of rows), then the most vectors (accumulators hide the FMA latency),
+    nest in every band of rows), one no wider than the row (a wider one is partial everywhere),
+    then the most vectors (accumulators hide the FMA latency),
     then one that divides the rows (a partial band is one loop nest per image, not per row),
     then the most along the vector axis (the longest contiguous run)."""
 
@@ -62,7 +63,8 @@ def split_vectors(vectors: int, lanes: int, cols: int | None, rows: int | None) 
         for stacked in range(1, vectors // along + 1):
             if rows is not None and stacked > rows:
                 continue
-            key = (even(along * lanes, cols), along * stacked, even(stacked, rows), along)
+            fits = cols is None or along == 1 or along * lanes <= cols
+            key = (even(along * lanes, cols), fits, along * stacked, even(stacked, rows), along)
             if best_key is None or key > best_key:
                 best, best_key = (along, stacked), key
     return best

@@ -45,6 +45,7 @@ def test_split_vectors_keeps_the_row_whole_then_the_most_vectors():
     assert split_vectors(2, 8, 24, 9) == (1, 2)    # a partial band (9 rows) beats half the accumulators
     assert split_vectors(3, 16, 56, 56) == (3, 1)  # no tile divides the row: the most along it
     assert split_vectors(4, 8, 56, 1) == (1, 1)    # one row: nothing to stack over
+    assert split_vectors(4, 16, 56, 56) == (2, 2)  # 64 pixels are wider than the row: half stacked
     assert split_vectors(2, 8, None, None) == (2, 1)  # symbolic sizes: matmul's layout
 
 
