@@ -13,6 +13,8 @@ Anchor kinds:
   axis: a register tile (``cache_write`` to ``local``), multi-level tiling, operands packed
   into panels, threads over the outer tiles. ``fused`` names its elementwise reader when the
   tile is computed inside that reader's tiles instead (the reader is then the anchor's stage).
+  A stencil reduction (conv2d) may stack the tile's vectors over a second pixel axis
+  (``spread``), its window unrolled whole (:mod:`tessel.autosched.conv`).
 * ``plain``: everything else, threads over the outer loop (in chunks of rows or of a stream),
   the innermost loop vectorized; its ``members`` are computed per chunk (a softmax row, a strip
   of a blur), row reductions among them and itself vectorized along the reduction by ``rfactor``.
