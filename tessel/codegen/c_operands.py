@@ -25,6 +25,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import DType
 from ..ir.functor import collect
+from ..ir.intrinsics import EXTERN_CALLS
 
 if TYPE_CHECKING:
     from .c_stmt import CStmtWriter
@@ -79,8 +80,17 @@ def _vector_loads(w: CStmtWriter, s: S.BufferStore) -> list[tuple[str, DType]]:
     return [(w.vec.load(ld), ld.dtype) for ld in loads]
 
 
+def _calls_out(s: S.BufferStore) -> bool:
+    """Whether ``s``'s value calls a function outside the kernel (which may write memory)."""
+    return bool(collect(s.value, lambda n: isinstance(n, E.Call) and n.op in EXTERN_CALLS and n.op != "call_pure_extern"))
+
+
 def emit_run(w: CStmtWriter, run: list[S.Stmt]) -> None:
     """``run`` (register updates), its loads used more than once read once each, pinned."""
+    if any(_calls_out(s) for s in run):  # an outside function might write what a later update reads
+        for s in run:
+            w.stmt(s)
+        return
     per_stmt = [_vector_loads(w, s) for s in run]
     uses: dict[str, int] = {}
     for loads in per_stmt:
