@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tessel.autosched.conv import split_vectors
 from tessel.target import host
 from tessel.target.tiles import reduction_lanes, register_tile, strip_rows
 
@@ -114,8 +115,10 @@ def halide_conv2d(xa: np.ndarray, wa: np.ndarray) -> PeerRun:
     _, c, h, w = xa.shape
     k = wa.shape[0]
     tile = register_tile(TARGET, max_rows=k, max_cols=w, rows_divide=k)  # tessel's conv2d tile
-    xb, kb = tile.cols, tile.rows
-    x, y, co, n, xo, xi, cho, chi = (hl.Var(s) for s in ("x", "y", "co", "n", "xo", "xi", "cho", "chi"))
+    along, yb = split_vectors(tile.vectors, tile.lanes, w, h)
+    xb, kb = along * tile.lanes, tile.rows
+    x, y, co, n = (hl.Var(s) for s in ("x", "y", "co", "n"))
+    xo, xi, yo, yi, cho, chi = (hl.Var(s) for s in ("xo", "xi", "yo", "yi", "cho", "chi"))
     X = hl.ImageParam(hl.Float(32), 4, "X")  # X[x, y, c, n]
     W = hl.ImageParam(hl.Float(32), 4, "W")  # W[rx, ry, c, k]
     padded = hl.BoundaryConditions.constant_exterior(X, 0.0, [(0, w), (0, h)])
@@ -124,13 +127,15 @@ def halide_conv2d(xa: np.ndarray, wa: np.ndarray) -> PeerRun:
     conv[x, y, co, n] = hl.f32(0)
     conv[x, y, co, n] += padded[x + r.z - 1, y + r.y - 1, r.x, n] * W[r.z, r.y, r.x, co]
     out[x, y, co, n] = conv[x, y, co, n]
-    # a register tile like tessel's: xb pixels of a row x kb output channels, accumulated in
-    # registers (reading through the boundary condition instead of a padded copy ran at a tenth)
+    # a register tile like tessel's: kb output channels x yb rows x xb pixels, accumulated in
+    # registers, the 3x3 window unrolled, bands of rows for the threads (reading through the
+    # boundary condition instead of a padded copy ran at a tenth)
     xb = xb if w >= xb else V  # Halide shifts a partial last tile inwards: it must fit the row
-    out.split(x, xo, xi, xb).split(co, cho, chi, kb).reorder(xi, chi, xo, y, cho, n) \
-       .vectorize(xi, V).unroll(chi).parallel(y)
-    conv.compute_at(out, xo).vectorize(x, V).unroll(co)
-    conv.update().reorder(x, co, r.z, r.y, r.x).vectorize(x, V).unroll(co).unroll(r.z)
+    yb = yb if h >= yb else 1
+    out.split(x, xo, xi, xb).split(y, yo, yi, yb).split(co, cho, chi, kb) \
+       .reorder(xi, yi, chi, xo, cho, yo, n).vectorize(xi, V).unroll(yi).unroll(chi).parallel(yo)
+    conv.compute_at(out, xo).vectorize(x, V).unroll(y).unroll(co)
+    conv.update().reorder(x, y, co, r.z, r.y, r.x).vectorize(x, V).unroll(y).unroll(co).unroll(r.z).unroll(r.y)
     padded.compute_root().parallel(padded.args()[2])  # padding materialized first, like tessel's Xp stage
     return _hl_realize(out, (1, k, h, w), [X, W], [xa, wa])
 
@@ -482,10 +487,22 @@ def torch_blur(a: np.ndarray) -> PeerRun:
 
 
 def torch_conv2d(x: np.ndarray, w: np.ndarray) -> PeerRun:
+    """``F.conv2d`` with the padding that keeps the size (1 for 3x3, 0 for 1x1)."""
     import torch.nn.functional as F
 
     tx, tw, box = _t(x), _t(w), [None]
-    return _torch_run(None, lambda: box.__setitem__(0, F.conv2d(tx, tw, padding=1)), lambda: box[0].numpy())
+    pad = w.shape[2] // 2
+    return _torch_run(None, lambda: box.__setitem__(0, F.conv2d(tx, tw, padding=pad)), lambda: box[0].numpy())
+
+
+def torch_depthwise(x: np.ndarray, w: np.ndarray) -> PeerRun:
+    """``F.conv2d`` with one group per channel; ``w`` is ``[c, 3, 3]``, torch's ``[c, 1, 3, 3]``."""
+    import torch.nn.functional as F
+
+    tx, tw, box = _t(x), _t(w)[:, None], [None]
+    c = x.shape[1]
+    return _torch_run(None, lambda: box.__setitem__(0, F.conv2d(tx, tw, padding=1, groups=c)),
+                      lambda: box[0].numpy())
 
 
 def torch_softmax(a: np.ndarray) -> PeerRun:

@@ -20,6 +20,7 @@ from ..ir.names import comment
 from .c_expr import CExprWriter
 from .c_helpers import ctype
 from .c_memory import HoistPlan, on_heap, promotion_lanes
+from .c_operands import emit_run, flat, register_runs
 
 MAX_PRAGMA_UNROLL = 64  # `#pragma GCC unroll` asks for at most this many copies (GCC's time grows fast)
 
@@ -66,8 +67,15 @@ class CStmtWriter(CExprWriter):
         raise BuildError(f"kernel {self.func.name!r}: the c target cannot generate {type(s).__name__}")
 
     def visit_SeqStmt(self, s: S.SeqStmt) -> None:
-        for x in s.seq:
-            self.stmt(x)
+        if not self.promoted:  # no tile in variables here: nothing to keep in registers
+            for x in s.seq:
+                self.stmt(x)
+            return
+        for is_run, items in register_runs(self, flat(s)):
+            if is_run and len(items) > 1:
+                emit_run(self, items)
+            else:
+                self.stmt(items[0])
 
     def visit_IfThenElse(self, s: S.IfThenElse) -> None:
         self.open(f"if ({self.expr(s.condition)})")

@@ -28,6 +28,7 @@ from ..errors import BuildError
 from ..ir import expr as E
 from ..ir.dtype import DType
 from ..ir.functor import Functor
+from .c_operands import keep_macro
 
 if TYPE_CHECKING:
     from .c_expr import CExprWriter
@@ -51,6 +52,7 @@ class VectorC(Functor):
         self.types: dict[str, str] = {}    # typedef name -> declaration
         self.helpers: dict[str, str] = {}  # helper name -> definition
         self.uid = 0
+        self.reuse: dict[str, str] = {}    # a load's C -> the variable holding it (c_operands)
 
     # ---- types -------------------------------------------------------------------------------------
     def vtype(self, dt: DType) -> str:
@@ -88,6 +90,11 @@ class VectorC(Functor):
         name = f"tsl_ld_{t[4:]}"
         return self._def(name, f"static inline {t} {name}(const {el}* p) {{ {t} v; "
                                f"__builtin_memcpy(&v, p, sizeof v); return v; }}")
+
+    def keep_fn(self, dt: DType) -> str:
+        """``tsl_keep_f32x8(v)``: ``v`` pinned to a vector register (see c_operands)."""
+        name = f"tsl_keep_{self.vtype(dt)[4:]}"
+        return self._def(name, keep_macro(name, dt.lanes * dt.element.bits // 8))
 
     def store_fn(self, dt: DType) -> str:
         t, el = self.vtype(dt), _CT[_elem(dt)]
@@ -276,7 +283,8 @@ class VectorC(Functor):
         if promoted is not None:
             return promoted
         if isinstance(idx, E.Ramp) and E.is_const_int(idx.stride, 1):
-            return f"{self.load_fn(e.dtype)}({buf} + {g.expr(idx.base, 6)})"
+            text = f"{self.load_fn(e.dtype)}({buf} + {g.expr(idx.base, 6)})"
+            return self.reuse.get(text, text)
         return f"{self.gather_fn(e.dtype, idx.dtype)}({buf}, {g.expr(idx)})"
 
     def store(self, buf_obj, idx: E.PrimExpr, value: E.PrimExpr) -> str:
