@@ -163,8 +163,8 @@ def layernorm(n: int) -> Case:
         "layernorm (rows)", f"{n}x{n}", "GB/s", 8.0 * n * n,
         lambda rng: [_f32(rng, n, n), _f32(rng, n), _f32(rng, n)], (n, n), fast_rows.layernorm_reference,
         _layernorm_fast, lambda: fast_rows.layernorm(n, n),
-        {"halide": lambda a, g, b: peers.halide_layernorm(a, g, b, eps),
-         "tvm": lambda a, g, b: peers.tvm_layernorm(a, g, b, eps),
+        {"halide": lambda a, g, b, **auto: peers.halide_layernorm(a, g, b, eps, **auto),
+         "tvm": lambda a, g, b, **auto: peers.tvm_layernorm(a, g, b, eps, **auto),
          "torch": lambda a, g, b: peers.torch_layernorm(a, g, b, eps)}, rtol=1e-4, atol=1e-4,
         auto=lambda: definitions.layernorm(n, n))
 
