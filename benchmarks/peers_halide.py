@@ -103,6 +103,8 @@ def build(define: Callable[..., Algo], hand: Callable[[Algo], None], arrays: lis
           autoscheduler: str | None = None, plugins: str | Path | None = None) -> PeerRun:
     """``define`` the algorithm on ``arrays``, schedule it (``hand``, or the autoscheduler
     named), JIT-compile it; buffers wrap the NumPy arrays."""
+    if autoscheduler is not None:
+        plugin_path(autoscheduler, plugins)  # a missing plugin is a note before anything is defined
     hl = _hl()
     g = define(hl, *arrays)
     pipe = hl.Pipeline(g.out)
@@ -124,8 +126,8 @@ def build(define: Callable[..., Algo], hand: Callable[[Algo], None], arrays: lis
 
 
 def _unique(name: str) -> str:
-    """``name`` with a serial number: Li2018 keeps state by Func name across pipelines and
-    crashes (SIGSEGV) on a second pipeline reusing one, so no two Funcs share a name."""
+    """``name`` with a serial number: the autoschedulers' plugins live for the whole process
+    and see every pipeline of the run, so no two pipelines share a Func, Var or RDom name."""
     return f"{name}_{next(_SERIAL)}"
 
 

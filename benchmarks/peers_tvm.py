@@ -36,6 +36,7 @@ from .peer_base import PARTIALS, TARGET, PeerRun, PeerUnavailable, V, divisor
 METASCHEDULE_NEEDS = ("psutil", "cloudpickle", "xgboost")
 MS_PER_BATCH = 8  # candidates per round of MetaSchedule's search (its default, 64, exceeds small budgets)
 MS_BUILD_TIMEOUT = 60.0  # seconds a candidate may take to build on a loaded machine
+IMPORT_S: list[float] = []  # seconds MetaSchedule's one-time imports took in this process (once)
 
 
 def _tvm():
@@ -99,11 +100,23 @@ def _ms_build():
     return build
 
 
-def metaschedule(func, trials: int):
-    """MetaSchedule's best schedule of ``func`` after ``trials`` measured candidates."""
+def metaschedule_ready() -> None:
+    """Import MetaSchedule and the tensor intrinsics its tuning context loads, once per process
+    and timed apart (:data:`IMPORT_S`): a one-time cost, like importing tessel, not a kernel's."""
     reason = metaschedule_missing()
     if reason:
         raise PeerUnavailable(reason)
+    if not IMPORT_S:
+        t0 = time.perf_counter()
+        import tvm.s_tir.meta_schedule
+        import tvm.s_tir.tensor_intrin  # noqa: F401 (registers the intrinsics)
+
+        IMPORT_S.append(time.perf_counter() - t0)
+
+
+def metaschedule(func, trials: int):
+    """MetaSchedule's best schedule of ``func`` after ``trials`` measured candidates."""
+    metaschedule_ready()
     import logging
 
     from tvm.s_tir import meta_schedule as ms
@@ -128,6 +141,8 @@ def build(define: Callable[..., TirAlgo], hand: Callable[[object, dict], None], 
     ``trials`` candidates), compile it; ``run()`` calls it on TVM copies of the arrays."""
     tvm, te = _tvm()
     g = define(te, *arrays)
+    if trials is not None:
+        metaschedule_ready()
     t0 = time.perf_counter()
     if trials is None:
         sch = _schedule(g.func)
