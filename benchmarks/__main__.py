@@ -516,7 +516,7 @@ def _header(opts, repeat: int, auto_budget: int | None, ms_trials: int) -> list[
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes and few runs: a smoke test")
     ap.add_argument("--repeat", type=int, default=None, help="timed runs per contender (default 30, quick 6)")
@@ -532,12 +532,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="trials of TVM MetaSchedule per kernel (default: as many as --auto-budget; "
                          "--quick: 0, off)")
     ap.add_argument("--numpy-case", type=int, default=None, help=argparse.SUPPRESS)
-    opts = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = _parser().parse_args(argv)
     repeat = opts.repeat or (6 if opts.quick else 30)
     if opts.numpy_case is not None:
         print(json.dumps(numpy_times(cases(opts.quick)[opts.numpy_case], repeat)))
         return 0
-    from . import peers
+    from . import peers, peers_tvm
 
     # every contender gets every core: TVM's pool would otherwise count physical cores per
     # socket (1 on some VMs), and Halide's is sized here the same way for symmetry
@@ -575,7 +579,8 @@ def main(argv: list[str] | None = None) -> int:
     (out_dir / "benchmarks.md").write_text("\n".join(lines))
     (out_dir / "benchmarks.json").write_text(json.dumps(
         {"machine": asdict(m) if m else None, "rows": [asdict(r) for r in rows], "repeat": repeat,
-         "auto_budget": auto_budget, "auto_seconds": opts.auto_seconds, "metaschedule_trials": ms_trials}, indent=1))
+         "auto_budget": auto_budget, "auto_seconds": opts.auto_seconds, "metaschedule_trials": ms_trials,
+         "metaschedule_import_s": peers_tvm.IMPORT_S[0] if peers_tvm.IMPORT_S else None}, indent=1))
     print("\n".join(lines))
     print(plot(rows, out_dir / "benchmarks.png"))
     return 0
