@@ -130,6 +130,36 @@ def _conv2d_fast(x: np.ndarray, w: np.ndarray) -> Callable[[], np.ndarray]:
     return run
 
 
+def _conv1x1_fast(x: np.ndarray, w: np.ndarray) -> Callable[[], np.ndarray]:
+    """A 1x1 conv is one BLAS matmul of the weights and the image's pixels, into the output."""
+    n, c, h, wd = x.shape
+    k = w.shape[0]
+    out = np.empty((n, k, h, wd), "float32")
+    wm, xm, om = w.reshape(k, c), x.reshape(n, c, h * wd), out.reshape(n, k, h * wd)
+
+    def run() -> np.ndarray:
+        np.matmul(wm, xm, out=om)
+        return out
+    return run
+
+
+def _depthwise_fast(x: np.ndarray, w: np.ndarray) -> Callable[[], np.ndarray]:
+    """Nine shifted multiply-adds over a padded copy, into buffers made once."""
+    n, c, h, wd = x.shape
+    xp = np.zeros((n, c, h + 2, wd + 2), "float32")
+    out, tmp = np.empty((n, c, h, wd), "float32"), np.empty((n, c, h, wd), "float32")
+    taps = [(dy, dx, np.ascontiguousarray(w[None, :, dy, dx, None, None])) for dy in range(3) for dx in range(3)]
+
+    def run() -> np.ndarray:
+        xp[:, :, 1:-1, 1:-1] = x
+        out.fill(0.0)
+        for dy, dx, t in taps:
+            np.multiply(xp[:, :, dy:dy + h, dx:dx + wd], t, out=tmp)
+            np.add(out, tmp, out=out)
+        return out
+    return run
+
+
 def blur(n: int) -> Case:
     return Case(
         "blur 3x3", f"{n}x{n}", "GB/s", 4.0 * (n * n + (n - 2) ** 2),
@@ -146,6 +176,22 @@ def conv2d(c: int, h: int) -> Case:
         _conv2d_fast, lambda: fast_conv2d.conv2d(1, c, c, h, h),
         {"halide": peers.halide_conv2d, "tvm": peers.tvm_conv2d, "torch": peers.torch_conv2d},
         rtol=1e-3, atol=1e-3, auto=lambda: definitions.conv2d(c, c, h, h))
+
+
+def conv2d_1x1(c: int, h: int) -> Case:
+    return Case(
+        "conv2d 1x1", f"1x{c}x{h}x{h}, {c} out", "GFLOP/s", 2.0 * c * c * h * h,
+        lambda rng: [_f32(rng, 1, c, h, h), _f32(rng, c, c, 1, 1)], (1, c, h, h), fast_conv2d.reference,
+        _conv1x1_fast, lambda: fast_conv2d.conv2d(1, c, c, h, h, kernel=1), {"torch": peers.torch_conv2d},
+        rtol=1e-3, atol=1e-3, auto=lambda: definitions.conv2d(c, c, h, h, kernel=1))
+
+
+def conv2d_depthwise(c: int, h: int) -> Case:
+    return Case(
+        "conv2d depthwise 3x3", f"1x{c}x{h}x{h}", "GFLOP/s", 2.0 * c * 9 * h * h,
+        lambda rng: [_f32(rng, 1, c, h, h), _f32(rng, c, 3, 3)], (1, c, h, h), fast_conv2d.depthwise_reference,
+        _depthwise_fast, lambda: fast_conv2d.depthwise(1, c, h, h), {"torch": peers.torch_depthwise},
+        rtol=1e-4, atol=1e-4, auto=lambda: definitions.depthwise(c, h, h))
 
 
 def softmax(n: int) -> Case:
@@ -189,7 +235,8 @@ def row_sum(n: int) -> Case:
 
 def cases(quick: bool) -> list[Case]:
     if quick:
-        return [matmul(256), matmul(256, threads=1), blur(512), conv2d(16, 28), softmax(512), layernorm(512),
-                add(1 << 20), row_sum(512)]
+        return [matmul(256), matmul(256, threads=1), blur(512), conv2d(16, 28), conv2d_1x1(16, 28),
+                conv2d_depthwise(16, 28), softmax(512), layernorm(512), add(1 << 20), row_sum(512)]
     return [matmul(512), matmul(1024), matmul(2048), matmul(1024, threads=1), blur(4096), conv2d(64, 56),
-            softmax(4096), layernorm(4096), add(1 << 24), row_sum(4096)]
+            conv2d_1x1(64, 56), conv2d_depthwise(64, 56), softmax(4096), layernorm(4096), add(1 << 24),
+            row_sum(4096)]

@@ -51,10 +51,22 @@ def torch_blur(a: np.ndarray) -> PeerRun:
 
 
 def torch_conv2d(x: np.ndarray, w: np.ndarray) -> PeerRun:
+    """``F.conv2d`` with the padding that keeps the size (1 for 3x3, 0 for 1x1)."""
     import torch.nn.functional as F
 
     tx, tw, box = _t(x), _t(w), [None]
-    return _torch_run(None, lambda: box.__setitem__(0, F.conv2d(tx, tw, padding=1)), lambda: box[0].numpy())
+    pad = w.shape[2] // 2
+    return _torch_run(None, lambda: box.__setitem__(0, F.conv2d(tx, tw, padding=pad)), lambda: box[0].numpy())
+
+
+def torch_depthwise(x: np.ndarray, w: np.ndarray) -> PeerRun:
+    """``F.conv2d`` with one group per channel; ``w`` is ``[c, 3, 3]``, torch's ``[c, 1, 3, 3]``."""
+    import torch.nn.functional as F
+
+    tx, tw, box = _t(x), _t(w)[:, None], [None]
+    c = x.shape[1]
+    return _torch_run(None, lambda: box.__setitem__(0, F.conv2d(tx, tw, padding=1, groups=c)),
+                      lambda: box[0].numpy())
 
 
 def torch_softmax(a: np.ndarray) -> PeerRun:

@@ -1,15 +1,24 @@
-"""conv2d, NCHW, 3x3, stride 1, padding 1 (a ResNet layer: 64 -> 64 channels, 56 x 56).
+"""conv2d, NCHW, 3x3, stride 1, padding 1 (a ResNet layer: 64 -> 64 channels, 56 x 56), and
+its 1x1 and depthwise variants.
 
-Written as a matmul in disguise: each output tile of ``kb`` output channels by ``xb``
-pixels of one row is a register tile (``cache_write`` to ``local``) that accumulates over the
-c x 3 x 3 reduction, its shape derived from the Target like matmul's
-(``tessel.target.tiles.register_tile``, with channel blocks that divide the channels: 4
-channels x 16 pixels on AVX2, 8 accumulator registers; 8 x 48 on AVX-512, 24). Per reduction step it loads ``xb`` consecutive input
-pixels and broadcasts ``kb`` weights, which the packing stage ``Wp`` has made contiguous
-(``[k/kb][c][ry][rx][k%kb]``). Padding is a separate stage
-(``Xp``) so that the hot loop reads without conditions; loop partitioning gives a row's
-partial last tile its own guard-free copy. Row tiles of all channel blocks are shared among
-threads.
+Written as a matmul in disguise: each output tile of ``kb`` output channels by ``yb`` rows by
+``xb`` pixels is a register tile (``cache_write`` to ``local``) that accumulates over the
+c x 3 x 3 reduction. Its size comes from the Target like matmul's
+(``tessel.target.tiles.register_tile``, with channel blocks that divide the channels), and its
+vectors are laid out over the two pixel axes so that the row divides evenly
+(``tessel.autosched.conv.split_vectors``): on AVX2 4 channels x 2 rows x 8 pixels, 8
+accumulator registers (a 16-pixel row would leave a partial tile on 56-pixel rows, a second
+loop nest at a fraction of the speed). Per channel the 3 x 3 window is unrolled whole: each
+step broadcasts ``kb`` weights (read from ``W`` as it is: broadcasts need no contiguity) and
+loads the input rows' vectors, which the stacked output rows share (rows ``y`` and ``y + 1``
+both read input row ``y + 1``), so the C compiler loads each once. Padding is a separate stage
+(``Xp``) so that the hot loop reads without conditions. Bands of ``yb`` rows are shared among
+threads; inside a band the channel blocks come before the pixel tiles, so the band's input
+stays in L2 for every block of weights and a block's weights stay in L1 along the band.
+
+The 1x1 conv is the same tile with no window: its channel loop is unrolled by the Target's
+``K_UNROLL`` instead. The depthwise conv's weights follow the channel as its input does, so
+its tile is one channel by the Target's vectors, stacked over rows the same way.
 
     python -m examples.fast_conv2d
 """
@@ -20,72 +29,135 @@ import numpy as np
 
 import tessel
 from tessel import te
+from tessel.autosched.conv import split_vectors
 from tessel.target import Target, as_target, resolve
-from tessel.target.tiles import register_tile
+from tessel.target.tiles import K_UNROLL, register_tile
 
 
-def conv2d(n: int = 1, c: int = 64, k: int = 64, h: int = 56, w: int = 56, target: str | Target | None = None,
-           kb: int | None = None, xb: int | None = None):
-    """The schedule and its arguments ``[X, W, Y]``: Y = conv(X, W), 3x3, padding 1; the tile is
-    ``kb`` output channels x ``xb`` pixels, derived from ``target`` (default: this machine)."""
-    if kb is None or xb is None:
-        tile = register_tile(resolve(as_target(target)), "float32", max_rows=k, max_cols=w, rows_divide=k)
-        kb, xb = kb or tile.rows, xb or tile.cols
-    X = te.placeholder((n, c, h, w), name="X")
-    Wt = te.placeholder((k, c, 3, 3), name="W")
-    Xp = te.compute((n, c, h + 2, w + 2), lambda b, ci, y, x: te.if_then_else(
-        te.all(y >= 1, y < h + 1, x >= 1, x < w + 1), X[b, ci, y - 1, x - 1], 0.0), name="Xp")
-    blocks = (k + kb - 1) // kb
-    Wp = te.compute((blocks, c, 3, 3, kb), lambda ko, ci, ry, rx, ki: te.if_then_else(
-        ko * kb + ki < k, Wt[ko * kb + ki, ci, ry, rx], 0.0), name="Wp")
-    rc = te.reduce_axis((0, c), name="rc")
-    ry = te.reduce_axis((0, 3), name="ry")
-    rx = te.reduce_axis((0, 3), name="rx")
-    Y = te.compute((n, k, h, w), lambda b, ko, y, x: te.sum(
-        Xp[b, rc, y + ry, x + rx] * Wp[ko // kb, rc, ry, rx, ko % kb], axis=[rc, ry, rx]), name="Y")
+def _tile_shape(tgt: Target, rows: int, h: int, w: int) -> tuple[int, int, int]:
+    """``(channels, rows, pixels)`` of the register tile: the Target's tile (channel blocks
+    dividing ``rows`` channels; 1 for a depthwise conv, whose weights vary with the channel
+    like its input), its vectors laid out over the two pixel axes (``split_vectors``)."""
+    tile = register_tile(tgt, "float32", max_rows=rows, max_cols=w, rows_divide=rows)
+    along, stacked = split_vectors(tile.vectors, tile.lanes, w, h)
+    return tile.rows, stacked, along * tile.lanes
 
-    s = te.create_schedule(Y.op)
+
+def _padded(X: te.Tensor, p: int) -> te.Tensor:
+    """The input with ``p`` zeros around each image (a stage, so the hot loop reads without
+    conditions); the input itself when ``p`` is 0."""
+    if not p:
+        return X
+    n, c, h, w = (int(d) for d in X.shape)
+    return te.compute((n, c, h + 2 * p, w + 2 * p), lambda b, ci, y, x: te.if_then_else(
+        te.all(y >= p, y < h + p, x >= p, x < w + p), X[b, ci, y - p, x - p], 0.0), name="Xp")
+
+
+def _register_tile(s, Y, tile: tuple[int, int, int], red_unroll: int | None = None, bands_first: bool = True) -> None:
+    """Y's tiles: bands of rows for the threads, then channel blocks, then pixel tiles, each a
+    register tile (``Y.local``) with the stencil window (``ry``, ``rx``: the last two reduction
+    loops) unrolled whole, and the channel loop by ``red_unroll`` where given. Without
+    ``bands_first`` the channels are outermost (a depthwise conv: each channel's plane is read
+    by its own channel alone, and stays in L1 while its bands are swept)."""
+    kb, yb, xb = tile
     YL = s.cache_write(Y, "local")
     b, ko, y, x = s[Y].op.axis
     kto, kti = s[Y].split(ko, factor=kb)
+    yo, yi = s[Y].split(y, factor=yb)
     xo, xi = s[Y].split(x, factor=xb)
-    s[Y].reorder(b, kto, y, xo, kti, xi)
+    s[Y].reorder(*((b, yo, kto) if bands_first else (b, kto, yo)), xo, kti, yi, xi)
     s[Y].unroll(kti)
+    s[Y].unroll(yi)
     s[Y].vectorize(xi)
-    s[Y].parallel(s[Y].fuse(kto, y))
-
+    s[Y].parallel(s[Y].fuse(b, yo if bands_first else kto))
     s[YL].compute_at(s[Y], xo)
     bc, kc, yc, xc = s[YL].op.axis
-    rcc, ryc, rxc = s[YL].op.reduce_axis
-    s[YL].reorder(bc, yc, rcc, ryc, rxc, kc, xc)
-    s[YL].unroll(rxc)
-    s[YL].unroll(kc)
+    red = list(s[YL].op.reduce_axis)
+    rest, win = red[:-2], red[-2:]
+    unroll = list(win)
+    if red_unroll and rest:  # no window to fill the body (1x1): the channel loop unrolled instead
+        rco, rci = s[YL].split(rest[-1], factor=red_unroll)
+        rest, unroll = [*rest[:-1], rco, rci], [rci, *win]
+    s[YL].reorder(bc, *rest, *win, kc, yc, xc)
+    for iv in (*unroll, kc, yc):
+        s[YL].unroll(iv)
     s[YL].vectorize(xc)
 
-    s[Xp].parallel(s[Xp].op.axis[1])
-    s[Wp].parallel(s[Wp].op.axis[0])
+
+def conv2d(n: int = 1, c: int = 64, k: int = 64, h: int = 56, w: int = 56, target: str | Target | None = None,
+           kernel: int = 3):
+    """The schedule and its arguments ``[X, W, Y]``: Y = conv(X, W), ``kernel`` x ``kernel``
+    (odd), zero padding keeping the size, the tile derived from ``target`` (default: this
+    machine)."""
+    tgt = resolve(as_target(target))
+    p = kernel // 2
+    X = te.placeholder((n, c, h, w), name="X")
+    Wt = te.placeholder((k, c, kernel, kernel), name="W")
+    Xp = _padded(X, p)
+    rc = te.reduce_axis((0, c), name="rc")
+    ry = te.reduce_axis((0, kernel), name="ry")
+    rx = te.reduce_axis((0, kernel), name="rx")
+    Y = te.compute((n, k, h, w), lambda b, ko, y, x: te.sum(
+        Xp[b, rc, y + ry, x + rx] * Wt[ko, rc, ry, rx], axis=[rc, ry, rx]), name="Y")
+    s = te.create_schedule(Y.op)
+    _register_tile(s, Y, _tile_shape(tgt, k, h, w), None if p else K_UNROLL)
+    if p:
+        s[Xp].parallel(s[Xp].fuse(*s[Xp].op.axis[:2]))
+    return s, [X, Wt, Y]
+
+
+def depthwise(n: int = 1, c: int = 64, h: int = 56, w: int = 56, target: str | Target | None = None):
+    """The schedule and its arguments ``[X, W, Y]`` of a 3x3 depthwise conv (channel ``ci``
+    filtered by ``W[ci]`` alone), padding 1: one channel x the Target's vectors per tile."""
+    tgt = resolve(as_target(target))
+    X = te.placeholder((n, c, h, w), name="X")
+    Wt = te.placeholder((c, 3, 3), name="W")
+    Xp = _padded(X, 1)
+    ry = te.reduce_axis((0, 3), name="ry")
+    rx = te.reduce_axis((0, 3), name="rx")
+    Y = te.compute((n, c, h, w), lambda b, ci, y, x: te.sum(
+        Xp[b, ci, y + ry, x + rx] * Wt[ci, ry, rx], axis=[ry, rx]), name="Y")
+    s = te.create_schedule(Y.op)
+    _register_tile(s, Y, _tile_shape(tgt, 1, h, w), bands_first=False)
+    s[Xp].parallel(s[Xp].fuse(*s[Xp].op.axis[:2]))
     return s, [X, Wt, Y]
 
 
 def reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """NumPy's best: im2col (a sliding-window copy) and one BLAS matmul."""
+    """NumPy's best: im2col (a sliding-window copy) and one BLAS matmul (any odd kernel size)."""
     n, c, h, wd = x.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    win = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))  # n c h w 3 3
-    cols = np.ascontiguousarray(win.transpose(0, 1, 4, 5, 2, 3)).reshape(n, c * 9, h * wd)
-    return (w.reshape(w.shape[0], c * 9) @ cols).reshape(n, w.shape[0], h, wd)
+    kh = w.shape[2]
+    p = kh // 2
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kh), axis=(2, 3))  # n c h w kh kh
+    cols = np.ascontiguousarray(win.transpose(0, 1, 4, 5, 2, 3)).reshape(n, c * kh * kh, h * wd)
+    return (w.reshape(w.shape[0], c * kh * kh) @ cols).reshape(n, w.shape[0], h, wd)
+
+
+def depthwise_reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Nine shifted products of the padded input, summed (in float64, rounded once)."""
+    h, wd = x.shape[2:]
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))).astype("float64")
+    return sum(xp[:, :, dy:dy + h, dx:dx + wd] * w[None, :, dy, dx, None, None]
+               for dy in range(3) for dx in range(3)).astype("float32")
 
 
 def main() -> None:
-    s, args = conv2d(c=16, k=24, h=19, w=37)
-    f = tessel.build(s, args)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 16, 19, 37), "float32")
-    w = rng.standard_normal((24, 16, 3, 3), "float32")
-    y = np.empty((1, 24, 19, 37), "float32")
-    f(x, w, y)
-    np.testing.assert_allclose(y, reference(x, w), rtol=1e-4, atol=1e-4)
-    print("conv2d 1x16x19x37 -> 24 channels: matches NumPy")
+    for kernel in (3, 1):
+        s, args = conv2d(c=16, k=24, h=19, w=37, kernel=kernel)
+        w = rng.standard_normal((24, 16, kernel, kernel), "float32")
+        y = np.empty((1, 24, 19, 37), "float32")
+        tessel.build(s, args)(x, w, y)
+        np.testing.assert_allclose(y, reference(x, w), rtol=1e-4, atol=1e-4)
+        print(f"conv2d {kernel}x{kernel} 1x16x19x37 -> 24 channels: matches NumPy")
+    s, args = depthwise(c=16, h=19, w=37)
+    w = rng.standard_normal((16, 3, 3), "float32")
+    y = np.empty_like(x)
+    tessel.build(s, args)(x, w, y)
+    np.testing.assert_allclose(y, depthwise_reference(x, w), rtol=1e-4, atol=1e-4)
+    print("depthwise 3x3 1x16x19x37: matches NumPy")
 
 
 if __name__ == "__main__":

@@ -219,6 +219,12 @@ def test_derived_conv2d_matches_numpy(name):
     x, w = rand(1, 5, 9, 19), rand(7, 5, 3, 3, seed=1)
     check(*fast_conv2d.conv2d(1, 5, 7, 9, 19, t), [x, w], [fast_conv2d.reference(x, w)],
           targets=(t, t.with_(kind="python")), rtol=1e-4, atol=1e-4)
+    x, w1 = rand(1, 5, 9, 24), rand(12, 5, 1, 1, seed=2)  # 24 pixels: rows of whole vectors, stacked on AVX2
+    check(*fast_conv2d.conv2d(1, 5, 12, 9, 24, t, kernel=1), [x, w1], [fast_conv2d.reference(x, w1)],
+          targets=(t, t.with_(kind="python")), rtol=1e-4, atol=1e-4)
+    wd = rand(5, 3, 3, seed=3)
+    check(*fast_conv2d.depthwise(1, 5, 9, 24, t), [x, wd], [fast_conv2d.depthwise_reference(x, wd)],
+          targets=(t, t.with_(kind="python")), rtol=1e-4, atol=1e-4)
 
 
 def test_row_kernels_reduce_in_whole_vectors_of_partial_sums():

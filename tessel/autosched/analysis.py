@@ -214,7 +214,7 @@ def inlinable(g: Graph, info: OpInfo) -> bool:
         if len({tuple(map(str, r.indices)) for r in reads}) > 1:
             return False
         total += len(reads)
-        if not follows_all(reads[0], cinfo) and (cinfo.is_reduction or not info.cheap()):
+        if (not follows_all(reads[0], cinfo) or stencil(reads[0])) and (cinfo.is_reduction or not info.cheap()):
             return False
     return total <= 1 or info.cheap()
 
@@ -223,6 +223,12 @@ def follows_all(read: Read, reader: OpInfo) -> bool:
     """Whether the read's indices use every loop of its reader (no reuse along any loop)."""
     vs = read.all_vars()
     return all(iv.var in vs for iv in reader.op.axis + reader.op.reduce_axis)
+
+
+def stencil(read: Read) -> bool:
+    """Whether the read's indices combine more loops than it has dimensions (``Xp[c, y + ry,
+    x + rx]``): several iterations read each element, as a window slides over it."""
+    return len(read.all_vars()) > len(read.indices)
 
 
 def row_aligned(read: Read, reader: OpInfo) -> bool:

@@ -27,6 +27,7 @@ from ..target.target import Target
 from ..target.tiles import K_UNROLL, panel_group, reduction_lanes, register_tile, stream_chunk, strip_rows
 from ..te.tensor import ComputeOp, Operation
 from . import analysis as A
+from . import conv
 
 MIN_PARALLEL = 8  # outer loops are fused for threads until they have at least this many iterations
 
@@ -48,6 +49,7 @@ class Anchor:
     fused: ComputeOp | None = None               # tile: the elementwise reader it is computed inside
     inner: int | None = None                     # tile: positions of the vector and row axes
     rows: int | None = None
+    spread: int | None = None                    # tile: position of the axis its vectors may stack over (conv.py)
     pack: list = field(default_factory=list)     # tile: operands copied into panels
 
     @property
@@ -129,8 +131,10 @@ def _new_anchor(g: A.Graph, info: A.OpInfo, group: dict[int, Anchor], inl: set[i
     inner = A.vector_axis(info)
     assert inner is not None
     rows = A.rows_axis(info, inner)
+    spread = conv.spread_axis(info, inner, rows)
     a = Anchor(info.op, "tile", inner=info.op.axis.index(inner),
-               rows=None if rows is None else info.op.axis.index(rows), pack=A.packable(info, inner, rows))
+               rows=None if rows is None else info.op.axis.index(rows),
+               spread=None if spread is None else info.op.axis.index(spread), pack=A.packable(info, inner, rows))
     if not info.is_output and len(info.consumers) == 1:
         d = g.infos[info.consumers[0]]
         reads = d.reads_of(info.op)
@@ -151,9 +155,14 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
         tile = register_tile(target, info.dtype, max_rows=rows_ext, max_cols=cols_ext,
                              rows_divide=rows_ext if rows_ext and rows_ext % 4 == 0 and not a.pack else None)
         rows = tile.rows if a.rows is not None else 1
+        along, stacked = tile.vectors, 1
+        if a.spread is not None:
+            along, stacked = conv.split_vectors(tile.vectors, tile.lanes, cols_ext, A.extent(ax[a.spread]))
         knobs = [Knob(f"{name}.rows", _around(rows, 1, 8), rows),
-                 Knob(f"{name}.vectors", _around(tile.vectors, 1, 6), tile.vectors),
+                 Knob(f"{name}.vectors", _around(along, 1, 6), along),
                  Knob(f"{name}.k_unroll", (1, 2, 4, 8), K_UNROLL)]
+        if a.spread is not None:
+            knobs.append(Knob(f"{name}.spread", _around(stacked, 1, 8), stacked))
         if a.pack:
             red = 1
             for iv in a.op.reduce_axis:

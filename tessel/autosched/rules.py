@@ -18,6 +18,7 @@ from ..schedule import create_schedule
 from ..schedule.dataflow import loop_ranges
 from ..schedule.schedule import Schedule
 from . import analysis as A
+from .conv import window_loops
 from .plan import MIN_PARALLEL, Anchor, Plan
 
 # what a rule may leave out: the plan without tiles, without fusion, or nothing but inlining
@@ -90,7 +91,18 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
     ro = ri = None
     if a.rows is not None:
         ro, ri = s[T].split(axes[a.rows], factor=rows)
-    others = [ro if k == a.rows else iv for k, iv in enumerate(axes) if k != a.inner]
+    stacked = int(kn.get(f"{name}.spread", 1))
+    so = si = None
+    if a.spread is not None and stacked > 1:  # the tile's vectors stacked over a second pixel axis (conv.py)
+        so, si = s[T].split(axes[a.spread], factor=stacked)
+    outer_of = {k: iv for k, iv in ((a.rows, ro), (a.spread, so)) if iv is not None}
+    order = [k for k in range(len(axes)) if k != a.inner]
+    if a.spread is not None and a.rows is not None:
+        # a band of image rows outside the channel blocks: the band's input stays in L2 for
+        # every block of weights, and a block's weights in L1 along the band (conv.py)
+        order.remove(a.spread)
+        order.insert(order.index(a.rows), a.spread)
+    others = [outer_of.get(k, axes[k]) for k in order]
     pack = a.pack and bool(kn.get(f"{name}.pack", False))
     if pack:  # panel groups outermost: a group of packed panels is reused by every row block
         group = int(kn[f"{name}.group"])
@@ -98,9 +110,10 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
         outer = [xg, *others] + ([xp] if xp is not None else [])
     else:
         outer = [*others, xo]
-    s[T].reorder(*outer, *([ri] if ri is not None else []), xi)
-    if ri is not None:
-        s[T].unroll(ri)
+    tile_loops = [iv for iv in (ri, si) if iv is not None]
+    s[T].reorder(*outer, *tile_loops, xi)
+    for iv in tile_loops:
+        s[T].unroll(iv)
     s[T].vectorize(xi)
     at = outer[-1]
     # packed panels: threads over the groups only, each packing its own (fusing more loops in
@@ -117,26 +130,22 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
 
 def _tile_body(s: Schedule, a: Anchor, local, ku: int) -> None:
     """The register tile's loops: the other data-parallel loops (one iteration each here), the
-    reduction (innermost reduction unrolled by ``k_unroll``), then rows unrolled, vectors."""
+    reduction (a short trailing window unrolled whole, else the innermost reduction unrolled by
+    ``k_unroll``), then rows and stacked rows unrolled, vectors."""
     st = s[local]
     axes, red = list(st.op.axis), list(st.op.reduce_axis)
-    keep = [a.rows, a.inner] if a.rows is not None else [a.inner]
+    keep = [k for k in (a.rows, a.spread, a.inner) if k is not None]
     outer = [iv for k, iv in enumerate(axes) if k not in keep]
-    last = red[-1]
-    ext = A.extent(last)
-    if ext is not None and ext <= max(ku, 4):
-        red_loops, unroll = red, [last]
-    elif ku > 1:
-        ko, ki = st.split(last, factor=ku)
-        red_loops, unroll = [*red[:-1], ko, ki], [ki]
+    rest, window, steps = window_loops(red)
+    if rest and ku > 1 and steps < ku:
+        ko, ki = st.split(rest[-1], factor=ku)
+        red_loops, unroll = [*rest[:-1], ko, ki, *window], [ki, *window]
     else:
-        red_loops, unroll = red, []
+        red_loops, unroll = red, window
     inner = [axes[k] for k in keep]
     st.reorder(*outer, *red_loops, *inner)
-    for iv in unroll:
+    for iv in unroll + inner[:-1]:
         st.unroll(iv)
-    if a.rows is not None:
-        st.unroll(inner[0])
     st.vectorize(inner[-1])
 
 
@@ -163,12 +172,11 @@ def _plain(s: Schedule, plan: Plan, a: Anchor, kn: dict, fuse: bool = True) -> N
         else:
             s[op].vectorize(axes[0])
         return
-    outer = axes[0]
     if chunk > 1:
         outer, _ = s[op].split(axes[0], factor=chunk)
         s[op].parallel(outer)
-    else:
-        s[op].parallel(outer)
+    else:  # leading loops too short for the threads (a batch of 1) are fused with the next
+        outer = _parallel_prefix(s, op, axes[:-1] or axes)
     if not info.is_reduction and len(axes) >= 2:
         s[op].vectorize(axes[-1])
     if rf is not None:

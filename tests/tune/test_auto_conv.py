@@ -1,0 +1,113 @@
+"""The automatic scheduler's rules for stencil reductions (tessel/autosched/conv.py): a conv's
+register tile stacks its vectors over image rows where the row would leave a partial tile, its
+stencil window is unrolled whole, row bands come before channel blocks, and the padding stays
+stored. Every schedule is checked against NumPy on both targets at awkward sizes; the tiles are
+asked of explicit Targets, so nothing here depends on the machine.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import TARGETS, check
+
+from tessel import te
+from tessel.autosched import auto_schedule_result, make_plan
+from tessel.autosched.analysis import Graph
+from tessel.autosched.conv import split_vectors, spread_axis, window_loops
+from tessel.target import Target, resolve
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/ lives at the root
+
+from benchmarks import definitions
+
+AVX2 = Target("c", vector_bytes=32, vector_registers=16, fma_units=2, caches=(32 << 10, 512 << 10, 8 << 20))
+AVX512 = Target("c", vector_bytes=64, vector_registers=32, fma_units=2, caches=(48 << 10, 2 << 20, 32 << 20))
+NEON = Target("c", vector_bytes=16, vector_registers=32, fma_units=2, caches=(64 << 10, 1 << 20, 8 << 20))
+
+
+def auto(d, target):
+    return auto_schedule_result(d.outputs, target=target, budget=0)
+
+
+def _check_both(r, d, target):
+    ins = d.inputs(np.random.default_rng(5))
+    targets = [target.with_(kind=k) for k in TARGETS]
+    check(r.schedule, d.params + d.outputs, ins, [d.reference(*ins)], targets=targets, rtol=d.rtol, atol=d.atol)
+
+
+def test_split_vectors_keeps_the_row_whole_then_the_most_vectors():
+    assert split_vectors(2, 8, 56, 56) == (1, 2)   # 16 pixels leave 8 of a 56-pixel row: two rows of 8
+    assert split_vectors(2, 8, 64, 56) == (2, 1)   # a row of 64 takes both vectors
+    assert split_vectors(2, 8, 24, 9) == (1, 2)    # a partial band (9 rows) beats half the accumulators
+    assert split_vectors(3, 16, 56, 56) == (3, 1)  # no tile divides the row: the most along it
+    assert split_vectors(4, 8, 56, 1) == (1, 1)    # one row: nothing to stack over
+    assert split_vectors(4, 16, 56, 56) == (2, 2)  # 64 pixels are wider than the row: half stacked
+    assert split_vectors(2, 8, None, None) == (2, 1)  # symbolic sizes: matmul's layout
+
+
+def test_the_spread_axis_is_the_second_pixel_axis_and_matmul_has_none():
+    conv = definitions.conv2d(4, 8, 6, 10)
+    info = Graph([conv.outputs[0].op]).infos[conv.outputs[0].op]
+    ax = conv.outputs[0].op.axis
+    assert spread_axis(info, ax[3], ax[1]) is ax[2]
+    mm = definitions.matmul(16, 24, 8)
+    info = Graph([mm.outputs[0].op]).infos[mm.outputs[0].op]
+    assert spread_axis(info, mm.outputs[0].op.axis[1], mm.outputs[0].op.axis[0]) is None
+
+
+def test_window_loops_unroll_a_stencil_window_whole_and_leave_long_reductions():
+    rc, ry, rx = (te.reduce_axis((0, n), name=nm) for n, nm in ((64, "rc"), (3, "ry"), (3, "rx")))
+    assert window_loops([rc, ry, rx]) == ([rc], [ry, rx], 9)
+    k = te.reduce_axis((0, 1024), name="k")
+    assert window_loops([k]) == ([k], [], 1)
+    big = te.reduce_axis((0, 5), name="big")
+    assert window_loops([rc, big, big]) == ([rc, big], [big], 5)  # 25 steps: the last loop alone
+
+
+@pytest.mark.parametrize("target", [AVX2, AVX512, NEON], ids=["avx2", "avx512", "neon"])
+def test_conv2d_tile_stacks_rows_where_the_row_would_leave_a_partial_tile(target):
+    d = definitions.conv2d(6, 16, 9, 24)  # 9 rows: the last band of stacked rows is partial
+    r = auto(d, target)
+    lanes = resolve(target).vector_lanes("float32")
+    along, stacked = r.knobs["Y.vectors"], r.knobs["Y.spread"]
+    plan = make_plan([d.outputs[0].op], resolve(target))
+    assert (along, stacked) == split_vectors(along * stacked, lanes, 24, 9)
+    if 24 % (along * stacked * lanes):
+        assert 24 % (along * lanes) == 0 or all(24 % (a * lanes) for a in range(1, along * stacked + 1))
+    assert plan.anchors[0].spread == 2
+    _check_both(r, d, target)
+
+
+def test_conv2d_schedule_unrolls_the_window_and_puts_row_bands_outside_channel_blocks():
+    d = definitions.conv2d(8, 16, 10, 24)
+    r = auto(d, AVX2)
+    assert (r.knobs["Y.rows"], r.knobs["Y.vectors"], r.knobs["Y.spread"]) == (4, 1, 2)
+    text = r.schedule.python()
+    assert "s[Y_local].unroll(ry)" in text and "s[Y_local].unroll(rx)" in text
+    st = {s.name: s for s in r.schedule.stages}
+    loops = " ".join(iv.var.name for iv in st["Y"].leaf_iter_vars)  # outermost first, fused names joined
+    assert loops.index("y.outer") < loops.index("o.outer") < loops.index("x.outer"), loops
+    assert st["Xp"].attach_type == "root"
+    _check_both(r, d, AVX2)
+
+
+def test_a_1x1_conv_unrolls_its_channel_loop_instead_of_a_window():
+    d = definitions.conv2d(21, 8, 6, 16, kernel=1)  # 21 channels: too long to unroll whole
+    r = auto(d, AVX2)
+    text = r.schedule.python()
+    assert "split(rc, factor=4)" in text and "unroll(rc_inner)" in text
+    _check_both(r, d, AVX2)
+
+
+@pytest.mark.parametrize("target", [AVX2, AVX512], ids=["avx2", "avx512"])
+def test_depthwise_keeps_its_padding_stored_and_stacks_rows(target):
+    d = definitions.depthwise(5, 11, 40)
+    r = auto(d, target)
+    st = {s.name: s for s in r.schedule.stages}
+    assert st["Xp"].attach_type == "root"  # a stencil read nine times: stored, not inlined
+    assert r.knobs["Y.rows"] == 1 and r.knobs["Y.spread"] >= 1
+    _check_both(r, d, target)
