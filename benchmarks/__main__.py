@@ -42,6 +42,7 @@ import numpy as np
 
 from . import auto_peers, machine
 from .kernels import Case, cases
+from .peer_base import PeerUnavailable
 
 PEERS = ("torch", "halide", "tvm")
 ROUNDS = 6  # each contender runs in blocks, in alternating order: thread pools must not fight
@@ -243,6 +244,9 @@ def _peers(case: Case, inputs: list[np.ndarray], row: Row, peers_on: dict[str, b
             continue
         try:
             pr = builder(*inputs)
+        except PeerUnavailable as e:  # e.g. no hand schedule of this kernel (its autoschedulers still run)
+            row.notes[peer] = str(e)
+            continue
         except Exception as e:  # a peer failing to build is a result, not a crash of the run
             row.notes[peer] = f"build failed: {type(e).__name__}"
             print(f"  {peer} failed to build {case.kernel} {case.size}: {str(e).splitlines()[0][:200]}",

@@ -29,6 +29,7 @@ from .peers_halide import (
     halide_add,
     halide_blur,
     halide_conv2d,
+    halide_depthwise,
     halide_layernorm,
     halide_matmul,
     halide_row_sum,
@@ -49,6 +50,7 @@ from .peers_tvm import (
     tvm_add,
     tvm_blur,
     tvm_conv2d,
+    tvm_depthwise,
     tvm_layernorm,
     tvm_matmul,
     tvm_row_sum,
@@ -56,10 +58,10 @@ from .peers_tvm import (
 )
 
 __all__ = ["AUTOSCHEDULERS", "PARTIALS", "TARGET", "V", "PeerRun", "PeerUnavailable", "available",
-           "halide_add", "halide_blur", "halide_conv2d", "halide_layernorm", "halide_matmul", "halide_row_sum",
+           "halide_add", "halide_blur", "halide_conv2d", "halide_depthwise", "halide_layernorm", "halide_matmul", "halide_row_sum",
            "halide_softmax", "metaschedule_missing", "torch_add", "torch_blur", "torch_conv2d", "torch_depthwise",
            "torch_layernorm",
-           "torch_matmul", "torch_row_sum", "torch_softmax", "tvm_add", "tvm_blur", "tvm_conv2d", "tvm_layernorm",
+           "torch_matmul", "torch_row_sum", "torch_softmax", "tvm_add", "tvm_blur", "tvm_conv2d", "tvm_depthwise", "tvm_layernorm",
            "tvm_matmul", "tvm_row_sum", "tvm_softmax"]
 
 

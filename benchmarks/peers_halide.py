@@ -192,16 +192,19 @@ def halide_blur(a: np.ndarray, autoscheduler: str | None = None) -> PeerRun:
 
 # ---- conv2d -----------------------------------------------------------------------------------
 def _conv2d(hl, xa: np.ndarray, wa: np.ndarray) -> Algo:
+    """A square kernel (3x3, 1x1), stride 1, zero padding that keeps the size."""
     _, c, h, w = xa.shape
-    k = wa.shape[0]
+    k, kk = wa.shape[0], wa.shape[2]
+    p = kk // 2
     x, y, co, n = _vars(hl, "x", "y", "co", "n")
     X = hl.ImageParam(hl.Float(32), 4, _unique("X"))  # X[x, y, c, n]
     W = hl.ImageParam(hl.Float(32), 4, _unique("W"))  # W[rx, ry, c, k]
-    padded = hl.BoundaryConditions.constant_exterior(X, 0.0, [(0, w), (0, h)])
-    r = hl.RDom([(0, c), (0, 3), (0, 3)], _unique("r"))
+    padded = hl.BoundaryConditions.constant_exterior(X, 0.0, [(0, w), (0, h)]) if p else None
+    src = padded if p else X
+    r = hl.RDom([(0, c), (0, kk), (0, kk)], _unique("r"))
     conv, out = hl.Func(_unique("conv")), hl.Func(_unique("out"))
     conv[x, y, co, n] = hl.f32(0)
-    conv[x, y, co, n] += padded[x + r.z - 1, y + r.y - 1, r.x, n] * W[r.z, r.y, r.x, co]
+    conv[x, y, co, n] += src[x + r.z - p, y + r.y - p, r.x, n] * W[r.z, r.y, r.x, co]
     out[x, y, co, n] = conv[x, y, co, n]
     return Algo(out, (1, k, h, w), [X, W], [xa, wa],
                 {"conv": conv, "padded": padded, "r": r, "x": x, "y": y, "co": co, "n": n, "k": k, "w": w})
@@ -221,11 +224,36 @@ def _conv2d_hand(g: Algo) -> None:
     conv.compute_at(out, xo).vectorize(x, V).unroll(co)
     conv.update().reorder(x, co, r.z, r.y, r.x).vectorize(x, V).unroll(co).unroll(r.z)
     padded = f["padded"]
-    padded.compute_root().parallel(padded.args()[2])  # padding materialized first, like tessel's Xp stage
+    if padded is not None:
+        padded.compute_root().parallel(padded.args()[2])  # padding materialized first, like tessel's Xp stage
 
 
 def halide_conv2d(xa: np.ndarray, wa: np.ndarray, autoscheduler: str | None = None) -> PeerRun:
     return build(_conv2d, _conv2d_hand, [xa, wa], autoscheduler)
+
+
+def _depthwise(hl, xa: np.ndarray, wa: np.ndarray) -> Algo:
+    """3x3 depthwise: each channel with its own filter ``wa[c, 3, 3]``, zero padding 1."""
+    _, c, h, w = xa.shape
+    x, y, ch, n = _vars(hl, "x", "y", "ch", "n")
+    X = hl.ImageParam(hl.Float(32), 4, _unique("X"))  # X[x, y, c, n]
+    W = hl.ImageParam(hl.Float(32), 3, _unique("W"))  # W[rx, ry, c]
+    padded = hl.BoundaryConditions.constant_exterior(X, 0.0, [(0, w), (0, h)])
+    r = hl.RDom([(0, 3), (0, 3)], _unique("r"))
+    dw, out = hl.Func(_unique("dw")), hl.Func(_unique("out"))
+    dw[x, y, ch, n] = hl.f32(0)
+    dw[x, y, ch, n] += padded[x + r.x - 1, y + r.y - 1, ch, n] * W[r.x, r.y, ch]
+    out[x, y, ch, n] = dw[x, y, ch, n]
+    return Algo(out, (1, c, h, w), [X, W], [xa, wa])
+
+
+def _no_hand_schedule(g: Algo) -> None:
+    raise PeerUnavailable("no hand schedule")
+
+
+def halide_depthwise(xa: np.ndarray, wa: np.ndarray, autoscheduler: str | None = None) -> PeerRun:
+    """The autoschedulers only: there is no hand schedule of the depthwise conv in Halide here."""
+    return build(_depthwise, _no_hand_schedule, [xa, wa], autoscheduler)
 
 
 # ---- the row kernels: softmax, layernorm, row sum ----------------------------------------------

@@ -226,20 +226,29 @@ def tvm_blur(a: np.ndarray, trials: int | None = None) -> PeerRun:
 
 
 # ---- conv2d -----------------------------------------------------------------------------------
+def _padded(te, X, p: int):
+    """``X`` with ``p`` zeros around each image (``X`` itself for ``p == 0``)."""
+    if not p:
+        return X
+    nb, c, h, w = (int(d) for d in X.shape)
+    return te.compute((nb, c, h + 2 * p, w + 2 * p), lambda b, ci, yy, xx: te.if_then_else(
+        te.all(yy >= p, yy < h + p, xx >= p, xx < w + p), X[b, ci, yy - p, xx - p], 0.0), name="Xp")
+
+
 def _conv2d(te, xa: np.ndarray, wa: np.ndarray) -> TirAlgo:
+    """A square kernel (3x3, 1x1), stride 1, zero padding that keeps the size."""
     nb, c, h, w = xa.shape
-    k = wa.shape[0]
+    k, kk = wa.shape[0], wa.shape[2]
     tile = register_tile(TARGET, max_rows=k, max_cols=w, rows_divide=k)  # tessel's, cut to divisors
     kb, xb = divisor(k, tile.rows), divisor(w, tile.cols)
     X = te.placeholder((nb, c, h, w), name="X")
-    Wt = te.placeholder((k, c, 3, 3), name="W")
-    Xp = te.compute((nb, c, h + 2, w + 2), lambda b, ci, yy, xx: te.if_then_else(
-        te.all(yy >= 1, yy < h + 1, xx >= 1, xx < w + 1), X[b, ci, yy - 1, xx - 1], 0.0), name="Xp")
-    Wp = te.compute((k // kb, c, 3, 3, kb), lambda ko, ci, ry, rx, ki: Wt[ko * kb + ki, ci, ry, rx], name="Wp")
-    rc, ry, rx = te.reduce_axis((0, c), "rc"), te.reduce_axis((0, 3), "ry"), te.reduce_axis((0, 3), "rx")
+    Wt = te.placeholder((k, c, kk, kk), name="W")
+    Xp = _padded(te, X, kk // 2)
+    Wp = te.compute((k // kb, c, kk, kk, kb), lambda ko, ci, ry, rx, ki: Wt[ko * kb + ki, ci, ry, rx], name="Wp")
+    rc, ry, rx = te.reduce_axis((0, c), "rc"), te.reduce_axis((0, kk), "ry"), te.reduce_axis((0, kk), "rx")
     Y = te.compute((nb, k, h, w), lambda b, ko, yy, xx: te.sum(
         Xp[b, rc, yy + ry, xx + rx] * Wp[ko // kb, rc, ry, rx, ko % kb], axis=[rc, ry, rx]), name="Y")
-    return TirAlgo(te.create_prim_func([X, Wt, Y]), (nb, k, h, w), [xa, wa], {"kb": kb, "xb": xb})
+    return TirAlgo(te.create_prim_func([X, Wt, Y]), (nb, k, h, w), [xa, wa], {"kb": kb, "xb": xb, "pad": kk // 2})
 
 
 def _conv2d_hand(sch, info: dict) -> None:
@@ -258,12 +267,33 @@ def _conv2d_hand(sch, info: dict) -> None:
     sch.parallel(sch.fuse(kto, yy))
     init = sch.decompose_reduction(blk, r_c)
     sch.vectorize(sch.get_loops(init)[-1])
-    sch.parallel(sch.get_loops(_block(sch, "Xp"))[1])
+    if info["pad"]:
+        sch.parallel(sch.get_loops(_block(sch, "Xp"))[1])
     sch.parallel(sch.get_loops(_block(sch, "Wp"))[0])
 
 
 def tvm_conv2d(xa: np.ndarray, wa: np.ndarray, trials: int | None = None) -> PeerRun:
     return build(_conv2d, _conv2d_hand, [xa, wa], trials)
+
+
+def _depthwise(te, xa: np.ndarray, wa: np.ndarray) -> TirAlgo:
+    """3x3 depthwise: each channel with its own filter ``wa[c, 3, 3]``, zero padding 1."""
+    nb, c, h, w = xa.shape
+    X, Wt = te.placeholder((nb, c, h, w), name="X"), te.placeholder((c, 3, 3), name="W")
+    Xp = _padded(te, X, 1)
+    ry, rx = te.reduce_axis((0, 3), "ry"), te.reduce_axis((0, 3), "rx")
+    Y = te.compute((nb, c, h, w), lambda b, ch, yy, xx: te.sum(
+        Xp[b, ch, yy + ry, xx + rx] * Wt[ch, ry, rx], axis=[ry, rx]), name="Y")
+    return TirAlgo(te.create_prim_func([X, Wt, Y]), (nb, c, h, w), [xa, wa])
+
+
+def _no_hand_schedule(sch, info: dict) -> None:
+    raise PeerUnavailable("no hand schedule")
+
+
+def tvm_depthwise(xa: np.ndarray, wa: np.ndarray, trials: int | None = None) -> PeerRun:
+    """MetaSchedule only: there is no hand schedule of the depthwise conv in TensorIR here."""
+    return build(_depthwise, _no_hand_schedule, [xa, wa], trials)
 
 
 # ---- the row kernels: softmax, layernorm, row sum ----------------------------------------------
