@@ -1,11 +1,15 @@
 """``python -m benchmarks``: every kernel, every contender, one process, one table.
 
     python -m benchmarks [--quick] [--repeat N] [--only matmul,blur] [--out results]
+                         [--auto-budget N] [--auto-seconds S] [--metaschedule-trials N]
 
 First the machine: its FMA peak (as many accumulator chains as the Target's registers hold)
 and its copy bandwidth. For each kernel: ``tessel.auto_schedule`` schedules the bare
-definition (``benchmarks/definitions.py``; ``--auto-budget`` trials of its search) as the
-"auto" contender; tessel's hand schedule from ``examples/`` (every tile
+definition (``benchmarks/definitions.py``; ``--auto-budget`` trials of its search, for
+``--auto-seconds`` at most) as the "auto" contender, and the peers' automatic schedulers
+schedule theirs (:mod:`benchmarks.auto_peers`: Halide's three autoschedulers, the best of them
+"Halide auto", and TVM MetaSchedule at ``--metaschedule-trials``), each with the seconds it took
+from definition to compiled kernel; tessel's hand schedule from ``examples/`` (every tile
 derived from this machine's Target) is built twice, cold (into a fresh cache directory; the C
 compiler's share timed apart) and cached (the in-process memo dropped, so the shared object
 comes from the disk cache: what a second run of a program sees); NumPy (writing into
@@ -40,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import auto_peers, machine
+from . import auto_peers, machine, peers_tvm
 from .kernels import Case, cases
 from .peer_base import PeerUnavailable
 
@@ -510,9 +514,7 @@ def _header(opts, repeat: int, auto_budget: int | None, ms_trials: int) -> list[
         limit = f", stopped after {opts.auto_seconds:g} s" if opts.auto_seconds is not None else ""
         lines += [f"auto: `tessel.auto_schedule` of the bare definition (`benchmarks/definitions.py`), "
                   f"{auto_budget} trials of its search{limit}.", ""]
-    from .peers_tvm import IMPORT_S
-
-    once = f" (its one-time imports took {IMPORT_S[0]:.0f} s, not counted)" if IMPORT_S else ""
+    once = f" (its one-time imports took {peers_tvm.IMPORT_S[0]:.0f} s, not counted)" if peers_tvm.IMPORT_S else ""
     lines += ["Halide auto: the fastest of Halide's autoschedulers (Mullapudi2016, Adams2019, Li2018; the "
               "winner in brackets, each one's figures in the JSON) on the Halide peer's definition. "
               f"MetaSchedule: TVM's search, {ms_trials} trials (0: off), on the TVM peer's definition{once}. "
@@ -540,12 +542,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    opts = _parser().parse_args(argv)
+    ap = _parser()
+    opts = ap.parse_args(argv)
+    if opts.auto_seconds is not None and not opts.auto_seconds > 0:  # NaN too
+        ap.error(f"--auto-seconds: give the seconds as a number above zero; got {opts.auto_seconds}")
     repeat = opts.repeat or (6 if opts.quick else 30)
     if opts.numpy_case is not None:
         print(json.dumps(numpy_times(cases(opts.quick)[opts.numpy_case], repeat)))
         return 0
-    from . import peers, peers_tvm
+    from . import peers
 
     # every contender gets every core: TVM's pool would otherwise count physical cores per
     # socket (1 on some VMs), and Halide's is sized here the same way for symmetry

@@ -151,3 +151,15 @@ def test_halide_autoschedulers_compute_numpys_values():
         want = (a - mu) / np.sqrt(((a - mu) ** 2).mean(1, keepdims=True) + 1e-5) * g + b
         np.testing.assert_allclose(pr.result(), want, rtol=1e-4, atol=1e-4)
         assert pr.tune_s is not None and pr.tune_s >= 0
+
+
+def test_auto_seconds_reaches_auto_schedule_and_its_time_is_reported(monkeypatch, capsys):
+    case = kernels.row_sum(64)
+    monkeypatch.setattr(harness, "_copy_yardstick", lambda threads, quick: (lambda: None, 8.0))
+    row = harness.run_case(case, repeat=2, peers_on=NO_PEERS, auto_budget=4, auto_seconds=1e-3)
+    assert "auto" in row.seconds and "auto" not in row.notes  # checked against NumPy, then timed
+    assert row.tune_s["auto"] == row.auto_s and row.auto_s > 0
+    assert harness._tuning(row).startswith(f"{row.auto_s:.1f} / ")
+    with pytest.raises(SystemExit):
+        harness.main(["--auto-seconds", "nan", "--only", "add"])
+    assert "--auto-seconds: give the seconds as a number above zero" in capsys.readouterr().err
