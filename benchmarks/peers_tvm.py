@@ -10,10 +10,10 @@ temporary work directory, with its default search (evolutionary, an XGBoost cost
 candidates built and run in worker processes).
 
 MetaSchedule's build workers: its default build imports ``tvm.s_tir.tensor_intrin`` (every
-tensor intrinsic of every architecture, parsed from TVMScript: 20-80 s on a small machine)
-inside the timed build, so every build times out unless the workers import it first, and
-its pool of workers is started afresh for every batch, so pre-importing pays that price once
-per worker per batch. The float32 kernels here tensorize nothing, so the workers build
+tensor intrinsic of every architecture, parsed from TVMScript: 1-7 minutes on the loaded
+2-core machine at nice 19) inside the timed build, so every build times out unless the
+workers import it first, and its pool of workers is started afresh for every batch, so
+pre-importing pays that price once per worker per batch. The float32 kernels here tensorize nothing, so the workers build
 exactly as the default build does, without that import (:func:`_ms_build`).
 """
 
