@@ -1,11 +1,15 @@
 """``python -m benchmarks``: every kernel, every contender, one process, one table.
 
     python -m benchmarks [--quick] [--repeat N] [--only matmul,blur] [--out results]
+                         [--auto-budget N] [--auto-seconds S] [--metaschedule-trials N]
 
 First the machine: its FMA peak (as many accumulator chains as the Target's registers hold)
 and its copy bandwidth. For each kernel: ``tessel.auto_schedule`` schedules the bare
-definition (``benchmarks/definitions.py``; ``--auto-budget`` trials of its search) as the
-"auto" contender; tessel's hand schedule from ``examples/`` (every tile
+definition (``benchmarks/definitions.py``; ``--auto-budget`` trials of its search, for
+``--auto-seconds`` at most) as the "auto" contender, and the peers' automatic schedulers
+schedule theirs (:mod:`benchmarks.auto_peers`: Halide's three autoschedulers, the best of them
+"Halide auto", and TVM MetaSchedule at ``--metaschedule-trials``), each with the seconds it took
+from definition to compiled kernel; tessel's hand schedule from ``examples/`` (every tile
 derived from this machine's Target) is built twice, cold (into a fresh cache directory; the C
 compiler's share timed apart) and cached (the in-process memo dropped, so the shared object
 comes from the disk cache: what a second run of a program sees); NumPy (writing into
@@ -40,10 +44,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import machine
+from . import auto_peers, machine, peers_tvm
 from .kernels import Case, cases
+from .peer_base import PeerUnavailable
 
-CONTENDERS = ("tessel", "auto", "numpy", "torch", "halide", "tvm")
 PEERS = ("torch", "halide", "tvm")
 ROUNDS = 6  # each contender runs in blocks, in alternating order: thread pools must not fight
 WARMUP = 2  # untimed calls at the start of each block (waking a thread pool is not the kernel's time)
@@ -66,6 +70,8 @@ class Row:
     analysis_s: float | None = None                                   # the exact analysis alone
     copy_rate: float | None = None                                    # GB/s of the copy yardstick
     auto_s: float | None = None                                       # tessel.auto_schedule (+ its search) and build
+    tune_s: dict[str, float | None] = field(default_factory=dict)    # automatic contenders: scheduling + build
+    halide_auto: str | None = None                                    # the autoscheduler behind "Halide auto"
     notes: dict[str, str] = field(default_factory=dict)               # why a contender has no number
 
 
@@ -126,22 +132,23 @@ def _tessel(case: Case, inputs: list[np.ndarray]):
     return (lambda: f(*inputs, out, **kw)), (lambda: out), cold, cc, cached
 
 
-def _auto(case: Case, inputs: list[np.ndarray], row: Row, budget: int) -> dict:
+def _auto(case: Case, inputs: list[np.ndarray], row: Row, budget: int, seconds: float | None = None) -> dict:
     """tessel.auto_schedule's schedule of the bare definition (its search at ``budget``
-    trials), built; the time from the definition to the built kernel in ``row.auto_s``."""
+    trials, stopped after ``seconds`` if given), built; the time from the definition to the
+    built kernel in ``row.auto_s``."""
     import tessel
     from tessel.autosched import auto_schedule_result
 
     d = case.auto()
     t0 = time.perf_counter()
     try:
-        r = auto_schedule_result(d.outputs, budget=budget)
+        r = auto_schedule_result(d.outputs, budget=budget, timeout=seconds)
         f = tessel.build(r.schedule, d.params + d.outputs)
     except tessel.TesselError as e:
         row.notes["auto"] = f"failed: {type(e).__name__}"
         print(f"  auto_schedule failed on {case.kernel} {case.size}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
         return {}
-    row.auto_s = time.perf_counter() - t0
+    row.auto_s = row.tune_s["auto"] = time.perf_counter() - t0
     out = np.empty(case.out_shape, "float32")
     kw = {"num_threads": case.threads} if case.threads else {}
     return {"auto": ((lambda: f(*inputs, out, **kw)), (lambda: out))}
@@ -241,6 +248,9 @@ def _peers(case: Case, inputs: list[np.ndarray], row: Row, peers_on: dict[str, b
             continue
         try:
             pr = builder(*inputs)
+        except PeerUnavailable as e:  # e.g. no hand schedule of this kernel (its autoschedulers still run)
+            row.notes[peer] = str(e)
+            continue
         except Exception as e:  # a peer failing to build is a result, not a crash of the run
             row.notes[peer] = f"build failed: {type(e).__name__}"
             print(f"  {peer} failed to build {case.kernel} {case.size}: {str(e).splitlines()[0][:200]}",
@@ -295,7 +305,7 @@ def _rounds(runners: dict, repeat: int, copy_fn) -> tuple[dict[str, list[float]]
 
 
 def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0, quick: bool = False,
-             auto_budget: int | None = None) -> Row:
+             auto_budget: int | None = None, ms_trials: int = 0, auto_seconds: float | None = None) -> Row:
     rng = np.random.default_rng(0)
     inputs = case.make_inputs(rng)
     want = case.numpy(*inputs)
@@ -303,7 +313,7 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
     fn, res, cold, cc, cached = _tessel(case, inputs)
     runners = {"tessel": (fn, res)}
     if auto_budget is not None and case.auto is not None:
-        runners.update(_auto(case, inputs, row, auto_budget))
+        runners.update(_auto(case, inputs, row, auto_budget, auto_seconds))
     row.build_s["tessel"], row.cc_s, row.cpu_s, row.cached_s = cold, cc.seconds, cc.cpu, cached
     row.interval_build_s, row.analysis_s = _exact_cost(case)
     fast = case.numpy_fast(*inputs)
@@ -321,6 +331,7 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
     else:
         runners["numpy"] = (fast, fast)
     runners.update(_peers(case, inputs, row, peers_on))
+    runners.update(auto_peers.contenders(case, inputs, row, peers_on, ms_trials))
     _checked(case, runners, want, row)
     if not in_process:  # timed in a process of its own, below
         runners.pop("numpy", None)
@@ -330,11 +341,11 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
         times["numpy"] = numpy_one_thread(index, quick, repeat)
     if copy_times:
         row.copy_rate = copy_bytes / float(np.median(copy_times)) / 1e9
-    for name in CONTENDERS:
-        if name in times:
-            t = float(np.median(times[name]))
-            row.seconds[name] = t
-            row.rate[name] = case.work / t / 1e9
+    for name, ts in times.items():
+        t = float(np.median(ts))
+        row.seconds[name] = t
+        row.rate[name] = case.work / t / 1e9
+    auto_peers.summarize(row)
     return row
 
 
@@ -387,20 +398,31 @@ def _cpu(r: Row) -> str:
     return "—" if r.cpu_s is None else f"{r.cpu_s[0] * 1e3:.0f} + {r.cpu_s[1] * 1e3:.0f}"
 
 
-def table(rows: list[Row]) -> str:
-    head = ("| kernel | size | threads | unit | tessel | auto | NumPy | PyTorch | Halide | TVM | tessel vs NumPy "
-            "| vs PyTorch | vs Halide | vs TVM | auto vs NumPy | auto vs tessel | auto-schedule + build (s) "
+def _tuning(r: Row) -> str:
+    """Seconds each automatic contender took to choose its schedule and build it."""
+    return " / ".join(_fmt(r.tune_s.get(n)) for n in ("auto", auto_peers.HALIDE_AUTO, auto_peers.METASCHEDULE))
+
+
+def table(rows: list[Row], ms_trials: int = 0) -> str:
+    head = ("| kernel | size | threads | unit | tessel | auto | NumPy | PyTorch | Halide | TVM | Halide auto "
+            f"| MetaSchedule ({ms_trials} trials) | tessel vs NumPy "
+            "| vs PyTorch | vs Halide | vs TVM | auto vs NumPy | auto vs tessel | auto vs Halide auto "
+            "| auto vs MetaSchedule | tuning + build (s): auto / Halide auto / MetaSchedule "
             "| % of peak / copy | tessel cold build: total / cc (ms) "
             "| its CPU: tessel + cc (ms) | cached (ms) | cold with exact=False (ms) | exact analysis (ms) "
             "| Halide / TVM build (ms) |")
-    out = [head, "|" + "---|" * 24]
+    out = [head, "|" + "---|" * 28]
     for r in rows:
         builds = " / ".join(_ms(r.build_s.get(p)) for p in ("halide", "tvm"))
+        winner = f" ({r.halide_auto})" if r.halide_auto else ""
         out.append(
             f"| {r.kernel} | {r.size} | {r.threads} | {r.unit} | {_cell(r, 'tessel')} | {_cell(r, 'auto')} "
             f"| {_cell(r, 'numpy')} | {_cell(r, 'torch')} | {_cell(r, 'halide')} | {_cell(r, 'tvm')} "
+            f"| {_cell(r, auto_peers.HALIDE_AUTO)}{winner} | {_cell(r, auto_peers.METASCHEDULE)} "
             f"| {_ratio(r, 'numpy')} | {_ratio(r, 'torch')} | {_ratio(r, 'halide')} | {_ratio(r, 'tvm')} "
-            f"| {_ratio(r, 'numpy', 'auto')} | {_ratio(r, 'tessel', 'auto')} | {_fmt(r.auto_s)} | {_of_bound(r)} "
+            f"| {_ratio(r, 'numpy', 'auto')} | {_ratio(r, 'tessel', 'auto')} "
+            f"| {_ratio(r, auto_peers.HALIDE_AUTO, 'auto')} | {_ratio(r, auto_peers.METASCHEDULE, 'auto')} "
+            f"| {_tuning(r)} | {_of_bound(r)} "
             f"| {_ms(r.build_s.get('tessel'))} / {_ms(r.cc_s)} | {_cpu(r)} | {_ms(r.cached_s, 1)} "
             f"| {_ms(r.interval_build_s)} | {_ms(r.analysis_s, 1)} | {builds} |")
     return "\n".join(out)
@@ -443,21 +465,22 @@ def plot(rows: list[Row], path: Path) -> str:
     labels = [f"{r.kernel}\n{r.size}" for r in rows]
     x = np.arange(len(rows))
     fig, ax = plt.subplots(figsize=(max(8, 1.2 * len(rows)), 4.5))
-    width = 0.16
+    width = 0.12
     shown = (("tessel", "tab:blue"), ("auto", "tab:purple"), ("torch", "tab:red"), ("halide", "tab:orange"),
-             ("tvm", "tab:green"))
+             (auto_peers.HALIDE_AUTO, "navajowhite"), ("tvm", "tab:green"), (auto_peers.METASCHEDULE, "lightgreen"))
     for k, (name, color) in enumerate(shown):
         vals = []
         for r in rows:
             a, b = r.seconds.get(name), r.seconds.get("numpy")
             vals.append(b / a if a and b else 0.0)
-        ax.bar(x + (k - 2) * width, vals, width, label=name, color=color)
+        ax.bar(x + (k - 3) * width, vals, width, label=name, color=color)
     ax.axhline(1.0, color="gray", lw=1, ls="--")
     ax.set_xticks(x, labels, fontsize=7)
     ax.set_ylabel("speed relative to NumPy (higher is faster)")
     ax.set_yscale("log")
     ax.legend()
-    ax.set_title("tessel (hand and auto), PyTorch, Halide and TVM against NumPy (medians of interleaved blocks of runs)")
+    ax.set_title("tessel (hand and auto), PyTorch, Halide and TVM (hand and auto) against NumPy "
+                 "(medians of interleaved blocks of runs)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -473,7 +496,33 @@ def _auto_budget(opts) -> int | None:
     return opts.auto_budget if opts.auto_budget is not None else 0 if opts.quick else DEFAULT_BUDGET
 
 
-def main(argv: list[str] | None = None) -> int:
+def _ms_trials(opts) -> int:
+    """MetaSchedule's trials: as asked, else as many as tessel's search (equal trials; 0, off, with --quick)."""
+    from tessel.autosched import DEFAULT_BUDGET
+
+    if opts.metaschedule_trials is not None:
+        return max(0, opts.metaschedule_trials)
+    return 0 if opts.quick else opts.auto_budget if opts.auto_budget is not None else DEFAULT_BUDGET
+
+
+def _header(opts, repeat: int, auto_budget: int | None, ms_trials: int) -> list[str]:
+    """The lines above the table: the command, what "auto" and the automatic peers ran with."""
+    lines = ["# tessel benchmarks", "",
+             f"`python -m benchmarks{' --quick' if opts.quick else ''}`, median of {repeat} timed runs per contender; "
+             "rates count flops (matmul, conv2d) or bytes read + written (the rest).", ""]
+    if auto_budget is not None:
+        limit = f", stopped after {opts.auto_seconds:g} s" if opts.auto_seconds is not None else ""
+        lines += [f"auto: `tessel.auto_schedule` of the bare definition (`benchmarks/definitions.py`), "
+                  f"{auto_budget} trials of its search{limit}.", ""]
+    once = f" (its one-time imports took {peers_tvm.IMPORT_S[0]:.0f} s, not counted)" if peers_tvm.IMPORT_S else ""
+    lines += ["Halide auto: the fastest of Halide's autoschedulers (Mullapudi2016, Adams2019, Li2018; the "
+              "winner in brackets, each one's figures in the JSON) on the Halide peer's definition. "
+              f"MetaSchedule: TVM's search, {ms_trials} trials (0: off), on the TVM peer's definition{once}. "
+              "Tuning + build: seconds from the definition to the compiled kernel.", ""]
+    return lines
+
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes and few runs: a smoke test")
     ap.add_argument("--repeat", type=int, default=None, help="timed runs per contender (default 30, quick 6)")
@@ -483,8 +532,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--auto-budget", type=int, default=None,
                     help="trials of tessel.auto_schedule's search (default: its own; --quick: 0, the rules alone)")
     ap.add_argument("--no-auto", action="store_true", help="leave tessel.auto_schedule out")
+    ap.add_argument("--auto-seconds", type=float, default=None,
+                    help="a wall-clock limit (s) on tessel.auto_schedule's search per kernel (default: none)")
+    ap.add_argument("--metaschedule-trials", type=int, default=None,
+                    help="trials of TVM MetaSchedule per kernel (default: as many as --auto-budget; "
+                         "--quick: 0, off)")
     ap.add_argument("--numpy-case", type=int, default=None, help=argparse.SUPPRESS)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _parser()
     opts = ap.parse_args(argv)
+    if opts.auto_seconds is not None and not opts.auto_seconds > 0:  # NaN too
+        ap.error(f"--auto-seconds: give the seconds as a number above zero; got {opts.auto_seconds}")
     repeat = opts.repeat or (6 if opts.quick else 30)
     if opts.numpy_case is not None:
         print(json.dumps(numpy_times(cases(opts.quick)[opts.numpy_case], repeat)))
@@ -504,26 +565,21 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["TESSEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tessel-bench-cache-")
     selected = [(k, c) for k, c in enumerate(cases(opts.quick))
                 if not opts.only or any(w.strip() and c.kernel.startswith(w.strip()) for w in opts.only.split(","))]
-    auto_budget = _auto_budget(opts)
+    auto_budget, ms_trials = _auto_budget(opts), _ms_trials(opts)
     print("the machine: FMA peak and copy bandwidth ...", file=sys.stderr, flush=True)
     m = None if opts.no_machine else machine.measure(opts.quick)
     rows = []
     for index, case in selected:
         print(f"{case.kernel} {case.size} ...", file=sys.stderr, flush=True)
-        rows.append(run_case(case, repeat, peers_on, index, opts.quick, auto_budget))
+        rows.append(run_case(case, repeat, peers_on, index, opts.quick, auto_budget, ms_trials, opts.auto_seconds))
     if m is not None:  # measured again at the end: the peak is the best the machine showed
         m = machine.best_of(m, machine.measure(opts.quick, peak_only=True))
         flag_peaks(rows, m)
     out_dir = Path(opts.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    text = table(rows)
+    text = table(rows, ms_trials)
     missing = [p for p, ok in peers_on.items() if not ok]
-    lines = ["# tessel benchmarks", "",
-             f"`python -m benchmarks{' --quick' if opts.quick else ''}`, median of {repeat} timed runs per contender; "
-             "rates count flops (matmul, conv2d) or bytes read + written (the rest).", ""]
-    if auto_budget is not None:
-        lines += [f"auto: `tessel.auto_schedule` of the bare definition (`benchmarks/definitions.py`), "
-                  f"{auto_budget} trials of its search; its column of seconds is the scheduling, search and build.", ""]
+    lines = _header(opts, repeat, auto_budget, ms_trials)
     if m is not None:
         lines += ["## machine", "", machine_text(m), ""]
     if missing:
@@ -531,7 +587,9 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["## results", "", text, "", exact_cost_text(rows), ""]
     (out_dir / "benchmarks.md").write_text("\n".join(lines))
     (out_dir / "benchmarks.json").write_text(json.dumps(
-        {"machine": asdict(m) if m else None, "rows": [asdict(r) for r in rows], "repeat": repeat}, indent=1))
+        {"machine": asdict(m) if m else None, "rows": [asdict(r) for r in rows], "repeat": repeat,
+         "auto_budget": auto_budget, "auto_seconds": opts.auto_seconds, "metaschedule_trials": ms_trials,
+         "metaschedule_import_s": peers_tvm.IMPORT_S[0] if peers_tvm.IMPORT_S else None}, indent=1))
     print("\n".join(lines))
     print(plot(rows, out_dir / "benchmarks.png"))
     return 0

@@ -182,7 +182,8 @@ def conv2d_1x1(c: int, h: int) -> Case:
     return Case(
         "conv2d 1x1", f"1x{c}x{h}x{h}, {c} out", "GFLOP/s", 2.0 * c * c * h * h,
         lambda rng: [_f32(rng, 1, c, h, h), _f32(rng, c, c, 1, 1)], (1, c, h, h), fast_conv2d.reference,
-        _conv1x1_fast, lambda: fast_conv2d.conv2d(1, c, c, h, h, kernel=1), {"torch": peers.torch_conv2d},
+        _conv1x1_fast, lambda: fast_conv2d.conv2d(1, c, c, h, h, kernel=1),
+        {"halide": peers.halide_conv2d, "tvm": peers.tvm_conv2d, "torch": peers.torch_conv2d},
         rtol=1e-3, atol=1e-3, auto=lambda: definitions.conv2d(c, c, h, h, kernel=1))
 
 
@@ -190,7 +191,8 @@ def conv2d_depthwise(c: int, h: int) -> Case:
     return Case(
         "conv2d depthwise 3x3", f"1x{c}x{h}x{h}", "GFLOP/s", 2.0 * c * 9 * h * h,
         lambda rng: [_f32(rng, 1, c, h, h), _f32(rng, c, 3, 3)], (1, c, h, h), fast_conv2d.depthwise_reference,
-        _depthwise_fast, lambda: fast_conv2d.depthwise(1, c, h, h), {"torch": peers.torch_depthwise},
+        _depthwise_fast, lambda: fast_conv2d.depthwise(1, c, h, h),
+        {"halide": peers.halide_depthwise, "tvm": peers.tvm_depthwise, "torch": peers.torch_depthwise},
         rtol=1e-4, atol=1e-4, auto=lambda: definitions.depthwise(c, h, h))
 
 
@@ -209,8 +211,8 @@ def layernorm(n: int) -> Case:
         "layernorm (rows)", f"{n}x{n}", "GB/s", 8.0 * n * n,
         lambda rng: [_f32(rng, n, n), _f32(rng, n), _f32(rng, n)], (n, n), fast_rows.layernorm_reference,
         _layernorm_fast, lambda: fast_rows.layernorm(n, n),
-        {"halide": lambda a, g, b: peers.halide_layernorm(a, g, b, eps),
-         "tvm": lambda a, g, b: peers.tvm_layernorm(a, g, b, eps),
+        {"halide": lambda a, g, b, **auto: peers.halide_layernorm(a, g, b, eps, **auto),
+         "tvm": lambda a, g, b, **auto: peers.tvm_layernorm(a, g, b, eps, **auto),
          "torch": lambda a, g, b: peers.torch_layernorm(a, g, b, eps)}, rtol=1e-4, atol=1e-4,
         auto=lambda: definitions.layernorm(n, n))
 

@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ lives at the root
 
 from benchmarks import __main__ as harness
-from benchmarks import kernels, machine
+from benchmarks import auto_peers, kernels, machine, peer_base, peers_halide, peers_tvm
 
 
 @pytest.mark.parametrize("case", kernels.cases(quick=True), ids=lambda c: f"{c.kernel} {c.size}")
@@ -55,9 +55,111 @@ def test_missing_peers_are_reported_not_fatal(monkeypatch):
     case = kernels.add(1 << 10)
     monkeypatch.setattr(harness, "_copy_yardstick", lambda threads, quick: (lambda: None, 8.0))
     row = harness.run_case(case, repeat=2, peers_on={"torch": False, "halide": False, "tvm": False})
-    assert row.notes == {"torch": "not installed", "halide": "not installed", "tvm": "not installed"}
+    automatic = [*auto_peers.halide_names(), "halide_auto", "metaschedule"]
+    assert row.notes == {p: "not installed" for p in ("torch", "halide", "tvm", *automatic)}
     assert set(row.rate) == {"tessel", "numpy"} and row.build_s["tessel"] > 0
     assert row.cc_s is not None and 0 <= row.cc_s <= row.build_s["tessel"]
     assert row.cpu_s is not None and row.cpu_s[1] > 0  # the compiler ran, in a child process
     line = harness.table([row]).splitlines()[-1]
-    assert line.count("not installed") == 6  # three rate cells and three ratios
+    assert line.count("not installed") == 10  # five rate cells and five ratios
+
+
+# ---- the automatic peers: Halide's autoschedulers and TVM MetaSchedule ----------------------------
+
+NO_PEERS = {"torch": False, "halide": False, "tvm": False}
+
+
+def _fake_halide(wrong: str):
+    """A stand-in for a Halide builder (no Halide needed): NumPy's sum, off by one under the
+    autoscheduler named ``wrong``, so the harness's check is what keeps it out."""
+    def build(a, b, autoscheduler=None):
+        out = np.empty_like(a)
+
+        def run():
+            np.add(a, b, out=out)
+            if autoscheduler == wrong:
+                out[3] += 1.0
+        return peer_base.PeerRun(run, lambda: out, 0.01, None if autoscheduler is None else 0.02)
+    return build
+
+
+def test_each_autoscheduler_is_checked_and_the_best_correct_one_is_halide_auto(monkeypatch):
+    case = kernels.add(1 << 10)
+    case.peers = {"halide": _fake_halide(wrong="Li2018")}
+    monkeypatch.setattr(harness, "_copy_yardstick", lambda threads, quick: (lambda: None, 8.0))
+    row = harness.run_case(case, repeat=2, peers_on={**NO_PEERS, "halide": True})
+    assert row.notes["halide:Li2018"] == "WRONG RESULT" and "halide:Li2018" not in row.seconds
+    ran = {"halide:Mullapudi2016", "halide:Adams2019"}
+    assert ran <= set(row.seconds) and row.halide_auto in {"Mullapudi2016", "Adams2019"}
+    assert row.seconds["halide_auto"] == min(row.seconds[n] for n in ran)
+    assert row.tune_s["halide_auto"] == pytest.approx(0.03)  # its scheduling and its build
+    line = harness.table([row], ms_trials=0).splitlines()[-1]
+    assert f"({row.halide_auto})" in line
+
+
+def test_a_missing_plugin_is_a_note_not_a_crash(monkeypatch, tmp_path):
+    monkeypatch.setattr(peers_halide, "plugin_dir", lambda: tmp_path)
+    with pytest.raises(peer_base.PeerUnavailable, match="Adams2019: no plugin at"):
+        peers_halide.halide_add(np.zeros(8, "float32"), np.zeros(8, "float32"), autoscheduler="Adams2019")
+    case = kernels.add(1 << 10)
+    monkeypatch.setattr(harness, "_copy_yardstick", lambda threads, quick: (lambda: None, 8.0))
+    row = harness.run_case(case, repeat=2, peers_on={**NO_PEERS, "halide": True})
+    for name in auto_peers.halide_names():
+        assert row.notes[name].startswith(f"{name.split(':')[1]}: no plugin at {tmp_path}")
+    assert "halide_auto" not in row.seconds and "no plugin at" in row.notes["halide_auto"]
+    assert {"tessel", "numpy"} <= set(row.seconds)  # the run went on
+
+
+def test_metaschedule_says_which_packages_it_lacks(monkeypatch):
+    real = peers_tvm.importlib.util.find_spec
+    monkeypatch.setattr(peers_tvm.importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("xgboost", "cloudpickle") else real(name, *a))
+    assert peers_tvm.metaschedule_missing() == "needs cloudpickle, xgboost"
+    with pytest.raises(peer_base.PeerUnavailable, match="needs cloudpickle, xgboost"):
+        peers_tvm.metaschedule(None, 4)
+    row = harness.Row("add", "2^10", "GB/s", "2")
+    case = kernels.add(1 << 10)
+    assert auto_peers.contenders(case, [], row, {"tvm": True, "halide": False}, ms_trials=4) == {}
+    assert row.notes["metaschedule"] == "needs cloudpickle, xgboost"
+
+
+def test_metaschedule_off_and_peers_missing_are_notes_and_the_header_states_the_trials():
+    case = kernels.add(1 << 10)
+    off, absent = harness.Row("add", "2^10", "GB/s", "2"), harness.Row("add", "2^10", "GB/s", "2")
+    peers_on = {"tvm": True, "halide": False}
+    if peers_tvm.metaschedule_missing() is None:
+        assert auto_peers.contenders(case, [], off, peers_on, ms_trials=0) == {}
+        assert off.notes["metaschedule"] == "off"
+    assert auto_peers.contenders(case, [], absent, NO_PEERS, ms_trials=8) == {}
+    assert absent.notes["metaschedule"] == absent.notes["halide:Adams2019"] == "not installed"
+    auto_peers.summarize(absent)
+    assert absent.notes["halide_auto"] == "not installed"
+    head = harness.table([absent], ms_trials=8).splitlines()[0]
+    assert "MetaSchedule (8 trials)" in head and "tuning + build (s): auto / Halide auto / MetaSchedule" in head
+
+
+def test_halide_autoschedulers_compute_numpys_values():
+    """With Halide installed: every autoscheduler's schedule of the row kernels, run for real."""
+    pytest.importorskip("halide")
+    rng = np.random.default_rng(2)
+    a, g, b = rng.standard_normal((37, 70), dtype="float32"), rng.standard_normal(70, dtype="float32"), \
+        rng.standard_normal(70, dtype="float32")
+    for name in peers_halide.AUTOSCHEDULERS:
+        pr = peers_halide.halide_layernorm(a, g, b, 1e-5, autoscheduler=name)
+        pr.run()
+        mu = a.mean(1, keepdims=True)
+        want = (a - mu) / np.sqrt(((a - mu) ** 2).mean(1, keepdims=True) + 1e-5) * g + b
+        np.testing.assert_allclose(pr.result(), want, rtol=1e-4, atol=1e-4)
+        assert pr.tune_s is not None and pr.tune_s >= 0
+
+
+def test_auto_seconds_reaches_auto_schedule_and_its_time_is_reported(monkeypatch, capsys):
+    case = kernels.row_sum(64)
+    monkeypatch.setattr(harness, "_copy_yardstick", lambda threads, quick: (lambda: None, 8.0))
+    row = harness.run_case(case, repeat=2, peers_on=NO_PEERS, auto_budget=4, auto_seconds=1e-3)
+    assert "auto" in row.seconds and "auto" not in row.notes  # checked against NumPy, then timed
+    assert row.tune_s["auto"] == row.auto_s and row.auto_s > 0
+    assert harness._tuning(row).startswith(f"{row.auto_s:.1f} / ")
+    with pytest.raises(SystemExit):
+        harness.main(["--auto-seconds", "nan", "--only", "add"])
+    assert "--auto-seconds: give the seconds as a number above zero" in capsys.readouterr().err

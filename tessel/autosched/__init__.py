@@ -10,10 +10,15 @@ from the rule-based point (:mod:`.search`).
 The result is checked before it is returned: it must lower. A plan tessel refuses falls back
 to a plainer one (no register tiles, then only inlining, then the default schedule), so the
 answer is always a legal schedule of the same computation.
+
+``timeout`` bounds the search's wall-clock time instead of (or as well as) counting trials: the
+search stops when it passes and the best schedule measured so far is returned, the rule-based
+one if nothing was measured in time (a floor: the rules' schedule is the first candidate).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from ..errors import ArgumentError, TesselError
@@ -21,6 +26,7 @@ from ..schedule.history import announce
 from ..schedule.schedule import Schedule
 from ..target import Target, as_target, resolve
 from ..te.tensor import Operation, Tensor
+from ..tune.api import seconds_limit
 from . import rules
 from .plan import Knob, Plan, make_plan
 from .search import refine
@@ -66,8 +72,10 @@ def _outputs(outputs) -> list[Tensor]:
 
 
 def auto_schedule_result(outputs, target: str | Target | None = None, budget: int = DEFAULT_BUDGET,
-                         log: str | None = None, progress=False) -> AutoResult:
+                         log: str | None = None, progress=False, timeout: float | None = None) -> AutoResult:
     """:func:`auto_schedule`, returning the plan, the knob values and the tuner's result too."""
+    start = time.monotonic()
+    limit = seconds_limit(timeout, "auto_schedule(timeout=...)", ArgumentError)
     outs = _outputs(outputs)
     tgt = resolve(as_target(target))
     if tgt.kind not in CPU_KINDS:
@@ -78,23 +86,26 @@ def auto_schedule_result(outputs, target: str | Target | None = None, budget: in
     plan = make_plan(ops, tgt)
     args = [*plan.graph.inputs(), *outs]
     knobs, tuned = plan.defaults(), None
-    if budget and budget > 1 and plan.knobs:
-        knobs, tuned = refine(plan, lambda kn: (_legal(plan, kn, args)[0], args), budget, log, progress)
+    left = None if limit is None else limit - (time.monotonic() - start)
+    if budget and budget > 1 and plan.knobs and (left is None or left > 0):
+        knobs, tuned = refine(plan, lambda kn: (_legal(plan, kn, args)[0], args), budget, log, progress, left)
     sch, level = _legal(plan, knobs, args)
     announce(sch)  # the schedule the user gets: `tessel explain` and `show` list it
     return AutoResult(sch, args, plan, knobs, level, tuned)
 
 
 def auto_schedule(outputs, target: str | Target | None = None, budget: int = DEFAULT_BUDGET,
-                  log: str | None = None, progress=False) -> Schedule:
+                  log: str | None = None, progress=False, timeout: float | None = None) -> Schedule:
     """A schedule for ``outputs`` (tensors of te.compute) on ``target`` (default: this machine).
 
     ``budget``: trials of the tuner's search around the rule-based schedule (0 or 1: the rules
-    alone, nothing measured); ``log``: a tuning log to record into and resume from;
+    alone, nothing measured); ``timeout``: seconds of wall-clock time at most for the search
+    (None: no limit; the search stops when it passes and keeps the best so far, the rules'
+    schedule if nothing was measured in time); ``log``: a tuning log to record into and resume from;
     ``progress``: the tuner's progress (False: silent, None: stdout, or a stream). The
     schedule's arguments, in order, are the placeholders it reads (as
     ``auto_schedule_result(...).args`` lists them), then the outputs."""
-    return auto_schedule_result(outputs, target, budget, log, progress).schedule
+    return auto_schedule_result(outputs, target, budget, log, progress, timeout).schedule
 
 
 def _legal(plan: Plan, knobs: dict, args: list[Tensor]) -> tuple[Schedule, str]:

@@ -41,12 +41,16 @@ def task(plan: Plan, make) -> Task:
     return Task(sketch, (), plan.target)
 
 
-def refine(plan: Plan, make, trials: int, log: str | None = None, progress=False) -> tuple[dict, object]:
-    """The best knob values found in ``trials`` measurements (the default among them), and the
-    tuner's result (records, costs)."""
+def refine(plan: Plan, make, trials: int, log: str | None = None, progress=False,
+           time_limit: float | None = None) -> tuple[dict, object]:
+    """The best knob values found in ``trials`` measurements (the default among them) or in
+    ``time_limit`` seconds, whichever ends first, and the tuner's result (records, costs)."""
     t = task(plan, make)
     # a candidate with tail tiles can take seconds to lower on a loaded machine: a generous limit
-    result = tune(t, trials=trials, tuner=_FromDefault(t), log=log, progress=progress, build_timeout=BUILD_TIMEOUT)
-    if result.config is None:
+    search = _FromDefault(t)
+    result = tune(t, trials=trials, tuner=search, log=log, progress=progress, build_timeout=BUILD_TIMEOUT,
+                  time_limit=time_limit)
+    # the rules' schedule is the floor: a time limit that cut it off leaves nothing to compare with
+    if result.config is None or not any(r.config.index == 0 for r in search.results):
         return plan.defaults(), result
     return {k.name: result.config[k.name].val for k in plan.knobs}, result

@@ -3,7 +3,9 @@
 Each candidate is built in a forked child (several at once): the template runs with its
 config, the schedule is lowered and compiled, the loop features are taken, and the child
 sends back the kernel's calling contract. A child that raises, crashes or outlives the build
-timeout is a failed build with its reason. Compiled kernels are then run by one measuring
+timeout is a failed build with its reason. A tuning job's time limit (``deadline``) cuts the
+builds still running when it passes and skips the runs not yet started: those candidates come
+back with the kind "limit", which the tuner drops unrecorded. Compiled kernels are then run by one measuring
 process (:mod:`tessel.tune.runner`), a fresh interpreter: a crash or a hang there costs that
 candidate (recorded with the signal or "timeout") and a restart of the runner, nothing more.
 Every run is checked against a reference first, so a candidate computing wrong values fails.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import faulthandler
 import json
+import math
 import os
 import select
 import signal
@@ -38,7 +41,8 @@ START_TIMEOUT = 120.0  # seconds for a fresh measuring process to import tessel 
 @dataclass
 class MeasureResult:
     """One candidate's outcome: ``costs`` in seconds (empty on failure), ``error`` the reason,
-    ``error_kind`` "build" / "run" / "wrong" / "timeout" / "crash" / "invalid"."""
+    ``error_kind`` "build" / "run" / "wrong" / "timeout" / "crash" / "invalid", or "limit": not
+    measured because the job's time limit passed first (never recorded)."""
 
     config: ConfigEntity
     costs: list[float] = field(default_factory=list)
@@ -199,26 +203,35 @@ class _Child:
 
 
 def build_all(task, configs: list[ConfigEntity], n_parallel: int, timeout: float,
-              data: tuple | str | None = None, known: dict | None = None) -> list[dict]:
-    """Build ``configs`` in up to ``n_parallel`` children at once; one answer dict per config."""
+              data: tuple | str | None = None, known: dict | None = None, deadline: float | None = None) -> list[dict]:
+    """Build ``configs`` in up to ``n_parallel`` children at once; one answer dict per config.
+    ``deadline`` (``time.monotonic()``): no build starts after it, none runs past it."""
     answers: list[dict | None] = [None] * len(configs)
     waiting = list(range(len(configs)))
     running: dict[int, _Child] = {}
+    end = math.inf if deadline is None else deadline
     try:
         while waiting or running:
-            while waiting and len(running) < max(n_parallel, 1):
+            while waiting and len(running) < max(n_parallel, 1) and time.monotonic() < end:
                 i = waiting.pop(0)
                 pid, fd = _fork_build(task, configs[i], data, known)
-                running[fd] = _Child(i, pid, fd, time.monotonic() + timeout)
-            _collect(running, answers)
+                running[fd] = _Child(i, pid, fd, min(time.monotonic() + timeout, end))
+            if not running:  # the time limit passed with builds still waiting
+                break
+            _collect(running, answers, end)
     finally:
         for child in running.values():  # interrupted: no child outlives the tuner
             _kill(child.pid)
             os.close(child.fd)
+    for i in waiting:
+        answers[i] = LIMIT
     return [a or {"error": "no answer", "kind": "crash"} for a in answers]
 
 
-def _collect(running: dict[int, _Child], answers: list) -> None:
+LIMIT = {"error": "not measured: the tuning job's time limit passed", "kind": "limit"}
+
+
+def _collect(running: dict[int, _Child], answers: list, end: float = math.inf) -> None:
     """Wait a little for the running children; file the answers of those that finished."""
     now = time.monotonic()
     wait = max(0.0, min(c.deadline for c in running.values()) - now)
@@ -241,7 +254,8 @@ def _collect(running: dict[int, _Child], answers: list) -> None:
             _kill(child.pid)
             os.close(fd)
             del running[fd]
-            answers[child.index] = {"error": "the build did not finish within the build timeout", "kind": "timeout"}
+            answers[child.index] = LIMIT if child.deadline >= end else \
+                {"error": "the build did not finish within the build timeout", "kind": "timeout"}
 
 
 def _kill(pid: int) -> None:
@@ -328,15 +342,19 @@ class Measurer:
         np.savez(path, n_in=len(inputs), n_out=len(expected), **arrays)
         self.runner = RunnerProcess(path, run_timeout)
 
-    def measure(self, configs: list[ConfigEntity], known: dict | None = None) -> list[MeasureResult]:
-        """``known``: features by config index that need not be computed again."""
+    def measure(self, configs: list[ConfigEntity], known: dict | None = None,
+                deadline: float | None = None) -> list[MeasureResult]:
+        """``known``: features by config index that need not be computed again; ``deadline``
+        (``time.monotonic()``): what is not built or run by then comes back as "limit"."""
         python = self.task.target.kind == "python"
         built = build_all(self.task, configs, self.n_parallel, self.build_timeout, self.data if python else None,
-                          known)
+                          known, deadline)
         out = []
         for cfg, b in zip(configs, built, strict=True):
             res = MeasureResult(cfg, build_s=float(b.get("build_s", 0.0)), features=b.get("features"))
-            if "contract" in b:
+            if "contract" in b and deadline is not None and time.monotonic() >= deadline:
+                b = LIMIT
+            elif "contract" in b:
                 b = self.runner.run(b["contract"], self.number, self.repeat)
             res.costs = [float(c) for c in b.get("costs", [])]
             res.error, res.error_kind = b.get("error"), b.get("kind") if b.get("error") else None

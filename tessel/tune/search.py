@@ -90,7 +90,8 @@ class ModelTuner(Tuner):
         """``pool`` best first by the loop-feature model (lowered in forked children)."""
         if not pool:
             return []
-        answers = build_all(self.task, [self.space.get(i) for i in pool], self.n_parallel, 30.0, "features")
+        answers = build_all(self.task, [self.space.get(i) for i in pool], self.n_parallel, 30.0, "features",
+                            deadline=self.deadline)
         scored = []
         self._ranked = {}
         for i, a in zip(pool, answers, strict=True):

@@ -6,8 +6,10 @@ a cheap model on the knob values walks the space, the best walkers are lowered a
 the model on loop features, and an epsilon of each batch is random so the model keeps
 seeing the unexpected. :class:`RandomTuner` and :class:`GridSearchTuner` are the baselines.
 
-The loop (:meth:`Tuner.tune`) measures batches until the trials are spent, records each
-result (``log=``), shows progress, and on Ctrl-C stops and keeps the best found so far.
+The loop (:meth:`Tuner.tune`) measures batches until the trials are spent or the time limit
+passes, records each result (``log=``), shows progress, and on Ctrl-C or at the time limit
+stops and keeps the best found so far (candidates the limit cut off are neither counted nor
+recorded: a resumed job measures them).
 A log that already holds measurements of the same workload and target resumes the job:
 those configs count as trials done and are not measured again.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import math
 import tempfile
+import time
 
 import numpy as np
 
@@ -48,6 +51,8 @@ class Tuner:
         self.best_cost = math.inf
         self.trials = 0
         self.interrupted = False
+        self.timed_out = False  # the time limit stopped the job
+        self.deadline: float | None = None  # time.monotonic() at which the job's time limit passes
         self.resumed = 0  # results taken from a log, not measured by this job
 
     # -- to override -------------------------------------------------------------------------
@@ -96,8 +101,10 @@ class Tuner:
         return n
 
     def tune(self, n_trial: int, measure_option: dict | None = None, early_stopping: int | None = None,
-             callbacks=(), log=None, progress=None, reference=None) -> Tuner:
-        """Measure up to ``n_trial`` configs (counting those a resumed ``log`` already holds)."""
+             callbacks=(), log=None, progress=None, reference=None, time_limit: float | None = None) -> Tuner:
+        """Measure up to ``n_trial`` configs (counting those a resumed ``log`` already holds),
+        for ``time_limit`` seconds at most (None: no limit)."""
+        self.deadline = None if time_limit is None else time.monotonic() + time_limit
         opts = {**default_measure_option(), **(measure_option or {})}
         if self.task.target.kind not in MEASURABLE:
             raise TuneError(f"tuning {self.task.name}: candidates are measured on this machine's CPU, so the target "
@@ -119,18 +126,26 @@ class Tuner:
                 if measurer is not None:
                     measurer.close()
                 if bar is not None:
-                    bar.close("interrupted: keeping the best so far" if self.interrupted else "")
+                    bar.close("interrupted: keeping the best so far" if self.interrupted else
+                              "time limit: keeping the best so far" if self.timed_out else "")
         return self
 
     def _loop(self, measurer: Measurer, n_trial: int, early_stopping, callbacks, log, bar) -> None:
         since_best = 0
         while self.trials < n_trial and self.has_next():
+            if self._out_of_time():
+                break
             batch = self.next_batch(min(self.batch_size, n_trial - self.trials))
             if not batch:
                 break
             self.visited.update(batch)
             before = self.best_cost
-            results = measurer.measure([self.space.get(i) for i in batch], self.known_features)
+            results = measurer.measure([self.space.get(i) for i in batch], self.known_features, self.deadline)
+            cut = [r for r in results if r.error_kind == "limit"]
+            if cut:  # the time limit passed mid-batch: those were never measured
+                self.timed_out = True
+                self.visited.difference_update(r.config.index for r in cut)
+                results = [r for r in results if r.error_kind != "limit"]
             self.trials += len(results)
             self.update(results)
             if log is not None:
@@ -142,6 +157,11 @@ class Tuner:
                 bar.update(self.trials, self.best_cost, sum(not r.ok for r in self.results))
             if early_stopping is not None and since_best >= early_stopping:
                 break
+
+    def _out_of_time(self) -> bool:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.timed_out = True
+        return self.timed_out
 
 
 def _progress(progress, task, total: int, done: int) -> Progress | None:
