@@ -25,6 +25,7 @@ from .lower.poly_ops import poly_ops
 from .passes import (
     index_dtype,
     loop_partition,
+    promote_accumulators,
     simplify_stmt,
     storage_flatten,
     streaming_outputs,
@@ -209,6 +210,10 @@ def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.Prim
     steps.append(Step("vectorize", stmt))
     stmt = unroll(stmt, max_statements=MAX_UNROLL_STATEMENTS)
     steps.append(Step("unroll", stmt))
+    promoted = promote_accumulators(stmt)
+    if promoted is not stmt:
+        stmt = promoted
+        steps.append(Step("promote_accumulators", stmt))
     # last, so that it types the very expressions the code generators print (seed 002); the
     # sizes are array extents (never negative), a scalar argument no shape names may be anything
     passed = {id(v) for _, v in front.scalar_args}

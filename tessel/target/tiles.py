@@ -116,6 +116,40 @@ def panel_group(target: Target, tile: RegisterTile, k_extent: int, itemsize: int
     return max(1, (target.l2_bytes // 2) // panel)
 
 
+@dataclass(frozen=True)
+class ReductionBlocks:
+    """Cache blocks of a register-tiled product (BLIS's ``kc``, ``mc``, ``nc``): ``k`` steps of
+    the reduction per block, ``rows`` of the output per row block (whole register tiles) and
+    ``panels`` column panels per group (``nc = panels x tile.cols``)."""
+
+    k: int
+    rows: int
+    panels: int
+
+
+def reduction_blocks(target: Target, tile: RegisterTile, k_extent: int, itemsize: int = 4) -> ReductionBlocks:
+    """Cache blocks for a product whose reduction is ``k_extent`` long, the loops ordered
+    panel group, row block (these two shared among threads), reduction block, panel, register
+    tile, as in the BLIS papers:
+
+    * a reduction block keeps one panel's slice of it (``k x tile.cols``) in half of L1, where
+      it stays while every register tile of the row block reads it; a reduction that long or
+      shorter is one block, a longer one is cut into blocks as even as whole unrolled steps allow;
+    * a row block keeps the other operand's slice (``rows x k``) in a quarter of L2, read by
+      every panel of the group;
+    * a group's output block (``rows x panels x tile.cols``), read and written once per
+      reduction block, takes another quarter of L2."""
+    step = max(tile.k_unroll, 1)
+    most = max(step, (target.l1d_bytes // 2) // max(tile.cols * itemsize, 1) // step * step)
+    blocks = max(1, -(-k_extent // most))
+    even = -(-k_extent // blocks)  # the blocks as even as they can be, then whole unrolled steps
+    k = k_extent if blocks == 1 else -(-even // step) * step
+    quarter = target.l2_bytes // 4
+    rows = max(tile.rows, quarter // max(k * itemsize, 1) // tile.rows * tile.rows)
+    panels = max(1, quarter // max(rows * tile.cols * itemsize, 1))
+    return ReductionBlocks(k, rows, panels)
+
+
 def strip_rows(target: Target, row_bytes: int, halo: int = 0) -> int:
     """Rows of a strip whose intermediate (``rows + halo`` rows of ``row_bytes``) fits in half
     of L2, at least one and a multiple of 4 past 4: the blur's horizontal pass per strip."""
