@@ -441,7 +441,7 @@ def _tunables() -> tuple:
     import importlib
 
     out = []
-    for mod in ("passes.loop_partition", "passes.unroll", "passes.vectorize", "passes.index_dtype",
+    for mod in ("passes.loop_partition", "passes.unroll", "passes.vectorize", "passes.index_dtype", "passes.accumulate",
                 "codegen.c_memory", "codegen.c_stmt", "codegen.c_vector", "schedule.unroll_limit"):
         m = importlib.import_module(f"{__package__}.{mod}")
         out.extend((mod, k, v) for k, v in sorted(vars(m).items())

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from helpers import TARGETS, check, rand
 
-import tessel
 from tessel import te
 from tessel.driver import build_func, lower_steps
 from tessel.ir import expr as E
@@ -107,17 +106,4 @@ def test_a_loop_the_pass_cannot_prove_right_is_left_alone(case):
 
     f = _loop(body, kind="parallel" if case == "parallel" else "serial")
     assert promote_accumulators(f.body) is f.body
-
-
-def test_fast_matmul_keeps_its_tile_in_registers_across_reduction_blocks():
-    from examples import fast_matmul
-    from tessel.target.tiles import ReductionBlocks, RegisterTile
-
-    n = 64
-    s, args = fast_matmul.matmul(n, AVX2, tile=RegisterTile(4, 2, 8), blocks=ReductionBlocks(16, 8, 2))
-    func, _ = lower_steps(s, args, target=AVX2)
-    assert [x.shape[0].value for x in _acc_buffers(func.body)] == [64]  # 4 rows x 2 vectors of 8 lanes
-    a, b = rand(n, n), rand(n, n, seed=1)
-    check(s, args, [a, b], [a @ b], targets=(AVX2, AVX2.with_(kind="python")), rtol=1e-4, atol=1e-4)
-    assert tessel.build(s, args, target=AVX2).source.count("C_acc_7 = tsl_ld_f32x8") == 1
 

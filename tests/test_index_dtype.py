@@ -151,7 +151,7 @@ def test_ordinary_kernels_come_out_of_the_step_unchanged():
     from examples.fast_matmul import matmul
 
     func, steps = lower_steps(*matmul(1024))
-    assert [st.name for st in steps][-2:] == ["promote_accumulators", "index_dtype"]
+    assert [st.name for st in steps][-2:] == ["unroll", "index_dtype"]
     assert steps[-1].ir is steps[-2].ir  # not one node rebuilt: the generated code is today's
     assert set(loop_dtypes(func).values()) == {"int32"}
     assert not collect(func.body, lambda n: isinstance(n, E.Cast) and n.dtype.element == "int64")

@@ -79,9 +79,6 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
     name = plan.graph.label(a.op)
     lanes = plan.target.vector_lanes(str(a.op.outputs[0].dtype))
     rows, cols = int(kn[f"{name}.rows"]), int(kn[f"{name}.vectors"]) * lanes
-    if int(kn.get(f"{name}.k_block", 0)) and kn.get(f"{name}.pack") and a.rows is not None:
-        _blocked_tile(s, plan, a, kn, rows, cols)
-        return
     T = a.stage_op
     if a.fused is not None:
         s[a.op].set_scope("local")
@@ -116,36 +113,6 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
             p = s.cache_read(operand, "global", [local])
             s[p].compute_at(s[T], top if top is not None else at)
             s[p].vectorize(s[p].op.axis[-1])
-
-
-def _blocked_tile(s: Schedule, plan: Plan, a: Anchor, kn: dict, rows: int, cols: int) -> None:
-    """A product with its reduction cut into cache blocks (``tiles.reduction_blocks``), the
-    loops of the BLIS papers: panel group (threads; its panels packed once per group), row
-    block, reduction block, panel, register tile (rows unrolled, vectors), the reduction
-    inside the blocks unrolled by ``k_unroll``. There is no ``local`` stage: the tile
-    accumulates into the output across the reduction blocks, and lowering keeps its cells in
-    registers over each block (``passes.accumulate``)."""
-    name = plan.graph.label(a.op)
-    T = a.op
-    axes = list(s[T].op.axis)
-    xo, xi = s[T].split(axes[a.inner], factor=cols)
-    ro, ri = s[T].split(axes[a.rows], factor=rows)
-    others = [iv for k, iv in enumerate(axes) if k not in (a.inner, a.rows)]
-    xg, xp = s[T].split(xo, factor=max(int(kn[f"{name}.group"]), 1))
-    rc, rr = s[T].split(ro, factor=max(int(kn[f"{name}.row_block"]) // rows, 1))
-    ko, ki = s[T].split(s[T].op.reduce_axis[0], factor=int(kn[f"{name}.k_block"]))
-    ku = int(kn[f"{name}.k_unroll"])
-    inner = [*s[T].split(ki, factor=ku)] if ku > 1 else [ki]
-    s[T].reorder(xg, *others, rc, ko, xp, rr, *inner, ri, xi)
-    if ku > 1:
-        s[T].unroll(inner[-1])
-    s[T].unroll(ri)
-    s[T].vectorize(xi)
-    top = _parallel_prefix(s, T, [xg])
-    for operand in a.pack:
-        p = s.cache_read(operand, "global", [T])
-        s[p].compute_at(s[T], top)
-        s[p].vectorize(s[p].op.axis[-1])
 
 
 def _tile_body(s: Schedule, a: Anchor, local, ku: int) -> None:

@@ -25,7 +25,7 @@ from ..arith import Analyzer
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
-from ..ir.functor import Mutator, Visitor, free_vars
+from ..ir.functor import GuardVisitor, Mutator, free_vars
 from ..ir.intrinsics import EXTERN_CALLS
 
 MAX_CELLS = 32  # places (vectors or scalars) one loop keeps in variables; more would spill
@@ -49,7 +49,7 @@ class _Promote(Mutator):
         return self.generic_visit(_rewrite(s, chosen) if chosen else s)
 
 
-class _Accesses(Visitor):
+class _Accesses(GuardVisitor):
     """Every access to a buffer in a loop's body, with whether it is under a condition, the
     variables the body binds, and the buffers whose address a call takes."""
 
@@ -60,7 +60,6 @@ class _Accesses(Visitor):
         self.bound: set[E.Var] = {loop.loop_var}
         self.escaped: set[S.Buffer] = set()  # its address is taken, or it is allocated in the loop
         self.opaque = False
-        self.guard = 0
         self.visit(loop.body)
 
     def candidates(self) -> list[S.Buffer]:
@@ -105,31 +104,7 @@ class _Accesses(Visitor):
         if e.op in _ADDRESS_CALLS:
             self.opaque = self.opaque or e.op in EXTERN_CALLS
             self.escaped.update(a.buffer for a in e.args if isinstance(a, E.BufferLoad))
-        if e.op != "if_then_else":
-            return self.generic_visit(e)
-        self.visit(e.args[0])
-        self._guarded(*e.args[1:])
-
-    def _guarded(self, *parts) -> None:
-        self.guard += 1
-        for p in parts:
-            if p is not None:
-                self.visit(p)
-        self.guard -= 1
-
-    def visit_IfThenElse(self, s: S.IfThenElse) -> None:
-        self.visit(s.condition)
-        self._guarded(s.then_case, s.else_case)
-
-    def visit_Select(self, e: E.Select) -> None:
-        self.visit(e.condition)
-        self._guarded(e.true_value, e.false_value)
-
-    def visit_And(self, e: E.And) -> None:
-        self.visit(e.a)
-        self._guarded(e.b)
-
-    visit_Or = visit_And
+        super().visit_Call(e)
 
 
 def _cells(found: _Accesses, buf: S.Buffer) -> tuple[list[E.PrimExpr], int] | None:
