@@ -25,7 +25,7 @@ from ..arith import Analyzer
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
-from ..ir.functor import GuardVisitor, Mutator, free_vars
+from ..ir.functor import GuardVisitor, Mutator, Visitor, free_vars
 from ..ir.intrinsics import EXTERN_CALLS
 
 MAX_CELLS = 32  # places (vectors or scalars) one loop keeps in variables; more would spill
@@ -35,14 +35,55 @@ _ADDRESS_CALLS = ("address_of", "tsl_array", *EXTERN_CALLS)
 def promote_accumulators(stmt: S.Stmt) -> S.Stmt:
     """``stmt`` with each qualifying loop's accumulations kept in a local temporary (see the
     module); the outermost loop that qualifies for a buffer gets it."""
-    return _Promote().visit(stmt)
+    loops = _Candidates()
+    loops.visit(stmt)
+    return _Promote(loops.found).visit(stmt) if loops.found else stmt
+
+
+class _Candidates(Visitor):
+    """The loops worth a closer look, found in one walk: for each store to a buffer that is not
+    local, the outermost serial loop inside every binding of a variable its index uses (the
+    loop over which that index stands still). Analysing every loop instead would walk each
+    body once per loop around it."""
+
+    def __init__(self) -> None:
+        self.path: list[tuple[E.Var, S.For | None]] = []  # binders from the root: (var, its loop)
+        self.found: set[int] = set()
+
+    def generic_visit(self, node) -> None:  # statements only: no store hides in an expression
+        for v in node.fields():
+            for x in (v if isinstance(v, tuple) else (v,)):
+                if isinstance(x, S.Stmt):
+                    self.visit(x)
+
+    def _bind(self, var: E.Var, loop: S.For | None, body) -> None:
+        self.path.append((var, loop))
+        self.visit(body)
+        self.path.pop()
+
+    def visit_For(self, s: S.For) -> None:
+        self._bind(s.loop_var, s, s.body)
+
+    def visit_LetStmt(self, s: S.LetStmt) -> None:
+        self._bind(s.var, None, s.body)
+
+    def visit_BufferStore(self, s: S.BufferStore) -> None:
+        if s.buffer.scope != "local" and len(s.indices) == 1:
+            used = free_vars(s.indices[0])
+            deepest = max((k for k, (v, _) in enumerate(self.path) if v in used), default=-1)
+            loop = next((f for _, f in self.path[deepest + 1:] if f is not None and f.kind == "serial"), None)
+            if loop is not None:
+                self.found.add(id(loop))
 
 
 class _Promote(Mutator):
     statements_only = True
 
+    def __init__(self, candidates: set[int]):
+        self.candidates = candidates
+
     def visit_For(self, s: S.For):
-        if s.kind != "serial":
+        if s.kind != "serial" or id(s) not in self.candidates:
             return self.generic_visit(s)
         found = _Accesses(s)
         chosen = [(b, cells) for b in found.candidates() if (cells := _cells(found, b)) is not None]
