@@ -210,7 +210,7 @@ def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.Prim
     steps.append(Step("vectorize", stmt))
     stmt = unroll(stmt, max_statements=MAX_UNROLL_STATEMENTS)
     steps.append(Step("unroll", stmt))
-    promoted = promote_accumulators(stmt)
+    promoted = promote_accumulators(stmt) if target.kind == "c" else stmt  # registers: C's concern
     if promoted is not stmt:
         stmt = promoted
         steps.append(Step("promote_accumulators", stmt))

@@ -57,7 +57,8 @@ def test_a_blocked_reduction_accumulates_in_registers_and_matches_numpy(n):
 
 
 def _loop(body_of, extent=None, kind="serial"):
-    """``for k in [0, extent): body_of(k)`` over buffers A (read) and C (accumulated)."""
+    """``for k in [0, extent): body_of(k)`` (extent None: ``n``) over buffers A (read) and C
+    (accumulated), both of ``n`` elements."""
     n = E.Var("n", "int32")
     A, C = S.Buffer("A", "float32", (n,)), S.Buffer("C", "float32", (n,))
     k = E.Var("k", "int32")
@@ -70,7 +71,7 @@ def _add_at(A, C, k, idx):
 
 
 def test_an_invariant_cell_is_promoted_and_the_kernel_agrees():
-    f = _loop(lambda A, C, k: S.seq(_add_at(A, C, k, const(0)), _add_at(A, C, k, const(2))))
+    f = _loop(lambda A, C, k: S.seq(_add_at(A, C, k, const(0)), _add_at(A, C, k, const(2))), extent=6)
     body = promote_accumulators(f.body)
     assert [x.shape[0].value for x in _acc_buffers(body)] == [2]
     # the loop's own accesses are all to the local copy now
@@ -78,17 +79,16 @@ def test_an_invariant_cell_is_promoted_and_the_kernel_agrees():
     assert not collect(inner, lambda x: isinstance(x, S.BufferStore) and x.buffer.name == "C")
     g = S.PrimFunc(f.name, f.params, f.size_vars, body, f.outputs)
     for target in TARGETS:
-        for n in (6, 0):  # no iteration: the cells are neither read nor written
-            a, c = rand(max(n, 1))[:n], rand(max(n, 1), seed=2)[:n]
+        for n in (6, 9):
+            a, c = rand(n), rand(n, seed=2)
             want = c.copy()
-            if n:
-                want[0] += a.sum()
-                want[2] += a.sum()
+            want[0] += a[:6].sum()
+            want[2] += a[:6].sum()
             build_func(g, target)(a, c)
             np.testing.assert_allclose(c, want, rtol=1e-5, err_msg=target)
 
 
-@pytest.mark.parametrize("case", ["moves", "guarded", "overlap", "parallel", "address"])
+@pytest.mark.parametrize("case", ["moves", "guarded", "overlap", "parallel", "address", "may_not_run"])
 def test_a_loop_the_pass_cannot_prove_right_is_left_alone(case):
     def body(A, C, k):
         if case == "moves":  # a different cell each iteration
@@ -104,6 +104,7 @@ def test_a_loop_the_pass_cannot_prove_right_is_left_alone(case):
             return S.seq(_add_at(A, C, k, const(0)), S.Evaluate(E.Call("int32", "call_extern", (E.StringImm("f"), addr))))
         return _add_at(A, C, k, const(0))
 
-    f = _loop(body, kind="parallel" if case == "parallel" else "serial")
+    # "may_not_run": n iterations, perhaps none, when C[0] may not exist
+    f = _loop(body, extent=None if case == "may_not_run" else 6, kind="parallel" if case == "parallel" else "serial")
     assert promote_accumulators(f.body) is f.body
 

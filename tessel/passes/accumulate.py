@@ -12,7 +12,8 @@ by construction, the cells become a ``local`` temporary touched at constant offs
 which the C generator keeps in variables (``codegen.c_memory.promotion_lanes``).
 
 A loop is rewritten for a buffer only when it is certain to be right and to pay: the loop is
-serial with at least one iteration (a symbolic extent gets a test), it stores to the buffer,
+serial with a constant number of iterations, at least one (a loop that may not run would
+otherwise read and write cells its body never touches: they may not exist), it stores to the buffer,
 every access to the buffer in it is at an index that does not change inside it, is not under
 a condition (the load before the loop must not read what the loop would not), covers whole
 vectors of one width at most :data:`MAX_CELLS` places that do not partly overlap, the
@@ -81,9 +82,12 @@ class _Promote(Mutator):
 
     def __init__(self, candidates: set[int]):
         self.candidates = candidates
+        self.ana = Analyzer()
 
     def visit_For(self, s: S.For):
-        if s.kind != "serial" or id(s) not in self.candidates:
+        ext = self.ana.simplify(s.extent)
+        runs = isinstance(ext, E.IntImm) and ext.value > 0  # else the cells may not exist
+        if s.kind != "serial" or not runs or id(s) not in self.candidates:
             return self.generic_visit(s)
         found = _Accesses(s)
         chosen = [(b, cells) for b in found.candidates() if (cells := _cells(found, b)) is not None]
@@ -186,9 +190,6 @@ def _cells(found: _Accesses, buf: S.Buffer) -> tuple[list[E.PrimExpr], int] | No
 
 def _rewrite(loop: S.For, chosen: list[tuple[S.Buffer, tuple[list[E.PrimExpr], int]]]) -> S.Stmt:
     """``loop`` working on a local copy of the cells of each buffer of ``chosen``."""
-    ext = Analyzer().simplify(loop.extent)
-    if isinstance(ext, E.IntImm) and ext.value <= 0:
-        return loop
     body, load, store, accs = loop.body, [], [], []
     for buf, (bases, lanes) in chosen:
         acc = S.Buffer(f"{buf.name}.acc", buf.dtype, (len(bases) * lanes,), "local")
@@ -201,8 +202,6 @@ def _rewrite(loop: S.For, chosen: list[tuple[S.Buffer, tuple[list[E.PrimExpr], i
     out: S.Stmt = S.seq(*load, S.For(loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_tag), *store)
     for acc in reversed(accs):
         out = S.Allocate(acc, out)
-    if not isinstance(ext, E.IntImm):  # no iteration: touch nothing (the cells may not exist)
-        out = S.IfThenElse(E.GT(ext, E.IntImm(0, ext.dtype)), out)
     return out
 
 
