@@ -22,6 +22,7 @@ from tessel.target import Target, host, parse, resolve
 from tessel.target.tiles import (
     FMA_LATENCY,
     LOAD_PORTS,
+    MIN_GROUPS,
     PEAK_OPERANDS,
     RegisterTile,
     fma_chains,
@@ -159,6 +160,11 @@ def test_cache_blocks_follow_the_caches(name):
     g = panel_group(t, tile, 1024)
     assert g * 1024 * tile.cols * 4 <= max(t.l2_bytes // 2, 1024 * tile.cols * 4)
     assert panel_group(t.with_(caches=(t.l1d_bytes, 4 * t.l2_bytes, t.l3_bytes)), tile, 1024) >= 2 * g
+    # given the panels there are: never fewer than fit, as many as leave MIN_GROUPS groups, never more than all
+    many = 64 * MIN_GROUPS * g
+    assert panel_group(t, tile, 1024, panels=many) == 64 * g
+    assert panel_group(t, tile, 1024, panels=MIN_GROUPS * g) == g
+    assert panel_group(t, tile, 1024, panels=1) == 1
     ty = strip_rows(t, 4094 * 4, halo=2)
     assert ty >= 1 and (ty + 2) * 4094 * 4 <= max(t.l2_bytes // 2, 3 * 4094 * 4)
     assert stream_chunk(t) * 4 == t.l2_bytes // 2

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.functor import Visitor
+from ..ir.functor import GuardVisitor
 from ..ir.names import comment
 from . import Generated
 from .c_helpers import ALLOC, CTYPE, DLTENSOR, PACKED, STREAM, THREADS, ctype
@@ -132,42 +132,15 @@ def has_guarded_loads(body: S.Stmt) -> bool:
     return _Guarded().run(body)
 
 
-class _Guarded(Visitor):
+class _Guarded(GuardVisitor):
     def run(self, body) -> bool:
-        self.depth, self.found = 0, False
+        self.guard, self.found = 0, False
         self.visit(body)
         return self.found
 
-    def _guarded(self, *parts) -> None:
-        self.depth += 1
-        for p in parts:
-            if p is not None:
-                self.visit(p)
-        self.depth -= 1
-
     def visit_BufferLoad(self, e: E.BufferLoad) -> None:
-        self.found = self.found or self.depth > 0
+        self.found = self.found or self.guard > 0
         self.generic_visit(e)
-
-    def visit_IfThenElse(self, s: S.IfThenElse) -> None:
-        self.visit(s.condition)
-        self._guarded(s.then_case, s.else_case)
-
-    def visit_Select(self, e: E.Select) -> None:
-        self.visit(e.condition)
-        self._guarded(e.true_value, e.false_value)
-
-    def visit_Call(self, e: E.Call) -> None:
-        if e.op != "if_then_else":
-            return self.generic_visit(e)
-        self.visit(e.args[0])
-        self._guarded(*e.args[1:])
-
-    def visit_And(self, e: E.And) -> None:
-        self.visit(e.a)
-        self._guarded(e.b)
-
-    visit_Or = visit_And
 
 
 def c_source(func: S.PrimFunc) -> str:

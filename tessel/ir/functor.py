@@ -53,6 +53,42 @@ class Visitor:
                         self.visit(x)
 
 
+class GuardVisitor(Visitor):
+    """A read-only walk that knows, in ``self.guard``, how many conditions the node it visits
+    is under: the branches of an ``if``, of a select or ``if_then_else`` (only the chosen side
+    runs) and the right operand of ``&&``/``||``. For the passes and generators that must not
+    move or speculate a memory access out of its condition."""
+
+    guard = 0
+
+    def _guarded(self, *parts) -> None:
+        self.guard += 1
+        for p in parts:
+            if p is not None:
+                self.visit(p)
+        self.guard -= 1
+
+    def visit_IfThenElse(self, s) -> None:
+        self.visit(s.condition)
+        self._guarded(s.then_case, s.else_case)
+
+    def visit_Select(self, e) -> None:
+        self.visit(e.condition)
+        self._guarded(e.true_value, e.false_value)
+
+    def visit_Call(self, e) -> None:
+        if e.op != "if_then_else":
+            return self.generic_visit(e)
+        self.visit(e.args[0])
+        self._guarded(*e.args[1:])
+
+    def visit_And(self, e) -> None:
+        self.visit(e.a)
+        self._guarded(e.b)
+
+    visit_Or = visit_And
+
+
 class Mutator:
     """Rebuilding walk; returns the same object when no child changed.
 

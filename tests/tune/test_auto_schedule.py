@@ -50,8 +50,10 @@ def test_matmul_gets_the_targets_register_tile_a_local_tile_and_a_packed_panel(t
     names = {st.name: st for st in r.schedule.stages}
     assert names["C.local"].scope == "local" and names["C.local"].attach_type == "scope"
     assert "B.global" in names and names["B.global"].attach_type == "scope"
-    kinds = [(it.iter_type if hasattr(it, "iter_type") else None) for it in names["C"].leaf_iter_vars]
-    assert len(kinds) == 5  # group x row blocks (fused for threads), panel, rows, vector
+    leaves = names["C"].leaf_iter_vars
+    assert len(leaves) == 4  # panel (threads), row block, rows, vector
+    # B is copied once per panel: a group of one, so the copy is one contiguous packed panel
+    assert r.knobs["C.group"] == 1 and names["B.global"].attach_ivar is leaves[0]
     ins = d.inputs(np.random.default_rng(0))
     check(r.schedule, d.params + d.outputs, ins, [d.reference(*ins)], targets=("c",), rtol=1e-3, atol=1e-3)
 
