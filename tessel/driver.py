@@ -25,7 +25,6 @@ from .lower.poly_ops import poly_ops
 from .passes import (
     index_dtype,
     loop_partition,
-    promote_accumulators,
     simplify_stmt,
     storage_flatten,
     streaming_outputs,
@@ -210,10 +209,6 @@ def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.Prim
     steps.append(Step("vectorize", stmt))
     stmt = unroll(stmt, max_statements=MAX_UNROLL_STATEMENTS)
     steps.append(Step("unroll", stmt))
-    promoted = promote_accumulators(stmt) if target.kind == "c" else stmt  # registers: C's concern
-    if promoted is not stmt:
-        stmt = promoted
-        steps.append(Step("promote_accumulators", stmt))
     # last, so that it types the very expressions the code generators print (seed 002); the
     # sizes are array extents (never negative), a scalar argument no shape names may be anything
     passed = {id(v) for _, v in front.scalar_args}
@@ -441,7 +436,7 @@ def _tunables() -> tuple:
     import importlib
 
     out = []
-    for mod in ("passes.loop_partition", "passes.unroll", "passes.vectorize", "passes.index_dtype", "passes.accumulate",
+    for mod in ("passes.loop_partition", "passes.unroll", "passes.vectorize", "passes.index_dtype",
                 "codegen.c_memory", "codegen.c_stmt", "codegen.c_vector", "schedule.unroll_limit"):
         m = importlib.import_module(f"{__package__}.{mod}")
         out.extend((mod, k, v) for k, v in sorted(vars(m).items())

@@ -1,6 +1,5 @@
 """Loop IR to loop IR: one pass per module, composed by :mod:`tessel.driver`."""
 
-from .accumulate import promote_accumulators
 from .index_dtype import index_dtype
 from .loop_partition import loop_partition
 from .simplify import simplify_stmt
@@ -8,5 +7,5 @@ from .storage_flatten import flat_index, storage_flatten
 from .unroll import simplify_vector_stmt, unroll
 from .vectorize import streaming_outputs, vectorize
 
-__all__ = ["flat_index", "index_dtype", "loop_partition", "promote_accumulators", "simplify_stmt", "simplify_vector_stmt", "storage_flatten",
+__all__ = ["flat_index", "index_dtype", "loop_partition", "simplify_stmt", "simplify_vector_stmt", "storage_flatten",
            "streaming_outputs", "unroll", "vectorize"]
