@@ -12,7 +12,9 @@ So, within such a run, a vector load that occurs more than once is written once,
 variable, just before its first use, and pinned there by an empty ``asm`` whose operand must
 be a vector register (``tsl_keep_*``): the compiler can no longer re-read the memory in its
 place. The run holds no store to memory (every statement writes a variable), so reading the
-value earlier than the statements did changes nothing. The pin exists only where the C
+value earlier than the statements did changes nothing -- for a load C reads whenever its
+statement runs: one on a side of a scalar ``?:`` (a read past a tensor's edge, guarded) stays
+where it is, or the early read would be the one the guard prevents. The pin exists only where the C
 compiler's target has registers of the vector's width (x86 SSE/AVX/AVX-512, AArch64 NEON);
 elsewhere it is nothing and the variable is an ordinary one.
 """
