@@ -23,7 +23,8 @@ import resource
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import tessel
@@ -107,27 +108,34 @@ def _children_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def _fresh() -> str:
+@contextmanager
+def _fresh() -> Iterator[str]:
     """A new cache directory, and nothing remembered in memory (the generated code, the
-    schedules found legal, the analyses)."""
+    schedules found legal, the analyses); afterwards the directory is removed and the caller's
+    ``TESSEL_CACHE_DIR`` given back (a later build must not look in a directory that is gone)."""
     from tessel.poly.analysis import forget
 
+    before = os.environ.get("TESSEL_CACHE_DIR")
     d = tempfile.mkdtemp(prefix="tessel-build-time-")
     os.environ["TESSEL_CACHE_DIR"] = d
     clear_memory_cache()
     forget()
-    return d
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+        if before is None:
+            os.environ.pop("TESSEL_CACHE_DIR", None)
+        else:
+            os.environ["TESSEL_CACHE_DIR"] = before
 
 
 def cold(k: Kernel) -> tuple[float, float, float]:
     """One cold build: (wall, tessel CPU, compiler CPU) in seconds."""
-    d = _fresh()
-    try:
+    with _fresh():
         w0, p0, c0 = time.perf_counter(), time.process_time(), _children_cpu()
         k.build()
         return time.perf_counter() - w0, time.process_time() - p0, _children_cpu() - c0
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def _warm_up() -> None:
@@ -144,9 +152,8 @@ def _warm_up() -> None:
     s[B].vectorize(B.op.axis[1])
     s[BL].compute_at(s[B], io)
     s[BL].unroll(s[BL].op.axis[0])
-    d = _fresh()
-    tessel.build(s, [A, B])
-    shutil.rmtree(d, ignore_errors=True)
+    with _fresh():
+        tessel.build(s, [A, B])
 
 
 def main(argv=None) -> int:
@@ -162,11 +169,10 @@ def main(argv=None) -> int:
         for k in chosen[:1]:
             cold(k)  # imports of the kernel's own modules
             prof = cProfile.Profile()
-            d = _fresh()
-            prof.enable()
-            k.build()
-            prof.disable()
-            shutil.rmtree(d, ignore_errors=True)
+            with _fresh():
+                prof.enable()
+                k.build()
+                prof.disable()
             for key in ("cumulative", "tottime"):
                 pstats.Stats(prof).sort_stats(key).print_stats(args.lines)
         return 0

@@ -30,6 +30,7 @@ import numpy as np
 import tessel
 from tessel import te
 from tessel.autosched.conv import split_vectors
+from tessel.errors import DefinitionError
 from tessel.target import Target, as_target, resolve
 from tessel.target.tiles import K_UNROLL, register_tile
 
@@ -89,6 +90,9 @@ def conv2d(n: int = 1, c: int = 64, k: int = 64, h: int = 56, w: int = 56, targe
     """The schedule and its arguments ``[X, W, Y]``: Y = conv(X, W), ``kernel`` x ``kernel``
     (odd), zero padding keeping the size, the tile derived from ``target`` (default: this
     machine)."""
+    if not isinstance(kernel, int) or kernel < 1 or kernel % 2 == 0:  # an even window has no centre
+        raise DefinitionError(f"conv2d: kernel={kernel!r}: the window W[k, c, kernel, kernel] must be odd and "
+                              "positive (1, 3, 5, ...), so that zero padding of kernel // 2 keeps the image size")
     tgt = resolve(as_target(target))
     p = kernel // 2
     X = te.placeholder((n, c, h, w), name="X")

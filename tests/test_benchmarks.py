@@ -5,11 +5,14 @@ is not installed is reported as such, and the table renders every case. No timin
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+import tessel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ lives at the root
 
@@ -163,3 +166,24 @@ def test_auto_seconds_reaches_auto_schedule_and_its_time_is_reported(monkeypatch
     with pytest.raises(SystemExit):
         harness.main(["--auto-seconds", "nan", "--only", "add"])
     assert "--auto-seconds: give the seconds as a number above zero" in capsys.readouterr().err
+
+
+def test_a_cold_build_is_cold_and_leaves_the_cache_directory_as_it_was(monkeypatch, tmp_path):
+    from benchmarks import build_time
+    from tessel import te
+
+    def small():
+        A = te.placeholder((8,), name="A")
+        B = te.compute((8,), lambda i: A[i] * 2.0, name="B")
+        kernel = tessel.build(te.create_schedule(B.op), [A, B])
+        built.append((kernel.cache_hit, os.environ["TESSEL_CACHE_DIR"]))
+        return kernel
+
+    built: list = []
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    for _ in range(2):
+        wall, ours, cc = build_time.cold(build_time.Kernel("small", small))
+        assert min(wall, ours, cc) >= 0
+    assert [hit for hit, _ in built] == [False, False]  # the second build finds nothing of the first
+    assert all(d != str(tmp_path) and not os.path.exists(d) for _, d in built)
+    assert os.environ["TESSEL_CACHE_DIR"] == str(tmp_path)  # the caller's directory, given back

@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from helpers import check, rand
@@ -156,6 +158,18 @@ def test_an_unchanged_expression_is_handed_back_itself_from_the_memo():
     e1, e2 = O.add(O.mul(i, 4), 1), O.add(O.mul(i, 4), 1)
     assert Analyzer(memo).simplify(e1) is e1
     assert Analyzer(memo).simplify(e2) is e2  # a hit on e1's entry still answers with e2
+
+
+def test_the_memo_tells_a_negative_zero_from_a_zero():
+    """A constant ``-0.0`` and ``0.0`` compare equal as floats but are different values
+    (``1/x``); a simplification made with one must not be served for the other."""
+    i, x = te.var("i"), te.var("x", "float32")
+    memo: dict = {}
+    for c in (-0.0, 0.0, -0.0):
+        got = Analyzer(memo).simplify(E.Select(O.lt(i, O.add(i, 1)), O.const(c, "float32"), x))
+        assert isinstance(got, E.FloatImm) and math.copysign(1.0, got.value) == math.copysign(1.0, c), (c, got)
+    assert not structural_equal(O.const(0.0, "float32"), O.const(-0.0, "float32"))
+    assert structural_equal(O.const(-0.0, "float32"), O.const(-0.0, "float32"))
 
 
 def test_remembered_structural_hashes_agree_with_fresh_ones():

@@ -18,6 +18,7 @@ import pytest
 from helpers import check, rand
 
 import tessel
+from tessel.errors import DefinitionError
 from tessel.target import Target, host, parse, resolve
 from tessel.target.tiles import (
     FMA_LATENCY,
@@ -231,6 +232,14 @@ def test_derived_conv2d_matches_numpy(name):
     wd = rand(5, 3, 3, seed=3)
     check(*fast_conv2d.depthwise(1, 5, 9, 24, t), [x, wd], [fast_conv2d.depthwise_reference(x, wd)],
           targets=(t, t.with_(kind="python")), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kernel", (2, 0, -3))
+def test_conv2d_refuses_a_window_without_a_centre(kernel):
+    """An even window (or none) cannot keep the image size with symmetric padding: it used to
+    build a kernel unlike its reference (2) or one writing zeros (0)."""
+    with pytest.raises(DefinitionError, match=r"conv2d: kernel=.*odd and positive"):
+        fast_conv2d.conv2d(1, 4, 8, 6, 16, MACHINES["avx2"], kernel=kernel)
 
 
 def test_row_kernels_reduce_in_whole_vectors_of_partial_sums():

@@ -12,7 +12,9 @@ So, within such a run, a vector load that occurs more than once is written once,
 variable, just before its first use, and pinned there by an empty ``asm`` whose operand must
 be a vector register (``tsl_keep_*``): the compiler can no longer re-read the memory in its
 place. The run holds no store to memory (every statement writes a variable), so reading the
-value earlier than the statements did changes nothing. The pin exists only where the C
+value earlier than the statements did changes nothing -- for a load C reads whenever its
+statement runs: one on a side of a scalar ``?:`` (a read past a tensor's edge, guarded) stays
+where it is, or the early read would be the one the guard prevents. The pin exists only where the C
 compiler's target has registers of the vector's width (x86 SSE/AVX/AVX-512, AArch64 NEON);
 elsewhere it is nothing and the variable is an ordinary one.
 """
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import DType
-from ..ir.functor import collect
+from ..ir.functor import children, collect
 from ..ir.intrinsics import EXTERN_CALLS
 
 if TYPE_CHECKING:
@@ -72,11 +74,36 @@ def register_runs(w: CStmtWriter, items: list[S.Stmt]) -> list[tuple[bool, list[
     return out
 
 
+def _always_read(value: E.PrimExpr) -> list[E.PrimExpr]:
+    """The subexpressions of ``value`` that C evaluates whenever ``value`` is: not the sides of
+    a scalar ``?:`` (``if_then_else`` guarding a read past a tensor's edge), nor the right of
+    ``&&``/``||``, nor a ``Let``'s body (its variable is declared only inside). A load read
+    earlier than its statement must be one C would have read anyway."""
+    out: list[E.PrimExpr] = []
+    stack = [value]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        if isinstance(n, E.Select) and n.condition.dtype.lanes == 1:
+            stack.append(n.condition)
+        elif isinstance(n, E.Call) and n.op == "if_then_else" and n.args[0].dtype.lanes == 1:
+            stack.append(n.args[0])
+        elif isinstance(n, E.And | E.Or) and n.dtype.lanes == 1:
+            stack.append(n.a)
+        elif isinstance(n, E.Let):
+            stack.append(n.value)
+        else:
+            stack.extend(children(n))
+    return out
+
+
 def _vector_loads(w: CStmtWriter, s: S.BufferStore) -> list[tuple[str, DType]]:
-    """The contiguous vector loads from memory in ``s``'s value, as the C they print to."""
-    loads = collect(s.value, lambda n: isinstance(n, E.BufferLoad) and n.dtype.lanes > 1
-                    and id(n.buffer) not in w.promoted and isinstance(n.indices[0], E.Ramp)
-                    and E.is_const_int(n.indices[0].stride, 1))
+    """The contiguous vector loads from memory that ``s``'s value always reads, as the C they
+    print to; not one whose address reads the tile (an earlier update of the run may change it)."""
+    loads = [n for n in _always_read(s.value) if isinstance(n, E.BufferLoad) and n.dtype.lanes > 1
+             and id(n.buffer) not in w.promoted and isinstance(n.indices[0], E.Ramp)
+             and E.is_const_int(n.indices[0].stride, 1)
+             and not collect(n.indices[0], lambda x: isinstance(x, E.BufferLoad) and id(x.buffer) in w.promoted)]
     return [(w.vec.load(ld), ld.dtype) for ld in loads]
 
 

@@ -9,6 +9,7 @@ subtrees are shared and ``is`` tells a pass whether anything happened.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -331,7 +332,11 @@ def structural_equal(a: Any, b: Any) -> bool:
 
 
 def _equal_leaf(a: Any, b: Any) -> bool:
+    """Equal values of one type; ``0.0`` and ``-0.0`` differ (``1/x``, ``copysign`` tell them
+    apart, and a memo keyed by structure must not hand one back for the other)."""
     try:
+        if type(a) is float and type(b) is float:
+            return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
         return bool(a == b) and type(a) is type(b)
     except Exception:
         return False

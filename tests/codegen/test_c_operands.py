@@ -6,6 +6,7 @@ the generated source, so nothing here depends on the machine's vector unit.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import numpy as np
 from helpers import TARGETS, check, rand
 
 import tessel
+from tessel import te
 from tessel.codegen.c_operands import keep_macro
 from tessel.target import Target
 
@@ -67,3 +69,91 @@ def test_the_pin_exists_only_where_a_register_holds_the_vector():
     assert keep_macro("k", 8) == "#define k(v) ((void)0)"
     for m in (keep_macro("k", 16), keep_macro("k", 32), keep_macro("k", 64)):
         assert m.count("#if") == 1 and m.endswith("#endif") and "#define k(v) ((void)0)" in m
+
+
+def _guarded_tile(guard):
+    """A 4-row tile kept in variables whose rows share ``A``'s vector, read only where
+    ``guard(k)`` holds: at ``k = 0`` its address is 16 floats before ``A``."""
+    m, n, kk = 4, 16, 5
+    A = te.placeholder((kk, n), name="A")
+    B = te.placeholder((m, kk), name="B")
+    k = te.reduce_axis((0, kk), name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(te.if_then_else(guard(B, k), A[k - 1, j], 0.0) * B[i, k], axis=k),
+                   name="C")
+    s = te.create_schedule(C.op)
+    CC = s.cache_write(C, "local")
+    jo, ji = s[C].split(C.op.axis[1], factor=8)
+    s[C].reorder(jo, C.op.axis[0], ji)
+    s[C].vectorize(ji)
+    s[C].unroll(C.op.axis[0])
+    s[CC].compute_at(s[C], jo)
+    ic, jc = s[CC].op.axis
+    s[CC].reorder(s[CC].op.reduce_axis[0], ic, jc)
+    s[CC].unroll(ic)
+    s[CC].vectorize(jc)
+    return s, [A, B, C]
+
+
+def test_a_guarded_load_is_not_read_before_its_guard():
+    s, args = _guarded_tile(lambda B, k: k >= 1)
+    src = tessel.build(s, args, target=AVX2).source
+    lines = _tile_lines(src, "A")
+    assert len(lines) == 4 and all("k >= 1 ? tsl_ld_f32x8(A +" in ln for ln in lines), lines
+    assert "operand" not in src
+    a, b = rand(5, 16), rand(4, 5, seed=1)
+    shifted = np.vstack([np.zeros((1, 16), "float32"), a[:-1]])
+    check(s, args, [a, b], [b @ shifted], targets=[AVX2.with_(kind=k) for k in TARGETS], rtol=1e-4, atol=1e-4)
+
+
+_GUARD_PAGE = """
+import ctypes, mmap, sys
+import numpy as np
+sys.path[:0] = {paths!r}
+import tessel
+from test_c_operands import AVX2, _guarded_tile
+s, args = _guarded_tile(lambda B, k: B[0, k] > 100.0)  # never true, and no compiler can know it
+f = tessel.build(s, args, target=AVX2)
+page = mmap.PAGESIZE
+mem = mmap.mmap(-1, 2 * page, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+start = ctypes.addressof(ctypes.c_char.from_buffer(mem))
+assert ctypes.CDLL(None).mprotect(ctypes.c_void_p(start), page, 0) == 0  # the page before A: no access
+a = np.frombuffer(mem, "float32", 80, offset=page).reshape(5, 16)
+a[:] = 1.5
+c = np.full((4, 16), np.nan, "float32")
+f(a, np.ones((4, 5), "float32"), c)
+assert (c == 0).all(), c
+"""
+
+
+def test_a_guarded_load_before_its_tensor_is_never_read():
+    """The same tile with a data-dependent guard, ``A`` just after a page no one may read: a
+    read hoisted out of the ``?:`` faults (it did: SIGSEGV)."""
+    here = Path(__file__).resolve()
+    paths = [str(here.parents[2]), str(here.parent), str(here.parents[1])]
+    code = _GUARD_PAGE.format(paths=paths)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+
+
+def test_only_loads_every_evaluation_reads_may_move_earlier():
+    """A load under a ``Let`` (its variable is declared only inside), right of a scalar ``&&``
+    or on a side of a scalar ``?:`` is not read unless its statement gets there."""
+    from tessel.codegen.c_operands import _always_read
+    from tessel.ir import expr as E
+    from tessel.ir import op as O
+    from tessel.ir import stmt as S
+
+    a = S.Buffer("A", "float32", (64,))
+    i, t = E.Var("i", "int32"), E.Var("t", "int32")
+
+    def load(base: E.PrimExpr) -> E.BufferLoad:
+        return E.BufferLoad(a, [E.Ramp(base, O.const(1, "int32"), 8)])
+
+    plain, in_let, in_branch = load(i), load(t), load(i + 8)
+    cond = O.lt(i, O.const(4, "int32"))
+    value = O.add(O.add(plain, E.Let(t, i + 16, in_let)), E.Select(cond, in_branch, plain))
+    got = [n for n in _always_read(value) if isinstance(n, E.BufferLoad)]
+    assert any(n is plain for n in got)
+    assert not any(n is in_let or n is in_branch for n in got)
+    right = E.And(cond, O.lt(E.BufferLoad(a, [i]), O.const(0.0, "float32")))
+    assert not any(isinstance(n, E.BufferLoad) for n in _always_read(right))
