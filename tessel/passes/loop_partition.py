@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import reduce
 
 from ..arith import Analyzer, IntSet, eval_set
 from ..ir import expr as E
@@ -283,13 +284,18 @@ class _Partition(Mutator):
         return s if s.key == SMALL else self.generic_visit(s)
 
     def visit_For(self, s: S.For, skip: frozenset = frozenset()):
+        if self.ana.can_prove(O.le(s.extent, 0)):
+            return s  # a piece that never runs (simplify drops it): no cut is spent on it
         # a vectorized loop is not cut on its own variable: both parts would have symbolic
         # extents; tightening gives its tail one loop instead
         if s.kind not in ("thread_binding", "vectorized") and self.budget > 0:
             cut = self._cut(s, skip)
             if cut is not None:
                 return cut
-        body = self.visit(s.body)
+        # inside, the loop's range is known: a cut point of an inner loop that depends on it
+        # becomes a constant in a piece of one iteration (the tail tile of a split)
+        with self.ana.scoped_bind(s.loop_var, E.Range(s.min, s.extent)):
+            body = self.visit(s.body)
         return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
 
     def _cut(self, s: S.For, skip: frozenset) -> S.Stmt | None:
@@ -316,8 +322,14 @@ class _Partition(Mutator):
                 continue  # the threads of a block would leave the loop at different iterations
             lo, hi = s.min, O.add(s.min, s.extent)
             p = self.ana.simplify(O.max_(lo, O.min_(hi, O.cast(p, lo.dtype))))
-            self.budget -= 1
             proved = _ProveConjunct(site.cond)
+            if self.ana.can_prove(O.ge(p, hi) if prefix else O.le(p, lo)):
+                # it holds on the whole loop: no cut, nothing duplicated
+                return self.visit_For(proved.visit(s), skip)
+            if self.ana.can_prove(O.le(p, lo) if prefix else O.ge(p, hi)):
+                skip = skip | {key}  # it holds nowhere in the loop: cutting gains nothing
+                continue
+            self.budget -= 1
             first = S.For(x, lo, self.ana.simplify(O.sub(p, lo)), s.kind, s.body, s.thread_tag)
             second = S.For(x, p, self.ana.simplify(O.sub(hi, p)), s.kind, s.body, s.thread_tag)
             # the proved part gets a fresh loop variable; the other keeps x, so that `key` still
@@ -347,7 +359,10 @@ class _Tighten(Mutator):
         return s if s.key == SMALL else self.generic_visit(s)
 
     def visit_For(self, s: S.For):
-        body = self.visit(s.body)
+        if s.kind != "thread_binding":
+            s = self._trim(s)
+        with self.ana.scoped_bind(s.loop_var, E.Range(s.min, s.extent)):
+            body = self.visit(s.body)
         if s.kind == "thread_binding" or not isinstance(body, S.IfThenElse) or body.else_case is not None:
             return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
         x = s.loop_var
@@ -372,6 +387,97 @@ class _Tighten(Mutator):
         inner = body.then_case if not keep else S.IfThenElse(O.all_(*keep), body.then_case)
         lo = self.ana.simplify(lo)
         return S.For(x, lo, self.ana.simplify(O.sub(hi, lo)), s.kind, inner, s.thread_tag)
+
+    def _trim(self, s: S.For) -> S.For:
+        """Drop the iterations at either end in which no statement of the body runs (see
+        ``_live``): the empty last panel of a partial tile group."""
+        live_lo, live_hi = _live(s, self.ana, self.threads)
+        lo, hi = s.min, O.add(s.min, s.extent)
+        changed = False
+        if live_hi is not None and not self.ana.can_prove(O.ge(live_hi, hi)):
+            hi, changed = O.min_(hi, O.cast(live_hi, lo.dtype)), True
+        if live_lo is not None and not self.ana.can_prove(O.le(live_lo, lo)):
+            lo, changed = O.max_(lo, O.cast(live_lo, lo.dtype)), True
+        if not changed:
+            return s
+        lo = self.ana.simplify(lo)
+        return S.For(s.loop_var, lo, self.ana.simplify(O.sub(hi, lo)), s.kind, s.body, s.thread_tag)
+
+
+def _positive(extent: E.PrimExpr) -> list[E.PrimExpr]:
+    """Conditions that hold whenever a loop of this extent runs at all (``min(a, b) > 0`` is
+    ``a > 0`` and ``b > 0``)."""
+    if isinstance(extent, E.Min):
+        return _positive(extent.a) + _positive(extent.b)
+    return [] if isinstance(extent, E.IntImm) else [O.gt(extent, O.const(0, extent.dtype))]
+
+
+@dataclass
+class _Effect:
+    conds: list[E.PrimExpr]           # what must hold for it to run: guards, inner loops' extents > 0
+    doms: dict[E.Var, IntSet]         # ranges of the loops between the trimmed loop and it
+    opaque: set[E.Var]                # variables bound by lets on the way
+
+
+def _effects(body: S.Stmt) -> list[_Effect] | None:
+    """The statements of ``body`` that change something, with what guards them; None when one
+    is of a kind not understood here (nothing is then trimmed)."""
+    out: list[_Effect] = []
+
+    def walk(s, conds: list, loops: tuple, opaque: set) -> bool:
+        if isinstance(s, S.SeqStmt):
+            return all(walk(x, conds, loops, opaque) for x in s.seq)
+        if isinstance(s, S.For):
+            return walk(s.body, conds + _positive(s.extent), (*loops, s), opaque)
+        if isinstance(s, S.IfThenElse):  # the else part runs under no condition known here
+            return walk(s.then_case, conds + conjuncts(s.condition), loops, opaque) and (
+                s.else_case is None or walk(s.else_case, conds, loops, opaque))
+        if isinstance(s, S.LetStmt):
+            return walk(s.body, conds, loops, opaque | {s.var})
+        if isinstance(s, S.Allocate | S.AttrStmt):
+            return walk(s.body, conds, loops, opaque)
+        if isinstance(s, S.Evaluate) and isinstance(s.value, E.IntImm):
+            return True
+        if not isinstance(s, S.BufferStore | S.Evaluate):
+            return False
+        doms = {f.loop_var: IntSet.interval(f.min, O.sub(O.add(f.min, f.extent), 1)) for f in loops}
+        out.append(_Effect(conds, doms, opaque))
+        return True
+
+    return out if walk(body, [], (), set()) else None
+
+
+def _live(s: S.For, ana: Analyzer, threads: frozenset) -> tuple[E.PrimExpr | None, E.PrimExpr | None]:
+    """``(lo, hi)``: no statement of the body runs for ``x < lo`` nor for ``x >= hi`` (None: no
+    such bound). A statement under ``a*x + r < 0`` (a guard, or an inner loop's extent being
+    positive) runs for some inner iteration only while ``a*x + min(r) < 0``; a bound that
+    depends on a thread index is not used (the threads of a block must run the same iterations)."""
+    x = s.loop_var
+    effects = _effects(s.body)
+    if not effects:
+        return None, None
+    his: list[E.PrimExpr | None] = []
+    los: list[E.PrimExpr | None] = []
+    for eff in effects:
+        hi = lo = None
+        for c in eff.conds:
+            d = negative_form(c)
+            if d is None or x not in free_vars(d) or free_vars(d) & (eff.opaque | threads):
+                continue
+            lin = linear_in(ana.simplify(d), x, ana)
+            rmin = eval_set(lin.rest, eff.doms, ana).min_value if lin is not None else None
+            if rmin is None or free_vars(rmin) & (set(eff.doms) | {x} | threads):
+                continue
+            p, prefix = split_point(lin, rmin)
+            if prefix:
+                hi = p if hi is None else O.min_(hi, p)
+            else:
+                lo = p if lo is None else O.max_(lo, p)
+        his.append(hi)
+        los.append(lo)
+    hi = None if any(v is None for v in his) else ana.simplify(reduce(O.max_, his))
+    lo = None if any(v is None for v in los) else ana.simplify(reduce(O.min_, los))
+    return lo, hi
 
 
 __all__ = ["conjuncts", "linear_in", "loop_partition", "negative_form"]
