@@ -401,7 +401,10 @@ class _Tighten(Mutator):
         if not changed:
             return s
         lo = self.ana.simplify(lo)
-        return S.For(s.loop_var, lo, self.ana.simplify(O.sub(hi, lo)), s.kind, s.body, s.thread_tag)
+        extent = self.ana.simplify(O.sub(hi, lo))
+        if s.kind in ("unrolled", "vectorized") and isinstance(s.extent, E.IntImm) and not isinstance(extent, E.IntImm):
+            return s  # a run-time extent would cost the unrolling (a register tile) to save a guard
+        return S.For(s.loop_var, lo, extent, s.kind, s.body, s.thread_tag)
 
 
 def _positive(extent: E.PrimExpr) -> list[E.PrimExpr]:
