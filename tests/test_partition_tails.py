@@ -122,11 +122,37 @@ def test_conv2d_examples_have_no_symbolic_tile_extents(make):
     assert not _symbolic_extents(_partitioned(*make()))
 
 
-@pytest.mark.parametrize("d", [definitions.matmul(37), definitions.matmul(70, 45, 29), definitions.conv2d(5, 7, 9, 19)],
-                         ids=["matmul37", "matmul70x45x29", "conv2d"])
+@pytest.mark.parametrize("d", [definitions.matmul(37), definitions.matmul(70, 45, 29), definitions.conv2d(5, 7, 9, 19),
+                               definitions.depthwise(6, 7, 19)], ids=["matmul37", "matmul70x45x29", "conv2d", "depthwise"])
 def test_auto_scheduled_kernels_have_no_symbolic_tile_extents(d):
     s = tessel.auto_schedule(d.outputs, target=AVX2, budget=0)
     args = d.params + d.outputs
     assert not _symbolic_extents(_partitioned(s, args))
     inputs = d.inputs(np.random.default_rng(0))
     check(s, args, inputs, [d.reference(*inputs)], rtol=d.rtol, atol=d.atol)
+
+
+@pytest.mark.parametrize("rows", [7, 8, 10])
+def test_partial_row_tile_in_a_fused_loop_is_versioned(rows):
+    """The row tiles of every channel fused into one loop: the last one's guard ``y.c + f%3*3 <
+    rows`` is not linear in the fused variable, so the tile is versioned on it instead of cut
+    (``if (f%3 < 2) {constant tile} else {guarded tile}``)."""
+    c, w = 3, 13
+    A = te.placeholder((c, rows, w), name="A")
+    B = te.compute((c, rows, w), lambda ch, y, x: A[ch, y, x] * 2.0 + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    yo, yi = s[B].split(B.op.axis[1], factor=3)
+    xo, xi = s[B].split(B.op.axis[2], factor=8)
+    fused = s[B].fuse(B.op.axis[0], yo)
+    s[B].reorder(fused, xo, yi, xi)
+    s[B].unroll(yi)
+    s[B].vectorize(xi)
+    s[B].parallel(fused)
+    body = _partitioned(s, [A, B])
+    assert not _symbolic_extents(body)
+    unrolled = [f for f in _loops(body) if f.kind == "unrolled"]
+    assert any(isinstance(f.extent, E.IntImm) and f.extent.value == 3 for f in unrolled)  # the full tiles
+    if rows % 3:
+        assert collect(body, lambda n: isinstance(n, S.IfThenElse) and n.else_case is not None)
+    a = rand(c, rows, w)
+    check(s, [A, B], [a], [a * 2 + 1])

@@ -17,7 +17,10 @@ steps:
    in the proved part the condition is replaced by ``true``; the other part keeps it.
    Beforehand a condition that does not depend on the loop around it moves out of that loop
    (``for j { if (i < n) S }`` is ``if (i < n) { for j { S } }``), so that it ends up on the loop
-   whose variable it tests.
+   whose variable it tests. A condition that a fused or split index makes nonlinear in ``x``
+   (``y.c + f%3*3 < 7``: the last row tile of each channel, channels and row tiles fused)
+   cannot be cut; the body is versioned on it instead (``if (f%3*3 + 2 < 7) {the tile
+   without it} else {the tile with it}``): one test per iteration of ``x``.
 3. **Tighten.** A loop whose whole body is ``if (a*x + r < 0)`` runs over exactly the values
    that satisfy it instead: ``for (x, 0, min(16, n - i.outer*16))``. This is what becomes of
    the tail, so no loop tests a condition per iteration.
@@ -290,6 +293,8 @@ class _Partition(Mutator):
         # extents; tightening gives its tail one loop instead
         if s.kind not in ("thread_binding", "vectorized") and self.budget > 0:
             cut = self._cut(s, skip)
+            if cut is None:
+                cut = self._unswitch(s, skip)
             if cut is not None:
                 return cut
         # inside, the loop's range is known: a cut point of an inner loop that depends on it
@@ -339,6 +344,31 @@ class _Partition(Mutator):
                 return S.seq(self.visit(first), self.visit_For(second, skip | {key}))
             second = _fresh(proved.visit(second))
             return S.seq(self.visit_For(first, skip | {key}), self.visit(second))
+        return None
+
+    def _unswitch(self, s: S.For, skip: frozenset) -> S.Stmt | None:
+        """Version the body of ``s`` on a condition that a fused or split index makes nonlinear
+        in ``x`` (``y.c + f%3*3 < 7``, the partial last row tile in a fused loop): where it holds
+        for every inner iteration, the body runs without it (``if (f%3*3 + 2 < 7) {tile}
+        else {tile, guarded}``). A test per iteration of ``x``, not per inner iteration."""
+        x = s.loop_var
+        for site in _sites(s.body):
+            key = StructKey(site.cond)
+            d = negative_form(site.cond)
+            if key in skip or d is None or not site.doms or free_vars(d) & (site.opaque | self.threads):
+                continue
+            if collect(d, lambda n: isinstance(n, E.BufferLoad | E.Let | E.Call)) or not collect(
+                    d, lambda n: isinstance(n, E.FloorMod | E.FloorDiv) and x in free_vars(n)):
+                continue
+            rmax = eval_set(d, site.doms, self.ana).max_value
+            if rmax is None or free_vars(rmax) & set(site.doms) or x not in free_vars(rmax):
+                continue
+            holds = self.ana.simplify(O.lt(rmax, O.const(0, rmax.dtype)))
+            if isinstance(holds, E.IntImm):
+                continue  # known either way: the cut or the tightening of an inner loop decides
+            self.budget -= 1
+            body = S.IfThenElse(holds, _ProveConjunct(site.cond).visit(s.body), s.body)
+            return self.visit_For(S.For(x, s.min, s.extent, s.kind, body, s.thread_tag), skip | {key})
         return None
 
 
@@ -401,7 +431,10 @@ class _Tighten(Mutator):
         if not changed:
             return s
         lo = self.ana.simplify(lo)
-        return S.For(s.loop_var, lo, self.ana.simplify(O.sub(hi, lo)), s.kind, s.body, s.thread_tag)
+        extent = self.ana.simplify(O.sub(hi, lo))
+        if s.kind in ("unrolled", "vectorized") and isinstance(s.extent, E.IntImm) and not isinstance(extent, E.IntImm):
+            return s  # a run-time extent would cost the unrolling (a register tile) to save a guard
+        return S.For(s.loop_var, lo, extent, s.kind, s.body, s.thread_tag)
 
 
 def _positive(extent: E.PrimExpr) -> list[E.PrimExpr]:
