@@ -114,9 +114,9 @@ def test_a_missing_plugin_is_a_note_not_a_crash(monkeypatch, tmp_path):
 
 
 def test_metaschedule_says_which_packages_it_lacks(monkeypatch):
-    real = peers_tvm.importlib.util.find_spec
+    # every other module present, whatever this machine has installed (CI has no peers)
     monkeypatch.setattr(peers_tvm.importlib.util, "find_spec",
-                        lambda name, *a: None if name in ("xgboost", "cloudpickle") else real(name, *a))
+                        lambda name, *a: None if name in ("xgboost", "cloudpickle") else object())
     assert peers_tvm.metaschedule_missing() == "needs cloudpickle, xgboost"
     with pytest.raises(peer_base.PeerUnavailable, match="needs cloudpickle, xgboost"):
         peers_tvm.metaschedule(None, 4)
