@@ -15,9 +15,10 @@ compiler's share timed apart) and cached (the in-process memo dropped, so the sh
 comes from the disk cache: what a second run of a program sees); NumPy (writing into
 preallocated outputs), PyTorch on the CPU, Halide and TVM (when installed) compute the same
 thing. Every contender's output is checked against NumPy's before anything is timed.
-Then the contenders take turns in blocks of calls (three rounds, alternating order, a short
-pause and two untimed calls before each block: OpenMP's, Halide's and TVM's worker threads
-spin for a while after a call and would otherwise steal the cores from the next contender),
+Then the contenders take turns in blocks of calls (six rounds, alternating order, a wait until
+the process is idle and two untimed calls before each block: OpenBLAS's, OpenMP's, Halide's and
+TVM's worker threads spin for a while after a call and would otherwise steal the cores from the
+next contender; every contender's arrays are 128-byte aligned alike),
 ``--repeat`` timed calls in all, summarized by their median: on a shared machine a burst of
 load then hits every contender alike. A bandwidth-bound kernel (GB/s) has a yardstick:
 tessel's plain copy of 2 x 64 MiB, timed right after each block of tessel's calls (one
@@ -46,11 +47,14 @@ import numpy as np
 
 from . import auto_peers, machine, peers_tvm
 from .kernels import Case, cases
-from .peer_base import PeerUnavailable
+from .peer_base import PeerUnavailable, aligned_empty
 
 PEERS = ("torch", "halide", "tvm")
 ROUNDS = 6  # each contender runs in blocks, in alternating order: thread pools must not fight
 WARMUP = 2  # untimed calls at the start of each block (waking a thread pool is not the kernel's time)
+SETTLE_STEP = 0.01  # seconds per look at the process's CPU time while waiting for quiet cores
+SETTLE_LIMIT = 2.0  # the longest wait for them (a pool that never sleeps is the peer's cost, not a hang)
+QUIET = 0.05  # share of one core the process may use in a step and still count as idle
 
 
 @dataclass
@@ -127,7 +131,7 @@ def _tessel(case: Case, inputs: list[np.ndarray]):
     t0 = time.perf_counter()
     f = tessel.build(s, args)
     cached = time.perf_counter() - t0
-    out = np.empty(case.out_shape, "float32")
+    out = aligned_empty(case.out_shape)
     kw = {"num_threads": case.threads} if case.threads else {}
     return (lambda: f(*inputs, out, **kw)), (lambda: out), cold, cc, cached
 
@@ -149,7 +153,7 @@ def _auto(case: Case, inputs: list[np.ndarray], row: Row, budget: int, seconds: 
         print(f"  auto_schedule failed on {case.kernel} {case.size}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
         return {}
     row.auto_s = row.tune_s["auto"] = time.perf_counter() - t0
-    out = np.empty(case.out_shape, "float32")
+    out = aligned_empty(case.out_shape)
     kw = {"num_threads": case.threads} if case.threads else {}
     return {"auto": ((lambda: f(*inputs, out, **kw)), (lambda: out))}
 
@@ -278,9 +282,30 @@ def _checked(case: Case, runners: dict, want: np.ndarray, row: Row) -> None:
             del runners[name]
 
 
+def settle(step: float = SETTLE_STEP, limit: float = SETTLE_LIMIT, *, cpu=time.process_time, sleep=time.sleep) -> float:
+    """Sleep until this process's threads are idle (less than :data:`QUIET` of a core used in
+    one ``step``), at most ``limit`` seconds; the seconds waited. Every contender starts its
+    block on quiet cores this way, however long the last one's pool spins: NumPy's OpenBLAS
+    keeps a core busy for ~100 ms after its last call (``sched_yield`` loops), longer than a
+    fixed pause of 50 ms, and the contender after it lost a core for its whole block (the
+    2-thread OpenMP kernel then waits at each barrier for a time slice: 3.2 instead of 73 GFLOP/s).
+    ``cpu`` and ``sleep`` are the clocks (the process's CPU seconds, a pause)."""
+    waited = 0.0
+    last = cpu()
+    while waited < limit:
+        sleep(step)
+        waited += step
+        now = cpu()
+        if now - last < QUIET * step:
+            break
+        last = now
+    return waited
+
+
 def _rounds(runners: dict, repeat: int, copy_fn) -> tuple[dict[str, list[float]], list[float]]:
     """Interleaved blocks of timed calls: every contender in every round, the order reversed
-    each round, so a burst of load on the shared machine hits them all alike."""
+    each round, so a burst of load on the shared machine hits them all alike; each block starts
+    once the process is quiet (:func:`settle`)."""
     times: dict[str, list[float]] = {name: [] for name in runners}
     copy_times: list[float] = []
     order = list(runners)
@@ -288,7 +313,7 @@ def _rounds(runners: dict, repeat: int, copy_fn) -> tuple[dict[str, list[float]]
     for rnd in range(ROUNDS):
         for name in order if rnd % 2 == 0 else reversed(order):
             fn = runners[name][0]
-            time.sleep(0.05)  # let the previous contender's worker threads stop spinning
+            settle()  # the previous contender's worker threads stop spinning
             for _ in range(WARMUP):
                 fn()
             for _ in range(per_round):
@@ -558,7 +583,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault(var, str(os.cpu_count() or 1))
     # TVM's idle workers yield-spin for ~300k rounds (a good fraction of a second) after each call,
     # which on a small machine steals the cores from whoever runs next; they sleep at once with 0
-    # (OpenMP's and Halide's workers stop spinning within milliseconds, inside the pause below)
+    # (OpenMP's and Halide's workers stop spinning within milliseconds; settle() waits for every pool)
     os.environ.setdefault("TVM_THREAD_POOL_SPIN_COUNT", "0")
     peers_on = {p: peers.available(p) for p in PEERS}
     # cold builds: a cache directory of our own, so that nothing is found from earlier runs

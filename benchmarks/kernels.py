@@ -18,6 +18,7 @@ import numpy as np
 from examples import fast_blur, fast_conv2d, fast_matmul, fast_rows, fast_streams
 
 from . import definitions, peers
+from .peer_base import aligned_empty
 
 
 @dataclass
@@ -39,13 +40,22 @@ class Case:
 
 
 def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
-    return rng.standard_normal(shape, dtype="float32")
+    """Random inputs, aligned as every contender's outputs are (the harness treats all alike)."""
+    a = aligned_empty(shape)
+    a[...] = rng.standard_normal(shape, dtype="float32")
+    return a
+
+
+def _zeros(shape: tuple[int, ...]) -> np.ndarray:
+    a = aligned_empty(shape)
+    a[...] = 0.0
+    return a
 
 
 def _into(shape: tuple[int, ...], fn: Callable[..., object]) -> Callable[..., Callable[[], np.ndarray]]:
     """NumPy's call ``fn(*inputs, out)`` with ``out`` allocated once."""
     def make(*inputs: np.ndarray) -> Callable[[], np.ndarray]:
-        out = np.empty(shape, "float32")
+        out = aligned_empty(shape)
 
         def run() -> np.ndarray:
             fn(*inputs, out)
@@ -68,7 +78,7 @@ def matmul(n: int, threads: int | None = None) -> Case:
 def _blur_fast(a: np.ndarray) -> Callable[[], np.ndarray]:
     """The separable blur in four ufunc calls into two buffers made once."""
     h, w = a.shape
-    bx, out = np.empty((h, w - 2), "float32"), np.empty((h - 2, w - 2), "float32")
+    bx, out = aligned_empty((h, w - 2)), aligned_empty((h - 2, w - 2))
     third = np.float32(fast_blur.THIRD)
 
     def run() -> np.ndarray:
@@ -83,7 +93,7 @@ def _blur_fast(a: np.ndarray) -> Callable[[], np.ndarray]:
 
 def _softmax_fast(a: np.ndarray) -> Callable[[], np.ndarray]:
     rows = a.shape[0]
-    out, red = np.empty_like(a), np.empty((rows, 1), "float32")
+    out, red = aligned_empty(a.shape), aligned_empty((rows, 1))
 
     def run() -> np.ndarray:
         np.max(a, axis=1, keepdims=True, out=red)
@@ -96,8 +106,8 @@ def _softmax_fast(a: np.ndarray) -> Callable[[], np.ndarray]:
 
 def _layernorm_fast(a: np.ndarray, g: np.ndarray, b: np.ndarray) -> Callable[[], np.ndarray]:
     rows = a.shape[0]
-    out, tmp = np.empty_like(a), np.empty_like(a)
-    mu, var = np.empty((rows, 1), "float32"), np.empty((rows, 1), "float32")
+    out, tmp = aligned_empty(a.shape), aligned_empty(a.shape)
+    mu, var = aligned_empty((rows, 1)), aligned_empty((rows, 1))
     eps = np.float32(fast_rows.EPS)
 
     def run() -> np.ndarray:
@@ -116,9 +126,9 @@ def _conv2d_fast(x: np.ndarray, w: np.ndarray) -> Callable[[], np.ndarray]:
     """im2col into a buffer made once, then one BLAS matmul into the output."""
     n, c, h, wd = x.shape
     k = w.shape[0]
-    xp = np.zeros((n, c, h + 2, wd + 2), "float32")
-    cols = np.empty((n, c, 3, 3, h, wd), "float32")
-    out = np.empty((n, k, h, wd), "float32")
+    xp = _zeros((n, c, h + 2, wd + 2))
+    cols = aligned_empty((n, c, 3, 3, h, wd))
+    out = aligned_empty((n, k, h, wd))
     wm = w.reshape(k, c * 9)
 
     def run() -> np.ndarray:
@@ -134,7 +144,7 @@ def _conv1x1_fast(x: np.ndarray, w: np.ndarray) -> Callable[[], np.ndarray]:
     """A 1x1 conv is one BLAS matmul of the weights and the image's pixels, into the output."""
     n, c, h, wd = x.shape
     k = w.shape[0]
-    out = np.empty((n, k, h, wd), "float32")
+    out = aligned_empty((n, k, h, wd))
     wm, xm, om = w.reshape(k, c), x.reshape(n, c, h * wd), out.reshape(n, k, h * wd)
 
     def run() -> np.ndarray:
@@ -146,8 +156,8 @@ def _conv1x1_fast(x: np.ndarray, w: np.ndarray) -> Callable[[], np.ndarray]:
 def _depthwise_fast(x: np.ndarray, w: np.ndarray) -> Callable[[], np.ndarray]:
     """Nine shifted multiply-adds over a padded copy, into buffers made once."""
     n, c, h, wd = x.shape
-    xp = np.zeros((n, c, h + 2, wd + 2), "float32")
-    out, tmp = np.empty((n, c, h, wd), "float32"), np.empty((n, c, h, wd), "float32")
+    xp = _zeros((n, c, h + 2, wd + 2))
+    out, tmp = aligned_empty((n, c, h, wd)), aligned_empty((n, c, h, wd))
     taps = [(dy, dx, np.ascontiguousarray(w[None, :, dy, dx, None, None])) for dy in range(3) for dx in range(3)]
 
     def run() -> np.ndarray:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .peer_base import PeerRun
+from .peer_base import PeerRun, aligned_empty
 
 
 def _torch_run(threads: int | None, op: Callable[[], object], result: Callable[[], np.ndarray]) -> PeerRun:
@@ -36,7 +36,7 @@ def _t(a: np.ndarray):
 def torch_matmul(a: np.ndarray, b: np.ndarray, threads: int | None = None) -> PeerRun:
     import torch
 
-    out = np.empty((a.shape[0], b.shape[1]), "float32")
+    out = aligned_empty((a.shape[0], b.shape[1]))
     ta, tb, to = _t(a), _t(b), _t(out)
     return _torch_run(threads, lambda: torch.mm(ta, tb, out=to), lambda: out)
 
@@ -88,7 +88,7 @@ def torch_layernorm(a: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> 
 def torch_add(a: np.ndarray, b: np.ndarray) -> PeerRun:
     import torch
 
-    out = np.empty_like(a)
+    out = aligned_empty(a.shape)
     ta, tb, to = _t(a), _t(b), _t(out)
     return _torch_run(None, lambda: torch.add(ta, tb, out=to), lambda: out)
 
@@ -96,6 +96,6 @@ def torch_add(a: np.ndarray, b: np.ndarray) -> PeerRun:
 def torch_row_sum(a: np.ndarray) -> PeerRun:
     import torch
 
-    out = np.empty(a.shape[0], "float32")
+    out = aligned_empty((a.shape[0],))
     ta, to = _t(a), _t(out)
     return _torch_run(None, lambda: torch.sum(ta, dim=1, out=to), lambda: out)

@@ -187,3 +187,43 @@ def test_a_cold_build_is_cold_and_leaves_the_cache_directory_as_it_was(monkeypat
     assert [hit for hit, _ in built] == [False, False]  # the second build finds nothing of the first
     assert all(d != str(tmp_path) and not os.path.exists(d) for _, d in built)
     assert os.environ["TESSEL_CACHE_DIR"] == str(tmp_path)  # the caller's directory, given back
+
+
+class _SpinningPool:
+    """A fake process whose worker threads keep ``busy`` cores spinning for ``steps`` pauses."""
+
+    def __init__(self, steps: int, busy: float = 1.0):
+        self.left, self.busy, self.cpu_s = steps, busy, 0.0
+
+    def sleep(self, seconds: float) -> None:
+        if self.left > 0:
+            self.cpu_s += self.busy * seconds
+            self.left -= 1
+
+    def cpu(self) -> float:
+        return self.cpu_s
+
+
+def test_settle_waits_while_a_pool_spins_and_not_after():
+    pool = _SpinningPool(steps=10)  # OpenBLAS: one core busy for ~100 ms after its last call
+    waited = harness.settle(0.01, 2.0, cpu=pool.cpu, sleep=pool.sleep)
+    assert pool.left == 0 and waited == pytest.approx(0.11)  # ten busy steps, then one quiet one
+    quiet = _SpinningPool(steps=0)
+    assert harness.settle(0.01, 2.0, cpu=quiet.cpu, sleep=quiet.sleep) == pytest.approx(0.01)
+
+
+def test_settle_gives_up_on_a_pool_that_never_sleeps():
+    pool = _SpinningPool(steps=10**9, busy=0.5)
+    assert harness.settle(0.01, 0.2, cpu=pool.cpu, sleep=pool.sleep) == pytest.approx(0.2)
+
+
+def test_every_contenders_arrays_are_aligned_alike():
+    """Inputs and NumPy's outputs start on a 128-byte boundary, as tessel's and the peers' do:
+    a kernel's vector loads split across cache lines (NumPy's large arrays start 16 bytes past
+    a page) would otherwise time the allocator, not the kernel."""
+    for case in kernels.cases(quick=True):
+        inputs = case.make_inputs(np.random.default_rng(0))
+        out = case.numpy_fast(*inputs)()
+        for a in (*inputs, out):
+            assert a.ctypes.data % 128 == 0 and a.flags.c_contiguous
+        assert np.all(np.isfinite(inputs[0])) and np.unique(inputs[0]).size > 1  # random, not zeros
