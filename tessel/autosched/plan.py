@@ -160,11 +160,14 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
         along, stacked = tile.vectors, 1
         if a.spread is not None:
             along, stacked = conv.split_vectors(tile.vectors, tile.lanes, cols_ext, A.extent(ax[a.spread]))
-        knobs = [Knob(f"{name}.rows", _around(rows, 1, 8), rows),
+        # a stencil's tile may trade broadcast rows for stacked rows, the accumulators kept (4 x 2
+        # -> 8 x 1 or 2 x 4 channels x rows): halving one and doubling the other are candidates
+        around = _around if a.spread is None else _traded
+        knobs = [Knob(f"{name}.rows", around(rows, 1, 8), rows),
                  Knob(f"{name}.vectors", _around(along, 1, 6), along),
                  Knob(f"{name}.k_unroll", (1, 2, 4, 8), K_UNROLL)]
         if a.spread is not None:
-            knobs.append(Knob(f"{name}.spread", _around(stacked, 1, 8), stacked))
+            knobs.append(Knob(f"{name}.spread", _traded(stacked, 1, 8), stacked))
         if a.pack:
             red = 1
             for iv in a.op.reduce_axis:
@@ -208,6 +211,11 @@ def _chunk(g: A.Graph, a: Anchor, target: Target) -> int:
 
 def _around(x: int, lo: int, hi: int) -> tuple[int, ...]:
     return tuple(sorted({max(lo, min(hi, v)) for v in (x - 1, x, x + 1, lo)}))
+
+
+def _traded(x: int, lo: int, hi: int) -> tuple[int, ...]:
+    """:func:`_around` and also half and twice ``x``: one tile axis traded for another."""
+    return tuple(sorted({*_around(x, lo, hi), *(v for v in (x // 2, 2 * x) if lo <= v <= hi)}))
 
 
 SPLIT_PARTS = 16  # pieces a reduction over few long rows is cut into, for the threads

@@ -6,10 +6,15 @@ first, so the space's first point is the rule-based schedule); the sketch is a t
 does for any template: candidates built and run in separate processes with timeouts, checked
 against the unscheduled computation, a cost model guiding the choice of the next batch,
 records keyed by workload and target, resumable from a log. The first batch always holds the
-default, so a search never returns something slower than the rules measured.
+default, and a winner other than the default must beat it again head to head (measured in
+turns, :data:`CONFIRM_ROUNDS` each, after the search): one noisy measurement on a shared
+machine (a burst of load during the default's run) must not trade the rules' schedule for a
+slower one. The rules' schedule is the floor.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ..tune.api import tune
 from ..tune.search import ModelTuner
@@ -17,16 +22,39 @@ from ..tune.task import Task
 from .plan import Plan
 
 BUILD_TIMEOUT = 60.0  # seconds one candidate may take to build
+CONFIRM_ROUNDS = 3  # head-to-head measurements of the search's winner and the rules' schedule, in turns
 
 
 class _FromDefault(ModelTuner):
     """The model-guided tuner, with the rule-based default (point 0) in its first batch."""
+
+    confirmed: tuple[list[float], list[float]] | None = None  # the head-to-head's costs: rules', winner's
 
     def next_batch(self, n: int) -> list[int]:
         rest = super().next_batch(n)
         if 0 in self.visited or not self.space.is_index_valid(0):
             return rest
         return [0, *[i for i in rest if i != 0][: n - 1]]
+
+    def _loop(self, measurer, *args, **kwargs) -> None:
+        super()._loop(measurer, *args, **kwargs)
+        self.confirm(measurer)
+
+    def confirm(self, measurer) -> None:
+        """Keep the search's winner only if it beats the rules' schedule again, both measured in
+        turns (the median of :data:`CONFIRM_ROUNDS` each); else the rules' schedule. Skipped when
+        the time limit has passed (the best measured so far stands) or the default failed."""
+        self.confirmed = None
+        default = next((r for r in self.results if r.config.index == 0 and r.ok), None)
+        best = self.best
+        if best is None or default is None or best.config.index == 0 or self._out_of_time():
+            return
+        res = measurer.measure([default.config, best.config] * CONFIRM_ROUNDS, self.known_features, self.deadline)
+        rules = [r.cost for r in res[0::2] if r.ok]
+        won = [r.cost for r in res[1::2] if r.ok]
+        self.confirmed = (rules, won)
+        if len(rules) < CONFIRM_ROUNDS or len(won) < CONFIRM_ROUNDS or np.median(won) >= np.median(rules):
+            self.best, self.best_cost = default, default.cost
 
 
 def task(plan: Plan, make) -> Task:

@@ -111,3 +111,34 @@ def test_depthwise_keeps_its_padding_stored_and_stacks_rows(target):
     assert st["Xp"].attach_type == "root"  # a stencil read nine times: stored, not inlined
     assert r.knobs["Y.rows"] == 1 and r.knobs["Y.spread"] >= 1
     _check_both(r, d, target)
+
+
+@pytest.mark.parametrize("target", [AVX2, AVX512, NEON], ids=["avx2", "avx512", "neon"])
+def test_the_search_space_trades_channel_rows_for_stacked_rows(target):
+    """The rules' tile is the space's default, and the tiles with the same accumulators split
+    the other way (channels halved and rows doubled, or the reverse) are points of it."""
+    d = definitions.conv2d(64, 64, 56, 56, kernel=1)
+    plan = make_plan([d.outputs[0].op], resolve(target))
+    knobs = {k.name: k for k in plan.knobs}
+    rows, spread = knobs["Y.rows"], knobs["Y.spread"]
+    assert rows.candidates[0] <= rows.default and rows.default in rows.candidates
+    for r, s in ((rows.default * 2, spread.default // 2), (rows.default // 2, spread.default * 2)):
+        if 1 <= r <= 8 and 1 <= s <= 8:
+            assert r in rows.candidates and s in spread.candidates
+
+
+@pytest.mark.parametrize("kernel, c, k, h, w", [(1, 5, 12, 9, 24), (3, 5, 8, 9, 19)])
+def test_traded_tiles_compute_numpys_values_on_awkward_sizes(kernel, c, k, h, w):
+    """Every traded point the search may pick (8 x 1, 2 x 4 on AVX2) is a correct schedule,
+    with partial channel blocks and bands, on both targets."""
+    from tessel.autosched import _legal
+
+    d = definitions.conv2d(c, k, h, w, kernel=kernel)
+    plan = make_plan([d.outputs[0].op], resolve(AVX2))
+    args = [*plan.graph.inputs(), *d.outputs]
+    base = plan.defaults()
+    for rows, spread in ((base["Y.rows"] * 2, base["Y.spread"] // 2), (base["Y.rows"] // 2, base["Y.spread"] * 2)):
+        sch, _ = _legal(plan, {**base, "Y.rows": rows, "Y.spread": spread}, args)
+        ins = d.inputs(np.random.default_rng(rows))
+        check(sch, d.params + d.outputs, ins, [d.reference(*ins)], targets=[AVX2.with_(kind=t) for t in TARGETS],
+              rtol=d.rtol, atol=d.atol)

@@ -142,7 +142,8 @@ def test_a_budget_runs_the_tuners_search_from_the_rule_based_point(tmp_path):
     assert len(recs) == 3 and r.tuned is not None
     assert any(rec.config.index == 0 and rec.ok for rec in recs)  # the rule-based point
     best = min((rec for rec in recs if rec.ok), key=lambda rec: rec.cost)
-    assert r.knobs == {k.name: best.config[k.name].val for k in r.plan.knobs}
+    # the fastest recorded, or the rules' schedule where a head-to-head with it went to the rules
+    assert r.knobs in ({k.name: best.config[k.name].val for k in r.plan.knobs}, r.plan.defaults())
     ins = d.inputs(np.random.default_rng(0))
     check(r.schedule, d.params + d.outputs, ins, [d.reference(*ins)], rtol=1e-3, atol=1e-3)
 
@@ -202,3 +203,48 @@ def test_stages_sharing_a_name_get_knobs_of_their_own():
     assert len(names) == len(set(names)) and {"T#0.partials", "T#1.partials"} <= set(names)
     a = rand(6, 300)
     check(r.schedule, [A, T2], [a], [(a * a.sum(axis=1, keepdims=True)).max(axis=1)], rtol=1e-4, atol=1e-4)
+
+
+class _Measured:
+    """A measurer whose every run of a config costs what ``costs`` gives for its index."""
+
+    def __init__(self, costs: dict[int, float]):
+        self.costs, self.asked = costs, []
+
+    def measure(self, configs, known=None, deadline=None):
+        from tessel.tune.measure import MeasureResult
+
+        self.asked += [c.index for c in configs]
+        return [MeasureResult(c, [self.costs[c.index]]) for c in configs]
+
+
+@pytest.mark.parametrize("again, kept", [({0: 1.0, 5: 0.8}, 5), ({0: 1.0, 5: 1.2}, 0)])
+def test_a_winner_other_than_the_rules_must_beat_them_again_head_to_head(again, kept):
+    """The search's first measurement of the rules' schedule was slow (a burst of load): its
+    winner is measured against the rules' schedule in turns, and kept only if faster again."""
+    from tessel.autosched.search import CONFIRM_ROUNDS, _FromDefault, task
+    from tessel.tune.measure import MeasureResult
+
+    d = definitions.conv2d(8, 8, 6, 6, kernel=1)
+    plan = make_plan([d.outputs[0].op], resolve(AVX2))
+    search = _FromDefault(task(plan, lambda kn: (None, [])))
+    space = search.space
+    search.update([MeasureResult(space.get(0), [2.0]), MeasureResult(space.get(5), [0.9])])
+    assert search.best.config.index == 5
+    m = _Measured(again)
+    search.confirm(m)
+    assert m.asked == [0, 5] * CONFIRM_ROUNDS
+    assert search.best.config.index == kept
+
+
+def test_no_head_to_head_when_the_rules_won():
+    from tessel.autosched.search import _FromDefault, task
+    from tessel.tune.measure import MeasureResult
+
+    d = definitions.conv2d(8, 8, 6, 6, kernel=1)
+    plan = make_plan([d.outputs[0].op], resolve(AVX2))
+    search = _FromDefault(task(plan, lambda kn: (None, [])))
+    search.update([MeasureResult(search.space.get(0), [1.0]), MeasureResult(search.space.get(3), [1.5])])
+    m = _Measured({})
+    search.confirm(m)
+    assert m.asked == [] and search.best.config.index == 0 and search.confirmed is None
