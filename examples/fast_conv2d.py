@@ -123,7 +123,10 @@ def depthwise(n: int = 1, c: int = 64, h: int = 56, w: int = 56, target: str | T
         Xp[b, ci, y + ry, x + rx] * Wt[ci, ry, rx], axis=[ry, rx]), name="Y")
     s = te.create_schedule(Y.op)
     _register_tile(s, Y, _tile_shape(tgt, 1, h, w), bands_first=False)
-    s[Xp].parallel(s[Xp].fuse(*s[Xp].op.axis[:2]))
+    # each channel's padded plane right before its tiles read it, from L1 (a pass of its own
+    # over the whole input measured 0.75x the speed on AVX2: the copy costs as much as the convolution)
+    s[Xp].compute_at(s[Y], s[Y].leaf_iter_vars[0])
+    s[Xp].vectorize(s[Xp].op.axis[-1])
     return s, [X, Wt, Y]
 
 
