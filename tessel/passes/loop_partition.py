@@ -21,6 +21,10 @@ steps:
    (``y.c + f%3*3 < 7``: the last row tile of each channel, channels and row tiles fused)
    cannot be cut; the body is versioned on it instead (``if (f%3*3 + 2 < 7) {the tile
    without it} else {the tile with it}``): one test per iteration of ``x``.
+   Last, with cuts of their own, the borders of guarded copies: a store of
+   ``if_then_else(border test, load, 0)`` (a padded input) is made a branch between two stores
+   (:mod:`.guarded_store`), cut where the border ends, even in a vectorized loop where that
+   point is a constant; what no cut removed is folded back into the guarded store.
 3. **Tighten.** A loop whose whole body is ``if (a*x + r < 0)`` runs over exactly the values
    that satisfy it instead: ``for (x, 0, min(16, n - i.outer*16))``. This is what becomes of
    the tail, so no loop tests a condition per iteration.
