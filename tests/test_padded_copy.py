@@ -103,6 +103,20 @@ def test_conv2d_keeps_its_padding_a_pass_of_its_own(target):
     assert set(names) == {"Y", "Xp"} and not names["Y"].members  # each channel's plane read by every output channel
 
 
+def test_a_matmuls_scaled_operand_stays_a_pass_of_its_own():
+    A = te.placeholder((24, 16), name="A")
+    B = te.placeholder((16, 40), name="B")
+    A2 = te.compute((24, 16), lambda i, k: A[i, k] * 2.0, name="A2")
+    k = te.reduce_axis((0, 16), name="k")
+    C = te.compute((24, 40), lambda i, j: te.sum(A2[i, k] * B[k, j], axis=k), name="C")
+    for target in (AVX2, AVX512, NEON):
+        tile = next(a for a in make_plan([C.op], target).anchors if a.op is C.op)
+        assert tile.kind == "tile" and not tile.members  # every thread reads all of A2's rows it tiles over k
+    r = auto_schedule_result([C], target=AVX2, budget=0)
+    a, b = rand(24, 16), rand(16, 40, seed=2)
+    check(r.schedule, r.args, [a, b], [(a * 2.0) @ b], rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("target", [AVX2, NEON], ids=["avx2", "neon"])
 @pytest.mark.parametrize("size", [(3, 7, 19), (9, 13, 5), (1, 2, 9)])
 def test_depthwise_auto_and_hand_equal_numpy(target, size):

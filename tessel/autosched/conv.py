@@ -61,11 +61,16 @@ def per_thread_producer(g: Graph, info: OpInfo, tile: OpInfo, tile_axes: set[int
         return False
     red = {iv.var for iv in tile.op.reduce_axis}
     outer = [iv.var for k, iv in enumerate(tile.op.axis) if k not in tile_axes]
+    sliding = {iv.var for k, iv in enumerate(tile.op.axis) if k in tile_axes}
     for r in tile.reads_of(info.op):
         lone = {i for i in r.indices if isinstance(i, E.Var)}
-        if any(v not in lone for v in outer) or any(v in red for v in lone):
+        if any(v not in lone for v in outer):
             return False
-    return bool(tile.reads_of(info.op))
+        # a reduction may only slide a window along the tile's own axes (``y + ry``): one
+        # alone (matmul's ``A[i, k]``) would have every thread copy the whole of it
+        if any(d & red and not d & sliding for d in (r.vars_at(k) for k in range(len(r.indices)))):
+            return False
+    return bool(outer) and bool(tile.reads_of(info.op))
 
 
 def split_vectors(vectors: int, lanes: int, cols: int | None, rows: int | None) -> tuple[int, int]:
