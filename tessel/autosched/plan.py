@@ -47,7 +47,7 @@ class Knob:
 class Anchor:
     op: ComputeOp
     kind: str                                    # "tile" or "plain"
-    members: list[ComputeOp] = field(default_factory=list)  # computed at its chunk loop, readers first
+    members: list[ComputeOp] = field(default_factory=list)  # computed at its chunk (tile: thread) loop, readers first
     fused: ComputeOp | None = None               # tile: the elementwise reader it is computed inside
     inner: int | None = None                     # tile: positions of the vector and row axes
     rows: int | None = None
@@ -81,6 +81,11 @@ def make_plan(outputs: list[Operation], target: Target) -> Plan:
     for info in reversed(g.computed()):
         if id(info.op) in inl or id(info.op) in group:
             continue
+        staged = _staged_in(g, info, group)
+        if staged is not None:
+            staged.members.append(info.op)
+            group[id(info.op)] = staged
+            continue
         owner = _owner(g, info, group, inl)
         if owner is not None and owner.kind == "plain" and not info.is_output and not A.tileable(info):
             owner.members.append(info.op)
@@ -113,6 +118,17 @@ def _readers(g: A.Graph, op: Operation, inl: set[int]) -> list[tuple[A.OpInfo, A
             return None
         out += further
     return out
+
+
+def _staged_in(g: A.Graph, info: A.OpInfo, group: dict[int, Anchor]) -> Anchor | None:
+    """The tile anchor whose thread loop ``info`` is computed in (conv.per_thread_producer)."""
+    if len(info.consumers) != 1:
+        return None
+    a = group.get(id(info.consumers[0]))
+    if a is None or a.kind != "tile" or a.fused is not None or a.op is not info.consumers[0]:
+        return None
+    axes = {k for k in (a.inner, a.rows, a.spread) if k is not None}
+    return a if conv.per_thread_producer(g, info, g.infos[a.op], axes) else None
 
 
 def _owner(g: A.Graph, info: A.OpInfo, group: dict[int, Anchor], inl: set[int]) -> Anchor | None:

@@ -121,6 +121,9 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
     top = _parallel_prefix(s, T, outer[:1] if pack else outer[:-1])
     s[local].compute_at(s[T], at)
     _tile_body(s, a, local, int(kn[f"{name}.k_unroll"]))
+    for m in a.members:  # a padded input, each thread's slice right before its tiles read it
+        s[m].compute_at(s[T], top if top is not None else at)
+        s[m].vectorize(s[m].op.axis[-1])
     if pack:
         for operand in a.pack:
             p = s.cache_read(operand, "global", [local])

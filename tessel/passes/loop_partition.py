@@ -21,6 +21,10 @@ steps:
    (``y.c + f%3*3 < 7``: the last row tile of each channel, channels and row tiles fused)
    cannot be cut; the body is versioned on it instead (``if (f%3*3 + 2 < 7) {the tile
    without it} else {the tile with it}``): one test per iteration of ``x``.
+   Last, with cuts of their own, the borders of guarded copies: a store of
+   ``if_then_else(border test, load, 0)`` (a padded input) is made a branch between two stores
+   (:mod:`.guarded_store`), cut where the border ends, even in a vectorized loop where that
+   point is a constant; what no cut removed is folded back into the guarded store.
 3. **Tighten.** A loop whose whole body is ``if (a*x + r < 0)`` runs over exactly the values
    that satisfy it instead: ``for (x, 0, min(16, n - i.outer*16))``. This is what becomes of
    the tail, so no loop tests a condition per iteration.
@@ -43,9 +47,10 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, StructKey, collect, free_vars, structural_equal, substitute
+from .guarded_store import is_guarded_store, merge_guarded_stores, split_guarded_stores
 from .simplify import analyzer, simplify_stmt
 
-MAX_PARTITIONS = 16  # per kernel: each cut duplicates a loop body
+MAX_PARTITIONS = 24  # per kernel: each cut duplicates a loop body (16 left a depthwise tile computed beside its padded copy with a run-time tail)
 MAX_SPECIALIZATIONS = 4
 
 
@@ -58,8 +63,11 @@ def loop_partition(stmt: S.Stmt, assume: Sequence[E.PrimExpr] = ()) -> S.Stmt:
     threads = _thread_vars(stmt)
     stmt = _Partition(assume, threads).visit(stmt)
     stmt = _Hoist().visit(simplify_stmt(stmt, assume=assume, memo=memo))
+    # the borders of guarded copies last, with cuts of their own: the tails' cuts come first
+    stmt = _Partition(assume, threads, borders=True).visit(split_guarded_stores(stmt))
+    stmt = _Hoist().visit(simplify_stmt(stmt, assume=assume, memo=memo))
     stmt = _Tighten(assume, threads).visit(stmt)
-    return simplify_stmt(stmt, assume=assume, memo=memo)
+    return simplify_stmt(merge_guarded_stores(stmt), assume=assume, memo=memo)
 
 
 SMALL = "small_sizes"  # AttrStmt key on the branch a specialisation keeps for tiny inputs
@@ -230,7 +238,9 @@ class _Site:
     opaque: set[E.Var]                # variables bound by lets on the way
 
 
-def _sites(body: S.Stmt) -> list[_Site]:
+def _sites(body: S.Stmt, borders: bool = False) -> list[_Site]:
+    """The conjuncts of the conditions in ``body``; with ``borders``, only those of the
+    branches between two stores that :mod:`.guarded_store` made of a guarded read."""
     out: list[_Site] = []
 
     def walk(s, loops: tuple, opaque: set) -> None:
@@ -242,8 +252,8 @@ def _sites(body: S.Stmt) -> list[_Site]:
             walk(s.body, (*loops, s), opaque)
         elif isinstance(s, S.IfThenElse):
             doms = {f.loop_var: IntSet.interval(f.min, O.sub(O.add(f.min, f.extent), 1)) for f in loops}
-            for c in conjuncts(s.condition):
-                out.append(_Site(c, doms, opaque))
+            if not borders or is_guarded_store(s):
+                out.extend(_Site(c, doms, opaque) for c in conjuncts(s.condition))
             walk(s.then_case, loops, opaque)
             if s.else_case is not None:
                 walk(s.else_case, loops, opaque)
@@ -278,10 +288,12 @@ class _ProveConjunct(Mutator):
 class _Partition(Mutator):
     statements_only = True  # expressions are read off the statements it rewrites, never walked
 
-    def __init__(self, assume: Sequence[E.PrimExpr] = (), threads: frozenset = frozenset()) -> None:
+    def __init__(self, assume: Sequence[E.PrimExpr] = (), threads: frozenset = frozenset(),
+                 borders: bool = False) -> None:
         self.ana = analyzer(assume)
         self.budget = MAX_PARTITIONS
         self.threads = threads
+        self.borders = borders
 
     def visit_AttrStmt(self, s: S.AttrStmt):
         return s if s.key == SMALL else self.generic_visit(s)
@@ -290,10 +302,11 @@ class _Partition(Mutator):
         if self.ana.can_prove(O.le(s.extent, 0)):
             return s  # a piece that never runs (simplify drops it): no cut is spent on it
         # a vectorized loop is not cut on its own variable: both parts would have symbolic
-        # extents; tightening gives its tail one loop instead
-        if s.kind not in ("thread_binding", "vectorized") and self.budget > 0:
+        # extents, and tightening gives its tail one loop instead; but a border of a padded copy
+        # is cut at a constant point
+        if s.kind != "thread_binding" and (s.kind != "vectorized" or self.borders) and self.budget > 0:
             cut = self._cut(s, skip)
-            if cut is None:
+            if cut is None and not self.borders:
                 cut = self._unswitch(s, skip)
             if cut is not None:
                 return cut
@@ -305,7 +318,7 @@ class _Partition(Mutator):
 
     def _cut(self, s: S.For, skip: frozenset) -> S.Stmt | None:
         x = s.loop_var
-        for site in _sites(s.body):
+        for site in _sites(s.body, self.borders):
             key = StructKey(site.cond)
             if key in skip:
                 continue
@@ -327,6 +340,8 @@ class _Partition(Mutator):
                 continue  # the threads of a block would leave the loop at different iterations
             lo, hi = s.min, O.add(s.min, s.extent)
             p = self.ana.simplify(O.max_(lo, O.min_(hi, O.cast(p, lo.dtype))))
+            if s.kind == "vectorized" and not (isinstance(p, E.IntImm) and isinstance(s.extent, E.IntImm)):
+                continue
             proved = _ProveConjunct(site.cond)
             if self.ana.can_prove(O.ge(p, hi) if prefix else O.le(p, lo)):
                 # it holds on the whole loop: no cut, nothing duplicated

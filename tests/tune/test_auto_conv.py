@@ -108,7 +108,8 @@ def test_depthwise_keeps_its_padding_stored_and_stacks_rows(target):
     d = definitions.depthwise(5, 11, 40)
     r = auto(d, target)
     st = {s.name: s for s in r.schedule.stages}
-    assert st["Xp"].attach_type == "root"  # a stencil read nine times: stored, not inlined
+    # a stencil read nine times: stored, not inlined; each thread's planes in its own loop
+    assert st["Xp"].attach_type not in ("inline", "root")
     assert r.knobs["Y.rows"] == 1 and r.knobs["Y.spread"] >= 1
     _check_both(r, d, target)
 
