@@ -12,6 +12,8 @@
 * A tuner candidate's features read off its built kernel are those of ``driver.lower``.
 * InferBound runs once per schedule state: the polyhedral model (legality) and the lowering
   share its result, and the code is the same as with a fresh InferBound for each.
+* The C includes ``<math.h>`` and ``<stdlib.h>`` only where its text names something of
+  theirs: every name the generator may print from them is in the sets that decide it.
 * ``build`` takes the lowering ``lower`` made of the same schedule (``auto_schedule`` lowers the
   schedule it returns): only in the same state, with the same arguments, name, target and
   ``exact``, and the code is what a build that lowers afresh generates.
@@ -365,3 +367,60 @@ def test_inferbound_runs_once_per_state_and_the_code_is_the_same(name, monkeypat
     forget()
     forget_hashes()
     assert _sources(KERNELS[name]) == shared
+
+
+def test_every_c_spelling_of_an_intrinsic_names_only_what_decides_an_include():
+    import re
+
+    from tessel.codegen.c import _MATH_NAMES
+    from tessel.ir.intrinsics import INTRINSICS
+
+    spelled = 0
+    for name, it in INTRINSICS.items():
+        if it.c is None:
+            continue
+        for f in ("", "f"):
+            words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*\(", it.c.format(*("x" * it.arity), f=f, bits=32)))
+            for w in words:
+                w = w[:-1]
+                assert w in _MATH_NAMES or w.startswith("__builtin_"), (name, w)
+                spelled += 1
+    assert spelled > 40
+
+
+def _unary(fn, n: int = 37):
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: fn(A[i]), name="B")
+    return te.create_schedule(B.op), [A, B]
+
+
+def test_a_kernel_includes_math_h_only_when_it_calls_into_it():
+    a = rand(37)
+    s, args = _unary(lambda x: te.exp(x) + 1.0)
+    k = tessel.build(s, args)
+    assert "#include <math.h>" in k.source and "#include <stdlib.h>" not in k.source
+    check(s, args, [a], [np.exp(a) + 1.0], rtol=1e-5, atol=1e-6)
+    s, args = _unary(lambda x: x * 2.0 + 1.0)
+    k = tessel.build(s, args)
+    assert "math.h" not in k.source and "stdlib.h" not in k.source
+    check(s, args, [a], [a * 2.0 + 1.0])
+    s, args = _unary(lambda x: te.max(x, float("inf")) - float("inf"))  # the constant is INFINITY
+    k = tessel.build(s, args)
+    assert "INFINITY" in k.source and "#include <math.h>" in k.source
+    out = np.empty(37, "float32")
+    k(a, out)
+    assert np.isnan(out).all()
+
+
+def test_a_heap_temporary_includes_stdlib_h():
+    from tessel.codegen.c_memory import STACK_LIMIT_BYTES
+
+    n = STACK_LIMIT_BYTES // 4 + 5  # float32 elements past the stack limit
+    A = te.placeholder((n,), name="A")
+    T = te.compute((n,), lambda i: A[i] * 3.0, name="T")
+    B = te.compute((n,), lambda i: T[n - 1 - i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    k = tessel.build(s, [A, B])
+    assert "tsl_alloc" in k.source and "#include <stdlib.h>" in k.source
+    a = rand(n)
+    check(s, [A, B], [a], [a[::-1] * 3.0 + 1.0])
