@@ -47,11 +47,6 @@ def _fast_matmul(n: int) -> Callable[[], object]:
     return run
 
 
-def _fast_conv2d() -> object:
-    from examples.fast_conv2d import conv2d
-
-    s, args = conv2d(1, 64, 64, 56, 56)
-    return tessel.build(s, args)
 
 
 def _candidate() -> object:
@@ -72,13 +67,16 @@ def _candidate() -> object:
     raise RuntimeError("the candidate's config is not in the template's space")
 
 
-def _auto_matmul() -> object:
-    from benchmarks.definitions import matmul
-    from tessel.autosched import auto_schedule
+def _auto(definition: str, *sizes: int) -> Callable[[], object]:
+    """``auto_schedule`` of a bare definition (the rules alone), then the build."""
+    def run():
+        from benchmarks import definitions
+        from tessel.autosched import auto_schedule
 
-    d = matmul(1024)
-    s = auto_schedule(d.outputs, budget=0)
-    return tessel.build(s, d.params + d.outputs)
+        d = getattr(definitions, definition)(*sizes)
+        s = auto_schedule(d.outputs, budget=0)
+        return tessel.build(s, d.params + d.outputs)
+    return run
 
 
 def _example(module: str, fn: str, *sizes: int) -> Callable[[], object]:
@@ -90,16 +88,32 @@ def _example(module: str, fn: str, *sizes: int) -> Callable[[], object]:
     return run
 
 
+def _conv2d(kernel: int) -> Callable[[], object]:
+    def run():
+        from examples.fast_conv2d import conv2d
+
+        s, args = conv2d(1, 64, 64, 56, 56, kernel=kernel)
+        return tessel.build(s, args)
+    return run
+
+
 KERNELS = [
     Kernel("add 2^24 (examples/fast_streams)", _example("fast_streams", "add", 1 << 24)),
+    Kernel("row sum 4096 (examples/fast_streams)", _example("fast_streams", "row_sum", 4096, 4096)),
     Kernel("softmax 4096 (examples/fast_rows)", _example("fast_rows", "softmax", 4096, 4096)),
     Kernel("layernorm 4096 (examples/fast_rows)", _example("fast_rows", "layernorm", 4096, 4096)),
     Kernel("blur 4096 (examples/fast_blur)", _example("fast_blur", "blur", 4096, 4096)),
+    Kernel("matmul 512 (examples/fast_matmul)", _fast_matmul(512)),
     Kernel("matmul 1024 (examples/fast_matmul)", _fast_matmul(1024)),
+    Kernel("matmul 2048 (examples/fast_matmul)", _fast_matmul(2048)),
     Kernel("matmul 1000 (examples/fast_matmul)", _fast_matmul(1000)),
-    Kernel("conv2d 64->64 56x56 (examples/fast_conv2d)", _fast_conv2d),
+    Kernel("conv2d 64->64 56x56 (examples/fast_conv2d)", _conv2d(3)),
+    Kernel("conv2d 1x1 64->64 56x56 (examples/fast_conv2d)", _conv2d(1)),
+    Kernel("conv2d depthwise 64 56x56 (examples/fast_conv2d)", _example("fast_conv2d", "depthwise", 1, 64, 56, 56)),
     Kernel("tuner candidate (benchmarks/tune, 256)", _candidate),
-    Kernel("auto_schedule matmul 1024, budget 0", _auto_matmul),
+    Kernel("auto_schedule matmul 1024, budget 0", _auto("matmul", 1024)),
+    Kernel("auto_schedule conv2d 3x3 64 56x56, budget 0", _auto("conv2d", 64, 64, 56, 56)),
+    Kernel("auto_schedule layernorm 4096, budget 0", _auto("layernorm", 4096, 4096)),
 ]
 
 
@@ -113,6 +127,7 @@ def _fresh() -> Iterator[str]:
     """A new cache directory, and nothing remembered in memory (the generated code, the
     schedules found legal, the analyses); afterwards the directory is removed and the caller's
     ``TESSEL_CACHE_DIR`` given back (a later build must not look in a directory that is gone)."""
+    from tessel.driver import forget_lowerings
     from tessel.poly.analysis import forget
 
     before = os.environ.get("TESSEL_CACHE_DIR")
@@ -120,6 +135,7 @@ def _fresh() -> Iterator[str]:
     os.environ["TESSEL_CACHE_DIR"] = d
     clear_memory_cache()
     forget()
+    forget_lowerings()
     try:
         yield d
     finally:

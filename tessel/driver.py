@@ -8,10 +8,10 @@ listing that seed 000 prints).
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .bound import run_infer_bound
 from .bound.infer import BoundContext
 from .codegen import Generated, generate
 from .deep import deep_stack
@@ -32,7 +32,7 @@ from .passes import (
     vectorize,
 )
 from .passes.unroll import oversized_unrolls
-from .poly.analysis import analysis, content_key
+from .poly.analysis import analysis, content_key, state_key
 from .poly.empty import remove_empty_loops
 from .poly.exact import ExactPlan
 from .poly.exact import plan as exact_plan
@@ -150,7 +150,7 @@ def _bound(sch: Schedule, args: Sequence, name: str, check: bool = True) -> _Bou
     buffers, params, sizes, scalars = _params(args)
     if check:
         analysis(sch).check_bounds()  # reads outside a tensor, refused exactly with a witness (seed 004)
-    return _Bounded(run_infer_bound(sch, check=False), name, buffers, params, sizes, scalars)
+    return _Bounded(analysis(sch).bound, name, buffers, params, sizes, scalars)
 
 
 def _lower_schedule(sch: Schedule, args: Sequence, name: str, exact: bool = True,
@@ -251,6 +251,7 @@ def lower(sch: Schedule, args: Sequence, name: str = "main", simple_mode: bool =
     """The lowered kernel; with ``simple_mode`` just its body (what ``print`` shows is the IR).
     ``exact=False``: InferBound's interval regions instead of the exact ones."""
     func, steps = lower_steps(sch, args, name, target=target, exact=exact)
+    _remember_lowering(sch, args, name, resolve(as_target(target)), exact, func)
     if trace:
         for st in steps:
             print(f"---- after {st.name} ----\n{st.ir}")
@@ -278,6 +279,9 @@ def build(sch: Schedule, args: Sequence, target: str | Target | None = "c", name
     back = backend(tgt)
     tgt = resolve(tgt)
     _refuse_serial_threads(sch, tgt)
+    func = _remembered_lowering(sch, args, name, tgt, exact)
+    if func is not None:  # lowered just now (auto_schedule checks the schedule it returns that way)
+        return build_func(func, tgt)
     if not back.memo or os.environ.get("TESSEL_DEBUG"):
         func, _ = lower_steps(sch, args, name, target=tgt, exact=exact)
         return build_func(func, tgt)
@@ -315,7 +319,7 @@ def _refuse_serial_threads(sch: Schedule, tgt: Target) -> None:
     if tgt.kind not in ("c", "python") or not bind_map(sch.stages):
         return
     sch.verify()
-    ctx = run_infer_bound(sch, check=False)
+    ctx = analysis(sch).bound
     why = serial_refusal(ctx)
     if why is None:
         loose = free_thread_vars(schedule_ops(ctx), ctx.binds.values())
@@ -377,6 +381,46 @@ def _memo_key(sch: Schedule, tgt: Target, exact: bool, front: S.PrimFunc) -> str
                            tuple(sch.assumptions))
     except Unhashable:
         return None
+
+
+# The last lowering of each schedule, which ``build`` takes instead of lowering again when it
+# is asked for the same schedule in the same state with the same arguments, name, target and
+# ``exact``: ``auto_schedule`` lowers the schedule it returns to know that it lowers, and its
+# caller builds it next (half of such a build's own work). ``lower`` runs every check a build
+# runs (the out-of-bounds refusal included), so what it returned is what the build would make.
+_LOWERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _lowering_key(sch: Schedule, args: Sequence, name: str, tgt: Target, exact: bool) -> tuple[tuple, list]:
+    """The state of the schedule (``state_key``: its stages, relations, attachments and
+    annotations by object, and how many primitives its history recorded), the arguments by
+    object, and every input of the passes after the schedule; with the objects whose ids the key
+    holds (kept alive beside it, so an id can never come to mean another object)."""
+    state, refs = state_key(sch)
+    history = getattr(sch, "history", None)
+    key = (state, len(history) if history is not None else -1, tuple(map(id, args)), name, _target_key(tgt),
+           exact, _tunables())
+    return key, [*refs, *args]
+
+
+def _remember_lowering(sch: Schedule, args: Sequence, name: str, tgt: Target, exact: bool,
+                       func: S.PrimFunc) -> None:
+    if os.environ.get("TESSEL_DEBUG") or not isinstance(sch, Schedule):
+        return
+    key, refs = _lowering_key(sch, args, name, tgt, exact)
+    _LOWERED[sch] = (key, refs, func)
+
+
+def _remembered_lowering(sch: Schedule, args: Sequence, name: str, tgt: Target, exact: bool) -> S.PrimFunc | None:
+    got = _LOWERED.get(sch)
+    if got is None or os.environ.get("TESSEL_DEBUG"):
+        return None
+    return got[2] if got[0] == _lowering_key(sch, args, name, tgt, exact)[0] else None
+
+
+def forget_lowerings() -> None:
+    """Forget the lowerings ``build`` would take (a cold build measured after a lowering)."""
+    _LOWERED.clear()
 
 
 class _ExactFront:

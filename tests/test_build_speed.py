@@ -10,6 +10,13 @@
   dependences computed with the relations of access pairs shared agree with those computed
   alone.
 * A tuner candidate's features read off its built kernel are those of ``driver.lower``.
+* InferBound runs once per schedule state: the polyhedral model (legality) and the lowering
+  share its result, and the code is the same as with a fresh InferBound for each.
+* The C includes ``<math.h>`` and ``<stdlib.h>`` only where its text names something of
+  theirs: every name the generator may print from them is in the sets that decide it.
+* ``build`` takes the lowering ``lower`` made of the same schedule (``auto_schedule`` lowers the
+  schedule it returns): only in the same state, with the same arguments, name, target and
+  ``exact``, and the code is what a build that lowers afresh generates.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from tessel import te
 from tessel.arith import Analyzer
 from tessel.arith.canonical import Simplifier
 from tessel.codegen import generate
-from tessel.driver import lower
+from tessel.driver import build_func, lower
 from tessel.ir import expr as E
 from tessel.ir import op as O
 from tessel.ir import stmt as S
@@ -267,3 +274,153 @@ def test_a_candidates_features_from_its_kernel_are_those_of_lowering():
         assert msg["features"][: len(loop_features(lower(sch, list(tensors)), task.flop))] == \
             loop_features(lower(sch, list(tensors)), task.flop)
     assert np.isfinite(msg["features"]).all()
+
+
+def _fresh_build_source(make, **kw) -> str:
+    """The C source of a build that lowers the schedule itself (nothing remembered)."""
+    from tessel.driver import forget_lowerings
+    from tessel.runtime.cache import clear_memory_cache
+
+    forget_lowerings()
+    clear_memory_cache()
+    s, args = make()
+    return tessel.build(s, args, **kw).source
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_build_takes_the_lowering_just_made_and_generates_the_same_code(name):
+    want = _fresh_build_source(KERNELS[name])
+    s, args = KERNELS[name]()
+    func = lower(s, args)
+    kernel = tessel.build(s, args)
+    assert kernel.func is func  # not lowered again
+    assert kernel.source == want
+    assert tessel.build(s, args, exact=False).func is not func  # another lowering asked for
+    assert tessel.build(s, list(args), name="other").func is not func
+
+
+def test_an_auto_scheduled_kernel_is_built_from_the_lowering_that_checked_it():
+    from tessel.autosched import auto_schedule
+
+    def make():
+        A = te.placeholder((37, 29), name="A")
+        B = te.placeholder((29, 41), name="B")
+        k = te.reduce_axis((0, 29), name="k")
+        C = te.compute((37, 41), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+        return auto_schedule([C], budget=0), [A, B, C]
+
+    want = _fresh_build_source(make)
+    s, args = make()
+    kernel = tessel.build(s, args)
+    assert kernel.source == want
+    a, b = rand(37, 29), rand(29, 41, seed=1)
+    c = np.empty((37, 41), "float32")
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_schedule_changed_after_lowering_is_lowered_again():
+    s, args = _symbolic()
+    func = lower(s, args)
+    B = args[1]
+    io = s[B].leaf_iter_vars[0]
+    s[B].parallel(io)
+    kernel = tessel.build(s, args)
+    assert kernel.func is not func
+    assert "omp parallel" in kernel.source and "omp parallel" not in build_func(func).source
+    a = rand(13, 12)
+    check(s, args, [a], [a * 2.0 + 1.0])
+
+
+def test_other_arguments_are_lowered_again():
+    s, args = _symbolic()
+    func = lower(s, args)
+    kernel = tessel.build(s, args[::-1])  # the output first: another calling order
+    assert kernel.func is not func
+    a = rand(13, 12)
+    b = np.empty((13, 12), "float32")
+    kernel(b, a)
+    np.testing.assert_allclose(b, a * 2.0 + 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_inferbound_runs_once_per_state_and_the_code_is_the_same(name, monkeypatch):
+    import tessel.poly.analysis as pa
+    from tessel.poly.analysis import Analysis, forget
+
+    runs = []
+    real = pa.run_infer_bound
+
+    def counted(sch, check=True):
+        runs.append(sch)
+        return real(sch, check)
+
+    monkeypatch.setattr(pa, "run_infer_bound", counted)
+    forget()
+    forget_hashes()
+    shared = _sources(KERNELS[name])
+    # each schedule (one per target, and the conftest's replay of each) bounded once: the
+    # model and the lowering shared the result
+    assert runs and len(runs) == len({id(x) for x in runs})
+    # as before: a fresh InferBound for the model and another for the lowering
+    monkeypatch.setattr(Analysis, "bound", property(lambda self: real(self.sch, check=False)))
+    forget()
+    forget_hashes()
+    assert _sources(KERNELS[name]) == shared
+
+
+def test_every_c_spelling_of_an_intrinsic_names_only_what_decides_an_include():
+    import re
+
+    from tessel.codegen.c import _MATH_NAMES
+    from tessel.ir.intrinsics import INTRINSICS
+
+    spelled = 0
+    for name, it in INTRINSICS.items():
+        if it.c is None:
+            continue
+        for f in ("", "f"):
+            words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*\(", it.c.format(*("x" * it.arity), f=f, bits=32)))
+            for w in words:
+                w = w[:-1]
+                assert w in _MATH_NAMES or w.startswith("__builtin_"), (name, w)
+                spelled += 1
+    assert spelled > 40
+
+
+def _unary(fn, n: int = 37):
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: fn(A[i]), name="B")
+    return te.create_schedule(B.op), [A, B]
+
+
+def test_a_kernel_includes_math_h_only_when_it_calls_into_it():
+    a = rand(37)
+    s, args = _unary(lambda x: te.exp(x) + 1.0)
+    k = tessel.build(s, args)
+    assert "#include <math.h>" in k.source and "#include <stdlib.h>" not in k.source
+    check(s, args, [a], [np.exp(a) + 1.0], rtol=1e-5, atol=1e-6)
+    s, args = _unary(lambda x: x * 2.0 + 1.0)
+    k = tessel.build(s, args)
+    assert "math.h" not in k.source and "stdlib.h" not in k.source
+    check(s, args, [a], [a * 2.0 + 1.0])
+    s, args = _unary(lambda x: te.max(x, float("inf")) - float("inf"))  # the constant is INFINITY
+    k = tessel.build(s, args)
+    assert "INFINITY" in k.source and "#include <math.h>" in k.source
+    out = np.empty(37, "float32")
+    k(a, out)
+    assert np.isnan(out).all()
+
+
+def test_a_heap_temporary_includes_stdlib_h():
+    from tessel.codegen.c_memory import STACK_LIMIT_BYTES
+
+    n = STACK_LIMIT_BYTES // 4 + 5  # float32 elements past the stack limit
+    A = te.placeholder((n,), name="A")
+    T = te.compute((n,), lambda i: A[i] * 3.0, name="T")
+    B = te.compute((n,), lambda i: T[n - 1 - i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    k = tessel.build(s, [A, B])
+    assert "tsl_alloc" in k.source and "#include <stdlib.h>" in k.source
+    a = rand(n)
+    check(s, [A, B], [a], [a[::-1] * 3.0 + 1.0])

@@ -20,11 +20,14 @@ each part dispatching through the one visitor (:class:`tessel.ir.functor.Functor
 
 from __future__ import annotations
 
+import re
+
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import GuardVisitor
 from ..ir.names import comment
 from . import Generated
+from .c_expr import LIBM_NAMES
 from .c_helpers import ALLOC, CTYPE, DLTENSOR, PACKED, STREAM, THREADS, ctype
 from .c_memory import plan_hoisting
 from .c_stmt import CStmtWriter
@@ -56,7 +59,8 @@ class _CGen(CStmtWriter):
             out.append("  tsl_sfence();  // streaming stores visible before the caller reads the result")
         out.append("  return tsl_status;" if status else "  return 0;")
         out.append("}")
-        return "\n".join(out) + "\n"
+        text = "\n".join(out) + "\n"
+        return text.replace(_INCLUDES, "\n".join(_includes(text)), 1)
 
     def _params(self, written: set[S.Buffer]) -> list[str]:
         """The parameters of the C function (a size var or scalar not of int64 is passed as one,
@@ -92,8 +96,7 @@ class _CGen(CStmtWriter):
             head.append(f"//   {comment(b.name)}: {b.dtype}[{shape}] ({role})")
         if f.size_vars:
             head.append("//   sizes and scalars: " + ", ".join(f"{comment(v.name)} ({v.dtype})" for v in f.size_vars))
-        head += ["#include <stdbool.h>", "#include <stddef.h>", "#include <stdint.h>",
-                 "#include <stdlib.h>", "#include <math.h>", ""]
+        head += [_INCLUDES, ""]
         head += _undefine(self.names.taken)
         if self.has_parallel:
             head += [THREADS, ""]
@@ -112,6 +115,27 @@ class _CGen(CStmtWriter):
         for text in self.vec.declarations():
             head += [text, ""]
         return head
+
+
+_INCLUDES = "#include <tessel: the headers this kernel needs>"  # a line no generated code can contain
+_STDLIB_NAMES = frozenset("malloc free calloc realloc aligned_alloc posix_memalign abort exit abs labs llabs".split())
+_MATH_NAMES = LIBM_NAMES | {"NAN", "INFINITY", "HUGE_VAL"}
+
+
+def _includes(text: str) -> list[str]:
+    """The headers for a kernel's C: ``<stdlib.h>`` and ``<math.h>`` only where the text names
+    something of theirs (parsing the two is about 11 ms of the C compiler's CPU, a tenth of a
+    small kernel's compile). Every name the generator spells from them is in ``_STDLIB_NAMES``
+    or ``c_expr.LIBM_NAMES`` (the reserved names: a user's name never prints as one of them,
+    and outside functions are called through ``tsl_funcs``, never by name), so a kernel that
+    uses one includes its header; a comment naming one only includes a header for nothing."""
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+    out = ["#include <stdbool.h>", "#include <stddef.h>", "#include <stdint.h>"]
+    if words & _STDLIB_NAMES:
+        out.append("#include <stdlib.h>")
+    if words & _MATH_NAMES:
+        out.append("#include <math.h>")
+    return out
 
 
 def _undefine(idents: set[str]) -> list[str]:

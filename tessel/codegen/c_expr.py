@@ -45,6 +45,7 @@ acosh atanh erf erfc pow fmod atan2 hypot copysign fabs floor ceil round rint ne
 isinf isfinite abs labs llabs fmin fmax fma lgamma tgamma remainder signbit ldexp frexp modf
 """.split())
 _LIBM_F = {n + "f" for n in _LIBM}
+LIBM_NAMES = frozenset(_LIBM | _LIBM_F)  # what a kernel may call from <math.h> (c.py includes it then)
 _INT_TYPES = {f"{s}int{b}_t" for s in ("", "u") for b in (8, 16, 32, 64)} | {f"INT{b}_MIN" for b in (8, 16, 32, 64)}
 RESERVED = _C_KEYWORDS | _LIBM | _LIBM_F | _INT_TYPES
 

@@ -13,6 +13,7 @@ import time
 import weakref
 from dataclasses import dataclass, field
 
+from ..bound.infer import BoundContext, run_infer_bound
 from ..errors import TesselError
 from ..ir import expr as E
 from ..ir.fingerprint import Unhashable, fingerprint
@@ -59,13 +60,23 @@ class Analysis:
     _among: dict = field(default_factory=dict)
     _pairs: dict = field(default_factory=dict)  # dependences' relations by pair of accesses
     _content: list = field(default_factory=list)  # content_key, once made
+    _ctx: list = field(default_factory=list)  # InferBound's result, once made
+
+    @property
+    def bound(self) -> BoundContext:
+        """InferBound's result for this state, made once: the model (for legality) and the
+        lowering start from the same ranges, and neither changes them (InferBound was run
+        twice per build before)."""
+        if not self._ctx:
+            self._ctx.append(run_infer_bound(self.sch, check=False))
+        return self._ctx[0]
 
     @property
     def model(self) -> Model:
         if self._model is None:
             RUNS["model"] += 1
             t0 = time.perf_counter()
-            self._model = build(self.sch)
+            self._model = build(self.sch, self.bound)
             SECONDS["model"] += time.perf_counter() - t0
         return self._model
 

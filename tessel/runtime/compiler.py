@@ -34,8 +34,10 @@ from pathlib import Path
 from ..errors import BuildError, TesselWarning
 from .files import cache_dir, encode_text, env_seconds, scratch_dir, write_atomic
 
-# no -fwrapv: it stops GCC vectorizing int32 index arithmetic; the generator makes data wrap instead
-BASE_FLAGS = ("-std=gnu11", "-O3", "-fPIC", "-shared", "-Wno-unknown-pragmas")
+# no -fwrapv: it stops GCC vectorizing int32 index arithmetic; the generator makes data wrap instead.
+# A function called without a declaration is an error, not an ``int`` guessed by the compiler: the
+# generator includes <math.h> and <stdlib.h> only where the kernel's text names them (codegen/c.py)
+BASE_FLAGS = ("-std=gnu11", "-O3", "-fPIC", "-shared", "-Wno-unknown-pragmas", "-Werror=implicit-function-declaration")
 DEFAULT_CC_TIMEOUT_S = 300.0  # $TESSEL_CC_TIMEOUT
 
 _PROBES = {
