@@ -63,14 +63,20 @@ def loop_partition(stmt: S.Stmt, assume: Sequence[E.PrimExpr] = ()) -> S.Stmt:
     threads = _thread_vars(stmt)
     stmt = _Partition(assume, threads).visit(stmt)
     stmt = _Hoist().visit(simplify_stmt(stmt, assume=assume, memo=memo))
-    # the borders of guarded copies last, with cuts of their own: the tails' cuts come first
-    stmt = _Partition(assume, threads, borders=True).visit(split_guarded_stores(stmt))
-    stmt = _Hoist().visit(simplify_stmt(stmt, assume=assume, memo=memo))
+    # the borders of guarded copies last, with cuts of their own: the tails' cuts come first;
+    # not on a GPU, where each lane is a thread of its own and a guard costs no vector
+    if not _has_thread_loops(stmt):
+        stmt = _Partition(assume, threads, borders=True).visit(split_guarded_stores(stmt))
+        stmt = _Hoist().visit(simplify_stmt(stmt, assume=assume, memo=memo))
     stmt = _Tighten(assume, threads).visit(stmt)
     return simplify_stmt(merge_guarded_stores(stmt), assume=assume, memo=memo)
 
 
 SMALL = "small_sizes"  # AttrStmt key on the branch a specialisation keeps for tiny inputs
+
+
+def _has_thread_loops(stmt: S.Stmt) -> bool:
+    return bool(collect(stmt, lambda n: isinstance(n, S.For) and n.kind == "thread_binding"))
 
 
 def _thread_vars(stmt: S.Stmt) -> frozenset[E.Var]:
@@ -349,6 +355,8 @@ class _Partition(Mutator):
             if self.ana.can_prove(O.le(p, lo) if prefix else O.ge(p, hi)):
                 skip = skip | {key}  # it holds nowhere in the loop: cutting gains nothing
                 continue
+            if self.borders and collect(s.body, lambda n: isinstance(n, S.Allocate)):
+                return None  # a border is not worth an allocation in each piece
             self.budget -= 1
             first = S.For(x, lo, self.ana.simplify(O.sub(p, lo)), s.kind, s.body, s.thread_tag)
             second = S.For(x, p, self.ana.simplify(O.sub(hi, p)), s.kind, s.body, s.thread_tag)
