@@ -424,3 +424,31 @@ def test_a_heap_temporary_includes_stdlib_h():
     assert "tsl_alloc" in k.source and "#include <stdlib.h>" in k.source
     a = rand(n)
     check(s, [A, B], [a], [a[::-1] * 3.0 + 1.0])
+
+
+def test_analysed_and_lowered_schedules_are_freed_when_dropped():
+    """The analysis kept per schedule state and the lowering ``build`` may take must not keep
+    the schedule alive: a tuner analyses and lowers thousands of candidates in one process."""
+    import gc
+    import weakref
+
+    gc.collect()
+    alive = []
+    for n in (9, 10, 11):
+        s, args = _matmul(n)
+        found = analysis(s)
+        assert found.dependences is not None and found.bound is not None
+        lower(s, args)
+        tessel.build(s, args, target="python")
+        alive.append(weakref.ref(s))
+        del s, args, found
+    gc.collect()
+    assert [r() for r in alive] == [None] * len(alive)
+
+
+def test_a_copy_of_an_analysed_schedule_gets_its_own_analysis():
+    s, args = _symbolic()
+    found = analysis(s)
+    t = s.copy()
+    assert analysis(t) is not found and analysis(t).sch is t
+    assert analysis(s) is found  # the original's is kept
