@@ -452,3 +452,24 @@ def test_a_copy_of_an_analysed_schedule_gets_its_own_analysis():
     t = s.copy()
     assert analysis(t) is not found and analysis(t).sch is t
     assert analysis(s) is found  # the original's is kept
+
+
+def _guarded_kernel():
+    A = te.placeholder((6,), name="A")
+    P = te.compute((8,), lambda i: te.if_then_else(te.all(i >= 1, i < 7), A[i - 1], 0.0), name="P")
+    return te.create_schedule(P.op), [A, P]
+
+
+@pytest.mark.parametrize("name", [*sorted(KERNELS), "guarded"])
+def test_the_checking_walk_finds_what_the_two_scans_it_replaced_found(name):
+    """``check_func`` reports the written buffers and guarded loads on its one walk: they are
+    what ``written_buffers`` and ``has_guarded_loads`` find on walks of their own."""
+    from tessel.codegen.c import has_guarded_loads
+    from tessel.codegen.common import check_func, written_buffers
+
+    s, args = (KERNELS.get(name) or _guarded_kernel)()
+    func = lower(s, args)
+    facts = check_func(func)
+    assert facts.written == written_buffers(func) and facts.written
+    assert facts.guarded_loads == has_guarded_loads(func.body)
+    assert facts.guarded_loads == (name == "guarded")
