@@ -388,7 +388,7 @@ def _memo_key(sch: Schedule, tgt: Target, exact: bool, front: S.PrimFunc) -> str
 # caller builds it next (half of such a build's own work). ``lower`` runs every check a build
 # runs (the out-of-bounds refusal included), so what it returned is what the build would make.
 # It is stored on the schedule itself (``own_memo``), so it dies with the schedule.
-_LOWERED = "_tessel_lowered"
+_LOWERED = "_memo_lowering"
 
 
 def _lowering_key(sch: Schedule, args: Sequence, name: str, tgt: Target, exact: bool) -> tuple[tuple, list]:

@@ -473,3 +473,15 @@ def test_the_checking_walk_finds_what_the_two_scans_it_replaced_found(name):
     assert facts.written == written_buffers(func) and facts.written
     assert facts.guarded_loads == has_guarded_loads(func.body)
     assert facts.guarded_loads == (name == "guarded")
+
+
+def test_a_copy_does_not_inherit_its_originals_memos():
+    """``Schedule.copy`` is a shallow copy: the original's analysis and lowering (which refer to
+    the original) must not ride along in the copy's attributes."""
+    s, args = _symbolic()
+    assert analysis(s).bound is not None
+    lower(s, args)
+    assert any(k.startswith("_memo_") for k in vars(s))
+    t = s.copy()
+    assert not any(k.startswith("_memo_") for k in vars(t))
+    assert analysis(t).sch is t and lower(t, args) is not None

@@ -209,7 +209,7 @@ def forget() -> None:
     """Forget the schedules found clean and the analyses made (a cold build measured in a
     process that has built the same program before)."""
     _CLEAN.clear()
-    retire("_tessel_analysis")
+    retire("_memo_analysis")
 
 
 def retire(slot: str) -> None:
@@ -230,17 +230,20 @@ def own_memo(obj: object, slot: str, key: object) -> object | None:
 
 def remember(obj: object, slot: str, key: object, refs: list, value: object) -> None:
     """Store ``value`` on ``obj`` (see ``own_memo``); ``refs`` are the objects whose ids ``key``
-    holds, kept alive with it so an id can never come to mean another object."""
+    holds, kept alive with it so an id can never come to mean another object. A slot's name
+    starts with ``_memo_``: ``Schedule.copy`` drops those (a copy holding its original's memo
+    would keep the original alive)."""
+    assert slot.startswith("_memo_"), slot
     setattr(obj, slot, (obj, _GENERATION.get(slot, 0), key, refs, value))
 
 
 def analysis(sch: Schedule) -> Analysis:
     key, refs = state_key(sch)
-    got = own_memo(sch, "_tessel_analysis", key)
+    got = own_memo(sch, "_memo_analysis", key)
     if got is not None:
         return got  # type: ignore[return-value]
     result = Analysis(sch)
-    remember(sch, "_tessel_analysis", key, refs, result)
+    remember(sch, "_memo_analysis", key, refs, result)
     return result
 
 

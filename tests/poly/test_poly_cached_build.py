@@ -27,7 +27,7 @@ def _tiled():
 
 def _forget_this_process(monkeypatch):
     """What a new process starts with: no analysis kept beside a schedule, no verdict shared."""
-    monkeypatch.setattr(poly_analysis, "_GENERATION", {"_tessel_analysis": -1})  # no analysis stored is served
+    monkeypatch.setattr(poly_analysis, "_GENERATION", {"_memo_analysis": -1})  # no analysis stored is served
     monkeypatch.setattr(poly_analysis, "_CLEAN", {})
 
 
