@@ -8,7 +8,6 @@ listing that seed 000 prints).
 from __future__ import annotations
 
 import os
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,7 +31,7 @@ from .passes import (
     vectorize,
 )
 from .passes.unroll import oversized_unrolls
-from .poly.analysis import analysis, content_key, state_key
+from .poly.analysis import analysis, content_key, own_memo, remember, retire, state_key
 from .poly.empty import remove_empty_loops
 from .poly.exact import ExactPlan
 from .poly.exact import plan as exact_plan
@@ -388,7 +387,8 @@ def _memo_key(sch: Schedule, tgt: Target, exact: bool, front: S.PrimFunc) -> str
 # ``exact``: ``auto_schedule`` lowers the schedule it returns to know that it lowers, and its
 # caller builds it next (half of such a build's own work). ``lower`` runs every check a build
 # runs (the out-of-bounds refusal included), so what it returned is what the build would make.
-_LOWERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# It is stored on the schedule itself (``own_memo``), so it dies with the schedule.
+_LOWERED = "_memo_lowering"
 
 
 def _lowering_key(sch: Schedule, args: Sequence, name: str, tgt: Target, exact: bool) -> tuple[tuple, list]:
@@ -408,19 +408,18 @@ def _remember_lowering(sch: Schedule, args: Sequence, name: str, tgt: Target, ex
     if os.environ.get("TESSEL_DEBUG") or not isinstance(sch, Schedule):
         return
     key, refs = _lowering_key(sch, args, name, tgt, exact)
-    _LOWERED[sch] = (key, refs, func)
+    remember(sch, _LOWERED, key, refs, func)
 
 
 def _remembered_lowering(sch: Schedule, args: Sequence, name: str, tgt: Target, exact: bool) -> S.PrimFunc | None:
-    got = _LOWERED.get(sch)
-    if got is None or os.environ.get("TESSEL_DEBUG"):
+    if os.environ.get("TESSEL_DEBUG") or not isinstance(sch, Schedule) or getattr(sch, _LOWERED, None) is None:
         return None
-    return got[2] if got[0] == _lowering_key(sch, args, name, tgt, exact)[0] else None
+    return own_memo(sch, _LOWERED, _lowering_key(sch, args, name, tgt, exact)[0])  # type: ignore[return-value]
 
 
 def forget_lowerings() -> None:
     """Forget the lowerings ``build`` would take (a cold build measured after a lowering)."""
-    _LOWERED.clear()
+    retire(_LOWERED)
 
 
 class _ExactFront:

@@ -424,3 +424,64 @@ def test_a_heap_temporary_includes_stdlib_h():
     assert "tsl_alloc" in k.source and "#include <stdlib.h>" in k.source
     a = rand(n)
     check(s, [A, B], [a], [a[::-1] * 3.0 + 1.0])
+
+
+def test_analysed_and_lowered_schedules_are_freed_when_dropped():
+    """The analysis kept per schedule state and the lowering ``build`` may take must not keep
+    the schedule alive: a tuner analyses and lowers thousands of candidates in one process."""
+    import gc
+    import weakref
+
+    gc.collect()
+    alive = []
+    for n in (9, 10, 11):
+        s, args = _matmul(n)
+        found = analysis(s)
+        assert found.dependences is not None and found.bound is not None
+        lower(s, args)
+        tessel.build(s, args, target="python")
+        alive.append(weakref.ref(s))
+        del s, args, found
+    gc.collect()
+    assert [r() for r in alive] == [None] * len(alive)
+
+
+def test_a_copy_of_an_analysed_schedule_gets_its_own_analysis():
+    s, args = _symbolic()
+    found = analysis(s)
+    t = s.copy()
+    assert analysis(t) is not found and analysis(t).sch is t
+    assert analysis(s) is found  # the original's is kept
+
+
+def _guarded_kernel():
+    A = te.placeholder((6,), name="A")
+    P = te.compute((8,), lambda i: te.if_then_else(te.all(i >= 1, i < 7), A[i - 1], 0.0), name="P")
+    return te.create_schedule(P.op), [A, P]
+
+
+@pytest.mark.parametrize("name", [*sorted(KERNELS), "guarded"])
+def test_the_checking_walk_finds_what_the_two_scans_it_replaced_found(name):
+    """``check_func`` reports the written buffers and guarded loads on its one walk: they are
+    what ``written_buffers`` and ``has_guarded_loads`` find on walks of their own."""
+    from tessel.codegen.c import has_guarded_loads
+    from tessel.codegen.common import check_func, written_buffers
+
+    s, args = (KERNELS.get(name) or _guarded_kernel)()
+    func = lower(s, args)
+    facts = check_func(func)
+    assert facts.written == written_buffers(func) and facts.written
+    assert facts.guarded_loads == has_guarded_loads(func.body)
+    assert facts.guarded_loads == (name == "guarded")
+
+
+def test_a_copy_does_not_inherit_its_originals_memos():
+    """``Schedule.copy`` is a shallow copy: the original's analysis and lowering (which refer to
+    the original) must not ride along in the copy's attributes."""
+    s, args = _symbolic()
+    assert analysis(s).bound is not None
+    lower(s, args)
+    assert any(k.startswith("_memo_") for k in vars(s))
+    t = s.copy()
+    assert not any(k.startswith("_memo_") for k in vars(t))
+    assert analysis(t).sch is t and lower(t, args) is not None

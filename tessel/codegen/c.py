@@ -31,15 +31,17 @@ from .c_expr import LIBM_NAMES
 from .c_helpers import ALLOC, CTYPE, DLTENSOR, PACKED, STREAM, THREADS, ctype
 from .c_memory import plan_hoisting
 from .c_stmt import CStmtWriter
-from .common import check_func, written_buffers
+from .common import FuncFacts, check_func, written_buffers
 
 
 class _CGen(CStmtWriter):
     """The whole translation unit: includes, helpers, types, then the kernel."""
 
-    def function(self) -> str:
+    def function(self, facts: FuncFacts | None = None) -> str:
+        """``facts``: what ``check_func`` found on its walk (else the written buffers are found
+        by a walk of their own)."""
         f = self.func
-        written = self.written = written_buffers(f) | set(f.outputs)
+        written = self.written = (facts.written if facts is not None else written_buffers(f)) | set(f.outputs)
         params = self._params(written)
         self.plan = plan_hoisting(f)
         self.with_hoisted(self.plan.to.get(id(f), []), f.body)
@@ -175,12 +177,12 @@ def c_source(func: S.PrimFunc) -> str:
 
 def generate_c(func: S.PrimFunc, target=None) -> Generated:
     """The C source of ``func`` and how to compile and call it (the runtime does both)."""
-    check_func(func)
+    facts = check_func(func)
     gen = _CGen(func)
-    source = gen.function()
+    source = gen.function(facts)
     outputs = gen.written
     return Generated("c", func.name, gen.symbol, source, tuple(k for k, b in enumerate(func.params) if b in outputs),
-                     openmp=gen.has_parallel, guarded_loads=has_guarded_loads(func.body), float16=gen.uses_float16,
+                     openmp=gen.has_parallel, guarded_loads=facts.guarded_loads, float16=gen.uses_float16,
                      externs=tuple(gen.externs))
 
 

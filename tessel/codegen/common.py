@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..errors import BuildError
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.functor import Functor, Visitor, collect
+from ..ir.functor import Functor, GuardVisitor, Visitor, collect
 from ..ir.intrinsics import EXTERN_CALLS, INTRINSICS, PREDICATES, VARIADIC
 from ..ir.names import identifier
 
@@ -159,7 +159,17 @@ def written_buffers(func: S.PrimFunc) -> set[S.Buffer]:
     return out
 
 
-def check_func(func: S.PrimFunc) -> None:
+@dataclass(frozen=True)
+class FuncFacts:
+    """What the checking walk of ``check_func`` learns on its way, so that a generator needs no
+    second walk for it: the buffers the body writes (``written_buffers``, outputs not added)
+    and whether a load runs only under a condition (the C target's ``has_guarded_loads``)."""
+
+    written: frozenset
+    guarded_loads: bool
+
+
+def check_func(func: S.PrimFunc) -> FuncFacts:
     """Structural preconditions both backends rely on, reported before any code is emitted."""
     if not isinstance(func, S.PrimFunc):
         raise BuildError(f"expected a lowered PrimFunc, got {type(func).__name__}")
@@ -175,50 +185,65 @@ def check_func(func: S.PrimFunc) -> None:
     for o in func.outputs:
         if o not in params:
             raise BuildError(f"kernel {func.name!r}: output {o.name} is not one of the parameters {names}")
+    walk = _Check(func)
+    walk.visit(func.body)
+    return FuncFacts(frozenset(walk.written), walk.found)
 
-    live: set[S.Buffer] = set(func.params)
 
-    class _C(Visitor):
-        def visit_BufferLoad(self, e: E.BufferLoad) -> None:
-            _one_index(func, e.buffer, e.indices, "load from")
-            _live(func, e.buffer, live)
-            self.generic_visit(e)
+class _Check(GuardVisitor):
+    """``check_func``'s walk: every access in one flat index to a live buffer, no tensor-level
+    node left, every call valid; on the way, what ``FuncFacts`` holds (one walk of the body
+    instead of three: a checking walk and two generators' scans each cost a build a few ms)."""
 
-        def visit_BufferStore(self, s: S.BufferStore) -> None:
-            _one_index(func, s.buffer, s.indices, "store to")
-            _live(func, s.buffer, live)
-            lanes = s.indices[0].dtype.lanes
-            if s.value.dtype.lanes != lanes:
-                raise BuildError(
-                    f"kernel {func.name!r}: the store to {s.buffer.name} writes a value of {s.value.dtype.lanes} "
-                    f"lane(s) (`{s.value}`) at an index of {lanes}: a vector value needs a vector index of "
-                    "as many lanes (a Ramp), a scalar one a scalar index")
-            self.generic_visit(s)
+    def __init__(self, func: S.PrimFunc):
+        self.func = func
+        self.live: set[S.Buffer] = set(func.params)
+        self.written: set[S.Buffer] = set()
+        self.found = False  # a load under a condition
 
-        def visit_Allocate(self, s: S.Allocate) -> None:
-            fresh = s.buffer not in live
-            live.add(s.buffer)
-            self.generic_visit(s)
-            if fresh:
-                live.discard(s.buffer)
+    def visit_BufferLoad(self, e: E.BufferLoad) -> None:
+        _one_index(self.func, e.buffer, e.indices, "load from")
+        _live(self.func, e.buffer, self.live)
+        self.found = self.found or self.guard > 0
+        self.generic_visit(e)
 
-        def visit_ProducerLoad(self, e) -> None:
-            raise BuildError(f"kernel {func.name!r}: `{e}` reads a tensor; storage flattening has not run")
+    def visit_BufferStore(self, s: S.BufferStore) -> None:
+        func = self.func
+        _one_index(func, s.buffer, s.indices, "store to")
+        _live(func, s.buffer, self.live)
+        self.written.add(s.buffer)
+        lanes = s.indices[0].dtype.lanes
+        if s.value.dtype.lanes != lanes:
+            raise BuildError(
+                f"kernel {func.name!r}: the store to {s.buffer.name} writes a value of {s.value.dtype.lanes} "
+                f"lane(s) (`{s.value}`) at an index of {lanes}: a vector value needs a vector index of "
+                "as many lanes (a Ramp), a scalar one a scalar index")
+        self.generic_visit(s)
 
-        def visit_ProducerStore(self, s) -> None:
-            raise BuildError(f"kernel {func.name!r}: a ProducerStore remains; storage flattening has not run")
+    def visit_Allocate(self, s: S.Allocate) -> None:
+        fresh = s.buffer not in self.live
+        self.live.add(s.buffer)
+        self.generic_visit(s)
+        if fresh:
+            self.live.discard(s.buffer)
 
-        def visit_ProducerRealize(self, s) -> None:
-            raise BuildError(f"kernel {func.name!r}: a ProducerRealize remains; storage flattening has not run")
+    def visit_ProducerLoad(self, e) -> None:
+        raise BuildError(f"kernel {self.func.name!r}: `{e}` reads a tensor; storage flattening has not run")
 
-        def visit_Reduce(self, e) -> None:
-            raise BuildError(f"kernel {func.name!r}: `{e}` is a Reduce; lowering should have made it a loop")
+    def visit_ProducerStore(self, s) -> None:
+        raise BuildError(f"kernel {self.func.name!r}: a ProducerStore remains; storage flattening has not run")
 
-        def visit_Call(self, e: E.Call) -> None:
-            check_call(func, e)
-            self.generic_visit(e)
+    def visit_ProducerRealize(self, s) -> None:
+        raise BuildError(f"kernel {self.func.name!r}: a ProducerRealize remains; storage flattening has not run")
 
-    _C().visit(func.body)
+    def visit_Reduce(self, e) -> None:
+        raise BuildError(f"kernel {self.func.name!r}: `{e}` is a Reduce; lowering should have made it a loop")
+
+    def visit_Call(self, e: E.Call) -> None:
+        check_call(self.func, e)
+        if e.op in ADDRESS_OPS and "w" in address_mask(e):
+            self.written.add(e.args[0].buffer)
+        super().visit_Call(e)  # the branches of an if_then_else are guarded
 
 
 def _live(func: S.PrimFunc, buf: S.Buffer, live: set[S.Buffer]) -> None:

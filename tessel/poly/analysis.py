@@ -5,12 +5,15 @@ for the analysis again, and a legality check right after a build asks the same q
 the model and its dependences are kept beside the schedule, keyed by everything lowering reads
 from it: each stage's operation, attachment, relations, loop order, annotations, and the
 user's assumptions. Any primitive changes one of those and so the key.
+
+The analysis is stored on the schedule object itself (``own_memo``), not in a table keyed by
+it: the analysis refers back to the schedule (and its stages do), so a table's entry would keep
+its key alive and a tuner's thousands of candidates would never be freed.
 """
 
 from __future__ import annotations
 
 import time
-import weakref
 from dataclasses import dataclass, field
 
 from ..bound.infer import BoundContext, run_infer_bound
@@ -25,7 +28,8 @@ from .deps import Dependence, carried, dependences
 from .model import Model, build
 from .recurrence import check_recurrences
 
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: per memo slot, bumped by ``retire``: a memo stored in an earlier generation is not served
+_GENERATION: dict[str, int] = {}
 #: how many analyses were computed (not found in the cache), for tests and benchmarks
 RUNS = {"model": 0, "dependences": 0, "bounds": 0}
 #: seconds spent in each (what the analysis adds to builds; see benchmarks/poly_build.py)
@@ -205,18 +209,43 @@ def forget() -> None:
     """Forget the schedules found clean and the analyses made (a cold build measured in a
     process that has built the same program before)."""
     _CLEAN.clear()
-    _CACHE.clear()
+    retire("_memo_analysis")
+
+
+def retire(slot: str) -> None:
+    """Stop serving every memo stored so far in ``slot`` (on whatever objects hold one)."""
+    _GENERATION[slot] = _GENERATION.get(slot, 0) + 1
+
+
+def own_memo(obj: object, slot: str, key: object) -> object | None:
+    """What ``remember(obj, slot, key, value)`` stored on ``obj`` under this ``key``, or None.
+    The memo lives in the object's own attribute, so it dies with the object (a cycle back to
+    it is collected); a shallow copy of the object that inherited the attribute is told apart
+    by the owner stored beside the value, and ``retire`` retires every memo of a slot at once."""
+    got = getattr(obj, slot, None)
+    if got is None or got[0] is not obj or got[1] != _GENERATION.get(slot, 0) or got[2] != key:
+        return None
+    return got[4]
+
+
+def remember(obj: object, slot: str, key: object, refs: list, value: object) -> None:
+    """Store ``value`` on ``obj`` (see ``own_memo``); ``refs`` are the objects whose ids ``key``
+    holds, kept alive with it so an id can never come to mean another object. A slot's name
+    starts with ``_memo_``: ``Schedule.copy`` drops those (a copy holding its original's memo
+    would keep the original alive)."""
+    assert slot.startswith("_memo_"), slot
+    setattr(obj, slot, (obj, _GENERATION.get(slot, 0), key, refs, value))
 
 
 def analysis(sch: Schedule) -> Analysis:
     key, refs = state_key(sch)
-    got = _CACHE.get(sch)
-    if got is not None and got[0] == key:
-        return got[2]
+    got = own_memo(sch, "_memo_analysis", key)
+    if got is not None:
+        return got  # type: ignore[return-value]
     result = Analysis(sch)
-    _CACHE[sch] = (key, refs, result)
+    remember(sch, "_memo_analysis", key, refs, result)
     return result
 
 
-__all__ = ["RUNS", "SECONDS", "Analysis", "analysis", "content_key", "forget", "known_clean", "remember_clean",
-           "state_key"]
+__all__ = ["RUNS", "SECONDS", "Analysis", "analysis", "content_key", "forget", "known_clean", "own_memo",
+           "remember", "remember_clean", "retire", "state_key"]

@@ -202,6 +202,8 @@ class Schedule:
         import copy as _copy
 
         new = _copy.copy(self)
+        for slot in [k for k in vars(new) if k.startswith("_memo_")]:
+            del new.__dict__[slot]  # the original's analyses (``poly.analysis.remember``) refer to it
         new.outputs = list(self.outputs)
         new.iv_notes = dict(self.iv_notes)
         new.position_log = list(self.position_log)

@@ -4,8 +4,6 @@ still refuses every program a fresh build refuses."""
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 import pytest
 from helpers import rand
@@ -29,7 +27,7 @@ def _tiled():
 
 def _forget_this_process(monkeypatch):
     """What a new process starts with: no analysis kept beside a schedule, no verdict shared."""
-    monkeypatch.setattr(poly_analysis, "_CACHE", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(poly_analysis, "_GENERATION", {"_memo_analysis": -1})  # no analysis stored is served
     monkeypatch.setattr(poly_analysis, "_CLEAN", {})
 
 
