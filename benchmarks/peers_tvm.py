@@ -174,6 +174,20 @@ def _matmul(te, a: np.ndarray, b: np.ndarray) -> TirAlgo:
     return TirAlgo(te.create_prim_func([A, B, C]), (n, n), [a, b], {"mr": mr, "nr": nr, "ku": ku})
 
 
+def _local_tile(sch, blk, at):
+    """The accumulators in a local buffer, written back inside loop ``at``."""
+    cl = sch.cache_write(blk, 0, "local")
+    sch.reverse_compute_at(cl, at)
+    return cl
+
+
+def _vector_init(sch, blk, at) -> None:
+    """The reduction's initialization split off at loop ``at`` and vectorized; only after the
+    loop annotations, or TensorIR refuses them."""
+    init = sch.decompose_reduction(blk, at)
+    sch.vectorize(sch.get_loops(init)[-1])
+
+
 def _matmul_hand(sch, info: dict) -> None:
     blk = _block(sch, "C")
     i, j, kk = sch.get_loops(blk)
@@ -181,15 +195,13 @@ def _matmul_hand(sch, info: dict) -> None:
     jo, ji = sch.split(j, [None, info["nr"]])
     ko, ki = sch.split(kk, [None, info["ku"]])
     sch.reorder(jo, io, ko, ki, ii, ji)
-    cl = sch.cache_write(blk, 0, "local")
-    sch.reverse_compute_at(cl, io)
+    cl = _local_tile(sch, blk, io)
     sch.vectorize(ji)
     sch.unroll(ii)
     sch.unroll(ki)
     sch.vectorize(sch.get_loops(cl)[-1])
     sch.parallel(jo)
-    init = sch.decompose_reduction(blk, ko)  # after the loop annotations, or TensorIR refuses them
-    sch.vectorize(sch.get_loops(init)[-1])
+    _vector_init(sch, blk, ko)
     po, _, pi = sch.get_loops(_block(sch, "Bp"))
     sch.vectorize(pi)
     sch.parallel(po)
@@ -258,15 +270,13 @@ def _conv2d_hand(sch, info: dict) -> None:
     # TensorIR tiles must divide the row to stay unguarded (28 and 56 wide tiles ran at a tenth of the speed)
     xo, xi = sch.split(xx, [None, info["xb"]])
     sch.reorder(b, kto, yy, xo, r_c, r_y, r_x, kti, xi)
-    cl = sch.cache_write(blk, 0, "local")
-    sch.reverse_compute_at(cl, xo)
+    cl = _local_tile(sch, blk, xo)
     sch.unroll(r_x)
     sch.unroll(kti)
     sch.vectorize(xi)
     sch.vectorize(sch.get_loops(cl)[-1])
     sch.parallel(sch.fuse(kto, yy))
-    init = sch.decompose_reduction(blk, r_c)
-    sch.vectorize(sch.get_loops(init)[-1])
+    _vector_init(sch, blk, r_c)
     if info["pad"]:
         sch.parallel(sch.get_loops(_block(sch, "Xp"))[1])
     sch.parallel(sch.get_loops(_block(sch, "Wp"))[0])
