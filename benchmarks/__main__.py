@@ -18,7 +18,7 @@ thing. Every contender's output is checked against NumPy's before anything is ti
 Then the contenders take turns in blocks of calls (six rounds, alternating order, a wait until
 the process is idle and two untimed calls before each block: OpenBLAS's, OpenMP's, Halide's and
 TVM's worker threads spin for a while after a call and would otherwise steal the cores from the
-next contender; every contender's arrays are 128-byte aligned alike),
+next contender; every contender's arrays are 128-byte aligned alike, but TVM copies its inputs into its own 64-byte-aligned tensors),
 ``--repeat`` timed calls in all, summarized by their median: on a shared machine a burst of
 load then hits every contender alike. A bandwidth-bound kernel (GB/s) has a yardstick:
 tessel's plain copy of 2 x 64 MiB, timed right after each block of tessel's calls (one
@@ -282,24 +282,27 @@ def _checked(case: Case, runners: dict, want: np.ndarray, row: Row) -> None:
             del runners[name]
 
 
-def settle(step: float = SETTLE_STEP, limit: float = SETTLE_LIMIT, *, cpu=time.process_time, sleep=time.sleep) -> float:
+def settle(step: float = SETTLE_STEP, limit: float = SETTLE_LIMIT, *, cpu=time.process_time, sleep=time.sleep,
+           wall=time.monotonic) -> float:
     """Sleep until this process's threads are idle (less than :data:`QUIET` of a core used in
     one ``step``), at most ``limit`` seconds; the seconds waited. Every contender starts its
     block on quiet cores this way, however long the last one's pool spins: NumPy's OpenBLAS
     keeps a core busy for ~100 ms after its last call (``sched_yield`` loops), longer than a
     fixed pause of 50 ms, and the contender after it lost a core for its whole block (the
     2-thread OpenMP kernel then waits at each barrier for a time slice: 3.2 instead of 73 GFLOP/s).
-    ``cpu`` and ``sleep`` are the clocks (the process's CPU seconds, a pause)."""
-    waited = 0.0
+    ``cpu``, ``sleep`` and ``wall`` are the clocks (the process's CPU seconds, a pause, elapsed
+    time: a loaded machine oversleeps). It sees this process only: a peer's worker processes
+    (MetaSchedule's builders) are gone before the rounds start."""
+    start = wall()
     last = cpu()
-    while waited < limit:
+    while wall() - start < limit:
+        t0 = wall()
         sleep(step)
-        waited += step
         now = cpu()
-        if now - last < QUIET * step:
+        if now - last < QUIET * max(step, wall() - t0):
             break
         last = now
-    return waited
+    return wall() - start
 
 
 def _rounds(runners: dict, repeat: int, copy_fn) -> tuple[dict[str, list[float]], list[float]]:

@@ -158,7 +158,7 @@ def _matmul_hand(g: Algo) -> None:
     out.split(x, xo, xi, tile.cols).split(y, yo, yi, tile.rows).reorder(xi, yi, yo, xo).vectorize(xi, V) \
        .unroll(yi).parallel(xo)
     prod.compute_at(out, yo).vectorize(x, V).unroll(x).unroll(y)
-    prod.update().reorder(x, y, k.x).vectorize(x, V).unroll(x).unroll(y).unroll(k.x, 4)
+    prod.update().reorder(x, y, k.x).vectorize(x, V).unroll(x).unroll(y).unroll(k.x, tile.k_unroll)
 
 
 def halide_matmul(a: np.ndarray, b: np.ndarray, autoscheduler: str | None = None) -> PeerRun:

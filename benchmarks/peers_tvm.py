@@ -30,7 +30,7 @@ import numpy as np
 
 from tessel.target.tiles import register_tile, strip_rows
 
-from .peer_base import PARTIALS, TARGET, PeerRun, PeerUnavailable, V, divisor
+from .peer_base import PARTIALS, TARGET, PeerRun, PeerUnavailable, V, aligned_empty, divisor
 
 # what MetaSchedule needs beside TVM itself (its runner, its workers' pickling, its cost model)
 METASCHEDULE_NEEDS = ("psutil", "cloudpickle", "xgboost")
@@ -157,7 +157,7 @@ def build(define: Callable[..., TirAlgo], hand: Callable[[object, dict], None], 
     dev = tvm.cpu()
     make = getattr(tvm.runtime, "tensor", None) or tvm.nd.array
     args = [make(a, dev) for a in g.arrays]
-    out = make(np.empty(g.out_shape, "float32"), dev)
+    out = make(aligned_empty(g.out_shape), dev)  # TVM copies into its own 64-byte-aligned tensors
     return PeerRun(lambda: f(*args, out), lambda: out.numpy(), built, None if trials is None else tune)
 
 

@@ -159,7 +159,17 @@ def test_halide_autoschedulers_compute_numpys_values():
 def test_auto_seconds_reaches_auto_schedule_and_its_time_is_reported(monkeypatch, capsys):
     case = kernels.row_sum(64)
     monkeypatch.setattr(harness, "_copy_yardstick", lambda threads, quick: (lambda: None, 8.0))
+    import tessel.autosched as autosched
+
+    seen: dict = {}
+    real = autosched.auto_schedule_result
+
+    def recording(*a, **kw):
+        seen.update(kw)
+        return real(*a, **kw)
+    monkeypatch.setattr(autosched, "auto_schedule_result", recording)
     row = harness.run_case(case, repeat=2, peers_on=NO_PEERS, auto_budget=4, auto_seconds=1e-3)
+    assert seen.get("timeout") == 1e-3 and seen.get("budget") == 4
     assert "auto" in row.seconds and "auto" not in row.notes  # checked against NumPy, then timed
     assert row.tune_s["auto"] == row.auto_s and row.auto_s > 0
     assert harness._tuning(row).startswith(f"{row.auto_s:.1f} / ")
@@ -193,9 +203,10 @@ class _SpinningPool:
     """A fake process whose worker threads keep ``busy`` cores spinning for ``steps`` pauses."""
 
     def __init__(self, steps: int, busy: float = 1.0):
-        self.left, self.busy, self.cpu_s = steps, busy, 0.0
+        self.left, self.busy, self.cpu_s, self.now = steps, busy, 0.0, 0.0
 
     def sleep(self, seconds: float) -> None:
+        self.now += seconds
         if self.left > 0:
             self.cpu_s += self.busy * seconds
             self.left -= 1
@@ -203,18 +214,21 @@ class _SpinningPool:
     def cpu(self) -> float:
         return self.cpu_s
 
+    def wall(self) -> float:
+        return self.now
+
 
 def test_settle_waits_while_a_pool_spins_and_not_after():
     pool = _SpinningPool(steps=10)  # OpenBLAS: one core busy for ~100 ms after its last call
-    waited = harness.settle(0.01, 2.0, cpu=pool.cpu, sleep=pool.sleep)
+    waited = harness.settle(0.01, 2.0, cpu=pool.cpu, sleep=pool.sleep, wall=pool.wall)
     assert pool.left == 0 and waited == pytest.approx(0.11)  # ten busy steps, then one quiet one
     quiet = _SpinningPool(steps=0)
-    assert harness.settle(0.01, 2.0, cpu=quiet.cpu, sleep=quiet.sleep) == pytest.approx(0.01)
+    assert harness.settle(0.01, 2.0, cpu=quiet.cpu, sleep=quiet.sleep, wall=quiet.wall) == pytest.approx(0.01)
 
 
 def test_settle_gives_up_on_a_pool_that_never_sleeps():
     pool = _SpinningPool(steps=10**9, busy=0.5)
-    assert harness.settle(0.01, 0.2, cpu=pool.cpu, sleep=pool.sleep) == pytest.approx(0.2)
+    assert harness.settle(0.01, 0.2, cpu=pool.cpu, sleep=pool.sleep, wall=pool.wall) == pytest.approx(0.2)
 
 
 def test_every_contenders_arrays_are_aligned_alike():

@@ -123,9 +123,12 @@ def test_the_search_space_trades_channel_rows_for_stacked_rows(target):
     knobs = {k.name: k for k in plan.knobs}
     rows, spread = knobs["Y.rows"], knobs["Y.spread"]
     assert rows.candidates[0] <= rows.default and rows.default in rows.candidates
+    checked = 0
     for r, s in ((rows.default * 2, spread.default // 2), (rows.default // 2, spread.default * 2)):
         if 1 <= r <= 8 and 1 <= s <= 8:
             assert r in rows.candidates and s in spread.candidates
+            checked += 1
+    assert checked >= 1  # some trade is in range on every target, or the test would check nothing
 
 
 @pytest.mark.parametrize("kernel, c, k, h, w", [(1, 5, 12, 9, 24), (3, 5, 8, 9, 19)])
