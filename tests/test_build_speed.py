@@ -426,6 +426,22 @@ def test_a_heap_temporary_includes_stdlib_h():
     check(s, [A, B], [a], [a[::-1] * 3.0 + 1.0])
 
 
+def test_a_name_that_spells_the_include_placeholder_stays_in_its_comment():
+    """The headers go at the head's own line, not at the first text that looks like it: a
+    tensor named like the placeholder prints only in a comment, and the kernel still builds."""
+    from tessel.codegen.c import _INCLUDES
+
+    A = te.placeholder((19,), name=_INCLUDES)
+    B = te.compute((19,), lambda i: te.exp(A[i]) * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    k = tessel.build(s, [A, B])
+    lines = k.source.splitlines()
+    assert "#include <math.h>" in lines
+    assert all(not ln.startswith("#include <tessel") for ln in lines)
+    a = rand(19)
+    check(s, [A, B], [a], [np.exp(a) * 2.0], rtol=1e-5, atol=1e-6)
+
+
 def test_analysed_and_lowered_schedules_are_freed_when_dropped():
     """The analysis kept per schedule state and the lowering ``build`` may take must not keep
     the schedule alive: a tuner analyses and lowers thousands of candidates in one process."""

@@ -61,8 +61,10 @@ class _CGen(CStmtWriter):
             out.append("  tsl_sfence();  // streaming stores visible before the caller reads the result")
         out.append("  return tsl_status;" if status else "  return 0;")
         out.append("}")
-        text = "\n".join(out) + "\n"
-        return text.replace(_INCLUDES, "\n".join(_includes(text)), 1)
+        at = out.index(_INCLUDES)  # the head's own line: a user's name only ever prints inside a comment
+        out[at] = ""
+        out[at] = "\n".join(_includes("\n".join(out)))
+        return "\n".join(out) + "\n"
 
     def _params(self, written: set[S.Buffer]) -> list[str]:
         """The parameters of the C function (a size var or scalar not of int64 is passed as one,
