@@ -43,7 +43,8 @@ class _FromDefault(ModelTuner):
     def confirm(self, measurer) -> None:
         """Keep the search's winner only if it beats the rules' schedule again, both measured in
         turns (the median of :data:`CONFIRM_ROUNDS` each); else the rules' schedule. Skipped when
-        the time limit has passed (the best measured so far stands) or the default failed."""
+        the time limit has passed before it (the best measured so far stands) or the default
+        failed; a head-to-head the limit cuts short keeps the rules' schedule, the floor."""
         self.confirmed = None
         default = next((r for r in self.results if r.config.index == 0 and r.ok), None)
         best = self.best

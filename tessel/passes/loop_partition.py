@@ -50,7 +50,7 @@ from ..ir.functor import Mutator, StructKey, collect, free_vars, structural_equa
 from .guarded_store import is_guarded_store, merge_guarded_stores, split_guarded_stores
 from .simplify import analyzer, simplify_stmt
 
-MAX_PARTITIONS = 24  # per kernel: each cut duplicates a loop body (16 left a depthwise tile computed beside its padded copy with a run-time tail)
+MAX_PARTITIONS = 24  # per kernel and pass (tails, then borders: at most twice this in all): each cut duplicates a loop body (16 left a depthwise tile computed beside its padded copy with a run-time tail)
 MAX_SPECIALIZATIONS = 4
 
 
