@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from ..ir.dtype import dtype as as_dtype
 from ..target.target import Target
-from ..target.tiles import K_UNROLL, panel_group, reduction_lanes, register_tile, stream_chunk, strip_rows
+from ..target.tiles import panel_group, reduction_lanes, register_tile, stream_chunk, strip_rows
 from ..te.tensor import ComputeOp, Operation
 from . import analysis as A
 from . import conv
@@ -181,7 +181,7 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
         around = _around if a.spread is None else _traded
         knobs = [Knob(f"{name}.rows", around(rows, 1, 8), rows),
                  Knob(f"{name}.vectors", _around(along, 1, 6), along),
-                 Knob(f"{name}.k_unroll", (1, 2, 4, 8), K_UNROLL)]
+                 Knob(f"{name}.k_unroll", (1, 2, 4, 8), tile.k_unroll)]
         if a.spread is not None:
             knobs.append(Knob(f"{name}.spread", _traded(stacked, 1, 8), stacked))
         if a.pack:
