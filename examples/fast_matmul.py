@@ -7,7 +7,7 @@ machine it was written on:
   target's register file holds with the operands of one step beside it: on AVX2 (16 ymm
   registers, 8 float32 lanes) 6 rows x 16 columns = 12 registers of accumulators, 2 loads of
   B, one broadcast of A and one register left to the compiler; on AVX-512 (32 zmm registers,
-  16 lanes) 5 x 80 = 25 accumulators. Its row loop is unrolled and its column loop
+  16 lanes) 6 x 64 = 24 accumulators. Its row loop is unrolled and its column loop
   vectorized, so after lowering every access to it is at a constant offset and the C
   generator keeps the whole tile in registers; the reduction loop ``k`` runs outside them,
   unrolled by 2 for a tile that fills the register file (by 4 otherwise).

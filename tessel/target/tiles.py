@@ -15,11 +15,14 @@ schedule is right for AVX2, AVX-512, NEON or a machine with no vectors at all:
   :data:`SPARE_REGISTERS` for the C compiler's own scheduling;
 * unrolled, the reduction lets the compiler start the next steps' loads early, each in a
   register of its own: a tile that fills the register file (no register past the spare) is
-  unrolled by :data:`FULL_K_UNROLL` only, others by :data:`K_UNROLL`. On AVX2 the 6 x 16
-  tile (16 registers) unrolled by 4 had 4 register moves and 6 stack accesses in its loop and
-  ran at 85 GFLOP/s on one core of 101 (matmul 1024); unrolled by 2 it has one move and ran
-  at 90-92, the 5 x 16 tile (unrolled by 4) at 88-89 and OpenBLAS at 93 (interleaved, 10th
-  percentile of 150 runs each);
+  unrolled by :data:`FULL_K_UNROLL` only, others by :data:`K_UNROLL`. That costs the compiler
+  its freedom, so a full tile is a candidate only where no tile that leaves a register free
+  and keeps pace with the loads has an accumulator beyond the latency's need (AVX2: 5 x 16's
+  10 are exactly 5 cycles x 2 pipes; on AVX-512 6 x 64's 24 are plenty, and it stays the
+  tile). On AVX2 the 6 x 16 tile unrolled by 4 had 4 register moves and 6 stack accesses in
+  its loop and ran at 85 GFLOP/s on one core of 101 (matmul 1024); unrolled by 2 it has one
+  move and ran at 90-92, the 5 x 16 tile (unrolled by 4) at 88-89 and OpenBLAS at 93
+  (interleaved, 10th percentile of 150 runs each);
 * the FMA pipes must never wait for a result: at least ``FMA_LATENCY x fma_units``
   independent accumulators;
 * the loads must keep pace: FMAs per loaded value (``rows x vectors / (rows + vectors)``)
@@ -99,6 +102,9 @@ def register_tile(target: Target, dtype: str = "float32", *, max_rows: int | Non
     cands = _tiles(target.registers, lanes, max_rows, max_cols, rows_divide)
     if not cands:  # a register file too small for any tile with its operands beside it
         return RegisterTile(1, 1, lanes)
+    roomy = [t for t in cands if t.registers < target.registers]
+    if any(t.accumulators > need and t.fmas_per_load >= min_ratio for t in roomy):
+        cands = roomy
     best = max(cands, key=merit)
     full = best.registers >= target.registers
     return RegisterTile(best.rows, best.vectors, lanes, FULL_K_UNROLL if full else K_UNROLL)
