@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from tessel.autosched.conv import split_vectors
-from tessel.target.tiles import register_tile, strip_rows
+from tessel.target.tiles import register_tile, stencil_rows_divide, strip_rows
 
 from .peer_base import PARTIALS, TARGET, PeerRun, PeerUnavailable, V, aligned_empty
 
@@ -208,14 +208,15 @@ def _conv2d(hl, xa: np.ndarray, wa: np.ndarray) -> Algo:
     conv[x, y, co, n] += src[x + r.z - p, y + r.y - p, r.x, n] * W[r.z, r.y, r.x, co]
     out[x, y, co, n] = conv[x, y, co, n]
     return Algo(out, (1, k, h, w), [X, W], [xa, wa],
-                {"conv": conv, "padded": padded, "r": r, "x": x, "y": y, "co": co, "n": n, "k": k, "w": w, "h": h})
+                {"conv": conv, "padded": padded, "r": r, "x": x, "y": y, "co": co, "n": n, "k": k, "w": w, "h": h, "kk": kk})
 
 
 def _conv2d_hand(g: Algo) -> None:
     hl, f = _hl(), g.f
     x, y, co, n, r, conv, out = f["x"], f["y"], f["co"], f["n"], f["r"], f["conv"], g.out
-    tile = register_tile(TARGET, max_rows=f["k"], max_cols=f["w"], rows_divide=f["k"])  # tessel's conv2d tile
-    along, yb = split_vectors(tile.vectors, tile.lanes, f["w"], f["h"])
+    divide = stencil_rows_divide(f["k"], f["kk"] ** 2)
+    tile = register_tile(TARGET, max_rows=f["k"], max_cols=f["w"], rows_divide=divide)  # tessel's conv2d tile
+    along, yb = split_vectors(tile.vectors, tile.lanes, f["w"], f["h"], window=f["kk"] > 1)
     xb, kb = along * tile.lanes, tile.rows
     xo, xi, yo, yi, cho, chi = _vars(hl, "xo", "xi", "yo", "yi", "cho", "chi")
     # a register tile like tessel's: kb output channels x yb rows x xb pixels, accumulated in

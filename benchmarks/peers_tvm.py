@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tessel.target.tiles import register_tile, strip_rows
+from tessel.target.tiles import register_tile, stencil_rows_divide, strip_rows
 
 from .peer_base import PARTIALS, TARGET, PeerRun, PeerUnavailable, V, aligned_empty, divisor
 
@@ -251,7 +251,7 @@ def _conv2d(te, xa: np.ndarray, wa: np.ndarray) -> TirAlgo:
     """A square kernel (3x3, 1x1), stride 1, zero padding that keeps the size."""
     nb, c, h, w = xa.shape
     k, kk = wa.shape[0], wa.shape[2]
-    tile = register_tile(TARGET, max_rows=k, max_cols=w, rows_divide=k)  # tessel's, cut to divisors
+    tile = register_tile(TARGET, max_rows=k, max_cols=w, rows_divide=stencil_rows_divide(k, kk * kk))  # tessel's, cut to divisors
     kb, xb = divisor(k, tile.rows), divisor(w, tile.cols)
     X = te.placeholder((nb, c, h, w), name="X")
     Wt = te.placeholder((k, c, kk, kk), name="W")

@@ -16,8 +16,9 @@ both read input row ``y + 1``), so the C compiler loads each once. Padding is a 
 threads; inside a band the channel blocks come before the pixel tiles, so the band's input
 stays in L2 for every block of weights and a block's weights stay in L1 along the band.
 
-The 1x1 conv is the same tile with no window: its channel loop is unrolled by the Target's
-``K_UNROLL`` instead. The depthwise conv's weights follow the channel as its input does, so
+The 1x1 conv is the same tile with no window: its channel blocks need not divide the
+channels (on AVX2 6 channels x 2 rows x 8 pixels, 12 accumulators, the register file full),
+and its channel loop is unrolled as the tile's reduction is (by 2 for a full register file). The depthwise conv's weights follow the channel as its input does, so
 its tile is one channel by the Target's vectors, stacked over rows the same way. Its padded
 plane is computed per channel inside the threads' loop, right before its tiles read it from
 L1: with nine FMAs per output and no reuse across channels, a padding pass of its own over the
@@ -36,16 +37,18 @@ from tessel import te
 from tessel.autosched.conv import split_vectors
 from tessel.errors import DefinitionError
 from tessel.target import Target, as_target, resolve
-from tessel.target.tiles import K_UNROLL, register_tile
+from tessel.target.tiles import register_tile, stencil_rows_divide
 
 
-def _tile_shape(tgt: Target, rows: int, h: int, w: int) -> tuple[int, int, int]:
-    """``(channels, rows, pixels)`` of the register tile: the Target's tile (channel blocks
-    dividing ``rows`` channels; 1 for a depthwise conv, whose weights vary with the channel
-    like its input), its vectors laid out over the two pixel axes (``split_vectors``)."""
-    tile = register_tile(tgt, "float32", max_rows=rows, max_cols=w, rows_divide=rows)
-    along, stacked = split_vectors(tile.vectors, tile.lanes, w, h)
-    return tile.rows, stacked, along * tile.lanes
+def _tile_shape(tgt: Target, rows: int, h: int, w: int, window: int = 9) -> tuple[int, int, int, int]:
+    """``(channels, rows, pixels, k_unroll)`` of the register tile: the Target's tile (channel
+    blocks dividing ``rows`` channels where there is a ``window`` of more than one step:
+    ``stencil_rows_divide``; 1 channel for a depthwise conv, whose weights vary with the channel
+    like its input), its vectors laid out over the two pixel axes (``split_vectors``), and how
+    far a reduction with no window unrolls its channel loop."""
+    tile = register_tile(tgt, "float32", max_rows=rows, max_cols=w, rows_divide=stencil_rows_divide(rows, window))
+    along, stacked = split_vectors(tile.vectors, tile.lanes, w, h, window=window > 1)
+    return tile.rows, stacked, along * tile.lanes, tile.k_unroll
 
 
 def _padded(X: te.Tensor, p: int) -> te.Tensor:
@@ -58,13 +61,13 @@ def _padded(X: te.Tensor, p: int) -> te.Tensor:
         te.all(y >= p, y < h + p, x >= p, x < w + p), X[b, ci, y - p, x - p], 0.0), name="Xp")
 
 
-def _register_tile(s, Y, tile: tuple[int, int, int], red_unroll: int | None = None, bands_first: bool = True) -> None:
+def _register_tile(s, Y, tile: tuple[int, ...], red_unroll: int | None = None, bands_first: bool = True) -> None:
     """Y's tiles: bands of rows for the threads, then channel blocks, then pixel tiles, each a
     register tile (``Y.local``) with the stencil window (``ry``, ``rx``: the last two reduction
     loops) unrolled whole, and the channel loop by ``red_unroll`` where given. Without
     ``bands_first`` the channels are outermost (a depthwise conv: each channel's plane is read
     by its own channel alone, and stays in L1 while its bands are swept)."""
-    kb, yb, xb = tile
+    kb, yb, xb = tile[:3]
     YL = s.cache_write(Y, "local")
     b, ko, y, x = s[Y].op.axis
     kto, kti = s[Y].split(ko, factor=kb)
@@ -108,7 +111,8 @@ def conv2d(n: int = 1, c: int = 64, k: int = 64, h: int = 56, w: int = 56, targe
     Y = te.compute((n, k, h, w), lambda b, ko, y, x: te.sum(
         Xp[b, rc, y + ry, x + rx] * Wt[ko, rc, ry, rx], axis=[rc, ry, rx]), name="Y")
     s = te.create_schedule(Y.op)
-    _register_tile(s, Y, _tile_shape(tgt, k, h, w), None if p else K_UNROLL)
+    tile = _tile_shape(tgt, k, h, w, kernel * kernel)
+    _register_tile(s, Y, tile, None if p else tile[3])
     if p:
         s[Xp].parallel(s[Xp].fuse(*s[Xp].op.axis[:2]))
     return s, [X, Wt, Y]

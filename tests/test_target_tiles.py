@@ -32,6 +32,7 @@ from tessel.target.tiles import (
     panel_group,
     reduction_lanes,
     register_tile,
+    stencil_rows_divide,
     stream_chunk,
     strip_rows,
 )
@@ -152,6 +153,19 @@ def test_avx512_gets_a_tile_only_its_32_registers_hold():
     # the tile the examples used to hard-code (6 x 64, 24 accumulators) fits AVX-512 but spills on AVX2
     assert RegisterTile(6, 4, 16).registers <= 32 < RegisterTile(6, 8, 8).registers
     assert RegisterTile(6, 8, 8).accumulators > 16
+
+
+def test_a_conv_tile_divides_the_channels_only_around_a_window():
+    assert stencil_rows_divide(64, 9) == 64 and stencil_rows_divide(64, 1) is None
+    t = MACHINES["avx2"]
+    three = fast_conv2d._tile_shape(t, 64, 56, 56, 9)
+    one = fast_conv2d._tile_shape(t, 64, 56, 56, 1)
+    assert 64 % three[0] == 0
+    # without a window the channel block may leave a partial one: the 12-accumulator tile
+    assert one[0] * one[1] * one[2] // t.vector_lanes("float32") > three[0] * three[1] * three[2] // 8
+    assert 64 % one[0] != 0 and one[3] == register_tile(t, max_rows=64, max_cols=56).k_unroll
+    depthwise = fast_conv2d._tile_shape(t, 1, 56, 56, 9)
+    assert depthwise[0] == 1 and depthwise[1] > 1  # the window's rows shared by stacked rows
 
 
 def test_tiles_respect_the_extents_and_prefer_divisors():

@@ -73,14 +73,18 @@ def per_thread_producer(g: Graph, info: OpInfo, tile: OpInfo, tile_axes: set[int
     return bool(outer) and bool(tile.reads_of(info.op))
 
 
-def split_vectors(vectors: int, lanes: int, cols: int | None, rows: int | None) -> tuple[int, int]:
+def split_vectors(vectors: int, lanes: int, cols: int | None, rows: int | None,
+                  window: bool = False) -> tuple[int, int]:
     """``(along, stacked)``: how a tile of ``vectors`` vectors is laid out, ``along`` vectors
     along the vector axis (``cols`` long) times ``stacked`` rows of the spread axis (``rows``
     long). A tile that divides the vector axis first (a partial tile there is a slow second loop
     nest in every band of rows), one no wider than the row (a wider one is partial everywhere),
     then the most vectors (accumulators hide the FMA latency),
     then one that divides the rows (a partial band is one loop nest per image, not per row),
-    then the most along the vector axis (the longest contiguous run)."""
+    then the most along the vector axis (the longest contiguous run), or, for a reduction with
+    a ``window`` over the rows, the most stacked: stacked rows share the input rows the window
+    reads, so a step loads fewer vectors per FMA (a 3 x 3 depthwise conv on AVX2: 7 vectors
+    stacked over rows ran 1.5x faster than 7 along a 56-pixel row)."""
 
     def even(n: int, ext: int | None) -> bool:
         return ext is None or ext % n == 0
@@ -92,7 +96,7 @@ def split_vectors(vectors: int, lanes: int, cols: int | None, rows: int | None) 
             if rows is not None and stacked > rows:
                 continue
             fits = cols is None or along == 1 or along * lanes <= cols
-            key = (even(along * lanes, cols), fits, along * stacked, even(stacked, rows), along)
+            key = (even(along * lanes, cols), fits, along * stacked, even(stacked, rows), stacked if window else along)
             if best_key is None or key > best_key:
                 best, best_key = (along, stacked), key
     return best

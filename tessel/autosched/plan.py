@@ -26,7 +26,14 @@ from dataclasses import dataclass, field
 
 from ..ir.dtype import dtype as as_dtype
 from ..target.target import Target
-from ..target.tiles import panel_group, reduction_lanes, register_tile, stream_chunk, strip_rows
+from ..target.tiles import (
+    panel_group,
+    reduction_lanes,
+    register_tile,
+    stencil_rows_divide,
+    stream_chunk,
+    strip_rows,
+)
 from ..te.tensor import ComputeOp, Operation
 from . import analysis as A
 from . import conv
@@ -170,12 +177,14 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
         ax = a.op.axis
         rows_ext = A.extent(ax[a.rows]) if a.rows is not None else 1
         cols_ext = A.extent(ax[a.inner])
-        tile = register_tile(target, info.dtype, max_rows=rows_ext, max_cols=cols_ext,
-                             rows_divide=rows_ext if rows_ext and rows_ext % 4 == 0 and not a.pack else None)
+        steps = conv.window_loops(list(a.op.reduce_axis))[2]
+        divide = stencil_rows_divide(rows_ext, steps) if rows_ext and rows_ext % 4 == 0 and not a.pack else None
+        tile = register_tile(target, info.dtype, max_rows=rows_ext, max_cols=cols_ext, rows_divide=divide)
         rows = tile.rows if a.rows is not None else 1
         along, stacked = tile.vectors, 1
         if a.spread is not None:
-            along, stacked = conv.split_vectors(tile.vectors, tile.lanes, cols_ext, A.extent(ax[a.spread]))
+            along, stacked = conv.split_vectors(tile.vectors, tile.lanes, cols_ext, A.extent(ax[a.spread]),
+                                                window=steps > 1)
         # a stencil's tile may trade broadcast rows for stacked rows, the accumulators kept (4 x 2
         # -> 8 x 1 or 2 x 4 channels x rows): halving one and doubling the other are candidates
         around = _around if a.spread is None else _traded

@@ -110,6 +110,16 @@ def register_tile(target: Target, dtype: str = "float32", *, max_rows: int | Non
     return RegisterTile(best.rows, best.vectors, lanes, FULL_K_UNROLL if full else K_UNROLL)
 
 
+def stencil_rows_divide(channels: int | None, window_steps: int) -> int | None:
+    """What the channel block of a convolution's register tile must divide (``register_tile``'s
+    ``rows_divide``): the output channels where the reduction ends in a window unrolled whole (a
+    partial block is a second copy of that unrolled nest: on AVX2 a 3 x 3 conv, 64 channels, ran
+    at 0.88x the speed with 6-channel blocks than with 4); nothing without a window (a 1 x 1
+    conv: 6 channels x 2 vectors, 12 accumulators, ran 1.10x faster than 4 x 2 on one core
+    and 1.11x on two; interleaved, 200 calls each)."""
+    return channels if window_steps > 1 else None
+
+
 def _tiles(regs: int, lanes: int, max_rows: int | None, max_cols: int | None,
            rows_divide: int | None) -> list[RegisterTile]:
     """Every tile whose step fits ``regs`` registers (within the extents given)."""

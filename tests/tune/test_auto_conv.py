@@ -47,6 +47,10 @@ def test_split_vectors_keeps_the_row_whole_then_the_most_vectors():
     assert split_vectors(4, 8, 56, 1) == (1, 1)    # one row: nothing to stack over
     assert split_vectors(4, 16, 56, 56) == (2, 2)  # 64 pixels are wider than the row: half stacked
     assert split_vectors(2, 8, None, None) == (2, 1)  # symbolic sizes: matmul's layout
+    # with a window over the rows, stacked rows share the input rows it reads: stacking wins ties
+    assert split_vectors(7, 8, 56, 56) == (7, 1) and split_vectors(7, 8, 56, 56, window=True) == (1, 7)
+    assert split_vectors(2, 8, 64, 56, window=True) == (1, 2)
+    assert split_vectors(2, 8, 56, 1, window=True) == (1, 1)  # one row: still nothing to stack over
 
 
 def test_the_spread_axis_is_the_second_pixel_axis_and_matmul_has_none():
@@ -99,7 +103,8 @@ def test_a_1x1_conv_unrolls_its_channel_loop_instead_of_a_window():
     d = definitions.conv2d(21, 8, 6, 16, kernel=1)  # 21 channels: too long to unroll whole
     r = auto(d, AVX2)
     text = r.schedule.python()
-    assert "split(rc, factor=4)" in text and "unroll(rc_inner)" in text
+    ku = r.knobs["Y.k_unroll"]  # the tile's (2 where it fills the register file)
+    assert ku > 1 and f"split(rc, factor={ku})" in text and "unroll(rc_inner)" in text
     _check_both(r, d, AVX2)
 
 
