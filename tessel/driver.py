@@ -214,7 +214,7 @@ def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.Prim
     shaped = {id(v) for b in front.params for d in b.shape for v in free_vars(d)}
     stmt, guards = index_dtype(stmt, [v for v in front.size_vars if id(v) in shaped or id(v) not in passed])
     steps.append(Step("index_dtype", stmt))
-    written = {id(s.buffer) for s in collect(stmt, lambda n: isinstance(n, S.BufferStore))}
+    written = {id(s.buffer) for s in collect(stmt, lambda n: isinstance(n, S.BufferStore), statements_only=True)}
     outputs = [b for b in front.params if id(b) in written]
     return S.PrimFunc(front.name, front.params, front.size_vars, stmt, outputs, guards, front.scalar_args,
                       front.assumptions)
@@ -231,7 +231,7 @@ def _check_unrolls(sch: Schedule, stmt: S.Stmt) -> None:
 
 def _check_free_vars(stmt: S.Stmt, sizes: list[E.Var]) -> None:
     bound: set[E.Var] = set(sizes)
-    for node in collect(stmt, lambda n: isinstance(n, S.For | S.LetStmt)):
+    for node in collect(stmt, lambda n: isinstance(n, S.For | S.LetStmt), statements_only=True):
         bound.add(node.loop_var if isinstance(node, S.For) else node.var)
     for node in collect(stmt, lambda n: isinstance(n, E.Let)):
         bound.add(node.var)

@@ -155,7 +155,8 @@ class CStmtWriter(CExprWriter):
         name = self.names.get(v, v.name)
         end = ext if _is_zero(s.min) else self._loop_end(s)
         streams = s.kind == "parallel" and bool(
-            collect(s.body, lambda n: isinstance(n, S.AttrStmt) and n.key == "stream_store"))
+            collect(s.body, lambda n: isinstance(n, S.AttrStmt) and n.key == "stream_store",
+                    statements_only=True))
         region = s.kind == "parallel" and bool(self.plan.to.get(id(s)) or streams)
         private = self._loop_pragmas(s, region)
         self.open(f"for ({ctype(v.dtype)} {name} = {lo}; {name} < {end}; ++{name})")

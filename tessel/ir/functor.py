@@ -140,14 +140,13 @@ class Mutator:
         return node if new is None else type(node)(*new)
 
 
-def _children(node: Any) -> list[Any]:
+def _children(node: Any, kinds: type | tuple[type, ...] = _CHILD) -> list[Any]:
     out: list[Any] = []
-    for f in node._fields:
-        v = getattr(node, f)
-        if isinstance(v, _CHILD):
+    for v in node.fields():
+        if isinstance(v, kinds):
             out.append(v)
         elif isinstance(v, tuple):
-            out.extend(x for x in v if isinstance(x, _CHILD))
+            out.extend(x for x in v if isinstance(x, kinds))
     return out
 
 
@@ -157,14 +156,31 @@ def children(node: Any) -> list[Any]:
     return _children(node)
 
 
-def post_order_visit(node: Any, fn: Callable[[Any], None], unique: bool = False) -> None:
+def post_order_visit(node: Any, fn: Callable[[Any], None], unique: bool = False,
+                     statements_only: bool = False) -> None:
     """Call ``fn`` on every expression/statement below ``node`` (children first, in field
     order; a node reached twice is visited twice, as a recursive walk would, unless ``unique``:
     then each object once, at its first place, as TVM's ``stmt_functor.post_order_visit``).
+    ``statements_only``: on the statements alone, in the same order; no expression holds a
+    statement, so a walk for statements need not enter the expressions, most of an unrolled
+    kernel's nodes.
 
     An explicit stack, not recursion: a body summing 10,000 terms is a chain of 10,000 nodes,
     and ``collect``/``free_vars`` run on user expressions before any deep-stack measure
     (``tessel.deep``) could apply."""
+    kinds = Stmt if statements_only else _CHILD
+    if not unique:
+        # each node, then its children right to left: read backwards, that is the post order
+        # (children left to right, then the node), with one push and pop per node
+        order: list[Any] = []
+        todo = [node]
+        while todo:
+            n = todo.pop()
+            order.append(n)
+            todo.extend(_children(n, kinds))
+        for n in reversed(order):
+            fn(n)
+        return
     stack: list[tuple[Any, bool]] = [(node, False)]
     seen: set[int] = set()
     keep: list[Any] = []  # what ``seen`` numbers, alive so that no id is reused meanwhile
@@ -173,13 +189,12 @@ def post_order_visit(node: Any, fn: Callable[[Any], None], unique: bool = False)
         if expanded:
             fn(n)
             continue
-        if unique:
-            if id(n) in seen:
-                continue
-            seen.add(id(n))
-            keep.append(n)
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        keep.append(n)
         stack.append((n, True))
-        stack.extend((c, False) for c in reversed(_children(n)))
+        stack.extend((c, False) for c in reversed(_children(n, kinds)))
 
 
 def depth(node: Any, limit: int | None = None) -> int:
@@ -202,9 +217,11 @@ def depth(node: Any, limit: int | None = None) -> int:
     return memo[id(node)]
 
 
-def collect(node: Any, pred: Callable[[Any], bool]) -> list[Any]:
+def collect(node: Any, pred: Callable[[Any], bool], statements_only: bool = False) -> list[Any]:
+    """The nodes below ``node`` for which ``pred`` holds, children first (``statements_only``:
+    see ``post_order_visit``; for a ``pred`` that only statements satisfy)."""
     out: list[Any] = []
-    post_order_visit(node, lambda n: out.append(n) if pred(n) else None)
+    post_order_visit(node, lambda n: out.append(n) if pred(n) else None, statements_only=statements_only)
     return out
 
 
