@@ -38,6 +38,7 @@ class CStmtWriter(CExprWriter):
         self.uses_status = False  # a packed call may report an error through the status
         self.plan = HoistPlan()
         self.promoted_names: dict[tuple[int, int], list[str]] = {}
+        self.calls_out = True  # whether the kernel may call a function outside it (FuncFacts)
 
     def emit(self, text: str) -> None:
         self.lines.append("  " * self.depth + text)

@@ -141,6 +141,8 @@ class Mutator:
 
 
 def _children(node: Any, kinds: type | tuple[type, ...] = _CHILD) -> list[Any]:
+    """The expressions, statements and ranges (``kinds``) directly below ``node``, in field
+    order (for a walk on an explicit stack that may stop early)."""
     out: list[Any] = []
     for v in node.fields():
         if isinstance(v, kinds):
@@ -150,10 +152,7 @@ def _children(node: Any, kinds: type | tuple[type, ...] = _CHILD) -> list[Any]:
     return out
 
 
-def children(node: Any) -> list[Any]:
-    """The expressions, statements and ranges directly below ``node``, in field order (for a
-    walk on an explicit stack that may stop early)."""
-    return _children(node)
+children = _children  # the public name (no wrapper: a walk calls it once per node)
 
 
 def post_order_visit(node: Any, fn: Callable[[Any], None], unique: bool = False,
