@@ -10,7 +10,7 @@ subtrees are shared and ``is`` tells a pass whether anything happened.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .expr import IterVar, Node, PrimExpr, Range, Var
@@ -307,6 +307,31 @@ def substitute(node: Any, vmap: Mapping[Var, Any]) -> Any:
         return node
     m = {(k.var if isinstance(k, IterVar) else k): v for k, v in vmap.items()}
     return Substituter(m).visit(node)
+
+
+class _SubstituteEach(Substituter):
+    """A Substituter that skips the nodes an earlier copy found unchanged (``same``, ids of
+    nodes of the tree being copied, which the caller keeps alive)."""
+
+    def __init__(self, vmap: Mapping[Var, Any], same: set[int]):
+        super().__init__(vmap)
+        self.same = same
+
+    def visit(self, node: Any) -> Any:
+        if id(node) in self.same:
+            return node
+        out = super().visit(node)
+        if out is node:
+            self.same.add(id(node))
+        return out
+
+
+def substitute_each(node: Any, var: Var, values: Sequence[Any]) -> list[Any]:
+    """``[substitute(node, {var: x}) for x in values]``, the copies of an unrolled loop's body:
+    whether a subtree changes does not depend on the value (only on whether it uses ``var``),
+    so the subtrees the first copy left alone are not walked again for the others."""
+    same: set[int] = set()
+    return [_SubstituteEach({var: x}, same).visit(node) for x in values]
 
 
 def uses_var(node: Any, pred: Callable[[Var], bool]) -> bool:
