@@ -109,7 +109,13 @@ class Analyzer:
             self._state = None
         from .int_set import IntSet
 
-        if isinstance(value, E.Range):
+        if isinstance(value, E.Range) and isinstance(value.min, E.IntImm) and isinstance(value.extent, E.IntImm):
+            # most loops: what the general case gives, without asking the simplifier about constants
+            if value.extent.value == 1:
+                self._subst[v] = op.cast(value.min, v.dtype)
+            else:
+                self._bind_interval(v, value.min, op.sub(op.add(value.min, value.extent), 1))
+        elif isinstance(value, E.Range):
             lo = self.simplify(value.min)
             extent = self.simplify(value.extent)
             if isinstance(extent, E.IntImm) and extent.value == 1:
