@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .bound.infer import BoundContext
 from .codegen import Generated, generate
@@ -139,6 +139,9 @@ class _Bounded:
     params: list[S.Buffer]
     sizes: list[E.Var]
     scalars: tuple = ()
+    # simplified expressions (see Analyzer), shared by the interval and the exact lowering,
+    # which simplify mostly the same loop nests
+    memo: dict = field(default_factory=dict)
 
 
 def _bound(sch: Schedule, args: Sequence, name: str, check: bool = True) -> _Bounded:
@@ -181,11 +184,11 @@ def _lower_bounded(b: _Bounded, plan: ExactPlan | None) -> tuple[S.PrimFunc, lis
         stmt = schedule_ops(b.ctx, plan)
     steps.append(Step("schedule_ops", stmt))
     assumed = b.ctx.sch.assumption_exprs()
-    stmt = simplify_stmt(stmt, keep_unit_loops=True, assume=assumed)
+    stmt = simplify_stmt(stmt, keep_unit_loops=True, assume=assumed, memo=b.memo)
     steps.append(Step("simplify_indices", stmt))
     stmt = storage_flatten(stmt, b.buffers)
     steps.append(Step("storage_flatten", stmt))
-    stmt = simplify_stmt(stmt, assume=assumed)
+    stmt = simplify_stmt(stmt, assume=assumed, memo=b.memo)
     steps.append(Step("simplify", stmt))
     _check_free_vars(stmt, b.sizes + [t.var for t in b.ctx.binds.values()])
     _check_unrolls(b.ctx.sch, stmt)
