@@ -234,11 +234,13 @@ def _check_unrolls(sch: Schedule, stmt: S.Stmt) -> None:
 
 def _check_free_vars(stmt: S.Stmt, sizes: list[E.Var]) -> None:
     bound: set[E.Var] = set(sizes)
-    for node in collect(stmt, lambda n: isinstance(n, S.For | S.LetStmt), statements_only=True):
-        bound.add(node.loop_var if isinstance(node, S.For) else node.var)
-    for node in collect(stmt, lambda n: isinstance(n, E.Let)):
-        bound.add(node.var)
-    missing = sorted({v.name for v in free_vars(stmt) if v not in bound})
+    used: set[E.Var] = set()
+    for node in collect(stmt, lambda n: isinstance(n, S.For | S.LetStmt | E.Let | E.Var)):  # one walk
+        if isinstance(node, E.Var):
+            used.add(node)
+        else:
+            bound.add(node.loop_var if isinstance(node, S.For) else node.var)
+    missing = sorted({v.name for v in used if v not in bound})
     if missing:
         raise LowerError(
             f"the kernel uses the symbolic size(s) or scalar(s) {', '.join(missing)}, but no argument has "
