@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .bound.infer import BoundContext
 from .codegen import Generated, generate
@@ -139,6 +139,9 @@ class _Bounded:
     params: list[S.Buffer]
     sizes: list[E.Var]
     scalars: tuple = ()
+    # simplified expressions (see Analyzer), shared by the interval and the exact lowering,
+    # which simplify mostly the same loop nests
+    memo: dict = field(default_factory=dict)
 
 
 def _bound(sch: Schedule, args: Sequence, name: str, check: bool = True) -> _Bounded:
@@ -181,11 +184,11 @@ def _lower_bounded(b: _Bounded, plan: ExactPlan | None) -> tuple[S.PrimFunc, lis
         stmt = schedule_ops(b.ctx, plan)
     steps.append(Step("schedule_ops", stmt))
     assumed = b.ctx.sch.assumption_exprs()
-    stmt = simplify_stmt(stmt, keep_unit_loops=True, assume=assumed)
+    stmt = simplify_stmt(stmt, keep_unit_loops=True, assume=assumed, memo=b.memo)
     steps.append(Step("simplify_indices", stmt))
     stmt = storage_flatten(stmt, b.buffers)
     steps.append(Step("storage_flatten", stmt))
-    stmt = simplify_stmt(stmt, assume=assumed)
+    stmt = simplify_stmt(stmt, assume=assumed, memo=b.memo)
     steps.append(Step("simplify", stmt))
     _check_free_vars(stmt, b.sizes + [t.var for t in b.ctx.binds.values()])
     _check_unrolls(b.ctx.sch, stmt)
@@ -214,7 +217,7 @@ def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.Prim
     shaped = {id(v) for b in front.params for d in b.shape for v in free_vars(d)}
     stmt, guards = index_dtype(stmt, [v for v in front.size_vars if id(v) in shaped or id(v) not in passed])
     steps.append(Step("index_dtype", stmt))
-    written = {id(s.buffer) for s in collect(stmt, lambda n: isinstance(n, S.BufferStore))}
+    written = {id(s.buffer) for s in collect(stmt, lambda n: isinstance(n, S.BufferStore), statements_only=True)}
     outputs = [b for b in front.params if id(b) in written]
     return S.PrimFunc(front.name, front.params, front.size_vars, stmt, outputs, guards, front.scalar_args,
                       front.assumptions)
@@ -231,11 +234,13 @@ def _check_unrolls(sch: Schedule, stmt: S.Stmt) -> None:
 
 def _check_free_vars(stmt: S.Stmt, sizes: list[E.Var]) -> None:
     bound: set[E.Var] = set(sizes)
-    for node in collect(stmt, lambda n: isinstance(n, S.For | S.LetStmt)):
-        bound.add(node.loop_var if isinstance(node, S.For) else node.var)
-    for node in collect(stmt, lambda n: isinstance(n, E.Let)):
-        bound.add(node.var)
-    missing = sorted({v.name for v in free_vars(stmt) if v not in bound})
+    used: set[E.Var] = set()
+    for node in collect(stmt, lambda n: isinstance(n, S.For | S.LetStmt | E.Let | E.Var)):  # one walk
+        if isinstance(node, E.Var):
+            used.add(node)
+        else:
+            bound.add(node.loop_var if isinstance(node, S.For) else node.var)
+    missing = sorted({v.name for v in used if v not in bound})
     if missing:
         raise LowerError(
             f"the kernel uses the symbolic size(s) or scalar(s) {', '.join(missing)}, but no argument has "

@@ -9,6 +9,7 @@ and from :meth:`Analyzer.constraint_scope`; they let the simplifier decide ``i <
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -47,6 +48,22 @@ def _public(x: float | int) -> int | None:
 _UNCHANGED = object()  # a memo entry: the simplifier handed back its input
 _MEMO_MAX = 1 << 16  # entries of a memo of simplified expressions before it is emptied
 
+# the states analyzers have been in, each numbered once: a memo entry is keyed by the number, so
+# that a lookup hashes and compares one int instead of everything known (a few hundred lookups
+# per state). Numbers are never reused: emptied when full, an equal state gets a new number
+# (the memo misses, it is never wrong).
+_STATES: dict[tuple, int] = {}
+_STATE_NUMBERS = itertools.count()
+
+
+def _state_number(state: tuple) -> int:
+    n = _STATES.get(state)
+    if n is None:
+        if len(_STATES) >= _MEMO_MAX:
+            _STATES.clear()
+        n = _STATES[state] = next(_STATE_NUMBERS)
+    return n
+
 
 class Analyzer:
     """``memo``: a dict of simplified expressions, which several analyzers may share (the
@@ -56,7 +73,7 @@ class Analyzer:
 
     def __init__(self, memo: dict | None = None) -> None:
         self._memo: dict = {} if memo is None else memo
-        self._state: tuple | None = None  # the memo's key of what is known; None: to be made again
+        self._state: int | None = None  # the memo's key of what is known; None: to be made again
         self._bounds: dict[E.Var, cb.Bound] = {}
         self._subst: dict[E.Var, E.PrimExpr] = {}
         self._var_facts: dict[E.Var, list[E.PrimExpr]] = {}
@@ -85,15 +102,23 @@ class Analyzer:
             self._state = None
 
     def _bind(self, v: E.Var, value: Any) -> None:
-        self._state = None
-        self._bounds.pop(v, None)
-        self._subst.pop(v, None)
-        self._var_facts.pop(v, None)
+        # what was known of ``v`` is forgotten first; the state (the memo's key) changes only if
+        # there was something (a loop's variable is usually bound afresh on entering the loop)
+        known = (self._bounds.pop(v, None), self._subst.pop(v, None), self._var_facts.pop(v, None))
+        if any(x is not None for x in known):
+            self._state = None
         from .int_set import IntSet
 
-        if isinstance(value, E.Range):
+        if isinstance(value, E.Range) and isinstance(value.min, E.IntImm) and isinstance(value.extent, E.IntImm):
+            # most loops: what the general case gives, without asking the simplifier about constants
+            if value.extent.value == 1:
+                self._subst[v] = op.cast(value.min, v.dtype)
+            else:
+                self._bind_interval(v, value.min, op.sub(op.add(value.min, value.extent), 1))
+        elif isinstance(value, E.Range):
             lo = self.simplify(value.min)
-            if isinstance(self.simplify(value.extent), E.IntImm) and self.simplify(value.extent).value == 1:
+            extent = self.simplify(value.extent)
+            if isinstance(extent, E.IntImm) and extent.value == 1:
                 self._subst[v] = op.cast(lo, v.dtype)
                 return
             self._bind_interval(v, lo, self.simplify(op.sub(op.add(value.min, value.extent), 1)))
@@ -143,21 +168,23 @@ class Analyzer:
         self._assume(self.simplify(op.convert(cond)))
 
     def _snapshot(self) -> tuple:
-        return (dict(self._bounds), dict(self._subst), dict(self._var_facts), list(self._facts), dict(self._mods))
+        """What is known, with its memo key (restored as it was, the key is still right)."""
+        return (dict(self._bounds), dict(self._subst), dict(self._var_facts), list(self._facts), dict(self._mods),
+                self._state)
 
     def _restore(self, saved: tuple) -> None:
-        self._bounds, self._subst, self._var_facts, self._facts, self._mods = saved
-        self._state = None
+        self._bounds, self._subst, self._var_facts, self._facts, self._mods, self._state = saved
 
-    def _state_key(self) -> tuple:
-        """Everything a simplification reads from the analyzer, as a key (variables by identity,
-        expressions by structure), made once per state."""
+    def _state_key(self) -> int:
+        """Everything a simplification reads from the analyzer (variables by identity,
+        expressions by structure), as the number of that state; made once per state."""
         if self._state is None:
-            self._state = (tuple((StructKey(v), b) for v, b in self._bounds.items()),
-                           tuple((StructKey(v), StructKey(x)) for v, x in self._subst.items()),
-                           tuple((StructKey(v), tuple(map(StructKey, fs))) for v, fs in self._var_facts.items()),
-                           tuple(map(StructKey, self._facts)),
-                           tuple((StructKey(v), m) for v, m in self._mods.items()))
+            self._state = _state_number((
+                tuple((StructKey(v), b) for v, b in self._bounds.items()),
+                tuple((StructKey(v), StructKey(x)) for v, x in self._subst.items()),
+                tuple((StructKey(v), tuple(map(StructKey, fs))) for v, fs in self._var_facts.items()),
+                tuple(map(StructKey, self._facts)),
+                tuple((StructKey(v), m) for v, m in self._mods.items())))
         return self._state
 
     def _assume(self, c: E.PrimExpr) -> None:

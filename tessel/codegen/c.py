@@ -42,6 +42,7 @@ class _CGen(CStmtWriter):
         by a walk of their own)."""
         f = self.func
         written = self.written = (facts.written if facts is not None else written_buffers(f)) | set(f.outputs)
+        self.calls_out = facts.calls_out if facts is not None else True
         params = self._params(written)
         self.plan = plan_hoisting(f)
         self.with_hoisted(self.plan.to.get(id(f), []), f.body)

@@ -27,7 +27,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import DType
 from ..ir.functor import children, collect
-from ..ir.intrinsics import EXTERN_CALLS
+from .common import calls_out
 
 if TYPE_CHECKING:
     from .c_stmt import CStmtWriter
@@ -109,12 +109,14 @@ def _vector_loads(w: CStmtWriter, s: S.BufferStore) -> list[tuple[str, DType]]:
 
 def _calls_out(s: S.BufferStore) -> bool:
     """Whether ``s``'s value calls a function outside the kernel (which may write memory)."""
-    return bool(collect(s.value, lambda n: isinstance(n, E.Call) and n.op in EXTERN_CALLS and n.op != "call_pure_extern"))
+    return bool(collect(s.value, lambda n: isinstance(n, E.Call) and calls_out(n)))
 
 
 def emit_run(w: CStmtWriter, run: list[S.Stmt]) -> None:
     """``run`` (register updates), its loads used more than once read once each, pinned."""
-    if any(_calls_out(s) for s in run):  # an outside function might write what a later update reads
+    # an outside function might write what a later update reads (``w.calls_out``: the kernel
+    # calls one somewhere, as check_func found)
+    if w.calls_out and any(_calls_out(s) for s in run):
         for s in run:
             w.stmt(s)
         return

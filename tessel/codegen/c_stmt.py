@@ -38,6 +38,7 @@ class CStmtWriter(CExprWriter):
         self.uses_status = False  # a packed call may report an error through the status
         self.plan = HoistPlan()
         self.promoted_names: dict[tuple[int, int], list[str]] = {}
+        self.calls_out = True  # whether the kernel may call a function outside it (FuncFacts)
 
     def emit(self, text: str) -> None:
         self.lines.append("  " * self.depth + text)
@@ -155,7 +156,8 @@ class CStmtWriter(CExprWriter):
         name = self.names.get(v, v.name)
         end = ext if _is_zero(s.min) else self._loop_end(s)
         streams = s.kind == "parallel" and bool(
-            collect(s.body, lambda n: isinstance(n, S.AttrStmt) and n.key == "stream_store"))
+            collect(s.body, lambda n: isinstance(n, S.AttrStmt) and n.key == "stream_store",
+                    statements_only=True))
         region = s.kind == "parallel" and bool(self.plan.to.get(id(s)) or streams)
         private = self._loop_pragmas(s, region)
         self.open(f"for ({ctype(v.dtype)} {name} = {lo}; {name} < {end}; ++{name})")

@@ -159,14 +159,21 @@ def written_buffers(func: S.PrimFunc) -> set[S.Buffer]:
     return out
 
 
+def calls_out(call: E.Call) -> bool:
+    """A call of a function outside the kernel, which may write memory (a pure one cannot)."""
+    return call.op in EXTERN_CALLS and call.op != "call_pure_extern"
+
+
 @dataclass(frozen=True)
 class FuncFacts:
     """What the checking walk of ``check_func`` learns on its way, so that a generator needs no
     second walk for it: the buffers the body writes (``written_buffers``, outputs not added)
-    and whether a load runs only under a condition (the C target's ``has_guarded_loads``)."""
+    and whether a load runs only under a condition (the C target's ``has_guarded_loads``) or
+    a function outside the kernel is called (else no register run need look for one)."""
 
     written: frozenset
     guarded_loads: bool
+    calls_out: bool  # a call of a function outside the kernel (which may write memory)
 
 
 def check_func(func: S.PrimFunc) -> FuncFacts:
@@ -187,7 +194,7 @@ def check_func(func: S.PrimFunc) -> FuncFacts:
             raise BuildError(f"kernel {func.name!r}: output {o.name} is not one of the parameters {names}")
     walk = _Check(func)
     walk.visit(func.body)
-    return FuncFacts(frozenset(walk.written), walk.found)
+    return FuncFacts(frozenset(walk.written), walk.found, walk.calls_out)
 
 
 class _Check(GuardVisitor):
@@ -200,6 +207,7 @@ class _Check(GuardVisitor):
         self.live: set[S.Buffer] = set(func.params)
         self.written: set[S.Buffer] = set()
         self.found = False  # a load under a condition
+        self.calls_out = False
 
     def visit_BufferLoad(self, e: E.BufferLoad) -> None:
         _one_index(self.func, e.buffer, e.indices, "load from")
@@ -241,6 +249,7 @@ class _Check(GuardVisitor):
 
     def visit_Call(self, e: E.Call) -> None:
         check_call(self.func, e)
+        self.calls_out = self.calls_out or calls_out(e)
         if e.op in ADDRESS_OPS and "w" in address_mask(e):
             self.written.add(e.args[0].buffer)
         super().visit_Call(e)  # the branches of an if_then_else are guarded

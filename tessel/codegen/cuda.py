@@ -48,7 +48,7 @@ def _kernel_source(func: S.PrimFunc, kernel) -> tuple[str, CudaWriter]:
 def _written(body: S.Stmt) -> set[int]:
     from ..ir.functor import collect
 
-    return {id(s.buffer) for s in collect(body, lambda n: isinstance(n, S.BufferStore))}
+    return {id(s.buffer) for s in collect(body, lambda n: isinstance(n, S.BufferStore), statements_only=True)}
 
 
 def cuda_source(func: S.PrimFunc, kernels: list) -> tuple[str, list[CudaWriter]]:

@@ -10,7 +10,7 @@ subtrees are shared and ``is`` tells a pass whether anything happened.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .expr import IterVar, Node, PrimExpr, Range, Var
@@ -140,31 +140,46 @@ class Mutator:
         return node if new is None else type(node)(*new)
 
 
-def _children(node: Any) -> list[Any]:
+def _children(node: Any, kinds: type | tuple[type, ...] = _CHILD) -> list[Any]:
+    """The expressions, statements and ranges (``kinds``) directly below ``node``, in field
+    order (for a walk on an explicit stack that may stop early)."""
     out: list[Any] = []
-    for f in node._fields:
-        v = getattr(node, f)
-        if isinstance(v, _CHILD):
+    for v in node.fields():
+        if isinstance(v, kinds):
             out.append(v)
         elif isinstance(v, tuple):
-            out.extend(x for x in v if isinstance(x, _CHILD))
+            out.extend(x for x in v if isinstance(x, kinds))
     return out
 
 
-def children(node: Any) -> list[Any]:
-    """The expressions, statements and ranges directly below ``node``, in field order (for a
-    walk on an explicit stack that may stop early)."""
-    return _children(node)
+children = _children  # the public name (no wrapper: a walk calls it once per node)
 
 
-def post_order_visit(node: Any, fn: Callable[[Any], None], unique: bool = False) -> None:
+def post_order_visit(node: Any, fn: Callable[[Any], None], unique: bool = False,
+                     statements_only: bool = False) -> None:
     """Call ``fn`` on every expression/statement below ``node`` (children first, in field
     order; a node reached twice is visited twice, as a recursive walk would, unless ``unique``:
     then each object once, at its first place, as TVM's ``stmt_functor.post_order_visit``).
+    ``statements_only``: on the statements alone, in the same order; no expression holds a
+    statement, so a walk for statements need not enter the expressions, most of an unrolled
+    kernel's nodes.
 
     An explicit stack, not recursion: a body summing 10,000 terms is a chain of 10,000 nodes,
     and ``collect``/``free_vars`` run on user expressions before any deep-stack measure
     (``tessel.deep``) could apply."""
+    kinds = Stmt if statements_only else _CHILD
+    if not unique:
+        # each node, then its children right to left: read backwards, that is the post order
+        # (children left to right, then the node), with one push and pop per node
+        order: list[Any] = []
+        todo = [node]
+        while todo:
+            n = todo.pop()
+            order.append(n)
+            todo.extend(_children(n, kinds))
+        for n in reversed(order):
+            fn(n)
+        return
     stack: list[tuple[Any, bool]] = [(node, False)]
     seen: set[int] = set()
     keep: list[Any] = []  # what ``seen`` numbers, alive so that no id is reused meanwhile
@@ -173,13 +188,12 @@ def post_order_visit(node: Any, fn: Callable[[Any], None], unique: bool = False)
         if expanded:
             fn(n)
             continue
-        if unique:
-            if id(n) in seen:
-                continue
-            seen.add(id(n))
-            keep.append(n)
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        keep.append(n)
         stack.append((n, True))
-        stack.extend((c, False) for c in reversed(_children(n)))
+        stack.extend((c, False) for c in reversed(_children(n, kinds)))
 
 
 def depth(node: Any, limit: int | None = None) -> int:
@@ -202,9 +216,11 @@ def depth(node: Any, limit: int | None = None) -> int:
     return memo[id(node)]
 
 
-def collect(node: Any, pred: Callable[[Any], bool]) -> list[Any]:
+def collect(node: Any, pred: Callable[[Any], bool], statements_only: bool = False) -> list[Any]:
+    """The nodes below ``node`` for which ``pred`` holds, children first (``statements_only``:
+    see ``post_order_visit``; for a ``pred`` that only statements satisfy)."""
     out: list[Any] = []
-    post_order_visit(node, lambda n: out.append(n) if pred(n) else None)
+    post_order_visit(node, lambda n: out.append(n) if pred(n) else None, statements_only=statements_only)
     return out
 
 
@@ -291,6 +307,31 @@ def substitute(node: Any, vmap: Mapping[Var, Any]) -> Any:
         return node
     m = {(k.var if isinstance(k, IterVar) else k): v for k, v in vmap.items()}
     return Substituter(m).visit(node)
+
+
+class _SubstituteEach(Substituter):
+    """A Substituter that skips the nodes an earlier copy found unchanged (``same``, ids of
+    nodes of the tree being copied, which the caller keeps alive)."""
+
+    def __init__(self, vmap: Mapping[Var, Any], same: set[int]):
+        super().__init__(vmap)
+        self.same = same
+
+    def visit(self, node: Any) -> Any:
+        if id(node) in self.same:
+            return node
+        out = super().visit(node)
+        if out is node:
+            self.same.add(id(node))
+        return out
+
+
+def substitute_each(node: Any, var: Var, values: Sequence[Any]) -> list[Any]:
+    """``[substitute(node, {var: x}) for x in values]``, the copies of an unrolled loop's body:
+    whether a subtree changes does not depend on the value (only on whether it uses ``var``),
+    so the subtrees the first copy left alone are not walked again for the others."""
+    same: set[int] = set()
+    return [_SubstituteEach({var: x}, same).visit(node) for x in values]
 
 
 def uses_var(node: Any, pred: Callable[[Var], bool]) -> bool:

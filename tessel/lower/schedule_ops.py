@@ -244,7 +244,7 @@ def prefetches(requests, var: E.Var, body: S.Stmt) -> list[S.Stmt]:
     (tensor, offset), the first element of ``tensor`` the body reads, ``offset`` iterations on,
     with the loops inside at their start; clamped into the tensor (a hint never reads)."""
     out: list[S.Stmt] = []
-    inner = {f.loop_var: f.min for f in collect(body, lambda n: isinstance(n, S.For))}
+    inner = {f.loop_var: f.min for f in collect(body, lambda n: isinstance(n, S.For), statements_only=True)}
     for tensor, offset in requests:
         loads = [ld for ld in collect(body, lambda n: isinstance(n, E.ProducerLoad)) if ld.producer is tensor]
         if not loads:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import reduce
+from functools import cached_property, reduce
 
 from ..arith import Analyzer, IntSet, eval_set
 from ..ir import expr as E
@@ -76,13 +76,14 @@ SMALL = "small_sizes"  # AttrStmt key on the branch a specialisation keeps for t
 
 
 def _has_thread_loops(stmt: S.Stmt) -> bool:
-    return bool(collect(stmt, lambda n: isinstance(n, S.For) and n.kind == "thread_binding"))
+    return bool(collect(stmt, lambda n: isinstance(n, S.For) and n.kind == "thread_binding",
+                        statements_only=True))
 
 
 def _thread_vars(stmt: S.Stmt) -> frozenset[E.Var]:
     """The variables of loops bound to ``threadIdx.*``: no cut or bound may depend on them."""
     loops = collect(stmt, lambda n: isinstance(n, S.For) and n.kind == "thread_binding"
-                    and n.thread_tag.startswith("threadIdx"))
+                    and n.thread_tag.startswith("threadIdx"), statements_only=True)
     return frozenset(loop.loop_var for loop in loops)
 
 
@@ -144,8 +145,9 @@ def split_point(lin: Linear, rmax: E.PrimExpr) -> tuple[E.PrimExpr, bool]:
 # ---- 1. specialisation of min(X, C) extents --------------------------------------------------
 def _min_terms(s: S.Stmt) -> list[E.Min]:
     """``min(X, C)`` extents of loops in ``s`` whose X only uses variables bound outside ``s``."""
-    loops = collect(s, lambda n: isinstance(n, S.For))
-    inner = {f.loop_var for f in loops} | {n.var for n in collect(s, lambda n: isinstance(n, S.LetStmt))}
+    binders = collect(s, lambda n: isinstance(n, S.For | S.LetStmt), statements_only=True)
+    loops = [n for n in binders if isinstance(n, S.For)]
+    inner = {n.loop_var if isinstance(n, S.For) else n.var for n in binders}
     out: list[E.Min] = []
     for f in loops:
         for m in collect(f.extent, lambda n: isinstance(n, E.Min)):
@@ -240,8 +242,18 @@ class _Hoist(Mutator):
 @dataclass
 class _Site:
     cond: E.PrimExpr                  # one conjunct of an IfThenElse condition
-    doms: dict[E.Var, IntSet]         # ranges of the loops between the cut loop and the condition
+    loops: tuple[S.For, ...]          # the loops between the cut loop and the condition
     opaque: set[E.Var]                # variables bound by lets on the way
+
+    @cached_property
+    def doms(self) -> dict[E.Var, IntSet]:
+        return _ranges(self.loops)
+
+
+def _ranges(loops: Sequence[S.For]) -> dict[E.Var, IntSet]:
+    """The loops' ranges, made only for a condition that may be cut on (most are not, for most
+    of the loops around them: each loop of a nest looks at every condition inside it)."""
+    return {f.loop_var: IntSet.interval(f.min, O.sub(O.add(f.min, f.extent), 1)) for f in loops}
 
 
 def _sites(body: S.Stmt, borders: bool = False) -> list[_Site]:
@@ -257,9 +269,8 @@ def _sites(body: S.Stmt, borders: bool = False) -> list[_Site]:
         elif isinstance(s, S.For):
             walk(s.body, (*loops, s), opaque)
         elif isinstance(s, S.IfThenElse):
-            doms = {f.loop_var: IntSet.interval(f.min, O.sub(O.add(f.min, f.extent), 1)) for f in loops}
             if not borders or is_guarded_store(s):
-                out.extend(_Site(c, doms, opaque) for c in conjuncts(s.condition))
+                out.extend(_Site(c, loops, opaque) for c in conjuncts(s.condition))
             walk(s.then_case, loops, opaque)
             if s.else_case is not None:
                 walk(s.else_case, loops, opaque)
@@ -328,7 +339,7 @@ class _Partition(Mutator):
             key = StructKey(site.cond)
             if key in skip:
                 continue
-            if isinstance(s.body, S.IfThenElse) and s.body.else_case is None and not site.doms and any(
+            if isinstance(s.body, S.IfThenElse) and s.body.else_case is None and not site.loops and any(
                     c is site.cond for c in conjuncts(s.body.condition)):
                 continue  # the whole body is guarded: tightening the loop is better than cutting it
             d = negative_form(site.cond)
@@ -355,7 +366,7 @@ class _Partition(Mutator):
             if self.ana.can_prove(O.le(p, lo) if prefix else O.ge(p, hi)):
                 skip = skip | {key}  # it holds nowhere in the loop: cutting gains nothing
                 continue
-            if self.borders and collect(s.body, lambda n: isinstance(n, S.Allocate)):
+            if self.borders and collect(s.body, lambda n: isinstance(n, S.Allocate), statements_only=True):
                 return None  # a border is not worth an allocation in each piece
             self.budget -= 1
             first = S.For(x, lo, self.ana.simplify(O.sub(p, lo)), s.kind, s.body, s.thread_tag)
@@ -378,7 +389,7 @@ class _Partition(Mutator):
         for site in _sites(s.body):
             key = StructKey(site.cond)
             d = negative_form(site.cond)
-            if key in skip or d is None or not site.doms or free_vars(d) & (site.opaque | self.threads):
+            if key in skip or d is None or not site.loops or free_vars(d) & (site.opaque | self.threads):
                 continue
             if collect(d, lambda n: isinstance(n, E.BufferLoad | E.Let | E.Call)) or not collect(
                     d, lambda n: isinstance(n, E.FloorMod | E.FloorDiv) and x in free_vars(n)):
@@ -471,8 +482,12 @@ def _positive(extent: E.PrimExpr) -> list[E.PrimExpr]:
 @dataclass
 class _Effect:
     conds: list[E.PrimExpr]           # what must hold for it to run: guards, inner loops' extents > 0
-    doms: dict[E.Var, IntSet]         # ranges of the loops between the trimmed loop and it
+    loops: tuple[S.For, ...]          # the loops between the trimmed loop and it
     opaque: set[E.Var]                # variables bound by lets on the way
+
+    @cached_property
+    def doms(self) -> dict[E.Var, IntSet]:
+        return _ranges(self.loops)
 
 
 def _effects(body: S.Stmt) -> list[_Effect] | None:
@@ -496,8 +511,7 @@ def _effects(body: S.Stmt) -> list[_Effect] | None:
             return True
         if not isinstance(s, S.BufferStore | S.Evaluate):
             return False
-        doms = {f.loop_var: IntSet.interval(f.min, O.sub(O.add(f.min, f.extent), 1)) for f in loops}
-        out.append(_Effect(conds, doms, opaque))
+        out.append(_Effect(conds, loops, opaque))
         return True
 
     return out if walk(body, [], (), set()) else None

@@ -19,7 +19,7 @@ from ..arith import Analyzer
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
-from ..ir.functor import Mutator, collect, substitute
+from ..ir.functor import Mutator, collect, memoized, substitute_each
 from .simplify import _Simplify
 
 MAX_UNROLL_EXTENT = 64
@@ -30,13 +30,13 @@ def unroll(stmt: S.Stmt, max_extent: int = MAX_UNROLL_EXTENT, max_statements: in
     """Unroll the ``unrolled`` loops that are small enough, folding the now-constant indices of
     each copy (the rest of the kernel is left as it is); an unrolled loop whose straight-line
     size passes ``max_statements`` becomes a serial loop."""
-    if not collect(stmt, lambda n: isinstance(n, S.For) and n.kind == "unrolled"):
+    if not collect(stmt, lambda n: isinstance(n, S.For) and n.kind == "unrolled", statements_only=True):
         return stmt
     return _Unroll(max_extent, max_statements).visit(stmt)
 
 
 def _size(s: S.Stmt) -> int:
-    return len(collect(s, lambda n: isinstance(n, S.Stmt)))
+    return len(collect(s, lambda n: isinstance(n, S.Stmt), statements_only=True))
 
 
 def straight_line_size(s: S.Stmt) -> int:
@@ -86,6 +86,7 @@ class _Unroll(Mutator):
         self.max_statements = max_statements
         self.ana = Analyzer()
         self.memo: dict = {}  # simplified expressions, shared by the copies (most are alike)
+        self.vectors: dict = {}  # whether an expression holds a vector node, by identity (see _VectorParts)
 
     def visit_For(self, s: S.For):
         body = self.visit(s.body)  # inner loops first: the size check sees their unrolled form
@@ -98,8 +99,8 @@ class _Unroll(Mutator):
                 return S.For(s.loop_var, s.min, s.extent, "serial", body, s.thread_tag)
             if n <= self.max_extent and n * _size(body) <= MAX_UNROLLED_STMTS:
                 v = s.loop_var
-                copies = [substitute(body, {v: O.add(s.min, O.const(k, v.dtype))}) for k in range(n)]
-                return S.seq(*[simplify_vector_stmt(c, self.memo) for c in copies])
+                copies = substitute_each(body, v, [O.add(s.min, O.const(k, v.dtype)) for k in range(n)])
+                return S.seq(*[simplify_vector_stmt(c, self.memo, self.vectors) for c in copies])
         return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
 
 
@@ -108,7 +109,13 @@ class _VectorSimplify(_Simplify):
 
     The simplifier reasons about scalar index arithmetic; a vector node is rebuilt around its
     simplified scalar pieces (a ramp's base and stride, a broadcast's value, scalar operands).
+    ``vectors``: ``_VectorParts.has_vector``'s answers, which several runs may share (the
+    unrolled copies of a body share most subexpressions).
     """
+
+    def __init__(self, memo: dict | None = None, vectors: dict | None = None):
+        super().__init__(keep_unit_loops=False, memo=memo)
+        self.vectors: dict = {} if vectors is None else vectors
 
     def _expr(self, e):
         vec = _VectorParts(self)
@@ -120,23 +127,20 @@ class _VectorSimplify(_Simplify):
 class _VectorParts(Mutator):
     def __init__(self, owner: _VectorSimplify):
         self.owner = owner
-        self.memo: dict[int, bool] = {}
+        self.memo: dict = owner.vectors
 
     def has_vector(self, e) -> bool:
         """Whether ``e`` has a vector node in it (memoized: asked at every level of the walk)."""
-        key = id(e)
-        if key not in self.memo:
-            found = isinstance(e, E.PrimExpr) and e.dtype.lanes > 1
-            if not found:
-                for f in e.fields():
-                    for x in (f if isinstance(f, tuple) else (f,)):
-                        if isinstance(x, E.PrimExpr) and self.has_vector(x):
-                            found = True
-                            break
-                    if found:
-                        break
-            self.memo[key] = found
-        return self.memo[key]
+        return memoized(self.memo, e, self._has_vector)
+
+    def _has_vector(self, e) -> bool:
+        if isinstance(e, E.PrimExpr) and e.dtype.lanes > 1:
+            return True
+        for f in e.fields():
+            for x in (f if isinstance(f, tuple) else (f,)):
+                if isinstance(x, E.PrimExpr) and self.has_vector(x):
+                    return True
+        return False
 
     def visit(self, node):
         if isinstance(node, E.PrimExpr) and node.dtype.lanes == 1 and not self.has_vector(node):
@@ -144,9 +148,10 @@ class _VectorParts(Mutator):
         return super().visit(node)
 
 
-def simplify_vector_stmt(stmt: S.Stmt, memo: dict | None = None) -> S.Stmt:
-    """``simplify_stmt`` for IR that may hold vector expressions (``memo``: see Analyzer)."""
-    return _VectorSimplify(keep_unit_loops=False, memo=memo).visit(stmt)
+def simplify_vector_stmt(stmt: S.Stmt, memo: dict | None = None, vectors: dict | None = None) -> S.Stmt:
+    """``simplify_stmt`` for IR that may hold vector expressions (``memo``: see Analyzer;
+    ``vectors``: see _VectorSimplify)."""
+    return _VectorSimplify(memo, vectors).visit(stmt)
 
 
 __all__ = ["MAX_UNROLL_EXTENT", "oversized_unrolls", "simplify_vector_stmt", "straight_line_size", "unroll"]

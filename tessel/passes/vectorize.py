@@ -74,7 +74,7 @@ def streaming_outputs(stmt: S.Stmt, params) -> frozenset[int]:
     store skips that read, and the result would not have stayed in the caches anyway.
     """
     loaded = {id(n.buffer) for n in collect(stmt, lambda n: isinstance(n, E.BufferLoad))}
-    written = {id(n.buffer) for n in collect(stmt, lambda n: isinstance(n, S.BufferStore))}
+    written = {id(n.buffer) for n in collect(stmt, lambda n: isinstance(n, S.BufferStore), statements_only=True)}
     out = set()
     for b in params:
         if id(b) not in written or id(b) in loaded or not all(isinstance(x, E.IntImm) for x in b.shape):
@@ -96,7 +96,7 @@ def _pow2_floor(n: int) -> int:
 
 def _elem_bits(body: S.Stmt) -> int:
     bits = [n.dtype.bits for n in collect(body, lambda n: isinstance(n, E.BufferLoad | E.Cast | E.Call))]
-    bits += [n.buffer.dtype.bits for n in collect(body, lambda n: isinstance(n, S.BufferStore))]
+    bits += [n.buffer.dtype.bits for n in collect(body, lambda n: isinstance(n, S.BufferStore), statements_only=True)]
     return max([b for b in bits if b >= 8] or [32])
 
 
@@ -300,7 +300,7 @@ class _Vectorizer(Mutator):
     # ---- checks on the whole body ---------------------------------------------------------------
     def _check_dependences(self, body: S.Stmt) -> None:
         """Lanes run in lockstep, so a buffer written in the body may only be read where it is written."""
-        stores = collect(body, lambda n: isinstance(n, S.BufferStore))
+        stores = collect(body, lambda n: isinstance(n, S.BufferStore), statements_only=True)
         loads = collect(body, lambda n: isinstance(n, E.BufferLoad))
         written: dict[int, list] = {}
         for st in stores:
@@ -319,7 +319,7 @@ class _Vectorizer(Mutator):
                 raise NotVectorizable(
                     f"{ld.buffer.name} is read at [{ld.indices[0]}] and written at [{ws[0].indices[0]}]: "
                     "iterations might depend on each other")
-        for a in collect(body, lambda n: isinstance(n, S.Allocate)):
+        for a in collect(body, lambda n: isinstance(n, S.Allocate), statements_only=True):
             raise NotVectorizable(f"it allocates {a.buffer.name} inside the loop")
 
     # ---- indices ----------------------------------------------------------------------------------

@@ -183,7 +183,7 @@ class _Inject(Mutator):
 def _stmts(s: S.Stmt) -> list[S.Stmt]:
     from ..ir.functor import collect
 
-    return collect(s, lambda n: isinstance(n, S.Stmt))
+    return collect(s, lambda n: isinstance(n, S.Stmt), statements_only=True)
 
 
 class _Copies(Mutator):

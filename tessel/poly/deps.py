@@ -178,11 +178,11 @@ def _in_time(stmt: Statement, a: Access) -> isl.Map:
 def dependences(model: Model, among: list[Statement] | None = None, pairs: dict | None = None) -> list[Dependence]:
     """Every flow, anti and output dependence of the model (between ``among`` only, when given),
     one per (kind, source statement, sink statement, tensor); the union over the accesses.
-    ``pairs``: the relations of pairs of accesses found by earlier calls on the same model (the
-    statements of an inner loop are among those of the loops around it), kept with their
-    accesses so that no id is reused meanwhile."""
+    ``pairs``: the relations of pairs of accesses, and the dependences made of them, found by
+    earlier calls on the same model (the statements of an inner loop are among those of the
+    loops around it), kept with their accesses so that no id is reused meanwhile."""
     stmts = model.statements if among is None else among
-    found: dict[tuple, Dependence] = {}
+    parts: dict[tuple, list[tuple]] = {}  # (kind, source, sink, tensor) -> its pairs' keys, in order
     pairs = {} if pairs is None else pairs
     timed: dict[tuple, isl.Map] = {}
 
@@ -207,16 +207,25 @@ def dependences(model: Model, among: list[Statement] | None = None, pairs: dict 
                         same = in_time(s1, a1).apply_range(in_time(s2, a2).reverse())
                         rel = same.intersect(earlier).intersect_params(model.context)
                         pairs[key] = (s1, a1, s2, a2, None if rel.is_empty() else rel)
-                    rel = pairs[key][4]
-                    if rel is None:
-                        continue
-                    kind = KINDS[(a1.write, a2.write)]
-                    key = (kind, id(s1), id(s2), id(a1.tensor))
-                    if key in found:
-                        found[key].time = found[key].time.union(rel).coalesce()
-                    else:
-                        found[key] = Dependence(kind, s1, s2, a1.tensor.name, rel.coalesce(), model)
-    return list(found.values())
+                    if pairs[key][4] is not None:
+                        kind = KINDS[(a1.write, a2.write)]
+                        parts.setdefault((kind, id(s1), id(s2), id(a1.tensor)), []).append(key)
+    return [_union(model, key, keys, pairs) for key, keys in parts.items()]
+
+
+def _union(model: Model, key: tuple, keys: list[tuple], pairs: dict) -> Dependence:
+    """The dependence ``key`` (kind, source, sink, tensor) made of the relations of the pairs of
+    accesses ``keys``, in that order; kept in ``pairs`` beside them, since the calls for the
+    statements of nested loops find the same ones again (and coalescing is isl's work)."""
+    memo = ("dependence", key, tuple(keys))
+    found = pairs.get(memo)
+    if found is None:
+        s1, a1, s2, _, rel = pairs[keys[0]]
+        found = Dependence(key[0], s1, s2, a1.tensor.name, rel.coalesce(), model)
+        for k in keys[1:]:
+            found.time = found.time.union(pairs[k][4]).coalesce()
+        pairs[memo] = found
+    return found
 
 
 def carried(model: Model, deps: list[Dependence], loop: Loop) -> tuple[Dependence, isl.Map] | None:

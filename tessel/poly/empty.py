@@ -25,7 +25,7 @@ from .space import Converter, Namer, NotAffine, set_space
 def remove_empty_loops(stmt: S.Stmt, context: Sequence[E.PrimExpr]) -> tuple[S.Stmt, int]:
     """``stmt`` without its loops that run for no sizes ``context`` allows, and with each guard
     that is decided under it replaced by the part that runs; also how many of both."""
-    if not any(not isinstance(f.extent, E.IntImm) for f in collect(stmt, lambda n: isinstance(n, S.For))):
+    if not any(not isinstance(f.extent, E.IntImm) for f in collect(stmt, lambda n: isinstance(n, S.For), statements_only=True)):
         return stmt, 0
     pruner = _Prune(list(context))
     out = pruner.visit(stmt)
