@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tessel.target.tiles import register_tile, stencil_rows_divide, strip_rows
+from tessel.target.tiles import register_tile, resized, stencil_rows_divide, strip_rows
 
 from .peer_base import PARTIALS, TARGET, PeerRun, PeerUnavailable, V, aligned_empty, divisor
 
@@ -166,7 +166,8 @@ def _matmul(te, a: np.ndarray, b: np.ndarray) -> TirAlgo:
     n = a.shape[0]
     # tessel's register tile, its rows cut to a divisor of n (TensorIR would guard the tile otherwise)
     tile = register_tile(TARGET, max_rows=n, max_cols=n)
-    mr, nr, ku = divisor(n, tile.rows), divisor(n, tile.cols), tile.k_unroll
+    mr, nr = divisor(n, tile.rows), divisor(n, tile.cols)
+    ku = resized(TARGET, tile, mr).k_unroll  # a cut tile may leave registers free: k unrolled as the model does
     A, B = te.placeholder((n, n), name="A"), te.placeholder((n, n), name="B")
     Bp = te.compute((n // nr, n, nr), lambda jo, k, ji: B[k, jo * nr + ji], name="Bp")
     k = te.reduce_axis((0, n), name="k")

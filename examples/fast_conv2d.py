@@ -16,14 +16,15 @@ both read input row ``y + 1``), so the C compiler loads each once. Padding is a 
 threads; inside a band the channel blocks come before the pixel tiles, so the band's input
 stays in L2 for every block of weights and a block's weights stay in L1 along the band.
 
-The 1x1 conv is the same tile with no window: its channel blocks need not divide the
-channels (on AVX2 6 channels x 2 rows x 8 pixels, 12 accumulators, the register file full),
-and its channel loop is unrolled as the tile's reduction is (by 2 for a full register file). The depthwise conv's weights follow the channel as its input does, so
-its tile is one channel by the Target's vectors, stacked over rows the same way. Its padded
-plane is computed per channel inside the threads' loop, right before its tiles read it from
-L1: with nine FMAs per output and no reuse across channels, a padding pass of its own over the
-whole image ran the kernel at 0.75x that speed (AVX2; the copy's border is cut out by loop
-partitioning, so its interior is a plain vector copy).
+The 1x1 conv is the same tile with no window: its channel blocks need not divide the channels
+(on AVX2 6 channels x 2 rows x 8 pixels, 12 accumulators, the register file full), and its
+channel loop is unrolled as the tile's reduction is (by 2 for a full register file). The
+depthwise conv's weights follow the channel as its input does, so its tile is one channel by
+the Target's vectors, stacked over rows the same way. Its padded plane is computed per channel
+inside the threads' loop, right before its tiles read it from L1: with nine FMAs per output
+and no reuse across channels, a padding pass of its own over the whole image ran the kernel at
+0.75x that speed (AVX2; the copy's border is cut out by loop partitioning, so its interior is
+a plain vector copy).
 
     python -m examples.fast_conv2d
 """
@@ -40,14 +41,15 @@ from tessel.target import Target, as_target, resolve
 from tessel.target.tiles import register_tile, stencil_rows_divide
 
 
-def _tile_shape(tgt: Target, rows: int, h: int, w: int, window: int = 9) -> tuple[int, int, int, int]:
+def _tile_shape(tgt: Target, rows: int, h: int, w: int, window_steps: int) -> tuple[int, int, int, int]:
     """``(channels, rows, pixels, k_unroll)`` of the register tile: the Target's tile (channel
-    blocks dividing ``rows`` channels where there is a ``window`` of more than one step:
+    blocks dividing ``rows`` channels where the window has more than one step:
     ``stencil_rows_divide``; 1 channel for a depthwise conv, whose weights vary with the channel
-    like its input), its vectors laid out over the two pixel axes (``split_vectors``), and how
-    far a reduction with no window unrolls its channel loop."""
-    tile = register_tile(tgt, "float32", max_rows=rows, max_cols=w, rows_divide=stencil_rows_divide(rows, window))
-    along, stacked = split_vectors(tile.vectors, tile.lanes, w, h, window=window > 1)
+    like its input), its vectors laid out over the two pixel axes (``split_vectors``), and the
+    tile's reduction unroll (a 1x1 conv unrolls its channel loop by it)."""
+    tile = register_tile(tgt, "float32", max_rows=rows, max_cols=w,
+                         rows_divide=stencil_rows_divide(rows, window_steps))
+    along, stacked = split_vectors(tile.vectors, tile.lanes, w, h, window=window_steps > 1)
     return tile.rows, stacked, along * tile.lanes, tile.k_unroll
 
 
@@ -130,7 +132,7 @@ def depthwise(n: int = 1, c: int = 64, h: int = 56, w: int = 56, target: str | T
     Y = te.compute((n, c, h, w), lambda b, ci, y, x: te.sum(
         Xp[b, ci, y + ry, x + rx] * Wt[ci, ry, rx], axis=[ry, rx]), name="Y")
     s = te.create_schedule(Y.op)
-    _register_tile(s, Y, _tile_shape(tgt, 1, h, w), bands_first=False)
+    _register_tile(s, Y, _tile_shape(tgt, 1, h, w, 9), bands_first=False)
     # each channel's padded plane right before its tiles read it, from L1 (a pass of its own
     # over the whole input measured 0.75x the speed on AVX2)
     s[Xp].compute_at(s[Y], s[Y].leaf_iter_vars[0])

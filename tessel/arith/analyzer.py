@@ -102,8 +102,9 @@ class Analyzer:
             self._state = None
 
     def _bind(self, v: E.Var, value: Any) -> None:
-        # what was known of ``v`` is forgotten first; the state (the memo's key) changes only if
-        # there was something (a loop's variable is usually bound afresh on entering the loop)
+        # what was known of ``v`` is forgotten first; the state's number (the memo's key) stays
+        # valid for the simplifications below unless something was known (a loop's variable is
+        # usually bound afresh); ``bind`` renumbers afterwards for the new binding
         known = (self._bounds.pop(v, None), self._subst.pop(v, None), self._var_facts.pop(v, None))
         if any(x is not None for x in known):
             self._state = None

@@ -177,6 +177,9 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
         ax = a.op.axis
         rows_ext = A.extent(ax[a.rows]) if a.rows is not None else 1
         cols_ext = A.extent(ax[a.inner])
+        # a window is the trailing reduction unrolled whole (window_loops): a stencil's, or a
+        # short channel loop (a 1x1 conv over 16 channels or fewer), whose copy for a partial
+        # channel block would be as costly
         steps = conv.window_loops(list(a.op.reduce_axis))[2]
         divide = stencil_rows_divide(rows_ext, steps) if rows_ext and rows_ext % 4 == 0 and not a.pack else None
         tile = register_tile(target, info.dtype, max_rows=rows_ext, max_cols=cols_ext, rows_divide=divide)

@@ -16,13 +16,14 @@ schedule is right for AVX2, AVX-512, NEON or a machine with no vectors at all:
 * unrolled, the reduction lets the compiler start the next steps' loads early, each in a
   register of its own: a tile that fills the register file (no register past the spare) is
   unrolled by :data:`FULL_K_UNROLL` only, others by :data:`K_UNROLL`. That costs the compiler
-  its freedom, so a full tile is a candidate only where no tile that leaves a register free
-  and keeps pace with the loads has an accumulator beyond the latency's need (AVX2: 5 x 16's
-  10 are exactly 5 cycles x 2 pipes; on AVX-512 6 x 64's 24 are plenty, and it stays the
-  tile). On AVX2 the 6 x 16 tile unrolled by 4 had 4 register moves and 6 stack accesses in
-  its loop and ran at 85 GFLOP/s on one core of 101 (matmul 1024); unrolled by 2 it has one
-  move and ran at 90-92, the 5 x 16 tile (unrolled by 4) at 88-89 and OpenBLAS at 93
-  (interleaved, 10th percentile of 150 runs each);
+  its freedom, so a full tile is a candidate only where the best tile that leaves a register
+  free has no accumulator beyond the latency's need (AVX2: 5 x 16's 10 are exactly 5 cycles x
+  2 pipes; on AVX-512 6 x 64's 24 are plenty, and it stays the tile; on an 8-register machine
+  no tile with a register free hides the latency, and the full one is taken). On AVX2 the 6 x
+  16 tile unrolled by 4 had 4 register moves and 6 stack accesses in its loop and ran at 85
+  GFLOP/s on one core of 101 (matmul 1024); unrolled by 2 it has one move and ran at 90-92,
+  the 5 x 16 tile (unrolled by 4) at 88-89 and OpenBLAS at 93 (interleaved, 10th percentile of
+  150 runs each);
 * the FMA pipes must never wait for a result: at least ``FMA_LATENCY x fma_units``
   independent accumulators;
 * the loads must keep pace: FMAs per loaded value (``rows x vectors / (rows + vectors)``)
@@ -88,9 +89,7 @@ def register_tile(target: Target, dtype: str = "float32", *, max_rows: int | Non
 
     ``max_rows``/``max_cols``: the output's extents, so a tile is not wider than what it
     covers (at least one vector stays); ``rows_divide``: an extent the rows must divide (a
-    conv's output channels: a partial block of them costs padded weights and a second copy of
-    the whole loop nest, which measured slower than two accumulators fewer: on AVX2, 4 x 16
-    ran a 64-channel conv at 1.5x the speed of 5 x 16)."""
+    windowed conv's output channels, :func:`stencil_rows_divide`)."""
     lanes = target.vector_lanes(dtype)
     need = FMA_LATENCY * target.fma_pipes
     min_ratio = target.fma_pipes / LOAD_PORTS
@@ -103,11 +102,18 @@ def register_tile(target: Target, dtype: str = "float32", *, max_rows: int | Non
     if not cands:  # a register file too small for any tile with its operands beside it
         return RegisterTile(1, 1, lanes)
     roomy = [t for t in cands if t.registers < target.registers]
-    if any(t.accumulators > need and t.fmas_per_load >= min_ratio for t in roomy):
-        cands = roomy
-    best = max(cands, key=merit)
-    full = best.registers >= target.registers
-    return RegisterTile(best.rows, best.vectors, lanes, FULL_K_UNROLL if full else K_UNROLL)
+    if roomy and max(roomy, key=merit).accumulators > need:
+        cands = roomy  # the best tile with a register free keeps a chain to spare: no full tile
+    return resized(target, max(cands, key=merit), None)
+
+
+def resized(target: Target, tile: RegisterTile, rows: int | None) -> RegisterTile:
+    """``tile`` with ``rows`` rows (None: as it is), its reduction unrolled as the model
+    unrolls a tile of that size (by :data:`FULL_K_UNROLL` only where it fills the register
+    file): for a schedule that must cut the rows to a divisor of the extent (a TVM peer)."""
+    t = RegisterTile(tile.rows if rows is None else rows, tile.vectors, tile.lanes)
+    full = t.registers >= target.registers
+    return RegisterTile(t.rows, t.vectors, t.lanes, FULL_K_UNROLL if full else K_UNROLL)
 
 
 def stencil_rows_divide(channels: int | None, window_steps: int) -> int | None:
