@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tessel.autosched.conv import split_vectors
-from tessel.target.tiles import register_tile, stencil_rows_divide, strip_rows
+from tessel.autosched.conv import stencil_tile
+from tessel.target.tiles import register_tile, strip_rows
 
 from .peer_base import PARTIALS, TARGET, PeerRun, PeerUnavailable, V, aligned_empty
 
@@ -214,9 +214,7 @@ def _conv2d(hl, xa: np.ndarray, wa: np.ndarray) -> Algo:
 def _conv2d_hand(g: Algo) -> None:
     hl, f = _hl(), g.f
     x, y, co, n, r, conv, out = f["x"], f["y"], f["co"], f["n"], f["r"], f["conv"], g.out
-    divide = stencil_rows_divide(f["k"], f["kk"] ** 2)
-    tile = register_tile(TARGET, max_rows=f["k"], max_cols=f["w"], rows_divide=divide)  # tessel's conv2d tile
-    along, yb = split_vectors(tile.vectors, tile.lanes, f["w"], f["h"], window=f["kk"] > 1)
+    tile, along, yb = stencil_tile(TARGET, f["k"], f["w"], f["h"], f["kk"] ** 2)  # tessel's conv2d tile
     xb, kb = along * tile.lanes, tile.rows
     xo, xi, yo, yi, cho, chi = _vars(hl, "xo", "xi", "yo", "yi", "cho", "chi")
     # a register tile like tessel's: kb output channels x yb rows x xb pixels, accumulated in

@@ -4,7 +4,7 @@ its 1x1 and depthwise variants.
 Written as a matmul in disguise: each output tile of ``kb`` output channels by ``yb`` rows by
 ``xb`` pixels is a register tile (``cache_write`` to ``local``) that accumulates over the
 c x 3 x 3 reduction. Its size comes from the Target like matmul's
-(``tessel.target.tiles.register_tile``, with channel blocks that divide the channels), and its
+(``tessel.autosched.conv.stencil_tile``: around a window, channel blocks divide the channels), and its
 vectors are laid out over the two pixel axes so that the row divides evenly
 (``tessel.autosched.conv.split_vectors``): on AVX2 4 channels x 2 rows x 8 pixels, 8
 accumulator registers (a 16-pixel row would leave a partial tile on 56-pixel rows, a second
@@ -35,10 +35,9 @@ import numpy as np
 
 import tessel
 from tessel import te
-from tessel.autosched.conv import split_vectors
+from tessel.autosched.conv import stencil_tile
 from tessel.errors import DefinitionError
 from tessel.target import Target, as_target, resolve
-from tessel.target.tiles import register_tile, stencil_rows_divide
 
 
 def _tile_shape(tgt: Target, rows: int, h: int, w: int, window_steps: int) -> tuple[int, int, int, int]:
@@ -47,9 +46,7 @@ def _tile_shape(tgt: Target, rows: int, h: int, w: int, window_steps: int) -> tu
     ``stencil_rows_divide``; 1 channel for a depthwise conv, whose weights vary with the channel
     like its input), its vectors laid out over the two pixel axes (``split_vectors``), and the
     tile's reduction unroll (a 1x1 conv unrolls its channel loop by it)."""
-    tile = register_tile(tgt, "float32", max_rows=rows, max_cols=w,
-                         rows_divide=stencil_rows_divide(rows, window_steps))
-    along, stacked = split_vectors(tile.vectors, tile.lanes, w, h, window=window_steps > 1)
+    tile, along, stacked = stencil_tile(tgt, rows, w, h, window_steps)
     return tile.rows, stacked, along * tile.lanes, tile.k_unroll
 
 

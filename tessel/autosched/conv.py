@@ -26,6 +26,8 @@ extents of the computation.
 from __future__ import annotations
 
 from ..ir import expr as E
+from ..target.target import Target
+from ..target.tiles import RegisterTile, register_tile, stencil_rows_divide
 from .analysis import Graph, OpInfo, extent
 
 WINDOW_UNROLL = 16  # trailing reduction loops unrolled whole while their trip counts multiply to at most this (a 4x4 window)
@@ -100,6 +102,18 @@ def split_vectors(vectors: int, lanes: int, cols: int | None, rows: int | None,
             if best_key is None or key > best_key:
                 best, best_key = (along, stacked), key
     return best
+
+
+def stencil_tile(target: Target, channels: int, cols: int, rows: int, window_steps: int,
+                 dtype: str = "float32") -> tuple[RegisterTile, int, int]:
+    """``(tile, along, stacked)``: a convolution's register tile over ``channels`` output
+    channels and its vectors laid out over a ``rows x cols`` image, by the rules the hand
+    schedule and the peers share with the auto-scheduler (``stencil_rows_divide``,
+    :func:`split_vectors` with the window)."""
+    tile = register_tile(target, dtype, max_rows=channels, max_cols=cols,
+                         rows_divide=stencil_rows_divide(channels, window_steps))
+    along, stacked = split_vectors(tile.vectors, tile.lanes, cols, rows, window=window_steps > 1)
+    return tile, along, stacked
 
 
 def window_loops(reduce_axis: list[E.IterVar]) -> tuple[list[E.IterVar], list[E.IterVar], int]:
