@@ -16,7 +16,7 @@ comes from the disk cache: what a second run of a program sees); NumPy (writing 
 preallocated outputs), PyTorch on the CPU, Halide and TVM (when installed) compute the same
 thing. Every contender's output is checked against NumPy's before anything is timed.
 Then the contenders take turns in blocks of calls (six rounds, alternating order, a wait until
-the process is idle and two untimed calls before each block: OpenBLAS's, OpenMP's, Halide's and
+the process is idle and untimed calls for 50 ms, two at least, before each block: OpenBLAS's, OpenMP's, Halide's and
 TVM's worker threads spin for a while after a call and would otherwise steal the cores from the
 next contender; every contender's arrays are 128-byte aligned alike, but TVM copies its inputs into its own 64-byte-aligned tensors),
 ``--repeat`` timed calls in all, summarized by their median: on a shared machine a burst of
@@ -48,13 +48,9 @@ import numpy as np
 from . import auto_peers, machine, peers_tvm
 from .kernels import Case, cases
 from .peer_base import PeerUnavailable, aligned_empty
+from .timing import rounds, warm_up
 
 PEERS = ("torch", "halide", "tvm")
-ROUNDS = 6  # each contender runs in blocks, in alternating order: thread pools must not fight
-WARMUP = 2  # untimed calls at the start of each block (waking a thread pool is not the kernel's time)
-SETTLE_STEP = 0.01  # seconds per look at the process's CPU time while waiting for quiet cores
-SETTLE_LIMIT = 2.0  # the longest wait for them (a pool that never sleeps is the peer's cost, not a hang)
-QUIET = 0.05  # share of one core the process may use in a step and still count as idle
 
 
 @dataclass
@@ -199,8 +195,7 @@ def numpy_times(case: Case, repeat: int) -> list[float]:
     """NumPy's times for ``case`` (its inputs are made from the same seed as in run_case)."""
     inputs = case.make_inputs(np.random.default_rng(0))
     fn = case.numpy_fast(*inputs)
-    for _ in range(WARMUP):
-        fn()
+    warm_up(fn)
     out = []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -282,56 +277,6 @@ def _checked(case: Case, runners: dict, want: np.ndarray, row: Row) -> None:
             del runners[name]
 
 
-def settle(step: float = SETTLE_STEP, limit: float = SETTLE_LIMIT, *, cpu=time.process_time, sleep=time.sleep,
-           wall=time.monotonic) -> float:
-    """Sleep until this process's threads are idle (less than :data:`QUIET` of a core used in
-    one ``step``), at most ``limit`` seconds; the seconds waited. Every contender starts its
-    block on quiet cores this way, however long the last one's pool spins: NumPy's OpenBLAS
-    keeps a core busy for ~100 ms after its last call (``sched_yield`` loops), longer than a
-    fixed pause of 50 ms, and the contender after it lost a core for its whole block (the
-    2-thread OpenMP kernel then waits at each barrier for a time slice: 3.2 instead of 73 GFLOP/s).
-    ``cpu``, ``sleep`` and ``wall`` are the clocks (the process's CPU seconds, a pause, elapsed
-    time: a loaded machine oversleeps). It sees this process only: a peer's worker processes
-    (MetaSchedule's builders) are gone before the rounds start."""
-    start = wall()
-    last = cpu()
-    while wall() - start < limit:
-        t0 = wall()
-        sleep(step)
-        now = cpu()
-        if now - last < QUIET * max(step, wall() - t0):
-            break
-        last = now
-    return wall() - start
-
-
-def _rounds(runners: dict, repeat: int, copy_fn) -> tuple[dict[str, list[float]], list[float]]:
-    """Interleaved blocks of timed calls: every contender in every round, the order reversed
-    each round, so a burst of load on the shared machine hits them all alike; each block starts
-    once the process is quiet (:func:`settle`)."""
-    times: dict[str, list[float]] = {name: [] for name in runners}
-    copy_times: list[float] = []
-    order = list(runners)
-    per_round = max(2, (repeat + ROUNDS - 1) // ROUNDS)
-    for rnd in range(ROUNDS):
-        for name in order if rnd % 2 == 0 else reversed(order):
-            fn = runners[name][0]
-            settle()  # the previous contender's worker threads stop spinning
-            for _ in range(WARMUP):
-                fn()
-            for _ in range(per_round):
-                t0 = time.perf_counter()
-                fn()
-                times[name].append(time.perf_counter() - t0)
-            if name == "tessel" and copy_fn is not None:  # the same thread pool: no pause needed
-                copy_fn()  # lets the kernel's last writes drain before the copy is timed
-                for _ in range(per_round):
-                    t0 = time.perf_counter()
-                    copy_fn()
-                    copy_times.append(time.perf_counter() - t0)
-    return times, copy_times
-
-
 def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0, quick: bool = False,
              auto_budget: int | None = None, ms_trials: int = 0, auto_seconds: float | None = None) -> Row:
     rng = np.random.default_rng(0)
@@ -364,7 +309,7 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
     if not in_process:  # timed in a process of its own, below
         runners.pop("numpy", None)
     copy_fn, copy_bytes = _copy_yardstick(case.threads, quick) if case.unit == "GB/s" else (None, 0.0)
-    times, copy_times = _rounds(runners, repeat, copy_fn)
+    times, copy_times = rounds(runners, repeat, copy_fn)
     if not in_process and "numpy" not in row.notes:
         times["numpy"] = numpy_one_thread(index, quick, repeat)
     if copy_times:

@@ -3,7 +3,7 @@
     python -m benchmarks.poly_commands [--quick] [--repeat N] [--out results]
 
 Three rows, each a ratio of two tessel kernels computing the same values, measured in one
-process in interleaved blocks (``benchmarks.__main__._rounds``: every variant in every round,
+process in interleaved blocks (``benchmarks.timing.rounds``: every variant in every round,
 the order reversed each round, two untimed calls first), medians of the timed calls:
 
 * **blur, fused by ``after`` + ``shift``** vs the two stages as separate nests: the vertical
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .__main__ import _rounds
+from .timing import rounds
 
 
 def _blur(h: int, w: int, variant: str):
@@ -63,7 +63,7 @@ def run(h: int, w: int, repeat: int) -> list[tuple[str, float, int]]:
         call, result, want = _blur(h, w, variant)
         call()
         np.testing.assert_allclose(result(), want, rtol=1e-5, atol=1e-6, err_msg=name)
-        times, _ = _rounds({name: (call,)}, max(repeat, 1), None)
+        times, _ = rounds({name: (call,)}, max(repeat, 1), None)
         out.append((name, statistics.median(times[name]), scratch))
     return out
 
@@ -125,7 +125,7 @@ def _row(name: str, size: str, variants: dict[str, Callable], repeat: int, what:
         run()
         np.testing.assert_allclose(result(), want, rtol=1e-4, atol=1e-4, err_msg=f"{name}: {label}")
         runners[label] = (run,)
-    times, _ = _rounds(runners, repeat, None)
+    times, _ = rounds(runners, repeat, None)
     med = {k: statistics.median(v) for k, v in times.items()}
     base, *others = list(variants)
     cells = [f"{k}: {med[k] * 1e3:.2f} ms" for k in variants]

@@ -17,7 +17,7 @@ import tessel
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ lives at the root
 
 from benchmarks import __main__ as harness
-from benchmarks import auto_peers, kernels, machine, peer_base, peers_halide, peers_tvm
+from benchmarks import auto_peers, kernels, machine, peer_base, peers_halide, peers_tvm, timing
 
 
 @pytest.mark.parametrize("case", kernels.cases(quick=True), ids=lambda c: f"{c.kernel} {c.size}")
@@ -220,15 +220,31 @@ class _SpinningPool:
 
 def test_settle_waits_while_a_pool_spins_and_not_after():
     pool = _SpinningPool(steps=10)  # OpenBLAS: one core busy for ~100 ms after its last call
-    waited = harness.settle(0.01, 2.0, cpu=pool.cpu, sleep=pool.sleep, wall=pool.wall)
+    waited = timing.settle(0.01, 2.0, cpu=pool.cpu, sleep=pool.sleep, wall=pool.wall)
     assert pool.left == 0 and waited == pytest.approx(0.11)  # ten busy steps, then one quiet one
     quiet = _SpinningPool(steps=0)
-    assert harness.settle(0.01, 2.0, cpu=quiet.cpu, sleep=quiet.sleep, wall=quiet.wall) == pytest.approx(0.01)
+    assert timing.settle(0.01, 2.0, cpu=quiet.cpu, sleep=quiet.sleep, wall=quiet.wall) == pytest.approx(0.01)
 
 
 def test_settle_gives_up_on_a_pool_that_never_sleeps():
     pool = _SpinningPool(steps=10**9, busy=0.5)
-    assert harness.settle(0.01, 0.2, cpu=pool.cpu, sleep=pool.sleep, wall=pool.wall) == pytest.approx(0.2)
+    assert timing.settle(0.01, 0.2, cpu=pool.cpu, sleep=pool.sleep, wall=pool.wall) == pytest.approx(0.2)
+
+
+def test_warm_up_counts_by_time_and_by_calls():
+    """A short kernel is called until the warm-up time has passed, a long one at least twice."""
+    now = [0.0]
+
+    def kernel(seconds):
+        def call():
+            now[0] += seconds
+        return call
+
+    clock = lambda: now[0]  # noqa: E731
+    # the clock counts microseconds, so the sums are exact
+    assert timing.warm_up(kernel(200), 2, 50_000, clock=clock) == 250  # a 0.2 ms conv: 50 ms of calls
+    now[0] = 0
+    assert timing.warm_up(kernel(100_000), 2, 50_000, clock=clock) == 2  # a 100 ms matmul: the two calls
 
 
 def test_every_contenders_arrays_are_aligned_alike():

@@ -60,6 +60,7 @@ class Anchor:
     rows: int | None = None
     spread: int | None = None                    # tile: position of the axis its vectors may stack over (conv.py)
     pack: list = field(default_factory=list)     # tile: operands copied into panels
+    band: list = field(default_factory=list)     # tile: operands copied a band of rows at a time (conv.py)
 
     @property
     def stage_op(self) -> ComputeOp:
@@ -107,6 +108,8 @@ def make_plan(outputs: list[Operation], target: Target) -> Plan:
             group[id(a.fused)] = a
     plan = Plan(g, target, inline, anchors, [])
     for a in anchors:
+        if a.kind == "tile" and a.spread is not None and a.fused is None:
+            a.band = _band(g, a, inl)
         plan.knobs += _knobs(g, a, target)
     return plan
 
@@ -125,6 +128,16 @@ def _readers(g: A.Graph, op: Operation, inl: set[int]) -> list[tuple[A.OpInfo, A
             return None
         out += further
     return out
+
+
+def _band(g: A.Graph, a: Anchor, inl: set[int]) -> list:
+    """The tile's operands copied per band (conv.band_operands), but for those computed per band
+    already (a padded input among its members) or inlined into it."""
+    info = g.infos[a.op]
+    ax = a.op.axis
+    rows = ax[a.rows] if a.rows is not None else None
+    skip = {id(m) for m in a.members} | inl
+    return [t for t in conv.band_operands(info, ax[a.inner], ax[a.spread], rows) if id(t.op) not in skip]
 
 
 def _staged_in(g: A.Graph, info: A.OpInfo, group: dict[int, Anchor]) -> Anchor | None:
@@ -196,6 +209,8 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
                  Knob(f"{name}.k_unroll", (1, 2, 4, 8), tile.k_unroll)]
         if a.spread is not None:
             knobs.append(Knob(f"{name}.spread", _traded(stacked, 1, 8), stacked))
+        if a.band:
+            knobs.append(Knob(f"{name}.band", (True, False), True))
         if a.pack:
             red = 1
             for iv in a.op.reduce_axis:

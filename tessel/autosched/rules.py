@@ -124,11 +124,24 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
     for m in a.members:  # a padded input, each thread's slice right before its tiles read it
         s[m].compute_at(s[T], top if top is not None else at)
         s[m].vectorize(s[m].op.axis[-1])
+    _band_copies(s, a, local, T, top, ro, kn.get(f"{name}.band", False))
     if pack:
         for operand in a.pack:
             p = s.cache_read(operand, "global", [local])
             s[p].compute_at(s[T], top if top is not None else at)
             s[p].vectorize(s[p].op.axis[-1])
+
+
+def _band_copies(s: Schedule, a: Anchor, local, T, top: E.IterVar | None, ro: E.IterVar | None, on) -> None:
+    """Each thread's band of the operands the tile reads across planes, copied right before its
+    tiles (conv.band_operands); not where the threads' loop takes in the channel blocks too (the
+    band would be copied again for each block)."""
+    if not (on and a.band and top is not None) or (ro is not None and ro not in s[T].leaf_iter_vars):
+        return
+    for operand in a.band:
+        c = s.cache_read(operand, "local", [local])
+        s[c].compute_at(s[T], top)
+        s[c].vectorize(s[c].op.axis[-1])
 
 
 def _tile_body(s: Schedule, a: Anchor, local, ku: int) -> None:

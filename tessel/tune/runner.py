@@ -21,6 +21,8 @@ import time
 
 import numpy as np
 
+WARMUP_SECONDS = 0.05  # untimed calls of a candidate before its timed ones, from its first call (see measure)
+
 
 def check(outputs: list[np.ndarray], expected: list[np.ndarray], rtol: float, atol: float) -> str | None:
     """Why the outputs differ from the reference (None: they agree)."""
@@ -39,14 +41,20 @@ def check(outputs: list[np.ndarray], expected: list[np.ndarray], rtol: float, at
 
 
 def measure(kernel, inputs: list[np.ndarray], expected: list[np.ndarray], number: int, repeat: int,
-            rtol: float, atol: float) -> dict:
-    """Run once to check the values, then ``repeat`` timings of ``number`` runs each."""
+            rtol: float, atol: float, warm: float = WARMUP_SECONDS) -> dict:
+    """Run once to check the values, call it untimed until ``warm`` seconds have passed since
+    (the cores and a thread pool take milliseconds to come up to speed: timed at once, a 0.2 ms
+    two-thread kernel ran its first millisecond at a quarter of its speed, so short candidates
+    were ranked by how fast they woke up), then ``repeat`` timings of ``number`` runs each."""
     outs = [np.full_like(e, np.nan) if e.dtype.kind in "fc" else np.full_like(e, 7) for e in expected]
     arrays = [*inputs, *outs]
+    start = time.perf_counter()
     kernel(*arrays)
     problem = check(outs, expected, rtol, atol)
     if problem:
         return {"error": problem, "kind": "wrong"}
+    while time.perf_counter() - start < warm:
+        kernel(*arrays)
     costs = []
     for _ in range(max(repeat, 1)):
         start = time.perf_counter()

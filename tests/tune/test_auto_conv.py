@@ -109,6 +109,37 @@ def test_a_1x1_conv_unrolls_its_channel_loop_instead_of_a_window():
 
 
 @pytest.mark.parametrize("target", [AVX2, AVX512], ids=["avx2", "avx512"])
+def test_a_1x1_conv_copies_each_threads_band_of_input_with_the_channels_side_by_side(target):
+    """The 1x1 conv reads its input in place, a plane apart per channel: each thread copies its
+    band of rows first (conv.band_operands), and the copy is per band, not per channel block."""
+    d = definitions.conv2d(21, 10, 17, 24, kernel=1)  # partial channel blocks and bands, 9 bands for the threads
+    r = auto(d, target)
+    assert [t.name for t in next(a for a in r.plan.anchors if a.kind == "tile").band] == ["X"]
+    st = {s.name: s for s in r.schedule.stages}
+    band = st["X.local"]
+    attrs = st["Y"].iter_var_attrs
+    top = next(iv for iv in st["Y"].leaf_iter_vars if iv in attrs and attrs[iv].kind == "parallel")
+    assert band.attach_type == "scope" and band.attach_stage is st["Y"] and band.attach_ivar is top
+    assert "o.outer" not in top.var.name  # threads over bands of rows: one copy serves every channel block
+    _check_both(r, d, target)
+    from tessel.autosched import _legal
+
+    off, _ = _legal(r.plan, {**r.knobs, "Y.band": False}, [*r.plan.graph.inputs(), *d.outputs])
+    assert "X.local" not in {s.name for s in off.stages}  # the search may read in place instead
+
+
+def test_a_3x3_conv_copies_its_padded_input_per_band_and_a_depthwise_conv_does_not():
+    """The padded input of a 3x3 conv, a pass of its own, is read across planes like a 1x1
+    conv's input and copied per band; a depthwise conv's input follows the output channel (no
+    reuse across channel blocks), and is computed per channel already."""
+    conv3 = make_plan([definitions.conv2d(8, 16, 10, 24).outputs[0].op], resolve(AVX2))
+    assert [[t.name for t in a.band] for a in conv3.anchors if a.kind == "tile"] == [["Xp"]]
+    dw = make_plan([definitions.depthwise(5, 11, 40).outputs[0].op], resolve(AVX2))
+    assert all(not a.band for a in dw.anchors)
+    assert "Y.band" not in {k.name for k in dw.knobs}
+
+
+@pytest.mark.parametrize("target", [AVX2, AVX512], ids=["avx2", "avx512"])
 def test_depthwise_keeps_its_padding_stored_and_stacks_rows(target):
     d = definitions.depthwise(5, 11, 40)
     r = auto(d, target)

@@ -1,0 +1,79 @@
+"""How the harness times its contenders: turns in interleaved blocks of calls, each block
+started on idle cores and past their warm-up, so that load on a shared machine hits every
+contender alike and no contender's thread pool steals the cores from the next one."""
+
+from __future__ import annotations
+
+import time
+
+ROUNDS = 6  # each contender runs in blocks, in alternating order: thread pools must not fight
+WARMUP = 2  # untimed calls at the start of each block (waking a thread pool is not the kernel's time)
+WARMUP_SECONDS = 0.05  # and untimed calls for at least this long: the cores wake slowly (see warm_up)
+SETTLE_STEP = 0.01  # seconds per look at the process's CPU time while waiting for quiet cores
+SETTLE_LIMIT = 2.0  # the longest wait for them (a pool that never sleeps is the peer's cost, not a hang)
+QUIET = 0.05  # share of one core the process may use in a step and still count as idle
+
+
+def settle(step: float = SETTLE_STEP, limit: float = SETTLE_LIMIT, *, cpu=time.process_time, sleep=time.sleep,
+           wall=time.monotonic) -> float:
+    """Sleep until this process's threads are idle (less than :data:`QUIET` of a core used in
+    one ``step``), at most ``limit`` seconds; the seconds waited. Every contender starts its
+    block on quiet cores this way, however long the last one's pool spins: NumPy's OpenBLAS
+    keeps a core busy for ~100 ms after its last call (``sched_yield`` loops), longer than a
+    fixed pause of 50 ms, and the contender after it lost a core for its whole block (the
+    2-thread OpenMP kernel then waits at each barrier for a time slice: 3.2 instead of 73 GFLOP/s).
+    ``cpu``, ``sleep`` and ``wall`` are the clocks (the process's CPU seconds, a pause, elapsed
+    time: a loaded machine oversleeps). It sees this process only: a peer's worker processes
+    (MetaSchedule's builders) are gone before the rounds start."""
+    start = wall()
+    last = cpu()
+    while wall() - start < limit:
+        t0 = wall()
+        sleep(step)
+        now = cpu()
+        if now - last < QUIET * max(step, wall() - t0):
+            break
+        last = now
+    return wall() - start
+
+
+def warm_up(fn, calls: int = WARMUP, seconds: float = WARMUP_SECONDS, *, clock=time.perf_counter) -> int:
+    """Untimed calls of ``fn``, at least ``calls`` of them and for at least ``seconds``; how
+    many. After :func:`settle`'s idle wait the cores take milliseconds to come back to speed: a
+    0.2 ms two-thread kernel (conv2d 1x1) ran its first millisecond of calls at 30 GFLOP/s, the
+    next two at 111 and from the third on at 125-136, so two untimed calls left the timed ones
+    inside the ramp (81-93 GFLOP/s by the harness's median against 124-128 once warm for 50 ms;
+    NumPy's 78-84 against 95-116). Counting by time rather than by calls warms a 0.2 ms kernel
+    and a 100 ms one alike. ``clock`` is the timer (a test's fake)."""
+    start = clock()
+    done = 0
+    while done < calls or clock() - start < seconds:
+        fn()
+        done += 1
+    return done
+
+
+def rounds(runners: dict, repeat: int, copy_fn) -> tuple[dict[str, list[float]], list[float]]:
+    """Interleaved blocks of timed calls: every contender in every round, the order reversed
+    each round, so a burst of load on the shared machine hits them all alike; each block starts
+    once the process is quiet (:func:`settle`)."""
+    times: dict[str, list[float]] = {name: [] for name in runners}
+    copy_times: list[float] = []
+    order = list(runners)
+    per_round = max(2, (repeat + ROUNDS - 1) // ROUNDS)
+    for rnd in range(ROUNDS):
+        for name in order if rnd % 2 == 0 else reversed(order):
+            fn = runners[name][0]
+            settle()  # the previous contender's worker threads stop spinning
+            warm_up(fn)
+            for _ in range(per_round):
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
+            if name == "tessel" and copy_fn is not None:  # the same thread pool: no pause needed
+                copy_fn()  # lets the kernel's last writes drain before the copy is timed
+                for _ in range(per_round):
+                    t0 = time.perf_counter()
+                    copy_fn()
+                    copy_times.append(time.perf_counter() - t0)
+    return times, copy_times
