@@ -35,7 +35,7 @@ def _tile_lines(src: str, operand: str) -> list[str]:
 def test_shared_loads_of_a_conv_tile_are_read_once_and_pinned():
     s, args = fast_conv2d.conv2d(1, 6, 8, 4, 24, AVX2, kernel=1)  # 4 channels x 2 rows x 8 pixels
     src = tessel.build(s, args, target=AVX2).source
-    lines = _tile_lines(src, "X")
+    lines = _tile_lines(src, "X_local")  # the tile reads its thread's band of X, copied first
     assert lines and all(ln.startswith("tsl_f32x8 operand") for ln in lines), lines
     assert src.count("tsl_keep_f32x8(operand") == len(lines)
     assert "#define tsl_keep_f32x8(v)" in src
