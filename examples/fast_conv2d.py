@@ -20,8 +20,8 @@ The 1x1 conv is the same tile with no window: its channel blocks need not divide
 (on AVX2 6 channels x 2 rows x 8 pixels, 12 accumulators, the register file full), and its
 channel loop is unrolled as the tile's reduction is (by 2 for a full register file). Read in
 place, a conv's input channels lie a whole plane apart, so each thread first copies its band of
-(padded) input rows with the channels side by side (``tessel.autosched.conv.band_operands``:
-1.16x the speed for the 1x1 conv, 1.03-1.05x for the 3x3). The
+input rows with the channels side by side (``tessel.autosched.conv.band_operands``: 1.16x the
+speed; for the 3x3 conv 1.03-1.05x, not worth the longer build). The
 depthwise conv's weights follow the channel as its input does, so its tile is one channel by
 the Target's vectors, stacked over rows the same way. Its padded plane is computed per channel
 inside the threads' loop, right before its tiles read it from L1: with nine FMAs per output
@@ -120,10 +120,10 @@ def conv2d(n: int = 1, c: int = 64, k: int = 64, h: int = 56, w: int = 56, targe
     YL, band = _register_tile(s, Y, tile, None if p else tile[3])
     if p:
         s[Xp].parallel(s[Xp].fuse(*s[Xp].op.axis[:2]))
-    # each thread copies its band of input rows, the channels side by side (conv.band_operands)
-    XL = s.cache_read(Xp, "local", [YL])
-    s[XL].compute_at(s[Y], band)
-    s[XL].vectorize(s[XL].op.axis[-1])
+    else:  # each thread copies its band of input rows, the channels side by side (conv.band_operands)
+        XL = s.cache_read(X, "local", [YL])
+        s[XL].compute_at(s[Y], band)
+        s[XL].vectorize(s[XL].op.axis[-1])
     return s, [X, Wt, Y]
 
 

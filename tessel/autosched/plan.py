@@ -209,8 +209,8 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
                  Knob(f"{name}.k_unroll", (1, 2, 4, 8), tile.k_unroll)]
         if a.spread is not None:
             knobs.append(Knob(f"{name}.spread", _traded(stacked, 1, 8), stacked))
-        if a.band:
-            knobs.append(Knob(f"{name}.band", (True, False), True))
+        if a.band:  # on where the tile reads each band row once per channel block (conv.band_operands)
+            knobs.append(Knob(f"{name}.band", (True, False), steps == 1))
         if a.pack:
             red = 1
             for iv in a.op.reduce_axis:

@@ -128,12 +128,22 @@ def test_a_1x1_conv_copies_each_threads_band_of_input_with_the_channels_side_by_
     assert "X.local" not in {s.name for s in off.stages}  # the search may read in place instead
 
 
-def test_a_3x3_conv_copies_its_padded_input_per_band_and_a_depthwise_conv_does_not():
+def test_a_3x3_convs_band_copy_is_the_searchs_choice_and_a_depthwise_conv_has_none():
     """The padded input of a 3x3 conv, a pass of its own, is read across planes like a 1x1
-    conv's input and copied per band; a depthwise conv's input follows the output channel (no
-    reuse across channel blocks), and is computed per channel already."""
-    conv3 = make_plan([definitions.conv2d(8, 16, 10, 24).outputs[0].op], resolve(AVX2))
+    conv's input: its band copy is a knob, off by default (little gain, a longer build), and
+    correct when on. A depthwise conv's input follows the output channel (no reuse across
+    channel blocks), and is computed per channel already."""
+    from tessel.autosched import _legal
+
+    d = definitions.conv2d(5, 12, 17, 19)
+    conv3 = make_plan([d.outputs[0].op], resolve(AVX2))
     assert [[t.name for t in a.band] for a in conv3.anchors if a.kind == "tile"] == [["Xp"]]
+    assert {k.name: k.default for k in conv3.knobs}["Y.band"] is False
+    on, _ = _legal(conv3, {**conv3.defaults(), "Y.band": True}, [*conv3.graph.inputs(), *d.outputs])
+    assert "Xp.local" in {s.name for s in on.stages}
+    ins = d.inputs(np.random.default_rng(3))
+    check(on, d.params + d.outputs, ins, [d.reference(*ins)], targets=[AVX2.with_(kind=t) for t in TARGETS],
+          rtol=d.rtol, atol=d.atol)
     dw = make_plan([definitions.depthwise(5, 11, 40).outputs[0].op], resolve(AVX2))
     assert all(not a.band for a in dw.anchors)
     assert "Y.band" not in {k.name for k in dw.knobs}
