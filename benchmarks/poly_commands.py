@@ -4,7 +4,7 @@
 
 Three rows, each a ratio of two tessel kernels computing the same values, measured in one
 process in interleaved blocks (``benchmarks.timing.rounds``: every variant in every round,
-the order reversed each round, two untimed calls first), medians of the timed calls:
+the order reversed each round, untimed calls for 50 ms first), medians of the timed calls:
 
 * **blur, fused by ``after`` + ``shift``** vs the two stages as separate nests: the vertical
   pass reads rows of the horizontal pass two rows after they are written, while they are still

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import time
 
+from tessel.tune.runner import WARMUP_SECONDS, warm_up
+
 ROUNDS = 6  # each contender runs in blocks, in alternating order: thread pools must not fight
-WARMUP = 2  # untimed calls at the start of each block (waking a thread pool is not the kernel's time)
-WARMUP_SECONDS = 0.05  # and untimed calls for at least this long: the cores wake slowly (see warm_up)
 SETTLE_STEP = 0.01  # seconds per look at the process's CPU time while waiting for quiet cores
 SETTLE_LIMIT = 2.0  # the longest wait for them (a pool that never sleeps is the peer's cost, not a hang)
 QUIET = 0.05  # share of one core the process may use in a step and still count as idle
@@ -37,26 +37,13 @@ def settle(step: float = SETTLE_STEP, limit: float = SETTLE_LIMIT, *, cpu=time.p
     return wall() - start
 
 
-def warm_up(fn, calls: int = WARMUP, seconds: float = WARMUP_SECONDS, *, clock=time.perf_counter) -> int:
-    """Untimed calls of ``fn``, at least ``calls`` of them and for at least ``seconds``; how
-    many. After :func:`settle`'s idle wait the cores take milliseconds to come back to speed: a
-    0.2 ms two-thread kernel (conv2d 1x1) ran its first millisecond of calls at 30 GFLOP/s, the
-    next two at 111 and from the third on at 125-136, so two untimed calls left the timed ones
-    inside the ramp (81-93 GFLOP/s by the harness's median against 124-128 once warm for 50 ms;
-    NumPy's 78-84 against 95-116). Counting by time rather than by calls warms a 0.2 ms kernel
-    and a 100 ms one alike. ``clock`` is the timer (a test's fake)."""
-    start = clock()
-    done = 0
-    while done < calls or clock() - start < seconds:
-        fn()
-        done += 1
-    return done
-
-
 def rounds(runners: dict, repeat: int, copy_fn) -> tuple[dict[str, list[float]], list[float]]:
     """Interleaved blocks of timed calls: every contender in every round, the order reversed
     each round, so a burst of load on the shared machine hits them all alike; each block starts
-    once the process is quiet (:func:`settle`)."""
+    once the process is quiet (:func:`settle`) and the cores are back to speed (``warm_up``:
+    measured with the harness's blocks on conv2d 1x1, 81 and 93 GFLOP/s by the median after two
+    untimed calls against 124 and 126 after 50 ms of them; NumPy's 78 and 84 against 116 and
+    114)."""
     times: dict[str, list[float]] = {name: [] for name in runners}
     copy_times: list[float] = []
     order = list(runners)
@@ -65,7 +52,7 @@ def rounds(runners: dict, repeat: int, copy_fn) -> tuple[dict[str, list[float]],
         for name in order if rnd % 2 == 0 else reversed(order):
             fn = runners[name][0]
             settle()  # the previous contender's worker threads stop spinning
-            warm_up(fn)
+            warm_up(fn, 2, WARMUP_SECONDS)  # two untimed calls at least, and the cores back to speed
             for _ in range(per_round):
                 t0 = time.perf_counter()
                 fn()

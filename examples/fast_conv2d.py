@@ -63,13 +63,14 @@ def _padded(X: te.Tensor, p: int) -> te.Tensor:
         te.all(y >= p, y < h + p, x >= p, x < w + p), X[b, ci, y - p, x - p], 0.0), name="Xp")
 
 
-def _register_tile(s, Y, tile: tuple[int, ...], red_unroll: int | None = None, bands_first: bool = True):
+def _register_tile(s, Y: te.Tensor, tile: tuple[int, ...], red_unroll: int | None = None,
+                   bands_first: bool = True) -> tuple[te.Tensor, te.IterVar]:
     """Y's tiles: bands of rows for the threads, then channel blocks, then pixel tiles, each a
     register tile (``Y.local``) with the stencil window (``ry``, ``rx``: the last two reduction
     loops) unrolled whole, and the channel loop by ``red_unroll`` where given. Without
     ``bands_first`` the channels are outermost (a depthwise conv: each channel's plane is read
     by its own channel alone, and stays in L1 while its bands are swept). Returns the register
-    tile's stage and the threads' loop."""
+    tile's tensor (``Y.local``) and the threads' loop."""
     kb, yb, xb = tile[:3]
     YL = s.cache_write(Y, "local")
     b, ko, y, x = s[Y].op.axis

@@ -231,22 +231,6 @@ def test_settle_gives_up_on_a_pool_that_never_sleeps():
     assert timing.settle(0.01, 0.2, cpu=pool.cpu, sleep=pool.sleep, wall=pool.wall) == pytest.approx(0.2)
 
 
-def test_warm_up_counts_by_time_and_by_calls():
-    """A short kernel is called until the warm-up time has passed, a long one at least twice."""
-    now = [0.0]
-
-    def kernel(seconds):
-        def call():
-            now[0] += seconds
-        return call
-
-    clock = lambda: now[0]  # noqa: E731
-    # the clock counts microseconds, so the sums are exact
-    assert timing.warm_up(kernel(200), 2, 50_000, clock=clock) == 250  # a 0.2 ms conv: 50 ms of calls
-    now[0] = 0
-    assert timing.warm_up(kernel(100_000), 2, 50_000, clock=clock) == 2  # a 100 ms matmul: the two calls
-
-
 def test_every_contenders_arrays_are_aligned_alike():
     """Inputs and NumPy's outputs start on a 128-byte boundary, as tessel's and the peers' do:
     a kernel's vector loads split across cache lines (NumPy's large arrays start 16 bytes past

@@ -13,6 +13,9 @@ unrolled, output rows ``y`` and ``y + 1`` read input row ``y + 1`` at the same o
 C compiler loads it once for both (measured on AVX2, one thread: 1.44x the speed of the
 4 channels x 16 pixels tile that unrolls ``rx`` alone).
 
+A 1 x 1 conv reads its input in place, a plane apart per channel: each thread copies its band
+of rows first, the channels side by side (``band_operands``).
+
 A depthwise conv reads each input plane from its own channel alone, so its padded input is
 computed inside the tile's thread loop (``per_thread_producer``) instead of in a pass of its own:
 with nine FMAs per output, a pass over the whole image ran the kernel at 0.75x the speed
@@ -26,8 +29,10 @@ extents of the computation.
 from __future__ import annotations
 
 from ..ir import expr as E
+from ..ir.dtype import dtype as as_dtype
 from ..target.target import Target
 from ..target.tiles import RegisterTile, register_tile, stencil_rows_divide
+from ..te.tensor import Tensor
 from .analysis import Graph, OpInfo, extent
 
 WINDOW_UNROLL = 16  # trailing reduction loops unrolled whole while their trip counts multiply to at most this (a 4x4 window)
@@ -75,7 +80,7 @@ def per_thread_producer(g: Graph, info: OpInfo, tile: OpInfo, tile_axes: set[int
     return bool(outer) and bool(tile.reads_of(info.op))
 
 
-def band_operands(info: OpInfo, inner: E.IterVar, spread: E.IterVar, rows: E.IterVar | None) -> list:
+def band_operands(info: OpInfo, inner: E.IterVar, spread: E.IterVar, rows: E.IterVar | None) -> list[Tensor]:
     """Operands worth copying, a band of image rows at a time, into a thread's own buffer: read
     along the vector and the spread axes, with a reduction (the input channel) as another
     index, and not by the output channel (``X[b, rc, y, x]`` in a 1x1 conv: every block of
@@ -83,20 +88,45 @@ def band_operands(info: OpInfo, inner: E.IterVar, spread: E.IterVar, rows: E.Ite
     whole image plane (12.5 KB at 56 x 56), so the tile's loads come from 64 planes whose lines
     crowd the same L1 sets; the copy lays the band's channels next to each other (measured on
     AVX2, 64 -> 64 channels, 56 x 56, two threads, interleaved medians: 1.13x and 1.19x the
-    speed read in place). Around a stencil window the copy is a knob the search may turn on,
-    off by default: a 3 x 3 conv's padded input copied so ran 1.03x and 1.05x as fast, and its
-    cold build took 15-20% longer (0.45 against 0.37-0.40 s; the copy of 4 padded rows per 2
-    output rows is more code for the C compiler). A padded input computed per band
-    (:func:`per_thread_producer`) is such a copy already; the caller leaves out members and
-    inlined producers."""
+    speed read in place; :func:`band_by_default` says where the copy starts on, the search may
+    turn it on or off). A padded input computed per band (:func:`per_thread_producer`) is such
+    a copy already; the caller leaves out members and inlined producers."""
     red = {iv.var for iv in info.op.reduce_axis}
-    out: list = []
+    out: list[Tensor] = []
     for r in info.reads:
         vs = r.all_vars()
         if (inner.var in vs and spread.var in vs and vs & red and (rows is None or rows.var not in vs)
                 and r.tensor not in out):
             out.append(r.tensor)
     return out
+
+
+def band_by_default(info: OpInfo, band: list, inner: E.IterVar, spread: E.IterVar, stacked: int,
+                    target: Target) -> bool:
+    """Whether the band copy is on before any search: no stencil window slides over the band
+    (a reduction of more than one step indexing an image axis: around a 3 x 3 window the copy
+    ran 1.03x and 1.05x as fast, and the cold build took 15-20% longer, 0.45 against 0.37-0.40
+    s, the copy of 4 padded rows per 2 output rows being more code for the C compiler), and a
+    thread's band fits in half of L2 (beside the weights and the output it is reread from)."""
+    red = {iv.var: extent(iv) or 256 for iv in info.op.reduce_axis}
+    axes = list(info.op.axis)
+    # the band loop's body: the reductions and the data-parallel loops after it (the batch, if
+    # it is the spread axis, has the image rows inside it)
+    inside = {**red, **{iv.var: extent(iv) or 256 for iv in axes[axes.index(spread) + 1:] if iv is not inner}}
+    elems = stacked * (extent(inner) or 256)
+    for r in info.reads:
+        if r.tensor not in band:
+            continue
+        for d in range(len(r.indices)):
+            vs = r.vars_at(d)
+            if inner.var in vs or spread.var in vs:
+                if any(red[v] > 1 for v in vs if v in red):
+                    return False
+            else:
+                for v in vs & inside.keys():
+                    elems *= inside[v]
+        return elems * max(as_dtype(r.tensor.dtype).bits // 8, 1) <= target.l2_bytes // 2
+    return False
 
 
 def split_vectors(vectors: int, lanes: int, cols: int | None, rows: int | None,

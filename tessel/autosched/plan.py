@@ -14,7 +14,8 @@ Anchor kinds:
   into panels, threads over the outer tiles. ``fused`` names its elementwise reader when the
   tile is computed inside that reader's tiles instead (the reader is then the anchor's stage).
   A stencil reduction (conv2d) may stack the tile's vectors over a second pixel axis
-  (``spread``), its window unrolled whole (:mod:`tessel.autosched.conv`).
+  (``spread``), its window unrolled whole, and copy each thread's band of input rows with the
+  channels side by side (``band``; :mod:`tessel.autosched.conv`).
 * ``plain``: everything else, threads over the outer loop (in chunks of rows or of a stream),
   the innermost loop vectorized; its ``members`` are computed per chunk (a softmax row, a strip
   of a blur), row reductions among them and itself vectorized along the reduction by ``rfactor``.
@@ -34,7 +35,7 @@ from ..target.tiles import (
     stream_chunk,
     strip_rows,
 )
-from ..te.tensor import ComputeOp, Operation
+from ..te.tensor import ComputeOp, Operation, Tensor
 from . import analysis as A
 from . import conv
 
@@ -60,7 +61,7 @@ class Anchor:
     rows: int | None = None
     spread: int | None = None                    # tile: position of the axis its vectors may stack over (conv.py)
     pack: list = field(default_factory=list)     # tile: operands copied into panels
-    band: list = field(default_factory=list)     # tile: operands copied a band of rows at a time (conv.py)
+    band: list[Tensor] = field(default_factory=list)  # tile: operands copied a band of rows at a time (conv.py)
 
     @property
     def stage_op(self) -> ComputeOp:
@@ -108,7 +109,7 @@ def make_plan(outputs: list[Operation], target: Target) -> Plan:
             group[id(a.fused)] = a
     plan = Plan(g, target, inline, anchors, [])
     for a in anchors:
-        if a.kind == "tile" and a.spread is not None and a.fused is None:
+        if a.kind == "tile" and a.spread is not None:
             a.band = _band(g, a, inl)
         plan.knobs += _knobs(g, a, target)
     return plan
@@ -130,7 +131,7 @@ def _readers(g: A.Graph, op: Operation, inl: set[int]) -> list[tuple[A.OpInfo, A
     return out
 
 
-def _band(g: A.Graph, a: Anchor, inl: set[int]) -> list:
+def _band(g: A.Graph, a: Anchor, inl: set[int]) -> list[Tensor]:
     """The tile's operands copied per band (conv.band_operands), but for those computed per band
     already (a padded input among its members) or inlined into it."""
     info = g.infos[a.op]
@@ -209,8 +210,9 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
                  Knob(f"{name}.k_unroll", (1, 2, 4, 8), tile.k_unroll)]
         if a.spread is not None:
             knobs.append(Knob(f"{name}.spread", _traded(stacked, 1, 8), stacked))
-        if a.band:  # on where the tile reads each band row once per channel block (conv.band_operands)
-            knobs.append(Knob(f"{name}.band", (True, False), steps == 1))
+        if a.band:
+            on = conv.band_by_default(info, a.band, ax[a.inner], ax[a.spread], stacked, target)
+            knobs.append(Knob(f"{name}.band", (True, False), on))
         if a.pack:
             red = 1
             for iv in a.op.reduce_axis:

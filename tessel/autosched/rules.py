@@ -17,6 +17,7 @@ from ..ir import expr as E
 from ..schedule import create_schedule
 from ..schedule.dataflow import loop_ranges
 from ..schedule.schedule import Schedule
+from ..te.tensor import ComputeOp, Tensor
 from . import analysis as A
 from .conv import window_loops
 from .plan import MIN_PARALLEL, Anchor, Plan
@@ -124,7 +125,9 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
     for m in a.members:  # a padded input, each thread's slice right before its tiles read it
         s[m].compute_at(s[T], top if top is not None else at)
         s[m].vectorize(s[m].op.axis[-1])
-    _band_copies(s, a, local, T, top, ro, kn.get(f"{name}.band", False))
+    band = so if so is not None else axes[a.spread] if a.spread is not None else None
+    if kn.get(f"{name}.band", False):
+        _band_copies(s, a, local, T, band, top, ro)
     if pack:
         for operand in a.pack:
             p = s.cache_read(operand, "global", [local])
@@ -132,15 +135,23 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
             s[p].vectorize(s[p].op.axis[-1])
 
 
-def _band_copies(s: Schedule, a: Anchor, local, T, top: E.IterVar | None, ro: E.IterVar | None, on) -> None:
-    """Each thread's band of the operands the tile reads across planes, copied right before its
-    tiles (conv.band_operands); not where the threads' loop takes in the channel blocks too (the
-    band would be copied again for each block)."""
-    if not (on and a.band and top is not None) or (ro is not None and ro not in s[T].leaf_iter_vars):
+def _band_copies(s: Schedule, a: Anchor, local: Tensor, T: ComputeOp, band: E.IterVar | None,
+                 top: E.IterVar | None, ro: E.IterVar | None) -> None:
+    """Each band of rows of the operands the tile reads across planes, copied right before the
+    band's tiles (conv.band_operands): at the band loop where it stands alone (a batch of
+    images may be the threads' loop around it), else at the threads' loop it was fused into,
+    but not where that loop takes in the channel blocks too (the band would be copied again
+    for each block)."""
+    leaves = s[T].leaf_iter_vars
+    if band is not None and band in leaves:
+        at = band
+    elif top is not None and (ro is None or ro in leaves):
+        at = top
+    else:
         return
     for operand in a.band:
         c = s.cache_read(operand, "local", [local])
-        s[c].compute_at(s[T], top)
+        s[c].compute_at(s[T], at)
         s[c].vectorize(s[c].op.axis[-1])
 
 

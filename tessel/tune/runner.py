@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-WARMUP_SECONDS = 0.05  # untimed calls of a candidate before its timed ones, from its first call (see measure)
+WARMUP_SECONDS = 0.05  # untimed calls for at least this long before the timed ones (see warm_up)
 
 
 def check(outputs: list[np.ndarray], expected: list[np.ndarray], rtol: float, atol: float) -> str | None:
@@ -40,27 +40,43 @@ def check(outputs: list[np.ndarray], expected: list[np.ndarray], rtol: float, at
     return None
 
 
+def warm_up(fn, calls: int = 2, seconds: float = WARMUP_SECONDS, *, clock=time.perf_counter) -> int:
+    """Untimed calls of ``fn``, at least ``calls`` of them and for at least ``seconds``; how
+    many. After an idle wait the cores and a thread pool take milliseconds to come back to
+    speed: a 0.2 ms two-thread kernel (conv2d 1x1, AVX2 guest) ran its first millisecond of
+    calls at 30 GFLOP/s, the next two at 111 and from then on at 124-136, so a kernel timed
+    after two untimed calls was timed inside that ramp. Counting by time rather than by calls
+    warms a 0.2 ms kernel and a 100 ms one alike. ``clock`` is the timer (a test's fake). The
+    tuner's runner and the benchmark harness both warm up this way."""
+    start = clock()
+    done = 0
+    while done < calls or clock() - start < seconds:
+        fn()
+        done += 1
+    return done
+
+
 def measure(kernel, inputs: list[np.ndarray], expected: list[np.ndarray], number: int, repeat: int,
-            rtol: float, atol: float, warm: float = WARMUP_SECONDS) -> dict:
-    """Run once to check the values, call it untimed until ``warm`` seconds have passed since
-    (the cores and a thread pool take milliseconds to come up to speed: timed at once, a 0.2 ms
-    two-thread kernel ran its first millisecond at a quarter of its speed, so short candidates
-    were ranked by how fast they woke up), then ``repeat`` timings of ``number`` runs each."""
+            rtol: float, atol: float, warm: float = WARMUP_SECONDS, *, clock=time.perf_counter) -> dict:
+    """Run once to check the values, warm the kernel up (:func:`warm_up`: short candidates
+    would otherwise be ranked by how fast they wake up; the checked call counts towards it, so
+    a candidate slower than ``warm`` is not run again), then ``repeat`` timings of ``number``
+    runs each. ``clock`` is the timer (a test's fake)."""
     outs = [np.full_like(e, np.nan) if e.dtype.kind in "fc" else np.full_like(e, 7) for e in expected]
     arrays = [*inputs, *outs]
-    start = time.perf_counter()
+    start = clock()
     kernel(*arrays)
+    first = clock() - start
     problem = check(outs, expected, rtol, atol)
     if problem:
         return {"error": problem, "kind": "wrong"}
-    while time.perf_counter() - start < warm:
-        kernel(*arrays)
+    warm_up(lambda: kernel(*arrays), 0, warm - first, clock=clock)
     costs = []
     for _ in range(max(repeat, 1)):
-        start = time.perf_counter()
+        start = clock()
         for _ in range(max(number, 1)):
             kernel(*arrays)
-        costs.append((time.perf_counter() - start) / max(number, 1))
+        costs.append((clock() - start) / max(number, 1))
     return {"costs": costs}
 
 

@@ -7,6 +7,7 @@ asked of explicit Targets, so nothing here depends on the machine.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 from helpers import TARGETS, check
 
+import tessel
 from tessel import te
 from tessel.autosched import auto_schedule_result, make_plan
 from tessel.autosched.analysis import Graph
@@ -112,9 +114,11 @@ def test_a_1x1_conv_unrolls_its_channel_loop_instead_of_a_window():
 def test_a_1x1_conv_copies_each_threads_band_of_input_with_the_channels_side_by_side(target):
     """The 1x1 conv reads its input in place, a plane apart per channel: each thread copies its
     band of rows first (conv.band_operands), and the copy is per band, not per channel block."""
-    d = definitions.conv2d(21, 10, 17, 24, kernel=1)  # partial channel blocks and bands, 9 bands for the threads
+    d = definitions.conv2d(21, 10, 17, 24, kernel=1)  # partial channel blocks and bands, 5 to 17 bands
     r = auto(d, target)
     assert [t.name for t in next(a for a in r.plan.anchors if a.kind == "tile").band] == ["X"]
+    box = re.search(r"allocate X\.local\[float32 \* 1 \* 21 \* (\d+) \* \d+\]", str(tessel.lower(r.schedule, r.args)))
+    assert box and int(box.group(1)) == r.knobs["Y.spread"]  # one band of rows, every channel
     st = {s.name: s for s in r.schedule.stages}
     band = st["X.local"]
     attrs = st["Y"].iter_var_attrs
@@ -124,8 +128,60 @@ def test_a_1x1_conv_copies_each_threads_band_of_input_with_the_channels_side_by_
     _check_both(r, d, target)
     from tessel.autosched import _legal
 
-    off, _ = _legal(r.plan, {**r.knobs, "Y.band": False}, [*r.plan.graph.inputs(), *d.outputs])
-    assert "X.local" not in {s.name for s in off.stages}  # the search may read in place instead
+    off, level = _legal(r.plan, {**r.knobs, "Y.band": False}, [*r.plan.graph.inputs(), *d.outputs])
+    assert level == "full" and "X.local" not in {s.name for s in off.stages}  # the search may read in place
+
+
+def _batched_1x1(n: int, c: int, k: int, h: int, w: int):
+    X = te.placeholder((n, c, h, w), name="X")
+    W = te.placeholder((k, c, 1, 1), name="W")
+    rc = te.reduce_axis((0, c), name="rc")
+    Y = te.compute((n, k, h, w), lambda b, o, y, x: te.sum(X[b, rc, y, x] * W[o, rc, 0, 0], axis=rc), name="Y")
+    return X, W, Y
+
+
+def test_a_batch_as_the_threads_loop_copies_one_band_not_the_image():
+    """With 8 images the threads' loop is the batch alone: the copy goes to the band loop inside
+    it (a copy at the batch loop would be the whole image again, in the same layout)."""
+    X, W, Y = _batched_1x1(8, 19, 10, 12, 16)
+    r = auto_schedule_result([Y], target=AVX2, budget=0)
+    text = str(tessel.lower(r.schedule, r.args))
+    assert f"X.local[float32 * 1 * 19 * {r.knobs['Y.spread']} * 16]" in text, text[:2000]
+    st = {s.name: s for s in r.schedule.stages}
+    assert st["X.local"].attach_ivar.var.name.startswith("y")  # the band loop, not b
+    rng = np.random.default_rng(4)
+    x, wt = rng.standard_normal((8, 19, 12, 16), "float32"), rng.standard_normal((10, 19, 1, 1), "float32")
+    want = np.einsum("oc,bcyx->boyx", wt[:, :, 0, 0], x)
+    check(r.schedule, [X, W, Y], [x, wt], [want], targets=[AVX2.with_(kind=t) for t in TARGETS], rtol=1e-4, atol=1e-4)
+
+
+def test_a_conv_computed_inside_its_activation_copies_its_band_too():
+    """conv + ReLU: the tile is computed in the activation's tiles (``fused``), whose loops the
+    band copy is attached to."""
+    X, W, Y = _batched_1x1(1, 19, 10, 17, 16)
+    Z = te.compute(Y.shape, lambda b, o, y, x: te.max(Y[b, o, y, x], 0.0), name="Z")
+    r = auto_schedule_result([Z], target=AVX2, budget=0)
+    assert next(a for a in r.plan.anchors if a.kind == "tile").fused is not None
+    st = {s.name: s for s in r.schedule.stages}
+    assert st["X.local"].attach_stage is st["Z"]
+    rng = np.random.default_rng(6)
+    x, wt = rng.standard_normal((1, 19, 17, 16), "float32"), rng.standard_normal((10, 19, 1, 1), "float32")
+    want = np.maximum(np.einsum("oc,bcyx->boyx", wt[:, :, 0, 0], x), 0)
+    check(r.schedule, [X, W, Z], [x, wt], [want], targets=[AVX2.with_(kind=t) for t in TARGETS], rtol=1e-4, atol=1e-4)
+
+
+def test_no_band_copy_where_the_threads_take_the_channel_blocks_too_or_the_band_is_large():
+    """Three bands are too few for the threads, whose loop then takes in the channel blocks:
+    a copy there would be made once per block, so there is none. A band larger than half of L2
+    starts off (the search may turn it on); a 1x1 conv over few channels starts on."""
+    d = definitions.conv2d(21, 10, 5, 24, kernel=1)
+    r = auto(d, AVX2)
+    assert r.knobs["Y.band"] is True and "X.local" not in {s.name for s in r.schedule.stages}
+    _check_both(r, d, AVX2)
+    big = make_plan([definitions.conv2d(512, 64, 8, 224, kernel=1).outputs[0].op], resolve(AVX2))
+    assert {k.name: k.default for k in big.knobs}["Y.band"] is False  # 512 x 2 x 224 floats: 917 KB
+    few = make_plan([definitions.conv2d(12, 10, 17, 24, kernel=1).outputs[0].op], resolve(AVX2))
+    assert {k.name: k.default for k in few.knobs}["Y.band"] is True
 
 
 def test_a_3x3_convs_band_copy_is_the_searchs_choice_and_a_depthwise_conv_has_none():

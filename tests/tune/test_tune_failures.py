@@ -55,27 +55,3 @@ def test_a_kernel_that_crashes_the_runner_costs_only_itself(tmp_path):
     finally:
         measurer.close()
 
-
-def test_the_runner_warms_a_short_candidate_up_before_timing_it_and_a_long_one_not():
-    """A 1 ms kernel is called untimed until the warm-up has passed (its first calls would time
-    the cores waking); a kernel slower than the warm-up is timed right after its checked call."""
-    import time
-
-    from tessel.tune import runner
-
-    def kernel(seconds):
-        calls = []
-
-        def run(x, out):
-            time.sleep(seconds)
-            out[:] = x
-            calls.append(1)
-        return run, calls
-
-    x = np.arange(4, dtype=np.float32)
-    fast, fast_calls = kernel(0.001)
-    assert "costs" in runner.measure(fast, [x], [x], 1, 1, 0, 0, warm=0.02)
-    assert len(fast_calls) >= 3  # checked, warmed at least once, timed
-    slow, slow_calls = kernel(0.03)
-    assert "costs" in runner.measure(slow, [x], [x], 1, 1, 0, 0, warm=0.02)
-    assert len(slow_calls) == 2  # checked (longer than the warm-up), timed

@@ -63,7 +63,7 @@ def test_ctrl_c_stops_and_keeps_the_best_so_far(tmp_path):
 
 _SCRIPT = """
 import os, signal, sys
-signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, whatever the test runner ignores
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even if started with SIGINT ignored (a background shell)
 sys.path.insert(0, {tests!r})
 from kernels import matmul
 from tessel.tune import tune
