@@ -101,7 +101,7 @@ def band_operands(info: OpInfo, inner: E.IterVar, spread: E.IterVar, rows: E.Ite
     return out
 
 
-def band_by_default(info: OpInfo, band: list, inner: E.IterVar, spread: E.IterVar, stacked: int,
+def band_by_default(info: OpInfo, band: list[Tensor], inner: E.IterVar, spread: E.IterVar, stacked: int,
                     target: Target) -> bool:
     """Whether the band copy is on before any search: no stencil window slides over the band
     (a reduction of more than one step indexing an image axis: around a 3 x 3 window the copy
