@@ -173,9 +173,9 @@ class _Guarded(GuardVisitor):
 
 
 def c_source(func: S.PrimFunc) -> str:
-    """The C source of ``func`` (what ``Kernel.source`` shows for the c target)."""
-    check_func(func)
-    return _CGen(func).function()
+    """The C source of ``func`` (what ``Kernel.source`` shows for the c target); the checking
+    walk's facts are handed on, so the generator does not walk the function again for them."""
+    return _CGen(func).function(check_func(func))
 
 
 def generate_c(func: S.PrimFunc, target=None) -> Generated:

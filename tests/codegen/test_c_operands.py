@@ -157,3 +157,14 @@ def test_only_loads_every_evaluation_reads_may_move_earlier():
     assert not any(n is in_let or n is in_branch for n in got)
     right = E.And(cond, O.lt(E.BufferLoad(a, [i]), O.const(0.0, "float32")))
     assert not any(isinstance(n, E.BufferLoad) for n in _always_read(right))
+
+
+def test_c_source_is_the_built_source_with_the_checking_walks_facts_handed_on():
+    """``c_source`` (what ``Kernel.source`` shows) and the build's generator give the same C:
+    the facts of the one checking walk stand in for the generator's own."""
+    from tessel.codegen.c import c_source, generate_c
+
+    for s, args in (fast_conv2d.conv2d(1, 6, 8, 4, 24, AVX2, kernel=1), fast_matmul.matmul(45, AVX2),
+                    fast_conv2d.depthwise(1, 5, 11, 40, AVX2)):
+        f = tessel.lower(s, args, target=AVX2)
+        assert c_source(f) == generate_c(f, AVX2).source
