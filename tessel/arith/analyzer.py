@@ -51,15 +51,17 @@ _MEMO_MAX = 1 << 16  # entries of a memo of simplified expressions before it is 
 # the states analyzers have been in, each numbered once: a memo entry is keyed by the number, so
 # that a lookup hashes and compares one int instead of everything known (a few hundred lookups
 # per state). Numbers are never reused: emptied when full, an equal state gets a new number
-# (the memo misses, it is never wrong).
+# (the memo misses, it is never wrong). A build goes through 50-110 states (conv2d, matmul
+# 1024), so the table holds the last few dozen builds' and no more of their expressions alive.
 _STATES: dict[tuple, int] = {}
+_STATES_MAX = 1 << 12
 _STATE_NUMBERS = itertools.count()
 
 
 def _state_number(state: tuple) -> int:
     n = _STATES.get(state)
     if n is None:
-        if len(_STATES) >= _MEMO_MAX:
+        if len(_STATES) >= _STATES_MAX:
             _STATES.clear()
         n = _STATES[state] = next(_STATE_NUMBERS)
     return n

@@ -196,3 +196,19 @@ def test_unchanged_input_is_returned_as_is():
     assert simplify(e) is e
     c = op.select(x < y, x, y)
     assert simplify(c) is c
+
+
+def test_the_table_of_analyzer_states_is_bounded_and_never_reuses_a_number(monkeypatch):
+    """The module-level numbering of analyzer states (the memo's keys) is emptied when full, so
+    it does not keep old builds' expressions alive; an equal state then gets a new number, so a
+    memo entry made under the old one can never be found for a different state."""
+    from tessel.arith import analyzer as az
+
+    monkeypatch.setattr(az, "_STATES", {})
+    monkeypatch.setattr(az, "_STATES_MAX", 4)
+    first = [az._state_number(("s", k)) for k in range(4)]
+    assert len(set(first)) == 4 and az._state_number(("s", 0)) == first[0]  # known: the same number
+    fifth = az._state_number(("s", 4))  # the table was full: emptied, then numbered
+    assert len(az._STATES) == 1 and fifth not in first
+    again = az._state_number(("s", 0))
+    assert again not in first and again != fifth
