@@ -45,10 +45,12 @@ from pathlib import Path
 
 import numpy as np
 
+from tessel.tune.runner import warm_up
+
 from . import auto_peers, machine, peers_tvm
 from .kernels import Case, cases
 from .peer_base import PeerUnavailable, aligned_empty
-from .timing import rounds, warm_up
+from .timing import rounds
 
 PEERS = ("torch", "halide", "tvm")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from tessel.tune.runner import WARMUP_SECONDS, warm_up
+from tessel.tune.runner import warm_up
 
 ROUNDS = 6  # each contender runs in blocks, in alternating order: thread pools must not fight
 SETTLE_STEP = 0.01  # seconds per look at the process's CPU time while waiting for quiet cores
@@ -52,7 +52,7 @@ def rounds(runners: dict, repeat: int, copy_fn) -> tuple[dict[str, list[float]],
         for name in order if rnd % 2 == 0 else reversed(order):
             fn = runners[name][0]
             settle()  # the previous contender's worker threads stop spinning
-            warm_up(fn, 2, WARMUP_SECONDS)  # two untimed calls at least, and the cores back to speed
+            warm_up(fn)  # two untimed calls at least, and 50 ms of them: the cores back to speed
             for _ in range(per_round):
                 t0 = time.perf_counter()
                 fn()

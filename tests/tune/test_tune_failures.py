@@ -54,4 +54,3 @@ def test_a_kernel_that_crashes_the_runner_costs_only_itself(tmp_path):
         assert measurer.runner.run(good, 2, 1)["costs"]  # a fresh runner took over
     finally:
         measurer.close()
-
