@@ -15,16 +15,18 @@ compiler's share timed apart) and cached (the in-process memo dropped, so the sh
 comes from the disk cache: what a second run of a program sees); NumPy (writing into
 preallocated outputs), PyTorch on the CPU, Halide and TVM (when installed) compute the same
 thing. Every contender's output is checked against NumPy's before anything is timed.
-Then the contenders take turns in blocks of calls (six rounds, alternating order, a wait until
+Then the contenders take turns in blocks of calls (rounds of three calls each, six rounds at
+least, alternating order, a wait until
 the process is idle and untimed calls for 50 ms, two at least, before each block: OpenBLAS's, OpenMP's, Halide's and
 TVM's worker threads spin for a while after a call and would otherwise steal the cores from the
 next contender; every contender's arrays are 128-byte aligned alike, but TVM copies its inputs into its own 64-byte-aligned tensors),
 ``--repeat`` timed calls in all, summarized by their median: on a shared machine a burst of
-load then hits every contender alike. A bandwidth-bound kernel (GB/s) has a yardstick:
-tessel's plain copy of 2 x 64 MiB, timed right after each block of tessel's calls (one
-thread pool, so no pause between them), so that "% of copy" compares two figures taken under
-the same load rather than one from the start of the run and one from minutes later. A
-contender faster than the measured FMA peak is flagged: that is a fault of the measurement.
+load then hits every contender alike. Each kernel has a yardstick, timed right after each
+block of tessel's calls (one thread pool, so no pause between them): for a bandwidth-bound
+kernel (GB/s) tessel's plain copy of 2 x 64 MiB, for a compute-bound one (GFLOP/s) the FMA
+peak loop on as many threads, so that "% of copy" and "% of peak" compare two figures taken
+under the same load rather than one from the start of the run and one from minutes later. A
+contender faster than the run's best FMA peak is flagged: that is a fault of the measurement.
 
 Writes ``results/benchmarks.md`` (the table and the machine's measured peaks),
 ``results/benchmarks.json`` and, with matplotlib, ``results/benchmarks.png``.
@@ -68,6 +70,7 @@ class Row:
     cpu_s: tuple[float, float] | None = None                          # CPU seconds of it: tessel's, cc's
     cached_s: float | None = None                                     # tessel's cached build
     peak: float | None = None                                         # FMA peak at this thread count
+    peak_rounds: float | None = None                                  # the same, timed in this row's rounds
     interval_build_s: float | None = None                             # cold build, exact=False
     analysis_s: float | None = None                                   # the exact analysis alone
     copy_rate: float | None = None                                    # GB/s of the copy yardstick
@@ -180,16 +183,20 @@ def _exact_cost(case: Case) -> tuple[float, float]:
     return interval, best
 
 
-def _copy_yardstick(threads: int | None, quick: bool):
-    """tessel's copy kernel (``examples/fast_streams.copy``) ready to call, and the bytes it moves."""
+def _yardstick(case: Case, quick: bool):
+    """What bounds ``case``'s rate, ready to call, and the work of a call: the FMA peak loop
+    (flops) for a compute-bound kernel, tessel's copy kernel (``examples/fast_streams.copy``,
+    bytes moved) for a bandwidth-bound one."""
     import tessel
     from examples.fast_streams import copy
 
+    if case.unit == "GFLOP/s":
+        return machine.fma_yardstick(case.threads)
     n = 1 << (20 if quick else 24)
     f = tessel.build(*copy(n))
     a = np.random.default_rng(1).standard_normal(n, "float32")
     out = np.empty_like(a)
-    kw = {"num_threads": threads} if threads else {}
+    kw = {"num_threads": case.threads} if case.threads else {}
     return (lambda: f(a, out, **kw)), 2.0 * a.nbytes
 
 
@@ -310,12 +317,16 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
     _checked(case, runners, want, row)
     if not in_process:  # timed in a process of its own, below
         runners.pop("numpy", None)
-    copy_fn, copy_bytes = _copy_yardstick(case.threads, quick) if case.unit == "GB/s" else (None, 0.0)
-    times, copy_times = rounds(runners, repeat, copy_fn)
+    yard_fn, yard_work = _yardstick(case, quick)
+    times, yard_times = rounds(runners, repeat, yard_fn)
     if not in_process and "numpy" not in row.notes:
         times["numpy"] = numpy_one_thread(index, quick, repeat)
-    if copy_times:
-        row.copy_rate = copy_bytes / float(np.median(copy_times)) / 1e9
+    if yard_times:
+        bound = yard_work / float(np.median(yard_times)) / 1e9
+        if case.unit == "GB/s":
+            row.copy_rate = bound
+        else:
+            row.peak_rounds = bound
     for name, ts in times.items():
         t = float(np.median(ts))
         row.seconds[name] = t
@@ -350,12 +361,11 @@ def _ratio(row: Row, other: str, base: str = "tessel") -> str:
 
 
 def _of_bound(row: Row) -> str:
-    """tessel's rate as a share of what bounds it: the FMA peak (GFLOP/s) or the copy (GB/s)."""
-    rate = row.rate.get("tessel")
-    bound = row.peak if row.unit == "GFLOP/s" else row.copy_rate
-    if bound is None or rate is None:
-        return "—"
-    return f"{100 * rate / bound:.0f}% of {bound:.1f}"
+    """tessel's and auto's rates as shares of what bounds them, timed in the same rounds: the
+    FMA peak loop (GFLOP/s; the run's peak where the rounds timed none) or the copy (GB/s)."""
+    bound = (row.peak_rounds or row.peak) if row.unit == "GFLOP/s" else row.copy_rate
+    shares = [f"{100 * row.rate[n] / bound:.0f}%" for n in ("tessel", "auto") if bound and row.rate.get(n)]
+    return f"{' / '.join(shares)} of {bound:.1f}" if shares else "—"
 
 
 def _cell(r: Row, name: str) -> str:
@@ -383,7 +393,7 @@ def table(rows: list[Row], ms_trials: int = 0) -> str:
             f"| MetaSchedule ({ms_trials} trials) | tessel vs NumPy "
             "| vs PyTorch | vs Halide | vs TVM | auto vs NumPy | auto vs tessel | auto vs Halide auto "
             "| auto vs MetaSchedule | tuning + build (s): auto / Halide auto / MetaSchedule "
-            "| % of peak / copy | tessel cold build: total / cc (ms) "
+            "| tessel / auto: % of peak or copy in its rounds | tessel cold build: total / cc (ms) "
             "| its CPU: tessel + cc (ms) | cached (ms) | cold with exact=False (ms) | exact analysis (ms) "
             "| Halide / TVM build (ms) |")
     out = [head, "|" + "---|" * 28]

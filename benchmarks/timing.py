@@ -9,6 +9,7 @@ import time
 from tessel.tune.runner import warm_up
 
 ROUNDS = 6  # each contender runs in blocks, in alternating order: thread pools must not fight
+BLOCK = 3  # timed calls per block, past ROUNDS rounds: more calls make more rounds, not longer blocks
 SETTLE_STEP = 0.01  # seconds per look at the process's CPU time while waiting for quiet cores
 SETTLE_LIMIT = 2.0  # the longest wait for them (a pool that never sleeps is the peer's cost, not a hang)
 QUIET = 0.05  # share of one core the process may use in a step and still count as idle
@@ -37,18 +38,23 @@ def settle(step: float = SETTLE_STEP, limit: float = SETTLE_LIMIT, *, cpu=time.p
     return wall() - start
 
 
-def rounds(runners: dict, repeat: int, copy_fn) -> tuple[dict[str, list[float]], list[float]]:
+def rounds(runners: dict, repeat: int, yardstick) -> tuple[dict[str, list[float]], list[float]]:
     """Interleaved blocks of timed calls: every contender in every round, the order reversed
-    each round, so a burst of load on the shared machine hits them all alike; each block starts
+    each round, so a burst of load on the shared machine hits them all alike. ``repeat`` calls
+    make ``repeat / BLOCK`` rounds (six at least): the machine's speed moves between blocks
+    (the peak loop ran at 102 and at 204 GFLOP/s a second apart), so a median over more rounds
+    is less at the mercy of one slow stretch than one over longer blocks. Each block starts
     once the process is quiet (:func:`settle`) and the cores are back to speed (``warm_up``:
     measured with the harness's blocks on conv2d 1x1, 81 and 93 GFLOP/s by the median after two
     untimed calls against 124 and 126 after 50 ms of them; NumPy's 78 and 84 against 116 and
-    114)."""
+    114). ``yardstick`` (the copy, or the FMA peak loop), if given, is timed right after each
+    of tessel's blocks: the bound of tessel's rate under the same load; its times come second."""
     times: dict[str, list[float]] = {name: [] for name in runners}
-    copy_times: list[float] = []
+    yard_times: list[float] = []
     order = list(runners)
-    per_round = max(2, (repeat + ROUNDS - 1) // ROUNDS)
-    for rnd in range(ROUNDS):
+    n_rounds = max(ROUNDS, -(-repeat // BLOCK))  # another tenant's load changes between blocks
+    per_round = max(2, -(-repeat // n_rounds))
+    for rnd in range(n_rounds):
         for name in order if rnd % 2 == 0 else reversed(order):
             fn = runners[name][0]
             settle()  # the previous contender's worker threads stop spinning
@@ -57,10 +63,10 @@ def rounds(runners: dict, repeat: int, copy_fn) -> tuple[dict[str, list[float]],
                 t0 = time.perf_counter()
                 fn()
                 times[name].append(time.perf_counter() - t0)
-            if name == "tessel" and copy_fn is not None:  # the same thread pool: no pause needed
-                copy_fn()  # lets the kernel's last writes drain before the copy is timed
+            if name == "tessel" and yardstick is not None:  # the same thread pool: no pause needed
+                yardstick()  # lets the kernel's last writes drain before the yardstick is timed
                 for _ in range(per_round):
                     t0 = time.perf_counter()
-                    copy_fn()
-                    copy_times.append(time.perf_counter() - t0)
-    return times, copy_times
+                    yardstick()
+                    yard_times.append(time.perf_counter() - t0)
+    return times, yard_times

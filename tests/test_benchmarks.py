@@ -56,7 +56,7 @@ def test_the_best_of_two_measurements_is_the_peak():
 
 def test_missing_peers_are_reported_not_fatal(monkeypatch):
     case = kernels.add(1 << 10)
-    monkeypatch.setattr(harness, "_copy_yardstick", lambda threads, quick: (lambda: None, 8.0))
+    monkeypatch.setattr(harness, "_yardstick", lambda case, quick: (lambda: None, 8.0))
     row = harness.run_case(case, repeat=2, peers_on={"torch": False, "halide": False, "tvm": False})
     automatic = [*auto_peers.halide_names(), "halide_auto", "metaschedule"]
     assert row.notes == {p: "not installed" for p in ("torch", "halide", "tvm", *automatic)}
@@ -89,7 +89,7 @@ def _fake_halide(wrong: str):
 def test_each_autoscheduler_is_checked_and_the_best_correct_one_is_halide_auto(monkeypatch):
     case = kernels.add(1 << 10)
     case.peers = {"halide": _fake_halide(wrong="Li2018")}
-    monkeypatch.setattr(harness, "_copy_yardstick", lambda threads, quick: (lambda: None, 8.0))
+    monkeypatch.setattr(harness, "_yardstick", lambda case, quick: (lambda: None, 8.0))
     row = harness.run_case(case, repeat=2, peers_on={**NO_PEERS, "halide": True})
     assert row.notes["halide:Li2018"] == "WRONG RESULT" and "halide:Li2018" not in row.seconds
     ran = {"halide:Mullapudi2016", "halide:Adams2019"}
@@ -105,7 +105,7 @@ def test_a_missing_plugin_is_a_note_not_a_crash(monkeypatch, tmp_path):
     with pytest.raises(peer_base.PeerUnavailable, match="Adams2019: no plugin at"):
         peers_halide.halide_add(np.zeros(8, "float32"), np.zeros(8, "float32"), autoscheduler="Adams2019")
     case = kernels.add(1 << 10)
-    monkeypatch.setattr(harness, "_copy_yardstick", lambda threads, quick: (lambda: None, 8.0))
+    monkeypatch.setattr(harness, "_yardstick", lambda case, quick: (lambda: None, 8.0))
     row = harness.run_case(case, repeat=2, peers_on={**NO_PEERS, "halide": True})
     for name in auto_peers.halide_names():
         assert row.notes[name].startswith(f"{name.split(':')[1]}: no plugin at {tmp_path}")
@@ -158,7 +158,7 @@ def test_halide_autoschedulers_compute_numpys_values():
 
 def test_auto_seconds_reaches_auto_schedule_and_its_time_is_reported(monkeypatch, capsys):
     case = kernels.row_sum(64)
-    monkeypatch.setattr(harness, "_copy_yardstick", lambda threads, quick: (lambda: None, 8.0))
+    monkeypatch.setattr(harness, "_yardstick", lambda case, quick: (lambda: None, 8.0))
     import tessel.autosched as autosched
 
     seen: dict = {}
@@ -241,3 +241,59 @@ def test_every_contenders_arrays_are_aligned_alike():
         for a in (*inputs, out):
             assert a.ctypes.data % 128 == 0 and a.flags.c_contiguous
         assert np.all(np.isfinite(inputs[0])) and np.unique(inputs[0]).size > 1  # random, not zeros
+
+
+def test_compute_bound_rows_take_their_share_of_the_peak_timed_in_their_own_rounds():
+    """The peak loop timed beside the kernel is the bound of "% of peak"; the run's best peak
+    stays the bound where the rounds timed none (and the one a contender may never beat)."""
+    row = harness.Row("matmul", "1024", "GFLOP/s", "2", rate={"tessel": 150.0, "auto": 160.0},
+                      peak=200.0, peak_rounds=180.0)
+    assert harness._of_bound(row) == "83% / 89% of 180.0"
+    row.peak_rounds = None
+    assert harness._of_bound(row) == "75% / 80% of 200.0"
+    bw = harness.Row("add", "2^24", "GB/s", "2", rate={"tessel": 30.0}, peak_rounds=180.0, copy_rate=40.0)
+    assert harness._of_bound(bw) == "75% of 40.0"
+
+
+def test_the_fma_yardstick_counts_the_flops_of_the_threads_it_runs_on():
+    from tessel.target import host
+    from tessel.target.tiles import fma_chains
+
+    t = host()
+    one, flops_1 = machine.fma_yardstick(1)
+    both, flops_2 = machine.fma_yardstick(2)
+    assert flops_1 == 2.0 * machine.YARD_ITERS * fma_chains(t) * t.vector_lanes("float32")
+    assert flops_2 == 2 * flops_1
+    assert np.isfinite(one()) and np.isfinite(both())  # the loop runs (its sum is returned, not dropped)
+    assert machine._peak_loop(t) is machine._peak_loop(t)  # compiled once
+
+
+def test_a_gflops_row_times_the_peak_loop_after_tessels_blocks(monkeypatch):
+    calls: list[str] = []
+    monkeypatch.setattr(machine, "fma_yardstick", lambda threads: (lambda: calls.append("peak"), 1e9))
+    real = harness._tessel
+
+    def tessel_logged(case, inputs):
+        fn, *rest = real(case, inputs)
+        return (lambda: (calls.append("tessel"), fn())[1]), *rest
+    monkeypatch.setattr(harness, "_tessel", tessel_logged)
+    row = harness.run_case(kernels.matmul(64), repeat=12, peers_on=NO_PEERS)
+    assert row.peak_rounds is not None and row.peak_rounds > 0 and row.copy_rate is None
+    timed = [k for k, c in enumerate(calls) if c == "peak"]
+    assert timed and all(calls[k - 1] in ("tessel", "peak") for k in timed)  # never after NumPy's calls
+    assert "% of" in harness.table([row]).splitlines()[-1]
+
+
+def test_more_calls_make_more_rounds_in_alternating_order(monkeypatch):
+    monkeypatch.setattr(timing, "settle", lambda: 0.0)
+    monkeypatch.setattr(timing, "warm_up", lambda fn: None)
+    seen: list[str] = []
+    runners = {name: (lambda name=name: seen.append(name), None) for name in ("tessel", "numpy")}
+    times, yard = timing.rounds(runners, 30, lambda: seen.append("peak"))
+    assert [len(t) for t in times.values()] == [30, 30] and len(yard) == 30
+    # ten rounds of 3 calls, the order reversed each round, the yardstick (one untimed call,
+    # then timed ones) right after tessel's block
+    one = ["tessel"] * 3 + ["peak"] * 4
+    assert seen == (one + ["numpy"] * 3 + ["numpy"] * 3 + one) * 5
+    _, yard = timing.rounds({"tessel": runners["tessel"]}, 6, lambda: None)
+    assert len(yard) == 6 * 2  # six rounds at least, two calls a block at least
