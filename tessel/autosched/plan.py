@@ -23,6 +23,7 @@ Anchor kinds:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..ir.dtype import dtype as as_dtype
@@ -44,11 +45,15 @@ MIN_PARALLEL = 8  # outer loops are fused for threads until they have at least t
 
 @dataclass
 class Knob:
-    """One choice a search may vary: its name (``C.rows``), its candidates, its default."""
+    """One choice a search may vary: its name (``C.rows``), its candidates, its default, and
+    when it matters: ``matters(values)`` (all knobs' values by name) is False where the rules
+    ignore it, e.g. the panel group of a tile whose operands are not packed. There only its
+    default is searched, so the search never spends a trial on a schedule it has measured."""
 
     name: str
     candidates: tuple
     default: object
+    matters: Callable[[dict], bool] | None = None
 
 
 @dataclass
@@ -79,6 +84,11 @@ class Plan:
 
     def defaults(self) -> dict[str, object]:
         return {k.name: k.default for k in self.knobs}
+
+    def distinct(self, values: dict) -> bool:
+        """False for knob values that write the same schedule as others: a knob the rules
+        ignore there (``Knob.matters``) away from its default."""
+        return all(k.matters is None or k.matters(values) or values[k.name] == k.default for k in self.knobs)
 
 
 def make_plan(outputs: list[Operation], target: Target) -> Plan:
@@ -212,7 +222,7 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
             knobs.append(Knob(f"{name}.spread", _traded(stacked, 1, 8), stacked))
         if a.band:
             on = conv.band_by_default(info, a.band, ax[a.inner], ax[a.spread], stacked, target)
-            knobs.append(Knob(f"{name}.band", (True, False), on))
+            knobs.append(Knob(f"{name}.band", (True, False), on, _band_placed(a, f"{name}.spread")))
         if a.pack:
             red = 1
             for iv in a.op.reduce_axis:
@@ -222,7 +232,8 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
             # through it), which measured faster than the reuse a wider group buys (AVX2, matmul
             # 1024 and 2048, one thread: 1.16x and 1.14x the half-L2 group of 4 and 2 panels)
             group = panel_group(target, tile, red)
-            knobs += [Knob(f"{name}.group", tuple(sorted({1, 2, 4, 8, 16, group})), 1),
+            knobs += [Knob(f"{name}.group", tuple(sorted({1, 2, 4, 8, 16, group})), 1,
+                           lambda kn, pack=f"{name}.pack": bool(kn[pack])),
                       Knob(f"{name}.pack", (True, False), True)]
         return knobs
     knobs = [Knob(f"{name}.chunk", (1, 2, 4, 8, 16, 32, 64, 4096, 65536), _chunk(g, a, target))]
@@ -275,3 +286,21 @@ def _split_knob(g: A.Graph, info: A.OpInfo, v: int) -> Knob:
     k = A.extent(info.op.reduce_axis[-1])
     few = rows < MIN_PARALLEL and k is not None and k >= SPLIT_PARTS * max(v, 1) * 4
     return Knob(f"{g.label(info.op)}.split_k", (0, 4, 8, SPLIT_PARTS, 32), SPLIT_PARTS if few else 0)
+
+
+def _band_placed(a: Anchor, spread_knob: str) -> Callable[[dict], bool]:
+    """Whether the rules place the band copy at a spread: not where the loops outside the
+    channel blocks run fewer than MIN_PARALLEL times, so that the threads' loop takes the
+    blocks in too (rules._band_copies: the band would be copied again for each block)."""
+    def placed(kn: dict) -> bool:
+        if a.rows is None:
+            return True
+        stacked = int(kn.get(spread_knob, 1))
+        n = 1
+        for k, iv in enumerate(a.op.axis):  # the loops before the channel blocks (rules._tile's order)
+            if k == a.inner or (k >= a.rows and k != a.spread):
+                continue
+            ext = A.extent(iv)
+            n *= MIN_PARALLEL if ext is None else -(-ext // stacked) if k == a.spread else ext
+        return n >= MIN_PARALLEL
+    return placed

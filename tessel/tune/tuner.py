@@ -75,15 +75,24 @@ class Tuner:
 
     # -- helpers -----------------------------------------------------------------------------
     def _random_unvisited(self, n: int, exclude: set[int]) -> list[int]:
+        """Up to ``n`` valid configs not visited nor in ``exclude``, at random. Draws are
+        bounded: a space its template's filters mostly exclude (fewer valid configs left than
+        asked for, many invalid ones) is enumerated instead of drawn from for ever."""
         size, out = len(self.space), []
-        if size - len(self.visited) - len(exclude) <= 4 * n:  # nearly exhausted: enumerate what is left
-            left = [i for i in range(size) if i not in self.visited and i not in exclude]
-            self.rng.shuffle(left)
-            return [i for i in left if self.space.is_index_valid(i)][:n]
-        while len(out) < n:
+        tries = 0
+        while len(out) < n and size - len(self.visited) - len(exclude) > 4 * n and tries < 64 * n:
+            tries += 1
             i = int(self.rng.integers(size))
             if i not in self.visited and i not in exclude and i not in out and self.space.is_index_valid(i):
                 out.append(i)
+        if len(out) < n:  # nearly exhausted, or mostly filtered out: enumerate what is left
+            left = [i for i in range(size) if i not in self.visited and i not in exclude and i not in out]
+            self.rng.shuffle(left)
+            for i in left:
+                if len(out) == n:
+                    break
+                if self.space.is_index_valid(i):
+                    out.append(i)
         return out
 
     def resume(self, log) -> int:

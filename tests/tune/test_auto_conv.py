@@ -248,3 +248,39 @@ def test_traded_tiles_compute_numpys_values_on_awkward_sizes(kernel, c, k, h, w)
         ins = d.inputs(np.random.default_rng(rows))
         check(sch, d.params + d.outputs, ins, [d.reference(*ins)], targets=[AVX2.with_(kind=t) for t in TARGETS],
               rtol=d.rtol, atol=d.atol)
+
+
+@pytest.mark.parametrize("shape", [(1, 21, 5, 24), (1, 21, 14, 24), (8, 19, 6, 16), (2, 19, 7, 16), (1, 21, 40, 24)])
+def test_the_band_knob_is_searched_only_where_the_rules_make_the_copy(shape):
+    """Where the threads' loop takes in the channel blocks the rules make no band copy, so the
+    knob on writes the schedule it writes off: the search's space keeps one of the two
+    (``Knob.matters``, ``Plan.distinct``), exactly where the built schedule has no copy."""
+    from tessel.autosched import _legal
+    from tessel.autosched.search import task
+
+    n, c, h, w = shape
+    X, W, Y = _batched_1x1(n, c, 10, h, w)
+    plan = make_plan([Y.op], resolve(AVX2))
+    knobs = {k.name: k for k in plan.knobs}
+    band, args = knobs["Y.band"], [*plan.graph.inputs(), Y]
+    placed = []
+    for sp in knobs["Y.spread"].candidates:
+        values = {**plan.defaults(), "Y.spread": sp, "Y.band": True}
+        sch, level = _legal(plan, values, args)
+        copied = "X.local" in {s.name for s in sch.stages}
+        assert level == "full" and band.matters(values) is copied, (shape, sp)
+        assert plan.distinct({**values, "Y.band": not band.default}) is copied
+        placed.append(copied)
+    space = task(plan, lambda kn: (_legal(plan, kn, args)[0], args)).config_space
+    per_spread = len(space) // len(placed)  # spread x band x the rest: the band's half drops where not placed
+    valid = sum(space.is_index_valid(i) for i in range(len(space)))
+    assert valid == sum(per_spread if p else per_spread // 2 for p in placed)
+
+
+def test_the_band_knob_matters_for_some_spreads_and_not_others():
+    """14 rows: 14 bands of one row are enough for the threads, 7 of two are not (the loop
+    then takes in the channel blocks, and the copy is left out)."""
+    X, W, Y = _batched_1x1(1, 21, 10, 14, 24)
+    plan = make_plan([Y.op], resolve(AVX2))
+    band = next(k for k in plan.knobs if k.name == "Y.band")
+    assert [band.matters({"Y.spread": sp}) for sp in (1, 2)] == [True, False]

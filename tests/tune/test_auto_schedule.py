@@ -248,3 +248,23 @@ def test_no_head_to_head_when_the_rules_won():
     m = _Measured({})
     search.confirm(m)
     assert m.asked == [] and search.best.config.index == 0 and search.confirmed is None
+
+
+def test_the_search_never_measures_a_panel_group_without_panels():
+    """``C.group`` (panels per group) means nothing when the operand is not packed: those
+    configs keep the group's default, so no two configs the search may pick write one schedule."""
+    from benchmarks import definitions
+    from tessel.autosched import _legal, make_plan
+    from tessel.autosched.search import task
+
+    d = definitions.matmul(256)
+    plan = make_plan([d.outputs[0].op], Target("c", vector_bytes=32, vector_registers=16, fma_units=2,
+                                                caches=(32 << 10, 512 << 10, 8 << 20)))
+    args = [*plan.graph.inputs(), *d.outputs]
+    space = task(plan, lambda kn: (_legal(plan, kn, args)[0], args)).config_space
+    group = next(k for k in plan.knobs if k.name == "C.group")
+    valid = [space.get(i) for i in range(len(space)) if space.is_index_valid(i)]
+    unpacked = [c for c in valid if not c["C.pack"].val]
+    assert unpacked and all(c["C.group"].val == group.default for c in unpacked)
+    assert len(valid) == len(space) // 2 + len(space) // 2 // len(group.candidates)
+    assert space.is_index_valid(0)  # the rules' schedule is the first point, as before

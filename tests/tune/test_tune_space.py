@@ -85,3 +85,27 @@ def test_workload_key_names_the_computation_and_args():
     one, same, other = Task(matmul, (4, 4, 8)), Task(matmul, (4, 4, 8)), Task(matmul, (4, 4, 16))
     assert one.workload == same.workload and one.workload != other.workload
     assert one.flop == 2 * 4 * 4 * 8
+
+
+def _mostly_filtered(cfg):
+    """1000 configs of which a filter keeps three: (0, 0, 0), (4, 2, 7) and (9, 9, 9)."""
+    from tessel import te
+
+    for name in "abc":
+        cfg.define_knob(name, list(range(10)))
+    cfg.multi_filter(lambda c: (c["a"].val, c["b"].val, c["c"].val) in {(0, 0, 0), (4, 2, 7), (9, 9, 9)})
+    A = te.placeholder((4,), name="A")
+    B = te.compute((4,), lambda i: A[i] + 1.0, name="B")
+    return te.create_schedule(B.op), [A, B]
+
+
+def test_random_configs_from_a_space_its_filter_mostly_excludes_are_found_not_drawn_for_ever():
+    """More than 4 x n configs unvisited but fewer than n valid ones: the random draws used to
+    loop for ever; they are bounded, then what is left is enumerated."""
+    from tessel.tune import RandomTuner
+
+    tuner = RandomTuner(Task(_mostly_filtered))
+    first = tuner.next_batch(8)
+    assert sorted(first) == sorted(i for i in range(1000) if tuner.space.is_index_valid(i)) and len(first) == 3
+    tuner.visited.update(first)
+    assert tuner.next_batch(8) == []  # nothing valid is left: the tuning loop ends
