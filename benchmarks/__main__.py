@@ -513,7 +513,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--repeat", type=int, default=None, help="timed runs per contender (default 30, quick 6)")
     ap.add_argument("--only", default="", help="comma-separated kernel names (matmul, blur, conv2d, softmax, ...)")
     ap.add_argument("--out", default="results", help="directory for the table, JSON and plot")
-    ap.add_argument("--no-machine", action="store_true", help="skip measuring the FMA peak and copy bandwidth")
+    ap.add_argument("--no-machine", action="store_true",
+                    help="skip measuring the machine's best FMA peak and copy bandwidth at the start and end "
+                         "(each kernel's yardstick is still timed in its rounds)")
     ap.add_argument("--auto-budget", type=int, default=None,
                     help="trials of tessel.auto_schedule's search (default: its own; --quick: 0, the rules alone)")
     ap.add_argument("--no-auto", action="store_true", help="leave tessel.auto_schedule out")

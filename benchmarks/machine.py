@@ -20,6 +20,7 @@ import ctypes
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -82,7 +83,7 @@ float tsl_fma_peak(int64_t iters, int32_t threads) {{
 _PEAK_LOOPS: dict[str, object] = {}  # compiled peak loops by their C source: one compile per process
 
 
-def _peak_loop(target):
+def _peak_loop(target) -> Callable[[int, int], float]:
     """The compiled peak loop for ``target`` (``tsl_fma_peak(iters, threads)``), compiled once."""
     from tessel.runtime.compiler import compile_shared, find_compiler
 
@@ -97,6 +98,15 @@ def _peak_loop(target):
         fn.restype = ctypes.c_float
         _PEAK_LOOPS[src] = fn
     return _PEAK_LOOPS[src]
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on: OpenMP's default thread count (the CPU affinity
+    mask, which ``taskset`` or a container narrows; not ``os.cpu_count()``)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _loop_flops(target, iters: int, threads: int) -> float:
@@ -117,9 +127,10 @@ def fma_peak(threads: int, target) -> float:
     return _loop_flops(target, ITERS, threads) / min(times) / 1e9  # the best run: what the machine *can* do
 
 
-def fma_yardstick(threads: int | None, target=None) -> tuple:
-    """The peak loop as a contender's yardstick: a call of it (~2 ms a thread) on ``threads``
-    threads (None: every core), and the flops it does. Timed right after tessel's blocks, it
+def fma_yardstick(threads: int | None, target=None) -> tuple[Callable[[], float], float]:
+    """The peak loop as a contender's yardstick: a call of it (a quarter of the peak run's
+    steps on each thread) on ``threads`` threads (None: as many as a kernel gets by default,
+    the cores this process may run on), and the flops it does. Timed right after tessel's blocks, it
     gives the peak the cores delivered in the same rounds as the kernel: on a shared machine
     the peak itself moved from 102 to 204 GFLOP/s between blocks a second apart (another
     tenant on the cores), so a kernel's share of a peak taken minutes earlier measured the
@@ -127,7 +138,7 @@ def fma_yardstick(threads: int | None, target=None) -> tuple:
     from tessel.target import host
 
     target = target or host()
-    nt = threads or os.cpu_count() or 1
+    nt = threads or _usable_cores()
     fn = _peak_loop(target)
     return (lambda: fn(YARD_ITERS, nt)), _loop_flops(target, YARD_ITERS, nt)
 

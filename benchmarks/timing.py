@@ -5,6 +5,7 @@ contender alike and no contender's thread pool steals the cores from the next on
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from tessel.tune.runner import warm_up
 
@@ -38,7 +39,8 @@ def settle(step: float = SETTLE_STEP, limit: float = SETTLE_LIMIT, *, cpu=time.p
     return wall() - start
 
 
-def rounds(runners: dict, repeat: int, yardstick) -> tuple[dict[str, list[float]], list[float]]:
+def rounds(runners: dict, repeat: int, yardstick: Callable[[], object] | None
+           ) -> tuple[dict[str, list[float]], list[float]]:
     """Interleaved blocks of timed calls: every contender in every round, the order reversed
     each round, so a burst of load on the shared machine hits them all alike. ``repeat`` calls
     make ``repeat / BLOCK`` rounds (six at least): the machine's speed moves between blocks

@@ -46,9 +46,10 @@ MIN_PARALLEL = 8  # outer loops are fused for threads until they have at least t
 @dataclass
 class Knob:
     """One choice a search may vary: its name (``C.rows``), its candidates, its default, and
-    when it matters: ``matters(values)`` (all knobs' values by name) is False where the rules
-    ignore it, e.g. the panel group of a tile whose operands are not packed. There only its
-    default is searched, so the search never spends a trial on a schedule it has measured."""
+    when it matters: ``matters(values)`` (all knobs' values by name) is False where this
+    knob's value writes the schedule its default writes (the panel group of a tile whose
+    operands are not packed, a ``k_unroll`` no longer than the window unrolled whole). The
+    search keeps only the default there, rather than spend trials on a schedule twice."""
 
     name: str
     candidates: tuple
@@ -86,8 +87,8 @@ class Plan:
         return {k.name: k.default for k in self.knobs}
 
     def distinct(self, values: dict) -> bool:
-        """False for knob values that write the same schedule as others: a knob the rules
-        ignore there (``Knob.matters``) away from its default."""
+        """False for knob values that write the schedule of other values: a knob whose value
+        there does what its default does (``Knob.matters``), away from its default."""
         return all(k.matters is None or k.matters(values) or values[k.name] == k.default for k in self.knobs)
 
 
@@ -204,7 +205,7 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
         # a window is the trailing reduction unrolled whole (window_loops): a stencil's, or a
         # short channel loop (a 1x1 conv over 16 channels or fewer), whose copy for a partial
         # channel block would be as costly
-        steps = conv.window_loops(list(a.op.reduce_axis))[2]
+        rest, _, steps = conv.window_loops(list(a.op.reduce_axis))
         divide = stencil_rows_divide(rows_ext, steps) if rows_ext and rows_ext % 4 == 0 and not a.pack else None
         tile = register_tile(target, info.dtype, max_rows=rows_ext, max_cols=cols_ext, rows_divide=divide)
         rows = tile.rows if a.rows is not None else 1
@@ -215,14 +216,15 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
         # a stencil's tile may trade broadcast rows for stacked rows, the accumulators kept (4 x 2
         # -> 8 x 1 or 2 x 4 channels x rows): halving one and doubling the other are candidates
         around = _around if a.spread is None else _traded
-        knobs = [Knob(f"{name}.rows", around(rows, 1, 8), rows),
+        knobs = [Knob(f"{name}.rows", around(rows, 1, 8), rows, None if a.rows is not None else _never),
                  Knob(f"{name}.vectors", _around(along, 1, 6), along),
-                 Knob(f"{name}.k_unroll", (1, 2, 4, 8), tile.k_unroll)]
+                 Knob(f"{name}.k_unroll", (1, 2, 4, 8), tile.k_unroll,
+                      _unroll_matters(f"{name}.k_unroll", tile.k_unroll, bool(rest), steps))]
         if a.spread is not None:
             knobs.append(Knob(f"{name}.spread", _traded(stacked, 1, 8), stacked))
         if a.band:
             on = conv.band_by_default(info, a.band, ax[a.inner], ax[a.spread], stacked, target)
-            knobs.append(Knob(f"{name}.band", (True, False), on, _band_placed(a, f"{name}.spread")))
+            knobs.append(Knob(f"{name}.band", (True, False), on, _band_placed(a, name)))
         if a.pack:
             red = 1
             for iv in a.op.reduce_axis:
@@ -236,7 +238,8 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
                            lambda kn, pack=f"{name}.pack": bool(kn[pack])),
                       Knob(f"{name}.pack", (True, False), True)]
         return knobs
-    knobs = [Knob(f"{name}.chunk", (1, 2, 4, 8, 16, 32, 64, 4096, 65536), _chunk(g, a, target))]
+    knobs = [Knob(f"{name}.chunk", (1, 2, 4, 8, 16, 32, 64, 4096, 65536), _chunk(g, a, target),
+                  lambda kn, split=f"{name}.split_k": not int(kn.get(split, 0)))]  # a split reduction has no chunks
     for op in [a.op, *a.members]:
         info = g.infos[op]
         if A.row_reduction(info):
@@ -288,19 +291,45 @@ def _split_knob(g: A.Graph, info: A.OpInfo, v: int) -> Knob:
     return Knob(f"{g.label(info.op)}.split_k", (0, 4, 8, SPLIT_PARTS, 32), SPLIT_PARTS if few else 0)
 
 
-def _band_placed(a: Anchor, spread_knob: str) -> Callable[[dict], bool]:
-    """Whether the rules place the band copy at a spread: not where the loops outside the
-    channel blocks run fewer than MIN_PARALLEL times, so that the threads' loop takes the
-    blocks in too (rules._band_copies: the band would be copied again for each block)."""
+def tile_order(a: Anchor) -> list[int]:
+    """The anchor's axes (by position) in the order of a tile's outer loops, the vector axis
+    left out: a band of image rows (``spread``) before the channel blocks (``rows``), so that
+    the band's input stays in L2 for every block of weights (rules._tile, _band_placed)."""
+    order = [k for k in range(len(a.stage_op.axis)) if k != a.inner]
+    if a.spread is not None and a.rows is not None:
+        order.remove(a.spread)
+        order.insert(order.index(a.rows), a.spread)
+    return order
+
+
+def _never(values: dict) -> bool:
+    return False
+
+
+def _unroll_matters(knob: str, default: int, rest: bool, steps: int) -> Callable[[dict], bool]:
+    """Whether a ``k_unroll`` value writes another schedule than the default: the rules split
+    the reduction only where a loop is left beside the window and the unroll is longer than
+    the window's steps (rules._tile_body); every other value leaves the loop as it is."""
+    def effect(ku: int) -> int:
+        return ku if rest and ku > 1 and steps < ku else 1
+    return lambda kn: effect(int(kn[knob])) != effect(int(default))
+
+
+def _band_placed(a: Anchor, name: str) -> Callable[[dict], bool]:
+    """Whether the rules place the band copy: not where the loops outside the channel blocks
+    run fewer than MIN_PARALLEL times, so that the threads' loop takes the blocks in too
+    (rules._band_copies: the band would be copied again for each block); always where the
+    operands are packed (the threads then take the panel groups alone)."""
+    axes = a.stage_op.axis
+
     def placed(kn: dict) -> bool:
-        if a.rows is None:
+        if a.rows is None or (a.pack and kn.get(f"{name}.pack")):
             return True
-        stacked = int(kn.get(spread_knob, 1))
+        stacked = int(kn.get(f"{name}.spread", 1))
+        order = tile_order(a)
         n = 1
-        for k, iv in enumerate(a.op.axis):  # the loops before the channel blocks (rules._tile's order)
-            if k == a.inner or (k >= a.rows and k != a.spread):
-                continue
-            ext = A.extent(iv)
+        for k in order[:order.index(a.rows)]:
+            ext = A.extent(axes[k])
             n *= MIN_PARALLEL if ext is None else -(-ext // stacked) if k == a.spread else ext
         return n >= MIN_PARALLEL
     return placed

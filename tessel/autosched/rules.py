@@ -20,7 +20,7 @@ from ..schedule.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
 from . import analysis as A
 from .conv import window_loops
-from .plan import MIN_PARALLEL, Anchor, Plan
+from .plan import MIN_PARALLEL, Anchor, Plan, tile_order
 
 # what a rule may leave out: the plan without tiles, without fusion, or nothing but inlining
 LEVELS = ("full", "no_tile", "inline_only", "none")
@@ -97,13 +97,7 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
     if a.spread is not None and stacked > 1:  # the tile's vectors stacked over a second pixel axis (conv.py)
         so, si = s[T].split(axes[a.spread], factor=stacked)
     outer_of = {k: iv for k, iv in ((a.rows, ro), (a.spread, so)) if iv is not None}
-    order = [k for k in range(len(axes)) if k != a.inner]
-    if a.spread is not None and a.rows is not None:
-        # a band of image rows outside the channel blocks: the band's input stays in L2 for
-        # every block of weights, and a block's weights in L1 along the band (conv.py)
-        order.remove(a.spread)
-        order.insert(order.index(a.rows), a.spread)
-    others = [outer_of.get(k, axes[k]) for k in order]
+    others = [outer_of.get(k, axes[k]) for k in tile_order(a)]
     pack = a.pack and bool(kn.get(f"{name}.pack", False))
     if pack:  # panel groups outermost: a group of packed panels is reused by every row block
         group = int(kn[f"{name}.group"])

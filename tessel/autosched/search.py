@@ -64,7 +64,7 @@ def task(plan: Plan, make) -> Task:
     def sketch(cfg):
         for k in plan.knobs:  # the default first: the first point of the space is the rule's schedule
             cfg.define_knob(k.name, [k.default, *[c for c in k.candidates if c != k.default]])
-        # one point per schedule: a knob the rules ignore at the others' values keeps its default
+        # a knob whose value does what its default does there keeps its default (Knob.matters)
         cfg.multi_filter(lambda c: plan.distinct({k.name: c[k.name].val for k in plan.knobs}))
         return make({k.name: cfg[k.name].val for k in plan.knobs})
 

@@ -75,25 +75,38 @@ class Tuner:
 
     # -- helpers -----------------------------------------------------------------------------
     def _random_unvisited(self, n: int, exclude: set[int]) -> list[int]:
-        """Up to ``n`` valid configs not visited nor in ``exclude``, at random. Draws are
-        bounded: a space its template's filters mostly exclude (fewer valid configs left than
-        asked for, many invalid ones) is enumerated instead of drawn from for ever."""
+        """Up to ``n`` valid configs neither visited nor in ``exclude``, at random. Draws are
+        bounded: where few are left, or a template's filters exclude most of the space (fewer
+        valid configs left than asked for among many invalid ones), the space is walked once
+        instead, from a random point by a random step prime to its size, listing nothing."""
         size, out = len(self.space), []
-        tries = 0
-        while len(out) < n and size - len(self.visited) - len(exclude) > 4 * n and tries < 64 * n:
-            tries += 1
-            i = int(self.rng.integers(size))
-            if i not in self.visited and i not in exclude and i not in out and self.space.is_index_valid(i):
-                out.append(i)
-        if len(out) < n:  # nearly exhausted, or mostly filtered out: enumerate what is left
-            left = [i for i in range(size) if i not in self.visited and i not in exclude and i not in out]
-            self.rng.shuffle(left)
-            for i in left:
-                if len(out) == n:
-                    break
-                if self.space.is_index_valid(i):
+
+        def usable(i: int) -> bool:
+            return i not in self.visited and i not in exclude and i not in out and self.space.is_index_valid(i)
+
+        if size - len(self.visited) - len(exclude) > 4 * n:
+            for _ in range(64 * n):
+                i = int(self.rng.integers(size))
+                if usable(i):
                     out.append(i)
+                    if len(out) == n:
+                        return out
+        start, step = int(self.rng.integers(size)), self._step_prime_to(size)
+        for k in range(size):
+            if len(out) == n:
+                break
+            i = (start + k * step) % size
+            if usable(i):
+                out.append(i)
         return out
+
+    def _step_prime_to(self, size: int) -> int:
+        """A step that visits every index of ``range(size)`` once, cycling from any start."""
+        while size > 2:
+            step = int(self.rng.integers(1, size))
+            if math.gcd(step, size) == 1:
+                return step
+        return 1
 
     def resume(self, log) -> int:
         """Take the log's measurements of this task as done; returns how many."""

@@ -284,3 +284,21 @@ def test_the_band_knob_matters_for_some_spreads_and_not_others():
     plan = make_plan([Y.op], resolve(AVX2))
     band = next(k for k in plan.knobs if k.name == "Y.band")
     assert [band.matters({"Y.spread": sp}) for sp in (1, 2)] == [True, False]
+
+
+@pytest.mark.parametrize("kernel", ["conv2d 3x3", "depthwise"])
+def test_a_window_unrolled_whole_leaves_k_unroll_nothing_to_change(kernel):
+    """The 3x3 conv's window (9 steps) is longer than every k_unroll candidate and a depthwise
+    conv has no loop beside its window: every k_unroll writes one schedule, and the search
+    keeps only the default; the 1x1 conv's channel loop is split by it, and keeps them all."""
+    from tessel.autosched import _legal
+
+    d = definitions.conv2d(16, 8, 9, 12, kernel=3) if kernel == "conv2d 3x3" else definitions.depthwise(8, 9, 12)
+    plan = make_plan([d.outputs[0].op], resolve(AVX2))
+    ku = next(k for k in plan.knobs if k.name.endswith(".k_unroll"))
+    args = [*plan.graph.inputs(), *d.outputs]
+    texts = {str(tessel.lower(_legal(plan, {**plan.defaults(), ku.name: v}, args)[0], args)) for v in ku.candidates}
+    assert len(texts) == 1 and not any(ku.matters({**plan.defaults(), ku.name: v}) for v in ku.candidates)
+    one = make_plan([definitions.conv2d(32, 8, 9, 12, kernel=1).outputs[0].op], resolve(AVX2))
+    ku1 = next(k for k in one.knobs if k.name.endswith(".k_unroll"))
+    assert all(ku1.matters({**one.defaults(), ku1.name: v}) for v in ku1.candidates if v != ku1.default)

@@ -268,3 +268,20 @@ def test_the_search_never_measures_a_panel_group_without_panels():
     assert unpacked and all(c["C.group"].val == group.default for c in unpacked)
     assert len(valid) == len(space) // 2 + len(space) // 2 // len(group.candidates)
     assert space.is_index_valid(0)  # the rules' schedule is the first point, as before
+
+
+def test_a_split_reduction_has_no_chunks_to_search():
+    """Row sum over 4 rows is reduced in pieces shared by the threads (split_k): the rows'
+    chunk is not read then, so every chunk writes one schedule and only the default is kept."""
+    from benchmarks import definitions
+    from tessel.autosched import _legal, make_plan
+
+    d = definitions.row_sum(4, 1 << 14)
+    plan = make_plan([d.outputs[0].op], Target("c", vector_bytes=32, vector_registers=16, fma_units=2,
+                                                caches=(32 << 10, 512 << 10, 8 << 20)))
+    chunk = next(k for k in plan.knobs if k.name.endswith(".chunk"))
+    split = next(k for k in plan.knobs if k.name.endswith(".split_k"))
+    values, args = plan.defaults(), [*plan.graph.inputs(), *d.outputs]
+    assert split.default > 0 and not chunk.matters(values) and chunk.matters({**values, split.name: 0})
+    texts = {str(tessel.lower(_legal(plan, {**values, chunk.name: c}, args)[0], args)) for c in chunk.candidates[:4]}
+    assert len(texts) == 1

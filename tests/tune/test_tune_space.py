@@ -109,3 +109,13 @@ def test_random_configs_from_a_space_its_filter_mostly_excludes_are_found_not_dr
     assert sorted(first) == sorted(i for i in range(1000) if tuner.space.is_index_valid(i)) and len(first) == 3
     tuner.visited.update(first)
     assert tuner.next_batch(8) == []  # nothing valid is left: the tuning loop ends
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 12, 97, 1000])
+def test_the_walk_through_a_space_visits_every_config_once(size):
+    from tessel.tune import RandomTuner
+
+    tuner = RandomTuner(Task(_mostly_filtered))
+    for _ in range(5):
+        start, step = int(tuner.rng.integers(size)), tuner._step_prime_to(size)
+        assert sorted((start + k * step) % size for k in range(size)) == list(range(size))
