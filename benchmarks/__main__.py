@@ -75,6 +75,7 @@ class Row:
     analysis_s: float | None = None                                   # the exact analysis alone
     copy_rate: float | None = None                                    # GB/s of the copy yardstick
     auto_s: float | None = None                                       # tessel.auto_schedule (+ its search) and build
+    auto_knobs: dict[str, object] = field(default_factory=dict)       # the knob values auto_schedule chose
     tune_s: dict[str, float | None] = field(default_factory=dict)    # automatic contenders: scheduling + build
     halide_auto: str | None = None                                    # the autoscheduler behind "Halide auto"
     notes: dict[str, str] = field(default_factory=dict)               # why a contender has no number
@@ -154,6 +155,7 @@ def _auto(case: Case, inputs: list[np.ndarray], row: Row, budget: int, seconds: 
         print(f"  auto_schedule failed on {case.kernel} {case.size}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
         return {}
     row.auto_s = row.tune_s["auto"] = time.perf_counter() - t0
+    row.auto_knobs = dict(r.knobs)  # in the JSON: which point of its space the auto contender is
     out = aligned_empty(case.out_shape)
     kw = {"num_threads": case.threads} if case.threads else {}
     return {"auto": ((lambda: f(*inputs, out, **kw)), (lambda: out))}

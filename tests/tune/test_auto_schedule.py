@@ -187,6 +187,10 @@ def test_the_benchmark_harness_has_an_auto_column(monkeypatch):
     row = harness.run_case(case, repeat=2, peers_on={"torch": False, "halide": False, "tvm": False}, auto_budget=0)
     assert {"tessel", "auto", "numpy"} <= set(row.rate) and "auto" not in row.notes
     assert row.auto_s is not None and row.auto_s > 0
+    from tessel.target import as_target
+
+    host = resolve(as_target(None))  # the auto contender's target: this machine's
+    assert row.auto_knobs and set(row.auto_knobs) == {k.name for k in make_plan([case.auto().outputs[0].op], host).knobs}
     head, _, line = harness.table([row]).splitlines()
     cells = dict(zip([c.strip() for c in head.split("|")], [c.strip() for c in line.split("|")]))
     assert cells["auto"] != "—" and cells["auto vs NumPy"].endswith("x") and cells["auto vs tessel"].endswith("x")
