@@ -177,7 +177,7 @@ def measure(quick: bool = False, peak_only: bool = False) -> Machine:
     from tessel.target import host
     from tessel.target.tiles import fma_chains
 
-    cores = os.cpu_count() or 1
+    cores = _usable_cores()
     t = host()
     n = 1 << (22 if quick else 24)
     return Machine(

@@ -315,21 +315,31 @@ def _unroll_matters(knob: str, default: int, rest: bool, steps: int) -> Callable
     return lambda kn: effect(int(kn[knob])) != effect(int(default))
 
 
+def loops_for_threads(extents: list[int | None]) -> int:
+    """How many leading loops of these trip counts the threads' loop fuses: until together
+    they run MIN_PARALLEL times (a count unknown here counts as enough), or all of them."""
+    n = 1
+    for k, ext in enumerate(extents):
+        n *= MIN_PARALLEL if ext is None else ext
+        if n >= MIN_PARALLEL:
+            return k + 1
+    return len(extents)
+
+
 def _band_placed(a: Anchor, name: str) -> Callable[[dict], bool]:
-    """Whether the rules place the band copy: not where the loops outside the channel blocks
-    run fewer than MIN_PARALLEL times, so that the threads' loop takes the blocks in too
-    (rules._band_copies: the band would be copied again for each block); always where the
-    operands are packed (the threads then take the panel groups alone)."""
-    axes = a.stage_op.axis
+    """Whether the rules place the band copy: not where the threads' loop takes in the
+    channel blocks too (rules._band_copies: the band would be copied again for each block);
+    always where the operands are packed (the threads then take the panel groups alone)."""
+    axes, order = a.stage_op.axis, tile_order(a)
+    before = order[:order.index(a.rows)] if a.rows is not None else []
 
     def placed(kn: dict) -> bool:
         if a.rows is None or (a.pack and kn.get(f"{name}.pack")):
             return True
         stacked = int(kn.get(f"{name}.spread", 1))
-        order = tile_order(a)
-        n = 1
-        for k in order[:order.index(a.rows)]:
-            ext = A.extent(axes[k])
-            n *= MIN_PARALLEL if ext is None else -(-ext // stacked) if k == a.spread else ext
-        return n >= MIN_PARALLEL
+
+        def trips(k: int) -> int | None:  # the band loop runs once per `stacked` rows
+            e = A.extent(axes[k])
+            return -(-e // stacked) if e is not None and k == a.spread else e
+        return loops_for_threads([*map(trips, before), None]) <= len(before)  # None: the channel blocks
     return placed

@@ -20,7 +20,7 @@ from ..schedule.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
 from . import analysis as A
 from .conv import window_loops
-from .plan import MIN_PARALLEL, Anchor, Plan, tile_order
+from .plan import Anchor, Plan, loops_for_threads, tile_order
 
 # what a rule may leave out: the plan without tiles, without fusion, or nothing but inlining
 LEVELS = ("full", "no_tile", "inline_only", "none")
@@ -61,13 +61,8 @@ def _parallel_prefix(s: Schedule, op, loops: list[E.IterVar]) -> E.IterVar | Non
     if not loops:
         return None
     rng = loop_ranges(s[op], s[op].op.root_iter_vars)
-    n, k = 1, 0
-    while k < len(loops):
-        ext = rng[loops[k]].extent if loops[k] in rng else None
-        n *= ext.value if isinstance(ext, E.IntImm) else MIN_PARALLEL
-        k += 1
-        if n >= MIN_PARALLEL:
-            break
+    exts = [rng[lp].extent if lp in rng else None for lp in loops]
+    k = loops_for_threads([e.value if isinstance(e, E.IntImm) else None for e in exts])
     top = s[op].fuse(*loops[:k]) if k > 1 else loops[0]
     s[op].parallel(top)
     return top
