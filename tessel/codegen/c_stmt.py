@@ -109,7 +109,7 @@ class CStmtWriter(CExprWriter):
             self.emit(f"// {comment(s.node)} < {comment(s.value)}: the loop nest as scheduled, unspecialised")
         elif s.key == "not_vectorized":
             self.emit("// not vectorized: " + comment(str(s.value).replace("\n", " ")))
-        elif s.key == "stream_store":  # vectors aligned by the peeled loop before this one
+        elif s.key == "stream_store":  # each vector streams where its address is aligned (a peel may have aligned them)
             self.emit(f"// streaming stores to {comment(s.node.name)} (past the caches)")
             self.uses_stream = True
             self.streaming.add(id(s.node))

@@ -151,10 +151,22 @@ class _VectorizeLoops(Mutator):
                 isinstance(x, E.PrimExpr) and x.dtype.lanes > 1)):
             return _scalar(s, "it contains another vectorized loop")
         lanes = min(_pow2_floor(n), max(self.vector_bytes * 8 // _elem_bits(s.body), 2))
-        if n >= 4 * lanes and self._stream_store(s) is not None:
+        store = self._stream_store(s) if n >= 4 * lanes else None
+        if store is not None and n // lanes > MAX_UNROLLED_CHUNKS:
             out = self.vectorize_streaming(s, ext)
             if out is not None:
                 return out
+        out = self._whole_vectors(s, n, lanes)
+        if store is None or n // lanes > MAX_UNROLLED_CHUNKS:
+            return out
+        # A row short enough to unroll whole is not peeled: a peel of a runtime count would index
+        # whatever the row is read from (a register tile's accumulators) by a runtime value, and
+        # the C compiler would keep the whole tile in memory (at 2048 the matmul ran at a third
+        # of its speed). Each vector store streams where its address is aligned.
+        return S.AttrStmt(store.buffer, "stream_store", lanes, out)
+
+    def _whole_vectors(self, s: S.For, n: int, lanes: int) -> S.Stmt:
+        """A constant extent ``n`` as chunks of ``lanes``, the rest vectorized again with fewer."""
         chunks, tail = divmod(n, lanes)
         c = E.Var(s.loop_var.name + ".c", s.loop_var.dtype)
         base = O.add(s.min, O.mul(c, O.const(lanes, c.dtype))) if chunks > 1 else s.min
