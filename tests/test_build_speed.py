@@ -502,3 +502,32 @@ def test_a_copy_does_not_inherit_its_originals_memos():
     t = s.copy()
     assert not any(k.startswith("_memo_") for k in vars(t))
     assert analysis(t).sch is t and lower(t, args) is not None
+
+
+@pytest.mark.parametrize("was_on", [True, False])
+def test_build_pauses_the_cyclic_collector_and_restores_it(was_on, monkeypatch):
+    """The collector is off while a build lowers and generates code (in a process holding a
+    large heap a collection walks all of it), and left as the caller had it, after a failed
+    build too."""
+    import gc
+
+    from tessel import driver
+
+    seen: list[bool] = []
+    real = driver.build_func
+
+    def spy(*a, **kw):
+        seen.append(gc.isenabled())
+        return real(*a, **kw)
+
+    monkeypatch.setattr(driver, "build_func", spy)
+    s, args = _matmul(37)
+    (gc.enable if was_on else gc.disable)()
+    try:
+        tessel.build(s, args, target="python")
+        assert seen == [False] and gc.isenabled() == was_on
+        with pytest.raises(tessel.TesselError):
+            tessel.build(s, args[:1], target="python")
+        assert gc.isenabled() == was_on
+    finally:
+        gc.enable()
