@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -284,20 +285,30 @@ def build(sch: Schedule, args: Sequence, target: str | Target | None = "c", name
         return _build(sch, args, target, name, exact)
 
 
+_PAUSE_LOCK = threading.Lock()
+_paused = {"builds": 0, "was_on": False}  # builds under way in any thread, and the setting before the first
+
+
 @contextmanager
 def _collector_paused():
-    """Python's cyclic collector off for one build: lowering makes many short-lived IR objects,
-    each few thousand of them start a collection, and now and then one that walks the whole
-    heap. In a process that also holds PyTorch, TVM and Halide (the benchmark's, a tuner's) that
-    walk cost a cold build up to 0.2 s of its 0.1 s of lowering; the cycles a build leaves are
-    collected afterwards."""
-    was_on = gc.isenabled()
-    gc.disable()
+    """Python's cyclic collector off while builds run: lowering makes many short-lived IR
+    objects, each few thousand of them start a collection, and now and then one that walks the
+    whole heap. In a process that also holds PyTorch, TVM and Halide (the benchmark's, a
+    tuner's) that walk cost a cold build up to 0.2 s of its 0.1 s of lowering. The collector is
+    process-wide, so builds in several threads share one pause: the first to start records the
+    caller's setting, the last to finish restores it; the cycles they left are collected then."""
+    with _PAUSE_LOCK:
+        if _paused["builds"] == 0:
+            _paused["was_on"] = gc.isenabled()
+            gc.disable()
+        _paused["builds"] += 1
     try:
         yield
     finally:
-        if was_on:
-            gc.enable()
+        with _PAUSE_LOCK:
+            _paused["builds"] -= 1
+            if _paused["builds"] == 0 and _paused["was_on"]:
+                gc.enable()
 
 
 def _build(sch: Schedule, args: Sequence, target: str | Target | None, name: str, exact: bool):

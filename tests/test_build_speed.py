@@ -531,3 +531,24 @@ def test_build_pauses_the_cyclic_collector_and_restores_it(was_on, monkeypatch):
         assert gc.isenabled() == was_on
     finally:
         gc.enable()
+
+
+def test_overlapping_builds_share_one_pause():
+    """Builds in several threads overlap: the collector comes back when the last one ends, not
+    the first, and the setting restored is the one from before the first."""
+    import gc
+
+    from tessel.driver import _collector_paused
+
+    gc.enable()
+    try:
+        first = _collector_paused()
+        second = _collector_paused()
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)
+        assert not gc.isenabled()  # the second build is still running
+        second.__exit__(None, None, None)
+        assert gc.isenabled()
+    finally:
+        gc.enable()

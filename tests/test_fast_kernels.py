@@ -403,7 +403,7 @@ def test_streaming_stores_for_large_outputs(shape, monkeypatch):
     s[B].vectorize(B.op.axis[1])
     a = rand(rows, cols)
     wide = Target(vector_bytes=64, features=frozenset({STREAMING_STORES}))
-    ks = check(s, [A, B], [a], [a * 3 - 1], targets=("python", wide))
+    ks = check(s, [A, B], [a], [a * 3 - 1], targets=("python", "c", wide))
     src = ks[wide].source
     if cols >= 64:
         assert "tsl_stream_f32x16" in src and "tsl_sfence();" in src

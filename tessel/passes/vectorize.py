@@ -22,10 +22,12 @@ iterations through a buffer (read at another index than it is written), a condit
 (which might read out of bounds in the lanes that are not selected).
 
 A loop that stores contiguously into a large output the kernel never reads back (see
-:func:`streaming_outputs`) is peeled until the store address is aligned, and its vectors are
-marked ``stream_store`` for the C generator to write past the caches; a split whose inner
-part alone was vectorized is re-fused into one loop first, since only a whole row can be
-peeled.
+:func:`streaming_outputs`) has its vectors marked ``stream_store`` for the C generator to
+write past the caches; each streams where its address is aligned. A long or symbolic row is
+first peeled until the store address is aligned (a split whose inner part alone was
+vectorized is re-fused into one loop, since only a whole row can be peeled); a row of at most
+``MAX_UNROLLED_CHUNKS`` vectors is not, since the peel's runtime count would index what the
+row is read from (a register tile) at a runtime offset.
 """
 
 from __future__ import annotations
