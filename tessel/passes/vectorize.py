@@ -154,12 +154,13 @@ class _VectorizeLoops(Mutator):
             return _scalar(s, "it contains another vectorized loop")
         lanes = min(_pow2_floor(n), max(self.vector_bytes * 8 // _elem_bits(s.body), 2))
         store = self._stream_store(s) if n >= 4 * lanes else None
-        if store is not None and n // lanes > MAX_UNROLLED_CHUNKS:
+        whole = n // lanes <= MAX_UNROLLED_CHUNKS
+        if store is not None and not whole:
             out = self.vectorize_streaming(s, ext)
             if out is not None:
                 return out
         out = self._whole_vectors(s, n, lanes)
-        if store is None or n // lanes > MAX_UNROLLED_CHUNKS:
+        if store is None or not whole or (isinstance(out, S.AttrStmt) and out.key == "not_vectorized"):
             return out
         # A row short enough to unroll whole is not peeled: a peel of a runtime count would index
         # whatever the row is read from (a register tile's accumulators) by a runtime value, and
