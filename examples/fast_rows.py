@@ -8,6 +8,12 @@ vectors of partial results per row (``tessel.target.tiles.reduction_lanes``: 64 
 AVX2, 8 independent vectors, enough to hide the add latency), combined at the end. That is
 the reassociation which lets a reduction run at SIMD speed, written out in the schedule.
 
+Softmax reads each row twice: its max brings the row in from memory, then the exponentials
+find it in L1 and only compute. Left so, memory idles during that pass; a ``prefetch`` hint
+in it, one per cache line, asks for the next row meanwhile (the hint's address runs past the
+row's end into the next row), so the next max finds its row in cache (Zen 5, two threads,
+4096 x 4096: 27 GB/s without the hint, 34 with it).
+
     python examples/fast_rows.py
 """
 
@@ -18,7 +24,7 @@ import numpy as np
 import tessel
 from tessel import te
 from tessel.target import Target, as_target, resolve
-from tessel.target.tiles import reduction_lanes
+from tessel.target.tiles import prefetch_step, reduction_lanes
 
 EPS = 1e-5
 
@@ -80,7 +86,10 @@ def softmax(rows: int, cols: int, target: str | Target | None = None, v: int | N
     _rowwise(s, O)
     _vector_reduce(s, M, O, v)
     s[E].compute_at(s[O], s[O].op.axis[0])
-    s[E].vectorize(s[E].op.axis[1])
+    step = prefetch_step(resolve(as_target(target)))
+    jo, ji = s[E].split(s[E].op.axis[1], factor=step)
+    s[E].vectorize(ji)
+    s[E].prefetch(A, jo, -(-cols // step))  # a row on: the next row's line at this column
     _vector_reduce(s, S, O, v)
     return s, [A, O]
 

@@ -26,10 +26,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..ir import expr as E
 from ..ir.dtype import dtype as as_dtype
 from ..target.target import Target
 from ..target.tiles import (
     panel_group,
+    prefetch_step,
     reduction_lanes,
     register_tile,
     stencil_rows_divide,
@@ -68,6 +70,7 @@ class Anchor:
     spread: int | None = None                    # tile: position of the axis its vectors may stack over (conv.py)
     pack: list = field(default_factory=list)     # tile: operands copied into panels
     band: list[Tensor] = field(default_factory=list)  # tile: operands copied a band of rows at a time (conv.py)
+    reread: tuple[ComputeOp, Tensor] | None = None  # plain: (stage, input) it reads again (reread_input)
 
     @property
     def stage_op(self) -> ComputeOp:
@@ -122,6 +125,8 @@ def make_plan(outputs: list[Operation], target: Target) -> Plan:
     for a in anchors:
         if a.kind == "tile" and a.spread is not None:
             a.band = _band(g, a, inl)
+        if a.kind == "plain":
+            a.reread = reread_input(g, a, inl)
         plan.knobs += _knobs(g, a, target)
     return plan
 
@@ -150,6 +155,40 @@ def _band(g: A.Graph, a: Anchor, inl: set[int]) -> list[Tensor]:
     rows = ax[a.rows] if a.rows is not None else None
     skip = {id(m) for m in a.members} | inl
     return [t for t in conv.band_operands(info, ax[a.inner], ax[a.spread], rows) if id(t.op) not in skip]
+
+
+def _reads(g: A.Graph, op: Operation, inl: set[int]) -> list[Tensor]:
+    """The tensors ``op`` reads, looking through the stages inlined into it, in order."""
+    out: list[Tensor] = []
+    for r in g.infos[op].reads:
+        more = _reads(g, r.tensor.op, inl) if id(r.tensor.op) in inl else [r.tensor]
+        out += [t for t in more if t not in out]
+    return out
+
+
+def reread_input(g: A.Graph, a: Anchor, inl: set[int]) -> tuple[ComputeOp, Tensor] | None:
+    """A tensor from outside a plain anchor's chunk that two of the chunk's stages read, and the
+    first data-parallel, vectorizable stage to read it again (softmax: the exponentials' pass
+    rereads the row its max read). The first reader brings each row in from memory; the later
+    ones find it in cache and only compute, while memory idles. Not an output's stage: its own
+    stores are memory traffic already (a layer norm's output pass, hinted, ran 0.9x). A prefetch hint in that stage
+    for the next chunk's rows keeps memory busy meanwhile (rules._vector_rows); without it a
+    softmax row waits for memory, then computes, then waits (Zen 5, two threads: 27 against 34
+    GB/s with the hint)."""
+    if not a.members or len(a.op.axis) < 2:
+        return None
+    stages = [*reversed(a.members), a.op]
+    inside = {id(op) for op in stages}
+    reads = {id(op): _reads(g, op, inl) for op in stages}
+    for t in reads[id(stages[0])]:
+        if id(t.op) in inside or any(not isinstance(n, E.IntImm) for n in t.shape) or len(t.shape) < 2:
+            continue
+        readers = [op for op in stages if t in reads[id(op)]]
+        for op in readers[1:]:
+            info = g.infos[op]
+            if not (info.is_reduction or info.is_output) and len(op.axis) >= 2 and A.vector_axis(info) is not None:
+                return op, t
+    return None
 
 
 def _staged_in(g: A.Graph, info: A.OpInfo, group: dict[int, Anchor]) -> Anchor | None:
@@ -252,7 +291,32 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
             knobs.append(Knob(f"{g.label(op)}.partials", tuple(sorted({0, lanes, 2 * lanes, 4 * lanes, v})), v))
             if op is a.op and not a.members:
                 knobs.append(_split_knob(g, info, v))
+    if a.reread is not None:
+        knobs.append(Knob(f"{name}.prefetch", (True, False), True, _prefetch_placed(a, name, target)))
     return knobs
+
+
+def row_prefetch(a: Anchor, name: str, kn: dict, target: Target) -> tuple[Tensor, int, int] | None:
+    """The hint of a plain anchor's reread input (reread_input) at the knob values ``kn``: the
+    tensor, elements between hints along the stage's last axis, and hints ahead (the next
+    chunk's rows: past a row's end is the next row, schedule_ops.prefetches); None when the
+    knob is off, or the chunk is too large for the next one to stay in L2 until it is read."""
+    if a.reread is None or not kn.get(f"{name}.prefetch", False):
+        return None
+    t = a.reread[1]
+    itemsize = as_dtype(str(t.dtype)).bits // 8
+    row = 1
+    for n in t.shape[1:]:
+        row *= n.value
+    rows = max(1, int(kn.get(f"{name}.chunk", 1)))
+    if rows * row * itemsize > target.l2_bytes // 2:
+        return None
+    step = prefetch_step(target, str(t.dtype), itemsize)
+    return t, step, -(-rows * row // step)
+
+
+def _prefetch_placed(a: Anchor, name: str, target: Target) -> Callable[[dict], bool]:
+    return lambda kn: row_prefetch(a, name, {**kn, f"{name}.prefetch": True}, target) is not None
 
 
 def _chunk(g: A.Graph, a: Anchor, target: Target) -> int:

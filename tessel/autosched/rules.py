@@ -20,7 +20,7 @@ from ..schedule.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
 from . import analysis as A
 from .conv import window_loops
-from .plan import Anchor, Plan, loops_for_threads, tile_order
+from .plan import Anchor, Plan, loops_for_threads, row_prefetch, tile_order
 
 # what a rule may leave out: the plan without tiles, without fusion, or nothing but inlining
 LEVELS = ("full", "no_tile", "inline_only", "none")
@@ -193,16 +193,17 @@ def _plain(s: Schedule, plan: Plan, a: Anchor, kn: dict, fuse: bool = True) -> N
         s[op].parallel(outer)
     else:  # leading loops too short for the threads (a batch of 1) are fused with the next
         outer = _parallel_prefix(s, op, axes[:-1] or axes)
+    hint = row_prefetch(a, name, kn, plan.target) if fuse else None
     if not info.is_reduction and len(axes) >= 2:
-        s[op].vectorize(axes[-1])
+        _vector_rows(s, op, hint if a.reread is not None and a.reread[0] is op else None)
     if rf is not None:
         _attach_partials(s, op, rf, op, outer)
     if fuse:
         for m in a.members:
-            _member(s, plan, m, op, outer, kn)
+            _member(s, plan, m, op, outer, kn, hint if a.reread is not None and a.reread[0] is m else None)
 
 
-def _member(s: Schedule, plan: Plan, m, anchor, at: E.IterVar, kn: dict) -> None:
+def _member(s: Schedule, plan: Plan, m, anchor, at: E.IterVar, kn: dict, hint=None) -> None:
     """A producer computed once per chunk of its anchor, vectorized like the anchor."""
     v = int(kn.get(f"{plan.graph.label(m)}.partials", 0))
     rf = _rfactor(s, m, v) if v else None
@@ -210,7 +211,20 @@ def _member(s: Schedule, plan: Plan, m, anchor, at: E.IterVar, kn: dict) -> None
     if rf is not None:
         _attach_partials(s, m, rf, anchor, at)
     elif not plan.graph.infos[m].is_reduction and len(m.axis) >= 2:
-        s[m].vectorize(s[m].op.axis[-1])
+        _vector_rows(s, m, hint)
+
+
+def _vector_rows(s: Schedule, op, hint: tuple | None) -> None:
+    """The stage's last loop vectorized; with a prefetch hint (plan.row_prefetch: tensor, step,
+    steps ahead), first split by the step, the hint at the top of each step."""
+    st = s[op]
+    if hint is None:
+        st.vectorize(st.op.axis[-1])
+        return
+    tensor, step, ahead = hint
+    jo, ji = st.split(st.op.axis[-1], factor=step)
+    st.vectorize(ji)
+    st.prefetch(tensor, jo, ahead)
 
 
 def _rfactor(s: Schedule, op, v: int):

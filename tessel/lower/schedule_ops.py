@@ -242,7 +242,10 @@ _APPLIED_PRAGMAS = ("auto_unroll_max_step", "unroll_explicit", "debug_skip_regio
 def prefetches(requests, var: E.Var, body: S.Stmt) -> list[S.Stmt]:
     """``prefetch`` hints for the top of a loop over ``var``: for each
     (tensor, offset), the first element of ``tensor`` the body reads, ``offset`` iterations on,
-    with the loops inside at their start; clamped into the tensor (a hint never reads)."""
+    with the loops inside at their start. The indices are left as they come: past the end of
+    a row is the next row, as a sweep over rows reads it (a row's pass prefetching the row
+    after it), and storage flattening clamps the flat offset into the tensor (a hint never
+    reads, but its address stays inside the array)."""
     out: list[S.Stmt] = []
     inner = {f.loop_var: f.min for f in collect(body, lambda n: isinstance(n, S.For), statements_only=True)}
     for tensor, offset in requests:
@@ -250,7 +253,6 @@ def prefetches(requests, var: E.Var, body: S.Stmt) -> list[S.Stmt]:
         if not loads:
             continue
         idx = [substitute(i, {**inner, var: O.add(var, O.cast(offset, var.dtype))}) for i in loads[0].indices]
-        idx = [O.max_(O.min_(i, O.sub(O.cast(n, i.dtype), 1)), O.const(0, i.dtype)) for i, n in zip(idx, tensor.shape)]
         at = E.Call("handle", "address_of", (E.ProducerLoad(tensor, idx), E.StringImm("r")))
         out.append(S.Evaluate(E.Call("int32", "prefetch", (at,))))
     return out

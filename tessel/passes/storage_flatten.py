@@ -116,6 +116,18 @@ class _Flatten(Mutator):
         buf, idx = self._index(e.producer, [self.visit(i) for i in e.indices], "read")
         return E.BufferLoad(buf, (idx,))
 
+    def visit_Call(self, e: E.Call):
+        """A prefetch's address: its flat offset clamped into the buffer (schedule_ops.prefetches
+        lets the indices run past a row, into the next)."""
+        if e.op != "prefetch":
+            return self.generic_visit(e)
+        at = e.args[0]
+        load = at.args[0]
+        buf, idx = self._index(load.producer, [self.visit(i) for i in load.indices], "prefetched")
+        last = flat_index([O.sub(n, 1) for n in buf.shape], buf.shape)  # exact, as every offset is
+        idx = O.max_(O.min_(idx, last), O.const(0, idx.dtype))
+        return E.Call(e.dtype, e.op, (E.Call(at.dtype, at.op, (E.BufferLoad(buf, (idx,)), *at.args[1:])),))
+
 
 def _dot(indices, strides) -> E.PrimExpr:
     out: E.PrimExpr = O.const(0)

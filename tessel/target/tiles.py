@@ -173,6 +173,15 @@ def reduction_lanes(target: Target, dtype: str = "float32") -> int:
     return target.vector_lanes(dtype) * (1 << (chains.bit_length() - 1))
 
 
+CACHE_LINE_BYTES = 64  # x86-64 and most ARM cores; a larger line only makes half the hints redundant
+
+
+def prefetch_step(target: Target, dtype: str = "float32", itemsize: int = 4) -> int:
+    """Elements between two prefetch hints in a row's pass: a cache line's worth, at least a
+    vector (one hint per line: a second to the same line is an instruction spent for nothing)."""
+    return max(target.vector_lanes(dtype), CACHE_LINE_BYTES // itemsize)
+
+
 def stream_chunk(target: Target, itemsize: int = 4) -> int:
     """Elements per parallel chunk of a streaming loop: half of L2, so a thread's chunk of each
     operand is a few hundred KiB (long enough for the prefetchers, small enough to share out)."""

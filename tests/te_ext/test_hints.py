@@ -84,6 +84,21 @@ def test_prefetch_is_a_hint_in_the_loop_and_changes_no_value():
     assert "__builtin_prefetch(" in kernels["c"].source
 
 
+def test_a_prefetch_past_a_rows_end_is_the_next_row_and_stays_inside_the_tensor():
+    """Three steps of 8 on a 24-wide row: 3 iterations on is the next row at the same column
+    (a row's pass fetching the row after it); the flat offset, not each index, is clamped, so
+    the last row's hints fall on the tensor's last element."""
+    A, B, C = _chain(40, 24)
+    s = te.create_schedule(C.op)
+    jo, ji = s[C].split(C.op.axis[1], factor=8)
+    s[C].vectorize(ji)
+    s[C].prefetch(A, jo, 3)
+    text = ir_text(s, [A, C], step="storage_flatten")
+    assert "prefetch(address_of(A[max(min(i*24 + (j.outer*8 + 24), 959), 0)], 'r'))" in text, text
+    a = rand(40, 24, seed=5)
+    check(s, [A, C], [a], [3 * a])
+
+
 def test_a_group_is_computed_at_its_consumer_together():
     n, m = 30, 12
     A = te.placeholder((n, m), name="A")
