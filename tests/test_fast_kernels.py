@@ -257,6 +257,39 @@ def test_register_tile_matmul(n):
         assert "kept in registers" in ks["c"].source
 
 
+def test_a_register_tile_with_a_partial_vector_per_row_stays_in_registers():
+    """A tile row of 56 float32 on a 64-byte target is three vectors of 16 and one of 8; kept
+    in variables of both widths (an array of them, stored to and reloaded at every step, ran a
+    3 x 3 conv at half speed on AVX-512). A single element read back is a lane of its vector."""
+    from tessel.target import Target
+
+    wide = Target(vector_bytes=64, vector_registers=32, fma_units=2)
+    n, m, kk = 9, 56, 13
+    A = te.placeholder((n, kk), name="A")
+    B = te.placeholder((kk, m), name="B")
+    k = te.reduce_axis((0, kk), name="k")
+    C = te.compute((n, m), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    D = te.compute((n, m), lambda i, j: C[i, j] + C[i, 0], name="D")
+    s = te.create_schedule(D.op)
+    s[C].set_scope("local")
+    io, ii = s[D].split(D.op.axis[0], factor=3)
+    s[C].compute_at(s[D], io)
+    ic, jc = s[C].op.axis
+    s[C].reorder(s[C].op.reduce_axis[0], ic, jc)
+    s[C].unroll(ic)
+    s[C].vectorize(jc)
+    s[D].unroll(ii)
+    s[D].vectorize(D.op.axis[1])
+    a, b = rand(n, kk), rand(kk, m, seed=1)
+    c = a @ b
+    ks = check(s, [A, B, D], [a, b], [c + c[:, :1]], targets=("python", wide), rtol=1e-4, atol=1e-4)
+    src = ks[wide].source
+    # three rows of 16 + 16 + 16 + 8: named by their first element over their width
+    assert "tsl_f32x16 C_0, C_1, C_2, C_3, C_4, C_5, C_7, C_8, C_9;" in src
+    assert "tsl_f32x8 C_6, C_13, C_20;" in src
+    assert "float C[" not in src  # no array of the tile left in memory
+
+
 # ---- loop partitioning ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("symbolic", [False, True])
 def test_partition_leaves_no_condition_in_innermost_loops(symbolic):

@@ -74,7 +74,7 @@ class CExprWriter(ExprWriter):
         self.streaming: set[int] = set()  # buffers stored to with streaming stores, here
         self._data_memo: dict[int, tuple[bool, E.PrimExpr]] = {}
         self.vec = VectorC(self)
-        self.promoted: dict[int, tuple[list[str], int]] = {}  # buffer id -> (variables, lanes per variable)
+        self.promoted: dict[int, dict[int, tuple[str, int]]] = {}  # buffer id -> first element -> (variable, lanes)
         self.externs: list[ExternSig] = []  # the kernel's table of outside functions, by slot
         self.uses_arrays = False
 
@@ -143,11 +143,13 @@ class CExprWriter(ExprWriter):
         entry = self.promoted.get(id(buf))
         if entry is None:
             return None
-        cells, lanes = entry
         if isinstance(idx, E.Ramp):
-            return cells[idx.base.value // lanes]
+            return entry[idx.base.value][0]
         k = idx.value
-        return cells[k] if lanes == 1 else f"{cells[k // lanes]}[{k % lanes}]"
+        if k in entry and entry[k][1] == 1:
+            return entry[k][0]
+        base = max(b for b in entry if b <= k)  # the vector holding it (c_memory.promotion_cells)
+        return f"{entry[base][0]}[{k - base}]"
 
     # ---- arithmetic ------------------------------------------------------------------------
     def visit_BinaryOp(self, e: E.BinaryOp) -> tuple[str, int]:

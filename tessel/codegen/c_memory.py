@@ -86,11 +86,13 @@ def _hoist(func: S.PrimFunc, plan: HoistPlan, n: S.Allocate, outer: list) -> Non
         where.setdefault(id(target), []).append(n)
 
 
-def promotion_lanes(s: S.Allocate, count: int) -> int | None:
-    """Lanes per variable when the temporary of ``s`` (``count`` elements) can be kept in
-    variables (registers) instead of an array, else None: a local one every access of which
-    is at a constant offset (whole aligned vectors, or single elements), which is what a
-    register tile's accumulators look like after unrolling.
+def promotion_cells(s: S.Allocate, count: int) -> dict[int, int] | None:
+    """The variables (registers) the temporary of ``s`` (``count`` elements) can be kept in
+    instead of an array, as ``{first element: lanes}``, else None: a local one every access of
+    which is at a constant offset (whole vectors, or single elements), which is what a register
+    tile's accumulators look like after unrolling. Vectors may be of several widths (a row of
+    56 float32 on AVX-512 is three vectors of 16 and one of 8), but two accesses that overlap
+    must be the same vector; a single element inside a vector is its lane.
 
     GCC's scalar replacement gives up on arrays accessed as whole vectors through memcpy, so
     this is done here, where it is certain; an array touched at any variable index stays one.
@@ -98,7 +100,8 @@ def promotion_lanes(s: S.Allocate, count: int) -> int | None:
     b = s.buffer
     if b.scope not in ("local", "warp") or count > MAX_PROMOTED_ELEMENTS or b.dtype == "float16":
         return None
-    lanes = 0
+    vectors: dict[int, int] = {}
+    singles: set[int] = set()
     stack: list = [s.body]  # one walk, given up at the first access that rules it out
     while stack:
         n = stack.pop()
@@ -109,13 +112,27 @@ def promotion_lanes(s: S.Allocate, count: int) -> int | None:
             if isinstance(idx, E.Ramp):
                 if not (isinstance(idx.base, E.IntImm) and E.is_const_int(idx.stride, 1)):
                     return None
-                if lanes not in (0, idx.lanes) or idx.base.value % idx.lanes:
+                if not 0 <= idx.base.value <= count - idx.lanes or vectors.get(idx.base.value, idx.lanes) != idx.lanes:
                     return None
-                lanes = idx.lanes
-            elif not isinstance(idx, E.IntImm) or not 0 <= idx.value < count:
+                vectors[idx.base.value] = idx.lanes
+            elif isinstance(idx, E.IntImm) and 0 <= idx.value < count:
+                singles.add(idx.value)
+            else:
                 return None
         stack.extend(children(n))
-    lanes = max(lanes, 1)
-    if count % lanes or count // lanes > MAX_PROMOTED_VARIABLES:
-        return None
-    return lanes
+    return _cells(vectors, singles)
+
+
+def _cells(vectors: dict[int, int], singles: set[int]) -> dict[int, int] | None:
+    """Vectors that do not overlap, and the single elements outside them, as cells; None
+    where two vectors overlap or there are too many cells for registers."""
+    cells: dict[int, int] = {}
+    end = -1
+    for base in sorted(vectors):
+        if base <= end:
+            return None
+        cells[base] = vectors[base]
+        end = base + vectors[base] - 1
+    covered = {k for base, lanes in cells.items() for k in range(base, base + lanes)}
+    cells.update({k: 1 for k in singles - covered})
+    return dict(sorted(cells.items())) if len(cells) <= MAX_PROMOTED_VARIABLES else None

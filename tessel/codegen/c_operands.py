@@ -52,8 +52,9 @@ def keep_macro(name: str, nbytes: int) -> str:
 
 
 def _register_update(w: CStmtWriter, s: S.Stmt) -> bool:
-    """A store of a vector into a tile kept in variables (no memory is written)."""
-    return isinstance(s, S.BufferStore) and id(s.buffer) in w.promoted and s.indices[0].dtype.lanes > 1
+    """A store into a tile kept in variables (no memory is written): a vector, or a single
+    element (a row's last column in a tile of mixed widths, c_memory.promotion_cells)."""
+    return isinstance(s, S.BufferStore) and id(s.buffer) in w.promoted
 
 
 def flat(s: S.Stmt) -> list[S.Stmt]:

@@ -19,7 +19,7 @@ from ..ir.functor import collect
 from ..ir.names import comment
 from .c_expr import CExprWriter
 from .c_helpers import ctype
-from .c_memory import HoistPlan, on_heap, promotion_lanes
+from .c_memory import HoistPlan, on_heap, promotion_cells
 from .c_operands import emit_run, flat, register_runs
 
 MAX_PRAGMA_UNROLL = 64  # `#pragma GCC unroll` asks for at most this many copies (GCC's time grows fast)
@@ -37,7 +37,7 @@ class CStmtWriter(CExprWriter):
         self.uses_heap = False
         self.uses_status = False  # a packed call may report an error through the status
         self.plan = HoistPlan()
-        self.promoted_names: dict[tuple[int, int], list[str]] = {}
+        self.promoted_names: dict[tuple[int, int, int], str] = {}  # (buffer id, first element, lanes) -> name
         self.calls_out = True  # whether the kernel may call a function outside it (FuncFacts)
 
     def emit(self, text: str) -> None:
@@ -267,20 +267,28 @@ class CStmtWriter(CExprWriter):
         return names
 
     def _promote(self, s: S.Allocate, count: int) -> bool:
-        """Keep a small temporary in variables, when c_memory.promotion_lanes allows it."""
-        lanes = promotion_lanes(s, count)
-        if lanes is None:
+        """Keep a small temporary in variables, when c_memory.promotion_cells allows it."""
+        cells = promotion_cells(s, count)
+        if cells is None:
             return False
         b = s.buffer
         prefix = self.names.get(b, b.name)
-        t = self.vec.vtype(b.dtype.with_lanes(lanes)) if lanes > 1 else ctype(b.dtype)
         self.open("")
         # each variable is an identifier of the table, so it cannot clash with a user's name; the
-        # copies of a partitioned loop share the buffer but may split it into vectors of another width
-        cells = self.promoted_names.setdefault(
-            (id(b), lanes), [self.names.get(object(), f"{prefix}_{k}") for k in range(count // lanes)])
-        self.emit(f"{t} {', '.join(cells)};  // {comment(b.name)}, scope {comment(b.scope)}: kept in registers")
-        self.promoted[id(b)] = (cells, lanes)
+        # copies of a partitioned loop share the buffer but may split it into vectors of another
+        # width, so a name stands for one (first element, lanes) of the buffer
+        names: dict[int, tuple[str, int]] = {}
+        by_type: dict[str, list[str]] = {}
+        for base, lanes in cells.items():
+            key = (id(b), base, lanes)
+            if key not in self.promoted_names:
+                self.promoted_names[key] = self.names.get(object(), f"{prefix}_{base // lanes}")
+            names[base] = (self.promoted_names[key], lanes)
+            t = self.vec.vtype(b.dtype.with_lanes(lanes)) if lanes > 1 else ctype(b.dtype)
+            by_type.setdefault(t, []).append(self.promoted_names[key])
+        for t, group in by_type.items():
+            self.emit(f"{t} {', '.join(group)};  // {comment(b.name)}, scope {comment(b.scope)}: kept in registers")
+        self.promoted[id(b)] = names
         self.stmt(s.body)
         del self.promoted[id(b)]
         self.close()
