@@ -38,7 +38,7 @@ import numpy as np
 
 import tessel
 from tessel import te
-from tessel.autosched.conv import stencil_tile
+from tessel.autosched.conv import channel_tile, stencil_tile, turns
 from tessel.errors import DefinitionError
 from tessel.target import Target, as_target, resolve
 
@@ -98,6 +98,40 @@ def _register_tile(s, Y: te.Tensor, tile: tuple[int, ...], red_unroll: int | Non
     return YL, top
 
 
+def _channels_in_lanes(s, Y: te.Tensor, W: te.Tensor, tile) -> None:
+    """Y's tiles turned around: ``tile.rows`` pixels of a row by ``tile.cols`` channels, the
+    channels in the vector lanes, for rows that are not whole vectors (56 pixels on AVX-512's
+    16 lanes). The tile is laid out with the channel last (``reorder`` before ``cache_write``),
+    so its vectors are contiguous; the weights are copied once with the channel last (a
+    ``cache_read`` whose loops end in it, ``cache_write`` of that: it takes the loop order as
+    its layout), so each step of the window loads whole vectors of them and broadcasts one
+    input pixel per row of the tile. Rows of the image are shared among threads."""
+    b, ko, y, x = s[Y].op.axis
+    s[Y].reorder(b, y, x, ko)
+    YL = s.cache_write(Y, "local")
+    b, ko, y, x = s[Y].op.axis
+    kto, kti = s[Y].split(ko, factor=tile.cols)
+    xo, xi = s[Y].split(x, factor=tile.rows)
+    s[Y].reorder(b, y, xo, kto, xi, kti)
+    s[Y].unroll(xi)
+    s[Y].vectorize(kti)  # each lane stored a channel plane apart
+    s[Y].parallel(s[Y].fuse(b, y))
+    s[YL].compute_at(s[Y], kto)
+    bc, yc, xc, kc = s[YL].op.axis
+    rc, ry, rx = s[YL].op.reduce_axis
+    s[YL].reorder(bc, yc, rc, ry, rx, xc, kc)
+    for iv in (ry, rx, xc):
+        s[YL].unroll(iv)
+    s[YL].vectorize(kc)
+    Wc = s.cache_read(W, "global", [YL])
+    o, c, wy, wx = s[Wc].op.axis
+    s[Wc].reorder(c, wy, wx, o)
+    Wk = s.cache_write(Wc, "global")
+    s[Wc].compute_inline()
+    s[Wk].parallel(s[Wk].op.axis[0])
+    s[Wk].vectorize(s[Wk].op.axis[-1])
+
+
 def conv2d(n: int = 1, c: int = 64, k: int = 64, h: int = 56, w: int = 56, target: str | Target | None = None,
            kernel: int = 3):
     """The schedule and its arguments ``[X, W, Y]``: Y = conv(X, W), ``kernel`` x ``kernel``
@@ -117,6 +151,11 @@ def conv2d(n: int = 1, c: int = 64, k: int = 64, h: int = 56, w: int = 56, targe
     Y = te.compute((n, k, h, w), lambda b, ko, y, x: te.sum(
         Xp[b, rc, y + ry, x + rx] * Wt[ko, rc, ry, rx], axis=[rc, ry, rx]), name="Y")
     s = te.create_schedule(Y.op)
+    if p and turns(tgt.vector_lanes("float32"), w, k):  # channels in the lanes (conv.channels_in_lanes)
+        _channels_in_lanes(s, Y, Wt, channel_tile(tgt, k, w))
+        s[Xp].parallel(s[Xp].fuse(*s[Xp].op.axis[:2]))
+        s[Xp].vectorize(s[Xp].op.axis[-1])
+        return s, [X, Wt, Y]
     tile = _tile_shape(tgt, k, h, w, kernel * kernel)
     YL, band = _register_tile(s, Y, tile, None if p else tile[3])
     if p:

@@ -57,6 +57,71 @@ def spread_axis(info: OpInfo, inner: E.IterVar, rows: E.IterVar | None) -> E.Ite
     return best
 
 
+CHANNEL_VECTORS = 2  # at most this many vectors of channels per tile (see channels_in_lanes)
+
+
+def channels_in_lanes(info: OpInfo, inner: E.IterVar, rows: E.IterVar | None, lanes: int
+                      ) -> list[tuple[Tensor, int]] | None:
+    """The operands to copy with the rows axis last, when the tile is better turned around:
+    its vectors along the rows axis (a conv's output channels) and its rows along the vector
+    axis (the pixels of an image row, broadcast from the input); None to leave it as it is.
+
+    Turned around where the image row is not a whole number of vectors and the channels are:
+    56 pixels on 16 lanes are three vectors and a half, so an eighth of every FMA of the last
+    one is wasted and its loop nest is a second, slower copy (on AVX-512 30% of the time for
+    14% of the work), while 64 channels are four whole vectors. The weights, read along the
+    channels a whole filter apart (``W[o, rc, ry, rx]``), are copied once per call with the
+    channel last (``Wt[rc, ry, rx, o]``), so each step loads whole vectors of them; the input
+    row is broadcast a pixel at a time, and the finished tile is stored a channel plane apart
+    per lane. On AVX-512 (Zen 5, two threads, 64 -> 64 channels, 56 x 56, interleaved) 8 pixels
+    x 2 vectors of channels ran at 480 GFLOP/s against 433 for 8 channels x 3 vectors of
+    pixels; 14 x 1 and 7 x 2 ran as fast, but 4 x 4 at 433 and 2 x 4 at 235, so at most
+    :data:`CHANNEL_VECTORS` vectors. On AVX2 56 pixels are seven whole vectors: not turned.
+    Only around a stencil window: a 1 x 1 conv turned around ran at 281 GFLOP/s against 375
+    as it is (its input read in place a plane apart per channel, where the tile as it is reads
+    a band copied with the channels side by side: ``band_operands``).
+
+    Every read that follows the rows axis must index it alone in one dimension, by its
+    variable, and no other dimension may use it or the vector axis (a weight, not an input
+    window); the pair is (tensor, that dimension)."""
+    if rows is None or not _slides(info) or not turns(lanes, extent(inner), extent(rows)):
+        return None
+    out: list[tuple[Tensor, int]] = []
+    for r in info.reads:
+        if rows.var not in r.all_vars():
+            continue
+        dims = [d for d in range(len(r.indices)) if rows.var in r.vars_at(d)]
+        if len(dims) != 1 or r.indices[dims[0]] is not rows.var or inner.var in r.all_vars():
+            return None
+        if not all(isinstance(i, E.Var) for i in r.indices):
+            return None
+        if (r.tensor, dims[0]) not in out:
+            out.append((r.tensor, dims[0]))
+    return out or None
+
+
+def turns(lanes: int, pixels: int | None, channels: int | None) -> bool:
+    """Whether a conv's tile is turned around (:func:`channels_in_lanes`): its image rows are
+    not whole vectors and its channels are."""
+    return pixels is not None and channels is not None and pixels % lanes != 0 and channels % lanes == 0
+
+
+def channel_tile(target: Target, channels: int, pixels: int, dtype: str = "float32") -> RegisterTile:
+    """The register tile of a turned conv (:func:`channels_in_lanes`): ``rows`` pixels of an
+    image row (dividing it, as around a window a partial block is a second loop nest) by
+    ``vectors`` vectors of channels, at most :data:`CHANNEL_VECTORS`."""
+    return register_tile(target, dtype, max_rows=pixels, max_cols=channels, rows_divide=pixels,
+                         max_vectors=CHANNEL_VECTORS)
+
+
+def _slides(info: OpInfo) -> bool:
+    """Whether a window of more than one step slides over an image axis in some read (``y +
+    ry``, ``ry`` of 3): a stencil, not a 1 x 1 conv (whose ``ry`` and ``rx`` have one step)."""
+    red = {iv.var for iv in info.op.reduce_axis if (extent(iv) or 2) > 1}
+    data = {iv.var for iv in info.op.axis}
+    return any(r.vars_at(d) & red and r.vars_at(d) & data for r in info.reads for d in range(len(r.indices)))
+
+
 def per_thread_producer(g: Graph, info: OpInfo, tile: OpInfo, tile_axes: set[int]) -> bool:
     """Whether ``info`` (a padded input) is better computed inside ``tile``'s thread loop than
     as a pass of its own: a copy whose only reader is the tile, and each of whose reads indexes

@@ -71,6 +71,8 @@ class Anchor:
     pack: list = field(default_factory=list)     # tile: operands copied into panels
     band: list[Tensor] = field(default_factory=list)  # tile: operands copied a band of rows at a time (conv.py)
     reread: tuple[ComputeOp, Tensor] | None = None  # plain: (stage, input) it reads again (reread_input)
+    transposed: list[tuple[Tensor, int]] = field(default_factory=list)  # tile: turned around, these
+    # operands copied with that dimension last (conv.channels_in_lanes)
 
     @property
     def stage_op(self) -> ComputeOp:
@@ -114,7 +116,7 @@ def make_plan(outputs: list[Operation], target: Target) -> Plan:
             owner.members.append(info.op)
             group[id(info.op)] = owner
             continue
-        a = _new_anchor(g, info, group, inl)
+        a = _new_anchor(g, info, group, target)
         if a.fused is not None:  # the reader's own anchor gives way to the tile computed inside it
             anchors.remove(group[id(a.fused)])
         anchors.append(a)
@@ -214,16 +216,19 @@ def _owner(g: A.Graph, info: A.OpInfo, group: dict[int, Anchor], inl: set[int]) 
     return owner
 
 
-def _new_anchor(g: A.Graph, info: A.OpInfo, group: dict[int, Anchor], inl: set[int]) -> Anchor:
+def _new_anchor(g: A.Graph, info: A.OpInfo, group: dict[int, Anchor], target: Target) -> Anchor:
     if not A.tileable(info):
         return Anchor(info.op, "plain")
     inner = A.vector_axis(info)
     assert inner is not None
     rows = A.rows_axis(info, inner)
+    ax = info.op.axis
+    turned = conv.channels_in_lanes(info, inner, rows, target.vector_lanes(info.dtype))
+    if turned and rows is not None:  # vectors along the rows axis, rows along the vector axis
+        return Anchor(info.op, "tile", inner=ax.index(rows), rows=ax.index(inner), transposed=turned)
     spread = conv.spread_axis(info, inner, rows)
-    a = Anchor(info.op, "tile", inner=info.op.axis.index(inner),
-               rows=None if rows is None else info.op.axis.index(rows),
-               spread=None if spread is None else info.op.axis.index(spread), pack=A.packable(info, inner, rows))
+    a = Anchor(info.op, "tile", inner=ax.index(inner), rows=None if rows is None else ax.index(rows),
+               spread=None if spread is None else ax.index(spread), pack=A.packable(info, inner, rows))
     if not info.is_output and len(info.consumers) == 1:
         d = g.infos[info.consumers[0]]
         reads = d.reads_of(info.op)
@@ -246,7 +251,9 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
         # channel block would be as costly
         rest, _, steps = conv.window_loops(list(a.op.reduce_axis))
         divide = stencil_rows_divide(rows_ext, steps) if rows_ext and rows_ext % 4 == 0 and not a.pack else None
-        tile = register_tile(target, info.dtype, max_rows=rows_ext, max_cols=cols_ext, rows_divide=divide)
+        most = conv.CHANNEL_VECTORS if a.transposed else None
+        tile = register_tile(target, info.dtype, max_rows=rows_ext, max_cols=cols_ext, rows_divide=divide,
+                             max_vectors=most)
         rows = tile.rows if a.rows is not None else 1
         along, stacked = tile.vectors, 1
         if a.spread is not None:
@@ -256,7 +263,7 @@ def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
         # -> 8 x 1 or 2 x 4 channels x rows): halving one and doubling the other are candidates
         around = _around if a.spread is None else _traded
         knobs = [Knob(f"{name}.rows", around(rows, 1, 8), rows, None if a.rows is not None else _never),
-                 Knob(f"{name}.vectors", _around(along, 1, 6), along),
+                 Knob(f"{name}.vectors", _around(along, 1, most or 6), along),
                  Knob(f"{name}.k_unroll", (1, 2, 4, 8), tile.k_unroll,
                       _unroll_matters(f"{name}.k_unroll", tile.k_unroll, bool(rest), steps))]
         if a.spread is not None:

@@ -77,10 +77,15 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
     lanes = plan.target.vector_lanes(str(a.op.outputs[0].dtype))
     rows, cols = int(kn[f"{name}.rows"]), int(kn[f"{name}.vectors"]) * lanes
     T = a.stage_op
+    order = None  # the local tile's axes, by position in T's, where they differ
     if a.fused is not None:
         s[a.op].set_scope("local")
         local = a.op.output(0)
     else:
+        if a.transposed:  # the tile's vectors run along T's rows axis: laid out last in it
+            axes = list(s[T].op.axis)
+            order = [k for k in range(len(axes)) if k != a.inner] + [a.inner]
+            s[T].reorder(*[axes[k] for k in order])
         local = s.cache_write(a.op.output(0), "local")
     axes = list(s[T].op.axis)
     xo, xi = s[T].split(axes[a.inner], factor=cols)
@@ -110,7 +115,9 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
     # would pack again per row block)
     top = _parallel_prefix(s, T, outer[:1] if pack else outer[:-1])
     s[local].compute_at(s[T], at)
-    _tile_body(s, a, local, int(kn[f"{name}.k_unroll"]))
+    _tile_body(s, a, local, int(kn[f"{name}.k_unroll"]), order)
+    for operand, dim in a.transposed:
+        _transposed_copy(s, operand, dim, local)
     for m in a.members:  # a padded input, each thread's slice right before its tiles read it
         s[m].compute_at(s[T], top if top is not None else at)
         s[m].vectorize(s[m].op.axis[-1])
@@ -122,6 +129,19 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
             p = s.cache_read(operand, "global", [local])
             s[p].compute_at(s[T], top if top is not None else at)
             s[p].vectorize(s[p].op.axis[-1])
+
+
+def _transposed_copy(s: Schedule, operand: Tensor, dim: int, local: Tensor) -> None:
+    """``operand`` copied once per call with dimension ``dim`` last, for the tile to read whole
+    vectors along it (conv.channels_in_lanes): a cache_read whose loops put ``dim`` last, a
+    cache_write of it (which takes that loop order as its layout), the first inlined."""
+    c = s.cache_read(operand, "global", [local])
+    axes = list(s[c].op.axis)
+    s[c].reorder(*[iv for k, iv in enumerate(axes) if k != dim], axes[dim])
+    t = s.cache_write(c, "global")
+    s[c].compute_inline()
+    s[t].parallel(s[t].op.axis[0])
+    s[t].vectorize(s[t].op.axis[-1])
 
 
 def _band_copies(s: Schedule, a: Anchor, local: Tensor, T: ComputeOp, band: E.IterVar | None,
@@ -144,13 +164,16 @@ def _band_copies(s: Schedule, a: Anchor, local: Tensor, T: ComputeOp, band: E.It
         s[c].vectorize(s[c].op.axis[-1])
 
 
-def _tile_body(s: Schedule, a: Anchor, local, ku: int) -> None:
+def _tile_body(s: Schedule, a: Anchor, local, ku: int, order: list[int] | None = None) -> None:
     """The register tile's loops: the other data-parallel loops (one iteration each here), the
     reduction (a short trailing window unrolled whole, else the innermost reduction unrolled by
-    ``k_unroll``), then rows and stacked rows unrolled, vectors."""
+    ``k_unroll``), then rows and stacked rows unrolled, vectors. ``order``: the stage's axis
+    each of the tile's stands for, where the tile was laid out in another order."""
     st = s[local]
     axes, red = list(st.op.axis), list(st.op.reduce_axis)
     keep = [k for k in (a.rows, a.spread, a.inner) if k is not None]
+    if order is not None:
+        keep = [order.index(k) for k in keep]
     outer = [iv for k, iv in enumerate(axes) if k not in keep]
     rest, window, steps = window_loops(red)
     if rest and ku > 1 and steps < ku:

@@ -84,12 +84,14 @@ class RegisterTile:
 
 
 def register_tile(target: Target, dtype: str = "float32", *, max_rows: int | None = None,
-                  max_cols: int | None = None, rows_divide: int | None = None) -> RegisterTile:
+                  max_cols: int | None = None, rows_divide: int | None = None,
+                  max_vectors: int | None = None) -> RegisterTile:
     """The register tile for an FMA reduction on ``target`` (see the module's model).
 
     ``max_rows``/``max_cols``: the output's extents, so a tile is not wider than what it
     covers (at least one vector stays); ``rows_divide``: an extent the rows must divide (a
-    windowed conv's output channels, :func:`stencil_rows_divide`)."""
+    windowed conv's output channels, :func:`stencil_rows_divide`); ``max_vectors``: at most
+    this many vectors (a conv with its channels in the lanes: see tessel.autosched.conv)."""
     lanes = target.vector_lanes(dtype)
     need = FMA_LATENCY * target.fma_pipes
     min_ratio = target.fma_pipes / LOAD_PORTS
@@ -98,7 +100,8 @@ def register_tile(target: Target, dtype: str = "float32", *, max_rows: int | Non
         return (min(t.accumulators, need), t.fmas_per_load >= min_ratio, round(t.fmas_per_load, 6),
                 t.accumulators, -t.vectors)
 
-    cands = _tiles(target.registers, lanes, max_rows, max_cols, rows_divide)
+    cands = [t for t in _tiles(target.registers, lanes, max_rows, max_cols, rows_divide)
+             if max_vectors is None or t.vectors <= max_vectors]
     if not cands:  # a register file too small for any tile with its operands beside it
         return RegisterTile(1, 1, lanes)
     roomy = [t for t in cands if t.registers < target.registers]

@@ -59,7 +59,7 @@ def test_matmul_gets_the_targets_register_tile_a_local_tile_and_a_packed_panel(t
 
 
 def test_conv2d_tiles_output_channels_by_pixels_and_keeps_the_padding_stored():
-    d = definitions.conv2d(8, 16, 10, 30)
+    d = definitions.conv2d(8, 16, 10, 32)  # rows of whole vectors: the tile is not turned around
     r = auto(d.outputs, target=AVX2)
     st = {s.name: s for s in r.schedule.stages}
     assert st["Xp"].attach_type == "root"  # read nine times per output: stored, not inlined
