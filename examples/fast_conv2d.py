@@ -38,7 +38,7 @@ import numpy as np
 
 import tessel
 from tessel import te
-from tessel.autosched.conv import channel_tile, stencil_tile, turns
+from tessel.autosched.conv import channel_tile, stencil_tile, transposed_copy, turns
 from tessel.errors import DefinitionError
 from tessel.target import Target, as_target, resolve
 
@@ -123,13 +123,7 @@ def _channels_in_lanes(s, Y: te.Tensor, W: te.Tensor, tile) -> None:
     for iv in (ry, rx, xc):
         s[YL].unroll(iv)
     s[YL].vectorize(kc)
-    Wc = s.cache_read(W, "global", [YL])
-    o, c, wy, wx = s[Wc].op.axis
-    s[Wc].reorder(c, wy, wx, o)
-    Wk = s.cache_write(Wc, "global")
-    s[Wc].compute_inline()
-    s[Wk].parallel(s[Wk].op.axis[0])
-    s[Wk].vectorize(s[Wk].op.axis[-1])
+    transposed_copy(s, W, 0, [YL])  # W[o, c, wy, wx] copied as Wt[c, wy, wx, o]
 
 
 def conv2d(n: int = 1, c: int = 64, k: int = 64, h: int = 56, w: int = 56, target: str | Target | None = None,
@@ -151,7 +145,7 @@ def conv2d(n: int = 1, c: int = 64, k: int = 64, h: int = 56, w: int = 56, targe
     Y = te.compute((n, k, h, w), lambda b, ko, y, x: te.sum(
         Xp[b, rc, y + ry, x + rx] * Wt[ko, rc, ry, rx], axis=[rc, ry, rx]), name="Y")
     s = te.create_schedule(Y.op)
-    if p and turns(tgt.vector_lanes("float32"), w, k):  # channels in the lanes (conv.channels_in_lanes)
+    if p and turns(tgt, w, k):  # channels in the lanes (conv.channels_in_lanes)
         _channels_in_lanes(s, Y, Wt, channel_tile(tgt, k, w))
         s[Xp].parallel(s[Xp].fuse(*s[Xp].op.axis[:2]))
         s[Xp].vectorize(s[Xp].op.axis[-1])

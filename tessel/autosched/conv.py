@@ -28,12 +28,17 @@ extents of the computation.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..ir import expr as E
 from ..ir.dtype import dtype as as_dtype
 from ..target.target import Target
-from ..target.tiles import RegisterTile, register_tile, stencil_rows_divide
+from ..target.tiles import FMA_LATENCY, RegisterTile, register_tile, stencil_rows_divide
 from ..te.tensor import Tensor
 from .analysis import Graph, OpInfo, extent
+
+if TYPE_CHECKING:
+    from ..schedule.schedule import Schedule
 
 WINDOW_UNROLL = 16  # trailing reduction loops unrolled whole while their trip counts multiply to at most this (a 4x4 window)
 
@@ -60,50 +65,54 @@ def spread_axis(info: OpInfo, inner: E.IterVar, rows: E.IterVar | None) -> E.Ite
 CHANNEL_VECTORS = 2  # at most this many vectors of channels per tile (see channels_in_lanes)
 
 
-def channels_in_lanes(info: OpInfo, inner: E.IterVar, rows: E.IterVar | None, lanes: int
+def channels_in_lanes(info: OpInfo, inner: E.IterVar, rows: E.IterVar | None, target: Target
                       ) -> list[tuple[Tensor, int]] | None:
     """The operands to copy with the rows axis last, when the tile is better turned around:
     its vectors along the rows axis (a conv's output channels) and its rows along the vector
     axis (the pixels of an image row, broadcast from the input); None to leave it as it is.
 
-    Turned around where the image row is not a whole number of vectors and the channels are:
-    56 pixels on 16 lanes are three vectors and a half, so an eighth of every FMA of the last
-    one is wasted and its loop nest is a second, slower copy (on AVX-512 30% of the time for
-    14% of the work), while 64 channels are four whole vectors. The weights, read along the
-    channels a whole filter apart (``W[o, rc, ry, rx]``), are copied once per call with the
-    channel last (``Wt[rc, ry, rx, o]``), so each step loads whole vectors of them; the input
-    row is broadcast a pixel at a time, and the finished tile is stored a channel plane apart
-    per lane. On AVX-512 (Zen 5, two threads, 64 -> 64 channels, 56 x 56, interleaved) 8 pixels
-    x 2 vectors of channels ran at 480 GFLOP/s against 433 for 8 channels x 3 vectors of
-    pixels; 14 x 1 and 7 x 2 ran as fast, but 4 x 4 at 433 and 2 x 4 at 235, so at most
-    :data:`CHANNEL_VECTORS` vectors. On AVX2 56 pixels are seven whole vectors: not turned.
-    Only around a stencil window: a 1 x 1 conv turned around ran at 281 GFLOP/s against 375
-    as it is (its input read in place a plane apart per channel, where the tile as it is reads
-    a band copied with the channels side by side: ``band_operands``).
+    Turned around where the image row is not a whole number of vectors and the channels are
+    (:func:`turns`): 56 pixels on 16 lanes are three vectors and a half, so an eighth of every
+    FMA of the last one is wasted and its loop nest is a second, slower copy (on AVX-512 30%
+    of the time for 14% of the work), while 64 channels are four whole vectors. The weights,
+    read along the channels a whole filter apart (``W[o, rc, ry, rx]``), are copied once per
+    call with the channel last (``Wt[rc, ry, rx, o]``, :func:`transposed_copy`), so each step
+    loads whole vectors of them; the input row is broadcast a pixel at a time, and the finished
+    tile is stored a channel plane apart per lane. On AVX-512 (Zen 5, two threads, 64 -> 64
+    channels, 56 x 56, interleaved) 8 pixels x 2 vectors of channels ran at 480 GFLOP/s
+    against 433 for 8 channels x 3 vectors of pixels; 14 x 1 and 7 x 2 ran as fast, but 4 x 4
+    at 433 and 2 x 4 at 235, so at most :data:`CHANNEL_VECTORS` vectors. On AVX2 56 pixels are
+    seven whole vectors: not turned. Only around a stencil window: a 1 x 1 conv turned around
+    ran at 281 GFLOP/s against 375 as it is (its input read in place a plane apart per
+    channel, where the tile as it is reads a band copied with the channels side by side:
+    ``band_operands``).
 
     Every read that follows the rows axis must index it alone in one dimension, by its
-    variable, and no other dimension may use it or the vector axis (a weight, not an input
+    variable, every index a variable, and neither the vector axis (a weight, not an input
     window); the pair is (tensor, that dimension)."""
-    if rows is None or not _slides(info) or not turns(lanes, extent(inner), extent(rows)):
+    if rows is None or not _slides(info) or not turns(target, extent(inner), extent(rows), info.dtype):
         return None
-    out: list[tuple[Tensor, int]] = []
+    out: dict[int, tuple[Tensor, int]] = {}
     for r in info.reads:
         if rows.var not in r.all_vars():
             continue
         dims = [d for d in range(len(r.indices)) if rows.var in r.vars_at(d)]
         if len(dims) != 1 or r.indices[dims[0]] is not rows.var or inner.var in r.all_vars():
             return None
-        if not all(isinstance(i, E.Var) for i in r.indices):
-            return None
-        if (r.tensor, dims[0]) not in out:
-            out.append((r.tensor, dims[0]))
-    return out or None
+        if not all(isinstance(i, E.Var) for i in r.indices) or out.get(id(r.tensor), (r.tensor, dims[0]))[1] != dims[0]:
+            return None  # a tensor read along the channels in two dimensions has no one layout
+        out[id(r.tensor)] = (r.tensor, dims[0])
+    return list(out.values()) or None
 
 
-def turns(lanes: int, pixels: int | None, channels: int | None) -> bool:
+def turns(target: Target, pixels: int | None, channels: int | None, dtype: str = "float32") -> bool:
     """Whether a conv's tile is turned around (:func:`channels_in_lanes`): its image rows are
-    not whole vectors and its channels are."""
-    return pixels is not None and channels is not None and pixels % lanes != 0 and channels % lanes == 0
+    not whole vectors, its channels are, and the turned tile (:func:`channel_tile`) has the
+    accumulators to hide the FMA latency (a prime row of 37 pixels would leave 1 x 1 vector)."""
+    lanes = target.vector_lanes(dtype)
+    if pixels is None or channels is None or pixels % lanes == 0 or channels % lanes:
+        return False
+    return channel_tile(target, channels, pixels, dtype).accumulators >= FMA_LATENCY * target.fma_pipes
 
 
 def channel_tile(target: Target, channels: int, pixels: int, dtype: str = "float32") -> RegisterTile:
@@ -112,6 +121,30 @@ def channel_tile(target: Target, channels: int, pixels: int, dtype: str = "float
     ``vectors`` vectors of channels, at most :data:`CHANNEL_VECTORS`."""
     return register_tile(target, dtype, max_rows=pixels, max_cols=channels, rows_divide=pixels,
                          max_vectors=CHANNEL_VECTORS)
+
+
+def row_divisors(rows: int, pixels: int | None) -> tuple[int, ...]:
+    """A turned tile's candidate rows for the search: the divisors of the image row up to twice
+    ``rows`` (a partial block is a second loop nest), ``rows`` among them."""
+    if pixels is None:
+        return (rows,)
+    return tuple(sorted({d for d in range(1, 2 * rows + 1) if pixels % d == 0} | {rows}))
+
+
+def transposed_copy(s: Schedule, operand: Tensor, dim: int, readers: list[Tensor]) -> Tensor:
+    """``operand`` copied once per call with dimension ``dim`` last, for ``readers`` to load
+    whole vectors along it: a cache_read whose loops end in ``dim``, a cache_write of it
+    (which takes the loops' order as its layout), the first inlined; threads over the copy's
+    first loop, its last vectorized. TE's primitives alone, so the steps show in the schedule's
+    history and printed Python. Returns the copy."""
+    c = s.cache_read(operand, "global", readers)
+    axes = list(s[c].op.axis)
+    s[c].reorder(*[iv for k, iv in enumerate(axes) if k != dim], axes[dim])
+    t = s.cache_write(c, "global")
+    s[c].compute_inline()
+    s[t].parallel(s[t].op.axis[0])
+    s[t].vectorize(s[t].op.axis[-1])
+    return t
 
 
 def _slides(info: OpInfo) -> bool:

@@ -159,18 +159,25 @@ def _band(g: A.Graph, a: Anchor, inl: set[int]) -> list[Tensor]:
     return [t for t in conv.band_operands(info, ax[a.inner], ax[a.spread], rows) if id(t.op) not in skip]
 
 
-def _reads(g: A.Graph, op: Operation, inl: set[int]) -> list[Tensor]:
-    """The tensors ``op`` reads, looking through the stages inlined into it, in order."""
+def _reads(g: A.Graph, op: Operation, inl: set[int], memo: dict[int, list[Tensor]] | None = None) -> list[Tensor]:
+    """The tensors ``op`` reads, looking through the stages inlined into it, in order (each
+    inlined stage walked once: a chain of stages each reading the last twice would otherwise
+    double the walk per stage)."""
+    memo = {} if memo is None else memo
+    if id(op) in memo:
+        return memo[id(op)]
     out: list[Tensor] = []
-    for r in g.infos[op].reads:
-        more = _reads(g, r.tensor.op, inl) if id(r.tensor.op) in inl else [r.tensor]
-        out += [t for t in more if t not in out]
+    for t in {id(r.tensor): r.tensor for r in g.infos[op].reads}.values():
+        more = _reads(g, t.op, inl, memo) if id(t.op) in inl else [t]
+        out += [x for x in more if x not in out]
+    memo[id(op)] = out
     return out
 
 
 def reread_input(g: A.Graph, a: Anchor, inl: set[int]) -> tuple[ComputeOp, Tensor] | None:
-    """A tensor from outside a plain anchor's chunk that two of the chunk's stages read, and the
-    first data-parallel, vectorizable stage to read it again (softmax: the exponentials' pass
+    """A tensor from outside a plain anchor's chunk that two of the chunk's stages read (the
+    first such, in the order the stages run), and the first data-parallel, vectorizable stage
+    to read it again (softmax: the exponentials' pass
     rereads the row its max read). The first reader brings each row in from memory; the later
     ones find it in cache and only compute, while memory idles. Not an output's stage: its own
     stores are memory traffic already (a layer norm's output pass, hinted, ran 0.9x). A prefetch hint in that stage
@@ -181,8 +188,10 @@ def reread_input(g: A.Graph, a: Anchor, inl: set[int]) -> tuple[ComputeOp, Tenso
         return None
     stages = [*reversed(a.members), a.op]
     inside = {id(op) for op in stages}
-    reads = {id(op): _reads(g, op, inl) for op in stages}
-    for t in reads[id(stages[0])]:
+    memo: dict[int, list[Tensor]] = {}
+    reads = {id(op): _reads(g, op, inl, memo) for op in stages}
+    read = [t for op in stages for t in reads[id(op)]]
+    for t in {id(t): t for t in read}.values():
         if id(t.op) in inside or any(not isinstance(n, E.IntImm) for n in t.shape) or len(t.shape) < 2:
             continue
         readers = [op for op in stages if t in reads[id(op)]]
@@ -223,67 +232,86 @@ def _new_anchor(g: A.Graph, info: A.OpInfo, group: dict[int, Anchor], target: Ta
     assert inner is not None
     rows = A.rows_axis(info, inner)
     ax = info.op.axis
-    turned = conv.channels_in_lanes(info, inner, rows, target.vector_lanes(info.dtype))
+    fused = _fusable_reader(g, info, group)
+    # turned around only where no reader computes it inside its tiles (the reader's own loops,
+    # channel not last, would then lay the tile out: not measured)
+    turned = None if fused is not None else conv.channels_in_lanes(info, inner, rows, target)
     if turned and rows is not None:  # vectors along the rows axis, rows along the vector axis
         return Anchor(info.op, "tile", inner=ax.index(rows), rows=ax.index(inner), transposed=turned)
     spread = conv.spread_axis(info, inner, rows)
-    a = Anchor(info.op, "tile", inner=ax.index(inner), rows=None if rows is None else ax.index(rows),
-               spread=None if spread is None else ax.index(spread), pack=A.packable(info, inner, rows))
-    if not info.is_output and len(info.consumers) == 1:
-        d = g.infos[info.consumers[0]]
-        reads = d.reads_of(info.op)
-        owner = group.get(id(d.op))
-        if (owner is not None and owner.op is d.op and owner.kind == "plain" and not owner.members
-                and not d.is_reduction and len(reads) == 1 and A.elementwise_read(reads[0], d) and d.single_output):
-            a.fused = d.op
-    return a
+    return Anchor(info.op, "tile", inner=ax.index(inner), rows=None if rows is None else ax.index(rows),
+                  spread=None if spread is None else ax.index(spread), pack=A.packable(info, inner, rows),
+                  fused=fused)
+
+
+def _fusable_reader(g: A.Graph, info: A.OpInfo, group: dict[int, Anchor]) -> ComputeOp | None:
+    """The one elementwise reader (a bias-add, an activation) a tile is computed inside, if any."""
+    if info.is_output or len(info.consumers) != 1:
+        return None
+    d = g.infos[info.consumers[0]]
+    reads = d.reads_of(info.op)
+    owner = group.get(id(d.op))
+    if (owner is not None and owner.op is d.op and owner.kind == "plain" and not owner.members
+            and not d.is_reduction and len(reads) == 1 and A.elementwise_read(reads[0], d) and d.single_output):
+        return d.op
+    return None
 
 
 def _knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
+    return _tile_knobs(g, a, target) if a.kind == "tile" else _plain_knobs(g, a, target)
+
+
+def _tile_knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
     name = g.label(a.op)
-    if a.kind == "tile":
-        info = g.infos[a.op]
-        ax = a.op.axis
-        rows_ext = A.extent(ax[a.rows]) if a.rows is not None else 1
-        cols_ext = A.extent(ax[a.inner])
-        # a window is the trailing reduction unrolled whole (window_loops): a stencil's, or a
-        # short channel loop (a 1x1 conv over 16 channels or fewer), whose copy for a partial
-        # channel block would be as costly
-        rest, _, steps = conv.window_loops(list(a.op.reduce_axis))
+    info = g.infos[a.op]
+    ax = a.op.axis
+    rows_ext = A.extent(ax[a.rows]) if a.rows is not None else 1
+    cols_ext = A.extent(ax[a.inner])
+    # a window is the trailing reduction unrolled whole (window_loops): a stencil's, or a
+    # short channel loop (a 1x1 conv over 16 channels or fewer), whose copy for a partial
+    # channel block would be as costly
+    rest, _, steps = conv.window_loops(list(a.op.reduce_axis))
+    if a.transposed:  # pixels of a row by vectors of channels, the pixels dividing the row
+        tile = conv.channel_tile(target, cols_ext, rows_ext, info.dtype)
+    else:
         divide = stencil_rows_divide(rows_ext, steps) if rows_ext and rows_ext % 4 == 0 and not a.pack else None
-        most = conv.CHANNEL_VECTORS if a.transposed else None
-        tile = register_tile(target, info.dtype, max_rows=rows_ext, max_cols=cols_ext, rows_divide=divide,
-                             max_vectors=most)
-        rows = tile.rows if a.rows is not None else 1
-        along, stacked = tile.vectors, 1
-        if a.spread is not None:
-            along, stacked = conv.split_vectors(tile.vectors, tile.lanes, cols_ext, A.extent(ax[a.spread]),
-                                                window=steps > 1)
-        # a stencil's tile may trade broadcast rows for stacked rows, the accumulators kept (4 x 2
-        # -> 8 x 1 or 2 x 4 channels x rows): halving one and doubling the other are candidates
-        around = _around if a.spread is None else _traded
-        knobs = [Knob(f"{name}.rows", around(rows, 1, 8), rows, None if a.rows is not None else _never),
-                 Knob(f"{name}.vectors", _around(along, 1, most or 6), along),
-                 Knob(f"{name}.k_unroll", (1, 2, 4, 8), tile.k_unroll,
-                      _unroll_matters(f"{name}.k_unroll", tile.k_unroll, bool(rest), steps))]
-        if a.spread is not None:
-            knobs.append(Knob(f"{name}.spread", _traded(stacked, 1, 8), stacked))
-        if a.band:
-            on = conv.band_by_default(info, a.band, ax[a.inner], ax[a.spread], stacked, target)
-            knobs.append(Knob(f"{name}.band", (True, False), on, _band_placed(a, name)))
-        if a.pack:
-            red = 1
-            for iv in a.op.reduce_axis:
-                red *= A.extent(iv) or 256
-            # the copy made per group keeps the operand's row-major layout: only a group of one
-            # panel is contiguous (a wider one is k rows of group x cols, each panel a stride
-            # through it), which measured faster than the reuse a wider group buys (AVX2, matmul
-            # 1024 and 2048, one thread: 1.16x and 1.14x the half-L2 group of 4 and 2 panels)
-            group = panel_group(target, tile, red)
-            knobs += [Knob(f"{name}.group", tuple(sorted({1, 2, 4, 8, 16, group})), 1,
-                           lambda kn, pack=f"{name}.pack": bool(kn[pack])),
-                      Knob(f"{name}.pack", (True, False), True)]
-        return knobs
+        tile = register_tile(target, info.dtype, max_rows=rows_ext, max_cols=cols_ext, rows_divide=divide)
+    rows = tile.rows if a.rows is not None else 1
+    along, stacked = tile.vectors, 1
+    if a.spread is not None:
+        along, stacked = conv.split_vectors(tile.vectors, tile.lanes, cols_ext, A.extent(ax[a.spread]),
+                                            window=steps > 1)
+    # a stencil's tile may trade broadcast rows for stacked rows, the accumulators kept (4 x 2
+    # -> 8 x 1 or 2 x 4 channels x rows): halving one and doubling the other are candidates;
+    # a turned tile's rows stay divisors of the image row
+    row_cands = (conv.row_divisors(rows, rows_ext) if a.transposed else
+                 (_around if a.spread is None else _traded)(rows, 1, 8))
+    knobs = [Knob(f"{name}.rows", row_cands, rows, None if a.rows is not None else _never),
+             Knob(f"{name}.vectors", _around(along, 1, conv.CHANNEL_VECTORS if a.transposed else 6), along),
+             Knob(f"{name}.k_unroll", (1, 2, 4, 8), tile.k_unroll,
+                  _unroll_matters(f"{name}.k_unroll", tile.k_unroll, bool(rest), steps))]
+    if a.spread is not None:
+        knobs.append(Knob(f"{name}.spread", _traded(stacked, 1, 8), stacked))
+    if a.band:
+        on = conv.band_by_default(info, a.band, ax[a.inner], ax[a.spread], stacked, target)
+        knobs.append(Knob(f"{name}.band", (True, False), on, _band_placed(a, name)))
+    if a.pack:
+        red = 1
+        for iv in a.op.reduce_axis:
+            red *= A.extent(iv) or 256
+        # the copy made per group keeps the operand's row-major layout: only a group of one
+        # panel is contiguous (a wider one is k rows of group x cols, each panel a stride
+        # through it), which measured faster than the reuse a wider group buys (AVX2, matmul
+        # 1024 and 2048, one thread: 1.16x and 1.14x the half-L2 group of 4 and 2 panels)
+        group = panel_group(target, tile, red)
+        knobs += [Knob(f"{name}.group", tuple(sorted({1, 2, 4, 8, 16, group})), 1,
+                       lambda kn, pack=f"{name}.pack": bool(kn[pack])),
+                  Knob(f"{name}.pack", (True, False), True)]
+    return knobs
+
+
+def _plain_knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
+    name = g.label(a.op)
     knobs = [Knob(f"{name}.chunk", (1, 2, 4, 8, 16, 32, 64, 4096, 65536), _chunk(g, a, target),
                   lambda kn, split=f"{name}.split_k": not int(kn.get(split, 0)))]  # a split reduction has no chunks
     for op in [a.op, *a.members]:
@@ -312,14 +340,20 @@ def row_prefetch(a: Anchor, name: str, kn: dict, target: Target) -> tuple[Tensor
         return None
     t = a.reread[1]
     itemsize = as_dtype(str(t.dtype)).bits // 8
-    row = 1
-    for n in t.shape[1:]:
-        row *= n.value
-    rows = max(1, int(kn.get(f"{name}.chunk", 1)))
-    if rows * row * itemsize > target.l2_bytes // 2:
+    chunk = int(kn.get(f"{name}.chunk", 1))
+    # the loops the threads' loop takes in (rules._plain): a chunk of the first, else the leading
+    # loops fused until they run MIN_PARALLEL times; a chunk is the elements of the rest
+    if chunk > 1:
+        lead, rows = 1, chunk
+    else:
+        lead, rows = loops_for_threads([A.extent(iv) for iv in a.op.axis[:-1]]), 1
+    per = rows
+    for n in t.shape[lead:] if len(t.shape) == len(a.op.axis) else t.shape[1:]:
+        per *= n.value
+    if per * itemsize > target.l2_bytes // 2:
         return None
-    step = prefetch_step(target, str(t.dtype), itemsize)
-    return t, step, -(-rows * row // step)
+    step = prefetch_step(target, str(t.dtype))
+    return t, step, -(-per // step)
 
 
 def _prefetch_placed(a: Anchor, name: str, target: Target) -> Callable[[dict], bool]:

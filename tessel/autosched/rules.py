@@ -19,7 +19,7 @@ from ..schedule.dataflow import loop_ranges
 from ..schedule.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
 from . import analysis as A
-from .conv import window_loops
+from .conv import transposed_copy, window_loops
 from .plan import Anchor, Plan, loops_for_threads, row_prefetch, tile_order
 
 # what a rule may leave out: the plan without tiles, without fusion, or nothing but inlining
@@ -117,7 +117,7 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
     s[local].compute_at(s[T], at)
     _tile_body(s, a, local, int(kn[f"{name}.k_unroll"]), order)
     for operand, dim in a.transposed:
-        _transposed_copy(s, operand, dim, local)
+        transposed_copy(s, operand, dim, [local])
     for m in a.members:  # a padded input, each thread's slice right before its tiles read it
         s[m].compute_at(s[T], top if top is not None else at)
         s[m].vectorize(s[m].op.axis[-1])
@@ -129,19 +129,6 @@ def _tile(s: Schedule, plan: Plan, a: Anchor, kn: dict) -> None:
             p = s.cache_read(operand, "global", [local])
             s[p].compute_at(s[T], top if top is not None else at)
             s[p].vectorize(s[p].op.axis[-1])
-
-
-def _transposed_copy(s: Schedule, operand: Tensor, dim: int, local: Tensor) -> None:
-    """``operand`` copied once per call with dimension ``dim`` last, for the tile to read whole
-    vectors along it (conv.channels_in_lanes): a cache_read whose loops put ``dim`` last, a
-    cache_write of it (which takes that loop order as its layout), the first inlined."""
-    c = s.cache_read(operand, "global", [local])
-    axes = list(s[c].op.axis)
-    s[c].reorder(*[iv for k, iv in enumerate(axes) if k != dim], axes[dim])
-    t = s.cache_write(c, "global")
-    s[c].compute_inline()
-    s[t].parallel(s[t].op.axis[0])
-    s[t].vectorize(s[t].op.axis[-1])
 
 
 def _band_copies(s: Schedule, a: Anchor, local: Tensor, T: ComputeOp, band: E.IterVar | None,
@@ -164,7 +151,7 @@ def _band_copies(s: Schedule, a: Anchor, local: Tensor, T: ComputeOp, band: E.It
         s[c].vectorize(s[c].op.axis[-1])
 
 
-def _tile_body(s: Schedule, a: Anchor, local, ku: int, order: list[int] | None = None) -> None:
+def _tile_body(s: Schedule, a: Anchor, local: Tensor, ku: int, order: list[int] | None = None) -> None:
     """The register tile's loops: the other data-parallel loops (one iteration each here), the
     reduction (a short trailing window unrolled whole, else the innermost reduction unrolled by
     ``k_unroll``), then rows and stacked rows unrolled, vectors. ``order``: the stage's axis
@@ -226,7 +213,8 @@ def _plain(s: Schedule, plan: Plan, a: Anchor, kn: dict, fuse: bool = True) -> N
             _member(s, plan, m, op, outer, kn, hint if a.reread is not None and a.reread[0] is m else None)
 
 
-def _member(s: Schedule, plan: Plan, m, anchor, at: E.IterVar, kn: dict, hint=None) -> None:
+def _member(s: Schedule, plan: Plan, m: ComputeOp, anchor: ComputeOp, at: E.IterVar, kn: dict,
+            hint: tuple[Tensor, int, int] | None = None) -> None:
     """A producer computed once per chunk of its anchor, vectorized like the anchor."""
     v = int(kn.get(f"{plan.graph.label(m)}.partials", 0))
     rf = _rfactor(s, m, v) if v else None
@@ -237,7 +225,7 @@ def _member(s: Schedule, plan: Plan, m, anchor, at: E.IterVar, kn: dict, hint=No
         _vector_rows(s, m, hint)
 
 
-def _vector_rows(s: Schedule, op, hint: tuple | None) -> None:
+def _vector_rows(s: Schedule, op: ComputeOp, hint: tuple[Tensor, int, int] | None) -> None:
     """The stage's last loop vectorized; with a prefetch hint (plan.row_prefetch: tensor, step,
     steps ahead), first split by the step, the hint at the top of each step."""
     st = s[op]

@@ -119,9 +119,9 @@ class _Flatten(Mutator):
     def visit_Call(self, e: E.Call):
         """A prefetch's address: its flat offset clamped into the buffer (schedule_ops.prefetches
         lets the indices run past a row, into the next)."""
-        if e.op != "prefetch":
+        at = e.args[0] if e.op == "prefetch" and e.args else None
+        if not (isinstance(at, E.Call) and at.op == "address_of" and isinstance(at.args[0], E.ProducerLoad)):
             return self.generic_visit(e)
-        at = e.args[0]
         load = at.args[0]
         buf, idx = self._index(load.producer, [self.visit(i) for i in load.indices], "prefetched")
         last = flat_index([O.sub(n, 1) for n in buf.shape], buf.shape)  # exact, as every offset is

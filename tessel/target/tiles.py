@@ -179,10 +179,12 @@ def reduction_lanes(target: Target, dtype: str = "float32") -> int:
 CACHE_LINE_BYTES = 64  # x86-64 and most ARM cores; a larger line only makes half the hints redundant
 
 
-def prefetch_step(target: Target, dtype: str = "float32", itemsize: int = 4) -> int:
+def prefetch_step(target: Target, dtype: str = "float32") -> int:
     """Elements between two prefetch hints in a row's pass: a cache line's worth, at least a
     vector (one hint per line: a second to the same line is an instruction spent for nothing)."""
-    return max(target.vector_lanes(dtype), CACHE_LINE_BYTES // itemsize)
+    from ..ir.dtype import dtype as as_dtype
+
+    return max(target.vector_lanes(dtype), CACHE_LINE_BYTES // max(as_dtype(dtype).bits // 8, 1))
 
 
 def stream_chunk(target: Target, itemsize: int = 4) -> int:

@@ -110,6 +110,43 @@ def test_a_row_of_partial_vectors_turns_the_tile_channels_in_the_lanes():
     _check_both(r, d, AVX512)
 
 
+@pytest.mark.parametrize("w", [14, 19, 40])
+def test_a_turned_tiles_pixels_divide_the_row(w):
+    """A turned tile's rows are pixels of an image row and divide it (a partial block would be a
+    second, slower loop nest), in the rules' default and in every candidate the search may try."""
+    d = definitions.conv2d(3, 64, 4, w)
+    plan = make_plan([d.outputs[0].op], resolve(AVX512))
+    assert plan.anchors[0].transposed
+    rows = next(k for k in plan.knobs if k.name == "Y.rows")
+    assert all(w % r == 0 for r in rows.candidates) and rows.default in rows.candidates
+    vectors = next(k for k in plan.knobs if k.name == "Y.vectors")
+    assert max(vectors.candidates) <= 2
+    r = auto(d, AVX512)
+    assert w % r.knobs["Y.rows"] == 0
+    _check_both(r, d, AVX512)
+
+
+def test_a_conv_with_an_activation_is_fused_not_turned():
+    """A conv whose one reader is elementwise (a ReLU) is computed inside the reader's tiles, as
+    it was; a turned tile would be laid out by the reader's loops, channel not last."""
+    X = te.placeholder((1, 4, 9, 26), name="X")
+    W = te.placeholder((32, 4, 3, 3), name="W")
+    rc, ry, rx = (te.reduce_axis((0, n), name=nm) for n, nm in ((4, "rc"), (3, "ry"), (3, "rx")))
+    Y = te.compute((1, 32, 7, 24), lambda b, o, y, x: te.sum(X[b, rc, y + ry, x + rx] * W[o, rc, ry, rx],
+                                                              axis=[rc, ry, rx]), name="Y")
+    R = te.compute(Y.shape, lambda *i: te.max(Y(*i), 0.0), name="R")
+    plan = make_plan([R.op], resolve(AVX512))
+    tile = next(a for a in plan.anchors if a.kind == "tile")
+    assert tile.fused is R.op and not tile.transposed
+    r = auto_schedule_result([R], target=AVX512, budget=0)
+    x, w = np.random.default_rng(1).uniform(-1, 1, (1, 4, 9, 26)).astype("float32"), \
+        np.random.default_rng(2).uniform(-1, 1, (32, 4, 3, 3)).astype("float32")
+    ref = sum(np.einsum("oc,bchw->bohw", w[:, :, dy, dx], x[:, :, dy:dy + 7, dx:dx + 24])
+              for dy in range(3) for dx in range(3))
+    check(r.schedule, [X, W, R], [x, w], [np.maximum(ref, 0).astype("float32")],
+          targets=[AVX512.with_(kind=k) for k in TARGETS], rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("target", [AVX2, AVX512], ids=["avx2", "avx512"])
 def test_whole_vectors_of_pixels_or_no_window_keep_the_tile_as_it_is(target):
     """Rows of whole vectors (32 pixels) are not turned on either target; neither is a 1 x 1

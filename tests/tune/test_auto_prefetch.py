@@ -102,3 +102,22 @@ def test_the_hint_reaches_through_an_inlined_producer():
     a = np.random.default_rng(2).uniform(-3, 3, (rows, cols)).astype("float32")
     e = np.exp(0.5 * a - 0.5 * a.max(axis=1, keepdims=True))
     check(r.schedule, [A, O], [a], [e / e.sum(axis=1, keepdims=True)], rtol=1e-5, atol=1e-6)
+
+
+def test_a_chunk_of_fused_leading_loops_prefetches_one_row_on():
+    """Softmax over the last axis of a (2, 40, 256) tensor: the threads' loop fuses the two
+    leading loops, so a chunk is one row of 256 and the hint is one row (16 lines) on, not a
+    whole 40-row plane."""
+    b, n, m = 2, 40, 256
+    A = te.placeholder((b, n, m), name="A")
+    k1 = te.reduce_axis((0, m), name="k1")
+    M = te.compute((b, n), lambda p, i: te.max(A[p, i, k1], axis=k1), name="M")
+    E = te.compute((b, n, m), lambda p, i, j: te.exp(A[p, i, j] - M[p, i]), name="E")
+    k2 = te.reduce_axis((0, m), name="k2")
+    S = te.compute((b, n), lambda p, i: te.sum(E[p, i, k2], axis=k2), name="S")
+    O = te.compute((b, n, m), lambda p, i, j: E[p, i, j] / S[p, i], name="O")
+    r = auto([O], target=AVX512)
+    assert _hints(r.schedule) == {"E": [("A", m // 16)]}
+    a = np.random.default_rng(4).uniform(-3, 3, (b, n, m)).astype("float32")
+    e = np.exp(a - a.max(axis=2, keepdims=True))
+    check(r.schedule, [A, O], [a], [e / e.sum(axis=2, keepdims=True)], rtol=1e-5, atol=1e-6)
