@@ -16,6 +16,14 @@ both read input row ``y + 1``), so the C compiler loads each once. Padding is a 
 threads; inside a band the channel blocks come before the pixel tiles, so the band's input
 stays in L2 for every block of weights and a block's weights stay in L1 along the band.
 
+Where the image rows are not whole vectors and the output channels are (56 pixels on
+AVX-512's 16 lanes, 64 channels), the 3x3 tile is turned around instead
+(``tessel.autosched.conv.channels_in_lanes``): vectors of output channels by pixels of a row,
+the weights copied once with the channel last so each step loads whole vectors of them, each
+input pixel broadcast. Every FMA is then a whole vector, where the tile over pixels wasted an
+eighth of them and ran its last half-vector as a second loop nest (on Zen 5, two threads: 480
+against 433 GFLOP/s).
+
 The 1x1 conv is the same tile with no window: its channel blocks need not divide the channels
 (on AVX2 6 channels x 2 rows x 8 pixels, 12 accumulators, the register file full), and its
 channel loop is unrolled as the tile's reduction is (by 2 for a full register file). Read in
