@@ -15,9 +15,11 @@ machine it was written on:
   are contiguous instead of a stride through B; it costs one pass over B.
 * The tile loops sweep a group of panels for each row block of A, so the row block is read
   from L1/L2 for every panel after the first; groups are shared among threads (``parallel``).
-  A group holds at least the panels that fit in half of L2, and as many as leave 8 groups for
-  the threads (``tiles.panel_group``): reloading a row block of A costs more than streaming
-  the panels from L3 (at 2048 on AVX2, 16 panels per group ran 1.12x faster than 2).
+  A group holds at least the panels that fit in half of L2. Narrow panels (AVX2's 16 columns)
+  are grouped until 8 groups are left for the threads (``tiles.panel_group``): reloading a
+  row block of A costs more than streaming the panels from L3 (at 2048 on AVX2, 16 panels per
+  group ran 1.12x faster than 2). A 64-column AVX-512 panel pays for the reload alone, and
+  its groups are those that fit (at 2048 on AVX-512, 1 panel ran 1.10x faster than 4).
 
     python examples/fast_matmul.py [n]
 """

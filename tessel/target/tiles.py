@@ -48,6 +48,7 @@ SPARE_REGISTERS = 1  # left to the C compiler, to load an operand ahead while th
 K_UNROLL = 4  # reduction steps per unrolled body: loop overhead amortized, code still in the uop cache
 FULL_K_UNROLL = 2  # the same for a tile that fills the register file (see the module's model)
 MIN_GROUPS = 8  # panel groups a product leaves for the threads to share (see panel_group)
+REUSE_COLUMNS = 64  # a panel this wide pays for its row block's reload alone (panel_group)
 PEAK_OPERANDS = 2  # registers the FMA-peak loop needs besides its accumulators (multiplier, addend)
 
 
@@ -147,17 +148,27 @@ def panel_group(target: Target, tile: RegisterTile, k_extent: int, itemsize: int
                 panels: int | None = None) -> int:
     """How many packed panels (``k_extent x tile.cols`` each) one row block of the other operand
     sweeps before moving on: at least as many as fit in half of L2 together (the other half
-    holds that row block and the output), and, given the ``panels`` there are, as many as leave
-    :data:`MIN_GROUPS` groups (the loop the threads share), however large the group then is.
+    holds that row block and the output). Given the ``panels`` there are: for panels narrower
+    than :data:`REUSE_COLUMNS` columns, as many as leave :data:`MIN_GROUPS` groups (the loop
+    the threads share), however large the group then is; for panels that wide, just those
+    that fit.
 
     The row block is read from memory once per group and from L1/L2 for every panel after the
-    first, while each panel is streamed, in order, once per row block: reloading a row block
-    (``tile.rows`` rows, a stride apart) costs more than streaming panels from L3, which the
-    prefetchers keep ahead of. On AVX2 (2 cores, 512 KiB L2) a 2048 x 2048 product ran 1.12x
-    faster with 16 panels per group (2 MiB, in L3) than with the 2 that fit in half of L2."""
+    first, while each panel is streamed, in order, once per row block. A group of narrow panels
+    reloads the row block often, and that costs more than streaming the panels from L3, which
+    the prefetchers keep ahead of: on AVX2 (2 cores, 512 KiB L2, 16-column panels) a 2048 x
+    2048 product ran 1.12x faster with 16 panels per group (2 MiB, in L3) than with the 2 that
+    fit in half of L2. A 64-column AVX-512 panel alone already uses each row block value for 64
+    columns, and streaming more panels from L3 then costs more than it saves:
+    on AVX-512 (Zen 5, 1 MiB L2) at 2048 one panel per group (512 KiB, in L2) ran 1.10x faster
+    than the 4 that left 8 groups (478 against 435 GFLOP/s, interleaved, two threads)."""
     panel = max(k_extent * tile.cols * itemsize, 1)
     fit = max(1, (target.l2_bytes // 2) // panel)
-    return fit if panels is None else min(max(fit, -(-panels // MIN_GROUPS)), panels)
+    if panels is None:
+        return fit
+    if tile.cols >= REUSE_COLUMNS:
+        return min(fit, panels)
+    return min(max(fit, -(-panels // MIN_GROUPS)), panels)
 
 
 def strip_rows(target: Target, row_bytes: int, halo: int = 0) -> int:
