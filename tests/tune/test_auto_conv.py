@@ -74,14 +74,15 @@ def test_window_loops_unroll_a_stencil_window_whole_and_leave_long_reductions():
     assert window_loops([rc, big, big]) == ([rc, big], [big], 5)  # 25 steps: the last loop alone
 
 
-@pytest.mark.parametrize("target", [AVX2, NEON], ids=["avx2", "neon"])
-def test_conv2d_tile_stacks_rows_where_the_row_would_leave_a_partial_tile(target):
-    d = definitions.conv2d(6, 16, 9, 24)  # 9 rows: the last band of stacked rows is partial
+@pytest.mark.parametrize("target, k", [(AVX2, 16), (AVX512, 12), (NEON, 16)], ids=["avx2", "avx512", "neon"])
+def test_conv2d_tile_stacks_rows_where_the_row_would_leave_a_partial_tile(target, k):
+    """(AVX-512 with 12 channels: 16 would be one whole vector of them, and the tile turned.)"""
+    d = definitions.conv2d(6, k, 9, 24)  # 9 rows: the last band of stacked rows is partial
     r = auto(d, target)
     lanes = resolve(target).vector_lanes("float32")
     along, stacked = r.knobs["Y.vectors"], r.knobs["Y.spread"]
     plan = make_plan([d.outputs[0].op], resolve(target))
-    assert (along, stacked) == split_vectors(along * stacked, lanes, 24, 9)
+    assert (along, stacked) == split_vectors(along * stacked, lanes, 24, 9, window=True)  # a 3 x 3 stencil
     if 24 % (along * stacked * lanes):
         assert 24 % (along * lanes) == 0 or all(24 % (a * lanes) for a in range(1, along * stacked + 1))
     assert plan.anchors[0].spread == 2
