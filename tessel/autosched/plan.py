@@ -177,13 +177,14 @@ def _reads(g: A.Graph, op: Operation, inl: set[int], memo: dict[int, list[Tensor
 def reread_input(g: A.Graph, a: Anchor, inl: set[int]) -> tuple[ComputeOp, Tensor] | None:
     """A tensor from outside a plain anchor's chunk that two of the chunk's stages read (the
     first such, in the order the stages run), and the first data-parallel, vectorizable stage
-    to read it again (softmax: the exponentials' pass
-    rereads the row its max read). The first reader brings each row in from memory; the later
-    ones find it in cache and only compute, while memory idles. Not an output's stage: its own
-    stores are memory traffic already (a layer norm's output pass, hinted, ran 0.9x). A prefetch hint in that stage
-    for the next chunk's rows keeps memory busy meanwhile (rules._vector_rows); without it a
-    softmax row waits for memory, then computes, then waits (Zen 5, two threads: 27 against 34
-    GB/s with the hint)."""
+    to read it again (softmax: the exponentials' pass rereads the row its max read).
+
+    The first reader brings each row in from memory; the later ones find it in cache and only
+    compute, while memory idles. A prefetch hint in that stage for the next chunk's rows keeps
+    memory busy meanwhile (rules._vector_rows); without it a softmax row waits for memory, then
+    computes, then waits (Zen 5, two threads: 27 against 34 GB/s with the hint). Not an
+    output's stage: its own stores are memory traffic already (a layer norm's output pass,
+    hinted, ran at 0.9x)."""
     if not a.members or len(a.op.axis) < 2:
         return None
     stages = [*reversed(a.members), a.op]

@@ -204,13 +204,14 @@ def _plain(s: Schedule, plan: Plan, a: Anchor, kn: dict, fuse: bool = True) -> N
     else:  # leading loops too short for the threads (a batch of 1) are fused with the next
         outer = _parallel_prefix(s, op, axes[:-1] or axes)
     hint = row_prefetch(a, name, kn, plan.target) if fuse else None
+    hinted = a.reread[0] if hint is not None and a.reread is not None else None  # the stage it is for
     if not info.is_reduction and len(axes) >= 2:
-        _vector_rows(s, op, hint if a.reread is not None and a.reread[0] is op else None)
+        _vector_rows(s, op, hint if hinted is op else None)
     if rf is not None:
         _attach_partials(s, op, rf, op, outer)
     if fuse:
         for m in a.members:
-            _member(s, plan, m, op, outer, kn, hint if a.reread is not None and a.reread[0] is m else None)
+            _member(s, plan, m, op, outer, kn, hint if hinted is m else None)
 
 
 def _member(s: Schedule, plan: Plan, m: ComputeOp, anchor: ComputeOp, at: E.IterVar, kn: dict,
