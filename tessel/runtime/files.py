@@ -69,6 +69,12 @@ def env_seconds(var: str, default: float) -> float:
 # ---- leftovers of killed builds ----------------------------------------------------------------------
 _HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 _OWNER = re.compile(r"\.([0-9a-f]{8})-(\d+)\.")
+# What tessel names its work in progress, and nothing else matches: the owner tag, then the 8
+# characters ``tempfile`` draws at random. A file written whole (write_atomic, the object being
+# compiled) and a scratch folder of the compiler (scratch_dir) -- the sweep's exact rule.
+_TOKEN = r"\.[0-9a-f]{8}-\d+\.[a-z0-9_]{8}"
+_WIP_FILE = re.compile(r"\.[^/]{0,16}" + _TOKEN + r"(?:\.so)?\.tmp")
+_SCRATCH = re.compile(r"tessel-[a-z]+-" + _TOKEN)
 
 
 def owner_tag() -> str:
@@ -96,12 +102,24 @@ def is_stale(name: str, mtime: float, now: float | None = None) -> bool:
 
 
 def _leftovers(root: Path) -> Iterator[os.DirEntry]:
-    """Work-in-progress files (``*.tmp``) and scratch folders (``tmp/*``) under ``root``."""
-    for sub in ("kernels", "lowered", ".", "tmp"):
+    """tessel's work-in-progress files (in the root, ``kernels/``, ``lowered/``) and compiler
+    folders (in ``tmp/``), by their exact names: the cache may be a folder the user also keeps
+    files in, and a name merely ending in ``.tmp`` is not proof that tessel made it."""
+    for sub, pattern in (("kernels", _WIP_FILE), ("lowered", _WIP_FILE), (".", _WIP_FILE), ("tmp", _SCRATCH)):
         with contextlib.suppress(OSError), os.scandir(root / sub) as it:
             for e in it:
-                if e.name.endswith(".tmp") or (sub == "tmp" and e.name.startswith("tessel-")):
+                if pattern.fullmatch(e.name):
                     yield e
+
+
+def _remove_scratch(path: str) -> None:
+    """Empty a compiler's folder of its files and remove it; never a tree: a folder inside it is
+    not what tessel or the compiler puts there, so the folder stays (rmdir fails)."""
+    with os.scandir(path) as it:
+        for e in it:
+            if not e.is_dir(follow_symlinks=False):
+                os.unlink(e.path)
+    os.rmdir(path)
 
 
 def sweep_leftovers(root: Path | None = None) -> int:
@@ -120,7 +138,7 @@ def sweep_leftovers(root: Path | None = None) -> int:
             if not is_stale(e.name, e.stat(follow_symlinks=False).st_mtime, now):
                 continue
             if e.is_dir(follow_symlinks=False):
-                shutil.rmtree(e.path)
+                _remove_scratch(e.path)
             else:
                 os.unlink(e.path)
             removed += 1

@@ -87,9 +87,9 @@ def test_a_killed_build_leaves_leftovers_that_the_next_build_sweeps(fresh_cache,
 def test_leftovers_of_live_processes_go_only_when_old(fresh_cache):
     kernels = fresh_cache / "kernels"
     kernels.mkdir(parents=True)
-    live = kernels / f".0123{files.owner_tag().replace(str(os.getpid()), '1')}abc.so.tmp"  # pid 1 lives
+    live = kernels / f".0123{files.owner_tag().replace(str(os.getpid()), '1')}abcdefgh.so.tmp"  # pid 1 lives
     live.write_bytes(b"x")
-    old = kernels / ".0123.abc.so.tmp"  # no owner recorded: age alone decides
+    old = kernels / ".0123.0000abcd-7.abcdefgh.so.tmp"  # another host's: age alone decides
     old.write_bytes(b"x")
     os.utime(old, (time.time() - files.STALE_AGE_S - 60,) * 2)
     assert files.sweep_leftovers() == 1
