@@ -12,13 +12,20 @@ an attempt bound to fail), and otherwise as usual, running it again in such a wo
 hits a RecursionError. The worker has a stack of :data:`STACK_BYTES` (reserved, not committed:
 pages are touched only as deep as the walk goes) and a recursion limit of
 :data:`RECURSION_LIMIT`. That is a bounded measure: a program deeper still is refused with a
-:class:`~tessel.errors.BuildError` that says so, never a crash. While the worker runs the
-(process-wide) recursion limit is raised for every thread; it is restored when the last
-worker ends.
+:class:`~tessel.errors.BuildError` that says so, never a crash.
+
+The limit is the worker's alone where that can be done: a limit of 400,000 frames on another
+thread's 8 MiB stack lets C recursion there (``json``, ``repr`` of nested lists) run past its
+stack, a SIGSEGV instead of a RecursionError. CPython 3.11 has no per-thread API, but each
+thread state holds its own counter, checked against the process-wide limit only when it runs
+out; the worker raises its own (:func:`_raise_own_limit`, after checking that the fields read
+back as the values ``sys`` reports). From 3.12 C recursion has a fixed guard of its own, so the
+process-wide limit is raised while a worker runs, as on any interpreter where the check fails.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import sys
 import threading
@@ -54,28 +61,50 @@ def _restore_limit() -> None:
             sys.setrecursionlimit(_saved_limit)
 
 
+_TSTATE_RECURSION = 32  # CPython 3.11's PyThreadState: prev, next, interp, two ints, then these
+
+
+def _raise_own_limit(limit: int) -> bool:
+    """Raise the calling thread's recursion limit alone (CPython 3.11); False where it cannot be
+    done safely, so that the caller raises the process-wide one instead."""
+    if sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11):
+        return False
+    get = ctypes.pythonapi.PyThreadState_Get
+    get.restype = ctypes.c_void_p
+    fields = (ctypes.c_int * 2).from_address(get() + _TSTATE_RECURSION)  # remaining, limit
+    current = sys.getrecursionlimit()
+    if fields[1] != current or not 0 < fields[0] <= current or limit <= current:
+        return False
+    fields[0] += limit - current
+    fields[1] = limit
+    return True
+
+
 def _run_on_big_stack(fn: Callable, args: tuple, kwargs: dict) -> Any:
     out: dict[str, Any] = {}
 
     def work() -> None:
         _inside.active = True
+        own = _raise_own_limit(RECURSION_LIMIT)
+        if not own:
+            _raise_limit()
         try:
             out["value"] = fn(*args, **kwargs)
         except BaseException as err:  # handed to the caller's thread as it is
             out["error"] = err
+        finally:
+            if not own:
+                _restore_limit()
 
-    with _lock:  # stack_size is process-wide too: set it only around this thread's creation
+    # stack_size is process-wide: it is read when the thread starts, so it stays set until then
+    with _lock:
         old = threading.stack_size(STACK_BYTES)
         try:
             worker = threading.Thread(target=work, name="tessel-deep-compile", daemon=True)
+            worker.start()
         finally:
             threading.stack_size(old)
-    _raise_limit()
-    try:
-        worker.start()
-        worker.join()
-    finally:
-        _restore_limit()
+    worker.join()
     if "error" in out:
         raise out["error"]
     return out["value"]

@@ -40,6 +40,8 @@ from .files import (
     key_lock,
     note_written,
     owner_tag,
+    read_json,
+    read_regular,
     sweep_leftovers,
     touch,
     write_atomic,
@@ -185,8 +187,8 @@ def _load_verified(so_path: Path, symbol: str, openmp: bool) -> ctypes.CDLL | No
     """Load a cache entry only if its bytes match its sidecar; None means "build it"."""
     sidecar = so_path.with_suffix(".json")
     try:
-        meta = json.loads(sidecar.read_text())
-        data = so_path.read_bytes()
+        meta = read_json(sidecar)
+        data = read_regular(so_path)
     except (OSError, ValueError):
         return None
     if not isinstance(meta, dict) or len(data) != meta.get("size") or \
@@ -329,7 +331,7 @@ def load_lowered(key: str, n_params: int | None = None) -> dict | None:
             return _LOWERED[key]
     path = cache_dir() / "lowered" / f"{key}.json"
     try:
-        entry = json.loads(path.read_text())
+        entry = read_json(path)
     except (OSError, ValueError):
         return None
     if not _valid_plan(entry, n_params):

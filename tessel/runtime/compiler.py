@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BuildError, TesselWarning
-from .files import cache_dir, encode_text, env_seconds, scratch_dir, write_atomic
+from .files import cache_dir, encode_text, env_seconds, read_json, scratch_dir, write_atomic
 
 # no -fwrapv: it stops GCC vectorizing int32 index arithmetic; the generator makes data wrap instead.
 # A function called without a declaration is an error, not an ``int`` guessed by the compiler: the
@@ -307,7 +307,7 @@ def _probe_file() -> Path:
 
 def _load_probes() -> dict:
     try:
-        data = json.loads(_probe_file().read_text())
+        data = read_json(_probe_file())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

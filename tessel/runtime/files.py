@@ -12,11 +12,14 @@ a size limit (``$TESSEL_CACHE_MAX_MB``) by evicting the entries used least recen
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
+import json
 import os
 import re
 import shutil
 import socket
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -176,6 +179,38 @@ def write_atomic(path: Path, data: bytes | str) -> None:
             os.unlink(tmp)
         raise
 
+
+
+MAX_NESTING = 64  # tessel's own JSON files nest a few levels: a deeper one is damage
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of a regular file, else OSError: a FIFO or a device in a cache file's place
+    would block the read (and every build with it), so it is opened without waiting and its
+    type checked before a byte is read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
+def read_json(path: Path) -> object:
+    """A cache file's JSON; OSError or ValueError when it is damaged. Its nesting is counted
+    before parsing: ``json`` recurses in C once per level, and a file nested 100,000 deep would
+    run a thread whose recursion limit is raised (``tessel.deep``) past its stack."""
+    raw = read_regular(path)
+    depth = 0
+    for m in re.finditer(rb"[\[\]{}]", _JSON_STRING.sub(b'""', raw)):
+        depth += 1 if m.group() in b"[{" else -1
+        if depth > MAX_NESTING:
+            raise ValueError(f"{path}: nested more than {MAX_NESTING} levels deep")
+    return json.loads(raw)
 
 # ---- per-entry locks ---------------------------------------------------------------------------------
 def lock_timeout() -> float:
