@@ -25,11 +25,12 @@ process-wide limit is raised while a worker runs, as on any interpreter where th
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from .errors import BuildError
@@ -64,20 +65,46 @@ def _restore_limit() -> None:
 _TSTATE_RECURSION = 32  # CPython 3.11's PyThreadState: prev, next, interp, two ints, then these
 
 
-def _raise_own_limit(limit: int) -> bool:
-    """Raise the calling thread's recursion limit alone (CPython 3.11); False where it cannot be
-    done safely, so that the caller raises the process-wide one instead."""
+def _own_fields() -> ctypes.Array | None:
+    """The calling thread's ``recursion_remaining, recursion_limit`` (CPython 3.11), once they
+    read back as the limit this thread is known to have; None where that cannot be done safely."""
     if sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11):
-        return False
+        return None
     get = ctypes.pythonapi.PyThreadState_Get
     get.restype = ctypes.c_void_p
-    fields = (ctypes.c_int * 2).from_address(get() + _TSTATE_RECURSION)  # remaining, limit
-    current = sys.getrecursionlimit()
-    if fields[1] != current or not 0 < fields[0] <= current or limit <= current:
-        return False
-    fields[0] += limit - current
-    fields[1] = limit
-    return True
+    fields = (ctypes.c_int * 2).from_address(get() + _TSTATE_RECURSION)
+    known = getattr(_inside, "limit", None) or sys.getrecursionlimit()
+    if fields[1] != known or not 0 < fields[0] <= known:
+        return None  # another layout, or sys.setrecursionlimit reset it meanwhile
+    return fields
+
+
+@contextlib.contextmanager
+def recursion_limit(limit: int) -> Iterator[None]:
+    """At least ``limit`` frames for the calling thread while the block runs: its own limit
+    where that can be done (see the module's docstring), else the process-wide one (raised to
+    :data:`RECURSION_LIMIT` while any such block runs)."""
+    fields = _own_fields()
+    if fields is None:
+        _raise_limit()
+        try:
+            yield
+        finally:
+            _restore_limit()
+        return
+    old = fields[1]
+    if old >= limit:
+        yield
+        return
+    fields[0] += limit - old
+    fields[1] = _inside.limit = limit
+    try:
+        yield
+    finally:
+        if fields[1] == limit:  # not reset meanwhile by sys.setrecursionlimit
+            fields[0] -= limit - old
+            fields[1] = old
+        _inside.limit = None
 
 
 def _run_on_big_stack(fn: Callable, args: tuple, kwargs: dict) -> Any:
@@ -85,16 +112,11 @@ def _run_on_big_stack(fn: Callable, args: tuple, kwargs: dict) -> Any:
 
     def work() -> None:
         _inside.active = True
-        own = _raise_own_limit(RECURSION_LIMIT)
-        if not own:
-            _raise_limit()
         try:
-            out["value"] = fn(*args, **kwargs)
+            with recursion_limit(RECURSION_LIMIT):
+                out["value"] = fn(*args, **kwargs)
         except BaseException as err:  # handed to the caller's thread as it is
             out["error"] = err
-        finally:
-            if not own:
-                _restore_limit()
 
     # stack_size is process-wide: it is read when the thread starts, so it stays set until then
     with _lock:
@@ -138,4 +160,4 @@ def deep_stack(what: str, is_deep: Callable[..., bool] | None = None) -> Callabl
     return wrap
 
 
-__all__ = ["RECURSION_LIMIT", "STACK_BYTES", "deep_stack"]
+__all__ = ["RECURSION_LIMIT", "STACK_BYTES", "deep_stack", "recursion_limit"]

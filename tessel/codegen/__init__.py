@@ -8,10 +8,10 @@ Which generator and runtime a target uses is the target's business
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from ..deep import recursion_limit
 from ..errors import BuildError
 from ..ir.stmt import PrimFunc
 
@@ -54,17 +54,14 @@ class Generated:
 def generate(generator: Callable, func: PrimFunc, target) -> Generated:
     """Run one generator on ``func``, turning an expression nested too deeply into a BuildError."""
     # generators recurse over expressions; unrolled reductions make long chains of additions
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, 20000))
     try:
-        return generator(func, target)
+        with recursion_limit(20000):
+            return generator(func, target)
     except RecursionError:
         raise BuildError(
             f"kernel {getattr(func, 'name', func)!r}: an expression is nested too deeply to generate "
             "code for; unroll less or split the computation"
         ) from None
-    finally:
-        sys.setrecursionlimit(old)
 
 
 __all__ = ["Generated", "generate"]
