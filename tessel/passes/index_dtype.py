@@ -220,11 +220,23 @@ class _IndexDtype(Mutator):
         old = s.buffer
         self.where = ("the size of", old)
         shape = tuple(self.expr(x) for x in old.shape)  # either dtype: the targets multiply in int64
+        self._guard_bytes(old, shape)
         body = self.visit(s.body)
         if all(a is b for a, b in zip(shape, old.shape)):
             return s if body is s.body else S.Allocate(old, body)
         new = S.Buffer(old.name, old.dtype, shape, old.scope)
         return S.Allocate(new, replace_buffer(body, old, new))
+
+    def _guard_bytes(self, buf: S.Buffer, shape: tuple[E.PrimExpr, ...]) -> None:
+        """The targets count a temporary's bytes in int64: sizes that take the count past it
+        would allocate a wrapped-around (small) block and write past its end. The count is
+        guarded like any index (stage ``buf.name``'s, in its own words in the error)."""
+        if all(isinstance(x, E.IntImm) for x in shape):
+            return
+        nbytes: E.PrimExpr = E.IntImm(max(buf.dtype.bits // 8, 1) * buf.dtype.lanes, int64)
+        for x in shape:
+            nbytes = E.Mul(_widen(x, int64), nbytes)
+        self.guards.check(nbytes, f"the byte count of the temporary of stage {buf.name!r}")
 
     # ---- expressions -----------------------------------------------------------------------
     def expr(self, e: E.PrimExpr) -> E.PrimExpr:

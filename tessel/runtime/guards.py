@@ -55,7 +55,13 @@ class SizeGuards:
     def _error(self, values: tuple, k: int, reach: int) -> IndexOverflowError:
         g = self.guards[k]
         sizes = ", ".join(f"{v.name}={x}" for v, x in zip(self.vars, values))
-        narrow = [v.name for v in self.vars if v.dtype.bits < 64] or ["n"]
+        narrow = [v.name for v in self.vars if v.dtype.bits < 64]
+        if g.expr.dtype.element.bits >= 64 or not narrow:  # already the widest: no dtype helps
+            return IndexOverflowError(
+                f"kernel {self.kernel!r}: with {sizes}, {g.what} (`{g.expr}`) reaches {reach}, beyond the "
+                f"{g.expr.dtype.element} the kernel counts it in: no machine holds that much; call the "
+                "kernel with smaller sizes, or on smaller pieces"
+            )
         return IndexOverflowError(
             f"kernel {self.kernel!r}: with {sizes}, {g.what} (`{g.expr}`) reaches {reach}, beyond the "
             f"{g.expr.dtype.element} it is computed in; index arithmetic over symbolic sizes keeps their dtype "
