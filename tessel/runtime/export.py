@@ -28,7 +28,7 @@ from ..ir.serialize import load_json, save_json
 from .args import ArgSpec
 from .cache import _address, _load
 from .compiler import compile_shared
-from .files import scratch_dir
+from .files import check_nesting, loads_json, scratch_dir
 from .module import CKernel, Kernel
 
 META_SYMBOL = "tsl_export_meta"
@@ -99,25 +99,56 @@ def load_module(path: str | os.PathLike) -> CKernel:
         raise BuildError(f"load_module({where!r}): not a library written by tessel's export_library (it does not "
                          f"load here, or has no {META_SYMBOL} symbol); export it again with kernel.export_library")
     try:
-        meta = json.loads(ctypes.string_at(_address(lib, META_SYMBOL)).decode("ascii"))
-    except (ValueError, UnicodeDecodeError) as e:
+        meta = loads_json(ctypes.string_at(_address(lib, META_SYMBOL)), "the metadata")
+    except ValueError as e:
         raise BuildError(f"load_module({where!r}): the library's metadata is damaged ({e})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
-        raise BuildError(f"load_module({where!r}): metadata of format {meta.get('format')!r} version "
-                         f"{meta.get('version')!r}; this tessel reads {FORMAT!r} version {VERSION}: export it again")
+        found = (meta.get("format"), meta.get("version")) if isinstance(meta, dict) else (None, None)
+        raise BuildError(f"load_module({where!r}): metadata of format {found[0]!r} version {found[1]!r}; this "
+                         f"tessel reads {FORMAT!r} version {VERSION}: export it again")
     return _kernel(meta, lib, where)
+
+
+# the contract's fields and their types; anything else is damage (or crafted), refused by name
+_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "name": str, "symbol": str, "parallel": bool, "serial_note": (str, bool, type(None)), "outputs": list,
+    "params": list, "scalar_positions": list, "ir": str, "source": str}
+
+
+def _checked(meta: dict, where: str) -> dict:
+    """``meta`` once every field has its type and every position points at a parameter."""
+    def bad(what: str) -> BuildError:
+        return BuildError(f"load_module({where!r}): the library's metadata is damaged ({what}); export it again")
+
+    for key, kind in _FIELDS.items():
+        if not isinstance(meta.get(key), kind):
+            raise bad(f"field {key!r} is missing or not of type {getattr(kind, '__name__', kind)}")
+    n = len(meta["params"])
+    if not all(isinstance(p, dict) and isinstance(p.get("name"), str) and isinstance(p.get("dtype"), str)
+               for p in meta["params"]):
+        raise bad("a parameter is not a name and a dtype")
+    for key in ("outputs", "scalar_positions"):
+        if not all(type(k) is int and 0 <= k < n + len(meta["scalar_positions"]) for k in meta[key]):
+            raise bad(f"{key!r} holds something other than parameter positions")
+    if not all(k < n for k in meta["outputs"]):
+        raise bad("an output position is not a parameter's")
+    return meta
 
 
 def _kernel(meta: dict, lib: ctypes.CDLL, where: str) -> CKernel:
     """The kernel a contract describes, over a loaded library."""
-    func = _func(meta, where)
+    func = _func(_checked(meta, where), where)
     outputs = {func.params[k] for k in meta["outputs"]}
     try:
         _address(lib, meta["symbol"])
-    except (AttributeError, OSError):
+    except (AttributeError, OSError, ValueError):
         raise BuildError(f"load_module({where!r}): the entry point {meta['symbol']!r} is missing") from None
-    return CKernel(func, meta["source"], ArgSpec(func, outputs), lib, meta["symbol"], os.path.abspath(where),
-                   0.0, True, parallel=bool(meta["parallel"]), serial_note=meta["serial_note"])
+    try:
+        spec = ArgSpec(func, outputs)
+    except (TesselError, ValueError, TypeError, AttributeError) as e:
+        raise BuildError(f"load_module({where!r}): the library's metadata is damaged ({e})") from None
+    return CKernel(func, meta["source"], spec, lib, meta["symbol"], os.path.abspath(where),
+                   0.0, True, parallel=meta["parallel"], serial_note=meta["serial_note"])
 
 
 def contract(kernel: Kernel) -> dict:
@@ -142,10 +173,15 @@ def load_contract(meta: dict) -> CKernel:
 def _func(meta: dict, where: str) -> S.PrimFunc:
     """The kernel's parameters, sizes and guards (its body stays in the library)."""
     try:
-        shapes, size_vars, guards, scalars = load_json(meta["ir"])
+        shapes, size_vars, guards, scalars = load_json(check_nesting(meta["ir"], "its IR"))
+        if not (len(shapes) == len(meta["params"]) and len(scalars) == len(meta["scalar_positions"])
+                and all(isinstance(x, tuple) and all(isinstance(d, E.PrimExpr) for d in x) for x in shapes)
+                and all(isinstance(v, E.Var) for v in (*size_vars, *scalars))
+                and all(isinstance(g, S.IndexGuard) for g in guards)):
+            raise ValueError("its IR is not shapes, sizes, guards and scalars of these parameters")
+        params = [S.Buffer(p["name"], p["dtype"], list(shape)) for p, shape in zip(meta["params"], shapes)]
     except (TesselError, ValueError, TypeError) as e:
         raise BuildError(f"load_module({where!r}): the library's metadata is damaged ({e})") from None
-    params = [S.Buffer(p["name"], p["dtype"], list(shape)) for p, shape in zip(meta["params"], shapes)]
     outputs = [params[k] for k in meta["outputs"]]
     scalar_args = list(zip(meta["scalar_positions"], scalars))
     return S.PrimFunc(meta["name"], params, size_vars, S.Evaluate(E.IntImm(0)), outputs, guards, scalar_args)

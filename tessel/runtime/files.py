@@ -200,17 +200,32 @@ def read_regular(path: Path) -> bytes:
         os.close(fd)
 
 
-def read_json(path: Path) -> object:
-    """A cache file's JSON; OSError or ValueError when it is damaged. Its nesting is counted
-    before parsing: ``json`` recurses in C once per level, and a file nested 100,000 deep would
-    run a thread whose recursion limit is raised (``tessel.deep``) past its stack."""
-    raw = read_regular(path)
+def check_nesting(raw: bytes | str, what: object) -> bytes:
+    """``raw`` as bytes, once its JSON nesting is counted: ValueError (naming ``what``) past
+    :data:`MAX_NESTING`. ``json`` recurses in C once per level, and text nested 100,000 deep
+    would run a thread whose recursion limit is raised (``tessel.deep``) past its stack."""
+    text = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
     depth = 0
-    for m in re.finditer(rb"[\[\]{}]", _JSON_STRING.sub(b'""', raw)):
+    for m in re.finditer(rb"[\[\]{}]", _JSON_STRING.sub(b'""', text)):
         depth += 1 if m.group() in b"[{" else -1
         if depth > MAX_NESTING:
-            raise ValueError(f"{path}: nested more than {MAX_NESTING} levels deep")
-    return json.loads(raw)
+            raise ValueError(f"{what}: nested more than {MAX_NESTING} levels deep")
+    return text
+
+
+def loads_json(raw: bytes | str, what: object) -> object:
+    """JSON that tessel wrote (a cache file, a tuning record, a library's metadata), read
+    without trusting it: ValueError naming ``what`` (a path or a description) when it is not."""
+    text = check_nesting(raw, what)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise ValueError(f"{what}: not JSON ({e})") from None
+
+
+def read_json(path: Path) -> object:
+    """A cache file's JSON; OSError or ValueError when it is damaged."""
+    return loads_json(read_regular(path), path)
 
 # ---- per-entry locks ---------------------------------------------------------------------------------
 def lock_timeout() -> float:

@@ -10,14 +10,15 @@ again) and what :func:`apply_history_best` builds templates from.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..errors import TuneError
+from ..errors import TesselWarning, TuneError
 from ..ir.names import shown
+from ..runtime.files import loads_json
 from .space import ConfigEntity
 from .task import DISPATCH
 
@@ -49,12 +50,27 @@ class Record:
 
     @staticmethod
     def from_json(line: str) -> Record:
-        data = json.loads(line)
-        if not isinstance(data, dict) or data.get("version") != VERSION:
-            raise TuneError(f"not a tessel tuning record of version {VERSION}: {line[:80]!r}")
-        return Record(str(data["workload"]), str(data["target"]), ConfigEntity.from_json_dict(data["config"]),
-                      [float(c) for c in data.get("costs") or []], data.get("error"), data.get("kind"),
-                      float(data.get("time", 0.0)))
+        """The record on one log line; TuneError for anything else (a torn line, damage, a line
+        crafted to break the reader: too deep, numbers out of range, fields of the wrong type)."""
+        try:
+            data = loads_json(line, "a tuning log line")
+            if not isinstance(data, dict) or data.get("version") != VERSION:
+                raise ValueError(f"not a tessel tuning record of version {VERSION}")
+            workload, target, costs = data["workload"], data["target"], data.get("costs") or []
+            error, kind, when = data.get("error"), data.get("kind"), data.get("time", 0.0)
+            if not (isinstance(workload, str) and isinstance(target, str) and isinstance(costs, list)
+                    and all(_number(c) for c in costs) and _number(when)
+                    and all(x is None or isinstance(x, str) for x in (error, kind))):
+                raise ValueError("a field has the wrong type")
+            return Record(workload, target, ConfigEntity.from_json_dict(data["config"]),
+                          [float(c) for c in costs], error, kind, float(when))
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError) as e:
+            raise TuneError(f"not a tessel tuning record: {shown(line[:80])} ({shown(str(e)[:200])})") from None
+
+
+def _number(x: object) -> bool:
+    """A cost or a time as the log holds it (an int whose float would overflow is not one)."""
+    return isinstance(x, float) or (isinstance(x, int) and not isinstance(x, bool) and abs(x) < 2**1000)
 
 
 def from_result(task, res) -> Record:
@@ -105,12 +121,23 @@ def load(path: str | os.PathLike) -> Iterator[Record]:
         return
     except OSError as e:
         raise TuneError(f"tuning log {shown(os.fspath(path))} cannot be read ({e.strerror})") from None
+    skipped: list[int] = []
     with f:
-        for line in f:
-            if not line.strip():
-                continue
-            with contextlib.suppress(ValueError, TuneError, KeyError, TypeError):
-                yield Record.from_json(line)
+        try:
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    yield Record.from_json(line)
+                except TuneError:
+                    skipped.append(number)
+        except UnicodeDecodeError:
+            skipped.append(-1)  # not text from here on
+    if skipped:
+        where = ", ".join("the rest (not UTF-8)" if n < 0 else str(n) for n in skipped[:5])
+        warnings.warn(f"tuning log {shown(os.fspath(path))}: skipped {len(skipped)} line(s) that are not whole "
+                      f"records (line {where}{', ...' if len(skipped) > 5 else ''}); a line torn by a crash, "
+                      "damage or another program's text", TesselWarning, stacklevel=2)
 
 
 load_from_file = load  # AutoTVM's spelling
@@ -142,7 +169,7 @@ class ApplyHistoryBest:
         found = []
         for r in self.records:
             try:
-                key = json.loads(r.workload)
+                key = loads_json(r.workload, "a tuning record's workload")
             except ValueError:
                 continue
             if r.ok and isinstance(key, list) and len(key) >= 2 and key[0] == name and key[1] == args:
