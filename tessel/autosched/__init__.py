@@ -72,7 +72,8 @@ def _outputs(outputs) -> list[Tensor]:
 
 
 def auto_schedule_result(outputs, target: str | Target | None = None, budget: int = DEFAULT_BUDGET,
-                         log: str | None = None, progress=False, timeout: float | None = None) -> AutoResult:
+                         log: str | None = None, progress=False, timeout: float | None = None,
+                         sizes: dict | None = None) -> AutoResult:
     """:func:`auto_schedule`, returning the plan, the knob values and the tuner's result too."""
     start = time.monotonic()
     limit = seconds_limit(timeout, "auto_schedule(timeout=...)", ArgumentError)
@@ -88,14 +89,16 @@ def auto_schedule_result(outputs, target: str | Target | None = None, budget: in
     knobs, tuned = plan.defaults(), None
     left = None if limit is None else limit - (time.monotonic() - start)
     if budget and budget > 1 and plan.knobs and (left is None or left > 0):
-        knobs, tuned = refine(plan, lambda kn: (_legal(plan, kn, args)[0], args), budget, log, progress, left)
+        knobs, tuned = refine(plan, lambda kn: (_legal(plan, kn, args)[0], args), budget, log, progress, left,
+                              sizes)
     sch, level = _legal(plan, knobs, args)
     announce(sch)  # the schedule the user gets: `tessel explain` and `show` list it
     return AutoResult(sch, args, plan, knobs, level, tuned)
 
 
 def auto_schedule(outputs, target: str | Target | None = None, budget: int = DEFAULT_BUDGET,
-                  log: str | None = None, progress=False, timeout: float | None = None) -> Schedule:
+                  log: str | None = None, progress=False, timeout: float | None = None,
+                  sizes: dict | None = None) -> Schedule:
     """A schedule for ``outputs`` (tensors of te.compute) on ``target`` (default: this machine).
 
     ``budget``: trials of the tuner's search around the rule-based schedule (0 or 1: the rules
@@ -104,8 +107,10 @@ def auto_schedule(outputs, target: str | Target | None = None, budget: int = DEF
     schedule if nothing was measured in time); ``log``: a tuning log to record into and resume from;
     ``progress``: the tuner's progress (False: silent, None: stdout, or a stream). The
     schedule's arguments, in order, are the placeholders it reads (as
-    ``auto_schedule_result(...).args`` lists them), then the outputs."""
-    return auto_schedule_result(outputs, target, budget, log, progress, timeout).schedule
+    ``auto_schedule_result(...).args`` lists them), then the outputs. ``sizes``: the values
+    symbolic sizes take while the search measures (``{"n": 1000}``; by default
+    ``tessel.tune.task.REPRESENTATIVE_SIZE``): the schedule stays generic in them."""
+    return auto_schedule_result(outputs, target, budget, log, progress, timeout, sizes).schedule
 
 
 def _legal(plan: Plan, knobs: dict, args: list[Tensor]) -> tuple[Schedule, str]:

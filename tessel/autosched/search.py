@@ -58,8 +58,9 @@ class _FromDefault(ModelTuner):
             self.best, self.best_cost = default, default.cost
 
 
-def task(plan: Plan, make) -> Task:
-    """The plan as a tuning task: ``make(knobs) -> (schedule, tensors)`` writes one point."""
+def task(plan: Plan, make, sizes=None) -> Task:
+    """The plan as a tuning task: ``make(knobs) -> (schedule, tensors)`` writes one point;
+    ``sizes``: the values its symbolic sizes take while measured (see tune.Task)."""
 
     def sketch(cfg):
         for k in plan.knobs:  # the default first: the first point of the space is the rule's schedule
@@ -69,14 +70,14 @@ def task(plan: Plan, make) -> Task:
         return make({k.name: cfg[k.name].val for k in plan.knobs})
 
     sketch.__qualname__ = "auto_schedule"
-    return Task(sketch, (), plan.target)
+    return Task(sketch, (), plan.target, sizes=sizes)
 
 
 def refine(plan: Plan, make, trials: int, log: str | None = None, progress=False,
-           time_limit: float | None = None) -> tuple[dict, object]:
+           time_limit: float | None = None, sizes=None) -> tuple[dict, object]:
     """The best knob values found in ``trials`` measurements (the default among them) or in
     ``time_limit`` seconds, whichever ends first, and the tuner's result (records, costs)."""
-    t = task(plan, make)
+    t = task(plan, make, sizes)
     # a candidate with tail tiles can take seconds to lower on a loaded machine: a generous limit
     search = _FromDefault(t)
     result = tune(t, trials=trials, tuner=search, log=log, progress=progress, build_timeout=BUILD_TIMEOUT,

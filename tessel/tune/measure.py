@@ -83,6 +83,15 @@ def _random(shape, dtype: str, rng: np.random.Generator) -> np.ndarray:
     return rng.integers(0, 8, size=shape).astype(dt)
 
 
+def _shape(t, task) -> list[int]:
+    """The tensor's shape with its symbolic sizes at the task's representative values."""
+    from ..ir.functor import free_vars
+    from ..runtime.args import eval_int
+
+    env = {id(v): task.sizes[v.name] for d in t.shape for v in free_vars(d)}
+    return [eval_int(d, env, task.name) for d in t.shape]
+
+
 def reference_data(task, reference=None, seed: int = 0) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Random inputs for the task's kernel and the outputs it must compute: ``reference(*inputs)``
     when given (NumPy), else the task's computation built without any schedule."""
@@ -96,14 +105,14 @@ def reference_data(task, reference=None, seed: int = 0) -> tuple[list[np.ndarray
         raise TuneError(f"task {task.name}: the template must list the inputs first, then the outputs "
                         f"(got {[t.name for t in tensors]})")
     rng = np.random.default_rng(seed)
-    inputs = [_random([int(d.value) for d in t.shape], str(t.dtype), rng) for t in ins]
+    inputs = [_random(_shape(t, task), str(t.dtype), rng) for t in ins]
     if reference is not None:
         got = reference(*inputs)
         expected = [np.asarray(a) for a in (got if isinstance(got, list | tuple) else [got])]
     else:
         kind = "python" if task.target.kind == "python" else "c"
         naive = driver.build(create_schedule([t.op for t in outs]), list(tensors), target=kind)
-        expected = [np.zeros([int(d.value) for d in t.shape], dtype=str(t.dtype)) for t in outs]
+        expected = [np.zeros(_shape(t, task), dtype=str(t.dtype)) for t in outs]
         naive(*inputs, *expected)
     if len(expected) != len(outs):
         raise TuneError(f"task {task.name}: the reference gave {len(expected)} outputs, the kernel writes {len(outs)}")

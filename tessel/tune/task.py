@@ -16,7 +16,7 @@ import contextvars
 import hashlib
 import inspect
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..errors import TuneError
@@ -123,7 +123,7 @@ def _takes_config(func: Callable) -> bool:
 class Task:
     """A template applied to arguments for one target: its config space and its instances."""
 
-    def __init__(self, func: Callable | str, args: Sequence = (), target=None):
+    def __init__(self, func: Callable | str, args: Sequence = (), target=None, sizes: Mapping | None = None):
         from ..target import as_target, resolve
 
         if isinstance(func, str):
@@ -141,7 +141,9 @@ class Task:
         self.config_space = ConfigSpace()
         _, tensors = self.instantiate(self.config_space)
         self.flop = self.config_space.flop
-        self.workload = workload_key(self.name, self.args, compute_digest(tensors))
+        self.sizes = representative_sizes(tensors, sizes, self.name)
+        digest = compute_digest(tensors) + "".join(f"|{k}={v}" for k, v in sorted(self.sizes.items()))
+        self.workload = workload_key(self.name, self.args, digest)
 
     @property
     def target_key(self) -> str:
@@ -163,6 +165,33 @@ class Task:
 
     def __repr__(self) -> str:
         return f"Task(func_name={self.name}, args={self.args}, target={self.target_key}, space={len(self.config_space)})"
+
+
+REPRESENTATIVE_SIZE = 256  # what a symbolic size is bound to for measuring, unless given
+
+
+def representative_sizes(tensors: Sequence, given: Mapping | None, name: str) -> dict[str, int]:
+    """The value each symbolic size of the kernel's tensors takes while candidates are measured
+    (a schedule is generic in its sizes; its speed is measured at some): ``given`` by name
+    (``{"n": 1000}``, or by the ``te.var`` itself), else :data:`REPRESENTATIVE_SIZE`."""
+    from ..ir.expr import Var
+    from ..ir.functor import free_vars
+
+    given = dict(given or {})
+    by_name = {getattr(k, "name", k): v for k, v in given.items()}
+    free = sorted({v.name for t in tensors for d in getattr(t, "shape", ()) for v in free_vars(d)
+                   if isinstance(v, Var)})
+    unknown = sorted(set(map(str, by_name)) - set(free))
+    if unknown:
+        raise TuneError(f"task {name}: sizes= names {', '.join(unknown)}, which no tensor's shape uses "
+                        f"(its symbolic sizes: {', '.join(free) or 'none'})")
+    out = {}
+    for v in free:
+        value = by_name.get(v, REPRESENTATIVE_SIZE)
+        if type(value) is not int or value < 1:
+            raise TuneError(f"task {name}: sizes={{{v!r}: {value!r}}}: a size to measure at is a positive int")
+        out[v] = value
+    return out
 
 
 def _check_arguments(name: str, func: Callable, call: tuple, args: tuple) -> None:
