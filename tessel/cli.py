@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import TesselError, ViewError
+from .ir.names import shown
 from .schedule import history
 from .schedule.schedule import Schedule
 from .viz.svg import ENGINES
@@ -134,26 +135,51 @@ def main(argv: list[str] | None = None) -> int:
             return _tvm(args)
         return _explain(args) if args.command == "explain" else _show(args)
     except TesselError as err:
-        print(f"tessel: error: {err}", file=sys.stderr)
+        print(f"tessel: error: {_terminal(str(err))}", file=sys.stderr)
         return 1
+
+
+def _terminal(text: str) -> str:
+    """Text for the terminal: its lines kept, every other control character (an ANSI escape, a
+    carriage return a name carried in) escaped, so no name can rewrite what is shown."""
+    return "\n".join(shown(line, None) for line in text.split("\n"))
+
+
+def _output(path: str | os.PathLike, script: str) -> Path:
+    """Where a report goes, checked before the script runs (a long script that ran only to fail
+    at the end would be lost): its folder must exist, and it must not be the script itself."""
+    out = Path(path)
+    if not out.parent.is_dir():
+        raise ViewError(f"cannot write {shown(str(out))}: its folder {shown(str(out.parent))} does not exist; "
+                        "create it first or give -o another path")
+    with contextlib.suppress(OSError):
+        if out.exists() and os.path.samefile(out, script):
+            raise ViewError(f"-o {shown(str(out))} is the script itself, which would be overwritten; give the "
+                            "report another name (e.g. the script's name with .html)")
+    if out.exists() and not out.is_file():
+        raise ViewError(f"cannot write {shown(str(out))}: it is not a file")
+    return out
 
 
 def _explain(args) -> int:
     from .viz import explorer
 
+    out = _output(args.output or Path(args.script).with_suffix(".html").name, args.script)
     run = run_script(args.script, args.script_args)
-    out = Path(args.output or Path(args.script).with_suffix(".html").name)
     if run.schedules:
         explorer(run.schedules, args=run.args, path=out, engine=args.engine,
                  title=f"tessel explain {Path(args.script).name}")
         steps = sum(len(s.history) for s in run.schedules)
-        print(f"tessel: wrote {out} ({len(run.schedules)} schedule(s), {steps} step(s))", file=sys.stderr)
+        print(f"tessel: wrote {shown(str(out), None)} ({len(run.schedules)} schedule(s), {steps} step(s))",
+              file=sys.stderr)
     return _verdict(run, wrote=out if run.schedules else None)
 
 
 def _show(args) -> int:
     from .viz import dataflow_graph, itervar_graph, schedule_tree
 
+    if args.output:
+        _output(args.output, args.script)
     run = run_script(args.script, args.script_args, stdout_to_stderr=args.output is None)
     if run.schedules:
         sch = run.schedules[-1]
@@ -165,7 +191,7 @@ def _show(args) -> int:
             view = schedule_tree(sch) if args.view == "tree" else dataflow_graph(sch)
         if args.output:
             view.save(args.output, engine=args.engine)
-            print(f"tessel: wrote {args.output} ({args.view} view of {_name(sch)})", file=sys.stderr)
+            print(f"tessel: wrote {shown(args.output, None)} ({args.view} view of {_name(sch)})", file=sys.stderr)
         else:
             sys.stdout.write(view.to_svg(args.engine))
     return _verdict(run, wrote=args.output if run.schedules else None)
@@ -178,7 +204,7 @@ def _tvm(args) -> int:
     with tvm_imports():
         run = run_script(args.script, args.script_args)
     if run.failure:
-        print(f"tessel: error: {run.path.name} failed:\n{run.failure}", file=sys.stderr)
+        print(_terminal(f"tessel: error: {run.path.name} failed:\n{run.failure}"), file=sys.stderr)
         return 1
     return 0
 
@@ -211,7 +237,7 @@ def _verdict(run: ScriptRun, wrote) -> int:
         msg = f"tessel: error: {run.path.name} failed:\n{run.failure}"
         if wrote:
             msg += f"\ntessel: {wrote} was written anyway, from the schedule(s) built before the failure"
-        print(msg, file=sys.stderr)
+        print(_terminal(msg), file=sys.stderr)
         return 1
     if not run.schedules:
         print(f"tessel: error: {run.path.name} built no schedule (no te.create_schedule call ran), "
@@ -221,7 +247,7 @@ def _verdict(run: ScriptRun, wrote) -> int:
 
 
 def _name(sch: Schedule) -> str:
-    return "schedule of " + ", ".join(op.name for op in sch.outputs)
+    return "schedule of " + ", ".join(shown(op.name) for op in sch.outputs)
 
 
 if __name__ == "__main__":

@@ -117,6 +117,11 @@ class TesselWarning(UserWarning):
     """Base of tessel's warnings: something works, but not as well as asked (e.g. parallel loops
     that run on one thread because the C compiler has no OpenMP)."""
 
+    def __str__(self) -> str:
+        """The message as printable text: a name in it (a stage's, a kernel's) may hold a
+        newline or a terminal escape, which must reach the terminal escaped, not obeyed."""
+        return "".join(c if c.isprintable() else repr(c)[1:-1] for c in super().__str__())
+
 
 
 class NotOfferedError(TesselError, AttributeError):

@@ -95,8 +95,14 @@ def lookup(name: str, places: Sequence[str]) -> object:
 def missing_names(module: str, places: Sequence[str] = (), hidden: frozenset[str] = frozenset()) -> Callable:
     """A module ``__getattr__``: forward to ``places`` (except ``hidden`` names), else refuse.
 
-    ``module`` is the module's own ``__name__``; messages spell it the TVM way (``tvm.te``)."""
+    ``module`` is the module's own ``__name__``; messages spell it the TVM way (``tvm.te``).
+    A plain module is given an empty ``__path__``: ``import tvm.te.hybrid`` then reaches the
+    finder of missing modules (a NotOfferedModuleError that says what to write) instead of
+    Python's "'tessel.tvm.te' is not a package"."""
     tvm_name = "tvm" + module.removeprefix("tessel.tvm")
+    mod = sys.modules.get(module)
+    if mod is not None and "__path__" not in vars(mod):
+        mod.__path__ = []  # type: ignore[attr-defined]
 
     def __getattr__(name: str):
         if name.startswith("__") and name.endswith("__"):  # protocol probes (copy, inspect, import)
