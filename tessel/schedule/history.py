@@ -178,6 +178,8 @@ class _Origin:
                 for b in body if isinstance(body, tuple) else ():
                     if isinstance(b, E.Reduce):
                         memo[id(b.combiner)] = b.combiner
+            for op in _graph(self.outputs):  # producers first: each copy stops at the ops
+                _copy.deepcopy(op, memo)      # already copied, so its depth is one op's, not the chain's
             ops = _copy.deepcopy(self.outputs, memo)
             var_map: dict = {}
             for a, b in zip(_graph(self.outputs), _graph(ops)):
