@@ -13,7 +13,11 @@ name when it is loaded. A slot is filled, by name, from:
   ``library=path`` (a shared library), with ``symbol=`` the C function (default: the name,
   which must then be a C identifier). A packed call uses TVM's convention (``tsl_value``
   values, type codes, count; DLPack tensors); a plain call passes pointers and numbers.
-* for plain calls of an unregistered name: the C library (``expf``, ``sqrt``...).
+* for plain calls of an unregistered name: the C math library, for the names in
+  :data:`LIBM_FUNCTIONS` only (``expf``, ``sqrt``...: functions of numbers to a number). Any
+  other name is refused when the kernel is built, with the registered names listed: binding
+  any symbol of the process would let ``call_extern("float32", "abort")`` (or ``exit``,
+  ``free``) end or corrupt the process in the middle of a call.
 
 An exception raised by a Python function stops nothing in C; the kernel finishes and the call
 then raises it as a KernelRuntimeError naming the function (on both targets).
@@ -136,6 +140,14 @@ def list_global_func_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+# <math.h> functions of numbers to a number (double, and the float ones with ``f``): what a
+# plain call may reach without being registered. Nothing that takes a pointer (frexp, modf).
+_LIBM_DOUBLE = ("sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh exp exp2 expm1 log log2 "
+                "log10 log1p logb pow sqrt cbrt hypot erf erfc tgamma lgamma ceil floor trunc round rint "
+                "nearbyint fmod remainder fmin fmax fdim fabs copysign fma nextafter ldexp scalbn ilogb").split()
+LIBM_FUNCTIONS = frozenset(_LIBM_DOUBLE + [f + "f" for f in _LIBM_DOUBLE])
+
+
 @functools.cache
 def _system_libs() -> tuple:
     libs = [ctypes.CDLL(None)]
@@ -146,7 +158,7 @@ def _system_libs() -> tuple:
 
 
 def _system_symbol(name: str) -> int | None:
-    if not _C_IDENTIFIER.match(name):
+    if name not in LIBM_FUNCTIONS:
         return None
     from .cache import _address
 
@@ -263,10 +275,13 @@ class ExternTable:
             return entry
         addr = _system_symbol(sig.name) if sig.kind == "extern" else None
         if addr is None:
+            names = ", ".join(repr(n) for n in list_global_func_names()) or "none"
+            libm = " or a C math function (expf, sqrt ...: tessel.runtime.extern.LIBM_FUNCTIONS)" \
+                if sig.kind == "extern" else ""
             raise BuildError(
-                f"kernel {self.kernel!r} calls {sig.name!r}, which is not registered: register it with "
-                f"tessel.register_func({sig.name!r}, f) (a Python function) or register_func({sig.name!r}, "
-                "c_source=..., symbol=...) / library=... (a C function)")
+                f"kernel {self.kernel!r} calls {sig.name!r}, which is not registered (registered: {names}){libm}: "
+                f"register it with tessel.register_func({sig.name!r}, f) (a Python function) or "
+                f"register_func({sig.name!r}, c_source=..., symbol=...) / library=... (a C function)")
         return Registered(sig.name, address=addr)
 
     def _refuse_pointers(self, sig) -> None:
