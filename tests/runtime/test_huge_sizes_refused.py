@@ -13,15 +13,25 @@ from helpers import TARGETS, rand
 import tessel
 from tessel import te
 
+
+def cube(dtype: str = "int64"):
+    """``B[i] = sum over j, k of T[i, j, k]``: a temporary of n*n*n elements."""
+    n = te.var("n", dtype=dtype)
+    A = te.placeholder((n,), name="A")
+    T = te.compute((n, n, n), lambda i, j, k: A[i] + A[j] * A[k], name="T")
+    j = te.reduce_axis((0, n), name="j")
+    k = te.reduce_axis((0, n), name="k")
+    B = te.compute((n,), lambda i: te.sum(T[i, j, k], axis=[j, k]), name="B")
+    return A, B
+
+
 _CUBE = """
+import sys
+sys.path[:0] = ["tests", "tests/runtime"]
 import numpy as np, tessel
 from tessel import te
-n = te.var("n", dtype="{dtype}")
-A = te.placeholder((n,), name="A")
-T = te.compute((n, n, n), lambda i, j, k: A[i] + A[j] * A[k], name="T")
-j = te.reduce_axis((0, n), name="j")
-k = te.reduce_axis((0, n), name="k")
-B = te.compute((n,), lambda i: te.sum(T[i, j, k], axis=[j, k]), name="B")
+from test_huge_sizes_refused import cube
+A, B = cube("{dtype}")
 f = tessel.build(te.create_schedule(B.op), [A, B], target="{target}")
 N = 2 ** 22
 a = np.random.default_rng(1).uniform(-1, 1, N).astype("float32")
@@ -41,12 +51,7 @@ def test_a_temporary_too_big_to_count_is_refused(tmp_path, target, dtype):
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_temporary_that_fits_computes_numpys_values(target):
-    n = te.var("n", dtype="int64")
-    A = te.placeholder((n,), name="A")
-    T = te.compute((n, n, n), lambda i, j, k: A[i] + A[j] * A[k], name="T")
-    j = te.reduce_axis((0, n), name="j")
-    k = te.reduce_axis((0, n), name="k")
-    B = te.compute((n,), lambda i: te.sum(T[i, j, k], axis=[j, k]), name="B")
+    A, B = cube()
     f = tessel.build(te.create_schedule(B.op), [A, B], target=target)
     for size in (7, 13):
         a = rand(size, seed=size)
