@@ -146,6 +146,20 @@ _LIBM_DOUBLE = ("sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh ata
                 "log10 log1p logb pow sqrt cbrt hypot erf erfc tgamma lgamma ceil floor trunc round rint "
                 "nearbyint fmod remainder fmin fmax fdim fabs copysign fma nextafter ldexp scalbn ilogb").split()
 LIBM_FUNCTIONS = frozenset(_LIBM_DOUBLE + [f + "f" for f in _LIBM_DOUBLE])
+_LIBM_ARITY = {**dict.fromkeys("atan2 pow hypot fmod remainder fmin fmax fdim copysign nextafter ldexp scalbn".split(), 2),
+               "fma": 3}
+
+
+def libm_signature(name: str) -> tuple[str, tuple[str, ...]]:
+    """What the C math function ``name`` returns and takes (``hypotf``: float32 of two float32):
+    a plain call passes its arguments as their own dtypes, so any other ones would reach the
+    function as the wrong bits, a silently wrong value."""
+    base = name[:-1] if name not in _LIBM_DOUBLE else name
+    real = "float32" if base != name else "float64"
+    args = [real] * _LIBM_ARITY.get(base, 1)
+    if base in ("ldexp", "scalbn"):
+        args[1] = "int32"
+    return ("int32" if base == "ilogb" else real), tuple(args)
 
 
 @functools.cache
@@ -274,6 +288,13 @@ class ExternTable:
         if entry is not None:
             return entry
         addr = _system_symbol(sig.name) if sig.kind == "extern" else None
+        if addr is not None and (sig.ret, tuple(sig.args)) != libm_signature(sig.name):
+            ret, args = libm_signature(sig.name)
+            raise BuildError(
+                f"kernel {self.kernel!r}: call_extern({sig.ret!r}, {sig.name!r}, ...) with arguments of dtypes "
+                f"({', '.join(sig.args)}), but the C function {sig.name} returns {ret} and takes "
+                f"({', '.join(args)}): cast the arguments (x.astype(...), te.const(2.0, 'float64')) and the "
+                "result's dtype to match")
         if addr is None:
             names = ", ".join(repr(n) for n in list_global_func_names()) or "none"
             libm = " or a C math function (expf, sqrt ...: tessel.runtime.extern.LIBM_FUNCTIONS)" \

@@ -45,3 +45,12 @@ def test_math_functions_still_bind_without_registration(target):
     b = np.full(13, np.nan, "float32")
     f(a, b)
     np.testing.assert_allclose(b, np.exp(a) + np.hypot(a.astype("float64"), 2.0), rtol=1e-5)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_math_function_given_other_dtypes_is_refused_not_miscalled(target):
+    A = te.placeholder((13,), name="A")
+    B = te.compute((13,), lambda i: te.call_pure_extern("float64", "hypot", A[i].astype("float64"), 2.0)
+                   .astype("float32"), name="B")  # 2.0 is a float32 constant: hypot would read wrong bits
+    with pytest.raises(tessel.BuildError, match=r"hypot returns float64 and takes \(float64, float64\)"):
+        tessel.build(te.create_schedule(B.op), [A, B], target=target)
