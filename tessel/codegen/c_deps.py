@@ -260,11 +260,14 @@ class _Loop:
         indices are affine and every variable has constant bounds, else as far as the
         Analyzer proves the difference of the indices nonzero."""
         sx, sy = self._cached_side(x, False), self._cached_side(y, True)
-        if sx is not None and sy is not None:
+        v = id(self.loop.loop_var)
+        if sx is not None and sy is not None and v in self.shared:
             ranges = {**self.shared, **sx[1], **sy[1]}
             diff = {k: c for k, c in _plus(sx[0][0], {k: -c for k, c in sy[0][0].items()}).items() if c}
             if all(k in ranges for k in diff):
-                return _solvable([(c, *ranges[k]) for k, c in diff.items()], sy[0][1] - sx[0][1])
+                last = self.shared[v][1]  # the second iteration, v + d, is one of the loop's too
+                return _solvable([(k, c, *ranges[k]) for k, c in diff.items()], sy[0][1] - sx[0][1],
+                                 lambda got: got.get(v, ranges[v][0]) + got.get("d", 1) <= last)
         return self._analyzer_meet(x, y)
 
     def _cached_side(self, a: _Access, shift: bool) -> tuple[_Form, dict] | None:
@@ -398,33 +401,36 @@ def _bounds(f: _Form, ranges: dict) -> tuple[int, int] | None:
     return lo, hi
 
 
-def _solvable(terms: list[tuple[int, int, int]], target: int) -> bool:
-    """Whether ``sum(c * x) == target`` for integers ``lo <= x <= hi``, for ``(c, lo, hi)`` in
-    ``terms``: a search over the largest coefficients first, each cut to the values the rest
-    can still make up (and to the multiples of their gcd); past :data:`MAX_STEPS` tries, True."""
-    terms = sorted(terms, key=lambda t: -abs(t[0]))
+def _solvable(terms: list[tuple[object, int, int, int]], target: int, accept) -> bool:
+    """Whether ``sum(c * x) == target`` for integers ``lo <= x <= hi``, for ``(key, c, lo, hi)``
+    in ``terms``, at values (by key) that ``accept``: a search over the largest coefficients
+    first, each cut to the values the rest can still make up (and to the multiples of their
+    gcd); past :data:`MAX_STEPS` tries, True."""
+    terms = sorted(terms, key=lambda t: -abs(t[1]))
     n = len(terms)
     lo_rest, hi_rest, gcd_rest = [0] * (n + 1), [0] * (n + 1), [0] * (n + 1)
     for k in range(n - 1, -1, -1):
-        c, a, b = terms[k]
+        _, c, a, b = terms[k]
         lo_rest[k] = lo_rest[k + 1] + min(c * a, c * b)
         hi_rest[k] = hi_rest[k + 1] + max(c * a, c * b)
         gcd_rest[k] = math.gcd(gcd_rest[k + 1], c)
-    steps = 0
+    steps, values = 0, {}
 
     def search(k: int, want: int) -> bool:
         nonlocal steps
         if not lo_rest[k] <= want <= hi_rest[k] or (gcd_rest[k] and want % gcd_rest[k]):
             return False
         if k == n:
-            return want == 0
-        c, a, b = terms[k]
+            return want == 0 and accept(values)
+        key, c, a, b = terms[k]
         lo, hi = want - hi_rest[k + 1], want - lo_rest[k + 1]  # what c*x may be
         first, last = (-(-lo // c), hi // c) if c > 0 else (-(-hi // c), lo // c)
         for x in range(max(a, first), min(b, last) + 1):
             steps += 1
+            values[key] = x
             if steps > MAX_STEPS or search(k + 1, want - c * x):
                 return True
+        values.pop(key, None)
         return False
 
     return search(0, target)
