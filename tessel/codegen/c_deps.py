@@ -5,22 +5,29 @@ tessel's C for a recurrence, a scan or an in-place stencil is right as a sequent
 but at ``-O3`` the C compiler may vectorize it anyway, relying on its own dependence analysis,
 and that analysis has bugs: GCC 12 at ``-O3 -march=native`` vectorizes the outer loop of
 ``for i < 7, j < 7: A[i*10+j+11] = A[i*10+j] + A[i*10+j+22]`` and gets other values than at
-``-O2``. tessel knows these loops exactly, so it does not hand them over: the generator
-marks each one (see ``CStmtWriter.visit_For``) and leaves every other loop to the vectorizer.
+``-O2``. tessel knows these loops exactly, so it does not hand them over: the generator puts
+an empty ``__asm__ volatile("")`` at the top of each one's body (see ``CStmtWriter.visit_For``),
+which no vectorizer moves lanes across (GCC 12 keeps the inner loops vectorized; ``#pragma GCC
+novector`` exists only from GCC 14 and GCC 12 ignores it; clang's ``#pragma clang loop
+vectorize(disable)`` is clang's alone), and leaves every other loop to the vectorizer.
 
-A loop ``v`` *carries* a dependence here when its body writes a buffer that it also reads
-(or writes) at another index expression, and two different iterations ``v`` and ``v + d``
-(``d >= 1``; either access first) may touch one element: the difference of the two flat
-indices, with the loops inside ``v`` running over their ranges independently on each side
-and the loops outside shared, is not proved nonzero by the :class:`~tessel.arith.Analyzer`
-(its bounds on affine sums are exact intervals, symbolic sizes included). An index it cannot
-reason about (data-dependent, a vector that is not a ramp) counts as carrying: a loop kept
-scalar needlessly costs speed, a vectorized one that should not be costs the values.
+A sequential loop ``v`` *carries* a dependence here when its body writes a buffer that it also
+reads (or writes) at another index, and two different iterations ``v`` and ``v + d`` (``d >=
+1``; either access first) may touch one element, the loops inside ``v`` running over their
+ranges independently on each side and the loops outside shared. With affine indices and
+constant bounds (the Analyzer's, lets and the vectorizer's alignment peel included) this is
+decided exactly by a search for an integer solution of ``index_x - index_y == 0`` in the box
+of the variables' ranges; otherwise (symbolic sizes) the loop carries nothing only when the
+Analyzer proves the difference of the indices nonzero. An index of no known form
+(data-dependent, a vector that is not a ramp) counts as carrying: a loop kept scalar
+needlessly costs speed, a vectorized one that should not be costs the values.
 
-A buffer read and written at the *same* index expression (``C[i, j] += ...``: a reduction
-into its element, matmul's and every sum's) is the pattern every vectorizer handles, and is
-left to it, as is a loop whose two indices do not vary inside it at all (each iteration
-touches the same two elements).
+Left to the vectorizer, as carrying nothing here: a buffer read and written at the *same* index
+(``C[i, j] += ...``: a reduction into its element, matmul's and every sum's, which every
+vectorizer handles); indices that do not vary inside the loop (each iteration touches the same
+elements); a temporary allocated inside the loop (a new one in each iteration); each iteration
+touching a block of its own (a tiled output); a parallel or vectorized loop, whose iterations
+legality checked independent against the exact dependences.
 """
 
 from __future__ import annotations
