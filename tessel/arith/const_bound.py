@@ -133,6 +133,16 @@ def intersect(a: Bound, b: Bound) -> Bound:
 _CMP = (E.EQ, E.NE, E.LT, E.LE, E.GT, E.GE)
 
 
+def align_gap_bound(e: E.PrimExpr) -> Bound | None:
+    """The values of ``tsl_align_gap(load, bytes)``, the vectorizer's peel before aligned
+    vectors (elements from an address to the next aligned one: fewer than its bytes); None
+    for any other expression. Not a rule of :class:`ConstBound` itself, so that the
+    simplifier (and the code of the passes that use it) stays as it is."""
+    if isinstance(e, E.Call) and e.op == "tsl_align_gap" and isinstance(e.args[1], E.IntImm):
+        return (0, max(e.args[1].value - 1, 0))
+    return None
+
+
 class ConstBound:
     """Computes bounds of one expression tree; ``var_bound`` supplies the bounds of variables.
 

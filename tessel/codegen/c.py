@@ -27,6 +27,7 @@ from ..ir import stmt as S
 from ..ir.functor import GuardVisitor
 from ..ir.names import comment
 from . import Generated
+from .c_deps import carrying_loops
 from .c_expr import LIBM_NAMES
 from .c_helpers import ALLOC, CTYPE, DLTENSOR, PACKED, STREAM, THREADS, ctype
 from .c_memory import plan_hoisting
@@ -45,6 +46,7 @@ class _CGen(CStmtWriter):
         self.calls_out = facts.calls_out if facts is not None else True
         params = self._params(written)
         self.plan = plan_hoisting(f)
+        self.carrying = carrying_loops(f)
         self.with_hoisted(self.plan.to.get(id(f), []), f.body)
         body = self.lines
         if self.externs:  # the outside functions, filled in by the runtime (never named in the C)

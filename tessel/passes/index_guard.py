@@ -46,9 +46,8 @@ class LaneBounds(cb.ConstBound):
         if isinstance(e, E.Ramp):
             base = self(e.base)
             return cb.hull(base, cb.add(base, cb.mul(self(e.stride), (e.lanes - 1, e.lanes - 1))))
-        if isinstance(e, E.Call) and e.op == "tsl_align_gap" and isinstance(e.args[1], E.IntImm):
-            return (0, max(e.args[1].value - 1, 0))  # elements to the next aligned address: fewer than its bytes
-        return super()._bound(e)
+        gap = cb.align_gap_bound(e)
+        return gap if gap is not None else super()._bound(e)
 
 
 @dataclass

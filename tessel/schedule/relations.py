@@ -44,7 +44,9 @@ ThreadBound = Callable[[E.IterVar], bool]
 
 
 def ceildiv(a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
-    return O.floordiv(O.sub(O.add(a, b), 1), b)
+    """``ceil(a / b)`` for ``b > 0``; ``a + b - 1`` may pass the dtype (a factor near 2**31) and
+    is kept exact (index_dtype widens it), never wrapped (issue 29, defect 7)."""
+    return O.floordiv(O.binary_exact(E.Sub, O.binary_exact(E.Add, a, b), 1), b)
 
 
 def _plus_min(e: E.PrimExpr, r: E.Range) -> E.PrimExpr:

@@ -160,17 +160,8 @@ class Stage:
             raise ScheduleError(
                 f"stage {self.name}: split of {parent.name} needs exactly one of factor= or nparts="
             )
-        amount = convert(factor if factor is not None else nparts)
         label = "factor" if factor is not None else "nparts"
-        if not amount.dtype.is_integer:
-            raise ScheduleError(f"stage {self.name}: split {label} of {parent.name} must be an integer, got {amount}")
-        if isinstance(amount, E.IntImm) and amount.value <= 0:
-            raise ScheduleError(
-                f"stage {self.name}: split {label} of {parent.name} must be positive, got {amount.value}"
-            )
-        from ..ir.op import cast
-
-        amount = cast(amount, parent.dtype)
+        amount = self._split_amount(parent, label, factor if factor is not None else nparts)
         fac, parts = (amount, None) if factor is not None else (None, amount)
         po, pi = E.IterVar(None, parent.var), E.IterVar(None, parent.var)  # probes for the domains
         doms = self._reduce_doms(Split(parent, po, pi, fac, parts))
@@ -182,6 +173,29 @@ class Stage:
         self._move_attachments(parent, inner)
         self._move_attr(parent, inner)
         return outer, inner
+
+    def _split_amount(self, parent: E.IterVar, label: str, given) -> E.PrimExpr:
+        """``given`` as an expression of ``parent``'s dtype: a positive integer, and a constant
+        one that the dtype holds (converting ``2**32 + 4`` to int32 would make it 4)."""
+        if isinstance(given, int) and not isinstance(given, bool) and given > 0 \
+                and given > parent.dtype.max_value():
+            raise ScheduleError(
+                f"stage {self.name}: split {label} {given} of {parent.name} does not fit {parent.dtype}, the "
+                f"dtype of its loop variable (it would wrap around); any {label} of at least the loop's "
+                f"extent leaves it whole, so give at most {parent.dtype.max_value()}, or declare "
+                "the size int64 (te.var('n', dtype='int64')) for a longer loop")
+        amount = convert(given)
+        if not amount.dtype.is_integer:
+            raise ScheduleError(f"stage {self.name}: split {label} of {parent.name} must be an integer, got {amount}")
+        if isinstance(amount, E.IntImm) and amount.value <= 0:
+            raise ScheduleError(
+                f"stage {self.name}: split {label} of {parent.name} must be positive, got {amount.value}"
+            )
+        if isinstance(amount, E.IntImm) and amount.value > parent.dtype.max_value():  # a numpy integer
+            return self._split_amount(parent, label, amount.value)
+        from ..ir.op import cast
+
+        return cast(amount, parent.dtype)
 
     @recorded
     def fuse(self, *args: E.IterVar) -> E.IterVar:
@@ -253,6 +267,8 @@ class Stage:
         self._check_leaf(y_parent, "tile")
         if x_parent is y_parent:
             raise ScheduleError(f"stage {self.name}: tile needs two different axes, got {x_parent.name} twice")
+        self._split_amount(x_parent, "factor", x_factor)  # both refused before either loop is split
+        self._split_amount(y_parent, "factor", y_factor)
         xo, xi = self.split(x_parent, factor=x_factor)
         yo, yi = self.split(y_parent, factor=y_factor)
         self.reorder(xo, yo, xi, yi)

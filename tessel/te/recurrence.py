@@ -307,7 +307,7 @@ def recurrence(shape, definitions: Sequence[Definition | Callable], name: str = 
         if len(inplace.shape) != len(shape) or not all(ana.can_prove_equal(a, b) for a, b in zip(inplace.shape, shape)):
             raise DefinitionError(f"te.recurrence {name}: its shape {shape} is not the shape {inplace.shape} of "
                                   f"{inplace.name}, the input it is written into")
-    dt = to_dtype(dtype) if dtype is not None else (inplace.dtype if inplace is not None else _probe_dtype(defs[0], shape))
+    dt = to_dtype(dtype) if dtype is not None else (inplace.dtype if inplace is not None else _probe_dtype(defs[0], shape, name))
     ops: list[DefinitionOp] = []
     prev = inplace
     for k, d in enumerate(defs):
@@ -321,13 +321,29 @@ def recurrence(shape, definitions: Sequence[Definition | Callable], name: str = 
     return ops[-1].outputs[0]
 
 
-def _probe_dtype(d: Definition, shape) -> object:
-    """The dtype of the first definition's value (the tensor it reads taken as float32)."""
+def _probe_dtype(d: Definition, shape, name: str) -> object:
+    """The dtype of the first definition's values, found as a fixed point: the tensor's reads
+    of itself are taken as float32, then as the dtype its values came out in, until the two
+    agree. A reduction's values include its ``init`` (the value it starts from is a value of
+    the tensor): ``sum(h[i, k] * h[k, j], init=A[i, j])`` with a float64 ``A`` is float64, not
+    the float32 of a first guess (issue 29, defect 8)."""
     from .tensor import placeholder
 
-    probe = placeholder(shape, "float32", "probe")
     names = _def_names(d.fcompute, shape, "probe") if not _takes_varargs(d.fcompute) else [f"i{k}" for k in range(len(shape))]
-    return O.convert(d.fcompute(probe, *[E.Var(n, s.dtype) for n, s in zip(names, shape)])).dtype
+    dt, seen = to_dtype("float32"), []
+    while dt not in seen:
+        seen.append(dt)
+        value = O.convert(d.fcompute(placeholder(shape, dt, "probe"), *[E.Var(n, s.dtype) for n, s in zip(names, shape)]))
+        got = value
+        for r in collect(value, lambda n: isinstance(n, E.Reduce)):
+            for init in r.init:  # as given, before the reduction cast it to its source's dtype
+                given = init.value if isinstance(init, E.Cast) else init
+                got = O.add(got, given)  # the promotion any binary operation of the two applies
+        if got.dtype == dt:
+            return dt
+        dt = got.dtype
+    raise DefinitionError(f"te.recurrence {name}: the dtype of its values does not settle ({' -> '.join(map(str, seen))}, "
+                          f"depending on the dtype its reads of itself are taken in); give it: dtype=...")
 
 
 __all__ = ["Definition", "DefinitionOp", "define", "recurrence"]

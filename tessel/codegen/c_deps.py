@@ -1,0 +1,446 @@
+"""Which loops of a kernel carry a dependence through memory, so that the C compiler's own
+auto-vectorizer is kept off them.
+
+tessel's C for a recurrence, a scan or an in-place stencil is right as a sequential program,
+but at ``-O3`` the C compiler may vectorize it anyway, relying on its own dependence analysis,
+and that analysis has bugs: GCC 12 at ``-O3 -march=native`` vectorizes the outer loop of
+``for i < 7, j < 7: A[i*10+j+11] = A[i*10+j] + A[i*10+j+22]`` and gets other values than at
+``-O2``. tessel knows these loops exactly, so it does not hand them over: the generator puts
+an empty ``__asm__ volatile("")`` at the top of each one's body (see ``CStmtWriter.visit_For``),
+which no vectorizer moves lanes across (GCC 12 keeps the inner loops vectorized; ``#pragma GCC
+novector`` exists only from GCC 14 and GCC 12 ignores it; clang's ``#pragma clang loop
+vectorize(disable)`` is clang's alone), and leaves every other loop to the vectorizer.
+
+A sequential loop ``v`` *carries* a dependence here when its body writes a buffer that it also
+reads (or writes) at another index, and two different iterations ``v`` and ``v + d`` (``d >=
+1``; either access first) may touch one element, the loops inside ``v`` running over their
+ranges independently on each side and the loops outside shared. With affine indices and
+constant bounds (the Analyzer's, lets and the vectorizer's alignment peel included) this is
+decided exactly by a search for an integer solution of ``index_x - index_y == 0`` in the box
+of the variables' ranges; otherwise (symbolic sizes) the loop carries nothing only when the
+Analyzer proves the difference of the indices nonzero. An index of no known form
+(data-dependent, a vector that is not a ramp) counts as carrying: a loop kept scalar
+needlessly costs speed, a vectorized one that should not be costs the values.
+
+Left to the vectorizer, as carrying nothing here: a buffer read and written at the *same* index
+(``C[i, j] += ...``: a reduction into its element, matmul's and every sum's, which every
+vectorizer handles); indices that do not vary inside the loop (each iteration touches the same
+elements); a temporary allocated inside the loop (a new one in each iteration); each iteration
+touching a block of its own (a tiled output); a parallel or vectorized loop, whose iterations
+legality checked independent against the exact dependences.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..arith import Analyzer
+from ..arith import const_bound as cb
+from ..ir import expr as E
+from ..ir import op as O
+from ..ir import stmt as S
+from ..ir.functor import (
+    StructKey,
+    Visitor,
+    collect,
+    free_vars,
+    ir_transform,
+    structural_equal,
+    substitute,
+    uses_var,
+)
+from .common import ADDRESS_OPS
+
+_Form = tuple[dict, int]  # ({key: coefficient}, constant); a key is a variable's id, or (side, id) for a side's copy
+#: the loops whose iterations run one after the other; a parallel loop's (threads) or a
+#: vectorized one's (lanes) are independent, which legality checked against the exact
+#: dependences, so there is nothing for the guard to keep
+_SEQUENTIAL = ("serial", "unrolled")
+MAX_STEPS = 4096  # values tried before a pair counts as meeting (the loop is then kept from the vectorizer)
+
+
+@dataclass(frozen=True)
+class _Access:
+    """A load or store: its flat index (affine lets substituted), the loops around it and
+    how many of them are outside its buffer's allocation."""
+
+    buffer: S.Buffer
+    index: E.PrimExpr
+    shown: E.PrimExpr  # the index as the IR writes it (for the reason)
+    store: bool
+    loops: tuple[S.For, ...]
+    allocated_at: int
+    form: _Form | None  # the index as a form over variables by id, a ramp's lane as "lane"
+    lanes: int
+
+
+def carrying_loops(func: S.PrimFunc) -> dict[int, str]:
+    """``id(loop) -> why`` for every loop of ``func`` that carries a dependence (see the module)."""
+    sizes = {v for b in func.params for d in b.shape for v in free_vars(d)}
+    facts = [E.GE(v, E.IntImm(0, v.dtype)) for v in sizes] + [c for _, c in func.assumptions]
+    walk = _Accesses(facts)
+    walk.visit(func.body)
+    out: dict[int, str] = {}
+    for loop, outer in walk.loops:
+        if loop.kind not in _SEQUENTIAL:
+            continue
+        at = len(outer)
+        # a temporary allocated inside the loop is a new one in each iteration
+        under = [a for a in walk.accesses if len(a.loops) > at and a.loops[at] is loop and a.allocated_at <= at]
+        why = _Loop(loop, outer, walk, facts).carried(under)
+        if why:
+            out[id(loop)] = why
+    return out
+
+
+class _Accesses(Visitor):
+    """Every load and store with its loops; every loop with the loops outside it; the
+    constant range of each loop's variable and of each let that is not affine (kept as a
+    variable), where the Analyzer bounds them."""
+
+    def __init__(self, facts: list) -> None:
+        self.accesses: list[_Access] = []
+        self.loops: list[tuple[S.For, tuple[S.For, ...]]] = []
+        self.ranges: dict[int, tuple[int, int]] = {}  # id(loop) -> (first, last) value of its variable
+        self.lets: dict[int, tuple[int, tuple[int, int] | None]] = {}  # id(var) -> (loops around, range)
+        self.stack: list[S.For] = []
+        self.env: dict[E.Var, E.PrimExpr] = {}
+        self.allocated: dict[int, int] = {}  # id(buffer) -> loops around the allocation being walked
+        self.ana = Analyzer()
+        for c in facts:
+            self.ana.assume(c)
+
+    def _range(self, lo: E.PrimExpr, last: E.PrimExpr) -> tuple[int, int] | None:
+        a, b = self.ana.const_int_bound(lo)[0], self.ana.const_int_bound(last)[1]
+        return None if a is None or b is None else (a, b)
+
+    def visit_For(self, s: S.For) -> None:
+        self.visit(s.min)
+        self.visit(s.extent)
+        got = self._range(s.min, O.sub(O.add(s.min, s.extent), 1))
+        if got is not None:
+            self.ranges[id(s)] = got
+        self.loops.append((s, tuple(self.stack)))
+        self.stack.append(s)
+        with self.ana.scoped_bind(s.loop_var, E.Range(s.min, s.extent)):
+            self.visit(s.body)
+        self.stack.pop()
+
+    def visit_Allocate(self, s: S.Allocate) -> None:
+        saved = self.allocated.get(id(s.buffer))
+        self.allocated[id(s.buffer)] = len(self.stack)
+        self.generic_visit(s)
+        if saved is None:
+            del self.allocated[id(s.buffer)]
+        else:
+            self.allocated[id(s.buffer)] = saved
+
+    def _let(self, var: E.Var, value, body) -> None:
+        self.visit(value)
+        value = substitute(value, self.env) if self.env else value
+        if _form(value) is not None:
+            self.env[var] = value
+            self.visit(body)
+            del self.env[var]
+            return
+        gaps = {id(c): E.Var("gap", c.dtype) for c in collect(value, lambda n: cb.align_gap_bound(n) is not None)}
+        for c in collect(value, lambda n: id(n) in gaps):
+            lo, hi = cb.align_gap_bound(c)
+            self.ana.bind(gaps[id(c)], E.Range(lo, hi - lo + 1))
+        value = ir_transform(value, None, lambda n: gaps.get(id(n))) if gaps else value
+        got = self._range(value, value)
+        self.lets[id(var)] = (len(self.stack), got)
+        with self.ana.scoped_bind(var, E.Range(got[0], got[1] - got[0] + 1) if got else value):
+            self.visit(body)
+
+    def visit_LetStmt(self, s: S.LetStmt) -> None:
+        self._let(s.var, s.value, s.body)
+
+    def visit_Let(self, e: E.Let) -> None:
+        self._let(e.var, e.value, e.body)
+
+    def visit_BufferStore(self, s: S.BufferStore) -> None:
+        self._record(s.buffer, s.indices[0], True)
+        self.generic_visit(s)
+
+    def visit_BufferLoad(self, e: E.BufferLoad) -> None:
+        self._record(e.buffer, e.indices[0], False)
+        self.generic_visit(e)
+
+    def visit_Call(self, e: E.Call) -> None:
+        if e.op in (*ADDRESS_OPS, "tsl_align_gap") and isinstance(e.args[0], E.BufferLoad):  # an address, not a read
+            for x in (*e.args[0].indices, *e.args[1:]):
+                self.visit(x)
+            return
+        self.generic_visit(e)
+
+    def _record(self, buf: S.Buffer, idx: E.PrimExpr, store: bool) -> None:
+        shown, idx = idx, substitute(idx, self.env) if self.env else idx
+        flat, form, lanes = idx.value if isinstance(idx, E.Broadcast) else idx, None, 1
+        if isinstance(flat, E.Ramp):
+            base, stride, lanes = _form(flat.base), _form(flat.stride), flat.lanes
+            if base is not None and stride is not None and not stride[0]:
+                form = _plus(base[0], {"lane": stride[1]}), base[1]
+        elif flat.dtype.lanes == 1:
+            form = _form(flat)
+        self.accesses.append(_Access(buf, idx, shown, store, tuple(self.stack), self.allocated.get(id(buf), 0),
+                                     form, lanes))
+
+
+class _Loop:
+    """The dependence test for one loop (its variable ``v``) against the accesses under it."""
+
+    def __init__(self, loop: S.For, outer: tuple[S.For, ...], walk: _Accesses, facts: list):
+        self.loop, self.outer, self.walk, self.facts = loop, outer, walk, facts
+        self.at = len(outer)
+        own = walk.ranges.get(id(loop))
+        self.shared: dict[object, tuple[int, int]] = {id(lp.loop_var): walk.ranges[id(lp)] for lp in outer
+                                                      if id(lp) in walk.ranges}
+        if own is not None:
+            self.shared[id(loop.loop_var)] = own
+            self.shared["d"] = (1, own[1] - own[0])
+
+    def carried(self, under: list[_Access]) -> str | None:
+        """Why the loop carries a dependence through one of the ``under`` accesses (None: it carries none)."""
+        by_buffer: dict[int, list[_Access]] = {}
+        for a in under:
+            by_buffer.setdefault(id(a.buffer), []).append(a)
+        self.sides: dict[tuple[int, bool], tuple[_Form, dict] | None] = {}
+        for accs in by_buffer.values():
+            stores = _distinct([a for a in accs if a.store])
+            if not stores:
+                continue
+            others = _distinct(accs)
+            if self.in_blocks(others):
+                continue
+            varies = {id(a): self.varies(a) for a in others}
+            for s in stores:
+                for a in others:
+                    if a is s or not (varies[id(s)] or varies[id(a)]) or _same_index(a, s):
+                        continue
+                    if self.may_meet(s, a) or self.may_meet(a, s):
+                        what = "written" if a.store else "read"
+                        return (f"{s.buffer.name} is written at [{s.shown}] and {what} at [{a.shown}] "
+                                "in another iteration")
+        return None
+
+    def in_blocks(self, accs: list[_Access]) -> bool:
+        """Whether each iteration touches a block of the buffer of its own: every index is
+        ``C*v`` plus the same terms outside the loop plus a part inside it, and all those
+        parts stay within fewer than ``|C|`` consecutive elements (a tiled output: no pair
+        needs a look)."""
+        v = id(self.loop.loop_var)
+        step, shared, lo, hi = None, None, None, None
+        for a in accs:
+            side = self._cached_side(a, False)
+            if side is None:
+                return False
+            (terms, const), ranges = side
+            own = {k: c for k, c in terms.items() if isinstance(k, tuple) and c}
+            common = {k: c for k, c in terms.items() if not isinstance(k, tuple) and k != v and c}
+            if step is None:
+                step, shared = terms.get(v, 0), common
+            if not step or terms.get(v, 0) != step or common != shared:
+                return False
+            got = _bounds((own, const), ranges)
+            if got is None:
+                return False
+            lo, hi = (got if lo is None else (min(lo, got[0]), max(hi, got[1])))
+        return step is not None and hi - lo < abs(step)
+
+    def _inside(self, v: E.Var, a: _Access) -> bool:
+        let = self.walk.lets.get(id(v))
+        return let[0] > self.at if let is not None else any(lp.loop_var is v for lp in a.loops[self.at:])
+
+    def varies(self, a: _Access) -> bool:
+        """Whether ``a``'s index may change from one iteration of the loop to the next."""
+        if a.form is not None:
+            ids = {id(lp.loop_var) for lp in a.loops[self.at:]}
+            lets = self.walk.lets
+            return any(k in ids or (k in lets and lets[k][0] > self.at) for k in a.form[0])
+        return uses_var(a.index, lambda v: self._inside(v, a))
+
+    def may_meet(self, x: _Access, y: _Access) -> bool:
+        """Whether ``x`` in iteration ``v`` and ``y`` in iteration ``v + d`` (``d >= 1``) may
+        touch one element, what is inside the loop free on each side: exactly when the
+        indices are affine and every variable has constant bounds, else as far as the
+        Analyzer proves the difference of the indices nonzero."""
+        sx, sy = self._cached_side(x, False), self._cached_side(y, True)
+        v = id(self.loop.loop_var)
+        if sx is not None and sy is not None and v in self.shared:
+            ranges = {**self.shared, **sx[1], **sy[1]}
+            diff = {k: c for k, c in _plus(sx[0][0], {k: -c for k, c in sy[0][0].items()}).items() if c}
+            if all(k in ranges for k in diff):
+                last = self.shared[v][1]  # the second iteration, v + d, is one of the loop's too
+                return _solvable([(k, c, *ranges[k]) for k, c in diff.items()], sy[0][1] - sx[0][1],
+                                 lambda got: got.get(v, ranges[v][0]) + got.get("d", 1) <= last)
+        return self._analyzer_meet(x, y)
+
+    def _cached_side(self, a: _Access, shift: bool) -> tuple[_Form, dict] | None:
+        key = (id(a), shift)
+        if key not in self.sides:
+            self.sides[key] = self._side(a, "y" if shift else "x", shift)
+        return self.sides[key]
+
+    def _side(self, a: _Access, tag: str, shift: bool) -> tuple[_Form, dict] | None:
+        """``a``'s index as a form on one side (``shift``: in iteration ``v + d``), and the
+        ranges of that side's own variables: the loops inside, the lets bound inside, a
+        ramp's lane."""
+        if a.form is None:
+            return None
+        v = id(self.loop.loop_var)
+        inner = {id(lp.loop_var): lp for lp in a.loops[self.at + 1:]}
+        terms: dict = {}
+        ranges: dict[object, tuple[int, int]] = {}
+        for k, c in a.form[0].items():
+            let = self.walk.lets.get(k) if k != "lane" else None
+            if k == v:
+                terms = _plus(terms, {v: c, "d": c} if shift else {v: c})
+                continue
+            if k == "lane" or k in inner or (let is not None and let[0] > self.at):
+                got = (0, a.lanes - 1) if k == "lane" else self.walk.ranges.get(id(inner[k])) if k in inner else let[1]
+                k = (tag, k)
+            else:
+                got = let[1] if let is not None else None
+            if got is not None:
+                ranges[k] = got
+            terms[k] = terms.get(k, 0) + c
+        return (terms, a.form[1]), ranges
+
+    def _analyzer_meet(self, x: _Access, y: _Access) -> bool:
+        loop = self.loop
+        ana = Analyzer()
+        for c in self.facts:
+            ana.assume(c)
+        for lp in self.outer:
+            ana.bind(lp.loop_var, E.Range(lp.min, lp.extent))
+        v = loop.loop_var
+        ana.bind(v, E.Range(loop.min, loop.extent))
+        d = E.Var("d", v.dtype)
+        ana.bind(d, E.Range(E.IntImm(1, v.dtype), O.sub(loop.extent, E.IntImm(1, loop.extent.dtype))))
+        xi = _analyzer_side(ana, self.at, x, {})
+        yi = _analyzer_side(ana, self.at, y, {v: O.add(v, d)})
+        if xi is None or yi is None:
+            return True
+        if xi.dtype != yi.dtype:
+            xi, yi = O.cast(xi, "int64"), O.cast(yi, "int64")
+        diff = O.sub(xi, yi)
+        zero = E.IntImm(0, diff.dtype)
+        return not (ana.can_prove(E.GT(diff, zero)) or ana.can_prove(E.LT(diff, zero)))
+
+
+def _same_index(a: _Access, b: _Access) -> bool:
+    """One index written two ways, or the same expression: a reduction into its element."""
+    if a.form is not None and b.form is not None:
+        return a.lanes == b.lanes and a.form[1] == b.form[1] and \
+            {k: c for k, c in a.form[0].items() if c} == {k: c for k, c in b.form[0].items() if c}
+    return structural_equal(a.index, b.index)
+
+
+def _distinct(accs: list[_Access]) -> list[_Access]:
+    """One access per index and loop nest (an unrolled body repeats them)."""
+    seen: dict[tuple, _Access] = {}
+    for a in accs:
+        seen.setdefault((StructKey(a.index), tuple(map(id, a.loops)), a.store), a)
+    return list(seen.values())
+
+
+def _analyzer_side(ana: Analyzer, at: int, a: _Access, vmap: dict) -> E.PrimExpr | None:
+    """``a``'s index on one side for the Analyzer: the loops inside the loop at depth ``at``
+    (and a ramp's lane) as variables of this side alone, over their ranges, ``vmap`` applied
+    (None: a vector index of no known form, or a let that is not affine)."""
+    vmap = dict(vmap)
+    for lp in a.loops[at + 1:]:
+        fresh = E.Var(lp.loop_var.name, lp.loop_var.dtype)
+        ana.bind(fresh, E.Range(substitute(lp.min, vmap), substitute(lp.extent, vmap)))
+        vmap[lp.loop_var] = fresh
+    idx = a.index
+    if isinstance(idx, E.Broadcast):
+        idx = idx.value
+    elif isinstance(idx, E.Ramp):
+        lane = E.Var("lane", idx.base.dtype)
+        ana.bind(lane, E.Range(E.IntImm(0, lane.dtype), E.IntImm(idx.lanes, lane.dtype)))
+        idx = O.add(idx.base, O.mul(idx.stride, lane))
+    return substitute(idx, vmap) if idx.dtype.lanes == 1 else None
+
+
+# ---- affine forms with constant coefficients ------------------------------------------------------
+def _plus(a: dict, b: dict) -> dict:
+    out = dict(a)
+    for k, c in b.items():
+        out[k] = out.get(k, 0) + c
+    return out
+
+
+def _form(e: E.PrimExpr) -> _Form | None:
+    """``e`` as a sum of integer multiples of variables (by id) plus a constant; None when
+    it is not one."""
+    if isinstance(e, E.IntImm):
+        return {}, e.value
+    if isinstance(e, E.Var):
+        return {id(e): 1}, 0
+    if isinstance(e, E.Cast) and e.dtype.is_integer and e.value.dtype.is_integer and e.dtype.bits >= e.value.dtype.bits:
+        return _form(e.value)
+    if isinstance(e, E.Add | E.Sub):
+        a, b = _form(e.a), _form(e.b)
+        if a is None or b is None:
+            return None
+        sign = 1 if isinstance(e, E.Add) else -1
+        return _plus(a[0], {k: sign * c for k, c in b[0].items()}), a[1] + sign * b[1]
+    if isinstance(e, E.Mul):
+        a, b = _form(e.a), _form(e.b)
+        if a is None or b is None or (a[0] and b[0]):
+            return None
+        (terms, k), c = (a, b[1]) if not b[0] else (b, a[1])
+        return {x: c * y for x, y in terms.items()}, k * c
+    return None
+
+
+def _bounds(f: _Form, ranges: dict) -> tuple[int, int] | None:
+    """The least and greatest value of ``f`` over the box ``ranges`` (None: a variable without one)."""
+    lo = hi = f[1]
+    for k, c in f[0].items():
+        if k not in ranges:
+            return None
+        a, b = ranges[k]
+        lo, hi = lo + min(c * a, c * b), hi + max(c * a, c * b)
+    return lo, hi
+
+
+def _solvable(terms: list[tuple[object, int, int, int]], target: int, accept) -> bool:
+    """Whether ``sum(c * x) == target`` for integers ``lo <= x <= hi``, for ``(key, c, lo, hi)``
+    in ``terms``, at values (by key) that ``accept``: a search over the largest coefficients
+    first, each cut to the values the rest can still make up (and to the multiples of their
+    gcd); past :data:`MAX_STEPS` tries, True."""
+    terms = sorted(terms, key=lambda t: -abs(t[1]))
+    n = len(terms)
+    lo_rest, hi_rest, gcd_rest = [0] * (n + 1), [0] * (n + 1), [0] * (n + 1)
+    for k in range(n - 1, -1, -1):
+        _, c, a, b = terms[k]
+        lo_rest[k] = lo_rest[k + 1] + min(c * a, c * b)
+        hi_rest[k] = hi_rest[k + 1] + max(c * a, c * b)
+        gcd_rest[k] = math.gcd(gcd_rest[k + 1], c)
+    steps, values = 0, {}
+
+    def search(k: int, want: int) -> bool:
+        nonlocal steps
+        if not lo_rest[k] <= want <= hi_rest[k] or (gcd_rest[k] and want % gcd_rest[k]):
+            return False
+        if k == n:
+            return want == 0 and accept(values)
+        key, c, a, b = terms[k]
+        lo, hi = want - hi_rest[k + 1], want - lo_rest[k + 1]  # what c*x may be
+        first, last = (-(-lo // c), hi // c) if c > 0 else (-(-hi // c), lo // c)
+        for x in range(max(a, first), min(b, last) + 1):
+            steps += 1
+            values[key] = x
+            if steps > MAX_STEPS or search(k + 1, want - c * x):
+                return True
+        values.pop(key, None)
+        return False
+
+    return search(0, target)
+
+
+__all__ = ["carrying_loops"]
