@@ -153,3 +153,25 @@ def test_an_exact_temporary_is_not_computed_past_its_readers_guard(offsets, spli
     the loops around it, so ``S0``, attached inside, must check that itself."""
     check(*_stencils(offsets, split), exact=exact)
 
+
+
+@EXACT
+def test_symbolic_sizes_under_assumptions(exact):
+    """The init's reader attached at a split's outer loop, and the stencil pair, over a
+    symbolic size: each call's size (the smallest the assumption allows too) gets its values."""
+    n = te.var("n")
+    A = te.placeholder((n,), name="A", dtype="float64")
+    P = te.compute((n,), lambda i: 2.0 * A[i], name="P")
+
+    def body(i):
+        k = te.reduce_axis((i + 1, n), name="k")
+        return te.sum(A[k], axis=k, init=P[i])
+
+    E = te.compute((n,), body, name="E")
+    s = te.create_schedule(E.op)
+    outer, _ = s[E].split(E.op.axis[0], 4)
+    s[P].compute_at(s[E], outer)
+    s.assume("n >= 2")
+    for size in (2, 7, 13):
+        a = rand(size, dtype="float64")
+        check(s, [A, E], [a], [np.array([2 * a[i] + a[i + 1:].sum() for i in range(size)])], exact=exact)
