@@ -38,15 +38,15 @@ def garbage_like(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def check(sch, args, inputs, expected, targets=TARGETS, rtol=1e-5, atol=1e-5):
+def check(sch, args, inputs, expected, targets=TARGETS, rtol=1e-5, atol=1e-5, exact=True):
     """Build for every target, run on ``inputs``, compare the outputs with ``expected``.
 
-    ``args`` are the tensors in call order: the inputs first, then the outputs.
-    Returns the built kernels by target.
+    ``args`` are the tensors in call order: the inputs first, then the outputs; ``exact``:
+    ``build``'s (False: InferBound's interval regions). Returns the built kernels by target.
     """
     kernels = {}
     for target in targets:
-        f = tessel.build(sch, args, target=target)
+        f = tessel.build(sch, args, target=target, exact=exact)
         ins = [np.array(a, copy=True) for a in inputs]
         outs = [garbage_like(np.asarray(e)) for e in expected]
         f(*ins, *outs)

@@ -30,8 +30,8 @@ from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.buffer import DimAlign
 from ..ir.functor import collect, free_vars, substitute
-from ..poly.astgen import AstReader, scan
-from ..poly.exact import ExactPlan, StageSets
+from ..poly.astgen import AstReader, condition, scan
+from ..poly.exact import ExactPlan, StageSets, drop, mentions
 from ..schedule.relations import Rebase
 from ..schedule.stage import INLINE, SCOPE, Stage
 from ..schedule.threads import relaxes
@@ -124,7 +124,7 @@ class _Builder:
         if not E.is_const_int(r.min, 0):  # counted from zero: TVM's normalize rebases such a leaf
             rebase = Rebase.of_leaf(iv, r)
             value = {rebase.rebased: rebase.rebased.var}
-            rebase.index_up(self.rmap, value)
+            rebase.index_up({iv: r}, value)  # r in the loops outside (leaf_range), not in root axes
             var = rebase.rebased.var
             body = substitute(body, {iv.var: value[iv]})
         return self._annotated(st, iv, var, r.extent, body)
@@ -174,19 +174,43 @@ class _Builder:
                 loop = S.AttrStmt(iv, "pragma_" + key, value, loop)
         return loop
 
+    def init_nest(self, st: Stage, loops: list[E.IterVar], body: S.Stmt) -> S.Stmt:
+        """A reduction's init hoisted out of its first reduction loop: the data-parallel leaf
+        ``loops`` inside it around ``body``, over the instances where the init runs (with an
+        exact plan, its declared domain and its readers' needs; else the loops' ranges)."""
+        info = self.exact.exact(st) if self.exact is not None else None
+        if info is None:
+            for iv in reversed(loops):
+                body = self.loop(st, iv, body)
+            return body
+        leaves = st.leaf_iter_vars
+        at = [leaves.index(iv) for iv in loops]
+        init = info.starts()
+        return self._exact_levels(st, info, at, lambda m: drop(init, remove={info.leaves[k] for k in at[m + 1:]}),
+                                  info.loops_upto(info.first - 1), body, attach=False)
+
     def _exact_nest(self, st: Stage, info: StageSets, begin: int, end: int, body: S.Stmt) -> S.Stmt:
         """Leaf loops ``begin:end`` over the exact set: one loop level at a time, each from isl's
         AST of that loop's values given the loops outside it."""
-        if begin == end:
+        at = list(range(begin, end))
+        return self._exact_levels(st, info, at, lambda m: info.loops_upto(at[m]), info.loops_upto(begin - 1), body)
+
+    def _exact_levels(self, st: Stage, info: StageSets, at: list[int], level, outside: isl.Set, body: S.Stmt,
+                      m: int = 0, attach: bool = True) -> S.Stmt:
+        """The leaf loops at positions ``at[m:]`` around ``body``, loop ``at[k]`` over the values
+        ``level(k)`` (a set over it and the loops outside it) allows; ``outside``: what is known
+        of the loops around the first (where they run)."""
+        if m == len(at):
             return body
-        iv = st.leaf_iter_vars[begin]
-        inner = self.attach(st, iv, self._exact_nest(st, info, begin + 1, end, body))
+        iv = st.leaf_iter_vars[at[m]]
+        inner = self._exact_levels(st, info, at, level, outside, body, m + 1, attach)
+        inner = self.attach(st, iv, inner) if attach else inner
         names = self.exact.names  # type: ignore[union-attr]
-        level = info.loops_upto(begin)
-        here = level.find_dim_by_name(isl.dim_type.param, info.leaves[begin])
+        here_set = level(m)
+        here = here_set.find_dim_by_name(isl.dim_type.param, info.leaves[at[m]])
         if here < 0:  # the set does not constrain this loop: InferBound's range bounds it
             return self.loop(st, iv, inner)
-        dom = isl.Set.from_params(level).move_dims(isl.dim_type.set, 0, isl.dim_type.param, here, 1)
+        dom = isl.Set.from_params(here_set).move_dims(isl.dim_type.set, 0, isl.dim_type.param, here, 1)
         dom = dom.set_tuple_name("L")
         sched = isl.UnionMap.from_map(dom.identity().reset_tuple_id(isl.dim_type.out))
 
@@ -197,7 +221,17 @@ class _Builder:
             return self._annotated(st, iv, counter, extent, b)
 
         reader = AstReader(names.var, user, loop, {"c0": iv.var}, str(iv.var.dtype))
-        return scan(sched, dom.params(), ["c0"], reader)
+        if m:  # the loops outside, this stage's own, ran over the projection of this set
+            return scan(sched, dom.params(), ["c0"], reader)
+        # isl takes its context as known; the loops outside run over ``outside`` only (a
+        # reader's guard, past a non-divisible split's end, wraps only the reader's statement;
+        # a reduction's update runs where its init did, empty sums included): what the set says
+        # of them beyond that is checked once around the loop, what it says of the sizes alone
+        # is isl's to check (a loop over nothing needs no guard)
+        extra = dom.params().gist(outside)
+        if extra.plain_is_universe() or not mentions(extra, set(info.path) | set(info.leaves)):
+            return scan(sched, outside, ["c0"], reader)
+        return _guard([condition(extra, outside, reader)], scan(sched, dom.params(), ["c0"], reader))
 
     # ---- guards for non-divisible splits and regions beyond a tensor ---------------------
     def bound_checks(self, st: Stage, value: dict[E.IterVar, E.PrimExpr]) -> list[E.PrimExpr]:

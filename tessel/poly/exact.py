@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING
 import islpy as isl
 
 from ..ir import expr as E
-from ..ir.functor import collect, structural_equal, substitute
+from ..ir.functor import collect, free_vars, structural_equal, substitute
 from ..schedule import relations as R
 from ..schedule.stage import INLINE, SCOPE, Stage
 from ..te.tensor import ComputeOp
+from .context import context_conditions
 from .space import Converter, Namer, NotAffine, pw_to_map, set_space
 
 if TYPE_CHECKING:
@@ -97,7 +98,11 @@ def drop(s: isl.Set, keep: set[str] | None = None, remove: set[str] | None = Non
 class StageSets:
     """What runs of one stage: ``body`` (its statement instances, over its enclosing loops and
     its leaf loops, as parameters) and, for what is attached inside it, the instances of its
-    leaf loops up to each one; ``exact`` when they come from the exact region, not the box."""
+    leaf loops up to each one; ``exact`` when they come from the exact region, not the box.
+
+    A reduction has two statements: its init runs once per output element, over ``init`` (the
+    body without the reduction loops' ranges), even where its sum is empty; its update runs
+    over ``body``. Its loops outside the ``first`` reduction loop run the init's instances."""
 
     path: list[str]
     leaves: list[str]
@@ -106,12 +111,21 @@ class StageSets:
     body: isl.Set
     exact: bool = False
     loops: dict[int, isl.Set] = field(default_factory=dict)
+    init: isl.Set | None = None  # a reduction's data-parallel instances (None: ``body``)
+    first: int = 0  # the position of the first reduction loop (the number of leaves: none)
+
+    def starts(self) -> isl.Set:
+        """Where the outputs are set: the init's instances of a reduction, else the body's."""
+        return self.body if self.init is None else self.init
 
     def loops_upto(self, k: int) -> isl.Set:
         """Instances of the leaf loops ``0..k`` (the context of a stage attached at loop k)."""
+        if k < 0:
+            return self.context
         if k not in self.loops:
             if self.exact:
-                self.loops[k] = drop(self.body, remove=set(self.leaves[k + 1:]))
+                whole = self.body if k >= self.first else self.starts()
+                self.loops[k] = drop(whole, remove=set(self.leaves[k + 1:]))
             else:
                 got = self.context
                 for r in self.ranges[:k + 1]:
@@ -131,6 +145,8 @@ class ExactPlan:
     notes: list[str] = field(default_factory=list)
     #: stages whose declared domain (``where=``) their exact loops follow (no guard needed)
     domains: set[int] = field(default_factory=set)
+    #: what holds of the symbolic sizes at any call (at least zero, the user's ``s.assume``)
+    sizes: isl.Set = field(default_factory=lambda: universe())
 
     def exact(self, st: Stage) -> StageSets | None:
         info = self.stages.get(id(st))
@@ -157,6 +173,11 @@ def regions(sch) -> ExactPlan:
 def plan(ctx: BoundContext) -> ExactPlan:
     """The exact sets of every stage of the schedule InferBound has bounded (``ctx``)."""
     out = ExactPlan(_Vars())
+    for cond in context_conditions(ctx.sch):
+        try:
+            out.sizes = out.sizes.intersect(out.names.over([cond]).set(cond).params())
+        except NotAffine:  # a promise isl cannot state is left out, which only assumes less
+            continue
     for st in reversed(ctx.order):
         if st.attach_type == INLINE or st.is_placeholder:
             continue
@@ -186,25 +207,28 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
         except NotAffine as e:  # left out, which only makes the set larger
             why = why or f"the range of loop {iv.name} is not affine ({e.reason})"
             ranges.append(universe())
-    box = context
     checks = _guards(ctx, st, value, names)
-    for c in ranges + checks:
-        box = box.intersect(c) if c is not None else box
     if any(c is None for c in checks):
         why = why or "an index of its loops is not affine"
-    info = out.stages[id(st)] = StageSets([names.name(iv.var) for iv in reversed(ctx.paths[st])],
-                                          [names.name(iv.var) for iv in st.leaf_iter_vars], context, ranges, box)
     # a reduction's loops do not bound its data-parallel loops: an empty sum still sets its init
-    red = {names.name(iv.var) for iv in st.leaf_iter_vars if iv.is_reduce}
-    dbox = context
-    for c, iv in zip(ranges, st.leaf_iter_vars):
-        dbox = dbox if iv.is_reduce else dbox.intersect(c)
-    for c in checks:
-        if c is not None and not any(c.get_dim_name(isl.dim_type.param, k) in red for k in range(c.dim(isl.dim_type.param))):
+    # (a loop that reaches an output index, a fused one too, sets the init as well)
+    outs = set().union(*(free_vars(value[iv]) for iv in st.op.axis))
+    red = {names.name(iv.var) for iv in st.leaf_iter_vars if iv.is_reduce and iv.var not in outs}
+    dbox, rbox = context, universe()
+    for c in ranges + [c for c in checks if c is not None]:
+        if mentions(c, red):
+            rbox = rbox.intersect(c)
+        else:
             dbox = dbox.intersect(c)
+    first = next((k for k, iv in enumerate(st.leaf_iter_vars) if iv.is_reduce), len(st.leaf_iter_vars))
+    info = out.stages[id(st)] = StageSets([names.name(iv.var) for iv in reversed(ctx.paths[st])],
+                                          [names.name(iv.var) for iv in st.leaf_iter_vars], context, ranges,
+                                          dbox, first=first)
+    _set(info, dbox, rbox, red)
     declared = _declared(out, st, value, dbox)
     if declared is not None:
-        box = info.body = declared
+        dbox = declared
+        _set(info, dbox, rbox, red)
     if getattr(st.op, "definitions", ()):  # a recurrence's definition runs whole: its points read each other
         return
     if st.is_output or not ctx.consumers[st] or why:
@@ -217,13 +241,27 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
     except NotAffine as e:
         out.notes.append(f"stage {st.name}: keeps its interval box ({e.reason})")
         return
-    exact = at.intersect(needed).params().intersect(box)
-    if box.is_subset(exact):
+    exact = at.intersect(needed).params().intersect(dbox)
+    if dbox.is_subset(exact):
         return  # the box is exact already: the interval loop nest stays as it is
-    info.body = exact.coalesce()
+    _set(info, exact.coalesce(), rbox, red)
     info.exact = True
     if st.name not in out.changed:
         out.changed.append(st.name)
+
+
+def _set(info: StageSets, starts: isl.Set, rbox: isl.Set, red: set[str]) -> None:
+    """The stage runs ``starts`` of its data-parallel instances (and, a reduction, its
+    reduction loops' ranges ``rbox`` at each)."""
+    info.body = starts.intersect(rbox).coalesce() if red else starts
+    info.init = starts if red else None
+    info.loops.clear()
+
+
+def mentions(s: isl.Set, names: set[str]) -> bool:
+    """Whether ``s`` constrains one of the variables ``names`` (its parameters are only the
+    variables a condition speaks of, so naming one is constraining it)."""
+    return any(s.get_dim_name(isl.dim_type.param, k) in names for k in range(s.dim(isl.dim_type.param)))
 
 
 def _declared(out: ExactPlan, st: Stage, value: dict, box: isl.Set) -> isl.Set | None:
@@ -277,12 +315,12 @@ def _try(make) -> isl.Set | None:
 
 def _context(out: ExactPlan, st: Stage) -> isl.Set:
     """The instances of the loops enclosing ``st``: those of its attach stage up to the loop
-    it is attached at (the universe at the root)."""
+    it is attached at (at the root, what is known of the sizes)."""
     if st.attach_type != SCOPE or st.attach_stage is None:
-        return universe()
+        return out.sizes
     parent = out.stages.get(id(st.attach_stage))
     if parent is None:
-        return universe()
+        return out.sizes
     k = next(k for k, iv in enumerate(st.attach_stage.leaf_iter_vars) if iv is st.attach_ivar)
     return parent.loops_upto(k)
 
@@ -302,20 +340,31 @@ def _needed(ctx: BoundContext, out: ExactPlan, st: Stage, keep: set[str]) -> isl
         value = {iv: iv.var for iv in c.leaf_iter_vars}
         R.pass_up_index(c.relations, ctx.rmap, value)
         roots = {iv.var: value[iv] for iv in c.op.root_iter_vars if iv in value}
-        for body in ctx.bodies[c.op]:
-            for load in collect(body, lambda n: isinstance(n, E.ProducerLoad)):
-                if load.producer not in mine:
-                    continue
-                try:
-                    one = names.image([substitute(i, roots) for i in load.indices])
-                except NotAffine as e:
-                    raise NotAffine(f"{c.name} reads {load.producer.name} at an index that is not affine: {e.reason}") from None
-                one = one.intersect_params(cinfo.body)
-                one = drop(one, keep | _sizes(one, names, ctx))
-                needed = one if needed is None else needed.union(one)
+        for load, in_init in _reads(ctx.bodies[c.op]):
+            if load.producer not in mine:
+                continue
+            try:
+                one = names.image([substitute(i, roots) for i in load.indices])
+            except NotAffine as e:
+                raise NotAffine(f"{c.name} reads {load.producer.name} at an index that is not affine: {e.reason}") from None
+            one = one.intersect_params(cinfo.starts() if in_init else cinfo.body)
+            one = drop(one, keep | _sizes(one, names, ctx))
+            needed = one if needed is None else needed.union(one)
     if needed is None:
         raise NotAffine("no reader reads it")
     return needed.coalesce()
+
+
+def _reads(bodies) -> list[tuple[E.ProducerLoad, bool]]:
+    """Every read of ``bodies``, and whether it is a reduction's init's (read once per output
+    element, where the init runs, not once per reduction step)."""
+    out: list[tuple[E.ProducerLoad, bool]] = []
+    for body in bodies:
+        inits = body.init if isinstance(body, E.Reduce) else ()
+        rest = (*body.source, body.condition) if isinstance(body, E.Reduce) else (body,)
+        for part, in_init in [(e, True) for e in inits] + [(e, False) for e in rest]:
+            out.extend((ld, in_init) for ld in collect(part, lambda n: isinstance(n, E.ProducerLoad)))
+    return out
 
 
 def _sizes(s: isl.Set, names: _Vars, ctx: BoundContext) -> set[str]:
@@ -330,4 +379,4 @@ def _sizes(s: isl.Set, names: _Vars, ctx: BoundContext) -> set[str]:
     return out
 
 
-__all__ = ["ExactPlan", "StageSets", "drop", "plan", "regions", "universe"]
+__all__ = ["ExactPlan", "StageSets", "drop", "mentions", "plan", "regions", "universe"]

@@ -71,6 +71,9 @@ class LoopNest(Protocol):
     def loop(self, stage: Any, iv: E.IterVar, body: S.Stmt) -> S.Stmt:
         """One leaf loop around ``body``, as annotated (kind, thread binding, pragmas)."""
 
+    def init_nest(self, stage: Any, loops: list[E.IterVar], body: S.Stmt) -> S.Stmt:
+        """A reduction's init, hoisted out of its first reduction loop, in its leaf ``loops``."""
+
     def range_of(self, iv: E.IterVar) -> E.Range:
         """The range InferBound gave ``iv`` (any IterVar of any stage)."""
 

@@ -224,22 +224,21 @@ def _build_reduction(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, roots,
     data_vars: set[E.Var] = set()
     for i in idx:
         data_vars |= free_vars(i)
-    init = reduction_init(op, nest, stage, red, idx, preds, [iv for iv in leaves[first:] if iv.var in data_vars])
+    init = reduction_init(op, nest, stage, red, idx, preds, [iv for iv in leaves[first:] if iv.var in data_vars], roots)
     update = nest.nest(stage, first, len(leaves), nest.guarded(preds, reduction_update(op, red, roots, idx)))
     return nest.nest(stage, begin, first, S.seq(init, update))
 
 
-def reduction_init(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, idx, preds, loops) -> S.Stmt:
+def reduction_init(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, idx, preds, loops, roots) -> S.Stmt:
     """The outputs set to the reduction's start over the leaf ``loops`` that reach an output
-    axis (fresh variables: the update's loops of the same IterVars run apart from them)."""
+    axis (fresh variables: the update's loops of the same IterVars run apart from them); an
+    init (``init=``) is written in the root axes, which ``roots`` gives in the leaf loops."""
     skipped = {iv.var for iv in stage.leaf_iter_vars if iv.is_reduce and iv not in loops}
     fresh = {iv.var: E.Var(iv.var.name, iv.var.dtype) for iv in loops}
-    init_vals = red.init if red.init else red.combiner.identity
+    init_vals = tuple(substitute(v, roots) for v in red.init) if red.init else red.combiner.identity
     init_preds = [p for p in preds if not (free_vars(p) & skipped)]
     init: S.Stmt = nest.guarded(init_preds, S.seq(*[S.ProducerStore(t, v, idx) for t, v in zip(op.outputs, init_vals)]))
-    for iv in reversed(loops):
-        init = nest.loop(stage, iv, init)
-    return substitute(init, fresh)
+    return substitute(nest.init_nest(stage, loops, init), fresh)
 
 
 def reduction_update(op: ComputeOp, red: E.Reduce, roots, idx) -> S.Stmt:

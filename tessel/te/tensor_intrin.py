@@ -339,7 +339,7 @@ def _split_reduction(t: _Tile, op: ComputeOp, nest: LoopNest, stage, red: E.Redu
     leaves = stage.leaf_iter_vars
     red_vars = {iv.var for iv in leaves if iv.is_reduce}
     data_inner = [iv for iv in leaves[t.tloc:] if not iv.is_reduce]
-    init_slow = reduction_init(op, nest, stage, red, idx, preds, data_inner)
+    init_slow = reduction_init(op, nest, stage, red, idx, preds, data_inner, roots)
     init_whole = [c for c in whole if not free_vars(c) & red_vars]
     # without reduce_init the tile starts from the reducer's identity, set by the stage's own loops
     # (TVM runs the intrinsic's body in the first step instead: the same values)
