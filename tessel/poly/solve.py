@@ -214,17 +214,28 @@ def _has_commands(sch: Schedule) -> bool:
     return has_commands(sch)
 
 
+@dataclass(eq=False)
+class ProgramOrder:
+    """The model of a schedule without its commands or storage choices, and the dependences of
+    its statements in the program's own order (``deps.program_dependences``)."""
+
+    model: Model
+    dependences: list[Dependence]
+
+
 #: program-order analyses by content, most recent last (a few: one per schedule being edited)
 _BASE: dict = {}
 
 
-def program_order(sch: Schedule):
-    """The analysis of ``sch`` in the program's order -- its loop commands, after/before and
-    storage folds taken away, its ``store_in`` kept (storing into an input or another tensor is
-    what the program means: an in-place update): the order and storage the dependences are
-    computed in, which no command changes. A fold is checked apart (``fold_conflicts``)."""
+def program_order(sch: Schedule) -> ProgramOrder:
+    """The dependences every schedule of ``sch``'s program must keep, over the statements of
+    ``sch`` as lowered without its loop commands, after/before and storage folds, its
+    ``store_in`` kept (storing into an input or another tensor is what the program means: an
+    in-place update). They are computed in the program's order, not in the TE loop nest's: a
+    split or reorder may break one as a command may (a fold is checked apart: ``fold_conflicts``)."""
     from ..schedule.commands import commands_key
     from .analysis import analysis, content_key
+    from .deps import program_dependences
 
     plain = sch.copy(record=False)
     for st in plain.stages:
@@ -238,8 +249,8 @@ def program_order(sch: Schedule):
         got = _BASE.pop(key)
         _BASE[key] = got
         return got
-    got = analysis(plain)
-    got.dependences  # noqa: B018 -- computed now, kept with the analysis
+    model = analysis(plain).model
+    got = ProgramOrder(model, program_dependences(model))
     if key is not None:
         _BASE[key] = got
         while len(_BASE) > 16:
