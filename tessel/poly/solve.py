@@ -134,9 +134,11 @@ def proposing() -> bool:
 
 
 def order_conflicts(sch: Schedule, involved: Callable[[Any], bool] | None = None) -> list[Conflict]:
-    """The dependences of the program order that ``sch``'s commands break (``legality.py``),
-    only those ``involved(dep)`` accepts when given; empty for a schedule without commands
-    (it runs in the program order)."""
+    """The dependences of the program order that ``sch`` breaks (``legality.py``), only those
+    ``involved(dep)`` accepts when given; empty for a schedule without commands or storage:
+    each of its elements is written once, by its own stage, before its readers run (the tree
+    rules), so no loop order changes a value -- but a recurrence's, judged on its own reads
+    (``recurrence.py``)."""
     from .analysis import analysis
 
     if not _has_commands(sch):
