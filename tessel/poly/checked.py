@@ -224,7 +224,7 @@ def _propose_order(sch: Schedule, v: Violation, c: Conflict) -> None:
     with quiet():
         choose(sch, v, candidates)
     if v.proposed is not None:
-        v.explanation += f". Running the loops in the program's order keeps it: {v.fix}"
+        v.explanation += ". Running the loops in the program's order keeps it (the fix below)"
 
 
 def program_loop_order(st: Stage) -> list[E.IterVar] | None:

@@ -143,7 +143,7 @@ def order_conflicts(sch: Schedule, involved: Callable[[Any], bool] | None = None
 
     if not _has_commands(sch):
         return []
-    base = program_order(sch)
+    base = program_order(sch, moved(sch))
     deps = base.dependences if involved is None else [d for d in base.dependences if involved(d)]
     if not deps:
         return []
@@ -175,7 +175,7 @@ def fold_conflicts(sch: Schedule) -> list[tuple[Stage, Dependence, isl.Map]]:
     if not chosen:
         return []
     now = analysis(sch).model
-    base = program_order(sch)
+    base = program_order(sch, moved(sch))
     scheds = align({x.name: x.schedule for x in now.statements if x.schedule is not None})
     out = []
     for st in chosen:
@@ -229,12 +229,29 @@ class ProgramOrder:
 _BASE: dict = {}
 
 
-def program_order(sch: Schedule) -> ProgramOrder:
+def moved(sch: Schedule) -> frozenset[int]:
+    """The positions of the stages whose instances or storage a schedule's commands move: a
+    stage given a command, storage or an order, and every stage computed inside its loops.
+    A dependence between two other stages is kept by the tree rules whatever the loops."""
+    stages = sch.stages
+    out = {k for k, st in enumerate(stages) if st.commands or st.storage is not None}
+    out |= {stages.index(x) for o in sch.orders for x in (o.stage, o.anchor)}
+    for k, st in enumerate(stages):
+        seen, at = 0, st
+        while at is not None and seen < len(stages) and k not in out:
+            if stages.index(at) in out:
+                out.add(k)
+            at, seen = at.attach_stage, seen + 1
+    return frozenset(out)
+
+
+def program_order(sch: Schedule, only: frozenset[int] | None = None) -> ProgramOrder:
     """The dependences every schedule of ``sch``'s program must keep, over the statements of
     ``sch`` as lowered without its loop commands, after/before and storage folds, its
     ``store_in`` kept (storing into an input or another tensor is what the program means: an
     in-place update). They are computed in the program's order, not in the TE loop nest's: a
-    split or reorder may break one as a command may (a fold is checked apart: ``fold_conflicts``)."""
+    split or reorder may break one as a command may (a fold is checked apart: ``fold_conflicts``).
+    ``only``: just those with an end in the stages at these positions (``moved``)."""
     from ..schedule.commands import commands_key
     from .analysis import analysis, content_key
     from .deps import program_dependences
@@ -246,13 +263,13 @@ def program_order(sch: Schedule) -> ProgramOrder:
             st.storage = None
     plain.orders = ()
     ckey = content_key(plain)
-    key = None if ckey is None else (ckey, commands_key(plain))
+    key = None if ckey is None else (ckey, commands_key(plain), only)
     if key is not None and key in _BASE:
         got = _BASE.pop(key)
         _BASE[key] = got
         return got
     model = analysis(plain).model
-    got = ProgramOrder(model, program_dependences(model))
+    got = ProgramOrder(model, program_dependences(model, only))
     if key is not None:
         _BASE[key] = got
         while len(_BASE) > 16:
@@ -365,4 +382,4 @@ def _offer(what: str, fix: Fix | None, why: str, details: dict) -> Proposal:
     return Proposal(what, True, why, fix, details)
 
 
-__all__ = ["Proposal", "fold_conflicts", "legalize_fusion", "storage_choice", "order_conflicts", "program_order", "record", "wavefront"]
+__all__ = ["Proposal", "fold_conflicts", "legalize_fusion", "storage_choice", "moved", "order_conflicts", "program_order", "record", "wavefront"]

@@ -209,3 +209,70 @@ def test_primitives_a_command_cannot_compose_with_are_refused(later):
         match = "split after skew"
     with pytest.raises(tessel.ScheduleError, match=match):
         tessel.build(s, [A, X] if later == "compute_at" else [A], target="python")
+
+
+# ---- recurrences: TE primitives keep their self-reads or are refused ---------------------------
+def _down(n=N, m=M):
+    """``h[i, j] = 0.5 * h[i-1, j] + A[i, j]``: dependence (1, 0), each column on its own."""
+    A = te.placeholder((n, m), name="A")
+    h = te.recurrence((n, m), [
+        te.define(lambda h, i, j: A[i, j]),
+        te.define(lambda h, i, j: 0.5 * h[i - 1, j] + A[i, j], where=lambda i, j: i > 0),
+    ], name="h")
+    return A, h, te.create_schedule(h.op)
+
+
+def _down_ref(a):
+    out = a.astype("float64").copy()
+    for i in range(1, a.shape[0]):
+        out[i] = 0.5 * out[i - 1] + a[i]
+    return out
+
+
+@pytest.mark.parametrize("how", ["reorder", "parallel_j", "split_fuse", "tile"])
+def test_te_primitives_on_a_recurrence_compute_its_values(how):
+    A, h, s = _down()
+    i, j = h.op.axis
+    if how == "reorder":
+        s[h].reorder(j, i)  # the columns one after another: (1, 0) still runs i in order
+    elif how == "parallel_j":
+        s[h].parallel(j)
+    elif how == "split_fuse":
+        jo, ji = s[h].split(j, 4)
+        s[h].fuse(i, jo)
+    else:
+        s[h].tile(i, j, 4, 3)
+    a = rand(N, M, seed=3)
+    for target in TARGETS:
+        f = tessel.build(s, [A, h], target=target)
+        out = np.zeros((N, M), "float32")
+        f(a.copy(), out)
+        np.testing.assert_allclose(out, _down_ref(a), rtol=1e-5, atol=1e-5, err_msg=target)
+
+
+def test_parallel_along_a_recurrence_is_refused_with_its_dependence():
+    A, h, s = _down()
+    s[h].parallel(h.op.axis[0])
+    with pytest.raises(tessel.ScheduleError, match="carries the flow dependence"):
+        tessel.build(s, [A, h], target="python")
+
+
+def test_the_final_check_runs_once_per_state_of_the_schedule(monkeypatch):
+    """A build verifies more than once (and a second target builds the same state again); the
+    dependences of the final schedule are checked at the first verify only."""
+    import tessel.poly.checked as checked
+
+    calls = []
+    real = checked.order_conflicts
+    A, R, s = _rows(17, 19)  # sizes no other test builds: nothing is known clean yet
+    s[R].split(R.op.axis[1], 5)
+    # the suite's replay check builds copies of s as well: only s's own checks are counted
+    def counted(sch, involved=None):
+        calls.extend([sch] if sch is s else [])
+        return real(sch, involved)
+
+    monkeypatch.setattr(checked, "order_conflicts", counted)
+    for target in TARGETS:
+        tessel.build(s, [A], target=target)
+        s.verify()
+    assert len(calls) == 1
