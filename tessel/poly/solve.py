@@ -347,6 +347,9 @@ def wavefront(sch: Schedule, stage: Any, i: E.IterVar, j: E.IterVar, limit: int 
     li, lj = model.loops_of(st, i), model.loops_of(st, j)
     if not li or not lj or li[0].width != 1 or lj[0].width != 1:
         return Proposal(what, False, f"{st.name}'s loops {i.name}, {j.name} are not in the polyhedral model")
+    if lj[0].pos != li[0].pos + 2:  # an interchange moved them: the leaf order is not the nest's
+        return Proposal(what, False, f"{i.name} and {j.name} are not consecutive loops of {st.name}'s nest, "
+                        f"{i.name} outside (an interchange moved them)")
     dist = inner_distances(program_order(sch).dependences, {x.name: x.schedule for x in model.statements}, li[0].pos, lj[0].pos)
     names = Names(sch)
     sn = names.stage(st)

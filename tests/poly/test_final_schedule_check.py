@@ -276,3 +276,15 @@ def test_the_final_check_runs_once_per_state_of_the_schedule(monkeypatch):
         tessel.build(s, [A], target=target)
         s.verify()
     assert len(calls) == 1
+
+
+def test_a_parallel_loop_moved_by_an_interchange_is_refused_not_crashed():
+    """The wavefront proposed for a parallel loop that carries a dependence assumed the leaf
+    order was the nest's; after an interchange it is not (isl failed inside the proposal)."""
+    A, R, s = _wavefront()
+    i, j = R.op.axis
+    s[R].parallel(j)
+    s[R].interchange(j, i)
+    s[R].reorder(i, j)
+    with pytest.raises(tessel.ScheduleError, match="cannot parallelize j"):
+        tessel.build(s, [A], target="python")
