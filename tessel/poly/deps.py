@@ -234,8 +234,16 @@ def program_dependences(model: Model, moved: frozenset[int] | None = None) -> li
 
 
 def _accumulates(d: Dependence) -> bool:
+    """A reduction's update with itself through its accumulator, its reducer found reorderable
+    (one refuted on sample values keeps its order: ``reorder_counterexample``)."""
+    from ..ir import expr as E
+    from ..schedule.reducer_checks import reorder_counterexample
+
     s = d.source
     if s is not d.sink or s.role != "update":
+        return False
+    body = getattr(s.stage.op, "body", ())
+    if any(isinstance(b, E.Reduce) and reorder_counterexample(b.combiner) for b in body):
         return False
     own = {a.relation.get_tuple_name(DIM.out) for a in s.writes}
     return d.tensor_name in {a.tensor.name for a in s.writes} and all(

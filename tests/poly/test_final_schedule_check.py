@@ -288,3 +288,29 @@ def test_a_parallel_loop_moved_by_an_interchange_is_refused_not_crashed():
     s[R].reorder(i, j)
     with pytest.raises(tessel.ScheduleError, match="cannot parallelize j"):
         tessel.build(s, [A], target="python")
+
+
+# ---- reductions: the order of combination is free only for a reorderable reducer -------------
+def _reduction(combine=None):
+    A = te.placeholder((7, 13), name="A")
+    k = te.reduce_axis((0, 13), name="k")
+    red = te.sum if combine is None else te.comm_reducer(combine, lambda t: te.const(0, t), name="last")
+    C = te.compute((7,), lambda i: red(A[i, k], axis=k), name="C")
+    return A, C, te.create_schedule(C.op), k
+
+
+def test_a_sum_may_run_its_reduction_loop_backwards():
+    A, C, s, k = _reduction()
+    s[C].reverse(k)
+    a = rand(7, 13)
+    for target in TARGETS:
+        f = tessel.build(s, [A, C], target=target)
+        out = np.zeros(7, "float32")
+        f(a, out)
+        np.testing.assert_allclose(out, a.sum(axis=1), rtol=1e-5, atol=1e-5, err_msg=target)
+
+
+def test_an_order_dependent_reducer_keeps_its_order():
+    A, C, s, k = _reduction(lambda x, y: y)  # the last value: not commutative
+    with pytest.raises(tessel.ScheduleError, match=r"reverse\(k\) is refused.*C \(update\) -> C \(update\)"):
+        s[C].reverse(k)
