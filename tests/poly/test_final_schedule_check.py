@@ -179,7 +179,7 @@ def test_tile_after_skew_where_the_composition_breaks_a_dependence_is_refused():
 
 
 @pytest.mark.parametrize("command", ["shift", "reverse"])
-def test_split_after_shift_or_reverse_splits_the_moved_loop(command):
+def test_split_after_shift_or_reverse_keeps_the_values(command):
     A, R, s = _rows()
     i, j = R.op.axis
     getattr(s[R], command)(j, *([2] if command == "shift" else []))
