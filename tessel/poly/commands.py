@@ -146,8 +146,6 @@ def loop_values(st: Stage, rmap, value: dict) -> None:
 
 
 def _refuse_early(st: Stage, cmds: list, moved: set[int]) -> None:
-    from ..schedule.relations import Rebase, Split
-
     what = ", ".join(c.text() for c in cmds)
     for c in cmds:
         if isinstance(c, Interchange):
@@ -155,7 +153,8 @@ def _refuse_early(st: Stage, cmds: list, moved: set[int]) -> None:
                                 f"then would not follow the interchanged loops; give the split before the interchange, "
                                 f"or reorder the split loops instead of interchanging")
     for rel in st.relations:
-        if any(id(i) in moved for i in rel.inputs) and not isinstance(rel, Split | Rebase):
+        # a relation of one loop (a split, a rebase) runs its values in order; a fuse of two does not
+        if any(id(i) in moved for i in rel.inputs) and len(rel.inputs) != 1:
             raise ScheduleError(f"stage {st.name}: a {rel.kind} of {', '.join(i.name for i in rel.inputs)} after "
                                 f"{what}: a fused loop would not run the transformed order; fuse before the "
                                 f"command, or split (tile) the loops instead")
