@@ -23,7 +23,7 @@ from ..schedule.legality import Violation, ViolationKind
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from .legality import Conflict, distance_text
-from .solve import Proposal, fold_conflicts, legalize_fusion, order_conflicts, proposing, wavefront
+from .solve import Proposal, fold_conflicts, legalize_fusion, order_conflicts, proposing, quiet, wavefront
 
 
 def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
@@ -191,18 +191,60 @@ def _repair_order(before: Schedule, cmd: Any) -> Proposal | None:
 
 
 def order_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
-    """``verify``'s check: the dependences the schedule's commands break (one per dependence)."""
+    """``verify``'s check of the final schedule: each dependence of the program's order it
+    breaks (one per dependence), with a pair of instances it runs the wrong way round and, where
+    one is found, a fix replayed onto a copy and checked (``choose``)."""
     out = []
     for c in order_conflicts(sch):
         snk = _live(sch, c.dep.sink.stage)
         st = snk if snk is not None else sch.stages[0]
-        text = f"stage {st.name}: the commands break a dependence: {c.describe()}"
+        text = f"stage {st.name}: the schedule breaks a dependence of the program: {c.describe()}"
         v = Violation(ViolationKind.DEPENDENCE_ORDER, st, text, (st,), ())
         v.dependence = c.dep  # type: ignore[attr-defined]
         v.conflict = c  # type: ignore[attr-defined]
+        if propose and proposing():
+            _propose_order(sch, v, c)
         out.append(v)
     for folded, dep, bad in ([] if out or not _in_bounds(sch) else fold_conflicts(sch)):
         out.append(fold_violation(sch, folded, folded.storage, folded, dep, bad))
+    return out
+
+
+def _propose_order(sch: Schedule, v: Violation, c: Conflict) -> None:
+    """The loops of the dependence's stages put back in the program's order (a reorder: what a
+    split, tile or reorder changed), kept only if the schedule is legal after it."""
+    from ..schedule.fixes import FixBuilder, Names, choose
+
+    stages = dict.fromkeys(x for x in (_live(sch, c.dep.sink.stage), _live(sch, c.dep.source.stage)) if x is not None)
+    candidates = []
+    for st in stages:
+        order = program_loop_order(st)
+        if order is not None and order != list(st.leaf_iter_vars):
+            candidates.append(FixBuilder(Names(sch)).reorder(st, order))
+    with quiet():
+        choose(sch, v, candidates)
+    if v.proposed is not None:
+        v.explanation += ". Running the loops in the program's order keeps it (the fix below)"
+
+
+def program_loop_order(st: Stage) -> list[E.IterVar] | None:
+    """``st``'s loops in the order that runs its instances in the program's order: each root
+    axis's loops in the axes' order, a split's outer loop before its inner; None where a loop
+    is made of several axes (a fuse) and no order of the loops gives it."""
+    made = {id(i): rel for rel in st.relations for i in rel.inputs}
+    leaves = {id(x) for x in st.leaf_iter_vars}
+    out = [o for rel in st.relations if not rel.inputs for o in rel.outputs if id(o) in leaves]  # extent-1 loops
+
+    def walk(iv: E.IterVar) -> bool:
+        rel = made.get(id(iv))
+        if rel is None:
+            if id(iv) in leaves:
+                out.append(iv)
+            return True
+        return len(rel.inputs) == 1 and all(walk(o) for o in rel.outputs)
+
+    if not all(walk(r) for r in st.op.root_iter_vars) or len(out) != len(leaves):
+        return None
     return out
 
 
@@ -229,4 +271,4 @@ def install() -> None:
     register_legality_check(check_command)
 
 
-__all__ = ["check_command", "install", "order_violations", "repair", "undone", "violation"]
+__all__ = ["check_command", "install", "order_violations", "program_loop_order", "repair", "undone", "violation"]

@@ -86,18 +86,101 @@ def _outside(model: Model, stmt: Statement, acc, k: int, p: isl.Point) -> BoundE
 
 
 def apply_commands(sch: Schedule, statements: list[Statement], vectors: dict[int, Vector]) -> None:
-    """Compose every command of ``sch`` onto the vectors of the placed ``statements``."""
+    """Compose every command of ``sch`` onto the vectors of the placed ``statements`` (but those
+    ``loop_values`` composed onto a stage's loops before a split of them)."""
     if not has_commands(sch):
         return
     placed = [s for s in statements if id(s) in vectors]
     for st in sch.stages:
+        early = early_commands(st)
         for cmd in st.commands:
+            if any(cmd is c for c in early):
+                continue
             moved: dict[int, int] = {}
             for stmt in placed:
                 if any(lp.stage is st for lp in stmt.loops):
                     _loop_command(st, cmd, stmt, vectors[id(stmt)], moved)
     for o in sch.orders:
         _order(o, placed, vectors)
+
+
+# ---- loop commands followed by TE primitives ---------------------------------------------------
+def _command_loops(cmd) -> tuple[E.IterVar, ...]:
+    return (cmd.axis,) if isinstance(cmd, Shift | Reverse) else (cmd.first, cmd.second) \
+        if isinstance(cmd, Interchange) else (cmd.outer, cmd.inner)
+
+
+def early_commands(st: Stage) -> list:
+    """The loop commands of ``st`` a TE primitive acted on afterwards (``tile`` after ``skew``:
+    the tile splits the skewed loops), with the commands before them on the same loops: they
+    change the values the loops count, before the relations that split them (``loop_values``)."""
+    if not st.commands:
+        return []
+    busy = {id(i) for rel in st.relations for i in rel.inputs}
+    out: list = []
+    for cmd in reversed(st.commands):
+        ivs = {id(v) for v in _command_loops(cmd)}
+        if ivs & busy:
+            out.insert(0, cmd)
+            busy |= ivs
+    return out
+
+
+def loop_values(st: Stage, rmap, value: dict) -> None:
+    """Extend ``value`` (root -> its coordinates) to ``st``'s loops as ``pass_down_time`` does,
+    with the early commands (``early_commands``) composed in where they were given: each acts on
+    its loops' values once they exist, before a relation splits them. A split of a loop runs its
+    values in order whatever they are, so the split loops run the skewed, shifted or reversed
+    order; a fuse, an interchange or a stage computed inside them would not, and is refused."""
+    from ..schedule.dataflow import descendants
+
+    pending = early_commands(st)
+    if pending:
+        _refuse_early(st, pending, descendants(st, [v for c in pending for v in _command_loops(c)]))
+    for rel in st.relations:
+        while pending and all(v in value for v in _command_loops(pending[0])):
+            _value_command(st, pending.pop(0), value)
+        rel.time_down(rmap, value)
+    for cmd in pending:
+        _value_command(st, cmd, value)
+
+
+def _refuse_early(st: Stage, cmds: list, moved: set[int]) -> None:
+    what = ", ".join(c.text() for c in cmds)
+    for c in cmds:
+        if isinstance(c, Interchange):
+            raise ScheduleError(f"stage {st.name}: {c.text()} was given before a split or fuse of its loops, which "
+                                f"then would not follow the interchanged loops; give the split before the interchange, "
+                                f"or reorder the split loops instead of interchanging")
+    for rel in st.relations:
+        # a relation of one loop (a split, a rebase) runs its values in order; a fuse of two does not
+        if any(id(i) in moved for i in rel.inputs) and len(rel.inputs) != 1:
+            raise ScheduleError(f"stage {st.name}: a {rel.kind} of {', '.join(i.name for i in rel.inputs)} after "
+                                f"{what}: a fused loop would not run the transformed order; fuse before the "
+                                f"command, or split (tile) the loops instead")
+    for other in st.schedule.stages:
+        if other.attach_stage is st and id(other.attach_ivar) in moved:
+            raise ScheduleError(f"stage {other.name} is computed inside {st.name}'s loop {other.attach_ivar.name}, "
+                                f"which was split after {what}: its copies cannot follow the transformed loops; "
+                                f"compute it at a loop outside them, or give the command after the split")
+
+
+def _value_command(st: Stage, cmd, value: dict) -> None:
+    """``cmd`` on the coordinates ``value`` gives ``st``'s loops (one each)."""
+    from ..ir import op as O
+
+    got = [value.get(v) for v in _command_loops(cmd)]
+    if any(g is None or len(g) != 1 for g in got):
+        raise ScheduleError(f"stage {st.name}: {cmd.text()} acts on a loop fused over a symbolic extent, which "
+                            f"has no single coordinate; fuse loops of constant extent")
+    if isinstance(cmd, Shift):
+        value[cmd.axis] = (O.add(got[0][0], cmd.amount),)
+    elif isinstance(cmd, Reverse):
+        value[cmd.axis] = (O.sub(0, got[0][0]),)
+    else:
+        x, y = got[0][0], got[1][0]
+        value[cmd.outer] = (O.add(O.mul(x, cmd.a), O.mul(y, cmd.b)),)
+        value[cmd.inner] = (O.add(O.mul(x, cmd.c), O.mul(y, cmd.e)),)
 
 
 # ---- loop commands ---------------------------------------------------------------------------
@@ -213,4 +296,4 @@ def _order(o: Order, placed: list[Statement], vectors: dict[int, Vector]) -> Non
         v[p] = base + v[p] - low
 
 
-__all__ = ["apply_commands", "check_storage", "stored"]
+__all__ = ["apply_commands", "check_storage", "early_commands", "loop_values", "stored"]

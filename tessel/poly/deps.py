@@ -20,7 +20,7 @@ import islpy as isl
 
 from ..ir.names import shown
 from .model import Access, Loop, Model, Statement
-from .space import DIM, point_values
+from .space import DIM, point_values, pw_to_map
 
 KINDS = {(True, False): "flow", (False, True): "anti", (True, True): "output"}
 
@@ -175,6 +175,82 @@ def _in_time(stmt: Statement, a: Access) -> isl.Map:
     return a.relation.apply_domain(stmt.schedule)
 
 
+def in_program_order(model: Model, among: list[Statement] | None = None) -> Model:
+    """``model``'s statements (their domains and accesses) run in the program's own order: the
+    stages one after another in the schedule's order, each over its root axes in their order
+    (a recurrence's in its directions), a reduction's init before its update. That order is what
+    the program means, so its dependences are the ones every schedule must keep -- whatever made
+    the schedule (TE primitives, positions, commands). The loops a stage is computed inside
+    (its copies) come last: copies of a value never depend on each other through the program.
+    ``among``: those statements alone."""
+    stmts, width = [], 0
+    vectors: dict[int, list] = {}
+    loops: dict[tuple, Loop] = {}
+    chosen = model.statements if among is None else among
+    pos = {id(st): k for k, st in enumerate(model.sch.stages)}
+    for s in chosen:
+        st, conv = s.stage, s.converter
+        assert conv is not None
+        roots = list(st.op.axis) if s.role == "init" else list(st.op.root_iter_vars)
+        outer = len(s.dim_vars) - len(roots)
+        vec: list = [conv.const(pos[id(st)])]
+        for k, iv in enumerate(roots):
+            if iv.is_reduce and not any(x.is_reduce for x in roots[:k]):
+                vec.append(conv.const(1))  # the update after the init, inside the data axes
+            loops.setdefault((id(st), id(iv)), Loop(st, iv, len(vec), 1, "serial"))
+            vec += [conv.aff(st.op.reindex(iv, iv.var)), conv.const(0)]
+        for v in s.dim_vars[:outer]:
+            vec += [conv.aff(v), conv.const(0)]
+        vectors[id(s)] = vec
+        width = max(width, len(vec))
+    for s in chosen:
+        vec = vectors[id(s)]
+        vec += [s.converter.const(0)] * (width - len(vec))
+        copy = Statement(s.name, s.stage, s.role, s.dim_vars, s.domain,
+                         [lp for lp in loops.values() if lp.stage is s.stage and (s.role != "init" or not lp.iter_var.is_reduce)],
+                         pw_to_map(vec, s.domain, "T", [f"t{k}" for k in range(width)]), s.accesses, s.notes, s.converter)
+        stmts.append(copy)
+    return Model(model.sch, model.namer, model.params, model.context, stmts, list(loops.values()), width,
+                 model.unmodelled, model.ranges)
+
+
+def program_dependences(model: Model, moved: frozenset[int] | None = None) -> list[Dependence]:
+    """The dependences of ``model``'s statements in the program's order (``in_program_order``),
+    but for a reduction's update with itself through its accumulator: the order of combination
+    is not part of what the program computes (TE reorders and splits reduction loops freely).
+    ``moved``: the positions of the stages a schedule may have moved (commands, storage); only
+    dependences with an end in one of them are found (the others are the tree rules' to keep),
+    so that a long program with one stage in place pays for that stage's neighbours alone."""
+    among = None
+    if moved is not None:
+        pos = {id(st): k for k, st in enumerate(model.sch.stages)}
+        mine = [x for x in model.statements if pos[id(x.stage)] in moved]
+        written = {a.relation.get_tuple_name(DIM.out) for x in mine for a in x.writes}
+        touched = {a.relation.get_tuple_name(DIM.out) for x in mine for a in x.accesses}
+        among = [x for x in model.statements if pos[id(x.stage)] in moved
+                 or any(a.relation.get_tuple_name(DIM.out) in (touched if a.write else written) for a in x.accesses)]
+    base = in_program_order(model, among)
+    return [d for d in dependences(base) if not _accumulates(d)]
+
+
+def _accumulates(d: Dependence) -> bool:
+    """A reduction's update with itself through its accumulator, its reducer found reorderable
+    (one refuted on sample values keeps its order: ``reorder_counterexample``)."""
+    from ..ir import expr as E
+    from ..schedule.reducer_checks import reorder_counterexample
+
+    s = d.source
+    if s is not d.sink or s.role != "update":
+        return False
+    body = getattr(s.stage.op, "body", ())
+    if any(isinstance(b, E.Reduce) and reorder_counterexample(b.combiner) for b in body):
+        return False
+    own = {a.relation.get_tuple_name(DIM.out) for a in s.writes}
+    return d.tensor_name in {a.tensor.name for a in s.writes} and all(
+        r.relation.is_equal(w.relation) for w in s.writes for r in s.reads
+        if r.relation.get_tuple_name(DIM.out) in own)
+
+
 def dependences(model: Model, among: list[Statement] | None = None, pairs: dict | None = None) -> list[Dependence]:
     """Every flow, anti and output dependence of the model (between ``among`` only, when given),
     one per (kind, source statement, sink statement, tensor); the union over the accesses.
@@ -243,4 +319,4 @@ def carried(model: Model, deps: list[Dependence], loop: Loop) -> tuple[Dependenc
     return None
 
 
-__all__ = ["Dependence", "Instance", "Witness", "carried", "dependences"]
+__all__ = ["Dependence", "Instance", "Witness", "carried", "dependences", "in_program_order", "program_dependences"]

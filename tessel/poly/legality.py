@@ -1,7 +1,8 @@
 """Whether statement schedules keep every exact dependence: no sink before its source.
 
-The dependences (``deps.py``) are computed once, under the program's order -- the schedule the
-stages have before any command reorders them. They are facts about *instances* (this write of
+The dependences (``deps.py``) are computed once, under the program's order -- the stages in
+order, each over its root axes (``deps.in_program_order``), not the loop nest TE primitives
+made of them. They are facts about *instances* (this write of
 ``B[3, 4]`` is read by that instance of ``C``), so they do not move when a command changes the
 schedules. A new set of schedules is legal exactly when, for every dependence, the sink
 instance still runs strictly after its source: mapping each pair through the new schedules

@@ -28,7 +28,6 @@ import islpy as isl
 
 from ..bound.infer import BoundContext, run_infer_bound
 from ..ir import expr as E
-from ..schedule.relations import pass_down_time
 from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, SCOPE, Stage
 from ..te.tensor import ComputeOp, Tensor
@@ -328,8 +327,10 @@ def _loop_width(b: _Builder, node: _Node) -> int:
 def _time_values(b: _Builder, st: Stage) -> dict:
     cache = b.__dict__.setdefault("_tv", {})
     if id(st) not in cache:
+        from .commands import loop_values
+
         value = {iv: (st.op.reindex(iv, iv.var),) for iv in st.op.root_iter_vars}
-        pass_down_time(st.relations, b.rmap, value)
+        loop_values(st, b.rmap, value)  # pass_down_time, with the commands given before a split
         cache[id(st)] = value
     return cache[id(st)]
 

@@ -134,14 +134,16 @@ def proposing() -> bool:
 
 
 def order_conflicts(sch: Schedule, involved: Callable[[Any], bool] | None = None) -> list[Conflict]:
-    """The dependences of the program order that ``sch``'s commands break (``legality.py``),
-    only those ``involved(dep)`` accepts when given; empty for a schedule without commands
-    (it runs in the program order)."""
+    """The dependences of the program order that ``sch`` breaks (``legality.py``), only those
+    ``involved(dep)`` accepts when given; empty for a schedule without commands or storage:
+    each of its elements is written once, by its own stage, before its readers run (the tree
+    rules), so no loop order changes a value -- but a recurrence's, judged on its own reads
+    (``recurrence.py``)."""
     from .analysis import analysis
 
     if not _has_commands(sch):
         return []
-    base = program_order(sch)
+    base = program_order(sch, moved(sch))
     deps = base.dependences if involved is None else [d for d in base.dependences if involved(d)]
     if not deps:
         return []
@@ -173,7 +175,7 @@ def fold_conflicts(sch: Schedule) -> list[tuple[Stage, Dependence, isl.Map]]:
     if not chosen:
         return []
     now = analysis(sch).model
-    base = program_order(sch)
+    base = program_order(sch, moved(sch))
     scheds = align({x.name: x.schedule for x in now.statements if x.schedule is not None})
     out = []
     for st in chosen:
@@ -214,17 +216,45 @@ def _has_commands(sch: Schedule) -> bool:
     return has_commands(sch)
 
 
+@dataclass(eq=False)
+class ProgramOrder:
+    """The model of a schedule without its commands or storage choices, and the dependences of
+    its statements in the program's own order (``deps.program_dependences``)."""
+
+    model: Model
+    dependences: list[Dependence]
+
+
 #: program-order analyses by content, most recent last (a few: one per schedule being edited)
 _BASE: dict = {}
 
 
-def program_order(sch: Schedule):
-    """The analysis of ``sch`` in the program's order -- its loop commands, after/before and
-    storage folds taken away, its ``store_in`` kept (storing into an input or another tensor is
-    what the program means: an in-place update): the order and storage the dependences are
-    computed in, which no command changes. A fold is checked apart (``fold_conflicts``)."""
+def moved(sch: Schedule) -> frozenset[int]:
+    """The positions of the stages whose instances or storage a schedule's commands move: a
+    stage given a command, storage or an order, and every stage computed inside its loops.
+    A dependence between two other stages is kept by the tree rules whatever the loops."""
+    stages = sch.stages
+    out = {k for k, st in enumerate(stages) if st.commands or st.storage is not None}
+    out |= {stages.index(x) for o in sch.orders for x in (o.stage, o.anchor)}
+    for k, st in enumerate(stages):
+        seen, at = 0, st
+        while at is not None and seen < len(stages) and k not in out:
+            if stages.index(at) in out:
+                out.add(k)
+            at, seen = at.attach_stage, seen + 1
+    return frozenset(out)
+
+
+def program_order(sch: Schedule, only: frozenset[int] | None = None) -> ProgramOrder:
+    """The dependences every schedule of ``sch``'s program must keep, over the statements of
+    ``sch`` as lowered without its loop commands, after/before and storage folds, its
+    ``store_in`` kept (storing into an input or another tensor is what the program means: an
+    in-place update). They are computed in the program's order, not in the TE loop nest's: a
+    split or reorder may break one as a command may (a fold is checked apart: ``fold_conflicts``).
+    ``only``: just those with an end in the stages at these positions (``moved``)."""
     from ..schedule.commands import commands_key
     from .analysis import analysis, content_key
+    from .deps import program_dependences
 
     plain = sch.copy(record=False)
     for st in plain.stages:
@@ -233,13 +263,13 @@ def program_order(sch: Schedule):
             st.storage = None
     plain.orders = ()
     ckey = content_key(plain)
-    key = None if ckey is None else (ckey, commands_key(plain))
+    key = None if ckey is None else (ckey, commands_key(plain), only)
     if key is not None and key in _BASE:
         got = _BASE.pop(key)
         _BASE[key] = got
         return got
-    got = analysis(plain)
-    got.dependences  # noqa: B018 -- computed now, kept with the analysis
+    model = analysis(plain).model
+    got = ProgramOrder(model, program_dependences(model, only))
     if key is not None:
         _BASE[key] = got
         while len(_BASE) > 16:
@@ -317,6 +347,9 @@ def wavefront(sch: Schedule, stage: Any, i: E.IterVar, j: E.IterVar, limit: int 
     li, lj = model.loops_of(st, i), model.loops_of(st, j)
     if not li or not lj or li[0].width != 1 or lj[0].width != 1:
         return Proposal(what, False, f"{st.name}'s loops {i.name}, {j.name} are not in the polyhedral model")
+    if lj[0].pos != li[0].pos + 2:  # an interchange moved them: the leaf order is not the nest's
+        return Proposal(what, False, f"{i.name} and {j.name} are not consecutive loops of {st.name}'s nest, "
+                        f"{i.name} outside (an interchange moved them)")
     dist = inner_distances(program_order(sch).dependences, {x.name: x.schedule for x in model.statements}, li[0].pos, lj[0].pos)
     names = Names(sch)
     sn = names.stage(st)
@@ -352,4 +385,4 @@ def _offer(what: str, fix: Fix | None, why: str, details: dict) -> Proposal:
     return Proposal(what, True, why, fix, details)
 
 
-__all__ = ["Proposal", "fold_conflicts", "legalize_fusion", "storage_choice", "order_conflicts", "program_order", "record", "wavefront"]
+__all__ = ["Proposal", "fold_conflicts", "legalize_fusion", "storage_choice", "moved", "order_conflicts", "program_order", "record", "wavefront"]

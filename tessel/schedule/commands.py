@@ -30,6 +30,8 @@ The commands, and what each does to a statement's schedule ``[s0, d0, s1, d1, ..
 * ``storage_fold(axis, f)``: ``store_in`` of the stage's own storage with ``axis``'s dimension
   folded to ``f`` elements (index modulo ``f``).
 
+A TE primitive given after a command acts on the loops the command made: ``tile`` after ``skew``
+tiles the skewed loops (``tessel.poly.commands.loop_values``; a fuse of them is refused).
 A stage with commands is lowered through isl's AST generator (``tessel.lower.poly_ops``);
 a schedule without any keeps the interval lowering. Legality of the result is checked after
 every command by the checks registered with :func:`register_legality_check` (tessel.poly's

@@ -324,17 +324,27 @@ def _check_lca(sch: Schedule, tree: ScheduleTree, st: Stage, r: Stage, cons: dic
 
 # ---- rules beyond the tree -----------------------------------------------------------------
 def _check_order(sch: Schedule, propose: bool) -> list[Violation]:
-    """Seed 004's commands keep every dependence of the program order (checked after each
-    command too; a TE primitive applied after them could still break one)."""
-    if not (getattr(sch, "orders", ()) or any(getattr(st, "commands", ()) or getattr(st, "storage", None) is not None
-                                               for st in sch.stages)):
-        return []
-    from ..poly.checked import order_violations  # against the flow: test_layering.py
+    """The final schedule keeps every dependence of the program's order, whatever made it (TE
+    primitives, positions, commands, storage); each command was checked when given too, but a
+    primitive applied after it could still break one. Judged once per state of the schedule
+    (a build verifies more than once); without commands or storage no loop order changes a value
+    (``solve.order_conflicts``), and a recurrence's order is judged on its reads (``recurrence.py``)."""
+    from .commands import has_commands
 
+    if not has_commands(sch):
+        return []
+    from ..poly.analysis import known_clean, remember_clean  # against the flow: test_layering.py
+    from ..poly.checked import order_violations
+
+    if known_clean(sch, "order"):
+        return []
     try:
-        return order_violations(sch, propose)
+        found = order_violations(sch, propose)
     except TesselError:  # the model cannot be built: lowering reports why
         return []
+    if not found:
+        remember_clean(sch, "order")
+    return found
 
 
 def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
