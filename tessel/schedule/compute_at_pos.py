@@ -55,6 +55,9 @@ class Refusal:
     limit: int
     stages: tuple = ()
     loops: tuple = ()
+    #: (host, its loops in an order that would make the call legal, how many lead): the loops a
+    #: reader shares first, so that it runs inside only those (a candidate fix, tried first)
+    reorder: tuple = ()
 
 
 @dataclass
@@ -397,14 +400,17 @@ def choose_host(g: Graph, selected: list[Stage], ref: Stage, refidx: dict[int, l
 
 
 def place_all(g: Graph, refidx: dict[int, list[int]], selected: list[Stage], ref: Stage, best_effort: bool,
-              report: Report | None = None) -> Refusal | None:
-    """Positions for the selected stages (consumers first), then the siblings' shared loops."""
+              report: Report | None = None, caps: dict[str, int] | None = None) -> Refusal | None:
+    """Positions for the selected stages (consumers first), then the siblings' shared loops.
+
+    ``caps``: the deepest position a stage (by name) may get, which a best-effort caller lowers
+    after a refusal found only once the siblings are placed (a reader it would have to share)."""
     host, siblings = choose_host(g, selected, ref, refidx)
     placer = Placer(g, refidx, host)
     for sib in siblings:
         placer.as_sibling(sib)
     for st in reversed(selected):
-        want = len(refidx.get(id(st), []))
+        want = min(len(refidx.get(id(st), [])), (caps or {}).get(st.name, len(st.leaf_iter_vars)))
         got, why = placer.place(st, want, best_effort)
         if why is not None:
             return _prefer_ref(g, refidx, selected, ref, why)
@@ -447,9 +453,73 @@ def share_loops(placer: Placer, sib: Stage) -> Refusal | None:
                f"{host.name}'s {loops[bad][1].name}")
         return Refusal("UNMAPPABLE_AXIS", sib, f"{sib.name} reads stages computed inside {host.name}'s loops and "
                        f"would have to share them, but {why}", 0, (sib, host), ())
+    why = runs_once(placer.g, sib, host, [lp[1] for lp in loops])
+    if why is not None:
+        return why
     sib.attach_type, sib.attach_stage, sib.attach_ivar = SCOPE, host, loops[-1][1]
     sib.shared_loops = {sib.leaf_iter_vars[k]: loops[k][1] for k in range(need)}
     return None
+
+
+def runs_once(g: Graph, sib: Stage, host: Stage, loops: list[E.IterVar]) -> Refusal | None:
+    """Why ``sib``, a reader that is not moved, would not compute its values once if it ran
+    inside ``host``'s ``loops`` (its first loops, one for one), or None.
+
+    Attached at the innermost of them, its whole body -- every loop it does not share, a
+    reduction's init included -- runs once per iteration of *every* host loop around that point.
+    So each of those loops must be one of the loops it shares (else all of it is computed once
+    per value of a loop it does not have: nvFuser's NonUniqueBroadcastSize), and none of the
+    loops it shares may be one of its reduction loops (else the reduction starts over on every
+    iteration and keeps only the last term: nvFuser's Issue329)."""
+    around = host.leaf_iter_vars[:host.leaf_iter_vars.index(loops[-1]) + 1]
+    extra = [iv for iv in around if not any(iv is lp for lp in loops)]
+    mine = sib.leaf_iter_vars[:len(loops)]
+    red = next((k for k, iv in enumerate(mine) if iv.is_reduce), None)
+    if not extra and red is None:
+        return None
+    moved = [p for p in g.producers[id(sib)] if p.attach_stage is host and p.compute_at_pos > 0]
+    first = extra[0] if extra else loops[red]
+    limit = _outside(host, moved[0], first) if moved else 0
+    names = ", ".join(p.name for p in moved) or "its producers"
+    if extra:
+        own = [iv for iv in sib.leaf_iter_vars if not any(iv is m for m in mine)]
+        text = (f"{sib.name} reads {names}, computed inside {host.name}'s loops "
+                f"{', '.join(_extent(host, iv) for iv in around)}, so it must run inside them too; it shares "
+                f"{', '.join(_extent(host, iv) for iv in loops)} with its own loops, but "
+                f"{', '.join(_extent(host, iv) for iv in extra)} is none of them ({sib.name}'s other loops, "
+                f"tied to no loop of {host.name}'s by what it reads: "
+                f"{', '.join(_extent(sib, iv) for iv in own) or 'none'}): all of "
+                f"{sib.name} would be computed again on every iteration of it")
+        order = tuple(loops) + tuple(iv for iv in host.leaf_iter_vars if not any(iv is lp for lp in loops))
+        return Refusal("UNMAPPABLE_AXIS", moved[0] if moved else sib, text, limit, (sib, host, *moved),
+                       tuple(extra) + tuple(own), (host, order, len(loops)))
+    text = (f"{sib.name} reads {names}, computed inside {host.name}'s loop {loops[red].name}, which {sib.name} "
+            f"would share as its own reduction loop {mine[red].name}; {sib.name}'s body, its reduction's init "
+            f"included, would run on every iteration of that loop, starting it over each time and keeping "
+            f"only the last term")
+    return Refusal("RECOMPUTE_REDUCTION", moved[0] if moved else sib, text, limit, (sib, host, *moved),
+                   (loops[red], mine[red]))
+
+
+def _outside(host: Stage, st: Stage, loop: E.IterVar) -> int:
+    """How many of ``st``'s leading loops are host loops outside ``loop`` (its deepest position
+    that keeps it out of ``loop``)."""
+    at = host.leaf_iter_vars.index(loop)
+    k = 0
+    for iv in st.leaf_iter_vars[:st.compute_at_pos]:
+        mapped = st.shared_loops.get(iv, iv)
+        if not any(mapped is h for h in host.leaf_iter_vars[:at]):
+            break
+        k += 1
+    return k
+
+
+def _extent(st: Stage, iv: E.IterVar) -> str:
+    """``i (7 values)``: a loop named with its extent, for refusals about extents that differ."""
+    from .dataflow import loop_ranges
+
+    r = loop_ranges(st, st.op.root_iter_vars).get(iv)
+    return f"{iv.name} ({r.extent} values)" if r is not None else iv.name
 
 
 __all__ = ["MODES", "Refusal", "Report", "common_consumer", "compute_at_position", "replay_origins", "select",
