@@ -133,19 +133,22 @@ def test_issue329_after_propagate_of_a_split_reduction():
     check(s, [t0, t2, t3], [a], two_sums_ref(a))
 
 
-def test_issue329_with_rfactor():
-    """t3 rfactored: the partial sums read t1 and move with it; whatever the position, the
-    values are NumPy's or the call is refused with a fix that is."""
+@pytest.mark.parametrize("which", ["host", "reader"])
+def test_issue329_with_rfactor(which):
+    """One of the two sums rfactored: the partial sums read t1 and move with it; at -1 the call
+    is refused (a reduction loop would be shared, or t1's column is no loop of t3.rf's) with a
+    fix that computes NumPy's values."""
     t0, t1, t2, t3 = two_sums(7, 13)
     s = te.create_schedule([t2.op, t3.op])
-    _, ki = s[t3].split(t3.op.reduce_axis[0], factor=4)
-    s.rfactor(t3, ki)
+    red = t2 if which == "host" else t3
+    _, ki = s[red].split(red.op.reduce_axis[0], factor=4)
+    rf = s.rfactor(red, ki)
     with pytest.raises(ScheduleError) as err:
-        s[t1].compute_at(s[t2], -1)
-    assert err.value.fix is not None
+        s[t1].compute_at(s[rf if which == "host" else t2], -1)
+    assert err.value.rule in ("recompute-reduction", "unmappable-axis") and err.value.fix is not None
     err.value.fix_steps.apply(s)
     a = rand(7, 13)
-    check(s, [t0, t2, t3], [a], two_sums_ref(a), rtol=1e-5, atol=1e-5)
+    check(s, [t0, t2, t3], [a], two_sums_ref(a))
 
 
 def test_a_reduction_reader_may_share_its_spatial_loop():
@@ -231,3 +234,51 @@ def test_equal_rows_are_refused_too():
     err.value.fix_steps.apply(s)
     ins, outs = broadcast_data(7, 7)
     check(s, [t0, t1, t2, t4, t5], ins, outs)
+
+
+def test_a_reduction_reader_of_an_elementwise_host():
+    """The same rule with a host that is no reduction: t3 would share t2's column loop as its
+    reduction loop."""
+    t0 = te.placeholder((7, 13), name="t0")
+    t1 = te.compute((7, 13), lambda i, j: t0[i, j] + 1.0, name="t1")
+    t2 = te.compute((7, 13), lambda i, j: t1[i, j] * 2.0, name="t2")
+    r = te.reduce_axis((0, 13), name="r")
+    t3 = te.compute((7,), lambda i: te.sum(t1[i, r], axis=r), name="t3")
+    s = te.create_schedule([t2.op, t3.op])
+    with pytest.raises(ScheduleError) as err:
+        s[t1].compute_at(s[t2], -1)
+    assert err.value.rule == "recompute-reduction" and "t2's loop j" in str(err.value)
+    assert err.value.fix == "s[t1].compute_at(s[t2], 1)"
+    err.value.fix_steps.apply(s)
+    a = rand(7, 13)
+    check(s, [t0, t2, t3], [a], [(a + 1) * 2, (a + 1).sum(1)])
+
+
+@pytest.mark.parametrize("case", ["issue329", "broadcast"])
+def test_host_reordered_afterwards_is_caught_on_the_final_schedule(case):
+    """A TE reorder of the host after the position primitive puts the reader inside a host loop
+    it does not share (the same defects, made by another path): the final schedule is refused,
+    and the fix (the shared loops outermost again) computes NumPy's values."""
+    if case == "issue329":
+        t0, t1, t2, t3 = two_sums(7, 13)
+        s = te.create_schedule([t2.op, t3.op])
+        s[t1].compute_at(s[t2], 1)
+        s[t2].reorder(*reversed(s[t2].leaf_iter_vars))
+        args, reader, host = [t0, t2, t3], "t3", "t2"
+        a = rand(7, 13)
+        ins, outs = [a], two_sums_ref(a)
+    else:
+        t0, t1, t2, t3, t4, t5 = broadcast_rows()
+        s = te.create_schedule([t4.op, t5.op])
+        i, j = t4.op.axis
+        s[t4].reorder(j, i)
+        s[t3].compute_at(s[t4], 1)
+        s[t4].reorder(i, j)
+        args, reader, host = [t0, t1, t2, t4, t5], "t5", "t4"
+        ins, outs = broadcast_data()
+    with pytest.raises(ScheduleError) as err:
+        s.verify()
+    assert err.value.rule == "attached-output" and reader in str(err.value)
+    assert err.value.fix.startswith(f"s[{host}].reorder(")
+    err.value.fix_steps.apply(s)
+    check(s, args, ins, outs)

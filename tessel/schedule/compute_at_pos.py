@@ -298,6 +298,45 @@ def resolve(st: Stage, leaf: E.IterVar) -> tuple[Stage, E.IterVar]:
     return st, leaf
 
 
+def shares_host_loops(st: Stage, once: bool = True) -> bool:
+    """Whether ``st`` is attached by a position primitive at a loop it shares: its shared loops are
+    still its outer loops and it is attached at the last of them (a split or fuse of them since,
+    or a TE compute_at, ends the sharing). ``once``: and no other host loop encloses that point,
+    so it computes its slice of each iteration once (a host loop reordered or split around it
+    afterwards would run all of it again on every iteration: an output stored many times over)."""
+    k = len(st.shared_loops)
+    leaves = st.leaf_iter_vars
+    if st.attach_type != SCOPE or not k or k > len(leaves) or any(iv not in st.shared_loops for iv in leaves[:k]):
+        return False
+    at, host = st.attach_ivar, st.attach_stage
+    if st.shared_loops[leaves[k - 1]] is not at:
+        return False
+    if not once or host is None or not any(at is x for x in host.leaf_iter_vars):
+        return True
+    around = host.leaf_iter_vars[:next(j for j, x in enumerate(host.leaf_iter_vars) if x is at) + 1]
+    return all(any(iv is v for v in st.shared_loops.values()) for iv in around)
+
+
+def shared_first(host: Stage, loops: list[E.IterVar]) -> list[E.IterVar]:
+    """``host``'s loops reordered with ``loops`` (a reader shares them) outermost, in that order:
+    then a reader attached at the last of them runs inside those alone."""
+    return list(loops) + [iv for iv in host.leaf_iter_vars if not any(iv is lp for lp in loops)]
+
+
+def regroup_fix(names, st: Stage):
+    """A candidate fix for a stage that shares a host's loops but runs inside others of the
+    host's too (the host reordered or split since): the host's shared loops outermost again."""
+    from .fixes import FixBuilder
+
+    if not shares_host_loops(st, once=False) or st.attach_stage is None:
+        return None
+    host = st.attach_stage
+    loops = [st.shared_loops[iv] for iv in st.leaf_iter_vars[:len(st.shared_loops)]]
+    if not all(any(lp is x for x in host.leaf_iter_vars) for lp in loops):
+        return None
+    return FixBuilder(names).reorder(host, shared_first(host, loops))
+
+
 def exact_share(st: Stage, leaf: E.IterVar, host: Stage, loop: E.IterVar) -> bool:
     """Whether ``st``'s loop ``leaf`` runs over exactly the values of ``host``'s ``loop`` (both
     over their whole domains): then ``st`` can take its values from ``host``'s loop."""
@@ -490,7 +529,7 @@ def runs_once(g: Graph, sib: Stage, host: Stage, loops: list[E.IterVar]) -> Refu
                 f"tied to no loop of {host.name}'s by what it reads: "
                 f"{', '.join(_extent(sib, iv) for iv in own) or 'none'}): all of "
                 f"{sib.name} would be computed again on every iteration of it")
-        order = tuple(loops) + tuple(iv for iv in host.leaf_iter_vars if not any(iv is lp for lp in loops))
+        order = tuple(shared_first(host, loops))
         return Refusal("UNMAPPABLE_AXIS", moved[0] if moved else sib, text, limit, (sib, host, *moved),
                        tuple(extra) + tuple(own), (host, order, len(loops)))
     text = (f"{sib.name} reads {names}, computed inside {host.name}'s loop {loops[red].name}, which {sib.name} "
@@ -523,4 +562,4 @@ def _extent(st: Stage, iv: E.IterVar) -> str:
 
 
 __all__ = ["MODES", "Refusal", "Report", "common_consumer", "compute_at_position", "replay_origins", "select",
-           "span_and_replay"]
+           "shares_host_loops", "span_and_replay"]
