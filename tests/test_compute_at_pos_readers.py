@@ -282,3 +282,20 @@ def test_host_reordered_afterwards_is_caught_on_the_final_schedule(case):
     assert err.value.fix.startswith(f"s[{host}].reorder(")
     err.value.fix_steps.apply(s)
     check(s, args, ins, outs)
+
+
+def test_te_compute_at_into_a_reduction_then_inline_most():
+    """Found by the fuzzer's second outputs: C computed (TE) inside Z's reduction loop, then
+    inline_most moved C into D's loops and made Z share D's column loop as its reduction loop,
+    so Z kept its last term. Now C lands in the row loop that D and Z share."""
+    A = te.placeholder((10, 13), name="A")
+    C = te.compute((10, 13), lambda i, j: A[i, j] * 2.0, name="C")
+    D = te.compute((10, 13), lambda i, j: C[i, j] * 1.5 + 0.25, name="D")
+    kz = te.reduce_axis((0, 13), name="kz")
+    Z = te.compute((10,), lambda i: te.sum(C[i, kz], axis=kz), name="Z")
+    s = te.create_schedule([D.op, Z.op])
+    s[C].compute_at(s[Z], s[Z].leaf_iter_vars[1])
+    assert s.inline_most()["C"] == 1
+    assert state(s, C, Z) == {"C": (1, 0, "i"), "Z": (0, 1, "i")}
+    a = rand(10, 13)
+    check(s, [A, D, Z], [a], [a * 2 * 1.5 + 0.25, (a * 2).sum(1)])
