@@ -198,7 +198,7 @@ def _tuple(shape) -> str:
     return "(" + ", ".join(d.text for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-def build_pipeline(draw, prog: Program, stages: tuple[int, int]) -> None:
+def build_pipeline(draw, prog: Program, stages: tuple[int, int], side: bool = False) -> None:
     n0, n1 = (draw(st.sampled_from(SIZES if draw(st.integers(0, 6)) else BIG)) for _ in range(2))
     d0, d1 = Dim(str(n0), n0), Dim(str(n1), n1)
     # now and then symbolic sizes, bound from A's shape at call time
@@ -395,8 +395,33 @@ def build_pipeline(draw, prog: Program, stages: tuple[int, int]) -> None:
     prog.outputs = [cur]
     if len(prog.computed) >= 2 and draw(st.integers(0, 5)) == 0:  # an intermediate result is an output too
         prog.outputs.insert(0, draw(st.sampled_from(prog.computed[:-1])))
+    if side and len(prog.computed) >= 2 and draw(st.booleans()):
+        prog.outputs.append(_side_reader(draw, prog, is_int))
     prog.run(f"s = te.create_schedule([{', '.join(t + '.op' for t in prog.outputs)}])")
     prog.stage_names = prog.computed + prog.helpers
+
+
+def _side_reader(draw, prog: Program, is_int: bool) -> str:
+    """One more output, reading an earlier stage: that stage has two readers with no common
+    consumer, which is where a position primitive must decide what happens to the reader it
+    does not move (issue 29: a row sum beside another reduction, a map beside a broadcast)."""
+    src = draw(st.sampled_from(prog.computed[:-1]))
+    shape, ref = prog.shapes[src], prog.refs[src]
+    if len(shape) == 2 and draw(st.booleans()):
+        n, m = shape
+        prog.run(f"kz = te.reduce_axis((0, {m.text}), name='kz')")
+        prog.run(f"Z = te.compute(({n.text},), lambda i: te.sum({src}[i, kz], axis=kz), name='Z')")
+        prog.data(f"rz = np.asarray({ref}.sum(axis=1)).astype(np.{prog.dtype})")
+        prog.reductions.add("Z")
+        shape = (n,)
+    else:
+        idx = ", ".join("ij"[: len(shape)])
+        k = "3" if is_int else "1.5"
+        prog.run(f"Z = te.compute({_tuple(shape)}, lambda {idx}: {src}[{idx}] * {k}, name='Z')")
+        prog.data(f"rz = np.asarray({ref} * {k}).astype(np.{prog.dtype})")
+    prog.shapes["Z"], prog.refs["Z"] = shape, "rz"
+    prog.computed.append("Z")
+    return "Z"
 
 
 # ---- schedules ---------------------------------------------------------------------------
@@ -586,7 +611,7 @@ def apply_primitive(draw, prog: Program, positions: bool = False, commands: dict
 
 def run_example(draw, stats: dict, stages: tuple[int, int], positions: bool = False, commands: bool = False) -> None:
     prog = Program()
-    build_pipeline(draw, prog, stages)
+    build_pipeline(draw, prog, stages, side=positions)
     steps = draw(st.integers(1, STEPS))
     for _ in range(steps):
         try:
@@ -658,7 +683,8 @@ def test_schedule_fuzz_short_pipelines():
 
 def test_schedule_fuzz_positions():
     """The same pipelines with seed 003's position primitives mixed in (compute_at by position,
-    propagate, inline_at, inline_most, inline_all_at)."""
+    propagate, inline_at, inline_most, inline_all_at), half of them with a second output
+    reading an earlier stage (a row sum or a map: readers with no common consumer)."""
     _fuzz(DEEP, 2, max(EXAMPLES // 2, 1), positions=True)
 
 

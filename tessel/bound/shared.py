@@ -11,20 +11,16 @@ from __future__ import annotations
 
 from ..arith import Analyzer, IntSet
 from ..schedule import relations as R
-from ..schedule.stage import SCOPE, Stage
+from ..schedule.stage import Stage
 from ..te.operation import Request
 
 
 def intact(st: Stage) -> bool:
     """Whether the stage's shared loops are still its outer loops and it is attached at the last
     of them (a split or fuse of them since, or a TE compute_at, ends the sharing)."""
-    if st.attach_type != SCOPE or not st.shared_loops or not hasattr(st.op, "axis"):
-        return False
-    k = len(st.shared_loops)
-    leaves = st.leaf_iter_vars
-    if k > len(leaves) or any(iv not in st.shared_loops for iv in leaves[:k]):
-        return False
-    return st.shared_loops[leaves[k - 1]] is st.attach_ivar
+    from ..schedule.compute_at_pos import shares_host_loops
+
+    return hasattr(st.op, "axis") and shares_host_loops(st, once=False)
 
 
 def shared_request(st: Stage, ana: Analyzer, resolve=None) -> Request | None:

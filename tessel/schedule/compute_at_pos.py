@@ -55,6 +55,9 @@ class Refusal:
     limit: int
     stages: tuple = ()
     loops: tuple = ()
+    #: (host, its loops in an order that would make the call legal, how many lead): the loops a
+    #: reader shares first, so that it runs inside only those (a candidate fix, tried first)
+    reorder: tuple = ()
 
 
 @dataclass
@@ -295,6 +298,45 @@ def resolve(st: Stage, leaf: E.IterVar) -> tuple[Stage, E.IterVar]:
     return st, leaf
 
 
+def shares_host_loops(st: Stage, once: bool = True) -> bool:
+    """Whether ``st`` is attached by a position primitive at a loop it shares: its shared loops are
+    still its outer loops and it is attached at the last of them (a split or fuse of them since,
+    or a TE compute_at, ends the sharing). ``once``: and no other host loop encloses that point,
+    so it computes its slice of each iteration once (a host loop reordered or split around it
+    afterwards would run all of it again on every iteration: an output stored many times over)."""
+    k = len(st.shared_loops)
+    leaves = st.leaf_iter_vars
+    if st.attach_type != SCOPE or not k or k > len(leaves) or any(iv not in st.shared_loops for iv in leaves[:k]):
+        return False
+    at, host = st.attach_ivar, st.attach_stage
+    if st.shared_loops[leaves[k - 1]] is not at:
+        return False
+    if not once or host is None or not any(at is x for x in host.leaf_iter_vars):
+        return True
+    around = host.leaf_iter_vars[:next(j for j, x in enumerate(host.leaf_iter_vars) if x is at) + 1]
+    return all(any(iv is v for v in st.shared_loops.values()) for iv in around)
+
+
+def shared_first(host: Stage, loops: list[E.IterVar]) -> list[E.IterVar]:
+    """``host``'s loops reordered with ``loops`` (a reader shares them) outermost, in that order:
+    then a reader attached at the last of them runs inside those alone."""
+    return list(loops) + [iv for iv in host.leaf_iter_vars if not any(iv is lp for lp in loops)]
+
+
+def regroup_fix(names, st: Stage):
+    """A candidate fix for a stage that shares a host's loops but runs inside others of the
+    host's too (the host reordered or split since): the host's shared loops outermost again."""
+    from .fixes import FixBuilder
+
+    if not shares_host_loops(st, once=False) or st.attach_stage is None:
+        return None
+    host = st.attach_stage
+    loops = [st.shared_loops[iv] for iv in st.leaf_iter_vars[:len(st.shared_loops)]]
+    if not all(any(lp is x for x in host.leaf_iter_vars) for lp in loops):
+        return None
+    return FixBuilder(names).reorder(host, shared_first(host, loops))
+
+
 def exact_share(st: Stage, leaf: E.IterVar, host: Stage, loop: E.IterVar) -> bool:
     """Whether ``st``'s loop ``leaf`` runs over exactly the values of ``host``'s ``loop`` (both
     over their whole domains): then ``st`` can take its values from ``host``'s loop."""
@@ -397,14 +439,17 @@ def choose_host(g: Graph, selected: list[Stage], ref: Stage, refidx: dict[int, l
 
 
 def place_all(g: Graph, refidx: dict[int, list[int]], selected: list[Stage], ref: Stage, best_effort: bool,
-              report: Report | None = None) -> Refusal | None:
-    """Positions for the selected stages (consumers first), then the siblings' shared loops."""
+              report: Report | None = None, caps: dict[str, int] | None = None) -> Refusal | None:
+    """Positions for the selected stages (consumers first), then the siblings' shared loops.
+
+    ``caps``: the deepest position a stage (by name) may get, which a best-effort caller lowers
+    after a refusal found only once the siblings are placed (a reader it would have to share)."""
     host, siblings = choose_host(g, selected, ref, refidx)
     placer = Placer(g, refidx, host)
     for sib in siblings:
         placer.as_sibling(sib)
     for st in reversed(selected):
-        want = len(refidx.get(id(st), []))
+        want = min(len(refidx.get(id(st), [])), (caps or {}).get(st.name, len(st.leaf_iter_vars)))
         got, why = placer.place(st, want, best_effort)
         if why is not None:
             return _prefer_ref(g, refidx, selected, ref, why)
@@ -447,10 +492,74 @@ def share_loops(placer: Placer, sib: Stage) -> Refusal | None:
                f"{host.name}'s {loops[bad][1].name}")
         return Refusal("UNMAPPABLE_AXIS", sib, f"{sib.name} reads stages computed inside {host.name}'s loops and "
                        f"would have to share them, but {why}", 0, (sib, host), ())
+    why = runs_once(placer.g, sib, host, [lp[1] for lp in loops])
+    if why is not None:
+        return why
     sib.attach_type, sib.attach_stage, sib.attach_ivar = SCOPE, host, loops[-1][1]
     sib.shared_loops = {sib.leaf_iter_vars[k]: loops[k][1] for k in range(need)}
     return None
 
 
+def runs_once(g: Graph, sib: Stage, host: Stage, loops: list[E.IterVar]) -> Refusal | None:
+    """Why ``sib``, a reader that is not moved, would not compute its values once if it ran
+    inside ``host``'s ``loops`` (its first loops, one for one), or None.
+
+    Attached at the innermost of them, its whole body -- every loop it does not share, a
+    reduction's init included -- runs once per iteration of *every* host loop around that point.
+    So each of those loops must be one of the loops it shares (else all of it is computed once
+    per value of a loop it does not have: nvFuser's NonUniqueBroadcastSize), and none of the
+    loops it shares may be one of its reduction loops (else the reduction starts over on every
+    iteration and keeps only the last term: nvFuser's Issue329)."""
+    around = host.leaf_iter_vars[:host.leaf_iter_vars.index(loops[-1]) + 1]
+    extra = [iv for iv in around if not any(iv is lp for lp in loops)]
+    mine = sib.leaf_iter_vars[:len(loops)]
+    red = next((k for k, iv in enumerate(mine) if iv.is_reduce), None)
+    if not extra and red is None:
+        return None
+    moved = [p for p in g.producers[id(sib)] if p.attach_stage is host and p.compute_at_pos > 0]
+    first = extra[0] if extra else loops[red]
+    limit = _outside(host, moved[0], first) if moved else 0
+    names = ", ".join(p.name for p in moved) or "its producers"
+    if extra:
+        own = [iv for iv in sib.leaf_iter_vars if not any(iv is m for m in mine)]
+        text = (f"{sib.name} reads {names}, computed inside {host.name}'s loops "
+                f"{', '.join(_extent(host, iv) for iv in around)}, so it must run inside them too; it shares "
+                f"{', '.join(_extent(host, iv) for iv in loops)} with its own loops, but "
+                f"{', '.join(_extent(host, iv) for iv in extra)} is none of them ({sib.name}'s other loops, "
+                f"tied to no loop of {host.name}'s by what it reads: "
+                f"{', '.join(_extent(sib, iv) for iv in own) or 'none'}): all of "
+                f"{sib.name} would be computed again on every iteration of it")
+        order = tuple(shared_first(host, loops))
+        return Refusal("UNMAPPABLE_AXIS", moved[0] if moved else sib, text, limit, (sib, host, *moved),
+                       tuple(extra) + tuple(own), (host, order, len(loops)))
+    text = (f"{sib.name} reads {names}, computed inside {host.name}'s loop {loops[red].name}, which {sib.name} "
+            f"would share as its own reduction loop {mine[red].name}; {sib.name}'s body, its reduction's init "
+            f"included, would run on every iteration of that loop, starting it over each time and keeping "
+            f"only the last term")
+    return Refusal("RECOMPUTE_REDUCTION", moved[0] if moved else sib, text, limit, (sib, host, *moved),
+                   (loops[red], mine[red]))
+
+
+def _outside(host: Stage, st: Stage, loop: E.IterVar) -> int:
+    """How many of ``st``'s leading loops are host loops outside ``loop`` (its deepest position
+    that keeps it out of ``loop``)."""
+    at = host.leaf_iter_vars.index(loop)
+    k = 0
+    for iv in st.leaf_iter_vars[:st.compute_at_pos]:
+        mapped = st.shared_loops.get(iv, iv)
+        if not any(mapped is h for h in host.leaf_iter_vars[:at]):
+            break
+        k += 1
+    return k
+
+
+def _extent(st: Stage, iv: E.IterVar) -> str:
+    """``i (7 values)``: a loop named with its extent, for refusals about extents that differ."""
+    from .dataflow import loop_ranges
+
+    r = loop_ranges(st, st.op.root_iter_vars).get(iv)
+    return f"{iv.name} ({r.extent} values)" if r is not None else iv.name
+
+
 __all__ = ["MODES", "Refusal", "Report", "common_consumer", "compute_at_position", "replay_origins", "select",
-           "span_and_replay"]
+           "shares_host_loops", "span_and_replay"]

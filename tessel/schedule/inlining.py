@@ -52,12 +52,22 @@ def _consumer_refidx(g: Graph, st: Stage, refidx: dict[int, list[int]]) -> None:
 
 
 def inline_at(sch: Schedule, st: Stage, pos, best_effort: bool = False) -> int:
-    """``s[T].inline_at(pos)``: the position T gets (see the module docstring)."""
+    """``s[T].inline_at(pos)``: the position T gets (see the module docstring). Best effort
+    lowers the position until it is legal, down to T's present one."""
     p = normalize_pos(st, pos, "inline_at")
     if st.is_placeholder:
         raise ScheduleError(f"stage {st.name} is an input placeholder; it is not computed, so it cannot be inlined")
-    if p <= st.compute_at_pos:
-        return st.compute_at_pos
+    while p > st.compute_at_pos:
+        got = _inline_at(sch, st, pos, p, best_effort)
+        if got is not None:
+            return got
+        p -= 1
+    return st.compute_at_pos
+
+
+def _inline_at(sch: Schedule, st: Stage, pos, p: int, best_effort: bool) -> int | None:
+    """T at position ``p`` (or the deepest legal below it that its own loops allow), committed;
+    None when best effort must try a lower one."""
     trial, t = _trial(sch, st)
     assert t is not None
     g = Graph(trial)
@@ -82,13 +92,14 @@ def inline_at(sch: Schedule, st: Stage, pos, best_effort: bool = False) -> int:
         bad = share_loops(placer, sib)
         if bad is not None:
             if best_effort:
-                return st.compute_at_pos
-            raise ScheduleError(f"s[{st.name}].inline_at({pos}): {bad.text}")
+                return None
+            fix = f"s[{py_name(st.name)}].inline_at({bad.limit})" if bad.stage is t and bad.limit else None
+            raise ScheduleError(f"s[{st.name}].inline_at({pos}): {bad.text}", fix=fix)
     try:
         _check_legal(trial, f"s[{st.name}].inline_at({pos})")
     except ScheduleError:
         if best_effort:
-            return st.compute_at_pos
+            return None
         raise
     commit(sch, trial)
     return got
@@ -109,12 +120,17 @@ def inline_most(sch: Schedule, stages=None) -> dict[str, int]:
 def inline_all_at(sch: Schedule, ref: Stage, pos, best_effort: bool = False) -> dict[str, int]:
     """``reference``'s first ``pos`` loops mapped onto every stage; each stage computed there."""
     p = normalize_pos(ref, pos, "inline_all_at")
-    trial, t = _trial(sch, ref)
-    assert t is not None
-    g = Graph(trial)
-    refidx = _map_everywhere(g, t, p)
-    movable = [st for st in trial.stages if not st.is_placeholder and g.consumers.get(id(st)) and id(st) in refidx]
-    why = place_all(g, refidx, movable, t, best_effort)
+    caps: dict[str, int] = {}
+    while True:
+        trial, t = _trial(sch, ref)
+        assert t is not None
+        g = Graph(trial)
+        refidx = _map_everywhere(g, t, p)
+        movable = [st for st in trial.stages if not st.is_placeholder and g.consumers.get(id(st)) and id(st) in refidx]
+        why = place_all(g, refidx, movable, t, best_effort, caps=caps)
+        if why is None or not best_effort or caps.get(why.stage.name, why.limit + 1) <= why.limit:
+            break
+        caps[why.stage.name] = why.limit  # a reader it would share refused: lower only that stage
     if why is not None:
         raise ScheduleError(f"s.inline_all_at({ref.name}, {pos}): {why.stage.name} can be computed at most at "
                             f"position {why.limit}: {why.text}", fix=f"s.inline_all_at({ref.name}, {pos}, best_effort=True)")

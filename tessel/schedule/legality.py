@@ -162,12 +162,11 @@ def verify(sch: Schedule) -> None:
 
 
 def _shares_host_loop(st: Stage) -> bool:
-    """Attached by a position primitive at a loop it shares (seed 003): it computes its own
-    slice of every iteration, so an output is still stored in full, once."""
-    k = len(st.shared_loops)
-    if st.attach_type != SCOPE or not k or any(iv not in st.shared_loops for iv in st.leaf_iter_vars[:k]):
-        return False
-    return st.shared_loops.get(st.leaf_iter_vars[k - 1]) is st.attach_ivar
+    """Attached by a position primitive at a loop it shares, inside no other (seed 003): it
+    computes its own slice of every iteration, so an output is still stored in full, once."""
+    from .compute_at_pos import shares_host_loops
+
+    return shares_host_loops(st)
 
 
 def _check_output(sch: Schedule, st: Stage, propose: bool) -> Violation | None:
@@ -185,7 +184,13 @@ def _check_output(sch: Schedule, st: Stage, propose: bool) -> Violation | None:
                f"would be recomputed on every iteration or only partly stored")
         kind = ViolationKind.ATTACHED_OUTPUT
     v = Violation(kind, st, why, _stages(st, st.attach_stage), _loops(st.attach_ivar))
-    return choose(sch, v, [FixBuilder(Names(sch)).compute_root(st)]) if propose else v
+    if not propose:
+        return v
+    from .compute_at_pos import regroup_fix
+
+    names = Names(sch)
+    cands = [regroup_fix(names, st), FixBuilder(names).compute_root(st)]
+    return choose(sch, v, [c for c in cands if c is not None])
 
 
 def _stages(*stages: Stage | None) -> tuple[Stage, ...]:

@@ -58,7 +58,8 @@ def refuse(sch: Schedule, why: Refusal, producer: Stage, consumer: Stage, pos, p
     if _proposing.active:  # a candidate fix refused in turn: no fixes of fixes
         return v.error()
     names = Names(sch)
-    cands = [FixBuilder(names).compute_at_pos(producer, consumer, q) for q in range(p - 1, 0, -1)]
+    cands = [_reordered(sch, names, why, producer, consumer)]
+    cands += [FixBuilder(names).compute_at_pos(producer, consumer, q) for q in range(p - 1, 0, -1)]
     if why.kind == "BROADCAST_TWO_WAYS":
         cands.append(_readers_instead(sch, names, producer, consumer))
     cands.append(FixBuilder(names).compute_at_pos(producer, consumer, p, "best_effort"))
@@ -79,6 +80,22 @@ _proposing = _Proposing()
 def _live(sch: Schedule, st: Stage) -> Stage:
     """The user's stage of the same name (refusals are found on a copy)."""
     return next((s for s in sch.stages if s.name == st.name), st)
+
+
+def _reordered(sch: Schedule, names, why: Refusal, producer: Stage, consumer: Stage):
+    """The refusal's host loops reordered so that a reader shares all the loops it runs in, then
+    the same call at the depth of the loops it shares (when the host is the user's consumer)."""
+    from .fixes import FixBuilder
+
+    if not why.reorder or why.reorder[0].name != consumer.name:
+        return None
+    host, order, shared = why.reorder
+    live = _live(sch, host)
+    now = live.leaf_iter_vars
+    if all(a is b for a, b in zip(order, now)) or not all(any(iv is x for x in now) for iv in order):
+        return None  # already in that order, or the trial replayed the host's loops
+    fix = FixBuilder(names).reorder(live, list(order))
+    return fix.compute_at_pos(producer, consumer, shared)
 
 
 def _readers_instead(sch: Schedule, names, producer: Stage, consumer: Stage):
