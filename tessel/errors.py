@@ -118,6 +118,10 @@ class TesselWarning(UserWarning):
     that run on one thread because the C compiler has no OpenMP)."""
 
 
+class AnalysisBudgetWarning(TesselWarning):
+    """An exact analysis reached its budget and gave the sound interval answer instead (see
+    ``tessel.arith.budget``): the kernel is correct, its code may be less tight."""
+
 
 class NotOfferedError(TesselError, AttributeError):
     """A TVM name (``tvm.relay``, ``tvm.tir.Schedule``, ``tvm.cuda`` ...) that tessel does not
@@ -130,7 +134,7 @@ class NotOfferedModuleError(TesselError, ImportError):
     an ImportError (so ``try: ... except ImportError`` still works) with the same message."""
 
 
-__all__ = ["ArgumentError", "BoundError", "BuildError", "DefinitionError", "DivergentBarrierError", "GpuError",
+__all__ = ["AnalysisBudgetWarning", "ArgumentError", "BoundError", "BuildError", "DefinitionError", "DivergentBarrierError", "GpuError",
            "IndexOverflowError", "InternalError", "KernelRuntimeError", "LowerError", "NoDeviceError", "NotOfferedError",
            "NotOfferedModuleError", "RaceError", "ScheduleError", "TuneError",
            "TVMError", "TesselError", "TesselWarning", "ViewError"]
