@@ -34,7 +34,7 @@ import islpy as isl
 
 from ..arith.budget import REGION_CONSTRAINTS, REGION_OPERATIONS, gave_up
 from ..ir import expr as E
-from ..ir.functor import collect, structural_equal, substitute
+from ..ir.functor import StructKey, collect, structural_equal, substitute
 from ..ir.names import shown
 from ..schedule import relations as R
 from ..schedule.stage import INLINE, SCOPE, Stage
@@ -221,6 +221,8 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
         if why and not st.is_output and ctx.consumers[st]:
             out.notes.append(f"stage {st.name}: keeps its interval box ({why})")
         return
+    if _shifted_box(ctx, out, st):
+        return  # intervals prove the box exact: no set is built (a chain of N stages asked isl N^2 work)
     try:
         needed = _needed(ctx, out, st, set(info.path))
         at = names.image([value[iv] for iv in st.op.axis])
@@ -246,6 +248,35 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
     info.exact = True
     if st.name not in out.changed:
         out.changed.append(st.name)
+
+
+def _shifted_box(ctx: BoundContext, out: ExactPlan, st: Stage) -> bool:
+    """Whether ``st``'s box is what its one reader needs, by intervals alone: the reader runs
+    the box of its own axes (no split, no exact set of its own) and reads ``st`` at one place,
+    each index its own axis plus a constant, so the image of its box is a box, InferBound's; and
+    ``st`` sits inside that reader (or the reader at the root), so no context cuts the box."""
+    readers = ctx.consumers[st]
+    if len(readers) != 1:
+        return False
+    c = readers[0]
+    info = out.stages.get(id(c))
+    if not isinstance(c.op, ComputeOp) or info is None or info.exact or c.relations or c.op.where is not None:
+        return False
+    if c.attach_type == SCOPE and st.attach_stage is not c:
+        return False  # the reader's own instances follow a context the intervals do not see
+    axes = {iv.var for iv in c.op.root_iter_vars}
+    places = {StructKey(load) for body in ctx.bodies[c.op] for load in collect(body, lambda n: isinstance(
+        n, E.ProducerLoad) and n.producer in st.op.outputs)}
+    if len(places) != 1:
+        return False
+    load = next(iter(places)).node
+    used = []
+    for index in load.indices:
+        terms = index.a if isinstance(index, E.Add) and isinstance(index.b, E.IntImm) else index
+        if not (isinstance(terms, E.Var) and terms in axes):
+            return False
+        used.append(terms)
+    return len(set(used)) == len(used)
 
 
 def _slice_only(box: isl.Set, exact: isl.Set, leaves: set[str]) -> bool:
