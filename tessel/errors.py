@@ -123,6 +123,10 @@ class TesselWarning(UserWarning):
         return "".join(c if c.isprintable() else repr(c)[1:-1] for c in super().__str__())
 
 
+class AnalysisBudgetWarning(TesselWarning):
+    """An exact analysis reached its budget and gave the sound interval answer instead (see
+    ``tessel.arith.budget``): the kernel is correct, its code may be less tight."""
+
 
 class NotOfferedError(TesselError, AttributeError):
     """A TVM name (``tvm.relay``, ``tvm.tir.Schedule``, ``tvm.cuda`` ...) that tessel does not
@@ -135,7 +139,7 @@ class NotOfferedModuleError(TesselError, ImportError):
     an ImportError (so ``try: ... except ImportError`` still works) with the same message."""
 
 
-__all__ = ["ArgumentError", "BoundError", "BuildError", "DefinitionError", "DivergentBarrierError", "GpuError",
+__all__ = ["AnalysisBudgetWarning", "ArgumentError", "BoundError", "BuildError", "DefinitionError", "DivergentBarrierError", "GpuError",
            "IndexOverflowError", "InternalError", "KernelRuntimeError", "LowerError", "NoDeviceError", "NotOfferedError",
            "NotOfferedModuleError", "RaceError", "ScheduleError", "TuneError",
            "TVMError", "TesselError", "TesselWarning", "ViewError"]

@@ -305,3 +305,13 @@ def test_more_calls_make_more_rounds_in_alternating_order(monkeypatch):
     assert seen == (one + ["numpy"] * 3 + ["numpy"] * 3 + one) * 5
     _, yard = timing.rounds({"tessel": runners["tessel"]}, 6, lambda: None)
     assert len(yard) == 6 * 2  # six rounds at least, two calls a block at least
+
+
+def test_the_build_growth_table_measures_each_point_in_its_own_process(capsys):
+    from benchmarks import build_growth
+
+    assert build_growth.main(["--only", "splits", "--sizes", "1,2", "--limit", "120"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.startswith("splits ")]
+    assert [r[1] for r in rows[:2]] == ["1", "2"] and all(float(r[2]) > 0 and float(r[3]) > 0 for r in rows[:2])
+    assert "growth ~ size^" in out

@@ -14,6 +14,7 @@ Index arithmetic is assumed not to overflow, as in TVM; rules are otherwise exac
 from __future__ import annotations
 
 import math
+import time
 from typing import TYPE_CHECKING, Any
 
 from ..ir import expr as E
@@ -22,6 +23,7 @@ from ..ir import stmt as S
 from ..ir.dtype import DType
 from ..ir.functor import Mutator, StructKey, memoized, structural_equal
 from . import const_bound as cb
+from .budget import PROOF_STEPS, gave_up
 from .linear import Lin, Mono
 
 if TYPE_CHECKING:
@@ -54,6 +56,9 @@ class Simplifier(Mutator):
         self.atom_ids: dict[StructKey, int] = {}
         self.cbound = cb.ConstBound(ana.var_bound)
         self._facts: list[Lin] | None = None
+        self.steps = 0  # proof attempts spent in this run (its budget is PROOF_STEPS)
+        self.spent = False
+        self.started = time.perf_counter()
         self.reset()
 
     def reset(self) -> None:
@@ -196,10 +201,19 @@ class Simplifier(Mutator):
         return self._facts
 
     def prove_le0(self, L: Lin) -> bool:
-        """Whether ``L <= 0`` holds for all values the analyzer allows."""
+        """Whether ``L <= 0`` holds for all values the analyzer allows (False also when the
+        search through the facts has spent this run's budget: see ``arith.budget``)."""
         if self.lin_bound(L)[1] <= 0:
             return True
-        for F in self.facts():
+        facts = self.facts()
+        self.steps += len(facts)
+        if self.steps > PROOF_STEPS:
+            if not self.spent:
+                self.spent = True
+                gave_up("simplifier", f"a bound over {len(facts)} facts", time.perf_counter() - self.started,
+                        "what it could not prove is kept as written")
+            return False
+        for F in facts:
             ks = {1}
             for m, k in L.terms.items():
                 f = F.terms.get(m)

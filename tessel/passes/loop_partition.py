@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from functools import cached_property, reduce
 
 from ..arith import Analyzer, IntSet, eval_set
+from ..arith.budget import MINMAX_TERMS, minmax_terms
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
@@ -345,6 +346,8 @@ class _Partition(Mutator):
             d = negative_form(site.cond)
             if d is None or free_vars(d) & site.opaque or x not in free_vars(d):
                 continue
+            if minmax_terms(d, s.extent) > MINMAX_TERMS:
+                continue  # past the budget: each cut would nest the bounds deeper (see arith.budget)
             lin = linear_in(self.ana.simplify(d), x, self.ana)
             if lin is None:
                 continue

@@ -13,13 +13,17 @@ even that larger set has no point where it runs.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
+from ..arith.budget import EMPTINESS_OPERATIONS, gave_up
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, collect, free_vars
-from .space import Converter, Namer, NotAffine, set_space
+from ..ir.names import shown
+from ..ir.printer import to_text
+from .space import Converter, Namer, NotAffine, bounded, set_space
 
 
 def remove_empty_loops(stmt: S.Stmt, context: Sequence[E.PrimExpr]) -> tuple[S.Stmt, int]:
@@ -100,6 +104,15 @@ def _never(scope: list[E.PrimExpr], cond: E.PrimExpr) -> bool:
     namer = Namer()
     names = [namer.name(v, v.name, "p_") for v in found]
     conv = Converter(set_space([], names), {}, {v: k for k, v in enumerate(found)})
+    start = time.perf_counter()
+    answered, empty = bounded(EMPTINESS_OPERATIONS, lambda: _empty(conv, scope, cond))
+    if not answered:
+        gave_up("emptiness", f"the condition {shown(to_text(cond))}", time.perf_counter() - start,
+                "the loop or guard is kept")
+    return bool(empty)
+
+
+def _empty(conv: Converter, scope: list[E.PrimExpr], cond: E.PrimExpr) -> bool:
     try:
         points = conv.set(cond)
     except NotAffine:

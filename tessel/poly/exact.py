@@ -25,19 +25,22 @@ Where the exact answer cannot be had (an index that is not quasi-affine, a stage
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import islpy as isl
 
+from ..arith.budget import REGION_CONSTRAINTS, REGION_OPERATIONS, gave_up
 from ..ir import expr as E
-from ..ir.functor import collect, free_vars, structural_equal, substitute
+from ..ir.functor import StructKey, collect, free_vars, structural_equal, substitute
+from ..ir.names import shown
 from ..schedule import relations as R
 from ..schedule.stage import INLINE, SCOPE, Stage
 from ..te.tensor import ComputeOp
 from .context import context_conditions
-from .space import Converter, Namer, NotAffine, pw_to_map, set_space
+from .space import Converter, Namer, NotAffine, bounded, pw_to_map, set_space
 
 if TYPE_CHECKING:
     from ..bound.infer import BoundContext
@@ -181,13 +184,20 @@ def plan(ctx: BoundContext) -> ExactPlan:
     for st in reversed(ctx.order):
         if st.attach_type == INLINE or st.is_placeholder:
             continue
+        start = time.perf_counter()
         try:
-            _stage(ctx, out, st)
+            answered, _ = bounded(REGION_OPERATIONS, lambda st=st: _stage(ctx, out, st))
+            why = None if answered else f"past the budget of {REGION_OPERATIONS} isl operations"
         except isl.Error as e:  # isl refused a set: this stage runs its box, read as reading anything
+            why = f"isl: {str(e).splitlines()[0][:120]}"
+        if why is not None:
+            if not why.startswith("isl"):
+                gave_up("exact region", f"stage {shown(st.name)}", time.perf_counter() - start,
+                        f"stage {shown(st.name)} keeps its interval box")
             out.stages[id(st)] = StageSets([], [], universe(), [universe() for _ in st.leaf_iter_vars], universe())
             if st.name in out.changed:
                 out.changed.remove(st.name)
-            out.notes.append(f"stage {st.name}: keeps its interval box (isl: {str(e).splitlines()[0][:120]})")
+            out.notes.append(f"stage {st.name}: keeps its interval box ({why})")
     return out
 
 
@@ -235,6 +245,8 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
         if why and not st.is_output and ctx.consumers[st]:
             out.notes.append(f"stage {st.name}: keeps its interval box ({why})")
         return
+    if _shifted_box(ctx, out, st):
+        return  # intervals prove the box exact: no set is built (a chain of N stages asked isl N^2 work)
     try:
         needed = _needed(ctx, out, st, set(info.path))
         at = names.image([value[iv] for iv in st.op.axis])
@@ -244,7 +256,19 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
     exact = at.intersect(needed).params().intersect(dbox)
     if dbox.is_subset(exact):
         return  # the box is exact already: the interval loop nest stays as it is
-    _set(info, exact.coalesce(), rbox, red)
+    exact = exact.coalesce()
+    if _slice_only(dbox, exact, set(info.leaves)):
+        out.notes.append(f"stage {st.name}: keeps its interval box (the exact region saves only a slice of it, "
+                         "and its loops would not be rectangular)")
+        return
+    extra = sum(1 for bs in exact.get_basic_sets() for c in bs.get_constraints() if not _implied(dbox, c))
+    if extra > REGION_CONSTRAINTS:
+        fallback = f"stage {st.name} keeps its interval box"
+        gave_up("exact region", f"stage {shown(st.name)} ({extra} constraints beyond its box)", 0.0, fallback)
+        out.notes.append(f"stage {st.name}: keeps its interval box (its exact region has {extra} constraints beyond "
+                         f"the box, past the budget of {REGION_CONSTRAINTS})")
+        return
+    _set(info, exact, rbox, red)
     info.exact = True
     if st.name not in out.changed:
         out.changed.append(st.name)
@@ -262,6 +286,64 @@ def mentions(s: isl.Set, names: set[str]) -> bool:
     """Whether ``s`` constrains one of the variables ``names`` (its parameters are only the
     variables a condition speaks of, so naming one is constraining it)."""
     return any(s.get_dim_name(isl.dim_type.param, k) in names for k in range(s.dim(isl.dim_type.param)))
+
+
+def _shifted_box(ctx: BoundContext, out: ExactPlan, st: Stage) -> bool:
+    """Whether ``st``'s box is what its one reader needs, by intervals alone: the reader runs
+    the box of its own axes (no split, no exact set of its own) and reads ``st`` at one place,
+    each index its own axis plus a constant, so the image of its box is a box, InferBound's; and
+    ``st`` sits inside that reader (or the reader at the root), so no context cuts the box."""
+    readers = ctx.consumers[st]
+    if len(readers) != 1:
+        return False
+    c = readers[0]
+    info = out.stages.get(id(c))
+    if not isinstance(c.op, ComputeOp) or info is None or info.exact or c.relations or c.op.where is not None:
+        return False
+    if c.op.reduce_axis:
+        return False  # its init runs at other instances than its sum (issue 29, defect 5)
+    if c.attach_type == SCOPE and st.attach_stage is not c:
+        return False  # the reader's own instances follow a context the intervals do not see
+    axes = {iv.var for iv in c.op.root_iter_vars}
+    places = {StructKey(load) for body in ctx.bodies[c.op] for load in collect(body, lambda n: isinstance(
+        n, E.ProducerLoad) and n.producer in st.op.outputs)}
+    if len(places) != 1:
+        return False
+    load = next(iter(places)).node
+    used = []
+    for index in load.indices:
+        terms = index.a if isinstance(index, E.Add) and isinstance(index.b, E.IntImm) else index
+        if not (isinstance(terms, E.Var) and terms in axes):
+            return False
+        used.append(terms)
+    return len(set(used)) == len(used)
+
+
+def _slice_only(box: isl.Set, exact: isl.Set, leaves: set[str]) -> bool:
+    """Whether the box computes more than ``exact`` only on a slice (every piece of the surplus
+    fixes one of the stage's own loops, as the corners a 5-point stencil leaves out of a strip
+    do) while ``exact`` couples two of those loops in a constraint the box does not have. The
+    loops of such a set bound each loop by a min/max of several others, which costs more (in
+    the code and in every later pass that reasons about those bounds) than the slice saves."""
+    if not any(_couples(c, leaves) and not _implied(box, c) for bs in exact.get_basic_sets() for c in bs.get_constraints()):
+        return False
+    for bs in box.subtract(exact).get_basic_sets():
+        if not any(c.is_equality() and _couples(c, leaves, 1) for c in bs.detect_equalities().get_constraints()):
+            return False
+    return True
+
+
+def _implied(box: isl.Set, c: isl.Constraint) -> bool:
+    """Whether every point of ``box`` satisfies constraint ``c``."""
+    return box.is_subset(isl.Set.from_basic_set(isl.BasicSet.universe(c.get_space()).add_constraint(c)))
+
+
+def _couples(c: isl.Constraint, leaves: set[str], least: int = 2) -> bool:
+    """Whether constraint ``c`` involves at least ``least`` of the loops named in ``leaves``."""
+    n = sum(1 for k in range(c.get_space().dim(isl.dim_type.param))
+            if c.get_space().get_dim_name(isl.dim_type.param, k) in leaves
+            and not c.get_coefficient_val(isl.dim_type.param, k).is_zero())
+    return n >= least
 
 
 def _declared(out: ExactPlan, st: Stage, value: dict, box: isl.Set) -> isl.Set | None:

@@ -19,8 +19,9 @@ quasi-affine: product of i and j").
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import islpy as isl
 
@@ -29,6 +30,33 @@ from ..ir.names import identifier, shown
 
 CTX = isl.DEFAULT_CONTEXT
 DIM = isl.dim_type
+T = TypeVar("T")
+# isl counts operations per context, and tessel has one: a budgeted question holds this lock,
+# so that two threads' budgets never reset each other's count
+_BUDGET = threading.RLock()
+_depth = threading.local()
+
+
+def bounded(operations: int, question: Callable[[], T]) -> tuple[bool, T | None]:
+    """``(True, question())`` when isl answers within ``operations`` of its operations, else
+    ``(False, None)``. Nested, the outer budget counts (the inner one is not reset)."""
+    with _BUDGET:
+        depth = getattr(_depth, "n", 0)
+        if depth:
+            return True, question()
+        _depth.n = 1
+        CTX.set_max_operations(operations)
+        CTX.reset_operations()
+        try:
+            return True, question()
+        except isl.Error as e:
+            if "maximal number of operations" not in str(e):
+                raise
+            return False, None
+        finally:
+            CTX.set_max_operations(0)
+            CTX.reset_operations()
+            _depth.n = 0
 
 
 class NotAffine(Exception):

@@ -1,0 +1,79 @@
+"""Budgets: an exact analysis that would cost more than it may is given up, soundly and aloud.
+
+tessel's exact answers (isl's emptiness and regions, the simplifier's proofs over symbolic
+bounds) are worth having only while they are cheap; on a loop nest whose bounds are min/max of
+several symbolic terms they can grow without limit (issue 31: a 12-line strip stencil took
+minutes). Each such analysis therefore counts its work in units it can count the same way on
+every machine (isl's operations, proof attempts), never in seconds, so that a test can say
+"it gave up" and a build's code does not depend on the load of the machine. Past its budget
+the analysis answers what is sound without the proof ("not known to be empty", "not known to
+hold", the interval box), and :func:`gave_up` says so: a :class:`~tessel.errors.
+AnalysisBudgetWarning` once per analysis per process, and with ``TESSEL_DEBUG`` set a line per
+occurrence naming the analysis, what it was about and how long it had run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import warnings
+from collections import deque
+from dataclasses import dataclass
+
+from ..errors import AnalysisBudgetWarning
+from ..ir import expr as E
+from ..ir.functor import collect
+
+#: isl operations one emptiness question of the lowered code may take (issue 31's strip
+#: stencil needs ~10^7 without a budget; the suite's kernels stay far below 10^5)
+EMPTINESS_OPERATIONS = 200_000
+#: isl operations the exact region of one stage may take before it keeps InferBound's box
+REGION_OPERATIONS = 2_000_000
+#: constraints an exact region may add to its box (the suite's kernels add at most 6): each is
+#: a min or max in a loop bound, which every later pass reasons about
+REGION_CONSTRAINTS = 16
+#: proof attempts (a bound of a linear form against one fact) of one simplification
+PROOF_STEPS = 20_000
+#: min/max terms past which a bound or condition is not reasoned about further (cut on, asked
+#: of isl): each term doubles the cases an exact question splits into
+MINMAX_TERMS = 8
+
+
+def minmax_terms(*exprs: E.PrimExpr) -> int:
+    """How many ``min``/``max`` nodes ``exprs`` hold between them (shared ones counted once)."""
+    return sum(len(collect(e, lambda n: isinstance(n, E.Min | E.Max))) for e in exprs)
+
+
+@dataclass(frozen=True)
+class GaveUp:
+    analysis: str  # which analysis ("emptiness", "exact region", "simplifier")
+    subject: str  # what it was about: a stage, a loop, an expression (shown, never run)
+    seconds: float  # how long it had run when it stopped
+    fallback: str  # the sound answer given instead
+
+
+_LOCK = threading.Lock()
+_warned: set[str] = set()
+#: the most recent occurrences, newest last (for ``TESSEL_DEBUG`` and for tests)
+recent: deque[GaveUp] = deque(maxlen=256)
+
+
+def gave_up(analysis: str, subject: str, seconds: float, fallback: str) -> None:
+    """Record that ``analysis`` stopped at its budget and gave ``fallback`` instead."""
+    event = GaveUp(analysis, subject, seconds, fallback)
+    with _LOCK:
+        recent.append(event)
+        first = analysis not in _warned
+        _warned.add(analysis)
+    if os.environ.get("TESSEL_DEBUG"):
+        print(f"tessel: {analysis} gave up on {subject} after {seconds:.3f} s (its budget); {fallback}",
+              file=sys.stderr)
+    if first:
+        warnings.warn(AnalysisBudgetWarning(
+            f"the {analysis} analysis reached its budget (on {subject}) and gave a sound but less precise answer: "
+            f"{fallback}. The code is correct; it may be slower than with the exact answer. TESSEL_DEBUG=1 "
+            "lists every occurrence"), stacklevel=2)
+
+
+__all__ = ["EMPTINESS_OPERATIONS", "MINMAX_TERMS", "minmax_terms", "PROOF_STEPS", "REGION_CONSTRAINTS", "REGION_OPERATIONS", "GaveUp", "gave_up", "recent"]
