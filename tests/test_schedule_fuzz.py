@@ -144,6 +144,66 @@ def test_cross_feature_fuzz_slice(part):
     assert accepted >= 0.5 * len(results), f"only {accepted} of {len(results)} cases accepted"
 
 
+SANITIZED_PROGRAM = """
+import numpy as np
+import tessel
+from tessel import te
+
+tessel.register_func("tsl_wraps", c_source="#include <stdint.h>\\nint32_t tsl_wraps(int32_t x) { return x + 2147483600; }\\n")
+A = te.placeholder((4,), name="A", dtype="int32")
+B = te.compute((4,), lambda i: te.call_extern("int32", "tsl_wraps", A[i]), name="B")
+f = tessel.build(te.create_schedule(B.op), [A, B])
+print(" ".join(f.compile_flags))
+b = np.zeros(4, "int32")
+f(np.array([1, 2, 3, 100], "int32"), b)
+print("finished")
+"""
+
+
+def test_sanitizer_mode_reports_undefined_behaviour_in_the_c(tmp_path):
+    """$TESSEL_SANITIZE=address,undefined with the runtime preloaded (the fuzzer's --sanitize):
+    a signed overflow in C the kernel calls stops the process with UBSan's report, which the
+    fuzzer finds in the worker's stderr; without the mode the same program runs to the end."""
+    import subprocess
+    import sys
+
+    from tessel.runtime.compiler import find_compiler, sanitizer_preload
+    from tessel.testing.fuzz import _report, _sanitizer_env
+
+    if not sanitizer_preload(find_compiler()):
+        pytest.skip("the C compiler has no AddressSanitizer runtime")
+    prog = tmp_path / "prog.py"
+    prog.write_text(SANITIZED_PROGRAM)
+    env = {k: v for k, v in os.environ.items() if k != "TESSEL_SANITIZE"}
+    plain = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0 and "finished" in plain.stdout and "-fsanitize" not in plain.stdout, plain.stderr
+    err = tmp_path / "stderr"
+    with open(err, "w") as fh:
+        run = subprocess.run([sys.executable, str(prog)], env={**env, **_sanitizer_env()}, stdout=subprocess.PIPE,
+                             stderr=fh, text=True, timeout=300)
+    assert "-fsanitize=address,undefined" in run.stdout and "finished" not in run.stdout
+    assert run.returncode != 0
+    assert "signed integer overflow" in _report(str(err))
+
+
+def test_sanitizer_mode_refuses_without_its_runtime(monkeypatch):
+    """A kernel built with ASan would end a process that has not preloaded its runtime while
+    loading; tessel refuses first, saying how to start Python. A name it does not know is refused."""
+    from tessel.errors import BuildError
+    from tessel.runtime.compiler import sanitize_flags
+
+    monkeypatch.delenv("TESSEL_SANITIZE", raising=False)
+    assert sanitize_flags() == []
+    monkeypatch.setenv("TESSEL_SANITIZE", "address,undefined")
+    with pytest.raises(BuildError, match="LD_PRELOAD=.*libasan"):
+        sanitize_flags()
+    monkeypatch.setenv("TESSEL_SANITIZE", "memory")
+    with pytest.raises(BuildError, match="TESSEL_SANITIZE names memory"):
+        sanitize_flags()
+    monkeypatch.setenv("TESSEL_SANITIZE", "undefined")  # UBSan alone needs no preloaded runtime
+    assert sanitize_flags()[0] == "-fsanitize=undefined"
+
+
 # ---- regressions: the fuzzer's findings, minimised ----------------------------------------
 def test_compute_at_region_varying_with_the_loop_survives_loop_partition():
     """C's region inside D's fused-and-split loop has 2 or 3 columns depending on the outer

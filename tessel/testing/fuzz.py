@@ -50,6 +50,14 @@ STEPS = 14  # at most this many schedule primitives per example
 MAX_FIXES = 4  # fixes applied to one schedule refused at lowering before it counts as refused
 
 
+# LowerErrors that refuse a schedule the commands made illegal, saying what to do: commands over
+# indices isl cannot describe, over stages placed by position or inlined, a recurrence's
+# definition moved inside another stage. Any other LowerError of a schedule tessel accepted
+# step by step is a failure.
+REFUSALS = ("polyhedral model", "orders need", "with commands", "commands (after", "have no loops to act on",
+            "must run whole")
+
+
 class FuzzFailure(AssertionError):
     """A wrong value (``kind`` "wrong") or any other failure ("crashed") of one example; the
     message holds the program that reproduces it."""
@@ -93,8 +101,7 @@ def _lower_or_fix(prog: Program, stats: dict, commands: bool) -> bool:
             prog.apply_fix(err)
             stats["fixed"] = stats.get("fixed", 0) + 1
         except LowerError as e:  # commands over indices isl cannot describe, or over stages
-            if commands and any(w in str(e) for w in ("polyhedral model", "orders need", "with commands",
-                                                      "commands (after")):  # placed by position: refused, clearly
+            if commands and any(w in str(e) for w in REFUSALS):
                 return False
             raise
     return False
@@ -171,24 +178,25 @@ def _worker(seed: int, cases: list[int], stages: tuple[int, int]) -> None:
         print(json.dumps(run_case(seed, k, stages)), flush=True)
 
 
-def _sanitizer_env(logdir: str) -> dict:
+def _sanitizer_env() -> dict:
     from ..runtime.compiler import find_compiler, sanitizer_preload
 
     lib = sanitizer_preload(find_compiler())
     if not lib:
         sys.exit("--sanitize: the C compiler has no AddressSanitizer runtime (libasan); install it (gcc's libasan)")
-    return {"TESSEL_SANITIZE": "address,undefined", "LD_PRELOAD": lib,
-            "ASAN_OPTIONS": f"detect_leaks=0:log_path={logdir}/asan", "UBSAN_OPTIONS": f"print_stacktrace=1:log_path={logdir}/ubsan"}
+    return {"TESSEL_SANITIZE": "address,undefined", "LD_PRELOAD": lib, "ASAN_OPTIONS": "detect_leaks=0",
+            "UBSAN_OPTIONS": "print_stacktrace=1"}
 
 
-def _reports(logdir: str, pid: int) -> str:
-    """What the sanitizers wrote for process ``pid`` (their log files end in the pid)."""
-    out = []
-    for name in sorted(os.listdir(logdir)):
-        if name.endswith(f".{pid}"):
-            with open(os.path.join(logdir, name), errors="replace") as fh:
-                out.append(fh.read())
-    return "\n".join(out)
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: UndefinedBehaviorSanitizer")
+
+
+def _report(stderr_path: str) -> str:
+    """A sanitizer's report in what a dead worker wrote to its stderr ("" if none)."""
+    with open(stderr_path, errors="replace") as fh:
+        text = fh.read()
+    at = min((text.find(m) for m in SANITIZER_MARKS if m in text), default=-1)
+    return text[max(at - 200, 0):] if at >= 0 else ""
 
 
 def _run_jobs(args, cases: list[int], env: dict, logdir: str, record: Callable[[dict], None]) -> None:
@@ -201,7 +209,9 @@ def _run_jobs(args, cases: list[int], env: dict, logdir: str, record: Callable[[
             return
         cmd = [sys.executable, "-m", "tessel.testing.fuzz", "--worker", "--seed", str(args.seed),
                "--stages", args.stages, "--only", ",".join(map(str, queues[j]))]
-        procs[j] = (subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env), None)
+        err = open(os.path.join(logdir, f"worker{j}.err"), "w")
+        procs[j] = (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env), None)
+        err.close()
 
     for j in range(args.jobs):
         start(j)
@@ -219,7 +229,7 @@ def _run_jobs(args, cases: list[int], env: dict, logdir: str, record: Callable[[
             proc.wait()
             del procs[j]
             if current is not None and current in queues[j]:  # it died running this case
-                report = _reports(logdir, proc.pid)
+                report = _report(os.path.join(logdir, f"worker{j}.err"))
                 record({"case": current, "outcome": "sanitizer" if report else "crashed",
                         "message": (report or f"the worker died (exit status {proc.returncode})")[:4000],
                         "program": f"# python -m tessel.testing.fuzz --seed {args.seed} --case {current}"})
@@ -258,7 +268,7 @@ def _campaign(args, stages: tuple[int, int]) -> int:
     with tempfile.TemporaryDirectory(prefix="tessel-fuzz-") as logdir:
         env = dict(os.environ)
         if args.sanitize:
-            env.update(_sanitizer_env(logdir))
+            env.update(_sanitizer_env())
 
         def record(msg: dict) -> None:
             counts[msg["outcome"]] += 1

@@ -91,7 +91,7 @@ def _init_reduce(draw, prog, name, cur, ref, shape, c):
             acc = "np.int64" if prog.dtype.startswith("int") else "np.float64"
             prog.data(f"{r} = {init}.astype({acc}) + np.where({cond}, {ref}.astype({acc}) * {c(0.5, 2)}, 0).sum(axis=1)")
         else:
-            low = "np.iinfo(np.int64).min" if prog.dtype.startswith("int") else "-np.inf"
+            low = f"np.iinfo(np.{prog.dtype}).min" if prog.dtype.startswith("int") else "-np.inf"
             prog.data(f"{r} = np.maximum({init}, np.where({cond}, {ref} * {c(0.5, 2)}, {low}).max(axis=1))")
     prog.reductions.add(name)
     prog.helpers.append(p)
