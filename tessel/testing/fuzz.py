@@ -55,7 +55,7 @@ MAX_FIXES = 4  # fixes applied to one schedule refused at lowering before it cou
 # definition moved inside another stage. Any other LowerError of a schedule tessel accepted
 # step by step is a failure.
 REFUSALS = ("polyhedral model", "orders need", "with commands", "commands (after", "have no loops to act on",
-            "must run whole")
+            "must run whole", "steps of a scan must run in order")
 
 
 class FuzzFailure(AssertionError):
@@ -124,12 +124,11 @@ def run_example(draw, stats: dict, stages: tuple[int, int], positions: bool = Fa
         except Exception as e:  # a primitive failing otherwise is a bug: show the program so far
             raise FuzzFailure("crashed", f"{type(e).__name__}: {e}\n---- program ----\n{prog.source()}\n"
                               f"---- traceback ----\n{traceback.format_exc()}", prog.source()) from None
-    tail: list[str] = []
+    tail = _tail(draw, prog)
     try:
         if not _lower_or_fix(prog, stats, commands):
             stats["rejected"] = stats.get("rejected", 0) + 1
             return
-        tail = _tail(draw, prog)
         if note:
             note(prog.source() + "\n" + "\n".join(tail))
         stats["accepted"] = stats.get("accepted", 0) + 1

@@ -14,6 +14,8 @@ as the exact program that reproduces it.
 
 from __future__ import annotations
 
+import re
+
 from ..errors import ScheduleError
 from . import choices as st
 from .fuzz_features import build_feature, feature_kinds
@@ -77,33 +79,38 @@ class Program:
             self.apply_fix(err)
             stats["fixed"] = stats.get("fixed", 0) + 1
             return True
+        except Exception:  # a bug: the program shows the line that raised it
+            self.lines.append(line)
+            raise
         self.lines.append(line)
         return True
 
     attempt_or_fix = attempt
 
     def apply_fix(self, err: ScheduleError) -> None:
-        """Apply the code of a refusal's fix, binding the names it uses (``fix_names``, else the
-        Python names of the stages' tensors) to the program's tensors. A fix tessel proposes
+        """Apply the code of a refusal's fix in a namespace of its own that binds the names it
+        uses (``fix_names``, else the Python names of the stages' tensors) to the program's
+        tensors, so that the program's own variables keep their meaning. A fix tessel proposes
         that it then refuses is a bug, reported as such."""
         names = dict(getattr(err, "fix_names", None) or {})
-        if not names and "s" in self.ns:
+        if not names:
             from ..schedule.dataflow import py_name
 
             names = {py_name(t.name): t for stage in self.ns["s"].stages for t in stage.op.outputs}
-        bind = []
+        bind = ["'s': s"]
         for k, t in names.items():
-            if self.ns.get(k) is not t and k in err.fix:
-                held = next((x for x, y in self.ns.items() if y is t and x != k), None)
-                bind.append(f"{k} = {held}" if held else
-                            f"{k} = next(t for st_ in s.stages for t in st_.op.outputs if t.name == {t.name!r})")
-        for ln in [*bind, *err.fix.splitlines()]:
-            try:
-                exec(ln, self.ns)
-            except ScheduleError as again:
-                raise AssertionError(f"the fix tessel proposed was refused: {ln}\n  {again}\n"
-                                     f"  proposed for: {err}") from None
-            self.lines.append(ln)
+            if re.search(rf"\b{re.escape(k)}\b", err.fix):
+                held = next((x for x, y in self.ns.items() if y is t), None)
+                bind.append(f"{k!r}: {held}" if held else
+                            f"{k!r}: next(t for st_ in s.stages for t in st_.op.outputs if t.name == {t.name!r})")
+        line = f"exec({err.fix!r}, {{{', '.join(bind)}}})"
+        try:
+            exec(line, self.ns)
+        except ScheduleError as again:
+            self.lines.append(line)
+            raise AssertionError(f"the fix tessel proposed was refused: {err.fix}\n  {again}\n"
+                                 f"  proposed for: {err}") from None
+        self.lines.append(line)
 
     def source(self) -> str:
         return "\n".join(self.lines)
