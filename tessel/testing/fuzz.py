@@ -87,16 +87,16 @@ def _tail(draw, prog: Program) -> list[str]:
     return tail
 
 
-def _lower_or_fix(prog: Program, stats: dict, commands: bool) -> bool:
-    """Lower the schedule; a refusal with a fix gets the fix and is lowered again. False when
-    the schedule is refused as a whole."""
+def _lower_or_fix(prog: Program, stats: dict, commands: bool, fix: bool) -> bool:
+    """Lower the schedule; with ``fix``, a refusal with a fix gets the fix and is lowered again.
+    False when the schedule is refused as a whole."""
     args = [prog.ns[t] for t in [*prog.inputs, *prog.outputs]]
     for _ in range(MAX_FIXES):
         try:
             tessel.lower(prog.ns["s"], args)
             return True
         except ScheduleError as err:
-            if not err.fix:
+            if not (fix and err.fix):
                 return False
             prog.apply_fix(err)
             stats["fixed"] = stats.get("fixed", 0) + 1
@@ -126,7 +126,7 @@ def run_example(draw, stats: dict, stages: tuple[int, int], positions: bool = Fa
                               f"---- traceback ----\n{traceback.format_exc()}", prog.source()) from None
     tail = _tail(draw, prog)
     try:
-        if not _lower_or_fix(prog, stats, commands):
+        if not _lower_or_fix(prog, stats, commands, fix=features):
             stats["rejected"] = stats.get("rejected", 0) + 1
             return
         if note:
