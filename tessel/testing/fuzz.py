@@ -30,6 +30,7 @@ import os
 import random
 import re
 import resource
+import selectors
 import subprocess
 import sys
 import tempfile
@@ -199,40 +200,49 @@ def _report(stderr_path: str) -> str:
 
 
 def _run_jobs(args, cases: list[int], env: dict, logdir: str, record: Callable[[dict], None]) -> None:
-    """Run ``cases`` in ``args.jobs`` workers; a worker that dies costs the case it was running."""
+    """Run ``cases`` in ``args.jobs`` workers, reading whichever speaks; a worker that dies costs
+    the case it was running (recorded as crashed, or as a sanitizer's report when its stderr
+    holds one), and a new worker goes on after it."""
     queues = [cases[j:: args.jobs] for j in range(args.jobs)]
-    procs: dict = {}
+    sel = selectors.DefaultSelector()
+    current: dict[int, int | None] = {}
 
     def start(j: int) -> None:
         if not queues[j]:
             return
         cmd = [sys.executable, "-m", "tessel.testing.fuzz", "--worker", "--seed", str(args.seed),
                "--stages", args.stages, "--only", ",".join(map(str, queues[j]))]
-        err = open(os.path.join(logdir, f"worker{j}.err"), "w")
-        procs[j] = (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env), None)
-        err.close()
+        with open(os.path.join(logdir, f"worker{j}.err"), "w") as err:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+        sel.register(proc.stdout, selectors.EVENT_READ, (j, proc))
+        current[j] = None
 
     for j in range(args.jobs):
         start(j)
-    while procs:
-        for j, (proc, current) in list(procs.items()):
+    while sel.get_map():
+        for key, _ in sel.select():
+            j, proc = key.data
             line = proc.stdout.readline()
             if line:
-                msg = json.loads(line)
+                try:
+                    msg = json.loads(line)
+                except ValueError:  # something the kernel or a library printed
+                    continue
                 if "start" in msg:
-                    procs[j] = (proc, msg["start"])
+                    current[j] = msg["start"]
                 else:
                     queues[j].remove(msg["case"])
+                    current[j] = None
                     record(msg)
                 continue
+            sel.unregister(proc.stdout)
             proc.wait()
-            del procs[j]
-            if current is not None and current in queues[j]:  # it died running this case
+            if current[j] is not None:  # it died running this case
                 report = _report(os.path.join(logdir, f"worker{j}.err"))
-                record({"case": current, "outcome": "sanitizer" if report else "crashed",
+                record({"case": current[j], "outcome": "sanitizer" if report else "crashed",
                         "message": (report or f"the worker died (exit status {proc.returncode})")[:4000],
-                        "program": f"# python -m tessel.testing.fuzz --seed {args.seed} --case {current}"})
-                queues[j].remove(current)
+                        "program": f"# python -m tessel.testing.fuzz --seed {args.seed} --case {current[j]}"})
+                queues[j].remove(current[j])
             start(j)
 
 
