@@ -153,7 +153,9 @@ def run_case(seed: int, index: int, stages: tuple[int, int] = (1, 3)) -> dict:
         run_example(draw, stats, stages, positions=True, commands=True, features=True, storage=True)
         out["outcome"] = "accepted" if stats.get("accepted") else "refused"
     except FuzzFailure as f:
-        out.update(outcome=f.kind, message=str(f).split("\n---- program")[0][:2000], program=f.program)
+        head, _, rest = str(f).partition("\n---- program")
+        frames = [ln for ln in rest.partition("---- traceback ----")[2].splitlines() if ln.strip().startswith("File")]
+        out.update(outcome=f.kind, message=(head[:2000] + "\n" + "\n".join(frames[-4:])).strip(), program=f.program)
     except ScheduleError as e:  # a primitive's refusal escaped the generator: a generator bug
         out.update(outcome="crashed", message=f"ScheduleError: {e}"[:2000], program="")
     out["fixed"] = stats.get("fixed", 0) + stats.get("commands", {}).get("fixed", 0)

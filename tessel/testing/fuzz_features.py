@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from . import choices as st
 
-FEATURES = ("stencil2d", "init", "init", "recurrence", "recurrence", "scan", "inplace")
-
 # the dependence vectors a recurrence's second definition reads h at (h[i - di, j - dj]): no two
 # of one set ask opposite directions of one axis (tessel refuses those when they are written)
 RECURRENCES_2D = (((1, 0),), ((0, 1),), ((1, 1),), ((1, -1),), ((1, 0), (0, 1)), ((-1, 0),),
@@ -32,8 +30,8 @@ def feature_kinds(prog, cur: str, shape) -> list[str]:
     out = ["init", "init"]
     if len(shape) == 2 and all(d.value >= 3 for d in shape):
         out.append("stencil2d")
-        if cur == "A" and not is_int and not prog.symbolic:
-            out.append("inplace")
+        if cur == "A" and not is_int and not prog.symbolic:  # only the first stage can: drawn more often
+            out += ["inplace"] * 3
     if not is_int:
         out += ["recurrence", "recurrence"]
         if len(shape) == 2 and shape[0].value >= 2:

@@ -34,7 +34,7 @@ class Program:
         self.lines: list[str] = [
             "import numpy as np",
             "from tessel import te",
-            "from tessel.testing import check, rand",
+            "from tessel.testing import check, rand, refused",
         ]
         self.ns: dict = {}
         exec("\n".join(self.lines), self.ns)
@@ -75,6 +75,9 @@ class Program:
         except ScheduleError as err:
             if not getattr(err, "fix", None):
                 stats["refused"] = stats.get("refused", 0) + 1
+                # kept, as a call that must be refused: a refusal that changed the schedule shows
+                call = re.sub(r"^\w+ = ", "", line.splitlines()[0])
+                self.lines.append(f"refused(lambda: {call})")
                 return False
             self.apply_fix(err)
             stats["fixed"] = stats.get("fixed", 0) + 1
@@ -96,7 +99,9 @@ class Program:
         if not names:
             from ..schedule.dataflow import py_name
 
-            names = {py_name(t.name): t for stage in self.ns["s"].stages for t in stage.op.outputs}
+            stages = self.ns["s"].stages  # a stage's name, and each of its outputs' names
+            names = {py_name(st_.op.name): st_.op.output(0) for st_ in stages}
+            names.update({py_name(t.name): t for st_ in stages for t in st_.op.outputs})
         bind = ["'s': s"]
         for k, t in names.items():
             if re.search(rf"\b{re.escape(k)}\b", err.fix):
@@ -104,13 +109,12 @@ class Program:
                 bind.append(f"{k!r}: {held}" if held else
                             f"{k!r}: next(t for st_ in s.stages for t in st_.op.outputs if t.name == {t.name!r})")
         line = f"exec({err.fix!r}, {{{', '.join(bind)}}})"
+        self.lines.append(line)  # whatever it raises, the program shows it
         try:
             exec(line, self.ns)
         except ScheduleError as again:
-            self.lines.append(line)
             raise AssertionError(f"the fix tessel proposed was refused: {err.fix}\n  {again}\n"
                                  f"  proposed for: {err}") from None
-        self.lines.append(line)
 
     def source(self) -> str:
         return "\n".join(self.lines)

@@ -66,3 +66,13 @@ def check(sch, args, inputs, expected, targets=TARGETS, rtol=1e-5, atol=1e-5, up
             np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"target {target}, output {k}")
         kernels[target] = f
     return kernels
+
+
+def refused(call) -> None:
+    """``call()`` must be refused with a ScheduleError (the fuzzer's programs keep the primitives
+    tessel refused this way, so that they replay exactly, refusals included)."""
+    try:
+        call()
+    except tessel.ScheduleError:
+        return
+    raise AssertionError("expected a ScheduleError: the primitive was accepted this time")
