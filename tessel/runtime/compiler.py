@@ -194,10 +194,19 @@ def sanitize_flags() -> list[str]:
 
 
 def sanitizer_preload(comp: Compiler) -> str:
-    """The path of ``comp``'s AddressSanitizer runtime, for ``LD_PRELOAD`` (empty: none found)."""
-    res = _run([*comp.argv, "-print-file-name=libasan.so"], what="asking the C compiler for its ASan runtime")
-    path = res.stdout.strip()
-    return path if res.returncode == 0 and os.path.isabs(path) and os.path.exists(path) else ""
+    """``LD_PRELOAD`` for kernels built with AddressSanitizer: ``comp``'s ASan runtime, then its
+    C++ library (empty: no ASan runtime found). Without the C++ library preloaded too, ASan's
+    interceptor of ``__cxa_throw`` has nothing to forward to, and the first C++ exception in the
+    process (islpy raises its errors so) stops it with a CHECK failure."""
+    libs = []
+    for name in ("libasan.so", "libstdc++.so"):
+        res = _run([*comp.argv, f"-print-file-name={name}"], what=f"asking the C compiler for {name}")
+        path = res.stdout.strip()
+        if res.returncode == 0 and os.path.isabs(path) and os.path.exists(path):
+            libs.append(path)
+        elif name == "libasan.so":
+            return ""
+    return " ".join(libs)
 
 
 _LOCK = threading.Lock()
