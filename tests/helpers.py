@@ -2,60 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-import tessel
-
-TARGETS = ("python", "c")
-
-
-def rand(*shape, dtype="float32", seed=0, low=-1.0, high=1.0):
-    """Random data that is never all zeros (integers avoid zero too)."""
-    rng = np.random.default_rng(seed + 17 * len(shape))
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        a = rng.uniform(low, high, size=shape).astype(dt)
-        a[a == 0] = 0.5
-        return a
-    if dt.kind == "b":
-        return rng.integers(0, 2, size=shape).astype(bool)
-    info = np.iinfo(dt)
-    lo, hi = max(info.min, -50), min(info.max, 50)
-    a = rng.integers(lo, hi, size=shape).astype(dt)
-    a[a == 0] = 3
-    return a
-
-
-def garbage_like(a: np.ndarray) -> np.ndarray:
-    """An output array pre-filled with values a correct kernel must overwrite."""
-    out = np.empty(a.shape, a.dtype)
-    if out.dtype.kind == "f":
-        out.fill(np.nan)
-    elif out.dtype.kind == "b":
-        out.fill(True)
-    else:
-        out.fill(np.iinfo(out.dtype).max // 3)
-    return out
-
-
-def check(sch, args, inputs, expected, targets=TARGETS, rtol=1e-5, atol=1e-5, exact=True):
-    """Build for every target, run on ``inputs``, compare the outputs with ``expected``.
-
-    ``args`` are the tensors in call order: the inputs first, then the outputs; ``exact``:
-    ``build``'s (False: InferBound's interval regions). Returns the built kernels by target.
-    """
-    kernels = {}
-    for target in targets:
-        f = tessel.build(sch, args, target=target, exact=exact)
-        ins = [np.array(a, copy=True) for a in inputs]
-        outs = [garbage_like(np.asarray(e)) for e in expected]
-        f(*ins, *outs)
-        for a, b in zip(ins, inputs):
-            np.testing.assert_array_equal(a, b, err_msg=f"{target}: an input was modified")
-        for k, (got, want) in enumerate(zip(outs, expected)):
-            np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=f"target {target}, output {k}")
-        kernels[target] = f
-    return kernels
+from tessel.testing.numeric import TARGETS, check, garbage_like, rand  # noqa: F401  (the tests' names)
 
 
 def ir_text(sch, args, step="schedule_ops"):

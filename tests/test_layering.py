@@ -49,6 +49,8 @@ ALLOWED: dict[str, set[str]] = {
     # the automatic scheduler writes schedules from rules and the Target's model, lowers them to
     # check them, and hands its knobs to the tuner's search (a template of tessel.tune)
     "autosched": _FRONT | {"driver", "target", "tune"},
+    # checks against NumPy and the differential fuzzer: build programs, run them on every target
+    "testing": _FRONT | {"driver", "target", "runtime"},
 }
 # modules that are the user's face on everything, and so may import any package
 FACADES = {"__init__", "__main__"}

@@ -1,37 +1,35 @@
 """A random schedule fuzzer: small pipelines, random legal schedules, both targets vs NumPy.
 
+The generator lives in :mod:`tessel.testing` (``fuzz_programs``, ``fuzz_features``,
+``fuzz_schedules``; the runner and the script in ``fuzz``), shared with ``python -m
+tessel.testing.fuzz``, which runs thousands of cross-feature cases and prints the counts.
 Each example builds a pipeline of one to three stages over a 2-D input with awkward sizes
-(1, 3, 7, 10, 13): elementwise maps, shifted window reads on a smaller output (``B[i+1] -
-B[i]``), a transpose, a two-input sum of earlier results, a row reduction (sum, max, or a sum
-under a ``where``) and a matmul-like stage reading a second input. Then it applies a random
-sequence of schedule primitives -- split by factor or nparts (non-divisible and larger than
-the extent included), fuse of adjacent loops, reorder, compute_at at a random loop of a
-reader, compute_inline, vectorize/unroll of the innermost loop, parallel of an outer
-data-parallel loop, and now and then cache_read, cache_write and rfactor (one test adds seed
-003's position primitives: compute_at by position, propagate, inline_at, inline_most,
-inline_all_at; another adds seed 004's commands: shift, skew, reverse, interchange, after and before,
-each refusal replaced by the fix tessel proposes) -- and runs the
-result on the python and C targets against NumPy (``helpers.check``, random data, never zeros).
+(1, 3, 7, 10, 13) and applies a random sequence of schedule primitives -- TE primitives (and,
+in some tests, seed 003's position primitives and seed 004's commands, each refusal replaced
+by the fix tessel proposes) -- then runs the result on the python and C targets against
+NumPy (``check``, random data, never zeros). The cross-feature slice draws the fuzzer's whole
+space: stencils, reductions with ``init=``/``where=``, recurrences, scans, in-place stages,
+symbolic sizes with ``s.assume``, under schedules mixing every family and the storage commands.
 
 The generator writes every step as a line of Python and executes that line, so a failure is
 reported as the exact program that reproduces it (see the ``note`` in hypothesis' output). A
-primitive tessel refuses with a :class:`ScheduleError` is dropped from the program; a whole
-schedule refused as illegal at build time is counted as rejected, and most examples must be
-accepted. Anything else -- a wrong value on either target, any other exception, a C compile
-error -- is a bug.
+primitive tessel refuses with a :class:`ScheduleError` is dropped from the program (or replaced
+by its fix); a whole schedule refused as illegal at build time is counted as rejected, and most
+examples must be accepted. Anything else -- a wrong value on either target, any other
+exception, a C compile error -- is a bug.
 
 Settings: ``TESSEL_FUZZ_EXAMPLES`` (default 40 per test) and ``TESSEL_FUZZ_SEED`` (default 0: a
 fixed seed, so CI runs the same examples every time; set another number to explore others).
 ``TESSEL_FUZZ_STAGES=lo-hi`` (e.g. ``4-6``, at most 6) makes the three-stage test build deeper
 pipelines instead -- for exploring only: CI keeps three stages, and its time.
 ``TESSEL_FUZZ_STEPS`` (default 14) is the most schedule primitives drawn per example.
+``TESSEL_FUZZ_CASES`` (default 240) is the size of the cross-feature slice.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import traceback
 
 import numpy as np
 import pytest
@@ -39,9 +37,12 @@ from helpers import check, rand
 from hypothesis import HealthCheck, Phase, given, note, seed, settings
 from hypothesis import strategies as st
 
-import tessel
 from tessel import te
-from tessel.errors import LowerError, ScheduleError
+from tessel.testing.choices import hypothesis_draw
+from tessel.testing.fuzz import FuzzFailure, run_case
+from tessel.testing.fuzz import run_example as _run_example
+from tessel.testing.fuzz_programs import Program, build_pipeline  # noqa: F401  (other tests' names)
+from tessel.testing.fuzz_schedules import apply_primitive  # noqa: F401
 
 EXAMPLES = int(os.environ.get("TESSEL_FUZZ_EXAMPLES", "40"))
 SEED = os.environ.get("TESSEL_FUZZ_SEED")
@@ -51,12 +52,8 @@ COLLECT = os.environ.get("TESSEL_FUZZ_COLLECT")
 MATCH = os.environ.get("TESSEL_FUZZ_MATCH")
 # exploring deeper pipelines: "lo-hi" stages in the three-stage test (CI: unset, three stages)
 DEEP = tuple(int(x) for x in os.environ["TESSEL_FUZZ_STAGES"].split("-")) if os.environ.get("TESSEL_FUZZ_STAGES") else (3, 3)
-STAGE_NAMES = "BCDEFG"
 STEPS = int(os.environ.get("TESSEL_FUZZ_STEPS", "14"))  # at most this many schedule primitives
-SIZES = (1, 3, 7, 10, 13)
-BIG = (17, 33)  # now and then: past a split factor of 16 and two vectors of 16 lanes
-FACTORS = (1, 2, 3, 4, 5, 6, 7, 8, 16, 32)
-DTYPES = ("float32",) * 6 + ("float64", "int32", "int16", "int8")
+CASES = int(os.environ.get("TESSEL_FUZZ_CASES", "240"))
 
 # the fuzzer's arg-max breaks ties by position: rfactor trusts its te.comm_reducer and warns
 pytestmark = pytest.mark.filterwarnings("ignore:.*rfactor trusts that")
@@ -72,589 +69,18 @@ FUZZ = settings(
 )
 
 
-# ---- pipelines ---------------------------------------------------------------------------
-class Program:
-    """A pipeline and a schedule, kept as Python source that is executed line by line."""
-
-    def __init__(self):
-        self.lines: list[str] = [
-            "import numpy as np",
-            "from tessel import te",
-            "from helpers import check, rand",
-        ]
-        self.ns: dict = {}
-        exec("\n".join(self.lines), self.ns)
-        self.inputs: list[str] = []
-        self.computed: list[str] = []  # tensor variable names, producer first
-        self.shapes: dict[str, tuple[Dim, ...]] = {}
-        self.outputs: list[str] = []
-        self.helpers: list[str] = []  # stages a pipeline step made besides its result
-        self.data_lines: list[str] = []
-        self.symbolic: list[str] = []  # "N", "M": the sizes bound from A's shape at call time
-        self.dtype = "float32"
-        self.refs: dict[str, str] = {}  # tensor variable -> its NumPy value's variable
-        self.reductions: set[str] = set()
-        self.stage_names: list[str] = []  # variables naming every schedulable stage's tensor
-
-    def run(self, line: str) -> None:
-        exec(line, self.ns)
-        self.lines.append(line)
-
-    def data(self, line: str) -> None:
-        """A line of the NumPy side (inputs and expected results), kept to be run again for
-        other values of the symbolic sizes."""
-        self.run(line)
-        self.data_lines.append(line)
-
-    def attempt(self, line: str) -> bool:
-        """Run one schedule primitive; a refused one (ScheduleError) is left out of the program."""
-        try:
-            exec(line, self.ns)
-        except ScheduleError:
-            return False
-        self.lines.append(line)
-        return True
-
-    def attempt_or_fix(self, line: str, stats: dict) -> bool:
-        """Run one command; when tessel refuses it and proposes a fix, apply the fix instead
-        (it must then give the right values, as every accepted schedule must)."""
-        try:
-            exec(line, self.ns)
-        except ScheduleError as err:
-            steps = getattr(err, "fix_steps", None)
-            if steps is None or not getattr(err, "fix", None):
-                stats["refused"] = stats.get("refused", 0) + 1
-                return False
-            names = getattr(err, "fix_names", {})
-            bind = [f"{k} = {v}" for k, t in names.items()
-                    for v in [next((x for x, y in self.ns.items() if y is t and x != k), None)]
-                    if self.ns.get(k) is not t and v is not None]
-            for ln in [*bind, *err.fix.splitlines()]:
-                exec(ln, self.ns)
-                self.lines.append(ln)
-            stats["fixed"] = stats.get("fixed", 0) + 1
-            return True
-        self.lines.append(line)
-        return True
-
-    def source(self) -> str:
-        return "\n".join(self.lines)
-
-
-def _ew_expr(draw, x: str, is_int: bool) -> str:
-    if is_int:  # division, modulo and comparisons only of loaded values: the reference wraps per stage
-        return draw(st.sampled_from([
-            f"{x} * 3 + 1",
-            f"{x} * {x} - {x}",
-            f"te.select({x} > 0, {x}, {x} // 4)",
-            f"te.if_then_else({x} < 2, {x} + 5, {x} - 3)",
-            f"{x} % 7 - {x} // 3",
-        ]))
-    return draw(st.sampled_from([
-        f"{x} * 1.5 + 0.25",
-        f"{x} * {x} * 0.5 - {x}",
-        f"te.select({x} > 0.0, {x}, {x} * 0.125)",
-        f"te.if_then_else({x} < 0.25, {x} + 1.0, {x} - 0.5)",
-    ]))
-
-
-def _np_ew(code: str) -> str:
-    """The NumPy twin of an elementwise expression over the name ``x``."""
-    return (code.replace("te.select(", "np.where(").replace("te.if_then_else(", "np.where("))
-
-
-class Dim:
-    """One dimension: its size in the program (a number, or an expression of ``n``/``m``), its
-    value in this example, and that value as an expression of ``N``/``M`` (the values of
-    ``n``/``m``) for the NumPy side, so the data can be made again for other sizes."""
-
-    def __init__(self, text: str, value: int, expr: str | None = None):
-        self.text, self.value = text, value
-        self.expr = str(value) if expr is None else expr
-
-    def _derive(self, text: str, value: int, expr: str) -> Dim:
-        return Dim(str(value), value) if self.text.isdigit() else Dim(text, value, expr)
-
-    def minus(self, w: int) -> Dim:
-        return self.plus(-w)
-
-    def plus(self, w: int) -> Dim:
-        text = f"{self.text} + {w}" if w >= 0 else f"{self.text} - {-w}"
-        return self._derive(text, self.value + w, f"({self.expr} + {w})")
-
-    def times(self, f: int) -> Dim:
-        return self._derive(f"({self.text}) * {f}", self.value * f, f"({self.expr} * {f})")
-
-    def half_up(self) -> Dim:
-        return self._derive(f"({self.text} + 1) // 2", (self.value + 1) // 2, f"(({self.expr} + 1) // 2)")
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Dim) and (self.text, self.value) == (other.text, other.value)
-
-    __hash__ = None
-
-
-def _tuple(shape) -> str:
-    return "(" + ", ".join(d.text for d in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def build_pipeline(draw, prog: Program, stages: tuple[int, int], side: bool = False) -> None:
-    n0, n1 = (draw(st.sampled_from(SIZES if draw(st.integers(0, 6)) else BIG)) for _ in range(2))
-    d0, d1 = Dim(str(n0), n0), Dim(str(n1), n1)
-    # now and then symbolic sizes, bound from A's shape at call time
-    sym = draw(st.sampled_from(["", "", "", "n", "nm"]))
-    prog.data(f"N, M = {n0}, {n1}")
-    if "n" in sym:
-        prog.run("n = te.var('n')")
-        d0 = Dim("n", n0, "N")
-        prog.symbolic.append("N")
-    if "m" in sym:
-        prog.run("m = te.var('m')")
-        d1 = Dim("m", n1, "M")
-        prog.symbolic.append("M")
-    dt = draw(st.sampled_from(DTYPES))
-    prog.dtype = dt
-    is_int = dt.startswith("int")
-
-    def c(f: float, i: int) -> str:
-        """A constant of the pipeline's type."""
-        return str(i) if is_int else repr(f)
-
-    prog.run(f"A = te.placeholder({_tuple((d0, d1))}, name='A', dtype='{dt}')")
-    prog.data(f"a = rand({d0.expr}, {d1.expr}, dtype='{dt}')")
-    prog.inputs.append("A")
-    prog.shapes["A"] = (d0, d1)
-    prog.refs["A"] = "a"
-    cur, ref = "A", "a"
-    nstages = draw(st.integers(*stages))
-    for k in range(nstages):
-        name = STAGE_NAMES[k]
-        shape = prog.shapes[cur]
-        kinds = ["ew", "transpose", "add2", "pad", "stride2", "upsample"]
-        if len(shape) == 2:
-            kinds += ["reduce", "matmul", "bcast"]
-            if not is_int:
-                kinds.append("argmax")
-            kinds += ["colsum"]
-            if shape[1].value >= 3:
-                kinds += ["conv"]
-            if shape[0].value >= 2 and shape[1].value >= 2:
-                kinds += ["pool"]
-        if any(d.value >= 2 for d in shape):
-            kinds += ["shift", "shift"]
-        kind = draw(st.sampled_from(kinds))
-        if kind == "add2":
-            same = [t for t in prog.computed + prog.inputs if t != cur and prog.shapes[t] == shape]
-            if not same:
-                kind = "ew"
-        r = f"r{name.lower()}"
-        vs = "ij"[: len(shape)]
-        idx = ", ".join(vs)
-        if kind == "ew":
-            e = _ew_expr(draw, "x", is_int)
-            prog.run(f"{name} = te.compute({_tuple(shape)}, lambda {idx}: (lambda x: {e})({cur}[{idx}]), name='{name}')")
-            prog.data(f"{r} = (lambda x: {_np_ew(e)})({ref})")
-        elif kind == "transpose":
-            if len(shape) == 2:
-                shape = (shape[1], shape[0])
-                prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i, j: {cur}[j, i] * {c(2.0, 2)} - {c(1.0, 1)}, name='{name}')")
-                prog.data(f"{r} = {ref}.T * {c(2.0, 2)} - {c(1.0, 1)}")
-            else:
-                prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i: {cur}[{shape[0].text} - 1 - i] + {c(0.5, 2)}, name='{name}')")
-                prog.data(f"{r} = {ref}[::-1] + {c(0.5, 2)}")
-        elif kind == "add2":
-            other = draw(st.sampled_from(same))
-            prog.run(f"{name} = te.compute({_tuple(shape)}, lambda {idx}: {cur}[{idx}] - {other}[{idx}] * {c(0.5, 2)}, name='{name}')")
-            prog.data(f"{r} = {ref} - {prog.refs[other]} * {c(0.5, 2)}")
-        elif kind == "shift":
-            d = draw(st.sampled_from([d for d in range(len(shape)) if shape[d].value >= 2]))
-            w = draw(st.integers(1, min(2, shape[d].value - 1)))  # reads x, x+1 (.. x+w)
-            out = list(shape)
-            out[d] = shape[d].minus(w)
-            terms, nterms = [], []
-            for off in range(w + 1):
-                ix = [f"{v} + {off}" if (p == d and off) else v for p, v in enumerate(vs)]
-                sl = [f"{off}:{off} + {out[p].expr}" if p == d else ":" for p in range(len(shape))]
-                k_ = c(*((1.0, 1), (-0.5, -2), (0.25, 3))[off])
-                terms.append(f"{cur}[{', '.join(ix)}] * {k_}")
-                nterms.append(f"{ref}[{', '.join(sl)}] * {k_}")
-            shape = tuple(out)
-            prog.run(f"{name} = te.compute({_tuple(shape)}, lambda {idx}: {' + '.join(terms)}, name='{name}')")
-            prog.data(f"{r} = {' + '.join(nterms)}")
-        elif kind == "pad":  # a zero border of p on one side or both: guarded reads outside the input
-            d = draw(st.integers(0, len(shape) - 1))
-            lo, hi = draw(st.sampled_from([(1, 1), (1, 0), (0, 2), (2, 1)]))
-            out = list(shape)
-            out[d] = shape[d].plus(lo + hi)
-            v = vs[d]
-            ix = [f"{x} - {lo}" if (p == d and lo) else x for p, x in enumerate(vs)]
-            cond = f"te.all({v} >= {lo}, {v} < {shape[d].text} + {lo})"
-            prog.run(f"{name} = te.compute({_tuple(out)}, lambda {idx}: te.if_then_else({cond}, {cur}[{', '.join(ix)}], {c(-0.75, -3)}), name='{name}')")
-            widths = ", ".join(f"({lo}, {hi})" if p == d else "(0, 0)" for p in range(len(shape)))
-            prog.data(f"{r} = np.pad({ref}, [{widths}], constant_values={c(-0.75, -3)})")
-            shape = tuple(out)
-        elif kind == "stride2":  # every other element: floordiv-free reads at 2*i
-            d = draw(st.integers(0, len(shape) - 1))
-            out = list(shape)
-            out[d] = shape[d].half_up()
-            ix = [f"{x} * 2" if p == d else x for p, x in enumerate(vs)]
-            sl = ["::2" if p == d else ":" for p in range(len(shape))]
-            prog.run(f"{name} = te.compute({_tuple(out)}, lambda {idx}: {cur}[{', '.join(ix)}] + {c(0.125, 1)}, name='{name}')")
-            prog.data(f"{r} = {ref}[{', '.join(sl)}] + {c(0.125, 1)}")
-            shape = tuple(out)
-        elif kind == "upsample":  # each element twice: reads at i // 2
-            d = draw(st.integers(0, len(shape) - 1))
-            out = list(shape)
-            out[d] = shape[d].times(2)
-            ix = [f"{x} // 2" if p == d else x for p, x in enumerate(vs)]
-            prog.run(f"{name} = te.compute({_tuple(out)}, lambda {idx}: {cur}[{', '.join(ix)}] * {c(0.75, 3)}, name='{name}')")
-            prog.data(f"{r} = np.repeat({ref}, 2, axis={d}) * {c(0.75, 3)}")
-            shape = tuple(out)
-        elif kind == "conv":  # a 1-D convolution along the rows: a reduction over shifted reads
-            n, m = shape
-            w = draw(st.integers(2, min(3, m.value)))
-            kv = f"k{name.lower()}"
-            prog.run(f"{kv} = te.reduce_axis((0, {w}), name='{kv}')")
-            shape = (n, m.minus(w - 1))
-            prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i, j: te.sum({cur}[i, j + {kv}] * ({kv} + 1).astype('{dt}'), axis={kv}), name='{name}')")
-            prog.data(f"{r} = sum({ref}[:, t:t + {shape[1].expr}] * (t + 1) for t in range({w}))")
-            prog.reductions.add(name)
-        elif kind == "pool":  # a 2x2 window sum: two reduction axes over shifted reads
-            n, m = shape
-            kv, kw = f"k{name.lower()}", f"l{name.lower()}"
-            prog.run(f"{kv} = te.reduce_axis((0, 2), name='{kv}')")
-            prog.run(f"{kw} = te.reduce_axis((0, 2), name='{kw}')")
-            shape = (n.minus(1), m.minus(1))
-            prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i, j: te.sum({cur}[i + {kv}, j + {kw}] * ({kv} * 2 + {kw} + 1).astype('{dt}'), axis=[{kv}, {kw}]), name='{name}')")
-            prog.data(f"{r} = sum({ref}[t:t + {shape[0].expr}, u:u + {shape[1].expr}] * (t * 2 + u + 1) for t in range(2) for u in range(2))")
-            prog.reductions.add(name)
-        elif kind == "colsum":  # a reduction over the first axis: the reduction loop reads down columns
-            n, m = shape
-            kv = f"k{name.lower()}"
-            prog.run(f"{kv} = te.reduce_axis((0, {n.text}), name='{kv}')")
-            shape = (m,)
-            prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i: te.sum({cur}[{kv}, i] * {c(0.5, 2)}, axis={kv}), name='{name}')")
-            prog.data(f"{r} = ({ref} * {c(0.5, 2)}).sum(axis=0)")
-            prog.reductions.add(name)
-        elif kind == "reduce":
-            how = draw(st.sampled_from(["sum", "max", "min", "where"]))
-            n, m = shape
-            kv = f"k{name.lower()}"
-            prog.run(f"{kv} = te.reduce_axis((0, {m.text}), name='{kv}')")
-            shape = (n,)
-            if how == "sum":
-                prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i: te.sum({cur}[i, {kv}] * {c(0.5, 2)}, axis={kv}), name='{name}')")
-                prog.data(f"{r} = ({ref} * {c(0.5, 2)}).sum(axis=1)")
-            elif how in ("max", "min"):
-                prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i: te.{how}({cur}[i, {kv}], axis={kv}), name='{name}')")
-                prog.data(f"{r} = {ref}.{how}(axis=1)")
-            else:
-                prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i: te.sum({cur}[i, {kv}], axis={kv}, where={kv} % 3 != 1), name='{name}')")
-                prog.data(f"{r} = ({ref} * (np.arange({m.expr}) % 3 != 1)).sum(axis=1)")
-            prog.reductions.add(name)
-        elif kind == "bcast":  # softmax's first step: a row maximum, read back along the row
-            n, m = shape
-            kv, h = f"k{name.lower()}m", f"{name}m"
-            prog.run(f"{kv} = te.reduce_axis((0, {m.text}), name='{kv}')")
-            prog.run(f"{h} = te.compute(({n.text},), lambda i: te.max({cur}[i, {kv}], axis={kv}), name='{h}')")
-            prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i, j: {cur}[i, j] - {h}[i], name='{name}')")
-            prog.data(f"{r} = {ref} - {ref}.max(axis=1, keepdims=True)")
-            prog.helpers.append(h)
-        elif kind == "argmax":  # a reduction with two outputs; the next stage reads the value
-            n, m = shape
-            kv = f"k{name.lower()}"
-            prog.run("argmax = te.comm_reducer(lambda x, y: (te.select(x[1] >= y[1], x[0], y[0]), "
-                     "te.select(x[1] >= y[1], x[1], y[1])), lambda t0, t1: (te.const(-1, t0), te.min_value(t1)), "
-                     "name='argmax')")
-            prog.run(f"{kv} = te.reduce_axis((0, {m.text}), name='{kv}')")
-            shape = (n,)
-            prog.run(f"{name}i, {name} = te.compute({_tuple(shape)}, lambda i: argmax(({kv}.var, {cur}[i, {kv}]), axis={kv}), name='{name}')")
-            prog.data(f"{r} = {ref}.max(axis=1)")
-            prog.reductions.add(name)
-        elif kind == "matmul":
-            n, kk = shape
-            mv = draw(st.sampled_from(SIZES))
-            w = f"W{name}"
-            prog.run(f"{w} = te.placeholder(({kk.text}, {mv}), name='{w}', dtype='{dt}')")
-            prog.data(f"w{name.lower()} = rand({kk.expr}, {mv}, seed={k + 1}, dtype='{dt}')")
-            prog.inputs.append(w)
-            prog.shapes[w] = (kk, Dim(str(mv), mv))
-            prog.refs[w] = f"w{name.lower()}"
-            kv = f"k{name.lower()}"
-            shape = (n, Dim(str(mv), mv))
-            prog.run(f"{kv} = te.reduce_axis((0, {kk.text}), name='{kv}')")
-            prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i, j: te.sum({cur}[i, {kv}] * {w}[{kv}, j], axis={kv}), name='{name}')")
-            acc = "np.int64" if is_int else "np.float64"
-            prog.data(f"{r} = {ref}.astype({acc}) @ w{name.lower()}.astype({acc})")
-            prog.reductions.add(name)
-        prog.data(f"{r} = np.asarray({r}).astype(np.{dt})")  # wraps around like the kernel's integers
-        prog.shapes[name] = shape
-        prog.refs[name] = r
-        prog.computed.append(name)
-        cur, ref = name, r
-    prog.outputs = [cur]
-    if len(prog.computed) >= 2 and draw(st.integers(0, 5)) == 0:  # an intermediate result is an output too
-        prog.outputs.insert(0, draw(st.sampled_from(prog.computed[:-1])))
-    if side and len(prog.computed) >= 2 and draw(st.booleans()):
-        prog.outputs.append(_side_reader(draw, prog, is_int))
-    prog.run(f"s = te.create_schedule([{', '.join(t + '.op' for t in prog.outputs)}])")
-    prog.stage_names = prog.computed + prog.helpers
-
-
-def _side_reader(draw, prog: Program, is_int: bool) -> str:
-    """One more output, reading an earlier stage: that stage has two readers with no common
-    consumer, which is where a position primitive must decide what happens to the reader it
-    does not move (issue 29: a row sum beside another reduction, a map beside a broadcast)."""
-    src = draw(st.sampled_from(prog.computed[:-1]))
-    shape, ref = prog.shapes[src], prog.refs[src]
-    if len(shape) == 2 and draw(st.booleans()):
-        n, m = shape
-        prog.run(f"kz = te.reduce_axis((0, {m.text}), name='kz')")
-        prog.run(f"Z = te.compute(({n.text},), lambda i: te.sum({src}[i, kz], axis=kz), name='Z')")
-        prog.data(f"rz = np.asarray({ref}.sum(axis=1)).astype(np.{prog.dtype})")
-        prog.reductions.add("Z")
-        shape = (n,)
-    else:
-        idx = ", ".join("ij"[: len(shape)])
-        k = "3" if is_int else "1.5"
-        prog.run(f"Z = te.compute({_tuple(shape)}, lambda {idx}: {src}[{idx}] * {k}, name='Z')")
-        prog.data(f"rz = np.asarray({ref} * {k}).astype(np.{prog.dtype})")
-    prog.shapes["Z"], prog.refs["Z"] = shape, "rz"
-    prog.computed.append("Z")
-    return "Z"
-
-
-# ---- schedules ---------------------------------------------------------------------------
-def _stage(prog: Program, name: str):
-    return prog.ns["s"][prog.ns[name]]
-
-
-def _readers(prog: Program, name: str) -> list[str]:
-    """Schedulable stages whose current operation reads ``name``'s current tensor."""
-    s = prog.ns["s"]
-    mine = _stage(prog, name)
-    out = []
-    for other in prog.stage_names:
-        st_ = _stage(prog, other)
-        if st_ is mine or st_.attach_type == "inline":
-            continue
-        if any(s.stage_map.get(t.op) is mine for t in st_.op.input_tensors()):
-            out.append(other)
-    return out
-
-
-def apply_position_primitive(draw, prog: Program, name: str) -> None:
-    """seed 003's primitives: compute_at by position (any mode, any later stage), propagation
-    from a stage, inline_at, inline_most and inline_all_at."""
-    stage = _stage(prog, name)
-    n = len(stage.leaf_iter_vars)
-    later = [t for t in prog.stage_names if t != name and _stage(prog, t).attach_type != "inline"]
-    what = draw(st.sampled_from(["compute_at", "compute_at", "compute_at", "propagate", "inline_at",
-                                 "inline_most", "inline_all_at"]))
-    if what == "compute_at" and later:
-        c = draw(st.sampled_from(later))
-        cn = len(_stage(prog, c).leaf_iter_vars)
-        pos = draw(st.integers(-cn - 1, cn))
-        mode = draw(st.sampled_from(["standard", "best_effort", "most_inlined"]))
-        prog.attempt(f"s[{name}].compute_at(s[{c}], {pos}, mode={mode!r})")
-    elif what == "propagate":
-        prog.attempt(f"s.propagate({name}, {draw(st.integers(-n - 1, n))})")
-    elif what == "inline_at":
-        prog.attempt(f"s[{name}].inline_at({draw(st.integers(-n - 1, n))}, best_effort={draw(st.booleans())})")
-    elif what == "inline_most":
-        prog.attempt("s.inline_most()")
-    elif what == "inline_all_at":
-        prog.attempt(f"s.inline_all_at({name}, {draw(st.integers(-n - 1, n))}, best_effort=True)")
-
-
-SKEWS = ((1, 1), (2, 1), (1, 2), (1, -1), (3, 2), (0, 1))
-
-
-def apply_command(draw, prog: Program, name: str, stats: dict) -> None:
-    """seed 004's commands: shift, skew, reverse, interchange, after/before at a loop or the
-    root. tessel checks each against the exact dependences; a refused one is replaced by the
-    fix tessel proposes, when it proposes one."""
-    stage = _stage(prog, name)
-    n = len(stage.leaf_iter_vars)
-    lv = f"s[{name}].leaf_iter_vars"
-    what = draw(st.sampled_from(["shift", "skew", "skew", "reverse", "interchange", "after", "after", "before"]))
-    k = draw(st.integers(0, n - 1))
-    if what == "shift":
-        line = f"s[{name}].shift({lv}[{k}], {draw(st.sampled_from([-2, -1, 1, 2, 3]))})"
-    elif what == "reverse":
-        line = f"s[{name}].reverse({lv}[{k}])"
-    elif what in ("skew", "interchange") and n >= 2:
-        k = min(k, n - 2)
-        if what == "skew":
-            a, b = draw(st.sampled_from(SKEWS))
-            line = f"s[{name}].skew({lv}[{k}], {lv}[{k + 1}], {a}, {b})"
-        else:
-            line = f"s[{name}].interchange({lv}[{k}], {lv}[{draw(st.integers(0, n - 1))}])"
-    elif what in ("after", "before"):
-        others = [t for t in prog.stage_names if t != name]
-        producers = [t for t in others if name in _readers(prog, t)]
-        if not others:
-            return
-        # mostly after a stage it reads (a fusion to repair), now and then any other
-        other = draw(st.sampled_from(producers if producers and draw(st.integers(0, 2)) else others))
-        level = "None" if draw(st.integers(0, 3)) == 0 else f"{lv}[{k}]"
-        line = f"s[{name}].{what}(s[{other}], {level})"
-    else:
-        return
-    prog.attempt_or_fix(line, stats)
-
-
-def apply_primitive(draw, prog: Program, positions: bool = False, commands: dict | None = None) -> None:
-    name = draw(st.sampled_from(prog.stage_names))
-    stage = _stage(prog, name)
-    if stage.attach_type == "inline":
-        return
-    if positions and draw(st.integers(0, 2)) == 0:
-        apply_position_primitive(draw, prog, name)
-        return
-    if commands is not None and draw(st.integers(0, 1)) == 0:
-        apply_command(draw, prog, name, commands)
-        return
-    leaves = stage.leaf_iter_vars
-    n = len(leaves)
-    lv = f"s[{name}].leaf_iter_vars"
-    what = draw(st.sampled_from([
-        "split", "split", "split", "fuse", "reorder", "reorder", "compute_at", "compute_at", "compute_at",
-        "inline", "vectorize", "unroll", "parallel", "cache_read", "cache_write", "rfactor", "tile",
-        "compute_root", "pragma", "set_scope",
-    ]))
-    if what == "split":
-        k = draw(st.integers(0, n - 1))
-        f = draw(st.sampled_from(FACTORS))
-        how = draw(st.sampled_from(["factor", "factor", "nparts"]))
-        prog.attempt(f"s[{name}].split({lv}[{k}], {how}={f})")
-    elif what == "fuse" and n >= 2:
-        k = draw(st.integers(0, n - 2))
-        if leaves[k].is_reduce == leaves[k + 1].is_reduce:
-            prog.attempt(f"s[{name}].fuse({lv}[{k}], {lv}[{k + 1}])")
-    elif what == "reorder" and n >= 2:
-        perm = draw(st.permutations(range(n)))
-        m = draw(st.integers(2, n))
-        sub = list(perm[:m])
-        prog.attempt(f"s[{name}].reorder(*[{lv}[p] for p in {sub}])")
-    elif what == "compute_at":
-        if stage.is_output:
-            return
-        readers = _readers(prog, name)
-        if not readers:
-            return
-        if draw(st.integers(0, 4)) == 0:  # any later stage, not just a direct reader
-            later = [t for t in prog.stage_names if t != name and _stage(prog, t).attach_type != "inline"]
-            readers = later or readers
-        c = draw(st.sampled_from(readers))
-        cn = len(_stage(prog, c).leaf_iter_vars)
-        k = draw(st.integers(0, cn - 1))
-        prog.attempt(f"s[{name}].compute_at(s[{c}], s[{c}].leaf_iter_vars[{k}])")
-    elif what == "inline":
-        if not stage.is_output and not stage.op.is_reduction:
-            prog.attempt(f"s[{name}].compute_inline()")
-    elif what in ("vectorize", "unroll"):
-        # mostly the innermost loop; now and then another one (legal, if less useful)
-        k = n - 1 if draw(st.integers(0, 3)) else draw(st.integers(0, n - 1))
-        if what == "unroll" or not leaves[k].is_reduce:
-            prog.attempt(f"s[{name}].{what}({lv}[{k}])")
-    elif what == "parallel":
-        outer = []
-        for k, iv in enumerate(leaves):
-            if iv.is_reduce:
-                break
-            outer.append(k)
-        if draw(st.integers(0, 4)) == 0:  # any data-parallel loop, also one inside a reduction loop
-            outer = [k for k, iv in enumerate(leaves) if not iv.is_reduce]
-        if outer:
-            k = draw(st.sampled_from(outer))
-            prog.attempt(f"s[{name}].parallel({lv}[{k}])")
-    elif what == "cache_read":
-        src = draw(st.sampled_from([name, *prog.inputs]))  # a computed tensor or an input
-        readers = _readers(prog, src)
-        if readers and draw(st.integers(0, 1)) == 0:
-            c = draw(st.sampled_from(readers))
-            new = f"{src}R{len(prog.stage_names)}"
-            scope = draw(st.sampled_from(["local", "shared"]))
-            if prog.attempt(f"{new} = s.cache_read({src}, '{scope}', [s[{c}]])"):
-                prog.stage_names.append(new)
-    elif what == "tile" and n >= 2:
-        k = draw(st.integers(0, n - 2))
-        fx, fy = draw(st.sampled_from(FACTORS)), draw(st.sampled_from(FACTORS))
-        prog.attempt(f"s[{name}].tile({lv}[{k}], {lv}[{k + 1}], {fx}, {fy})")
-    elif what == "compute_root":
-        if stage.attach_type == "scope":
-            prog.attempt(f"s[{name}].compute_root()")
-    elif what == "pragma":  # unrolls the small loops of a nest; the other pragmas change no value
-        k = draw(st.integers(0, n - 1))
-        steps = draw(st.sampled_from([1, 4, 16, 64]))
-        prog.attempt(f"s[{name}].pragma({lv}[{k}], 'auto_unroll_max_step', {steps})")
-    elif what == "set_scope":
-        if not stage.is_output:
-            prog.attempt(f"s[{name}].set_scope('{draw(st.sampled_from(['local', 'shared', 'global']))}')")
-    elif what == "cache_write":
-        if draw(st.integers(0, 2)) == 0:
-            new = f"{name}W{len(prog.stage_names)}"
-            if prog.attempt(f"{new} = s.cache_write({name}, 'local')"):
-                prog.stage_names.append(new)
-    elif what == "rfactor":
-        red = [k for k, iv in enumerate(leaves) if iv.is_reduce]
-        if red and draw(st.integers(0, 1)) == 0:
-            k = draw(st.sampled_from(red))
-            new = f"{name}F{len(prog.stage_names)}"
-            fa = draw(st.sampled_from(["", "", ", factor_axis=1", ", factor_axis=-1"]))
-            # a reduction with several outputs (argmax) gives one tensor of B.rf per output
-            if prog.attempt(f"{new} = s.rfactor({name}, {lv}[{k}]{fa})\n"
-                            f"{new} = {new}[0] if isinstance({new}, tuple) else {new}"):
-                prog.stage_names.append(new)
-
-
 def run_example(draw, stats: dict, stages: tuple[int, int], positions: bool = False, commands: bool = False) -> None:
-    prog = Program()
-    build_pipeline(draw, prog, stages, side=positions)
-    steps = draw(st.integers(1, STEPS))
-    for _ in range(steps):
-        try:
-            apply_primitive(draw, prog, positions, stats.setdefault("commands", {}) if commands else None)
-        except ScheduleError:
-            raise
-        except Exception as e:  # a primitive failing otherwise is a bug: show the program so far
-            raise AssertionError(f"{type(e).__name__}: {e}\n---- program ----\n{prog.source()}\n"
-                                 f"---- traceback ----\n{traceback.format_exc()}") from None
-    args = ", ".join([*prog.inputs, *prog.outputs])
-    refs = ", ".join(prog.refs[t] for t in prog.inputs)
-    want = ", ".join(prog.refs[t] for t in prog.outputs)
-    tol = "rtol=0, atol=0" if prog.dtype.startswith("int") else "rtol=1e-4, atol=1e-4"
-    line = f"check(s, [{args}], [{refs}], [{want}], {tol})"
-    tail = [line]
-    if prog.symbolic:  # the same kernel at other sizes, larger (so every stage keeps a shape)
-        n2 = prog.ns["N"] + draw(st.sampled_from([0, 1, 4, 16])) if "N" in prog.symbolic else prog.ns["N"]
-        m2 = prog.ns["M"] + draw(st.sampled_from([0, 1, 4, 16])) if "M" in prog.symbolic else prog.ns["M"]
-        tail += [f"N, M = {n2}, {m2}", *prog.data_lines[1:], line]
-    note(prog.source() + "\n" + "\n".join(tail))
+    """The shared runner with hypothesis' draws and notes; with ``TESSEL_FUZZ_COLLECT`` a failure
+    is appended to that file (and fails only when it matches ``TESSEL_FUZZ_MATCH``)."""
     try:
-        try:
-            tessel.lower(prog.ns["s"], [prog.ns[t] for t in [*prog.inputs, *prog.outputs]])
-        except ScheduleError:
-            stats["rejected"] = stats.get("rejected", 0) + 1
-            return
-        except LowerError as e:  # commands over indices isl cannot describe: refused, clearly
-            if not (commands and any(w in str(e) for w in ("polyhedral model", "orders need", "with commands"))):
-                raise
-            stats["rejected"] = stats.get("rejected", 0) + 1
-            return
-        stats["accepted"] = stats.get("accepted", 0) + 1  # any other error of lower() is collected too
-        for ln in tail:
-            exec(ln, prog.ns)
-    except Exception as e:
-        text = prog.source() + "\n" + "\n".join(tail)
+        _run_example(hypothesis_draw(draw), stats, stages, positions, commands, steps=STEPS, note=note)
+    except FuzzFailure as f:
         if COLLECT:
             with open(COLLECT, "a") as fh:
-                fh.write(f"==== {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}\n{text}\n")
-            if not (MATCH and re.search(MATCH, f"{type(e).__name__}: {e}")):
+                fh.write(f"==== {str(f).splitlines()[0]}\n{f.program}\n")
+            if not (MATCH and re.search(MATCH, str(f))):
                 return
-        raise AssertionError(f"{type(e).__name__}: {e}\n---- program ----\n{text}\n"
-                             f"---- traceback ----\n{traceback.format_exc()}") from None
+        raise
 
 
 def _fuzz(stages: tuple[int, int], part: int = 0, examples: int = EXAMPLES, positions: bool = False,
@@ -701,6 +127,84 @@ def test_schedule_fuzz_commands(part):
 def test_schedule_fuzz_three_stages(part):
     """Three stages take longer to build and run: two halves, so that test workers share them."""
     _fuzz(DEEP, part, max(EXAMPLES // 2, 1))
+
+
+@pytest.mark.parametrize("part", range(6))
+def test_cross_feature_fuzz_slice(part):
+    """A slice of ``python -m tessel.testing.fuzz``'s cases (seed 0, ``TESSEL_FUZZ_CASES`` in
+    all, in six parts that test workers share): stencils, reductions with init=/where=,
+    recurrences, scans, in-place stages and symbolic sizes with s.assume, under schedules mixing
+    TE primitives, positions, commands and storage commands, with every proposed fix applied.
+    Each case is named by its seed and index: rerun one with ``--seed 0 --case K``."""
+    seed_ = int(SEED or 0)
+    results = [run_case(seed_, k) for k in range(part, CASES, 6)]
+    bad = [r for r in results if r["outcome"] not in ("accepted", "refused")]
+    listing = "\n".join(f"  case {r['case']}: {r['outcome']}: {r['message'].splitlines()[0][:120]}" for r in bad)
+    assert not bad, f"{len(bad)} of {len(results)} cases failed:\n{listing}\n\n" + "\n\n".join(
+        f"case {r['case']} ({r['outcome']}): python -m tessel.testing.fuzz --seed {seed_} --case {r['case']}\n"
+        f"{r['message']}\n{r['program']}" for r in bad[:3])
+    accepted = sum(r["outcome"] == "accepted" for r in results)
+    assert accepted >= 0.5 * len(results), f"only {accepted} of {len(results)} cases accepted"
+
+
+SANITIZED_PROGRAM = """
+import numpy as np
+import tessel
+from tessel import te
+
+tessel.register_func("tsl_wraps", c_source="#include <stdint.h>\\nint32_t tsl_wraps(int32_t x) { return x + 2147483600; }\\n")
+A = te.placeholder((4,), name="A", dtype="int32")
+B = te.compute((4,), lambda i: te.call_extern("int32", "tsl_wraps", A[i]), name="B")
+f = tessel.build(te.create_schedule(B.op), [A, B])
+print(" ".join(f.compile_flags))
+b = np.zeros(4, "int32")
+f(np.array([1, 2, 3, 100], "int32"), b)
+print("finished")
+"""
+
+
+def test_sanitizer_mode_reports_undefined_behaviour_in_the_c(tmp_path):
+    """$TESSEL_SANITIZE=address,undefined with the runtime preloaded (the fuzzer's --sanitize):
+    a signed overflow in C the kernel calls stops the process with UBSan's report, which the
+    fuzzer finds in the worker's stderr; without the mode the same program runs to the end."""
+    import subprocess
+    import sys
+
+    from tessel.runtime.compiler import find_compiler, sanitizer_preload
+    from tessel.testing.fuzz import _report, _sanitizer_env
+
+    if not sanitizer_preload(find_compiler()):
+        pytest.skip("the C compiler has no AddressSanitizer runtime")
+    prog = tmp_path / "prog.py"
+    prog.write_text(SANITIZED_PROGRAM)
+    env = {k: v for k, v in os.environ.items() if k != "TESSEL_SANITIZE"}
+    plain = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0 and "finished" in plain.stdout and "-fsanitize" not in plain.stdout, plain.stderr
+    err = tmp_path / "stderr"
+    with open(err, "w") as fh:
+        run = subprocess.run([sys.executable, str(prog)], env={**env, **_sanitizer_env()}, stdout=subprocess.PIPE,
+                             stderr=fh, text=True, timeout=300)
+    assert "-fsanitize=address,undefined" in run.stdout and "finished" not in run.stdout
+    assert run.returncode != 0
+    assert "signed integer overflow" in _report(str(err))
+
+
+def test_sanitizer_mode_refuses_without_its_runtime(monkeypatch):
+    """A kernel built with ASan would end a process that has not preloaded its runtime while
+    loading; tessel refuses first, saying how to start Python. A name it does not know is refused."""
+    from tessel.errors import BuildError
+    from tessel.runtime.compiler import sanitize_flags
+
+    monkeypatch.delenv("TESSEL_SANITIZE", raising=False)
+    assert sanitize_flags() == []
+    monkeypatch.setenv("TESSEL_SANITIZE", "address,undefined")
+    with pytest.raises(BuildError, match="LD_PRELOAD=.*libasan"):
+        sanitize_flags()
+    monkeypatch.setenv("TESSEL_SANITIZE", "memory")
+    with pytest.raises(BuildError, match="TESSEL_SANITIZE names memory"):
+        sanitize_flags()
+    monkeypatch.setenv("TESSEL_SANITIZE", "undefined")  # UBSan alone needs no preloaded runtime
+    assert sanitize_flags()[0] == "-fsanitize=undefined"
 
 
 # ---- regressions: the fuzzer's findings, minimised ----------------------------------------

@@ -7,6 +7,12 @@ spawning the compiler just to ask it questions. Every failure becomes a
 :class:`~tessel.errors.BuildError` that shows the compiler's own message and the lines of
 generated source it points at.
 
+``$TESSEL_SANITIZE`` (``address``, ``undefined`` or both, comma-separated) builds every kernel
+with those sanitizers (see :func:`sanitize_flags`): the fuzzer's mode that catches a kernel
+writing outside a temporary or computing with undefined behaviour even where the values come
+out right. The sanitizer's runtime must be loaded first: run Python under
+``LD_PRELOAD=$(cc -print-file-name=libasan.so)`` (:func:`sanitizer_preload` gives it).
+
 Every run of the compiler is bounded by ``$TESSEL_CC_TIMEOUT`` seconds (default 300). The
 compiler starts in a session of its own, so a timeout ends it and everything it started
 (``cc1``, ``as``). A compiler that timed out is not asked again by this process while the same
@@ -142,6 +148,7 @@ class Compiler:
             out.append("-fopenmp")
         if guarded_loads and self.supports("no_if_convert"):
             out.append(NO_IF_CONVERT)
+        out += sanitize_flags()
         out += _split("TESSEL_CFLAGS", os.environ.get("TESSEL_CFLAGS", ""))
         return out
 
@@ -154,6 +161,52 @@ class Compiler:
             f"kernel {name!r} has parallel loops but {note} (-fopenmp failed); set CC to a compiler "
             "with OpenMP (gcc, or clang with libomp installed) to run them on several threads"), stacklevel=4)
         return note
+
+
+SANITIZERS = ("address", "undefined")
+
+
+def sanitizers() -> list[str]:
+    """The sanitizers ``$TESSEL_SANITIZE`` names (empty: none)."""
+    names = [x.strip() for x in os.environ.get("TESSEL_SANITIZE", "").split(",") if x.strip()]
+    bad = [x for x in names if x not in SANITIZERS]
+    if bad:
+        raise BuildError(f"$TESSEL_SANITIZE names {', '.join(bad)}; it takes {' and '.join(SANITIZERS)} "
+                         "(comma-separated), or unset it")
+    return names
+
+
+def sanitize_flags() -> list[str]:
+    """Flags of ``$TESSEL_SANITIZE``'s sanitizers: every report stops the process (so a fuzzer
+    sees it as the case that caused it), with frames to read the report by.
+
+    A kernel built with AddressSanitizer loads only into a process that has its runtime: one
+    started with it preloaded (:func:`sanitizer_preload`); otherwise the runtime would end the
+    process on loading, so this refuses first, saying how to start it."""
+    names = sanitizers()
+    if not names:
+        return []
+    if "address" in names and not hasattr(ctypes.CDLL(None), "__asan_init"):
+        raise BuildError("$TESSEL_SANITIZE=address: this process has no AddressSanitizer runtime, so a kernel built "
+                         "with it cannot be loaded; start Python with LD_PRELOAD=$(cc -print-file-name=libasan.so) "
+                         "and ASAN_OPTIONS=detect_leaks=0 (python -m tessel.testing.fuzz --sanitize does), or unset it")
+    return [f"-fsanitize={','.join(names)}", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g"]
+
+
+def sanitizer_preload(comp: Compiler) -> str:
+    """``LD_PRELOAD`` for kernels built with AddressSanitizer: ``comp``'s ASan runtime, then its
+    C++ library (empty: no ASan runtime found). Without the C++ library preloaded too, ASan's
+    interceptor of ``__cxa_throw`` has nothing to forward to, and the first C++ exception in the
+    process (islpy raises its errors so) stops it with a CHECK failure."""
+    libs = []
+    for name in ("libasan.so", "libstdc++.so"):
+        res = _run([*comp.argv, f"-print-file-name={name}"], what=f"asking the C compiler for {name}")
+        path = res.stdout.strip()
+        if res.returncode == 0 and os.path.isabs(path) and os.path.exists(path):
+            libs.append(path)
+        elif name == "libasan.so":
+            return ""
+    return " ".join(libs)
 
 
 _LOCK = threading.Lock()

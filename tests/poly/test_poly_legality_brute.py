@@ -31,6 +31,7 @@ from tessel.ir.evaluate import evaluate
 from tessel.lower import schedule_ops
 from tessel.poly.deps import dependences
 from tessel.poly.model import build
+from tessel.testing.choices import hypothesis_draw
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
@@ -339,9 +340,10 @@ def test_model_and_brute_force_agree_on_fuzzed_schedules(data):
     import test_schedule_fuzz as fz
 
     prog = fz.Program()
-    fz.build_pipeline(data.draw, prog, (1, 3))
+    draw = hypothesis_draw(data.draw)
+    fz.build_pipeline(draw, prog, (1, 3))
     for _ in range(data.draw(st.integers(1, fz.STEPS))):
-        fz.apply_primitive(data.draw, prog)
+        fz.apply_primitive(draw, prog)
     s = prog.ns["s"]
     if s.violations():
         return

@@ -15,6 +15,7 @@ from test_schedule_fuzz import FUZZ, Program, build_pipeline
 
 import tessel
 from tessel.autosched import auto_schedule_result
+from tessel.testing.choices import hypothesis_draw
 
 
 def auto(outputs, **kw):
@@ -35,7 +36,7 @@ def _check_line(prog: Program) -> str:
 
 def run_pipeline(draw) -> None:
     prog = Program()
-    build_pipeline(draw, prog, (1, 3))
+    build_pipeline(hypothesis_draw(draw), prog, (1, 3))
     outs = [prog.ns[t] for t in prog.outputs]
     r = auto(outs)
     LEVELS[r.level] = LEVELS.get(r.level, 0) + 1
