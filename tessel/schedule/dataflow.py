@@ -194,6 +194,16 @@ def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers) -> Tensor:
                 f"the copy; the stages reading {tensor.name} are: {', '.join(reading) or 'none'}"
             )
         rstages.append(st)
+    # first on a copy: a reader refusing the copy (a recurrence's definition) must leave the
+    # schedule as it was, not with the cache stage added and some readers rewritten
+    trial = sch.copy(record=False)
+    _cache_read_into(trial, trial.stages[sch.stages.index(prod)], tensor, cur, scope,
+                     [trial.stages[sch.stages.index(st)] for st in rstages])
+    return _cache_read_into(sch, prod, tensor, cur, scope, rstages)
+
+
+def _cache_read_into(sch: Schedule, prod: Stage, tensor: Tensor, cur: Tensor, scope: str,
+                     rstages: list[Stage]) -> Tensor:
     name = _unique_name(sch, cur.name, scope)
     axes = [E.IterVar(E.Range(0, n), E.Var(f"ax{k}", n.dtype), E.IterVar.DATA_PAR) for k, n in enumerate(cur.shape)]
     cache_op = ComputeOp(name, "", {}, axes, [E.ProducerLoad(cur, [iv.var for iv in axes])])

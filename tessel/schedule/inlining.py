@@ -35,6 +35,26 @@ def _trial(sch: Schedule, st: Stage | None = None):
     return trial, (trial.stages[sch.stages.index(st)] if st is not None else None)
 
 
+def _verified(sch: Schedule, st: Stage, apply, code: str) -> str | None:
+    """``code`` if ``apply(copy, st's stage in the copy)`` is accepted on a copy of ``sch``, else
+    None: a fix is offered only once it has been seen to work."""
+    trial, t = _trial(sch, st)
+    try:
+        apply(trial, t)
+    except ScheduleError:
+        return None
+    return code
+
+
+def _position_fix(sch: Schedule, st: Stage, pos, limit: int) -> str | None:
+    """A verified fix for ``s[T].inline_at(pos)`` refused with ``limit`` the largest legal
+    position: that position, else best effort from ``pos``."""
+    name = py_name(st.name)
+    return (_verified(sch, st, lambda tr, t: inline_at(tr, t, limit), f"s[{name}].inline_at({limit})")
+            or _verified(sch, st, lambda tr, t: inline_at(tr, t, pos, best_effort=True),
+                         f"s[{name}].inline_at({pos}, best_effort=True)"))
+
+
 def _check_legal(trial: Schedule, what: str) -> None:
     from .legality import find_violations
 
@@ -82,7 +102,7 @@ def _inline_at(sch: Schedule, st: Stage, pos, p: int, best_effort: bool) -> int 
     got, why = placer.place(t, p, best_effort)
     if why is not None:
         raise ScheduleError(f"s[{st.name}].inline_at({pos}): invalid position {p} for {st.name}; the largest "
-                            f"legal one is {why.limit}: {why.text}", fix=f"s[{py_name(st.name)}].inline_at({why.limit})")
+                            f"legal one is {why.limit}: {why.text}", fix=_position_fix(sch, st, pos, why.limit))
     if got <= st.compute_at_pos:
         return st.compute_at_pos
     from .compute_at_pos import share_loops, update_producer_positions
@@ -93,7 +113,7 @@ def _inline_at(sch: Schedule, st: Stage, pos, p: int, best_effort: bool) -> int 
         if bad is not None:
             if best_effort:
                 return None
-            fix = f"s[{py_name(st.name)}].inline_at({bad.limit})" if bad.stage is t and bad.limit else None
+            fix = _position_fix(sch, st, pos, bad.limit) if bad.stage is t and bad.limit else None
             raise ScheduleError(f"s[{st.name}].inline_at({pos}): {bad.text}", fix=fix)
     try:
         _check_legal(trial, f"s[{st.name}].inline_at({pos})")
@@ -132,8 +152,11 @@ def inline_all_at(sch: Schedule, ref: Stage, pos, best_effort: bool = False) -> 
             break
         caps[why.stage.name] = why.limit  # a reader it would share refused: lower only that stage
     if why is not None:
+        fix = None if best_effort else _verified(
+            sch, ref, lambda tr, t: inline_all_at(tr, t, pos, best_effort=True),
+            f"s.inline_all_at({py_name(ref.name)}, {pos}, best_effort=True)")
         raise ScheduleError(f"s.inline_all_at({ref.name}, {pos}): {why.stage.name} can be computed at most at "
-                            f"position {why.limit}: {why.text}", fix=f"s.inline_all_at({ref.name}, {pos}, best_effort=True)")
+                            f"position {why.limit}: {why.text}", fix=fix)
     _check_legal(trial, f"s.inline_all_at({ref.name}, {pos})")
     commit(sch, trial)
     return {st.name: st.compute_at_pos for st in sch.stages if not st.is_placeholder}

@@ -1,0 +1,131 @@
+"""Fuzz families F3/F6 (a stage only an init reads, attached where the init does not run) and
+F5 (a proposed fix that is itself refused), and a refused cache_read leaving the schedule
+half-changed (seed 0 case 7)."""
+
+import numpy as np
+import pytest
+
+import tessel
+from tessel import te
+from tessel.errors import ScheduleError
+from tessel.testing import check, rand, refused
+
+TARGETS = ("c", "python")
+
+
+def _init_reduction():
+    A = te.placeholder((3, 7), name="A", dtype="float32")
+    kb = te.reduce_axis((0, 7), name="kb")
+    Bp = te.compute((3,), lambda i: A[i, 0] * 2.0 + 0.5, name="Bp")
+    B = te.compute((3,), lambda i: te.max(A[i, kb] * 0.5, axis=kb, init=Bp[i], where=kb > i), name="B")
+    a = rand(3, 7, dtype="float32", seed=3)
+    i_, k_ = np.meshgrid(np.arange(3), np.arange(7), indexing="ij")
+    rb = np.maximum(a[:, 0] * 2.0 + 0.5, np.where(k_ > i_, a * 0.5, -np.inf).max(axis=1))
+    return A, Bp, B, a, rb
+
+
+def test_init_stage_attached_outside_reduction_loop_is_right():
+    A, Bp, B, a, rb = _init_reduction()
+    s = te.create_schedule([B.op])
+    s[Bp].compute_at(s[B], s[B].leaf_iter_vars[0])
+    check(s, [A, B], [a], [rb], targets=TARGETS, rtol=1e-4, atol=1e-4)
+
+
+def test_init_stage_attached_inside_reduction_loop_is_refused():
+    A, Bp, B, a, rb = _init_reduction()
+    s = te.create_schedule([B.op])
+    s[Bp].compute_at(s[B], s[B].leaf_iter_vars[0])
+    s[B].reorder(s[B].leaf_iter_vars[1], s[B].leaf_iter_vars[0])  # kb outside i: the init is hoisted out of kb
+    for target in TARGETS:
+        with pytest.raises(ScheduleError, match="Bp is read by the init of reduction B"):
+            tessel.build(s, [A, B], target=target)
+    s[Bp].compute_root()  # what the refusal says to do
+    check(s, [A, B], [a], [rb], targets=TARGETS, rtol=1e-4, atol=1e-4)
+
+
+def test_scan_init_attached_inside_scan_loop_is_refused():
+    A = te.placeholder((13, 10), name="A", dtype="float32")
+    Bs = te.placeholder((13, 10), name="Bs", dtype="float32")
+    Bi = te.compute((1, 10), lambda _, j: A[0, j], name="Bi")
+    Bu = te.compute((13, 10), lambda t, j: Bs[t - 1, j] * 0.5 + A[t, j], name="Bu")
+    B = te.scan(Bi, Bu, Bs, name="B")
+    C = te.compute((13, 10), lambda i, j: B[i, j] * 2.0, name="C")
+    a = rand(13, 10, dtype="float32", seed=4)
+    rb = a.astype(np.float64).copy()
+    for t in range(1, 13):
+        rb[t] = rb[t - 1] * 0.5 + a[t]
+    s = te.create_schedule([C.op])
+    s[Bi].compute_at(s[B], s[B].leaf_iter_vars[0])
+    for target in TARGETS:
+        with pytest.raises(ScheduleError, match="Bi is the init of scan B"):
+            tessel.build(s, [A, C], target=target)
+    s[Bi].compute_root()
+    check(s, [A, C], [a], [(rb * 2.0).astype(np.float32)], targets=TARGETS, rtol=1e-4, atol=1e-4)
+
+
+def test_refused_cache_read_leaves_the_schedule_as_it_was():
+    A = te.placeholder((4, 10), name="A", dtype="float32")
+    B = te.compute((4, 10), lambda i, j: A[i, j] + 1.0, name="B")
+    C = te.recurrence((4, 10), [te.define(lambda h, i, j: B[i, j]),
+                                te.define(lambda h, i, j: B[i, j] + h[i - 1, j] * 0.5, where=lambda i, j: i >= 1)],
+                      name="C")
+    a = rand(4, 10, dtype="float32", seed=5)
+    rb = (a + 1.0).astype(np.float64)
+    rc = rb.copy()
+    for i in range(1, 4):
+        rc[i] = rb[i] + rc[i - 1] * 0.5
+    s = te.create_schedule([C.op])
+    names = [st.name for st in s.stages]
+    refused(lambda: s.cache_read(B, "local", [s[C.op.definitions[0]]]))
+    assert [st.name for st in s.stages] == names
+    check(s, [A, C], [a], [rc.astype(np.float32)], targets=TARGETS, rtol=1e-4, atol=1e-4)
+
+
+def _apply_fix(err: ScheduleError, ns: dict) -> None:
+    assert err.fix, str(err)
+    exec(err.fix, ns)  # a proposed fix is accepted
+
+
+def test_inline_at_fix_is_accepted():
+    A = te.placeholder((3, 3), name="A", dtype="float32")
+    B = te.recurrence((3, 3), [te.define(lambda h, i, j: A[i, j]),
+                               te.define(lambda h, i, j: A[i, j] + h[i - 1, j] * 0.5 + h[i - 2, j - 1] * -0.25,
+                                         where=lambda i, j: te.all(i >= 2, j >= 1))], name="B")
+    kcm = te.reduce_axis((0, 3), name="kcm")
+    Cm = te.compute((3,), lambda i: te.max(B[i, kcm], axis=kcm), name="Cm")
+    C = te.compute((3, 3), lambda i, j: B[i, j] - Cm[i], name="C")
+    s = te.create_schedule([C.op])
+    s[B].inline_at(-2, best_effort=True)
+    with pytest.raises(ScheduleError) as info:
+        s[Cm].inline_at(2)
+    _apply_fix(info.value, {"s": s, "Cm": Cm})
+    assert s[Cm].compute_at_pos >= 0
+
+
+def test_inline_all_at_fix_is_accepted_or_absent():
+    """Seed 0 case 75: inline_all_at's best-effort fix was itself refused."""
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A", dtype="int8")
+    B = te.compute((n, (m + 1) // 2), lambda i, j: A[i, j * 2] + 1, name="B")
+    C = te.compute((n - 2, (m + 1) // 2 - 2), lambda i, j: B[i + 0, j + 1] * 1 + B[i + 1, j + 0] * -2
+                   + B[i + 1, j + 1] * 3 + B[i + 1, j + 2] * 1 + B[i + 2, j + 1] * -1, name="C")
+    kz = te.reduce_axis((0, (m + 1) // 2), name="kz")
+    Z = te.compute((n,), lambda i: te.sum(B[i, kz], axis=kz), name="Z")
+    s = te.create_schedule([C.op, Z.op])
+    s.assume("n % 2 == 0")
+    s.inline_most()
+    BS20 = te.placeholder(((m + 1) // 2, n), name="BS20", dtype=B.dtype)
+    s[B].store_in(BS20, lambda i, j: (j, i))
+    s[C].inline_at(-3, best_effort=True)
+    s.inline_most()
+    s[B].compute_at(s[C], 0, mode="standard")
+    try:
+        s.inline_all_at(C, -1)
+    except ScheduleError as err:
+        if err.fix:
+            _apply_fix(err, {"s": s, "C": C})
+    a = rand(10, 13, dtype="int8", seed=7)
+    rb = (a[:, ::2] + 1).astype(np.int8)
+    rc = (rb[0:8, 1:6] * 1 + rb[1:9, 0:5] * -2 + rb[1:9, 1:6] * 3 + rb[1:9, 2:7] * 1 + rb[2:10, 1:6] * -1).astype(np.int8)
+    rz = rb.sum(axis=1).astype(np.int8)
+    check(s, [A, C, Z], [a], [rc, rz], targets=TARGETS, rtol=0, atol=0)
