@@ -129,3 +129,23 @@ def test_inline_all_at_fix_is_accepted_or_absent():
     rc = (rb[0:8, 1:6] * 1 + rb[1:9, 0:5] * -2 + rb[1:9, 1:6] * 3 + rb[1:9, 2:7] * 1 + rb[2:10, 1:6] * -1).astype(np.int8)
     rz = rb.sum(axis=1).astype(np.int8)
     check(s, [A, C, Z], [a], [rc, rz], targets=TARGETS, rtol=0, atol=0)
+
+
+def test_refused_rfactor_and_cache_write_leave_the_schedule_as_it_was():
+    """Seed 1 case 136: a refused rfactor left C's stage rewritten and D.def0 reading the old C."""
+    A = te.placeholder((3, 4), name="A", dtype="float32")
+    kc = te.reduce_axis((0, 4), name="kc")
+    C = te.compute((3,), lambda i: te.sum(A[i, kc] * 0.5, axis=kc), name="C")
+    D = te.recurrence((3,), [te.define(lambda h, i: C[i]),
+                             te.define(lambda h, i: C[i] + h[i + 1] * 0.5, where=lambda i: i < 3 - 1)], name="D")
+    a = rand(3, 4, dtype="float32", seed=8)
+    rc = (a * 0.5).sum(axis=1).astype(np.float64)
+    rd = rc.copy()
+    for i in reversed(range(2)):
+        rd[i] = rc[i] + rd[i + 1] * 0.5
+    s = te.create_schedule([D.op])
+    names = [st.name for st in s.stages]
+    refused(lambda: s.rfactor(C, s[C].leaf_iter_vars[1]))
+    refused(lambda: s.cache_write(C, "local"))
+    assert [st.name for st in s.stages] == names
+    check(s, [A, D], [a], [rd.astype(np.float32)], targets=TARGETS, rtol=1e-4, atol=1e-4)

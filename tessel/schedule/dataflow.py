@@ -56,20 +56,33 @@ def reads_any(op: Operation, tensors) -> bool:
 
 def set_stage_op(sch: Schedule, stage: Stage, new_op: Operation) -> None:
     """Re-point ``stage`` at ``new_op`` and rewrite every later reader of its old outputs."""
+    apply_stage_ops(sch, plan_stage_op(sch, stage, new_op))
+
+
+def plan_stage_op(sch: Schedule, stage: Stage, new_op: Operation) -> list[tuple[Stage, Operation]]:
+    """The new operation of ``stage`` and of every later reader of its old outputs, changing
+    nothing yet: a reader refusing the rewrite (ScheduleError) leaves the schedule as it was."""
     tmap: dict[Tensor, Tensor] = {}
+    plan: list[tuple[Stage, Operation]] = []
 
     def put(st: Stage, op: Operation) -> None:
-        old = st.op
-        for a, b in zip(old.outputs, op.outputs):
+        for a, b in zip(st.op.outputs, op.outputs):
             tmap[a] = b
-        st.op = op
-        sch.stage_map[op] = st
-        sch.outputs = [op if o is old else o for o in sch.outputs]
+        plan.append((st, op))
 
     put(stage, new_op)
     for st in sch.stages[sch.stages.index(stage) + 1:]:
         if reads_any(st.op, tmap):
             put(st, st.op.replace_inputs(tmap))
+    return plan
+
+
+def apply_stage_ops(sch: Schedule, plan: list[tuple[Stage, Operation]]) -> None:
+    for st, op in plan:
+        old = st.op
+        st.op = op
+        sch.stage_map[op] = st
+        sch.outputs = [op if o is old else o for o in sch.outputs]
 
 
 def _insert_stage(sch: Schedule, stage: Stage, pos: int) -> None:
@@ -245,6 +258,7 @@ def cache_write(sch: Schedule, tensor, scope: str):
     copy_op = ComputeOp(op.name, op.tag, op.attrs, op.axis,
                         [t[tuple(down[iv] for iv in data_leaves)] for t in cache_op.outputs], op.where)
 
+    plan = plan_stage_op(sch, stage, copy_op)  # a reader refusing C's new op refuses before anything changes
     cstage = Stage(cache_op, sch)
     cstage.scope, cstage.scope_given = scope, True
     cstage.created_by = f"cache_write({stage.name}, {scope!r})"
@@ -264,7 +278,7 @@ def cache_write(sch: Schedule, tensor, scope: str):
     stage.leaf_iter_vars = list(op.axis)
     stage.iter_var_attrs = {iv: a for iv, a in stage.iter_var_attrs.items() if id(iv) in keep}
     _insert_stage(sch, cstage, sch.stages.index(stage))
-    set_stage_op(sch, stage, copy_op)
+    apply_stage_ops(sch, plan)
     return cache_op.outputs if len(tensors) > 1 else cache_op.output(tensors[0].value_index)
 
 
@@ -360,6 +374,7 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0
                        [E.Reduce(red.combiner, loads, (kv,), O.const(True), k, init) for k in range(len(loads))],
                        substitute(op.where, {a.var: b.var for a, b in zip(op.axis, new_axis)}) if op.where is not None else None)
 
+    plan = plan_stage_op(sch, stage, new_op)  # a reader refusing B's new op refuses before anything changes
     rfs = _partial_stage(sch, stage, rf_op, axis, fiv, rest, pos, touched, factor_axis)
     _note_rfactor_loops(sch, stage, rfs, axis, fiv, kv, pos)
     stage.relations = []
@@ -367,7 +382,7 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0
     stage.leaf_iter_vars = list(new_op.root_iter_vars)
     stage.iter_var_attrs = {}
     _insert_stage(sch, rfs, sch.stages.index(stage))
-    set_stage_op(sch, stage, new_op)
+    apply_stage_ops(sch, plan)
     return rf_op.outputs if rf_op.num_outputs > 1 else rf_op.output(0)
 
 

@@ -109,7 +109,8 @@ class DefinitionOp(ComputeOp):
         raise ScheduleError(
             f"definition {self.name} of recurrence {self.definitions[-1].op.name if self.definitions else self.name} "
             f"cannot be made to read a copy of {', '.join(t.name for t in tmap if t in self.input_tensors())} "
-            "(cache_read): its definitions share one storage; leave it out of the readers given to cache_read")
+            "(cache_read, or a cache_write or rfactor of what it reads): its definitions share one storage; "
+            "leave it out of the readers given to cache_read, and do not cache_write or rfactor a stage it reads")
 
     def inline_refusal(self) -> str | None:
         return "a definition of a recurrence cannot be inlined (it reads its own earlier values)"
