@@ -138,7 +138,14 @@ class _Stored(Mutator):
                 continue
             for t in st.op.outputs:
                 home = _home(st.op, t)
-                if home is not t:
+                if home is t:
+                    continue
+                hst = sch.stage_map.get(home.op)
+                if hst is not None and hst.storage is not None:  # the recurrence's store_in holds every definition
+                    sub = dict(zip((iv.var for iv in hst.op.axis), axes))
+                    self.where[t] = (hst.storage.buffer, axes,
+                                     tuple(substitute(x, sub) for x in hst.storage.indices))
+                else:
                     self.where[t] = (home, axes, axes)
 
     def _moved(self, t: Tensor, indices) -> tuple[Tensor, tuple]:
@@ -184,7 +191,11 @@ def _realize(ctx: BoundContext, args: dict, body: S.Stmt) -> S.Stmt:
                                      f"tensor {t.name} is never written; pass {st.storage.buffer.name} to "
                                      f"lower/build instead of {t.name}")
                 target = st.storage.buffer
-            target = _home(st.op, target) if target is t else target
+            if target is t:
+                target = _home(st.op, target)
+                hst = ctx.sch.stage_map.get(target.op) if target is not t else None
+                if hst is not None and hst.storage is not None:
+                    target = hst.storage.buffer
             # an input of the program written in place is the caller's (storage_flatten asks for it)
             is_input = target.op.is_placeholder and target.op in ctx.sch.stage_map
             if target not in args and not is_input:

@@ -44,10 +44,25 @@ def stored(sch: Schedule, t: Tensor, indices: Sequence[E.PrimExpr]) -> tuple[Ten
     """Where element ``t[indices]`` is stored: ``t`` itself, or the ``store_in`` buffer of its
     stage at the command's indices of ``indices``."""
     st = sch.stage_map.get(t.op)
+    home = _home_stage(sch, t)
+    if home is not None:  # a definition of a recurrence: its storage is the recurrence's
+        st = home
     if st is None or st.storage is None:
         return t, list(indices)
     sub = {iv.var: i for iv, i in zip(st.op.axis, indices)}
     return st.storage.buffer, [substitute(x, sub) for x in st.storage.indices]
+
+
+def _home_stage(sch: Schedule, t: Tensor):
+    """The stage of the tensor whose storage ``t`` shares (a recurrence's definitions: the last
+    one's), when that is another computed stage; else None."""
+    storage = getattr(t.op, "storage", None)
+    if not callable(storage):
+        return None
+    home = storage(t)
+    if home is t or home.op.is_placeholder:
+        return None
+    return sch.stage_map.get(home.op)
 
 
 def check_storage(model: Model) -> None:

@@ -34,7 +34,7 @@ def check_recurrences(model: Model) -> None:
 
 
 def _check_self_reads(model: Model, stmt: Statement) -> None:
-    if stmt.schedule is None or not stmt.writes:
+    if stmt.schedule is None or not stmt.writes or _storage_chosen(model, stmt):
         return
     write = stmt.writes[0].relation
     sched = stmt.schedule
@@ -58,6 +58,17 @@ def _check_self_reads(model: Model, stmt: Statement) -> None:
             f"write that element only after the read (for {at}): the read would see the value the definition "
             f"is about to replace. Run the loops so that what is read is written first (undo the reorder or "
             f"split that changed the order), or read the value from another tensor")
+
+
+def _storage_chosen(model: Model, stmt: Statement) -> bool:
+    """Whether the recurrence's storage is a fold or a fresh buffer: its elements are then no
+    longer the tensor's, and the self-reads are judged, with every dependence of the program,
+    against the final schedule (``solve.order_conflicts``) and the storage (``fold_conflicts``)."""
+    from .solve import storage_choice
+
+    op = stmt.stage.op
+    home = model.sch.stage_map.get(op.storage(op.output(0)).op)
+    return home is not None and storage_choice(model.sch, home)
 
 
 def _check_interleaving(model: Model) -> None:

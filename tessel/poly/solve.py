@@ -179,8 +179,8 @@ def fold_conflicts(sch: Schedule) -> list[tuple[Stage, Dependence, isl.Map]]:
     scheds = align({x.name: x.schedule for x in now.statements if x.schedule is not None})
     out = []
     for st in chosen:
-        k = sch.stages.index(st)
-        mine = [x for x in now.statements if x.stage is st and x.name in scheds]
+        group = _sharing(sch, st)
+        mine = [x for x in now.statements if _pos(x.stage) in group and x.name in scheds]
         orig = {x.name: x for x in base.model.statements}
         new_w = {x.name: _timed([a for a in x.writes if a.tensor is st.storage.buffer], scheds[x.name]) for x in mine}
         old_w = {x.name: _timed(orig[x.name].writes, scheds[x.name]) for x in mine if x.name in orig}
@@ -190,7 +190,7 @@ def fold_conflicts(sch: Schedule) -> list[tuple[Stage, Dependence, isl.Map]]:
         n = next(iter(scheds.values())).dim(DIM.out)
         for d in base.dependences:
             src = d.source.name
-            if d.kind != "flow" or _pos(d.source.stage) != k or new_w.get(src) is None or old_w.get(src) is None:
+            if d.kind != "flow" or _pos(d.source.stage) not in group or new_w.get(src) is None or old_w.get(src) is None:
                 continue
             # later writes of another value into the element the source wrote
             other = new_w[src].apply_range(every_new.reverse()).subtract(old_w[src].apply_range(every_old.reverse()))
@@ -199,6 +199,17 @@ def fold_conflicts(sch: Schedule) -> list[tuple[Stage, Dependence, isl.Map]]:
             bad = bad.intersect_params(now.context)
             if not bad.is_empty():
                 out.append((st, d, bad))
+    return out
+
+
+def _sharing(sch: Schedule, st: Stage) -> set[int]:
+    """The positions of ``st`` and of the stages stored with it: a recurrence's definitions
+    share the storage of the last one, whose ``store_in`` moves them all."""
+    out = {sch.stages.index(st)}
+    for k, x in enumerate(sch.stages):
+        storage = getattr(x.op, "storage", None)
+        if callable(storage) and x.op.num_outputs == 1 and storage(x.op.output(0)).op is st.op:
+            out.add(k)
     return out
 
 
@@ -235,6 +246,9 @@ def moved(sch: Schedule) -> frozenset[int]:
     A dependence between two other stages is kept by the tree rules whatever the loops."""
     stages = sch.stages
     out = {k for k, st in enumerate(stages) if st.commands or st.storage is not None}
+    for st in stages:  # a recurrence's storage moves the storage of all its definitions
+        if st.storage is not None:
+            out |= _sharing(sch, st)
     out |= {stages.index(x) for o in sch.orders for x in (o.stage, o.anchor)}
     for k, st in enumerate(stages):
         seen, at = 0, st

@@ -365,6 +365,7 @@ def store_in(stage: Stage, buffer: Any, index: Callable | Sequence | None = None
     if buffer.op is op:
         raise ScheduleError(f"stage {stage.name}: store_in into its own tensor changes nothing; pass another "
                             "tensor, or leave the storage as it is")
+    _recurrence_storage(stage, "storage_fold" if folded else "store_in")
     buffer = _own_sizes(stage.schedule, buffer)
     indices = _indices(stage, buffer, index)
     cmd = StoreIn(buffer, indices, folded)
@@ -373,6 +374,26 @@ def store_in(stage: Stage, buffer: Any, index: Callable | Sequence | None = None
         stage.storage = cmd
 
     _commit(stage, cmd, change)
+
+
+def _recurrence_storage(stage: Stage, what: str) -> None:
+    """The definitions of a recurrence share one storage, that of its last definition (the
+    recurrence's tensor): only that stage's storage can be chosen, and it moves every
+    definition's; a recurrence written in place already lives in its input."""
+    op = stage.op
+    defs = getattr(op, "definitions", ())
+    if not defs:
+        return
+    home = op.storage(op.output(0))
+    last = defs[-1]
+    if home.op.is_placeholder:
+        raise ScheduleError(f"stage {stage.name}: {what} of a recurrence written in place is refused: its "
+                            f"definitions all live in {home.name}; drop the {what}, or write the recurrence "
+                            f"without inplace= and choose the storage of {last.op.name}")
+    if op is not last.op:
+        raise ScheduleError(f"stage {stage.name}: {what} of one definition of recurrence {last.op.name} is refused: "
+                            f"its definitions share one storage; apply it to the recurrence itself: "
+                            f"s[{last.op.name}].{what}(...)")
 
 
 def _indices(stage: Stage, buffer: Tensor, index: Callable | Sequence | None) -> tuple[E.PrimExpr, ...]:

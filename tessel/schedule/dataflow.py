@@ -231,6 +231,23 @@ def _cache_read_into(sch: Schedule, prod: Stage, tensor: Tensor, cur: Tensor, sc
 
 
 # ---- cache_write ---------------------------------------------------------------------------
+def _in_place_refusal(stage, scope: str) -> None:
+    """A stage stored (``store_in``) in a tensor it reads updates it in place: each point reads
+    what the earlier points left there. A cache would compute every point from the old values
+    and copy them back afterwards, another program; refused."""
+    storage = stage.storage
+    if storage is None or getattr(storage, "folded", False):
+        return
+    buf = storage.buffer
+    if not any(t.op is buf.op for t in stage.op.input_tensors()):
+        return
+    raise ScheduleError(
+        f"stage {stage.name}: cache_write({stage.name}, {scope!r}) is refused: {stage.name} is stored in "
+        f"{buf.name} (store_in), which it reads, so it updates {buf.name} in place (each point reads what the "
+        f"earlier points wrote); a cache would compute every point from {buf.name}'s old values. Drop the "
+        f"cache_write, or store {stage.name} in a fresh buffer (s[{stage.name}].store_in(te.placeholder(...)))")
+
+
 def cache_write(sch: Schedule, tensor, scope: str):
     """A new stage ``C.scope`` computing what C computed; C becomes a copy of it.
 
@@ -241,6 +258,7 @@ def cache_write(sch: Schedule, tensor, scope: str):
     annotations on, loops of C that disappear follow the loop into the cache stage.
     """
     stage, op, tensors = _cache_write_target(sch, tensor, scope)
+    _in_place_refusal(stage, scope)
     red_ids = descendants(stage, op.reduce_axis)
     data_leaves = [iv for iv in stage.leaf_iter_vars if id(iv) not in red_ids]
     rng = loop_ranges(stage, op.axis)
