@@ -57,11 +57,22 @@ def storage_name(b: _Builder, t: Tensor) -> str:
     return b.namer.name(t, t.name, "A_")
 
 
+def _realizer(t: Tensor) -> Tensor:
+    """The tensor whose stage realizes ``t``'s storage: a recurrence's first definition (see
+    ``DefinitionOp.build_realize``), or the input it is written into; any other tensor's own.
+    Every definition's accesses then name the same loops, as they name the same storage."""
+    defs = getattr(t.op, "definitions", ())
+    if not defs:
+        return t
+    home = t.op.storage(t)
+    return home if home.op.is_placeholder else defs[0]
+
+
 def _scope_values(b: _Builder, stmt: Statement, t: Tensor, conv: Converter) -> list[isl.PwAff]:
     """The values, in ``stmt``, of the loops ``t`` is realized inside (its stage's attach path)."""
     from .model import _prefix, _time_values
 
-    st = b.sch.stage_map.get(t.op)
+    st = b.sch.stage_map.get(_realizer(t).op)
     if st is None or st.attach_type != SCOPE:
         return []
     own = _prefix(stmt.stage)
@@ -80,6 +91,14 @@ def _scope_values(b: _Builder, stmt: Statement, t: Tensor, conv: Converter) -> l
     return out
 
 
+def _scope_depth(b: _Builder, t: Tensor) -> int:
+    """How many loops ``t``'s storage is realized inside (its leading storage dimensions)."""
+    from .model import _prefix
+
+    st = b.sch.stage_map.get(_realizer(t).op)
+    return len(_prefix(st)) if st is not None and st.attach_type == SCOPE else 0
+
+
 def access(b: _Builder, stmt: Statement, t: Tensor, indices, conds, write: bool, text: str) -> Access:
 
     from .commands import stored
@@ -96,12 +115,13 @@ def access(b: _Builder, stmt: Statement, t: Tensor, indices, conds, write: bool,
         except NotAffine as err:
             reasons.append(f"counted as always happening ({err.reason})")
     name = storage_name(b, t)
+    free: list[int] = []
     try:
         vals = _scope_values(b, stmt, t, conv)
-    except NotAffine as err:
+    except NotAffine as err:  # any copy: as many dimensions as every other access of the storage has
         reasons.append(err.reason)
-        vals = []
-    free: list[int] = []
+        free = list(range(_scope_depth(b, t)))
+        vals = [conv.const(0) for _ in free]
     for k, idx in enumerate(indices):
         try:
             vals.append(conv.aff(idx))

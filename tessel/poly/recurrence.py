@@ -20,6 +20,7 @@ import islpy as isl
 
 from ..errors import ScheduleError
 from ..ir.names import shown
+from ..schedule.stage import INLINE, ROOT
 from .model import Model, Statement
 from .space import DIM, point_values
 
@@ -27,6 +28,12 @@ from .space import DIM, point_values
 def check_recurrences(model: Model) -> None:
     """Refuse a definition that reads a point of its tensor written later by its own loops, or
     a stage run inside a recurrence that reads or writes the storage it overwrites."""
+    for st in model.sch.stages:  # the model's storage of the definitions is the root's (as lowering has it)
+        if getattr(st.op, "definitions", ()) and st.attach_type not in (ROOT, INLINE):
+            name = shown(st.name)
+            raise ScheduleError(
+                f"definition {name} of a recurrence was moved inside another stage's loop, but it must run whole, "
+                f"after the definition before it; leave it at the root: s[{name}].compute_root()")
     for stmt in model.statements:
         if getattr(stmt.stage.op, "definitions", ()):
             _check_self_reads(model, stmt)

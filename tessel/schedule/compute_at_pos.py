@@ -195,6 +195,11 @@ def self_limit(g: Graph, st: Stage, upto: int) -> Refusal | None:
             unmapped.setdefault(id(p), why)
     from .dataflow import connected
 
+    if upto > 0 and getattr(st.op, "definitions", ()) and st.leaf_iter_vars:
+        iv = st.leaf_iter_vars[0]
+        return Refusal("UNMAPPABLE_AXIS", st, f"{st.name} is a definition of a recurrence: it must run whole, after "
+                       f"the definition before it (lowering refuses it inside another stage's loop), so it stays "
+                       f"at the root", 0, (st,), (iv,))
     for k, iv in enumerate(st.leaf_iter_vars[:upto]):
         if iv.is_reduce:
             return Refusal("RECOMPUTE_REDUCTION", st, f"{st.name}'s loop {iv.name} is a reduction loop: the stages "
