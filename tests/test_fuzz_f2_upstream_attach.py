@@ -32,8 +32,9 @@ def test_attachment_into_a_stage_it_reads_is_refused_at_build_with_a_working_fix
     A, Bp, B, C, D, a, rd = _f2_program()
     s = te.create_schedule([D.op])
     s[C].compute_at(s[Bp], s[Bp].leaf_iter_vars[0])
-    with pytest.raises(ScheduleError, match="stage C is computed inside Bp's loop over i, but C reads Bp"):
+    with pytest.raises(ScheduleError, match="stage C is computed inside Bp's loop over i, but C reads Bp") as info:
         run_infer_bound(s)  # was KeyError(iter_var i)
+    assert info.value.rule == "unbounded-reader" and info.value.fix == "s[C].compute_root()"
     s[B].skew(s[B].leaf_iter_vars[0], s[B].leaf_iter_vars[1], 0, 1)  # was KeyError: judged at build now
     s[B].reverse(s[B].leaf_iter_vars[0])
     with pytest.raises(ScheduleError) as info:
@@ -41,9 +42,12 @@ def test_attachment_into_a_stage_it_reads_is_refused_at_build_with_a_working_fix
     err = info.value
     assert err.rule == "attached-to-non-consumer" and err.fix == "s[C].compute_at(s[D], D.op.axis[0])"
     exec(err.fix, {"s": s, **err.fix_names})
-    s[B].skew(s[B].leaf_iter_vars[0], s[B].leaf_iter_vars[1], 0, 1)  # the skew is still there: refused
     with pytest.raises(ScheduleError, match=r"B \(init\) runs inside i and not inside kb"):
-        check(s, [A, D], [a], [rd], targets=TARGETS)
+        check(s, [A, D], [a], [rd], targets=TARGETS)  # the skew, judged now that the model exists
+    s = te.create_schedule([D.op])
+    s[C].compute_at(s[D], D.op.axis[0])
+    with pytest.raises(ScheduleError, match=r"B \(init\) runs inside i and not inside kb"):
+        s[B].skew(s[B].leaf_iter_vars[0], s[B].leaf_iter_vars[1], 0, 1)  # on a legal schedule: refused at once
 
 
 def test_fixed_f2_schedule_gives_the_right_values():

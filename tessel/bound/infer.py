@@ -39,6 +39,9 @@ from .check import check_reads_in_bounds
 from .propagate import pass_down_domain, pass_up_domain
 from .shared import identified, shared_request, slice_only
 
+#: ``err.rule`` of InferBound's refusal of a reader it cannot bound (see ``_require_ranges``)
+UNBOUNDED_READER = "unbounded-reader"
+
 
 class BoundContext:
     """Everything InferBound derives, kept for lowering (which needs the same facts)."""
@@ -238,9 +241,12 @@ def _require_ranges(ctx: BoundContext, c: Stage) -> None:
                     f"run before the values it reads exist, and InferBound cannot give {where} a range; attach "
                     f"{at.name} to a stage that reads it, or compute it at the root: "
                     f"s[{py_name(at.name)}].compute_root()")
-            raise ScheduleError(text, fix=f"s[{py_name(at.name)}].compute_root()")
-        raise ScheduleError(f"stage {c.name}: InferBound has no range for {where} when it is needed (the "
-                            f"attachments contradict the reads); compute_root the stages attached around it")
+            err = ScheduleError(text, fix=f"s[{py_name(at.name)}].compute_root()")
+        else:
+            err = ScheduleError(f"stage {c.name}: InferBound has no range for {where} when it is needed (the "
+                                f"attachments contradict the reads); compute_root the stages attached around it")
+        err.rule = UNBOUNDED_READER  # type: ignore[attr-defined]
+        raise err
 
 
 def _relax_sets(ctx: BoundContext, c: Stage, inside: set[int], scope: str) -> tuple[dict[E.Var, IntSet], bool]:
