@@ -25,10 +25,11 @@ from __future__ import annotations
 import heapq
 
 from ..arith import Analyzer, IntSet, eval_set
-from ..errors import InternalError
+from ..errors import InternalError, ScheduleError
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir.functor import substitute
+from ..schedule.dataflow import py_name
 from ..schedule.graph import attach_path, consumers, effective_bodies
 from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, SCOPE, Stage
@@ -37,6 +38,9 @@ from ..te.operation import Request
 from .check import check_reads_in_bounds
 from .propagate import pass_down_domain, pass_up_domain
 from .shared import identified, shared_request, slice_only
+
+#: ``err.rule`` of InferBound's refusal of a reader it cannot bound (see ``_require_ranges``)
+UNBOUNDED_READER = "unbounded-reader"
 
 
 class BoundContext:
@@ -199,6 +203,7 @@ def _consumer_root_sets(ctx: BoundContext, c: Stage, inside: set[int], scope: st
     A loop bound to a thread is relaxed by the producer's storage ``scope`` alone, wherever the
     producer is attached (TVM's NeedRelax): storage shared by the thread's values covers them
     all, storage private to one thread covers the thread's own value (its variable)."""
+    _require_ranges(ctx, c)
     relax, threads = _relax_sets(ctx, c, inside, scope)
     up, rebased = _leaf_sets(ctx, c, inside, scope, threads)
     pass_up_domain(c, ctx.rmap, up, ctx.analyzer)
@@ -214,6 +219,34 @@ def _consumer_root_sets(ctx: BoundContext, c: Stage, inside: set[int], scope: st
         else:
             dom_map[iv.var] = IntSet.from_range(r)
     return dom_map
+
+
+def _require_ranges(ctx: BoundContext, c: Stage) -> None:
+    """Refuse, naming the stage and the loop, a reader whose loops have no range yet: its own or
+    those of a stage it is computed in. That happens only when the attachments contradict the reads
+    (a stage computed inside the loops of a stage that runs before what it reads, e.g. a stage
+    attached to its own producer), where ``stage_order`` has no order to give."""
+    for iv in [*ctx.paths.get(c, ()), *c.leaf_iter_vars, *c.op.root_iter_vars]:
+        if iv in ctx.rmap:
+            continue
+        owner = ctx.sch.stage_of_iter_var(iv)
+        at, hops = c, 0  # the stage whose attachment puts it inside ``owner``'s loops
+        while at.attach_type == SCOPE and at.attach_stage is not None and at.attach_stage is not owner \
+                and hops < len(ctx.sch.stages):
+            at, hops = at.attach_stage, hops + 1
+        where = f"{owner.name if owner else '?'}'s loop over {iv.name}"
+        if at.attach_type == SCOPE and at.attach_stage is not None:
+            text = (f"stage {at.name} is computed inside {at.attach_stage.name}'s loop over {at.attach_ivar.name}, "
+                    f"but {at.name} reads {at.attach_stage.name} (directly or through other stages): {at.name} would "
+                    f"run before the values it reads exist, and InferBound cannot give {where} a range; attach "
+                    f"{at.name} to a stage that reads it, or compute it at the root: "
+                    f"s[{py_name(at.name)}].compute_root()")
+            err = ScheduleError(text, fix=f"s[{py_name(at.name)}].compute_root()")
+        else:
+            err = ScheduleError(f"stage {c.name}: InferBound has no range for {where} when it is needed (the "
+                                f"attachments contradict the reads); compute_root the stages attached around it")
+        err.rule = UNBOUNDED_READER  # type: ignore[attr-defined]
+        raise err
 
 
 def _relax_sets(ctx: BoundContext, c: Stage, inside: set[int], scope: str) -> tuple[dict[E.Var, IntSet], bool]:

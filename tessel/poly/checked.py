@@ -41,6 +41,14 @@ def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
         if find_violations(sch, propose=False):
             return
         raise
+    except ScheduleError as err:
+        from ..bound.infer import UNBOUNDED_READER
+
+        if getattr(err, "rule", None) != UNBOUNDED_READER:
+            raise
+        # InferBound refused the schedule (attachments that contradict the reads): the model
+        # cannot be built, so the command cannot be judged now; the build refuses it, with a fix
+        return
     if not found:  # storage choices (folds, fresh buffers) are judged by verify: see order_violations
         return
     v = violation(sch, stage, command, found[0])

@@ -269,12 +269,20 @@ def _check_reader_relation(sch: Schedule, st: Stage, cons: dict, propose: bool) 
     """A stage may only be attached to a stage that reads it, directly or through others."""
     tgt = st.attach_stage
     assert tgt is not None and st.attach_ivar is not None
-    if reaches(cons, st, tgt) or _shares_host_loop(st):
+    if reaches(cons, st, tgt):
+        return None
+    # a stage sharing a host's loops need not be read by it (seed 003), unless it reads the host:
+    # then it would run inside the loops of a stage it reads, before the values exist (fuzz F2)
+    upstream = reaches(cons, tgt, st)
+    if _shares_host_loop(st) and not upstream:
         return None
     readers = ", ".join(r.name for r in cons.get(st, [])) or "none"
     text = (f"{st.name} is attached inside {_loop_words(tgt, st.attach_ivar)}, but {tgt.name} does not read "
             f"{st.name}, directly or through other stages ({st.name}'s readers: {readers}); a stage can only be "
             f"computed inside the loops of a stage that consumes it, where it is needed")
+    if upstream:
+        text += (f"; worse, {st.name} reads {tgt.name} (directly or through other stages), so inside "
+                 f"{tgt.name}'s loops it would run before the values it reads exist")
     v = Violation(ViolationKind.ATTACHED_TO_NON_CONSUMER, st, text, _stages(st, tgt), _loops(st.attach_ivar))
     if not propose:
         return v
