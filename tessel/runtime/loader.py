@@ -13,6 +13,7 @@ from itertools import count
 
 import numpy as np
 
+from ..deep import for_python_compiler
 from ..errors import BuildError
 from ..ir.names import comment
 from ..ir.stmt import PrimFunc
@@ -60,7 +61,9 @@ def load_python(func: PrimFunc, gen, target=None, finish: Callable | None = None
     if gen.externs:
         ns["_ext"] = ExternTable(gen.externs, "python", func.name).calls
     try:
-        exec(compile(source, filename, "exec"), ns)
+        with for_python_compiler():
+            code = compile(source, filename, "exec")
+        exec(code, ns)
     except (SyntaxError, RecursionError, MemoryError) as e:
         raise compile_refusal(func.name, source, e) from e
     size_types = [np.dtype("bool" if v.dtype.is_bool else str(v.dtype)).type for v in func.size_vars]
