@@ -18,6 +18,7 @@ import pytest
 from helpers import check, rand
 
 import tessel
+from benchmarks.build_growth import program
 from tessel import te
 from tessel.arith import budget
 from tessel.errors import AnalysisBudgetWarning
@@ -25,18 +26,8 @@ from tessel.poly import regions
 from tessel.runtime.cache import clear_memory_cache
 
 
-def _strip(vector: bool = True):
-    n, m = te.var("n"), te.var("m")
-    A = te.placeholder((n, m), name="A")
-    P = te.compute((n, m), lambda i, j: A[i, j] * A[i, j], name="P")
-    S = te.compute((n - 2, m - 2), lambda i, j: P[i, j + 1] + P[i + 1, j] + P[i + 1, j + 1] + P[i + 1, j + 2]
-                   + P[i + 2, j + 1], name="S")
-    s = te.create_schedule(S.op)
-    io, _ = s[S].split(S.op.axis[0], factor=16)
-    s[P].compute_at(s[S], io)
-    _, pi = s[P].split(P.op.axis[1], factor=16)
-    if vector:
-        s[P].vectorize(pi)
+def _strip():
+    s, (A, S) = program("strip", 1)  # the benchmark's own program: one definition of it
     return s, A, S
 
 
