@@ -107,21 +107,6 @@ def recursion_limit(limit: int) -> Iterator[None]:
         _inside.limit = None
 
 
-@contextlib.contextmanager
-def for_python_compiler() -> Iterator[None]:
-    """On the big stack, the process-wide limit raised while the block runs: CPython's own
-    compiler (``compile`` of the python target's source) checks that limit, not the worker's
-    own counter, so a 10,000-term body needs it. Elsewhere nothing changes."""
-    if not getattr(_inside, "active", False):
-        yield
-        return
-    _raise_limit()
-    try:
-        yield
-    finally:
-        _restore_limit()
-
-
 def _run_on_big_stack(fn: Callable, args: tuple, kwargs: dict) -> Any:
     out: dict[str, Any] = {}
 

@@ -31,7 +31,7 @@ ALLOWED: dict[str, set[str]] = {
     # generators produce source and a calling convention; compiling and loading is the runtime's;
     # they recurse over expressions with the calling thread's limit raised (deep.recursion_limit)
     "codegen": {"errors", "ir", "arith", "deep"},
-    "runtime": {"errors", "ir", "deep"},  # the python target's compile() runs under the deep worker's limit
+    "runtime": {"errors", "ir"},
     # a target knows its generator and runtime (backends) and probes the host's compiler; a GPU
     # target's backend runs the device passes (host/device split) before its generator
     "target": {"errors", "ir", "codegen", "runtime", "passes"},

@@ -156,6 +156,7 @@ class _SimGen(_PyGen):
             _, value, lane, width = e.args[:4]
             args = ", ".join((str(self.sid()), str(SHUFFLES[e.op]), self.expr(value), self.expr(lane),
                               self.expr(width)))
+            self.pinned = True
             return f"(yield (1, {args}))", _ATOM
         if e.op == ACTIVEMASK:  # every lane: the lanes waiting at a shuffle are the ones taking part
             return self._const(e.dtype, (1 << e.dtype.bits) - 1 if e.dtype.is_uint else -1), _ATOM

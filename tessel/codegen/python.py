@@ -35,6 +35,7 @@ _PREC = {E.Or: 1, E.And: 2, E.EQ: 4, E.NE: 4, E.LT: 4, E.LE: 4, E.GT: 4, E.GE: 4
          E.Add: 5, E.Sub: 5, E.Mul: 6, E.Div: 6, E.FloorDiv: 6, E.FloorMod: 6}
 _SYM = {E.Or: "or", E.And: "and", E.FloorDiv: "//", E.FloorMod: "%"}
 _ATOM = 9
+_SPLIT = 64  # levels of one expression printed inline; deeper parts become local functions
 
 
 class _Buf(CheckedArray):
@@ -163,8 +164,31 @@ class _PyGen(ExprWriter):
         self.bound: set[int] = set()
         self.lines: list[str] = []
         self.externs: list[ExternSig] = []
+        self.height = 0  # levels below the expression being printed (see ``expr``)
+        self.pinned = False  # it holds a ``yield``: it must stay in the function that yields
+        self.at = 1  # indentation of the statement being printed
 
     # ---- expressions ---------------------------------------------------------------------
+    def expr(self, e: E.PrimExpr, parent: int = 0) -> str:
+        """As ExprWriter's, but no printed expression is nested more than :data:`_SPLIT`
+        levels: a deeper part becomes a local function, defined just before the statement and
+        called where the part was. CPython's compiler checks nesting against the process-wide
+        recursion limit (which a deep worker may not raise without letting other threads'
+        C recursion overflow their stacks), so a 10,000-term sum must reach it shallow. A
+        function, not a temporary: the part may sit in a branch of a choice or in the scope of a
+        ``Let``, and runs exactly when and where it did."""
+        height, pinned = self.height, self.pinned
+        self.height, self.pinned = 0, False
+        text, prec = self.visit(e)
+        if self.height + 1 >= _SPLIT and not self.pinned:
+            name = self.names.get(object(), "part")
+            self.emit(self.at, f"def {name}():")
+            self.emit(self.at + 1, f"return {text}")
+            text, prec, self.height = f"{name}()", _ATOM, 0
+        self.height, self.pinned = max(height, self.height + 1), pinned or self.pinned
+        return f"({text})" if prec < parent else text
+
+    # ---- expression nodes ---------------------------------------------------------------------
     def visit_PrimExpr(self, e: E.PrimExpr) -> tuple[str, int]:
         raise BuildError(f"kernel {self.func.name!r}: the python target cannot generate `{e}` ({type(e).__name__})")
 
@@ -310,7 +334,9 @@ class _PyGen(ExprWriter):
     def stmt(self, s, depth: int) -> None:
         if not isinstance(s, S.Stmt):
             raise BuildError(f"kernel {self.func.name!r}: the python target cannot generate {type(s).__name__}")
+        at, self.at = self.at, depth
         self.visit(s, depth)
+        self.at = at
 
     def visit_Stmt(self, s: S.Stmt, depth: int) -> None:
         raise BuildError(f"kernel {self.func.name!r}: the python target cannot generate {type(s).__name__}")

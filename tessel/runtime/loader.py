@@ -13,7 +13,6 @@ from itertools import count
 
 import numpy as np
 
-from ..deep import for_python_compiler
 from ..errors import BuildError
 from ..ir.names import comment
 from ..ir.stmt import PrimFunc
@@ -61,8 +60,7 @@ def load_python(func: PrimFunc, gen, target=None, finish: Callable | None = None
     if gen.externs:
         ns["_ext"] = ExternTable(gen.externs, "python", func.name).calls
     try:
-        with for_python_compiler():
-            code = compile(source, filename, "exec")
+        code = compile(source, filename, "exec")
         exec(code, ns)
     except (SyntaxError, RecursionError, MemoryError) as e:
         raise compile_refusal(func.name, source, e) from e
