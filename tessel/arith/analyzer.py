@@ -58,6 +58,10 @@ _STATES_MAX = 1 << 12
 _STATE_NUMBERS = itertools.count()
 
 
+def _key_of(x: E.PrimExpr | None) -> StructKey | None:
+    return None if x is None else StructKey(x)
+
+
 def _state_number(state: tuple) -> int:
     n = _STATES.get(state)
     if n is None:
@@ -98,10 +102,14 @@ class Analyzer:
         v = _key(var)
         if not allow_override and (v in self._bounds or v in self._subst):
             raise DefinitionError(f"variable `{v.name}` is already bound in this analyzer")
+        before = self._state if v not in self._bounds and v not in self._subst and v not in self._var_facts else None
         try:
             self._bind(v, value)
         finally:
             self._state = None
+        if before is not None:  # a new variable: the state is the one before and what it adds
+            self._state = _state_number(("bind", before, StructKey(v), self._bounds.get(v),
+                                         _key_of(self._subst.get(v)), tuple(map(StructKey, self._var_facts.get(v, ())))))
 
     def _bind(self, v: E.Var, value: Any) -> None:
         # what was known of ``v`` is forgotten first; the state's number (the memo's key) stays
@@ -137,7 +145,10 @@ class Analyzer:
         blo = self._bound(lo)[0] if lo is not None else -cb.INF
         bhi = self._bound(hi)[1] if hi is not None else cb.INF
         self._bounds[v] = (blo, max(bhi, blo))
-        self._state = None
+        # numbered from the state before where ``v`` is new (as ``bind`` numbers the result):
+        # the facts below are simplified in it, and a full key costs a walk over all that is known
+        prev = self._state
+        self._state = None if prev is None else _state_number(("bind", prev, StructKey(v), self._bounds[v], None, ()))
         facts = []
         if lo is not None and not isinstance(lo, E.IntImm):
             facts.append(self.simplify(op.sub(lo, v)))

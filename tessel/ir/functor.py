@@ -262,38 +262,76 @@ def ir_transform(node: Any, preorder: Callable[[Any], Any] | None, postorder: Ca
 
 
 class Substituter(Mutator):
-    def __init__(self, vmap: Mapping[Var, Any]):
-        self.vmap = vmap
+    """Variables replaced by expressions in one walk, whatever the nesting.
+
+    ``lets``: variables whose ``LetStmt`` bindings are inlined as the walk meets them (their
+    value, itself substituted, replaces the variable in the body): a builder that must rename a
+    loop's variable in a body it has already built binds it there and leaves the renaming to
+    one walk at the end, instead of rewriting the body once per loop around it, which is
+    quadratic in the depth of a chain of nested stages.
+
+    An allocation's size may use the loops around it (a compute_at region whose extent varies
+    with the consumer's loop, after storage flattening). Buffers are leaves shared by identity,
+    so a substitution there makes a new buffer, and the accesses in its body are moved onto it
+    in the same walk; without this, a pass that renames or fixes a loop variable (a partitioned
+    loop's fresh variable, an unrolled copy, a unit loop folded away) would leave the size
+    reading a variable that no longer exists."""
+
+    def __init__(self, vmap: Mapping[Var, Any], lets: frozenset[Var] | set[Var] = frozenset()):
+        self.vmap = dict(vmap)
+        self.lets = lets
+        self.buffers: dict[int, Buffer] = {}  # id of a buffer whose size changed: its new buffer
 
     def visit_Var(self, v: Var):
         return self.vmap.get(v, v)
 
+    def visit_LetStmt(self, s):
+        if s.var not in self.lets:
+            return self.generic_visit(s)
+        value, saved = self.visit(s.value), self.vmap.get(s.var)
+        self.vmap[s.var] = value
+        try:
+            return self.visit(s.body)
+        finally:
+            if saved is None:
+                del self.vmap[s.var]
+            else:
+                self.vmap[s.var] = saved
+
     def visit_Allocate(self, s):
-        """An allocation's size may use the loops around it (a compute_at region whose extent
-        varies with the consumer's loop, after storage flattening). Buffers are leaves shared by
-        identity, so a substitution there makes a new buffer, and the accesses in the body are
-        moved onto it; without this, a pass that renames or fixes a loop variable (a partitioned
-        loop's fresh variable, an unrolled copy, a unit loop folded away) would leave the size
-        reading a variable that no longer exists."""
         old = s.buffer
         shape = tuple(self.visit(x) for x in old.shape)
-        body = self.visit(s.body)
         if all(a is b for a, b in zip(shape, old.shape)):
+            body = self.visit(s.body)
             return s if body is s.body else type(s)(old, body)
         new = Buffer(old.name, old.dtype, shape, old.scope)
-        return type(s)(new, replace_buffer(body, old, new))
+        self.buffers[id(old)] = new
+        try:
+            return type(s)(new, self.visit(s.body))
+        finally:
+            del self.buffers[id(old)]
+
+    def generic_visit(self, node: Any) -> Any:
+        node = super().generic_visit(node)
+        if self.buffers:
+            return moved(node, self.buffers)
+        return node
+
+
+def moved(node: Any, buffers: dict[int, Buffer]) -> Any:
+    """``node`` with its buffer field, if any, moved to the buffer ``buffers`` gives for it."""
+    new = buffers.get(id(getattr(node, "buffer", None)))
+    if new is None or "buffer" not in node._fields:
+        return node
+    return type(node)(*[new if f == "buffer" else getattr(node, f) for f in node._fields])
 
 
 class _BufferReplacer(Mutator):
     def __init__(self, old: Buffer, new: Buffer):
-        self.old, self.new = old, new
+        self.buffers = {id(old): new}
 
     def generic_visit(self, node: Any) -> Any:
-        node = super().generic_visit(node)
-        if getattr(node, "buffer", None) is self.old and "buffer" in node._fields:
-            fields = [self.new if f == "buffer" else getattr(node, f) for f in node._fields]
-            return type(node)(*fields)
-        return node
+        return moved(super().generic_visit(node), self.buffers)
 
 
 def replace_buffer(node: Any, old: Buffer, new: Buffer) -> Any:
@@ -307,6 +345,12 @@ def substitute(node: Any, vmap: Mapping[Var, Any]) -> Any:
         return node
     m = {(k.var if isinstance(k, IterVar) else k): v for k, v in vmap.items()}
     return Substituter(m).visit(node)
+
+
+def inline_lets(node: Any, lets: frozenset[Var] | set[Var]) -> Any:
+    """``node`` with every ``LetStmt`` binding one of ``lets`` replaced by its body, the
+    variable replaced by the value there (see Substituter), in one walk."""
+    return Substituter({}, lets).visit(node) if lets else node
 
 
 class _SubstituteEach(Substituter):

@@ -29,7 +29,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.buffer import DimAlign
-from ..ir.functor import collect, free_vars, substitute
+from ..ir.functor import collect, free_vars, inline_lets, substitute
 from ..poly.astgen import AstReader, condition, scan
 from ..poly.exact import ExactPlan, StageSets, drop, mentions
 from ..schedule.relations import Rebase
@@ -52,6 +52,7 @@ def schedule_ops(ctx: BoundContext, exact: ExactPlan | None = None) -> S.Stmt:
         if st.is_placeholder or st.attach_type in (INLINE, SCOPE):
             continue
         body = builder.pipeline(st, body)
+    body = inline_lets(body, builder.renamed)
     return merge_nested_threads(body) if ctx.binds else body
 
 
@@ -101,6 +102,14 @@ class _Builder:
         self.rmap = ctx.rmap
         self.attached = attached
         self.iset = {iv.var: IntSet.from_range(r) for iv, r in ctx.rmap.items()}
+        self.renamed: set[E.Var] = set()  # loop variables bound by ``rename``, inlined at the end
+
+    def rename(self, var: E.Var, value: E.PrimExpr, body: S.Stmt) -> S.Stmt:
+        """``body`` with ``var`` standing for ``value``: bound here, replaced in one walk once
+        the whole nest is built (rewriting the body at every loop is quadratic in the depth of
+        a chain of stages nested in one another)."""
+        self.renamed.add(var)
+        return S.LetStmt(var, value, body)
 
     # ---- one stage: realize { produce { loops }; rest } --------------------------------
     def pipeline(self, st: Stage, rest: S.Stmt) -> S.Stmt:
@@ -164,7 +173,7 @@ class _Builder:
             value = {rebase.rebased: rebase.rebased.var}
             rebase.index_up({iv: r}, value)  # r in the loops outside (leaf_range), not in root axes
             var = rebase.rebased.var
-            body = substitute(body, {iv.var: value[iv]})
+            body = self.rename(iv.var, value[iv], body)
         return self._annotated(st, iv, var, r.extent, body)
 
     def leaf_range(self, st: Stage, iv: E.IterVar) -> E.Range:
@@ -199,7 +208,7 @@ class _Builder:
         thread = self.ctx.binds.get(iv) if kind == "thread_binding" else None
         if thread is not None:  # the loop is the thread: its variable, or its own index only
             value = thread.var if relaxes(self.ctx.scopes[st], thread) else O.const(0, var.dtype)
-            body = substitute(body, {var: O.cast(value, var.dtype)})
+            body = self.rename(var, O.cast(value, var.dtype), body)
             var = thread.var
         loop: S.Stmt = S.For(var, O.const(0, extent.dtype), extent, kind, body, tag)
         pragmas = attr.pragmas if attr else {}

@@ -14,7 +14,7 @@ from ..arith import Analyzer
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
-from ..ir.functor import Mutator, replace_buffer, structural_equal, substitute
+from ..ir.functor import Mutator, Substituter, moved, structural_equal
 
 
 def analyzer(assume: Sequence[E.PrimExpr] = (), memo: dict | None = None) -> Analyzer:
@@ -31,8 +31,14 @@ class _Simplify(Mutator):
     def __init__(self, keep_unit_loops: bool, assume: Sequence[E.PrimExpr] = (), memo: dict | None = None):
         self.ana = analyzer(assume, memo)
         self.keep_unit_loops = keep_unit_loops
+        # what the walk has fixed so far: unit loops' variables (their one value) and buffers
+        # whose size changed; applied to each expression as it is met, not to whole bodies
+        # (rewriting the body under every unit loop is quadratic in a chain of nested stages)
+        self.sub = Substituter({})
 
     def _expr(self, e):
+        if self.sub.vmap or self.sub.buffers:
+            e = self.sub.visit(e)
         return self.ana.simplify(e)
 
     def visit_For(self, s: S.For):
@@ -40,7 +46,11 @@ class _Simplify(Mutator):
         if E.is_const_int(ext, 0) or (not isinstance(ext, E.IntImm) and self.ana.can_prove(O.le(ext, 0))):
             return S.Evaluate(0)  # a loop that cannot run (a tail the sizes or assumptions rule out)
         if E.is_const_int(ext, 1) and not self.keep_unit_loops and s.kind != "thread_binding":
-            return self.visit(substitute(s.body, {s.loop_var: mn}))
+            self.sub.vmap[s.loop_var] = mn
+            try:
+                return self.visit(s.body)
+            finally:
+                del self.sub.vmap[s.loop_var]
         # the loop's range holds inside its body only: kept afterwards, the facts it brings
         # (``min <= v < min + extent``, so ``extent >= 1``) would claim the loop ran, and a
         # later statement -- a sibling loop over the same variable after loop partitioning,
@@ -70,11 +80,15 @@ class _Simplify(Mutator):
         7*17//13 + 1``) folds to a constant, so the temporary can live on the stack."""
         old = s.buffer
         shape = tuple(self._expr(x) for x in old.shape)
-        body = self.visit(s.body)
         if all(structural_equal(a, b) for a, b in zip(shape, old.shape)):
+            body = self.visit(s.body)
             return s if body is s.body else S.Allocate(old, body)
         new = S.Buffer(old.name, old.dtype, shape, old.scope)
-        return S.Allocate(new, replace_buffer(body, old, new))
+        self.sub.buffers[id(old)] = new
+        try:
+            return S.Allocate(new, self.visit(s.body))
+        finally:
+            del self.sub.buffers[id(old)]
 
     def visit_SeqStmt(self, s: S.SeqStmt):
         return S.seq(*[self.visit(x) for x in s.seq])
@@ -82,7 +96,8 @@ class _Simplify(Mutator):
     def generic_visit(self, node):
         if isinstance(node, E.PrimExpr):
             return self._expr(node)
-        return super().generic_visit(node)
+        node = super().generic_visit(node)
+        return moved(node, self.sub.buffers) if self.sub.buffers else node
 
 
 def simplify_stmt(stmt: S.Stmt, keep_unit_loops: bool = False, assume: Sequence[E.PrimExpr] = (),

@@ -26,7 +26,7 @@ Where the exact answer cannot be had (an index that is not quasi-affine, a stage
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -97,7 +97,7 @@ def drop(s: isl.Set, keep: set[str] | None = None, remove: set[str] | None = Non
     return s
 
 
-@dataclass
+@dataclass(eq=False)
 class StageSets:
     """What runs of one stage: ``body`` (its statement instances, over its enclosing loops and
     its leaf loops, as parameters) and, for what is attached inside it, the instances of its
@@ -105,17 +105,65 @@ class StageSets:
 
     A reduction has two statements: its init runs once per output element, over ``init`` (the
     body without the reduction loops' ranges), even where its sum is empty; its update runs
-    over ``body``. Its loops outside the ``first`` reduction loop run the init's instances."""
+    over ``body``. Its loops outside the ``first`` reduction loop run the init's instances.
+
+    The box (``context`` and what follows from it) is built on first use (``make``): a stage's
+    context is its host's loops, whose context is their host's, so in a chain of N stages each
+    computed inside the next the sets have up to 2N parameters; a stage whose box intervals
+    prove exact, with readers that do not ask, never builds them (N^2 isl work avoided)."""
 
     path: list[str]
     leaves: list[str]
-    context: isl.Set  # the instances of the loops enclosing the stage
     ranges: list[isl.Set]  # per leaf loop, its range (InferBound's)
-    body: isl.Set
+    make: Callable[[], tuple[isl.Set, isl.Set, isl.Set]] | None = None  # context, dbox, rbox
+    red: set[str] = field(default_factory=set)  # its reduction loops (those its init does not run)
     exact: bool = False
     loops: dict[int, isl.Set] = field(default_factory=dict)
-    init: isl.Set | None = None  # a reduction's data-parallel instances (None: ``body``)
     first: int = 0  # the position of the first reduction loop (the number of leaves: none)
+    _sets: tuple[isl.Set, ...] = ()  # context, dbox, rbox, body, init (None: ``body``)
+
+    @classmethod
+    def fixed(cls, context: isl.Set, ranges: list[isl.Set], body: isl.Set) -> StageSets:
+        """Sets given, nothing to build."""
+        return cls([], [], ranges, lambda: (context, body, universe()))
+
+    def box(self) -> tuple[isl.Set, isl.Set]:
+        """The interval box: of the data-parallel loops (in the context), of the reduction loops."""
+        self._force()
+        return self._sets[1], self._sets[2]
+
+    @property
+    def context(self) -> isl.Set:
+        """The instances of the loops enclosing the stage."""
+        self._force()
+        return self._sets[0]
+
+    @property
+    def body(self) -> isl.Set:
+        self._force()
+        return self._sets[3]
+
+    @property
+    def init(self) -> isl.Set | None:
+        """A reduction's data-parallel instances (None: ``body``)."""
+        self._force()
+        return self._sets[4]
+
+    def _force(self) -> None:
+        if self.make is not None:
+            make, self.make = self.make, None
+            context, dbox, rbox = make()
+            self._sets = (context, dbox, rbox, dbox, None)
+            self.set(dbox)
+
+    def set(self, starts: isl.Set, box: bool = False) -> None:
+        """The stage runs ``starts`` of its data-parallel instances (and, a reduction, its
+        reduction loops' ranges at each); ``box``: ``starts`` is its box from now on."""
+        self._force()
+        context, dbox, rbox = self._sets[:3]
+        body = starts.intersect(rbox).coalesce() if self.red else starts
+        self._sets = (context, starts if box else dbox, rbox, body, starts if self.red else None)
+        self.loops.clear()
 
     def starts(self) -> isl.Set:
         """Where the outputs are set: the init's instances of a reduction, else the body's."""
@@ -194,7 +242,7 @@ def plan(ctx: BoundContext) -> ExactPlan:
             if not why.startswith("isl"):
                 gave_up("exact region", f"stage {shown(st.name)}", time.perf_counter() - start,
                         f"stage {shown(st.name)} keeps its interval box")
-            out.stages[id(st)] = StageSets([], [], universe(), [universe() for _ in st.leaf_iter_vars], universe())
+            out.stages[id(st)] = StageSets.fixed(universe(), [universe() for _ in st.leaf_iter_vars], universe())
             if st.name in out.changed:
                 out.changed.remove(st.name)
             out.notes.append(f"stage {st.name}: keeps its interval box ({why})")
@@ -206,7 +254,6 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
     value = {iv: iv.var for iv in st.leaf_iter_vars}
     R.pass_up_index(st.relations, ctx.rmap, value)
     why = "" if isinstance(st.op, ComputeOp) else f"a {type(st.op).__name__} is not analysed"
-    context = _context(out, st)
     ranges: list[isl.Set] = []
     roots = {iv.var: value[iv] for iv in st.op.root_iter_vars if iv in value and iv not in st.leaf_iter_vars}
     for iv in st.leaf_iter_vars:
@@ -224,21 +271,24 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
     # (a loop that reaches an output index, a fused one too, sets the init as well)
     outs = set().union(*(free_vars(value[iv]) for iv in st.op.axis))
     red = {names.name(iv.var) for iv in st.leaf_iter_vars if iv.is_reduce and iv.var not in outs}
-    dbox, rbox = context, universe()
-    for c in ranges + [c for c in checks if c is not None]:
-        if mentions(c, red):
-            rbox = rbox.intersect(c)
-        else:
-            dbox = dbox.intersect(c)
+    def box() -> tuple[isl.Set, isl.Set, isl.Set]:
+        context = _context(out, st)
+        dbox, rbox = context, universe()
+        for c in ranges + [c for c in checks if c is not None]:
+            if mentions(c, red):
+                rbox = rbox.intersect(c)
+            else:
+                dbox = dbox.intersect(c)
+        return context, dbox, rbox
+
     first = next((k for k, iv in enumerate(st.leaf_iter_vars) if iv.is_reduce), len(st.leaf_iter_vars))
     info = out.stages[id(st)] = StageSets([names.name(iv.var) for iv in reversed(ctx.paths[st])],
-                                          [names.name(iv.var) for iv in st.leaf_iter_vars], context, ranges,
-                                          dbox, first=first)
-    _set(info, dbox, rbox, red)
-    declared = _declared(out, st, value, dbox)
-    if declared is not None:
-        dbox = declared
-        _set(info, dbox, rbox, red)
+                                          [names.name(iv.var) for iv in st.leaf_iter_vars], ranges, box,
+                                          red, first=first)
+    if st.op.where is not None:
+        declared = _declared(out, st, value, info.box()[0])
+        if declared is not None:
+            info.set(declared, box=True)
     if getattr(st.op, "definitions", ()):  # a recurrence's definition runs whole: its points read each other
         return
     if st.is_output or not ctx.consumers[st] or why:
@@ -253,6 +303,7 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
     except NotAffine as e:
         out.notes.append(f"stage {st.name}: keeps its interval box ({e.reason})")
         return
+    dbox, _ = info.box()
     exact = at.intersect(needed).params().intersect(dbox)
     if dbox.is_subset(exact):
         return  # the box is exact already: the interval loop nest stays as it is
@@ -268,18 +319,10 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
         out.notes.append(f"stage {st.name}: keeps its interval box (its exact region has {extra} constraints beyond "
                          f"the box, past the budget of {REGION_CONSTRAINTS})")
         return
-    _set(info, exact, rbox, red)
+    info.set(exact)
     info.exact = True
     if st.name not in out.changed:
         out.changed.append(st.name)
-
-
-def _set(info: StageSets, starts: isl.Set, rbox: isl.Set, red: set[str]) -> None:
-    """The stage runs ``starts`` of its data-parallel instances (and, a reduction, its
-    reduction loops' ranges ``rbox`` at each)."""
-    info.body = starts.intersect(rbox).coalesce() if red else starts
-    info.init = starts if red else None
-    info.loops.clear()
 
 
 def mentions(s: isl.Set, names: set[str]) -> bool:

@@ -94,12 +94,13 @@ def attach_path(stage: Stage) -> list[E.IterVar]:
         guard.add(id(s))
         parent, ivar = s.attach_stage, s.attach_ivar
         assert parent is not None
-        if ivar not in parent.leaf_iter_vars:
+        # by identity: ``in`` and ``index`` would build an ``==`` expression per loop passed
+        k = next((k for k, x in enumerate(parent.leaf_iter_vars) if x is ivar), None)
+        if k is None:
             raise ScheduleError(
                 f"stage {s.name} is computed at {ivar.name} of {parent.name}, which is not one of "
                 f"{parent.name}'s loops ({parent._leaf_names()}); attach it to one of those"
             )
-        k = parent.leaf_iter_vars.index(ivar)
         path.extend(reversed(parent.leaf_iter_vars[: k + 1]))
         s = parent
     return path
