@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -70,47 +69,11 @@ def _replay_every_lowered_schedule(request):
         driver._lower_schedule = original
 
 
-# ---- TESSEL_DUMP_SOURCES=DIR: the source of every kernel built, filed by test ---------------------
-# Run the same tests on two trees with it, then `python -m tessel.testing.sources OLD NEW` lists the
-# kernels whose generated code differs (see tessel/testing/sources.py).
-_SOURCES: list = []  # the recorder, while one is installed
-
-
 def _start_recording_sources(config) -> None:
-    directory = os.environ.get("TESSEL_DUMP_SOURCES")
-    if not directory:
-        return
-    from contextlib import ExitStack
+    """TESSEL_DUMP_SOURCES=DIR: the source of every kernel built, filed by test; then
+    `python -m tessel.testing.sources OLD NEW` compares two trees (see that module)."""
+    name = "tessel.testing.sources"
+    if os.environ.get("TESSEL_DUMP_SOURCES") and not config.pluginmanager.has_plugin(name):
+        from tessel.testing import sources
 
-    from tessel.testing.sources import Recorder
-
-    stack = ExitStack()
-    _SOURCES.append(stack.enter_context(Recorder(Path(directory).resolve()).installed()))
-    config.add_cleanup(stack.close)
-    config.add_cleanup(_SOURCES.clear)
-
-
-@contextmanager
-def _sources_filed_under(label: str):
-    if not _SOURCES:
-        yield
-        return
-    _SOURCES[0].label = label
-    try:
-        yield
-    finally:
-        _SOURCES[0].label = "outside-tests"
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_make_collect_report(collector):
-    """A kernel built while a test module is imported is filed under the module."""
-    with _sources_filed_under(collector.nodeid or "collection"):
-        yield
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    """A kernel built in a test's set-up, call or tear-down is filed under the test."""
-    with _sources_filed_under(item.nodeid):
-        yield
+        config.pluginmanager.register(sources, name)

@@ -7,11 +7,16 @@ on the old tree and on the new one, then ``python -m tessel.testing.sources OLD 
 kernels whose code differs and shows the first few diffs.
 
 A kernel's name is where it was built and in which order: ``<test node id>/<NNN>-<target>-<kernel
-name>.<ext>`` (``tests/conftest.py`` says which test is running; a kernel built while a test
-module is collected is filed under the module). So the names match between two runs of the same
-tests, whatever the cache held and whichever worker ran the test. Two builds in different
-threads of one test may swap ordinals; kernels built in forked children (the tuner's measuring
-processes) are not recorded: their parent's counter cannot be shared with them.
+name>.<ext>`` (a kernel built while a test module is collected is filed under the module). So
+the names match between two runs of the same tests, whatever the cache held and whichever worker
+ran the test. Two builds in different threads of one test may swap ordinals; kernels built in
+forked children (the tuner's measuring processes) are not recorded: their parent's counter
+cannot be shared with them.
+
+This module is also the pytest plugin that records (``tests/conftest.py`` loads it when the
+variable is set). It needs nothing of tessel but the ``Kernel`` class, so a tree that predates it
+is recorded with a copy of this file: ``PYTHONPATH=/tmp/tool TESSEL_DUMP_SOURCES=/tmp/old python
+-m pytest -p sources ...`` with the file copied to ``/tmp/tool/sources.py``.
 """
 
 from __future__ import annotations
@@ -24,13 +29,21 @@ import re
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..runtime.module import Kernel
+from tessel.runtime.module import Kernel  # absolute: a copy of this file works as a plugin
 
-_EXTENSIONS = {"c": ".c", "python": ".py", "cuda": ".cu"}
+try:
+    from pytest import hookimpl
+
+    _wrapper = hookimpl(hookwrapper=True)
+except ImportError:  # the comparison runs without pytest
+    def _wrapper(fn):
+        return fn
+
+_EXTENSIONS = {"c": ".c", "python": ".py", "cuda-sim": ".py", "cuda": ".cu"}
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+\[\]-]")
 _MAX_PART = 100
 
@@ -87,6 +100,7 @@ class Recorder:
             original(kernel, *args, **kwargs)
             self.record(kernel)
 
+        init.recorder = self  # type: ignore[attr-defined]
         Kernel.__init__ = init  # type: ignore[method-assign]
         try:
             yield self
@@ -130,6 +144,46 @@ def render(c: Comparison, old: Path, new: Path, diffs: int = 3, context: int = 3
         out += difflib.unified_diff((old / k).read_text().splitlines(), (new / k).read_text().splitlines(),
                                     f"{old}/{k}", f"{new}/{k}", n=context, lineterm="")
     return "\n".join(out)
+
+
+# ---- the pytest plugin ------------------------------------------------------------------------------
+_ACTIVE: list[Recorder] = []  # the recorder, while the session runs
+
+
+def pytest_configure(config) -> None:
+    directory = os.environ.get("TESSEL_DUMP_SOURCES")
+    if not directory or hasattr(Kernel.__init__, "recorder"):
+        return  # off, or another copy of this plugin records already
+    stack = ExitStack()
+    _ACTIVE.append(stack.enter_context(Recorder(Path(directory).resolve()).installed()))
+    config.add_cleanup(stack.close)
+    config.add_cleanup(_ACTIVE.clear)
+
+
+@contextmanager
+def _filed_under(label: str):
+    if not _ACTIVE:
+        yield
+        return
+    _ACTIVE[0].label = label
+    try:
+        yield
+    finally:
+        _ACTIVE[0].label = "outside-tests"
+
+
+@_wrapper
+def pytest_make_collect_report(collector):
+    """A kernel built while a test module is imported is filed under the module."""
+    with _filed_under(collector.nodeid or "collection"):
+        yield
+
+
+@_wrapper
+def pytest_runtest_protocol(item, nextitem):
+    """A kernel built in a test's set-up, call or tear-down is filed under the test."""
+    with _filed_under(item.nodeid):
+        yield
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,28 +5,35 @@ it changes, with its diff."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from tessel.testing import sources
 from tessel.testing.sources import compare, label_path, main, render, safe_part
 
 TESTS = Path(__file__).resolve().parents[1]
 SAMPLE = "tests/testing/sources_sample.py"
 
 
-def _record(directory: Path, **env: str) -> None:
-    """Run the sample's tests in a fresh pytest with the hook on (one process: no xdist)."""
+def _record(directory: Path, *options: str, **env: str) -> None:
+    """Run the sample's tests in a fresh pytest with recording on (one process: no xdist)."""
     environ = {**os.environ, "TESSEL_DUMP_SOURCES": str(directory), **env}
-    done = subprocess.run([sys.executable, "-m", "pytest", SAMPLE, "-q", "-p", "no:xdist", "-p", "no:cacheprovider"],
-                          cwd=TESTS.parent, env=environ, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-m", "pytest", SAMPLE, "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
+                           *options], cwd=TESTS.parent, env=environ, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_two_runs_compare_identical_and_a_flag_shows_where_it_acts(tmp_path, capsys):
-    old, new = tmp_path / "old", tmp_path / "new"
+    """The second run records as a tree without the hook would: no conftest, a copy of the
+    plugin file on the path, so the tool can compare a branch with a main that predates it."""
+    old, new, tool = tmp_path / "old", tmp_path / "new", tmp_path / "tool"
     _record(old)
-    _record(new, SAMPLE_VECTOR_BYTES="16")
+    tool.mkdir()
+    shutil.copy(sources.__file__, tool / "sources.py")
+    _record(new, "--noconftest", "-p", "sources", SAMPLE_VECTOR_BYTES="16", TESSEL_CACHE_DIR=str(tmp_path / "cache"),
+            PYTHONPATH=os.pathsep.join([str(tool), str(TESTS)]))
     # filed by test node id and ordinal; a kernel built while the module is collected, under the module
     assert sorted(str(p.relative_to(old)) for p in old.rglob("*.*") if p.is_file()) == [
         f"{SAMPLE}/001-c-main.c",
