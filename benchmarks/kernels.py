@@ -4,7 +4,7 @@ A :class:`Case` knows how to make its inputs, how NumPy computes the answer (the
 every contender is checked against), how NumPy computes it at its best (the baseline that is
 timed: into a preallocated output with ``out=``, temporaries allocated once, as a user who
 cares would write it), what tessel's schedule is, and how much work one call does (flops or
-bytes, for GFLOP/s or GB/s). Sizes come in two sets: the full ones of docs/performance.md and
+bytes, for GFLOP/s or GB/s). Sizes come in two sets: the full ones of the runs in benchmarks/results/runs.md and
 small ones for ``--quick``.
 """
 

@@ -25,6 +25,7 @@ def _private_cache(tmp_path_factory):
 def pytest_configure(config):
     config.addinivalue_line("markers", "no_replay_check: the test changes a schedule behind the primitives' "
                             "back (not a step), so its replay is not expected to lower the same")
+    _start_recording_sources(config)
 
 
 @pytest.fixture(autouse=True)
@@ -66,3 +67,13 @@ def _replay_every_lowered_schedule(request):
         yield
     finally:
         driver._lower_schedule = original
+
+
+def _start_recording_sources(config) -> None:
+    """TESSEL_DUMP_SOURCES=DIR: the source of every kernel built, filed by test; then
+    `python -m tessel.testing.sources OLD NEW` compares two trees (see that module)."""
+    name = "tessel.testing.sources"
+    if os.environ.get("TESSEL_DUMP_SOURCES") and not config.pluginmanager.has_plugin(name):
+        from tessel.testing import sources
+
+        config.pluginmanager.register(sources, name)

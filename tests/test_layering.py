@@ -9,8 +9,9 @@ are annotations only, never executed, and are not counted.
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from import_graph import imports
 
 import tessel
 
@@ -76,39 +77,12 @@ def _package(path: Path) -> str:
     return parts[0] if len(parts) > 1 else parts[0].removesuffix(".py")
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    """Ids of the import nodes under ``if TYPE_CHECKING:`` (annotations only)."""
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for inner in node.body:
-                skip.update(id(n) for n in ast.walk(inner))
-    return skip
-
-
 def imported_packages(path: Path) -> dict[str, int]:
     """Every tessel package ``path`` imports (module level or lazily), with a line number."""
-    tree = ast.parse(path.read_text())
-    skip = _type_checking_nodes(tree)
-    here = list(path.relative_to(ROOT).parts[:-1]) if path.is_relative_to(ROOT) else []
     out: dict[str, int] = {}
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
-        targets: list[str] = []
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = here[: len(here) - (node.level - 1)] if node.level > 1 else here
-                mod = base + (node.module.split(".") if node.module else [])
-                targets = [mod[0]] if mod else [a.name for a in node.names]
-            elif node.module and node.module.startswith("tessel."):
-                targets = [node.module.split(".")[1]]
-            elif node.module == "tessel":
-                targets = [a.name for a in node.names]
-        elif isinstance(node, ast.Import):
-            targets = [a.name.split(".")[1] for a in node.names if a.name.startswith("tessel.")]
-        for t in targets:
-            out.setdefault(t.removesuffix(".py"), node.lineno)
+    for imp in imports(path, ROOT):
+        if "." in imp.target:  # ``import tessel`` is the facade, which every layer may name
+            out.setdefault(imp.target.split(".")[1], imp.line)
     return out
 
 
