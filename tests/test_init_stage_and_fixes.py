@@ -149,3 +149,20 @@ def test_refused_rfactor_and_cache_write_leave_the_schedule_as_it_was():
     refused(lambda: s.cache_write(C, "local"))
     assert [st.name for st in s.stages] == names
     check(s, [A, D], [a], [rd.astype(np.float32)], targets=TARGETS, rtol=1e-4, atol=1e-4)
+
+
+def test_init_stage_inside_reduction_loop_is_refused_beside_commands():
+    """Seed 1 case 135 (F12): a command on another stage lowers the whole nest through isl's AST
+    (poly_ops), which hoists the init as the loop nest does; the rule was judged only by the
+    loop nest's lowering, so the init read Bp before it was computed (garbage on both targets)."""
+    A, Bp, B, a, rb = _init_reduction()
+    D = te.compute((3,), lambda i: B[i] * 3.0, name="D")
+    s = te.create_schedule([D.op])
+    s[Bp].compute_at(s[B], s[B].leaf_iter_vars[0])
+    s[B].reorder(s[B].leaf_iter_vars[1], s[B].leaf_iter_vars[0])  # kb outside i: the init is hoisted out of kb
+    s[D].reverse(s[D].leaf_iter_vars[0])  # a command: the nest is isl's
+    for target in TARGETS:
+        with pytest.raises(ScheduleError, match="Bp is read by the init of reduction B") as err:
+            tessel.build(s, [A, D], target=target)
+    exec(err.value.fix, {"s": s, **err.value.fix_names})  # the fix it proposes
+    check(s, [A, D], [a], [rb * 3.0], targets=TARGETS, rtol=1e-4, atol=1e-4)

@@ -107,3 +107,20 @@ def test_cache_write_of_an_in_place_stencil_is_refused():
         xb[i + 1, 1] = (xb[i, 1] * 0.5 + xb[i + 1, 0] + xb[i + 1, 1] * -0.25 + xb[i + 1, 2] * 0.125
                         + xb[i + 2, 1] * 0.375)
     check(s, [A], [a], [], targets=("c", "python"), updated={0: xb})
+
+
+def test_cache_read_of_a_tensor_updated_in_place_is_refused():
+    """F13 (seed 1 case 281): B stored in its input A reads the neighbour it updated just before
+    (Gauss-Seidel along j); cache_read(A, readers=[B]) gave B a copy of A's old values (a
+    Jacobi step): wrong values on both targets. Refused; without it B runs in place, right."""
+    A = te.placeholder((3, 10), name="A")
+    B = te.compute((1, 8), lambda i, j: A[i + 1, j] * 0.5 + A[i + 1, j + 1] + A[i, j + 1] * -0.25, name="B")
+    s = te.create_schedule([B.op])
+    s[B].store_in(A, lambda i, j: (i + 1, j + 1))
+    with pytest.raises(ScheduleError, match="cache_read of A is refused: stage B writes its values into A in place"):
+        s.cache_read(A, "shared", [s[B]])
+    a = rand(3, 10)
+    xb = a.astype(np.float64).copy()
+    for j in range(8):
+        xb[1, j + 1] = xb[1, j] * 0.5 + xb[1, j + 1] + xb[0, j + 1] * -0.25
+    check(s, [A], [a], [], targets=("c", "python"), updated={0: xb})

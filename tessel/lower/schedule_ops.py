@@ -44,7 +44,6 @@ def schedule_ops(ctx: BoundContext, exact: ExactPlan | None = None) -> S.Stmt:
     attached: dict[tuple[int, int], list[Stage]] = defaultdict(list)
     for st in ctx.order:
         if st.attach_type == SCOPE:
-            _check_init_attach(ctx, st)
             attached[(id(st.attach_stage), id(st.attach_ivar))].append(st)
     builder = _Builder(ctx, attached, exact)
     body: S.Stmt = S.Evaluate(0)
@@ -54,43 +53,6 @@ def schedule_ops(ctx: BoundContext, exact: ExactPlan | None = None) -> S.Stmt:
         body = builder.pipeline(st, body)
     body = inline_lets(body, builder.renamed)
     return merge_nested_threads(body) if ctx.binds else body
-
-
-def _check_init_attach(ctx: BoundContext, st: Stage) -> None:
-    """Refuse a stage an init reads but attached where the init does not run: inside a
-    reduction's first reduction loop (its init is hoisted out of that loop, so it would read
-    the stage before it is computed), or inside a scan's loop (its init is copied into the
-    output before the steps run)."""
-    from ..te.scan import ScanOp
-    from ..te.tensor import ComputeOp
-
-    parent, iv = st.attach_stage, st.attach_ivar
-    pop = parent.op
-    outs = {id(t) for t in st.op.outputs}
-    if isinstance(pop, ScanOp):
-        if any(t.op is st.op for t in pop.init):
-            raise ScheduleError(
-                f"stage {st.name} is the init of scan {parent.name}, which is copied into {parent.name} before "
-                f"the scan's loop {iv.name} runs, but {st.name} is attached inside that loop; compute it before "
-                f"the scan instead: s[{st.name}].compute_root()")
-        return
-    if not isinstance(pop, ComputeOp) or not pop.is_reduction:
-        return
-    body = ctx.bodies.get(pop, pop.body)
-    red = body[0]
-    if not isinstance(red, E.Reduce) or not red.init:
-        return
-    reads = [ld for v in red.init for ld in collect(v, lambda n: isinstance(n, E.ProducerLoad))]
-    if not any(id(ld.producer) in outs for ld in reads):
-        return
-    leaves = parent.leaf_iter_vars
-    first = next((k for k, x in enumerate(leaves) if x.is_reduce), len(leaves))
-    if iv in leaves and leaves.index(iv) >= first:
-        raise ScheduleError(
-            f"stage {st.name} is read by the init of reduction {parent.name}, which runs before {parent.name}'s "
-            f"first reduction loop {leaves[first].name}, but {st.name} is attached at loop {iv.name} inside it; "
-            f"attach {st.name} at a loop of {parent.name} outside {leaves[first].name}, or reorder so that "
-            f"{iv.name} encloses {leaves[first].name}, or compute it at the root: s[{st.name}].compute_root()")
 
 
 class _Builder:

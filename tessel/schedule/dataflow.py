@@ -207,12 +207,31 @@ def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers) -> Tensor:
                 f"the copy; the stages reading {tensor.name} are: {', '.join(reading) or 'none'}"
             )
         rstages.append(st)
+    _in_place_read_refusal(sch, tensor, cur)
     # first on a copy: a reader refusing the copy (a recurrence's definition) must leave the
     # schedule as it was, not with the cache stage added and some readers rewritten
     trial = sch.copy(record=False)
     _cache_read_into(trial, trial.stages[sch.stages.index(prod)], tensor, cur, scope,
                      [trial.stages[sch.stages.index(st)] for st in rstages])
     return _cache_read_into(sch, prod, tensor, cur, scope, rstages)
+
+
+def _in_place_read_refusal(sch: Schedule, tensor: Tensor, cur: Tensor) -> None:
+    """A tensor a stage updates in place (``store_in``, or a recurrence's ``inplace=``) changes
+    while the kernel runs: each reader reads what the writes before it left. A copy holds the
+    values of one moment, so its readers would read other values than the program's (fuzz F13:
+    a Gauss-Seidel stencil given a copy of its own storage computed a Jacobi step); refused."""
+    for st in sch.stages:
+        storage = st.storage
+        into = storage.buffer if storage is not None and not getattr(storage, "folded", False) else None
+        if into is None and getattr(st.op, "base", None) is not None and st.op.base.op.is_placeholder:
+            into = st.op.base
+        if into is not None and into.op is cur.op:
+            raise ScheduleError(
+                f"cache_read of {tensor.name} is refused: stage {st.name} writes its values into {tensor.name} in "
+                f"place ({'store_in' if storage is not None else 'inplace='}), so {tensor.name} changes while the "
+                f"kernel runs, and a copy would give its readers the values of one moment instead of what the "
+                f"writes before each read left there. Drop the cache_read, or store {st.name} in a fresh buffer")
 
 
 def _cache_read_into(sch: Schedule, prod: Stage, tensor: Tensor, cur: Tensor, scope: str,

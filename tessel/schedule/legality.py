@@ -31,7 +31,7 @@ from ..errors import ScheduleError, TesselError
 from ..ir import expr as E
 from .dataflow import loop_ranges
 from .fixes import Fix, FixBuilder, Names, choose
-from .graph import effective_consumers, reaches
+from .graph import effective_bodies, effective_consumers, reaches
 from .stage import INLINE, SCOPE, Stage
 from .tree import ScheduleTree, attach_fault
 
@@ -51,6 +51,7 @@ class ViolationKind(Enum):
     BAD_ATTACHMENT = "bad-attachment"
     ATTACHED_TO_NON_CONSUMER = "attached-to-non-consumer"
     LCA = "lca"
+    INIT_ATTACHMENT = "init-attachment"
     PARALLEL_REDUCTION = "parallel-reduction"
     VECTORIZED_REDUCTION = "vectorized-reduction"
     THREAD_BOUND_TWICE = "thread-bound-twice"
@@ -121,10 +122,11 @@ def find_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
             broken.add(id(st))
     tree = ScheduleTree(sch)
     cons = effective_consumers(sch)
+    bodies = effective_bodies(sch)
     for st in stages:
         if id(st) in broken or st.attach_type != SCOPE:
             continue
-        v = _check_reader_relation(sch, st, cons, propose)
+        v = _check_reader_relation(sch, st, cons, propose) or _check_init_attach(sch, st, bodies, propose)
         if v is not None:
             out.append(v)
             broken.add(id(st))
@@ -292,6 +294,50 @@ def _check_reader_relation(sch: Schedule, st: Stage, cons: dict, propose: bool) 
     if len(direct) == 1 and direct[0].leaf_iter_vars and direct[0].attach_type != INLINE:
         r = direct[0]
         candidates.insert(0, FixBuilder(names).compute_at(st, r, r.leaf_iter_vars[0]))
+    return choose(sch, v, candidates)
+
+
+def _check_init_attach(sch: Schedule, st: Stage, bodies: dict, propose: bool) -> Violation | None:
+    """A stage an init reads, attached where the init does not run: inside a reduction's first
+    reduction loop (the init is hoisted out of that loop, so it would read the stage before it
+    is computed) or inside a scan's loop (the init is copied into the output before the steps).
+    A tree rule, judged here for every lowering: the commands' nest (``poly_ops``) places the
+    init as the loop nest does, and their dependence check trusts the tree rules for stages no
+    command moves (``solve.moved``)."""
+    from ..te.scan import ScanOp
+    from ..te.tensor import ComputeOp
+
+    parent, iv = st.attach_stage, st.attach_ivar
+    assert parent is not None and iv is not None
+    pop = parent.op
+    if isinstance(pop, ScanOp):
+        if not any(t.op is st.op for t in pop.init):
+            return None
+        text = (f"stage {st.name} is the init of scan {parent.name}, which is copied into {parent.name} before "
+                f"the scan's loop {iv.name} runs, but {st.name} is attached inside that loop")
+        first = 0
+    else:
+        red = bodies.get(pop, pop.body)[0] if isinstance(pop, ComputeOp) and pop.is_reduction else None
+        if not isinstance(red, E.Reduce) or not red.init:
+            return None
+        if not any(t.op is st.op for t in pop.read_tensors(tuple(red.init))):
+            return None
+        leaves = parent.leaf_iter_vars
+        first = next((k for k, x in enumerate(leaves) if x.is_reduce), len(leaves))
+        if not any(iv is x for x in leaves[first:]):
+            return None
+        text = (f"stage {st.name} is read by the init of reduction {parent.name}, which runs before "
+                f"{parent.name}'s first reduction loop {leaves[first].name}, but {st.name} is attached at loop "
+                f"{iv.name} inside it, so the init would read {st.name} before it is computed; attach "
+                f"{st.name} at a loop of {parent.name} outside {leaves[first].name}, or reorder so that "
+                f"{iv.name} encloses {leaves[first].name}, or compute it at the root")
+    v = Violation(ViolationKind.INIT_ATTACHMENT, st, text, _stages(st, parent), _loops(iv))
+    if not propose:
+        return v
+    names = Names(sch)
+    candidates = [FixBuilder(names).compute_root(st)]
+    if first > 0:
+        candidates.insert(0, FixBuilder(names).compute_at(st, parent, parent.leaf_iter_vars[first - 1]))
     return choose(sch, v, candidates)
 
 
