@@ -66,3 +66,30 @@ def _replay_every_lowered_schedule(request):
         yield
     finally:
         driver._lower_schedule = original
+
+
+# ---- generated-code dump: compare the C of every kernel a run builds across two branches ---------
+@pytest.fixture(autouse=True)
+def _dump_kernel_sources(request):
+    """With TESSEL_DUMP_SOURCE=DIR, every kernel a test builds appends its source to
+    DIR/<test id>.c, so that two checkouts' runs can be diffed (a refactoring that must not
+    change the generated code)."""
+    out = os.environ.get("TESSEL_DUMP_SOURCE")
+    if not out:
+        yield
+        return
+    from tessel.runtime import module
+
+    path = Path(out) / (request.node.nodeid.replace("/", "_").replace("::", "__")[:200] + ".c")
+    original = module.Kernel.__init__
+
+    def init(self, func, source, *rest, **kwargs):
+        original(self, func, source, *rest, **kwargs)
+        with open(path, "a") as f:
+            f.write(f"/* ---- {type(self).__name__} {func.name} ---- */\n{source}\n")
+
+    module.Kernel.__init__ = init
+    try:
+        yield
+    finally:
+        module.Kernel.__init__ = original
