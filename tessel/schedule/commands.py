@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ScheduleError
 from ..ir import expr as E
@@ -66,6 +66,7 @@ class Shift:
 
 @dataclass(frozen=True)
 class Interchange:
+    reshapes: ClassVar[bool] = True  # given to each stage in the loops, one call at a time
     first: E.IterVar
     second: E.IterVar
 
@@ -75,6 +76,7 @@ class Interchange:
 
 @dataclass(frozen=True)
 class Reverse:
+    reshapes: ClassVar[bool] = True  # given to each stage in the loops, one call at a time
     axis: E.IterVar
 
     def text(self) -> str:
@@ -84,6 +86,8 @@ class Reverse:
 @dataclass(frozen=True)
 class Skew:
     """``(i, j) -> (a*i + b*j, c*i + e*j)``, ``a*e - b*c == 1``."""
+
+    reshapes: ClassVar[bool] = True
 
     outer: E.IterVar
     inner: E.IterVar
