@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import TARGETS, check, loops, rand, ir_text
+from helpers import TARGETS, check, ir_text, loops, rand
 
 import tessel
 from tessel import te
