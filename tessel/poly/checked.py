@@ -234,18 +234,24 @@ def undone(sch: Schedule, stage: Stage, command: Any) -> Schedule:
 
 def repair(before: Schedule, stage: Stage, command: Any) -> Proposal | None:
     """The commands, computed from the dependences, that do what ``command`` meant legally."""
-    from ..schedule.commands import Order, Skew
+    from ..schedule.commands import Order
 
     st = before.stages[stage.schedule.stages.index(stage)]
     try:
         if isinstance(command, Order):
             return _repair_order(before, command)
-        if isinstance(command, Skew):
-            p = wavefront(before, st, command.outer, command.inner, parallel=False)
+        if _couples(command):  # a skew of two loops: the one that keeps every dependence
+            p = wavefront(before, st, *command.inputs, parallel=False)
             return p if p.steps else None
     except ScheduleError:
         return None
     return None
+
+
+def _couples(command: Any) -> bool:
+    """A loop command whose map mixes its two loops' values (a skew, whatever its matrix)."""
+    m = getattr(command, "matrix", ())
+    return len(m) == 2 and (m[0][1] != 0 or m[1][0] != 0)
 
 
 def _repair_order(before: Schedule, cmd: Any) -> Proposal | None:

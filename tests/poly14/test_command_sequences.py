@@ -97,3 +97,37 @@ def test_one_skew_over_three_fused_stages_is_accepted():
     assert len(heads) == 2 and "n" not in heads[0]  # one skewed nest over constant sizes
     a = rand(n, m)
     check(s, [A, D], [a], [(a + 1) * 2])
+
+
+@pytest.mark.parametrize("matrix", [(1, 0, 1, 1), (0, 1, 1, 0), (2, 1, 1, 1)])
+def test_skew_takes_any_unimodular_matrix(matrix):
+    A, R, s = _wavefront(9, 13)
+    s[R].skew(*R.op.axis, *matrix)  # (i, i + j); the two loops swapped; (2i + j, i + j)
+    a = rand(9, 13)
+    for target in TARGETS:
+        x = a.copy()
+        tessel.build(s, [A], target=target)(x)
+        np.testing.assert_allclose(x, _wavefront_ref(a), rtol=1e-5, atol=1e-6, err_msg=target)
+
+
+def test_tile_after_a_skew_given_as_a_matrix_tiles_the_skewed_loops():
+    A, R, s = _wavefront(9, 13)
+    i, j = R.op.axis
+    s[R].skew(i, j, 1, 1, 0, 1)
+    s[R].tile(i, j, 4, 4)
+    heads = loops(ir_text(s, [A]))
+    assert len(heads) == 4
+    a = rand(9, 13)
+    for target in TARGETS:
+        x = a.copy()
+        tessel.build(s, [A], target=target)(x)
+        np.testing.assert_allclose(x, _wavefront_ref(a), rtol=1e-5, atol=1e-6, err_msg=target)
+
+
+def test_a_skew_matrix_that_is_not_unimodular_is_refused_with_one_that_is():
+    A, R, s = _wavefront(9, 13)
+    with pytest.raises(ScheduleError, match="a\\*e - b\\*c is 2, must be 1 or -1.*\\(c, e\\) = \\(0, 1\\)"):
+        s[R].skew(*R.op.axis, 1, 1, 0, 2)
+    with pytest.raises(ScheduleError, match="whole or not at all"):
+        s[R].skew(*R.op.axis, 1, 1, 0)
+    assert not s[R].commands
