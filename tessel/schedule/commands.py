@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ScheduleError
 from ..ir import expr as E
-from .relations import Interchange, Reverse, Shift, Skew, unimodular_completion
+from .relations import Interchange, LoopMap, Reverse, Shift, Skew, unimodular_completion
 
 if TYPE_CHECKING:
     from ..te.tensor import Tensor
@@ -58,10 +58,8 @@ if TYPE_CHECKING:
 
 
 # ---- the commands as data ------------------------------------------------------------------
-# the loop commands are relations (``relations.LoopMap``): each carries its own arithmetic
-LoopCommand = Shift | Interchange | Reverse | Skew
-
-
+# the loop commands are relations (``relations.LoopMap``: Shift, Skew, Interchange, Reverse),
+# each carrying its own arithmetic; orders and storage are recorded here
 @dataclass(frozen=True)
 class Order:
     """``stage`` runs after (``before``: before) ``anchor`` inside their first ``level`` + 1
@@ -246,7 +244,7 @@ def skew(stage: Stage, outer: E.IterVar, inner: E.IterVar, a: Any, b: Any, c: An
     _commit(stage, cmd, lambda: _add(stage, cmd))
 
 
-def _add(stage: Stage, cmd: LoopCommand) -> None:
+def _add(stage: Stage, cmd: LoopMap) -> None:
     stage.commands = (*stage.commands, cmd)
 
 
