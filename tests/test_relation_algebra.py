@@ -256,7 +256,8 @@ def test_a_nonzero_parent_min_is_added_back():
 
 
 # ---- only relations.py dispatches on the type of a relation ------------------------------------
-RELATION_TYPES = {"Split", "Fuse", "Rebase", "Singleton", "Relation"}
+RELATION_TYPES = {"Split", "Fuse", "Rebase", "Singleton", "Relation", "LoopMap", "Shift", "Skew", "Reverse",
+                  "Interchange"}
 
 
 def _names_in(node: ast.AST) -> set[str]:
@@ -322,3 +323,48 @@ def test_a_factor_larger_than_its_parent_is_cut_only_when_proved_and_never_on_a_
     small = Analyzer()
     small.bind(n, E.Range(0, 10))  # n < 16 is provable: the loop runs over n
     assert str(inner_extent(n, R.Cut(analyzer=small))) == "n"
+
+
+# ---- loop maps: Tiramisu's loop commands as relations (issue 32) --------------------------------
+def _loop_maps(i: E.IterVar, j: E.IterVar) -> list[R.LoopMap]:
+    return [R.Shift(i, 3), R.Reverse(j), R.Interchange(i, j), R.Skew(i, j, 1, 1, 0, 1), R.Skew(i, j, 2, 1, 1, 1),
+            R.Skew(i, j, 3, 2, 1, 1), R.Skew(i, j, 0, 1, 1, 0)]
+
+
+@pytest.mark.parametrize("k", range(7))
+def test_a_loop_map_passes_points_down_and_up_and_its_box_holds_them(k):
+    """Every point of a 7 x 13 nest (from 2, 1) maps down into the passed-down box, back up
+    to itself, the map is one-to-one, and time_down is index_down's value (one coordinate)."""
+    i = E.IterVar(E.Range(2, 7), E.Var("i", "int32"), E.IterVar.DATA_PAR)
+    j = E.IterVar(E.Range(1, 13), E.Var("j", "int32"), E.IterVar.DATA_PAR)
+    rel = _loop_maps(i, j)[k]
+    rmap = {i: i.dom, j: j.dom}
+    box = dict(rel.pass_down(rmap, R.Cut()))
+    seen = set()
+    for x, y in itertools.product(range(2, 9), range(1, 14)):
+        down: dict = {i: O.const(x), j: O.const(y)}
+        rel.index_down(rmap, down)
+        got = tuple(evaluate(down[v]) for v in (i, j))
+        for v, g in zip((i, j), got):
+            if v not in rel.inputs:
+                continue
+            lo, ext = evaluate(box[v].min), evaluate(box[v].extent)
+            assert lo <= g < lo + ext, (rel.text(), v.name, g)
+        seen.add(got)
+        times: dict = {i: (O.const(x),), j: (O.const(y),)}
+        rel.time_down(rmap, times)
+        assert tuple(evaluate(times[v][0]) for v in (i, j)) == got
+        up: dict = {i: O.const(got[0]), j: O.const(got[1])}
+        rel.index_up(rmap, up)
+        assert (evaluate(up[i]), evaluate(up[j])) == (x, y)
+    assert len(seen) == 7 * 13
+
+
+def test_a_loop_map_replays_onto_other_loops_and_keeps_its_text():
+    i, j, p, q = (E.IterVar(E.Range(0, 5), E.Var(n, "int32"), E.IterVar.DATA_PAR) for n in "ijpq")
+    for rel in _loop_maps(i, j):
+        again = rel.replay({i: p, j: q})
+        assert type(again) is type(rel) and again.matrix == rel.matrix and again.places == rel.places
+        assert set(again.inputs) <= {p, q} and again.text().split("(")[0] == rel.text().split("(")[0]
+    assert R.Skew(i, j, 2, 1, -1, 0).text() == "skew(i, j, 2, 1)"  # the completion is not repeated
+    assert R.Skew(i, j, 2, 1, 1, 1).text() == "skew(i, j, 2, 1, 1, 1)"

@@ -51,8 +51,74 @@ def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
         return
     if not found:  # storage choices (folds, fresh buffers) are judged by verify: see order_violations
         return
+    sharing = _legal_if_shared(sch, stage, command)
+    if sharing:  # a step on the way to a legal schedule: the final one is checked at build
+        names = ", ".join(st.name for st in sharing)
+        verb = "runs in the same loops, is" if len(sharing) == 1 else "run in the same loops, are"
+        sch.pending_conditions = (*sch.pending_conditions, (stage.name, (
+            f"{command.text()} of {stage.name} was accepted as legal only if {names}, which {verb} given it too")))
+        return
     v = violation(sch, stage, command, found[0])
     raise v.error(len(found) - 1)
+
+
+def _legal_if_shared(sch: Schedule, stage: Stage, command: Any) -> list[Stage]:
+    """The other stages running in the loops a reshaping command (interchange, skew, reverse)
+    changes, when giving them the same command keeps every dependence among them; else [].
+
+    Tiramisu gives such a command to one computation at a time: stages fused by ``after`` are
+    interchanged or skewed one call after the other, and between the calls the dependences
+    across them run the wrong way. Refusing the first call would refuse a reachable legal
+    schedule; the build checks the final one. A shift is not deferred: it sets one stage's
+    offset against the others, which shifting them all alike would undo."""
+    from dataclasses import fields, replace
+
+    loops = _loops(command)
+    if not getattr(command, "reshapes", False) or not all(iv in stage.leaf_iter_vars for iv in loops):
+        return []
+    group = _fused_with(sch, stage, max(stage.leaf_iter_vars.index(iv) for iv in loops))
+    if len(group) == 1:
+        return []
+    trial = sch.copy(record=False)
+    at = {id(iv): stage.leaf_iter_vars.index(iv) for iv in loops}
+    for other in group[1:]:
+        mine = trial.stages[sch.stages.index(other)]
+        moved = {f.name: mine.leaf_iter_vars[at[id(v)]] for f in fields(command)
+                 if id(v := getattr(command, f.name)) in at and at[id(v)] < len(mine.leaf_iter_vars)}
+        if len(moved) != len(loops):
+            return []
+        same = replace(command, **moved)
+        if not any(_same(same, c) for c in mine.commands):  # not given it already
+            mine.commands = (*mine.commands, same)
+    pos = {sch.stages.index(st) for st in group}
+    try:
+        left = order_conflicts(trial, lambda d: _pos(d.source.stage) in pos or _pos(d.sink.stage) in pos)
+    except (ScheduleError, isl.Error):
+        return []
+    return [] if left else group[1:]
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and all(x is y or (not isinstance(x, E.IterVar) and x == y)
+                                      for x, y in zip(vars(a).values(), vars(b).values()))
+
+
+def _fused_with(sch: Schedule, stage: Stage, depth: int) -> list[Stage]:
+    """``stage`` and the stages ordered with it (``after``/``before``, in a chain) inside at
+    least its first ``depth`` + 1 loops."""
+    group = [stage]
+    grown = True
+    while grown:
+        grown = False
+        for o in sch.orders:
+            level = None if o.level is None else next(
+                (k for st in (o.stage, o.anchor) for k, iv in enumerate(st.leaf_iter_vars) if iv is o.level), None)
+            ends = [o.stage, o.anchor]
+            inside = [any(x is g for g in group) for x in ends]
+            if level is not None and level >= depth and inside.count(True) == 1:
+                group.append(ends[inside.index(False)])
+                grown = True
+    return group
 
 
 def fold_violation(sch: Schedule, stage: Stage, command: Any, folded: Stage, dep: Any, bad: Any) -> Violation:
@@ -168,18 +234,24 @@ def undone(sch: Schedule, stage: Stage, command: Any) -> Schedule:
 
 def repair(before: Schedule, stage: Stage, command: Any) -> Proposal | None:
     """The commands, computed from the dependences, that do what ``command`` meant legally."""
-    from ..schedule.commands import Order, Skew
+    from ..schedule.commands import Order
 
     st = before.stages[stage.schedule.stages.index(stage)]
     try:
         if isinstance(command, Order):
             return _repair_order(before, command)
-        if isinstance(command, Skew):
-            p = wavefront(before, st, command.outer, command.inner, parallel=False)
+        if _couples(command):  # a skew of two loops: the one that keeps every dependence
+            p = wavefront(before, st, *command.inputs, parallel=False)
             return p if p.steps else None
     except ScheduleError:
         return None
     return None
+
+
+def _couples(command: Any) -> bool:
+    """A loop command whose map mixes its two loops' values (a skew, whatever its matrix)."""
+    m = getattr(command, "matrix", ())
+    return len(m) == 2 and (m[0][1] != 0 or m[1][0] != 0)
 
 
 def _repair_order(before: Schedule, cmd: Any) -> Proposal | None:
@@ -207,6 +279,8 @@ def order_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
         snk = _live(sch, c.dep.sink.stage)
         st = snk if snk is not None else sch.stages[0]
         text = f"stage {st.name}: the schedule breaks a dependence of the program: {c.describe()}"
+        ends = {c.dep.source.stage.name, c.dep.sink.stage.name}
+        text += "".join(f"; {why}" for name, why in sch.pending_conditions if name in ends)
         v = Violation(ViolationKind.DEPENDENCE_ORDER, st, text, (st,), ())
         v.dependence = c.dep  # type: ignore[attr-defined]
         v.conflict = c  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ lives in.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import islpy as isl
@@ -28,7 +29,8 @@ from ..errors import BoundError, ScheduleError
 from ..ir import expr as E
 from ..ir.functor import substitute
 from ..ir.names import shown
-from ..schedule.commands import Interchange, Order, Reverse, Shift, has_commands
+from ..schedule.commands import Order, has_commands
+from ..schedule.relations import LoopMap
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from ..te.tensor import Tensor
@@ -120,11 +122,6 @@ def apply_commands(sch: Schedule, statements: list[Statement], vectors: dict[int
 
 
 # ---- loop commands followed by TE primitives ---------------------------------------------------
-def _command_loops(cmd) -> tuple[E.IterVar, ...]:
-    return (cmd.axis,) if isinstance(cmd, Shift | Reverse) else (cmd.first, cmd.second) \
-        if isinstance(cmd, Interchange) else (cmd.outer, cmd.inner)
-
-
 def early_commands(st: Stage) -> list:
     """The loop commands of ``st`` a TE primitive acted on afterwards (``tile`` after ``skew``:
     the tile splits the skewed loops), with the commands before them on the same loops: they
@@ -134,7 +131,7 @@ def early_commands(st: Stage) -> list:
     busy = {id(i) for rel in st.relations for i in rel.inputs}
     out: list = []
     for cmd in reversed(st.commands):
-        ivs = {id(v) for v in _command_loops(cmd)}
+        ivs = {id(v) for v in cmd.inputs}
         if ivs & busy:
             out.insert(0, cmd)
             busy |= ivs
@@ -151,19 +148,19 @@ def loop_values(st: Stage, rmap, value: dict) -> None:
 
     pending = early_commands(st)
     if pending:
-        _refuse_early(st, pending, descendants(st, [v for c in pending for v in _command_loops(c)]))
+        _refuse_early(st, pending, descendants(st, [v for c in pending for v in c.inputs]))
     for rel in st.relations:
-        while pending and all(v in value for v in _command_loops(pending[0])):
-            _value_command(st, pending.pop(0), value)
+        while pending and all(v in value for v in pending[0].inputs):
+            _value_command(st, pending.pop(0), rmap, value)
         rel.time_down(rmap, value)
     for cmd in pending:
-        _value_command(st, cmd, value)
+        _value_command(st, cmd, rmap, value)
 
 
 def _refuse_early(st: Stage, cmds: list, moved: set[int]) -> None:
     what = ", ".join(c.text() for c in cmds)
     for c in cmds:
-        if isinstance(c, Interchange):
+        if c.places != tuple(range(len(c.inputs))):  # it moves loops, which a split does not follow
             raise ScheduleError(f"stage {st.name}: {c.text()} was given before a split or fuse of its loops, which "
                                 f"then would not follow the interchanged loops; give the split before the interchange, "
                                 f"or reorder the split loops instead of interchanging")
@@ -180,22 +177,13 @@ def _refuse_early(st: Stage, cmds: list, moved: set[int]) -> None:
                                 f"compute it at a loop outside them, or give the command after the split")
 
 
-def _value_command(st: Stage, cmd, value: dict) -> None:
+def _value_command(st: Stage, cmd: LoopMap, rmap, value: dict) -> None:
     """``cmd`` on the coordinates ``value`` gives ``st``'s loops (one each)."""
-    from ..ir import op as O
-
-    got = [value.get(v) for v in _command_loops(cmd)]
+    got = [value.get(v) for v in cmd.inputs]
     if any(g is None or len(g) != 1 for g in got):
         raise ScheduleError(f"stage {st.name}: {cmd.text()} acts on a loop fused over a symbolic extent, which "
                             f"has no single coordinate; fuse loops of constant extent")
-    if isinstance(cmd, Shift):
-        value[cmd.axis] = (O.add(got[0][0], cmd.amount),)
-    elif isinstance(cmd, Reverse):
-        value[cmd.axis] = (O.sub(0, got[0][0]),)
-    else:
-        x, y = got[0][0], got[1][0]
-        value[cmd.outer] = (O.add(O.mul(x, cmd.a), O.mul(y, cmd.b)),)
-        value[cmd.inner] = (O.add(O.mul(x, cmd.c), O.mul(y, cmd.e)),)
+    cmd.time_down(rmap, value)
 
 
 # ---- loop commands ---------------------------------------------------------------------------
@@ -210,39 +198,36 @@ def _find(st: Stage, stmt: Statement, iv: E.IterVar) -> Loop | None:
     return None
 
 
-def _loop_command(st: Stage, cmd, stmt: Statement, vec: Vector, moved: dict[int, int]) -> None:
+def _loop_command(st: Stage, cmd: LoopMap, stmt: Statement, vec: Vector, moved: dict[int, int]) -> None:
+    """``cmd``'s map on the coordinates of its loops in one statement's time vector: the
+    statement's own loops, or those of a stage it is computed inside."""
     conv = stmt.converter
     assert conv is not None
-    if isinstance(cmd, Shift | Reverse):
-        lp = _find(st, stmt, cmd.axis)
-        if lp is None:
-            return
-        d = vec[lp.pos]
-        vec[lp.pos] = d.add(conv.const(cmd.amount)) if isinstance(cmd, Shift) else d.neg()
+    lps = [_find(st, stmt, v) for v in cmd.inputs]
+    if all(lp is None for lp in lps):
         return
-    first, second = (cmd.first, cmd.second) if isinstance(cmd, Interchange) else (cmd.outer, cmd.inner)
-    a, b = _find(st, stmt, first), _find(st, stmt, second)
-    if a is None and b is None:
-        return
-    if a is None or b is None:
-        missing = first if a is None else second
-        raise ScheduleError(f"stage {st.name}: {cmd.text()} moves loops {first.name} and {second.name} together, "
-                            f"but {stmt.label()} runs inside {(second if a is None else first).name} and not "
-                            f"inside {missing.name} (it is computed between them); compute it outside both "
-                            "loops, or inside the inner one")
-    if isinstance(cmd, Interchange):
-        # a loop shared by several statements moves once: ``moved`` keeps where it was
-        pa, pb = moved.setdefault(id(a), a.pos), moved.setdefault(id(b), b.pos)
-        a.pos, b.pos = pb, pa
-        vec[pa], vec[pb] = vec[pb], vec[pa]
+    if any(lp is None for lp in lps):
+        inside = next(v for v, lp in zip(cmd.inputs, lps) if lp is not None)
+        missing = next(v for v, lp in zip(cmd.inputs, lps) if lp is None)
+        raise ScheduleError(f"stage {st.name}: {cmd.text()} moves loops {' and '.join(v.name for v in cmd.inputs)} "
+                            f"together, but {stmt.label()} runs inside {inside.name} and not inside {missing.name} "
+                            "(it is computed between them); compute it outside both loops, or inside the inner one")
+    coupled = any(k for row_k, row in enumerate(cmd.matrix) for col, k in enumerate(row) if col != row_k)
+    if coupled and any(b.pos != a.pos + 2 for a, b in pairwise(lps)):
+        raise ScheduleError(f"stage {st.name}: {cmd.text()} needs two consecutive loops, {cmd.inputs[0].name} just "
+                            f"outside {cmd.inputs[1].name}; reorder or interchange them first")
+    # a loop shared by several statements moves once: ``moved`` keeps where it was
+    where = [moved.setdefault(id(lp), lp.pos) for lp in lps]
+    old = [vec[p] for p in where]
+    for k, lp in enumerate(lps):
+        lp.pos = where[cmd.places[k]]
+        terms = [x.scale_val(_val(m)) for m, x in zip(cmd.matrix[k], old) if m]
+        value = terms[0] if len(terms) > 1 or cmd.matrix[k][k] != 1 else old[k]
+        for t in terms[1:]:
+            value = value.add(t)
+        vec[lp.pos] = value.add(conv.const(cmd.offset[k])) if cmd.offset[k] else value
+    if cmd.places != tuple(range(len(lps))):
         stmt.loops.sort(key=lambda lp: lp.pos)
-        return
-    if b.pos != a.pos + 2:
-        raise ScheduleError(f"stage {st.name}: {cmd.text()} needs two consecutive loops, {cmd.outer.name} just "
-                            f"outside {cmd.inner.name}; reorder or interchange them first")
-    di, dj = vec[a.pos], vec[b.pos]
-    vec[a.pos] = di.scale_val(_val(cmd.a)).add(dj.scale_val(_val(cmd.b)))
-    vec[b.pos] = di.scale_val(_val(cmd.c)).add(dj.scale_val(_val(cmd.e)))
 
 
 def _val(x: int) -> isl.Val:

@@ -20,9 +20,9 @@ The commands, and what each does to a statement's schedule ``[s0, d0, s1, d1, ..
 * ``interchange(i, j)``: swaps the two coordinates (the IterVars follow their values: after
   it, ``i`` names the loop that now carries ``i``);
 * ``reverse(axis)``: ``d_k -> -d_k``;
-* ``skew(i, j, a, b)``: consecutive levels ``(d_i, d_j) -> (a*d_i + b*d_j, c*d_i + e*d_j)`` with
-  ``a*e - b*c = 1`` (unimodular; ``c, e`` chosen smallest, ``(1, 1)`` gives ``(i + j, j)``);
-  ``i`` then names the outer loop, ``j`` the inner one;
+* ``skew(i, j, a, b[, c, e])``: consecutive levels ``(d_i, d_j) -> (a*d_i + b*d_j, c*d_i + e*d_j)``
+  with ``a*e - b*c = +-1`` (unimodular; ``c, e`` by default chosen smallest with determinant 1,
+  ``(1, 1)`` gives ``(i + j, j)``); ``i`` then names the outer loop, ``j`` the inner one;
 * ``store_in(buffer, index)``: the stage's values go to ``buffer[index(axes)]`` instead of its
   own tensor, and every read of it follows (transposed, lower-dimensional, modulo and scalar
   storage; a many-to-one map is the user's promise that the schedule reads each value before it
@@ -30,6 +30,8 @@ The commands, and what each does to a statement's schedule ``[s0, d0, s1, d1, ..
 * ``storage_fold(axis, f)``: ``store_in`` of the stage's own storage with ``axis``'s dimension
   folded to ``f`` elements (index modulo ``f``).
 
+The loop commands are recorded as relations (``relations.Shift``, ``Skew``, ``Interchange``,
+``Reverse``: each carries its own arithmetic) in ``stage.commands``, in the order given.
 A TE primitive given after a command acts on the loops the command made: ``tile`` after ``skew``
 tiles the skewed loops (``tessel.poly.commands.loop_values``; a fuse of them is refused).
 A stage with commands is lowered through isl's AST generator (``tessel.lower.poly_ops``);
@@ -47,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ScheduleError
 from ..ir import expr as E
+from .relations import Interchange, LoopMap, Reverse, Shift, Skew, unimodular_completion
 
 if TYPE_CHECKING:
     from ..te.tensor import Tensor
@@ -55,50 +58,8 @@ if TYPE_CHECKING:
 
 
 # ---- the commands as data ------------------------------------------------------------------
-@dataclass(frozen=True)
-class Shift:
-    axis: E.IterVar
-    amount: int
-
-    def text(self) -> str:
-        return f"shift({self.axis.name}, {self.amount})"
-
-
-@dataclass(frozen=True)
-class Interchange:
-    first: E.IterVar
-    second: E.IterVar
-
-    def text(self) -> str:
-        return f"interchange({self.first.name}, {self.second.name})"
-
-
-@dataclass(frozen=True)
-class Reverse:
-    axis: E.IterVar
-
-    def text(self) -> str:
-        return f"reverse({self.axis.name})"
-
-
-@dataclass(frozen=True)
-class Skew:
-    """``(i, j) -> (a*i + b*j, c*i + e*j)``, ``a*e - b*c == 1``."""
-
-    outer: E.IterVar
-    inner: E.IterVar
-    a: int
-    b: int
-    c: int
-    e: int
-
-    def text(self) -> str:
-        return f"skew({self.outer.name}, {self.inner.name}, {self.a}, {self.b})"
-
-
-LoopCommand = Shift | Interchange | Reverse | Skew
-
-
+# the loop commands are relations (``relations.LoopMap``: Shift, Skew, Interchange, Reverse),
+# each carrying its own arithmetic; orders and storage are recorded here
 @dataclass(frozen=True)
 class Order:
     """``stage`` runs after (``before``: before) ``anchor`` inside their first ``level`` + 1
@@ -258,7 +219,7 @@ def interchange(stage: Stage, first: E.IterVar, second: E.IterVar) -> None:
     _commit(stage, cmd, lambda: _add(stage, cmd))
 
 
-def skew(stage: Stage, outer: E.IterVar, inner: E.IterVar, a: Any, b: Any) -> None:
+def skew(stage: Stage, outer: E.IterVar, inner: E.IterVar, a: Any, b: Any, c: Any = None, e: Any = None) -> None:
     _computed(stage, "skew")
     stage._check_leaf(outer, "skew")
     stage._check_leaf(inner, "skew")
@@ -269,37 +230,21 @@ def skew(stage: Stage, outer: E.IterVar, inner: E.IterVar, a: Any, b: Any) -> No
         raise ScheduleError(f"stage {stage.name}: skew({outer.name}, {inner.name}, {a}, {b}) is not unimodular: "
                             f"a and b must have no common factor (gcd({a}, {b}) = {math.gcd(a, b)}); divide "
                             "them by it, or use (1, 1) for a plain wavefront")
-    c, e = unimodular_completion(a, b)
+    if (c is None) != (e is None):
+        raise ScheduleError(f"stage {stage.name}: skew takes the matrix's second row (c, e) whole or not at all; "
+                            f"give both, or neither for the smallest that makes it unimodular")
+    if c is None:
+        c, e = unimodular_completion(a, b)
+    c, e = _int(stage, "skew factor c", c), _int(stage, "skew factor e", e)
+    if a * e - b * c not in (1, -1):
+        raise ScheduleError(f"stage {stage.name}: skew({outer.name}, {inner.name}, {a}, {b}, {c}, {e}) is not "
+                            f"unimodular: a*e - b*c is {a * e - b * c}, must be 1 or -1 (every point of the nest "
+                            f"keeps one place); e.g. (c, e) = {unimodular_completion(a, b)}")
     cmd = Skew(outer, inner, a, b, c, e)
     _commit(stage, cmd, lambda: _add(stage, cmd))
 
 
-def unimodular_completion(a: int, b: int) -> tuple[int, int]:
-    """``(c, e)`` with ``a*e - b*c == 1``, ``|c|`` smallest (then ``e >= 0`` preferred), so that
-    ``(a, b)`` with ``a == 1`` keeps the inner loop as it was: ``(c, e) == (0, 1)``."""
-    g, x, y = _egcd(a, b)  # a*x + b*y == g == ±1
-    e0, c0 = x * g, -y * g  # a*e0 - b*c0 == 1
-    # all solutions: e = e0 + t*b, c = c0 + t*a
-    best: tuple[int, int] | None = None
-    for t in range(-abs(c0) - 2, abs(c0) + 3):
-        c, e = c0 + t * a, e0 + t * b
-        key = (abs(c), e < 0, abs(e))
-        if best is None or key < (abs(best[0]), best[1] < 0, abs(best[1])):
-            best = (c, e)
-    assert best is not None and a * best[1] - b * best[0] == 1
-    return best
-
-
-def _egcd(a: int, b: int) -> tuple[int, int, int]:
-    x0, y0, x1, y1 = 1, 0, 0, 1
-    while b:
-        q, a, b = a // b, b, a - (a // b) * b
-        x0, x1 = x1, x0 - q * x1
-        y0, y1 = y1, y0 - q * y1
-    return a, x0, y0
-
-
-def _add(stage: Stage, cmd: LoopCommand) -> None:
+def _add(stage: Stage, cmd: LoopMap) -> None:
     stage.commands = (*stage.commands, cmd)
 
 

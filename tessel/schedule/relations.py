@@ -22,8 +22,11 @@ arithmetic, so this module is the only place that asks what kind a relation is:
   stage's loop structure to another (computeAt by position, schedule replay).
 
 Relations are keyed by IterVar object (IterVars compare by identity in dictionaries). A new
-kind (shift, skew, reverse) is a new subclass of ``Relation``; nothing outside this module
-needs to learn about it.
+kind is a new subclass of ``Relation``; nothing outside this module needs to learn about it.
+Tiramisu's loop commands (shift, skew by any unimodular matrix, interchange, reverse) are
+``LoopMap`` relations: a map of a stage's loops in place, whose one piece of integer arithmetic
+(``matrix``, ``offset``, ``places``) gives every method above; the polyhedral model composes
+them onto the time-space map with it (``tessel.poly.commands``).
 """
 
 from __future__ import annotations
@@ -431,6 +434,224 @@ class Singleton(Relation):
         return Singleton(self._output(axis_map, iv, lambda: _fresh(iv, iv.name, dom=E.Range(0, 1))))
 
 
+# ---- loop maps: Tiramisu's loop commands as relations ------------------------------------------
+def _affine(row: tuple[int, ...], xs: list[E.PrimExpr], c: int = 0) -> E.PrimExpr:
+    """``sum(row[l] * xs[l]) + c``, leaving out zero terms and unit factors."""
+    out: E.PrimExpr | None = None
+    for k, x in zip(row, xs):
+        if k == 0:
+            continue
+        term = x if k == 1 else O.mul(x, k)
+        out = term if out is None else O.add(out, term)
+    out = O.const(0, xs[0].dtype) if out is None else out
+    return O.add(out, c) if c else out
+
+
+class LoopMap(Relation):
+    """A unimodular affine map of a stage's loops in place (seed 004's loop commands): the
+    loops keep their IterVars (a user's handle names the loop that carries its values), their
+    values become ``matrix * values + offset``, and loop ``k`` then runs where loop
+    ``places[k]`` ran (an interchange moves loops; a skew, a shift or a reverse does not).
+
+    A subclass says what the command means (its fields, ``matrix``, ``offset``, ``places``,
+    ``text``); the arithmetic is all here, once. Because inputs and outputs are the same
+    IterVars, ``rmap`` holds the ranges before the map and ``pass_down`` the ranges after
+    (bounding boxes: a skewed nest is not a box, ``guards`` keep an index inside its loop).
+    ``reshapes``: changes the shape of a loop nest, so stages sharing the loops are given it
+    one call after the other; a shift only offsets one stage against the others.
+    """
+
+    reshapes: ClassVar[bool] = True
+
+    @property
+    def inputs(self) -> tuple[E.IterVar, ...]:
+        return tuple(v for v in vars(self).values() if isinstance(v, E.IterVar))
+
+    @property
+    def outputs(self) -> tuple[E.IterVar, ...]:
+        return self.inputs
+
+    @property
+    def matrix(self) -> tuple[tuple[int, ...], ...]:
+        n = len(self.inputs)
+        return tuple(tuple(int(r == c) for c in range(n)) for r in range(n))
+
+    @property
+    def offset(self) -> tuple[int, ...]:
+        return (0,) * len(self.inputs)
+
+    @property
+    def places(self) -> tuple[int, ...]:
+        return tuple(range(len(self.inputs)))
+
+    def text(self) -> str:
+        raise NotImplementedError
+
+    def inverse(self) -> tuple[tuple[int, ...], ...]:
+        """``matrix``'s inverse (integer: the matrix is unimodular); 1x1 and 2x2 as written."""
+        m = self.matrix
+        if len(m) == 1:
+            return ((m[0][0],),)  # +-1
+        (a, b), (c, e) = m
+        det = a * e - b * c  # +-1
+        return ((e * det, -b * det), (-c * det, a * det))
+
+    def params(self) -> dict[str, E.PrimExpr]:
+        return {k: O.const(v) for k, v in vars(self).items() if isinstance(v, int)}
+
+    def _apply(self, xs: list[E.PrimExpr]) -> list[E.PrimExpr]:
+        return [_affine(row, xs, c) for row, c in zip(self.matrix, self.offset)]
+
+    def _unapply(self, ys: list[E.PrimExpr]) -> list[E.PrimExpr]:
+        back = [O.sub(y, c) if c else y for y, c in zip(ys, self.offset)]
+        return [_affine(row, back) for row in self.inverse()]
+
+    def pass_down(self, rmap: RangeMap, cut: Cut) -> list[tuple[E.IterVar, E.Range]]:
+        ins = [rmap[iv] for iv in self.inputs]
+        out = []
+        for iv, row, c in zip(self.inputs, self.matrix, self.offset):
+            lo = [r.min if k > 0 else O.sub(O.add(r.min, r.extent), 1) for k, r in zip(row, ins)]
+            span = [O.mul(O.sub(r.extent, 1), abs(k)) for k, r in zip(row, ins) if k]
+            ext = span[0] if span else O.const(0, iv.dtype)
+            for x in span[1:]:
+                ext = O.add(ext, x)
+            out.append((iv, E.Range(_affine(row, lo, c), O.add(ext, 1))))
+        return out
+
+    def pass_up_domain(self, rmap: RangeMap, up: dict[E.IterVar, IntSet], ana: Analyzer) -> None:
+        free = [E.Var(iv.name, iv.dtype) for iv in self.inputs]
+        sets = {v: up[iv] for v, iv in zip(free, self.inputs)}
+        for iv, e in zip(self.inputs, self._unapply(list(free))):
+            up[iv] = eval_set(e, sets)
+
+    def index_up(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
+        if all(iv in value for iv in self.inputs):
+            for iv, e in zip(self.inputs, self._unapply([value[iv] for iv in self.inputs])):
+                value[iv] = e
+
+    def index_down(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
+        if all(iv in value for iv in self.inputs):
+            for iv, e in zip(self.inputs, self._apply([value[iv] for iv in self.inputs])):
+                value[iv] = e
+
+    def time_down(self, rmap: RangeMap, value: dict[E.IterVar, TimeValue]) -> None:
+        got = [value.get(iv) for iv in self.inputs]
+        if any(g is None or len(g) != 1 for g in got):
+            for iv in self.inputs:  # a loop fused over a symbolic extent: no single coordinate
+                value.pop(iv, None)
+            return
+        for iv, e in zip(self.inputs, self._apply([g[0] for g in got])):
+            value[iv] = (e,)
+
+    def guards(self, rmap: RangeMap, value: Mapping[E.IterVar, E.PrimExpr]) -> list[Guard]:
+        box = all(sum(1 for k in row if k) == 1 for row in self.matrix)  # a box maps onto a box
+        return [Guard(iv, value[iv], rmap[iv].min, rmap[iv].extent, not box)
+                for iv in self.inputs if iv in value and iv in rmap]
+
+    def replay(self, axis_map: dict[E.IterVar, E.IterVar]) -> LoopMap:
+        mapped = iter(self._mapped_inputs(axis_map))
+        return type(self)(**{k: next(mapped) if isinstance(v, E.IterVar) else v for k, v in vars(self).items()})
+
+
+@dataclass(frozen=True, eq=False)
+class Shift(LoopMap):
+    """``axis -> axis + amount``: the iteration runs ``amount`` steps later."""
+
+    axis: E.IterVar
+    amount: int
+
+    kind: ClassVar[str] = "shift"
+    reshapes: ClassVar[bool] = False
+
+    @property
+    def offset(self) -> tuple[int, ...]:
+        return (self.amount,)
+
+    def text(self) -> str:
+        return f"shift({self.axis.name}, {self.amount})"
+
+
+@dataclass(frozen=True, eq=False)
+class Reverse(LoopMap):
+    """``axis -> -axis``: the loop runs backwards."""
+
+    axis: E.IterVar
+
+    kind: ClassVar[str] = "reverse"
+
+    @property
+    def matrix(self) -> tuple[tuple[int, ...], ...]:
+        return ((-1,),)
+
+    def text(self) -> str:
+        return f"reverse({self.axis.name})"
+
+
+@dataclass(frozen=True, eq=False)
+class Interchange(LoopMap):
+    """The two loops swap places; each keeps its values (its name follows them)."""
+
+    first: E.IterVar
+    second: E.IterVar
+
+    kind: ClassVar[str] = "interchange"
+
+    @property
+    def places(self) -> tuple[int, ...]:
+        return (1, 0)
+
+    def text(self) -> str:
+        return f"interchange({self.first.name}, {self.second.name})"
+
+
+@dataclass(frozen=True, eq=False)
+class Skew(LoopMap):
+    """``(outer, inner) -> (a*outer + b*inner, c*outer + e*inner)``, ``a*e - b*c = +-1``; the two
+    loops are consecutive, ``outer`` then names the outer loop."""
+
+    outer: E.IterVar
+    inner: E.IterVar
+    a: int
+    b: int
+    c: int
+    e: int
+
+    kind: ClassVar[str] = "skew"
+
+    @property
+    def matrix(self) -> tuple[tuple[int, ...], ...]:
+        return ((self.a, self.b), (self.c, self.e))
+
+    def text(self) -> str:
+        rest = "" if (self.c, self.e) == unimodular_completion(self.a, self.b) else f", {self.c}, {self.e}"
+        return f"skew({self.outer.name}, {self.inner.name}, {self.a}, {self.b}{rest})"
+
+
+def unimodular_completion(a: int, b: int) -> tuple[int, int]:
+    """``(c, e)`` with ``a*e - b*c == 1``, ``|c|`` smallest (then ``e >= 0`` preferred), so that
+    ``(a, b)`` with ``a == 1`` keeps the inner loop as it was: ``(c, e) == (0, 1)``."""
+    g, x, y = _egcd(a, b)  # a*x + b*y == g == ±1
+    e0, c0 = x * g, -y * g  # a*e0 - b*c0 == 1
+    # all solutions: e = e0 + t*b, c = c0 + t*a
+    best: tuple[int, int] | None = None
+    for t in range(-abs(c0) - 2, abs(c0) + 3):
+        c, e = c0 + t * a, e0 + t * b
+        key = (abs(c), e < 0, abs(e))
+        if best is None or key < (abs(best[0]), best[1] < 0, abs(best[1])):
+            best = (c, e)
+    assert best is not None and a * best[1] - b * best[0] == 1
+    return best
+
+
+def _egcd(a: int, b: int) -> tuple[int, int, int]:
+    x0, y0, x1, y1 = 1, 0, 0, 1
+    while b:
+        q, a, b = a // b, b, a - (a // b) * b
+        x0, x1 = x1, x0 - q * x1
+        y0, y1 = y1, y0 - q * y1
+    return a, x0, y0
+
+
 # ---- a stage's chain of relations --------------------------------------------------------------
 def bound_to_thread(iter_var_attrs: Mapping[E.IterVar, object], relations: Iterable[Relation] = ()) -> ThreadBound:
     """Whether a loop is bound to a thread, from a stage's annotations (for ``Cut``); with the
@@ -505,5 +726,6 @@ def replay(relations: Iterable[Relation], axis_map: dict[E.IterVar, E.IterVar]) 
     return [rel.replay(axis_map) for rel in relations]
 
 
-__all__ = ["Cut", "Fuse", "Guard", "Rebase", "Relation", "Singleton", "Split", "TimeValue", "bound_to_thread", "ceildiv", "pass_down_domain",
-           "pass_down_index", "pass_down_time", "pass_up_domain", "pass_up_index", "replay"]
+__all__ = ["Cut", "Fuse", "Guard", "Interchange", "LoopMap", "Rebase", "Relation", "Reverse", "Shift", "Singleton", "Skew", "Split", "TimeValue", "bound_to_thread", "ceildiv", "pass_down_domain",
+           "pass_down_index", "pass_down_time", "pass_up_domain", "pass_up_index", "replay",
+           "unimodular_completion"]

@@ -220,6 +220,9 @@ class Schedule:
 
     #: the user's assumptions about the sizes (``assume``), as written
     assumptions: tuple[str, ...] = ()
+    #: (stage name, why) of commands accepted on the way to a schedule they are legal in only if
+    #: later commands follow (``poly.checked``): said again if the final schedule is refused
+    pending_conditions: tuple[tuple[str, str], ...] = ()
 
     @recorded
     def assume(self, condition: str) -> Schedule:

@@ -526,9 +526,10 @@ class Stage:
         _commands().shift(self, axis, amount)
 
     @recorded
-    def skew(self, outer: E.IterVar, inner: E.IterVar, a, b) -> None:
-        """Consecutive loops ``(i, j) -> (a*i + b*j, c*i + e*j)``, unimodular."""
-        _commands().skew(self, outer, inner, a, b)
+    def skew(self, outer: E.IterVar, inner: E.IterVar, a, b, c=None, e=None) -> None:
+        """Consecutive loops ``(i, j) -> (a*i + b*j, c*i + e*j)``, unimodular (``c, e`` by
+        default the smallest that make it so)."""
+        _commands().skew(self, outer, inner, a, b, c, e)
 
     @recorded
     def interchange(self, first: E.IterVar, second: E.IterVar) -> None:

@@ -1,0 +1,133 @@
+"""Sequences of Tiramisu commands whose final schedule is legal are accepted (issue 32).
+
+A reshaping command (interchange, skew, reverse) is given to one stage at a time; between the
+calls, stages fused with ``after`` disagree about their shared loops and a dependence across
+them runs the wrong way. That intermediate state is a step towards a legal schedule, not an
+error: the call is accepted as "legal only if" the other stages follow, and the build checks
+the final schedule (and says the condition again if it still breaks a dependence).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import TARGETS, check, ir_text, loops, rand
+
+import tessel
+from tessel import te
+from tessel.errors import ScheduleError
+
+
+def _fused_pair(n, m):
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] + 1, name="B")
+    C = te.compute((n, m), lambda i, j: B[i, j] * 3, name="C")
+    s = te.create_schedule(C.op)
+    s[C].after(s[B], C.op.axis[1])  # one nest, B then C in its innermost loop
+    return A, B, C, s
+
+
+@pytest.mark.parametrize("c_first", [False, True])
+def test_after_then_interchange_of_both_fused_stages_is_accepted(c_first):
+    A, B, C, s = _fused_pair(7, 13)
+    for T in ((C, B) if c_first else (B, C)):
+        s[T].interchange(*T.op.axis)
+    heads = loops(ir_text(s, [A, C]))
+    # the order's level names C's loop j, now the outer one: one nest over the columns
+    assert heads[0].startswith("for (j") and all(h.startswith("for (i") for h in heads[1:])
+    a = rand(7, 13)
+    check(s, [A, C], [a], [(a + 1) * 3])
+
+
+def test_interchange_of_one_fused_stage_is_refused_at_build_with_its_condition():
+    A, B, C, s = _fused_pair(7, 13)
+    s[B].interchange(*B.op.axis)  # legal only once C follows
+    for target in TARGETS:
+        with pytest.raises(ScheduleError, match="flow dependence B -> C") as e:
+            tessel.build(s, [A, C], target=target)
+        assert "interchange(i, j) of B was accepted as legal only if C" in str(e.value)
+
+
+def test_a_shift_that_breaks_a_fusion_is_still_refused_at_the_call():
+    A, B, C, s = _fused_pair(7, 13)
+    with pytest.raises(ScheduleError, match="shift\\(i, 1\\) is refused"):
+        s[B].shift(B.op.axis[0], 1)  # an offset against C: shifting C alike would undo it
+
+
+def _wavefront(n, m):
+    A = te.placeholder((n, m), name="A")
+    R = te.compute((n - 1, m - 1), lambda i, j: (A[i, j + 1] + A[i + 1, j]) * 0.5, name="R")
+    s = te.create_schedule(R.op)
+    s[R].store_in(A, lambda i, j: (i + 1, j + 1))  # in place: dependences (1, 0) and (0, 1)
+    return A, R, s
+
+
+def _wavefront_ref(a):
+    out = a.copy()
+    for i in range(1, a.shape[0]):
+        for j in range(1, a.shape[1]):
+            out[i, j] = (out[i - 1, j] + out[i, j - 1]) * np.float32(0.5)
+    return out
+
+
+def test_skew_then_reverse_of_the_wavefront_inner_loop_is_accepted():
+    A, R, s = _wavefront(9, 13)
+    i, j = R.op.axis
+    s[R].skew(i, j, 1, 1)
+    s[R].reverse(j)  # the skewed inner loop carries no dependence: any direction is legal
+    a = rand(9, 13)
+    for target in TARGETS:
+        x = a.copy()
+        tessel.build(s, [A], target=target)(x)
+        np.testing.assert_allclose(x, _wavefront_ref(a), rtol=1e-5, atol=1e-6, err_msg=target)
+
+
+def test_one_skew_over_three_fused_stages_is_accepted():
+    n, m = 9, 13
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] + 1, name="B")
+    C = te.compute((n, m), lambda i, j: B[i, j] * 3, name="C")
+    D = te.compute((n, m), lambda i, j: C[i, j] - B[i, j], name="D")
+    s = te.create_schedule(D.op)
+    s[C].after(s[B], C.op.axis[1])
+    s[D].after(s[C], D.op.axis[1])
+    for T in (B, C, D):
+        s[T].skew(*T.op.axis, 1, 1)
+    heads = loops(ir_text(s, [A, D]))
+    assert len(heads) == 2 and "n" not in heads[0]  # one skewed nest over constant sizes
+    a = rand(n, m)
+    check(s, [A, D], [a], [(a + 1) * 2])
+
+
+@pytest.mark.parametrize("matrix", [(1, 0, 1, 1), (0, 1, 1, 0), (2, 1, 1, 1)])
+def test_skew_takes_any_unimodular_matrix(matrix):
+    A, R, s = _wavefront(9, 13)
+    s[R].skew(*R.op.axis, *matrix)  # (i, i + j); the two loops swapped; (2i + j, i + j)
+    a = rand(9, 13)
+    for target in TARGETS:
+        x = a.copy()
+        tessel.build(s, [A], target=target)(x)
+        np.testing.assert_allclose(x, _wavefront_ref(a), rtol=1e-5, atol=1e-6, err_msg=target)
+
+
+def test_tile_after_a_skew_given_as_a_matrix_tiles_the_skewed_loops():
+    A, R, s = _wavefront(9, 13)
+    i, j = R.op.axis
+    s[R].skew(i, j, 1, 1, 0, 1)
+    s[R].tile(i, j, 4, 4)
+    heads = loops(ir_text(s, [A]))
+    assert len(heads) == 4
+    a = rand(9, 13)
+    for target in TARGETS:
+        x = a.copy()
+        tessel.build(s, [A], target=target)(x)
+        np.testing.assert_allclose(x, _wavefront_ref(a), rtol=1e-5, atol=1e-6, err_msg=target)
+
+
+def test_a_skew_matrix_that_is_not_unimodular_is_refused_with_one_that_is():
+    A, R, s = _wavefront(9, 13)
+    with pytest.raises(ScheduleError, match="a\\*e - b\\*c is 2, must be 1 or -1.*\\(c, e\\) = \\(0, 1\\)"):
+        s[R].skew(*R.op.axis, 1, 1, 0, 2)
+    with pytest.raises(ScheduleError, match="whole or not at all"):
+        s[R].skew(*R.op.axis, 1, 1, 0)
+    assert not s[R].commands
