@@ -295,7 +295,9 @@ class _Earlier:
     The order is a union of one piece per time dimension ``k`` (equal before ``k``, smaller at
     ``k``), and a deep nest has hundreds of dimensions (4 per stage of a compute_at chain):
     intersecting a relation with all of them cost a chain of N stages N^3. The relation's
-    affine hull says where its source and sink times differ by a fixed amount: a piece at a
+    differences (``deltas``) say where its source and sink times differ by a fixed amount (an
+    explicit equality: a difference fixed only implicitly keeps its piece, which is then merely
+    intersected for nothing): a piece at a
     dimension fixed to differ by 0 is empty, and none after one fixed to differ otherwise can
     hold. Only the others are intersected: the same relation, from one or two pieces."""
 
@@ -313,7 +315,7 @@ class _Earlier:
 
     def candidates(self, same: isl.Map) -> list[int]:
         """The dimensions whose piece may meet ``same``, in order."""
-        apart = isl.Set.from_basic_set(same.affine_hull().deltas())  # sink time - source time
+        apart = same.deltas()  # sink time - source time; its equalities are explicit enough
         out = []
         for k in range(self.width):
             d = apart.plain_get_val_if_fixed(DIM.set, k)
