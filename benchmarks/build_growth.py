@@ -6,6 +6,9 @@ number (stages in a chain, depth of nested splits); each point is built cold in 
 process of its own (so its peak memory is its own), under a time limit, and the table prints
 wall seconds, peak resident memory and, per family, the fitted growth exponent (the slope of
 log time against log size between the last two points that finished). Nothing is asserted.
+``deps-at`` is not a build: it times ``s.dependences()`` (the model and its exact dependences)
+on the compute_at chain, whose statements sit inside every loop after them (4 time dimensions
+a stage).
 
     python -m benchmarks.build_growth [--limit 120] [--only chain-at] [--sizes 10,30,100,300,1000]
 """
@@ -25,14 +28,15 @@ import time
 import tessel
 from tessel import te
 
-FAMILIES = ("chain-root", "chain-inline", "chain-at", "splits", "strip")
+FAMILIES = ("chain-root", "chain-inline", "chain-at", "deps-at", "splits", "strip")
 SIZES = {"chain-root": (10, 30, 100, 300, 1000), "chain-inline": (10, 30, 100, 300, 1000),
-         "chain-at": (10, 30, 100, 300, 1000), "splits": (1, 2, 4, 6, 8), "strip": (1,)}
+         "chain-at": (10, 30, 100, 300, 1000), "deps-at": (10, 25, 50, 100, 200), "splits": (1, 2, 4, 6, 8),
+         "strip": (1,)}
 
 
 def program(family: str, size: int):
     """The schedule and arguments of one point."""
-    if family.startswith("chain"):
+    if family.startswith(("chain", "deps")):
         A = te.placeholder((64, 64), name="A")
         ts = [A]
         for k in range(size):
@@ -41,7 +45,7 @@ def program(family: str, size: int):
         for k in range(1, size):
             if family == "chain-inline":
                 s[ts[k]].compute_inline()
-            elif family == "chain-at":
+            elif family in ("chain-at", "deps-at"):
                 s[ts[k]].compute_at(s[ts[k + 1]], s[ts[k + 1]].op.axis[1])
         return s, [A, ts[-1]]
     n, m = te.var("n"), te.var("m")
@@ -73,7 +77,10 @@ def point(family: str, size: int) -> dict:
     s, args = program(family, size)
     os.environ["TESSEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tessel-growth-")
     start = time.perf_counter()
-    tessel.build(s, args)
+    if family == "deps-at":
+        s.dependences()
+    else:
+        tessel.build(s, args)
     return {"seconds": time.perf_counter() - start,
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 

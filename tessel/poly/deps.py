@@ -268,25 +268,69 @@ def dependences(model: Model, among: list[Statement] | None = None, pairs: dict 
             timed[k] = _in_time(st, a)
         return timed[k]
 
-    earlier = isl.Map.lex_lt(isl.Space.set_alloc(isl.DEFAULT_CONTEXT, 0, model.time_dims)
-                             .set_tuple_name(DIM.set, "T"))
+    by_tensor: dict[str, list[tuple[Statement, Access]]] = {}  # storage -> its accesses, in order
+    for s2 in stmts:
+        for a2 in s2.accesses:
+            by_tensor.setdefault(a2.relation.get_tuple_name(DIM.out), []).append((s2, a2))
+    earlier = _Earlier(model.time_dims)
     for s1 in stmts:
         for a1 in s1.accesses:
-            for s2 in stmts:
-                for a2 in s2.accesses:
-                    if not (a1.write or a2.write):
-                        continue
-                    if a1.relation.get_tuple_name(DIM.out) != a2.relation.get_tuple_name(DIM.out):
-                        continue
-                    key = (id(s1), id(a1), id(s2), id(a2))
-                    if key not in pairs:
-                        same = in_time(s1, a1).apply_range(in_time(s2, a2).reverse())
-                        rel = same.intersect(earlier).intersect_params(model.context)
-                        pairs[key] = (s1, a1, s2, a2, None if rel.is_empty() else rel)
-                    if pairs[key][4] is not None:
-                        kind = KINDS[(a1.write, a2.write)]
-                        parts.setdefault((kind, id(s1), id(s2), id(a1.tensor)), []).append(key)
+            for s2, a2 in by_tensor[a1.relation.get_tuple_name(DIM.out)]:
+                if not (a1.write or a2.write):
+                    continue
+                key = (id(s1), id(a1), id(s2), id(a2))
+                if key not in pairs:
+                    same = in_time(s1, a1).apply_range(in_time(s2, a2).reverse())
+                    rel = earlier.part_of(same).intersect_params(model.context)
+                    pairs[key] = (s1, a1, s2, a2, None if rel.is_empty() else rel)
+                if pairs[key][4] is not None:
+                    kind = KINDS[(a1.write, a2.write)]
+                    parts.setdefault((kind, id(s1), id(s2), id(a1.tensor)), []).append(key)
     return [_union(model, key, keys, pairs) for key, keys in parts.items()]
+
+
+class _Earlier:
+    """Time vectors before others (lexicographic order), asked of one relation at a time.
+
+    The order is a union of one piece per time dimension ``k`` (equal before ``k``, smaller at
+    ``k``), and a deep nest has hundreds of dimensions (4 per stage of a compute_at chain):
+    intersecting a relation with all of them cost a chain of N stages N^3. The relation's
+    differences (``deltas``) say where its source and sink times differ by a fixed amount (an
+    explicit equality: a difference fixed only implicitly keeps its piece, which is then merely
+    intersected for nothing): a piece at a
+    dimension fixed to differ by 0 is empty, and none after one fixed to differ otherwise can
+    hold. Only the others are intersected: the same relation, from one or two pieces."""
+
+    def __init__(self, width: int):
+        self.space = isl.Space.set_alloc(isl.DEFAULT_CONTEXT, 0, width).set_tuple_name(DIM.set, "T")
+        self.width = width
+        self.pieces: dict[int, isl.Map] = {}
+
+    def piece(self, k: int) -> isl.Map:
+        """Equal before dimension ``k``, smaller at ``k``."""
+        if k not in self.pieces:
+            space = isl.Space.map_from_set(self.space)
+            self.pieces[k] = isl.Map.from_basic_map(isl.BasicMap.equal(space, k)).order_lt(DIM.in_, k, DIM.out, k)
+        return self.pieces[k]
+
+    def candidates(self, same: isl.Map) -> list[int]:
+        """The dimensions whose piece may meet ``same``, in order."""
+        apart = same.deltas()  # sink time - source time; its equalities are explicit enough
+        out = []
+        for k in range(self.width):
+            d = apart.plain_get_val_if_fixed(DIM.set, k)
+            if d.is_nan() or d.is_pos():
+                out.append(k)
+            if not (d.is_nan() or d.is_zero()):
+                break  # the times differ here by a fixed amount: no later piece holds
+        return out
+
+    def part_of(self, same: isl.Map) -> isl.Map:
+        """``same`` restricted to its pairs whose source time is earlier."""
+        out = isl.Map.empty(same.get_space())
+        for k in self.candidates(same):
+            out = out.union(same.intersect(self.piece(k)))
+        return out
 
 
 def _union(model: Model, key: tuple, keys: list[tuple], pairs: dict) -> Dependence:

@@ -265,22 +265,56 @@ class Converter:
 
 def pw_to_map(values: Sequence[isl.PwAff], domain: isl.Set, out_name: str | None, out_dims: Sequence[str] | None = None
               ) -> isl.Map:
-    """The map ``domain -> [values...]`` (an access relation or a schedule), range named ``out_name``."""
-    sp = domain.get_space()
+    """The map ``domain -> [values...]`` (an access relation or a schedule), range named ``out_name``.
+    The range's names go on the space before the map is made: naming the dimensions of a made
+    map copies all of it once per dimension (cubic in a deep nest's time vector)."""
+    sp = domain.get_space().from_domain().add_dims(DIM.out, len(values))
+    for k, nm in enumerate(out_dims or ()):
+        sp = sp.set_dim_name(DIM.out, k, nm)
+    if out_name:
+        sp = sp.set_tuple_name(DIM.out, out_name)
     if not values:
         m = isl.Map.from_domain(domain)
-    else:
-        lst = isl.PwAffList.alloc(CTX, len(values))
-        for v in values:
-            lst = lst.add(v)
-        mpa = isl.MultiPwAff.from_pw_aff_list(sp.from_domain().add_dims(DIM.out, len(values)), lst)
-        m = isl.Map.from_multi_pw_aff(mpa).intersect_domain(domain)
-    if out_name:
-        m = m.set_tuple_name(DIM.out, out_name)
-    if out_dims:
-        for k, nm in enumerate(out_dims):
-            m = m.set_dim_name(DIM.out, k, nm)
-    return m
+        return m.set_tuple_name(DIM.out, out_name) if out_name else m
+    affs = _plain_affs(values)
+    if affs is not None:
+        graph = _graph(sp, affs, 0)
+        if out_name:
+            graph = graph.set_tuple_name(DIM.out, out_name)  # a product's range has no name
+        return isl.Map.from_basic_map(graph).intersect_domain(domain)
+    lst = isl.PwAffList.alloc(CTX, len(values))
+    for v in values:
+        lst = lst.add(v)
+    return isl.Map.from_multi_pw_aff(isl.MultiPwAff.from_pw_aff_list(sp, lst)).intersect_domain(domain)
+
+
+def _plain_affs(values: Sequence[isl.PwAff]) -> list[isl.Aff] | None:
+    """The values as affine functions when each is one piece over the whole space (a loop
+    variable, a constant, a sum of them): the common case, which ``_graph`` builds fast."""
+    out = []
+    for v in values:
+        if v.n_piece() != 1:
+            return None
+        ((where, aff),) = v.get_pieces()
+        if not where.plain_is_universe():
+            return None
+        out.append(aff)
+    return out
+
+
+def _graph(sp: isl.Space, affs: list[isl.Aff], first: int) -> isl.BasicMap:
+    """The graph of ``affs`` (the range dimensions ``first..`` of ``sp``), made by halves: isl's
+    ``from_multi_aff`` adds one dimension at a time, copying the growing map each time (cubic
+    in the number of dimensions; a 100-stage compute_at chain has 401), halves make it quadratic."""
+    n = len(affs)
+    if n > 8:
+        half = n // 2
+        return _graph(sp, affs[:half], first).flat_range_product(_graph(sp, affs[half:], first + half))
+    part = sp.drop_dims(DIM.out, first + n, sp.dim(DIM.out) - first - n).drop_dims(DIM.out, 0, first)
+    lst = isl.AffList.alloc(CTX, n)
+    for a in affs:
+        lst = lst.add(a)
+    return isl.BasicMap.from_multi_aff(isl.MultiAff.from_aff_list(part, lst))
 
 
 def point_values(p: isl.Point, kind, n: int) -> list[int]:
