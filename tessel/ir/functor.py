@@ -264,8 +264,8 @@ def ir_transform(node: Any, preorder: Callable[[Any], Any] | None, postorder: Ca
 class Substituter(Mutator):
     """Variables replaced by expressions in one walk, whatever the nesting.
 
-    ``lets``: variables whose ``LetStmt`` bindings are inlined as the walk meets them (their
-    value, itself substituted, replaces the variable in the body): a builder that must rename a
+    ``inline``: ``Binding`` statements are replaced by their bodies as the walk meets them
+    (the value, itself substituted, replaces the variable there): a builder that must rename a
     loop's variable in a body it has already built binds it there and leaves the renaming to
     one walk at the end, instead of rewriting the body once per loop around it, which is
     quadratic in the depth of a chain of nested stages.
@@ -277,16 +277,16 @@ class Substituter(Mutator):
     loop's fresh variable, an unrolled copy, a unit loop folded away) would leave the size
     reading a variable that no longer exists."""
 
-    def __init__(self, vmap: Mapping[Var, Any], lets: frozenset[Var] | set[Var] = frozenset()):
+    def __init__(self, vmap: Mapping[Var, Any], inline: bool = False):
         self.vmap = dict(vmap)
-        self.lets = lets
+        self.inline = inline
         self.buffers: dict[int, Buffer] = {}  # id of a buffer whose size changed: its new buffer
 
     def visit_Var(self, v: Var):
         return self.vmap.get(v, v)
 
-    def visit_LetStmt(self, s):
-        if s.var not in self.lets:
+    def visit_Binding(self, s):
+        if not self.inline:
             return self.generic_visit(s)
         value, saved = self.visit(s.value), self.vmap.get(s.var)
         self.vmap[s.var] = value
@@ -347,10 +347,10 @@ def substitute(node: Any, vmap: Mapping[Var, Any]) -> Any:
     return Substituter(m).visit(node)
 
 
-def inline_lets(node: Any, lets: frozenset[Var] | set[Var]) -> Any:
-    """``node`` with every ``LetStmt`` binding one of ``lets`` replaced by its body, the
-    variable replaced by the value there (see Substituter), in one walk."""
-    return Substituter({}, lets).visit(node) if lets else node
+def inline_lets(node: Any) -> Any:
+    """``node`` with every ``Binding`` replaced by its body, the variable replaced by the
+    value there (see Substituter), in one walk."""
+    return Substituter({}, inline=True).visit(node)
 
 
 class _SubstituteEach(Substituter):

@@ -70,6 +70,15 @@ class LetStmt(Stmt):
         self.var, self.value, self.body = var, value, body
 
 
+class Binding(LetStmt):
+    """A ``LetStmt`` a builder means as a renaming, never seen past the builder: it binds a
+    loop's variable in a body already built, and ``functor.inline_lets`` replaces every one by
+    its body, the variable replaced by the value, in one walk (a class, not a set of variables:
+    a substitution that renames the variable, as a reduction's init nest does, keeps it)."""
+
+    __slots__ = ()
+
+
 class AttrStmt(Stmt):
     """Carries a fact about ``node`` to the statements in ``body`` (e.g. ``produce``)."""
 

@@ -51,7 +51,7 @@ def schedule_ops(ctx: BoundContext, exact: ExactPlan | None = None) -> S.Stmt:
         if st.is_placeholder or st.attach_type in (INLINE, SCOPE):
             continue
         body = builder.pipeline(st, body)
-    body = inline_lets(body, builder.renamed)
+    body = inline_lets(body)
     return merge_nested_threads(body) if ctx.binds else body
 
 
@@ -64,14 +64,12 @@ class _Builder:
         self.rmap = ctx.rmap
         self.attached = attached
         self.iset = {iv.var: IntSet.from_range(r) for iv, r in ctx.rmap.items()}
-        self.renamed: set[E.Var] = set()  # loop variables bound by ``rename``, inlined at the end
 
     def rename(self, var: E.Var, value: E.PrimExpr, body: S.Stmt) -> S.Stmt:
         """``body`` with ``var`` standing for ``value``: bound here, replaced in one walk once
         the whole nest is built (rewriting the body at every loop is quadratic in the depth of
         a chain of stages nested in one another)."""
-        self.renamed.add(var)
-        return S.LetStmt(var, value, body)
+        return S.Binding(var, value, body)
 
     # ---- one stage: realize { produce { loops }; rest } --------------------------------
     def pipeline(self, st: Stage, rest: S.Stmt) -> S.Stmt:
