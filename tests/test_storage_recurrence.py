@@ -124,3 +124,35 @@ def test_cache_read_of_a_tensor_updated_in_place_is_refused():
     for j in range(8):
         xb[1, j + 1] = xb[1, j] * 0.5 + xb[1, j + 1] + xb[0, j + 1] * -0.25
     check(s, [A], [a], [], targets=("c", "python"), updated={0: xb})
+
+
+def test_fold_is_judged_only_inside_the_tensor_as_written():
+    """F14: at sizes where a reader already reads past a tensor's end (m = 0: ``C[i, 0]`` of an
+    (n, 0) tensor), the folded buffer's bound check refused a legal fold with a BoundError
+    blaming the reader's 'store_in'. The fold is judged on the elements of C alone."""
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    C = te.compute((n, m), lambda i, j: A[i, j] * 2.0 + 1.0, name="C")
+    D = te.compute((n,), lambda i: C[i, 0] * 2.0 + C[i, m - 1], name="D")
+    s = te.create_schedule([D.op])
+    s[C].compute_at(s[D], D.op.axis[0])
+    s[C].storage_fold(C.op.axis[0], 1)
+    a = rand(5, 7)
+    c = a * 2.0 + 1.0
+    check(s, [A, D], [a], [c[:, 0] * 2.0 + c[:, 6]], targets=("c", "python"))
+
+
+def test_fold_of_a_symbolic_recurrence_read_whole_is_refused_as_a_fold():
+    """F14's program: the recurrence's first definition runs whole before the second, so no
+    fold of its rows is legal; the refusal names the fold and the dependence, not a bound."""
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    C = te.recurrence((n, m), [te.define(lambda h, i, j: A[i, j]),
+                               te.define(lambda h, i, j: A[i, j] + h[i - 2, j] * 0.5, where=lambda i, j: i >= 2)],
+                      name="C")
+    Dp = te.compute((n,), lambda i: C[i, 0] * 2.0 + 0.5, name="Dp")
+    s = te.create_schedule([Dp.op])
+    a = rand(6, 3)
+    with pytest.raises(ScheduleError, match=r"storage_fold\(C.folded\[i%3, j\]\) is refused: .*C.def0 -> C"):
+        s[C].storage_fold(s[C].leaf_iter_vars[0], 3)
+        check(s, [A, Dp], [a], [a[:, 0]], targets=("c", "python"))

@@ -104,9 +104,10 @@ def access(b: _Builder, stmt: Statement, t: Tensor, indices, conds, write: bool,
     from .commands import stored
     from .model import Access
 
-    t, indices = stored(b.sch, t, indices)  # store_in: the element the value lives in
     conv = stmt.converter
     assert conv is not None
+    orig, indices_before = t, list(indices)
+    t, indices = stored(b.sch, t, indices)  # store_in: the element the value lives in
     dom = stmt.domain
     reasons: list[str] = []
     for c in conds:
@@ -132,7 +133,19 @@ def access(b: _Builder, stmt: Statement, t: Tensor, indices, conds, write: bool,
     rel = pw_to_map(vals, dom, name)
     for pos in free:  # any element along a dimension whose index is unknown
         rel = rel.project_out(DIM.out, pos, 1).insert_dims(DIM.out, pos, 1).set_tuple_name(DIM.out, name)
-    return Access(t, rel, write, not reasons, "; ".join(reasons), text)
+    inside = _inside(conv, dom, orig, indices_before) if orig is not t else None
+    return Access(t, rel, write, not reasons, "; ".join(reasons), text, inside)
+
+
+def _inside(conv, dom: isl.Set, t: Tensor, indices) -> isl.Set | None:
+    """The instances of ``dom`` whose ``indices`` lie inside ``t``'s shape (None: not affine)."""
+    try:
+        for idx, n in zip(indices, t.shape):
+            i = conv.aff(idx)
+            dom = dom.intersect(i.ge_set(conv.const(0)).intersect(i.lt_set(conv.aff(n))))
+    except NotAffine:
+        return None
+    return dom
 
 
 def add_accesses(b: _Builder, stmt: Statement) -> None:

@@ -69,8 +69,12 @@ def _home_stage(sch: Schedule, t: Tensor):
 
 def check_storage(model: Model) -> None:
     """Refuse a ``store_in`` whose indices leave the buffer for some instance that runs (a
-    BoundError with the sizes and the instance), as reads outside a tensor are refused."""
-    buffers = {id(st.storage.buffer) for st in model.sch.stages if st.storage is not None}
+    BoundError with the sizes and the instance), as reads outside a tensor are refused.
+
+    Only elements inside the tensor as written count: an access already outside it (a read at
+    sizes where the program reads past a tensor's end) is judged the same with or without the
+    command, so the command must not be what refuses it."""
+    buffers = {id(st.storage.buffer): st for st in model.sch.stages if st.storage is not None}
     if not buffers:
         return
     ctx = model.context.params()
@@ -81,25 +85,28 @@ def check_storage(model: Model) -> None:
             if id(acc.tensor) not in buffers or not acc.exact:
                 continue
             where = acc.relation.domain().intersect_params(ctx)
+            if acc.inside is not None:
+                where = where.intersect(acc.inside)
             pma = isl.PwMultiAff.from_map(acc.relation)
             for k, n in enumerate(acc.tensor.shape):
                 idx, size = pma.get_pw_aff(k), conv.aff(n)
                 bad = idx.lt_set(conv.const(0)).union(idx.ge_set(size)).intersect(where)
                 if not bad.is_empty():
-                    raise _outside(model, stmt, acc, k, bad.sample_point())
+                    raise _outside(model, stmt, acc, k, bad.sample_point(), buffers[id(acc.tensor)])
 
 
-def _outside(model: Model, stmt: Statement, acc, k: int, p: isl.Point) -> BoundError:
+def _outside(model: Model, stmt: Statement, acc, k: int, p: isl.Point, owner: Stage) -> BoundError:
     names = {isl_name: v.name for v, isl_name in model.params.items()}
     sizes = [f"{names.get(p.get_space().get_dim_name(DIM.param, j), '?')} = "
              f"{p.get_coordinate_val(DIM.param, j).to_python()}" for j in range(p.get_space().dim(DIM.param))]
     at = [f"{v.name} = {p.get_coordinate_val(DIM.set, j).to_python()}" for j, v in enumerate(stmt.dim_vars)]
     verb = "writes" if acc.write else "reads"
-    buf = acc.tensor
-    return BoundError(f"stage {shown(stmt.stage.name)} is stored in {shown(buf.name)} (store_in), whose index {k} "
+    buf, cmd = acc.tensor, "storage_fold" if owner.storage.folded else "store_in"
+    fix = ("fold a dimension whose accesses stay inside it" if owner.storage.folded
+           else "give store_in an index inside the buffer, or a larger buffer")
+    return BoundError(f"stage {shown(owner.name)} is stored in {shown(buf.name)} ({cmd}), whose index {k} "
                       f"leaves its shape ({', '.join(str(x) for x in buf.shape)}): for {', '.join(sizes + at)} "
-                      f"{stmt.label()} {verb} {acc.text} there; give store_in an index inside the buffer, or a "
-                      "larger buffer")
+                      f"{stmt.label()} {verb} {acc.text} there; {fix}")
 
 
 def apply_commands(sch: Schedule, statements: list[Statement], vectors: dict[int, Vector]) -> None:

@@ -62,6 +62,9 @@ class Access:
     exact: bool = True
     reason: str = ""
     text: str = ""
+    #: where the instances touch an element of the tensor as written (before ``store_in`` maps
+    #: it to its buffer), or None when ``tensor`` is that tensor or that set is not affine
+    inside: isl.Set | None = None
 
 
 @dataclass(eq=False)

@@ -84,7 +84,8 @@ class StoreIn:
     folded: bool = False  # made by storage_fold: the buffer is the kernel's own temporary
 
     def text(self) -> str:
-        return f"store_in({self.buffer.name}, [{', '.join(str(i) for i in self.indices)}])"
+        idx = ", ".join(str(i) for i in self.indices)
+        return f"storage_fold({self.buffer.name}[{idx}])" if self.folded else f"store_in({self.buffer.name}, [{idx}])"
 
 
 # ---- the legality hook ---------------------------------------------------------------------

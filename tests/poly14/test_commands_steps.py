@@ -105,7 +105,7 @@ def test_the_schedule_tree_lists_a_stages_commands():
     dot = parse_dot(tessel.viz.schedule_tree(s).to_dot())
     labels = {ln for node in dot.nodes for ln in dot.label(node)}
     assert "shift(i, 2)" in labels and "after(B, i)" in labels
-    assert any(ln.startswith("store_in(B.folded, [i%3, j])") for ln in labels)
+    assert any(ln.startswith("storage_fold(B.folded[i%3, j])") for ln in labels)
 
 
 # ---- the legality hook --------------------------------------------------------------------
