@@ -150,11 +150,22 @@ class StageSets:
         return self._sets[4]
 
     def _force(self) -> None:
-        if self.make is not None:
-            make, self.make = self.make, None
-            context, dbox, rbox = make()
-            self._sets = (context, dbox, rbox, dbox, None)
-            self.set(dbox)
+        """Build the box under the region budget (read first after the plan, by lowering, it is
+        outside the stage's own); past it, the stage is read as running its box and reading
+        anything, the same fallback as a stage whose exact analysis gave up."""
+        if self.make is None:
+            return
+        start = time.perf_counter()
+        answered, sets = bounded(REGION_OPERATIONS, self.make)
+        self.make = None  # only now: an outer budget running out inside leaves it to build later
+        if not answered or sets is None:
+            where = f"the loops {', '.join(self.leaves)}" if self.leaves else "a stage"
+            gave_up("exact region", f"the interval box of {where}", time.perf_counter() - start,
+                    "the stage is read as running its box and reading anything")
+            sets = (universe(), universe(), universe())
+        context, dbox, rbox = sets
+        self._sets = (context, dbox, rbox, dbox, None)
+        self.set(dbox)
 
     def set(self, starts: isl.Set, box: bool = False) -> None:
         """The stage runs ``starts`` of its data-parallel instances (and, a reduction, its
