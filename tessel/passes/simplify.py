@@ -39,6 +39,10 @@ class _Simplify(Mutator):
     def _expr(self, e):
         if self.sub.vmap or self.sub.buffers:
             e = self.sub.visit(e)
+        return self._simplified(e)
+
+    def _simplified(self, e):
+        """``e`` (what the walk has fixed already substituted) simplified."""
         return self.ana.simplify(e)
 
     def visit_For(self, s: S.For):

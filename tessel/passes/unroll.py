@@ -117,7 +117,7 @@ class _VectorSimplify(_Simplify):
         super().__init__(keep_unit_loops=False, memo=memo)
         self.vectors: dict = {} if vectors is None else vectors
 
-    def _expr(self, e):
+    def _simplified(self, e):
         vec = _VectorParts(self)
         if e.dtype.lanes == 1 and not vec.has_vector(e):
             return self.ana.simplify(e)
