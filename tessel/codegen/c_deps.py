@@ -197,6 +197,7 @@ class _Loop:
         own = walk.ranges.get(id(loop))
         self.shared: dict[object, tuple[int, int]] = {id(lp.loop_var): walk.ranges[id(lp)] for lp in outer
                                                       if id(lp) in walk.ranges}
+        self.answers: dict[tuple, bool] = {}
         if own is not None:
             self.shared[id(loop.loop_var)] = own
             self.shared["d"] = (1, own[1] - own[0])
@@ -273,8 +274,15 @@ class _Loop:
             diff = {k: c for k, c in _plus(sx[0][0], {k: -c for k, c in sy[0][0].items()}).items() if c}
             if all(k in ranges for k in diff):
                 last = self.shared[v][1]  # the second iteration, v + d, is one of the loop's too
-                return _solvable([(k, c, *ranges[k]) for k, c in diff.items()], sy[0][1] - sx[0][1],
-                                 lambda got: got.get(v, ranges[v][0]) + got.get("d", 1) <= last)
+                terms = tuple((k, c, *ranges[k]) for k, c in diff.items())
+                # the copies of an unrolled body pose the same question many times over (a
+                # register tile: 3,000 pairs, a dozen questions); the answer depends on the
+                # terms, the target and this loop's range alone
+                key = (terms, sy[0][1] - sx[0][1])
+                if key not in self.answers:
+                    self.answers[key] = _solvable(list(terms), key[1],
+                                                  lambda got: got.get(v, ranges[v][0]) + got.get("d", 1) <= last)
+                return self.answers[key]
         return self._analyzer_meet(x, y)
 
     def _cached_side(self, a: _Access, shift: bool) -> tuple[_Form, dict] | None:
