@@ -204,9 +204,11 @@ def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.Prim
     a function of the IR and the target alone, which is what lets ``build`` remember the code
     generated after it."""
     assumed = [c for _, c in front.assumptions]
-    stmt = loop_partition(front.body, assumed)
-    steps.append(Step("loop_partition", stmt))
+    # the sizes are array extents, never negative: known to the partition, its cut points
+    # (``(n + 8)//27``) need no clamp at zero
     sizes = [E.GE(d, E.IntImm(0, d.dtype)) for b in front.params for d in b.shape if not isinstance(d, E.IntImm)]
+    stmt = loop_partition(front.body, sizes + assumed)
+    steps.append(Step("loop_partition", stmt))
     stmt, removed = remove_empty_loops(stmt, sizes + assumed)
     if removed:
         steps.append(Step("remove_empty_loops", stmt))

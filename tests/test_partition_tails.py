@@ -163,3 +163,39 @@ def test_partial_row_tile_in_a_fused_loop_is_versioned(rows):
         assert collect(body, lambda n: isinstance(n, S.IfThenElse) and n.else_case is not None)
     a = rand(c, rows, w)
     check(s, [A, B], [a], [a * 2 + 1])
+
+
+def _nested_split(depth: int):
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n, m), lambda i, j: A[i, j] * 2.0 + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    axis = B.op.axis[0]
+    for _ in range(depth):
+        axis, _inner = s[B].split(axis, factor=3)
+    return s, [A, B]
+
+
+def test_split_nested_three_deep_cuts_at_plain_quotients():
+    """The cut points of a split of a split of a split are quotients of n (``n//27``,
+    ``(n + 2)//27``): the simplifier orders quotients of one numerator, so no cut is a
+    min/max of them (at issue 31's filing each was, nested four deep, and the build grew as
+    the square of the depth)."""
+    s, args = _nested_split(3)
+    _, steps = lower_steps(s, args, target=AVX2)
+    body = next(st.ir for st in steps if st.name == "loop_partition")
+    outer = [f for f in _loops(body) if f.loop_var.name == "i.outer.outer.outer"]
+    assert len(outer) >= 2
+    for f in outer:
+        assert not collect(f.min, lambda x: isinstance(x, E.Min | E.Max)), str(f.min)
+
+
+@pytest.mark.parametrize("target", ["c", "python"])
+def test_split_nested_four_deep_equals_numpy_at_every_size(target):
+    s, args = _nested_split(4)
+    f = tessel.build(s, args, target=target)
+    for n in [0, 1, 2, 3, 8, 9, 26, 27, 28, 80, 81, 82, 161, 162, 163]:
+        a = rand(n, 3)
+        b = np.full((n, 3), np.nan, dtype=np.float32)
+        f(a, b)
+        np.testing.assert_allclose(b, a * 2 + 1, rtol=1e-6)

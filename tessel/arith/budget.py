@@ -17,8 +17,11 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 import warnings
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..errors import AnalysisBudgetWarning
@@ -35,6 +38,10 @@ REGION_OPERATIONS = 2_000_000
 REGION_CONSTRAINTS = 16
 #: proof attempts (a bound of a linear form against one fact) of one simplification
 PROOF_STEPS = 20_000
+#: proof attempts of one pass over a whole kernel (``proof_budget``): the suite's kernels take
+#: at most a few thousand; a split nested four deep over symbolic sizes took 40,000 (10 s), each
+#: level's bounds a min/max of the levels above
+PASS_PROOF_STEPS = 12_000
 #: min/max terms past which a bound or condition is not reasoned about further (cut on, asked
 #: of isl): each term doubles the cases an exact question splits into
 MINMAX_TERMS = 8
@@ -59,6 +66,50 @@ _warned: set[str] = set()
 recent: deque[GaveUp] = deque(maxlen=256)
 
 
+class _Account(threading.local):
+    """The proof attempts left to the pass running on this thread (None: no pass budget)."""
+
+    left: int | None = None
+    what: str = ""
+    started: float = 0.0
+    spent: bool = False
+
+
+_account = _Account()
+
+
+@contextmanager
+def proof_budget(what: str, steps: int | None = None) -> Iterator[None]:
+    """Run a pass with ``steps`` proof attempts in all (``PASS_PROOF_STEPS``): many
+    simplifications of one kernel, each under its own ``PROOF_STEPS``, add up past what one
+    build should spend. Past it every proof fails at once ("not known"), which keeps what it
+    would have removed: the code is correct, with more bounds and guards. Nested, the outer
+    account counts."""
+    if _account.left is not None:
+        yield
+        return
+    _account.left, _account.what = PASS_PROOF_STEPS if steps is None else steps, what
+    _account.started, _account.spent = time.perf_counter(), False
+    try:
+        yield
+    finally:
+        _account.left = None
+
+
+def charge(steps: int) -> bool:
+    """Spend ``steps`` proof attempts of the running pass's account; False once it is spent."""
+    if _account.left is None:
+        return True
+    _account.left -= steps
+    if _account.left >= 0:
+        return True
+    if not _account.spent:
+        _account.spent = True
+        gave_up("simplifier", f"the {_account.what} pass", time.perf_counter() - _account.started,
+                "the bounds and conditions it could not prove any more are kept as written")
+    return False
+
+
 def gave_up(analysis: str, subject: str, seconds: float, fallback: str) -> None:
     """Record that ``analysis`` stopped at its budget and gave ``fallback`` instead."""
     event = GaveUp(analysis, subject, seconds, fallback)
@@ -76,4 +127,4 @@ def gave_up(analysis: str, subject: str, seconds: float, fallback: str) -> None:
             "lists every occurrence"), stacklevel=2)
 
 
-__all__ = ["EMPTINESS_OPERATIONS", "MINMAX_TERMS", "minmax_terms", "PROOF_STEPS", "REGION_CONSTRAINTS", "REGION_OPERATIONS", "GaveUp", "gave_up", "recent"]
+__all__ = ["EMPTINESS_OPERATIONS", "MINMAX_TERMS", "PASS_PROOF_STEPS", "charge", "minmax_terms", "proof_budget", "PROOF_STEPS", "REGION_CONSTRAINTS", "REGION_OPERATIONS", "GaveUp", "gave_up", "recent"]

@@ -23,7 +23,7 @@ from ..ir import stmt as S
 from ..ir.dtype import DType
 from ..ir.functor import Mutator, StructKey, memoized, structural_equal
 from . import const_bound as cb
-from .budget import PROOF_STEPS, gave_up
+from .budget import PROOF_STEPS, charge, gave_up
 from .linear import Lin, Mono
 
 if TYPE_CHECKING:
@@ -43,6 +43,10 @@ def _fits(v: int, dt: DType) -> bool:
     return dt.min_value() <= v <= dt.max_value()
 
 
+#: residues tried when quotients by several divisors are compared (their least common multiple)
+_RESIDUES = 4096
+
+
 class _Overflow(Exception):
     """A constant of the canonical form does not fit the dtype; keep the input as it was."""
 
@@ -58,6 +62,7 @@ class Simplifier(Mutator):
         self._facts: list[Lin] | None = None
         self.steps = 0  # proof attempts spent in this run (its budget is PROOF_STEPS)
         self.spent = False
+        self.pairing = False  # inside _quotients_bound
         self.started = time.perf_counter()
         self.reset()
 
@@ -192,7 +197,74 @@ class Simplifier(Mutator):
             b = cb.add(b, cb.mul(mb, (k, k)))
             if b == cb.EVERYTHING:
                 break
+        if (cb.INF in b or -cb.INF in b) and not self.pairing:
+            self.pairing = True  # a numerator's form is found with proofs, which must not pair again
+            try:
+                g = self._quotients_bound(L)
+            finally:
+                self.pairing = False
+            if g is not None:
+                b = (max(b[0], g[0]), min(b[1], g[1]))
         return b
+
+    def _quotients_bound(self, L: Lin) -> cb.Bound | None:
+        """A bound of ``L`` from its quotients of numerators that differ by a constant, which
+        bounded one by one are unbounded: the tails of a split nested in a split compare exactly
+        such quotients (``n//27`` with ``(n + 8)//27``, ``n//9 - (n//27)*3``). With ``D`` the
+        least common multiple of their divisors and ``x = D*q + r`` (``0 <= r < D``), each
+        ``(x + a)//d`` is ``q*(D/d) + (r + a)//d``: where the multiples of ``q`` cancel, the sum
+        depends on ``r`` alone and its range is found by trying every ``r``; else quotients by
+        one divisor still pair up, ``(x + a)//d - (x + b)//d`` lying in ``[(a - b)//d,
+        ceil((a - b)/d)]``. None when no two quotients share a numerator."""
+        groups: dict[frozenset, list[tuple[Mono, int, int, int]]] = {}
+        rest = Lin({}, L.const)
+        for m, k in L.terms.items():
+            q = self._quotient(m)
+            if q is None:
+                rest = rest + Lin({m: k})
+            else:
+                groups.setdefault(q[0], []).append((m, k, q[1], q[2]))
+        if all(len(g) == 1 for g in groups.values()):
+            return None
+        b: cb.Bound = (rest.const, rest.const)
+        for m, k in rest.terms.items():
+            mb: cb.Bound = (1, 1)
+            for a in m:
+                mb = cb.mul(mb, self.atom_bound(a))
+            b = cb.add(b, cb.mul(mb, (k, k)))
+        for g in groups.values():
+            b = cb.add(b, self._group_bound(g))
+        return b
+
+    def _group_bound(self, g: list[tuple[Mono, int, int, int]]) -> cb.Bound:
+        """The bound of ``sum(k * (x + a)//d)`` over one numerator's quotients ``(m, k, d, a)``."""
+        D = math.lcm(*(d for _, _, d, _ in g))
+        if D <= _RESIDUES and sum(k * (D // d) for _, k, d, _ in g) == 0:
+            vals = [sum(k * ((r + a) // d) for _, k, d, a in g) for r in range(D)]
+            return (min(vals), max(vals))
+        out: cb.Bound = (0, 0)
+        by_divisor: dict[int, list[tuple[Mono, int, int]]] = {}
+        for m, k, d, a in g:
+            by_divisor.setdefault(d, []).append((m, k, a))
+        for d, same in by_divisor.items():
+            m0, _, a0 = same[0]
+            total = sum(k for _, k, _ in same)
+            gb = cb.mul(self.atom_bound(m0[0]), (total, total)) if total else (0, 0)
+            for _, k, a in same[1:]:
+                c = a - a0
+                gb = cb.add(gb, cb.mul((c // d, -(-c // d)), (k, k)))
+            out = cb.add(out, gb)
+        return out
+
+    def _quotient(self, m: Mono) -> tuple[frozenset, int, int] | None:
+        """For an atom ``(x + a)//d`` (``d`` a positive constant): ``(x's terms, d, a)``."""
+        if len(m) != 1:
+            return None
+        x = self.atoms[m[0]]
+        if not (isinstance(x, E.FloorDiv) and isinstance(x.b, E.IntImm) and x.b.value > 0):
+            return None
+        num = self.lin(x.a)
+        return frozenset(num.terms.items()), x.b.value, num.const
 
     def facts(self) -> list[Lin]:
         if self._facts is None:
@@ -207,6 +279,8 @@ class Simplifier(Mutator):
             return True
         facts = self.facts()
         self.steps += len(facts)
+        if not charge(len(facts)):
+            return False
         if self.steps > PROOF_STEPS:
             if not self.spent:
                 self.spent = True

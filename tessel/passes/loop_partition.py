@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from functools import cached_property, reduce
 
 from ..arith import Analyzer, IntSet, eval_set
-from ..arith.budget import MINMAX_TERMS, minmax_terms
+from ..arith.budget import MINMAX_TERMS, minmax_terms, proof_budget
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
@@ -58,6 +58,11 @@ MAX_SPECIALIZATIONS = 4
 def loop_partition(stmt: S.Stmt, assume: Sequence[E.PrimExpr] = ()) -> S.Stmt:
     """Specialise, partition and tighten (see the module docstring); simplifies the result.
     ``assume``: the user's assumptions about the sizes (``s.assume``), true whenever it runs."""
+    with proof_budget("loop partition"):  # its many simplifications share one account
+        return _loop_partition(stmt, assume)
+
+
+def _loop_partition(stmt: S.Stmt, assume: Sequence[E.PrimExpr]) -> S.Stmt:
     memo: dict = {}  # the three simplifications see mostly the same expressions under the same loops
     stmt = _Specialize().visit(stmt)
     stmt = _Hoist().visit(simplify_stmt(stmt, assume=assume, memo=memo))
