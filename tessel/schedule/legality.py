@@ -52,6 +52,7 @@ class ViolationKind(Enum):
     ATTACHED_TO_NON_CONSUMER = "attached-to-non-consumer"
     LCA = "lca"
     INIT_ATTACHMENT = "init-attachment"
+    SCAN_BODY_PLACEMENT = "scan-body-placement"
     PARALLEL_REDUCTION = "parallel-reduction"
     VECTORIZED_REDUCTION = "vectorized-reduction"
     THREAD_BOUND_TWICE = "thread-bound-twice"
@@ -127,6 +128,11 @@ def find_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
         if id(st) in broken or st.attach_type != SCOPE:
             continue
         v = _check_reader_relation(sch, st, cons, propose) or _check_init_attach(sch, st, bodies, propose)
+        if v is not None:
+            out.append(v)
+            broken.add(id(st))
+    for st in stages:
+        v = None if id(st) in broken or st.attach_type == INLINE else _check_scan_body(sch, st, propose)
         if v is not None:
             out.append(v)
             broken.add(id(st))
@@ -295,6 +301,34 @@ def _check_reader_relation(sch: Schedule, st: Stage, cons: dict, propose: bool) 
         r = direct[0]
         candidates.insert(0, FixBuilder(names).compute_at(st, r, r.leaf_iter_vars[0]))
     return choose(sch, v, candidates)
+
+
+def _check_scan_body(sch: Schedule, st: Stage, propose: bool) -> Violation | None:
+    """A stage of a scan's body outside the scan's loop: each step reads the step before, so
+    the body runs inside that loop (found by lowering before; a tree rule now, so that the
+    refusal comes with a verified fix)."""
+    from ..te.scan import ScanOp
+
+    for scan in sch.stages:
+        if not isinstance(scan.op, ScanOp):
+            continue
+        body = {id(op) for op in scan.op.body_ops()}
+        if id(st.op) not in body and id(st.origin_op) not in body:
+            continue
+        s: Stage | None = st
+        while s is not None and s.attach_type == SCOPE:
+            if s.attach_stage is scan:
+                return None
+            s = s.attach_stage
+        axis = scan.op.scan_axis
+        loop = axis if any(axis is x for x in scan.leaf_iter_vars) else scan.leaf_iter_vars[0]
+        text = (f"stage {st.name} computes step t of scan {scan.name} from its earlier steps, so it must run "
+                f"inside the scan's loop {loop.name}, but it is placed outside it")
+        v = Violation(ViolationKind.SCAN_BODY_PLACEMENT, st, text, _stages(st, scan), _loops(loop))
+        if not propose:
+            return v
+        return choose(sch, v, [FixBuilder(Names(sch)).compute_at(st, scan, loop)])
+    return None
 
 
 def _check_init_attach(sch: Schedule, st: Stage, bodies: dict, propose: bool) -> Violation | None:

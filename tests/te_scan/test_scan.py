@@ -9,7 +9,7 @@ from helpers import check, ir_text, rand
 
 import tessel
 from tessel import te
-from tessel.errors import DefinitionError, LowerError
+from tessel.errors import DefinitionError, LowerError, ScheduleError
 
 
 def cumsum(m, n, name="scan"):
@@ -182,11 +182,18 @@ def test_infer_bound_runs_only_the_steps_a_reader_needs():
 
 
 def test_the_update_moved_out_of_the_scan_is_refused():
+    """A tree rule (fuzz F16: lowering refused it with a LowerError and no verified fix): the
+    refusal's fix puts the update back inside the scan's loop, and the values are right."""
     X, init, update, res = cumsum(6, 4)
     s = te.create_schedule(res.op)
     s[update].compute_root()
-    with pytest.raises(LowerError, match="compute_at"):
+    with pytest.raises(ScheduleError, match="scan-body|inside the scan's loop") as err:
         tessel.lower(s, [X, res])
+    assert err.value.rule == "scan-body-placement"
+    assert "compute_at(s[scan]" in err.value.fix
+    s[update].compute_at(s[res], res.op.scan_axis)
+    x = rand(6, 4, seed=3)
+    check(s, [X, res], [x], [np.cumsum(x, axis=0)], rtol=1e-5)
 
 
 def test_the_scan_axis_cannot_run_in_parallel():
@@ -298,7 +305,7 @@ def test_cache_read_and_cache_write_around_the_update():
     check(s, [X, res], [x], [np.cumsum(x, axis=0)], rtol=1e-5)
     s = te.create_schedule(res.op)
     UL = s.cache_write(update, "local")
-    with pytest.raises(LowerError, match="compute_at"):
+    with pytest.raises(ScheduleError, match="inside the scan's loop"):
         tessel.lower(s, [X, res])
     s[UL].compute_at(s[res], res.op.scan_axis)
     check(s, [X, res], [x], [np.cumsum(x, axis=0)], rtol=1e-5)
