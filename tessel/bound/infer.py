@@ -29,6 +29,7 @@ from ..errors import InternalError, ScheduleError
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir.functor import substitute
+from ..schedule.commands import seen_by_caller
 from ..schedule.dataflow import py_name
 from ..schedule.graph import attach_path, consumers, effective_bodies
 from ..schedule.schedule import Schedule
@@ -153,10 +154,10 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
             _set_range(ctx, iv, op.root_domain(st, iv))
         return
     exact = slice_only(st, ctx.consumers, ctx.bodies)  # its readers read exactly its slice
-    want = st.is_output or not readers or exact
-    shares = shared_request(st, ctx.analyzer, lambda loop: _loop_value(ctx, loop)) if want else None
+    whole = (seen_by_caller(st) and st.attach_type == "root") or not readers  # inside a loop: its readers'
+    shares = shared_request(st, ctx.analyzer, lambda loop: _loop_value(ctx, loop)) if whole or exact else None
     exact = exact and shares is not None
-    if (st.is_output or not readers) and shares is None:
+    if whole and shares is None:
         for iv in op.root_iter_vars:
             _set_range(ctx, iv, op.root_domain(st, iv))
         return

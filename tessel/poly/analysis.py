@@ -20,10 +20,10 @@ from ..bound.infer import BoundContext, run_infer_bound
 from ..errors import TesselError
 from ..ir import expr as E
 from ..ir.fingerprint import Unhashable, fingerprint
-from ..schedule.commands import commands_key
+from ..schedule.commands import commands_key, seen_by_caller
 from ..schedule.schedule import Schedule
-from ..schedule.stage import Stage
-from .bounds import check_accesses
+from ..schedule.stage import SCOPE, Stage
+from .bounds import check_accesses, check_in_place_coverage
 from .deps import Dependence, carried, dependences
 from .model import Model, build
 from .recurrence import check_recurrences
@@ -94,6 +94,8 @@ class Analysis:
             t0 = time.perf_counter()
             try:
                 check_accesses(self.sch)
+                if any(st.attach_type == SCOPE and seen_by_caller(st) for st in self.sch.stages):
+                    check_in_place_coverage(self.model)  # elements of a caller's tensor never written
                 if any(getattr(st.op, "definitions", ()) for st in self.sch.stages):
                     check_recurrences(self.model)  # the loop order against a recurrence's self-reads
                 self._bounds.append(None)

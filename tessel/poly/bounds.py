@@ -190,3 +190,43 @@ def _range_text(where: isl.Set, idx: isl.PwAff) -> str:
 
 
 __all__ = ["check_accesses"]
+
+
+def check_in_place_coverage(model) -> None:
+    """Refuse a stage stored in place in a tensor the caller sees (``seen_by_caller``) but
+    computed inside another stage's loops where its readers need only part of it: the elements
+    no reader asks for would never be written, and the caller would see the old values (at the
+    root InferBound computes such a stage whole; inside a loop its region is its readers')."""
+    from ..errors import ScheduleError
+    from ..schedule.commands import seen_by_caller
+    from ..schedule.stage import SCOPE
+    from .model import _declared
+
+    for stmt in model.statements:
+        st = stmt.stage
+        if st.attach_type != SCOPE or not seen_by_caller(st) or stmt.role == "update":
+            continue
+        roots = list(st.op.axis) if stmt.role == "init" else list(st.op.root_iter_vars)
+        conv = stmt.converter
+        outer = len(stmt.dim_vars) - len(roots)
+        whole = _declared(conv, st.op, []) if stmt.role != "init" else isl.Set.universe(conv.space)
+        try:
+            for iv in roots:
+                if iv.dom is not None:
+                    x = conv.aff(iv.var)
+                    lo, ext = conv.aff(iv.dom.min), conv.aff(iv.dom.extent)
+                    whole = whole.intersect(x.ge_set(lo)).intersect(x.lt_set(lo.add(ext)))
+        except NotAffine:
+            continue  # not decidable here: lowering computes what InferBound found
+        whole = whole.project_out(DIM.set, 0, outer).intersect_params(model.context)
+        missed = whole.subtract(stmt.domain.project_out(DIM.set, 0, outer))
+        if missed.is_empty():
+            continue
+        p = missed.sample_point()
+        at = ", ".join(f"{iv.var.name} = {p.get_coordinate_val(DIM.set, k).to_python()}" for k, iv in enumerate(roots))
+        buf = st.storage.buffer.name if st.storage is not None else st.name
+        raise ScheduleError(
+            f"stage {shown(st.name)} is stored in place in {shown(buf)}, which the caller sees, but it is computed "
+            f"inside {shown(st.attach_stage.name)}'s loop {shown(st.attach_ivar.name)}, where its readers need only part "
+            f"of it: its element at {at} would never be written; compute it at the root: "
+            f"s[{shown(st.name)}].compute_root()")

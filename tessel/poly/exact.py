@@ -37,6 +37,7 @@ from ..ir import expr as E
 from ..ir.functor import StructKey, collect, free_vars, structural_equal, substitute
 from ..ir.names import shown
 from ..schedule import relations as R
+from ..schedule.commands import seen_by_caller
 from ..schedule.stage import INLINE, SCOPE, Stage
 from ..te.tensor import ComputeOp
 from .context import context_conditions
@@ -302,8 +303,8 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
             info.set(declared, box=True)
     if getattr(st.op, "definitions", ()):  # a recurrence's definition runs whole: its points read each other
         return
-    if st.is_output or not ctx.consumers[st] or why:
-        if why and not st.is_output and ctx.consumers[st]:
+    if seen_by_caller(st) or not ctx.consumers[st] or why:
+        if why and not seen_by_caller(st) and ctx.consumers[st]:
             out.notes.append(f"stage {st.name}: keeps its interval box ({why})")
         return
     if _shifted_box(ctx, out, st):

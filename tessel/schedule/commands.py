@@ -88,6 +88,16 @@ class StoreIn:
         return f"storage_fold({self.buffer.name}[{idx}])" if self.folded else f"store_in({self.buffer.name}, [{idx}])"
 
 
+def seen_by_caller(stage: Stage) -> bool:
+    """Whether the caller sees every value ``stage`` computes: an output, or a stage stored in
+    place in a tensor the caller may pass (``store_in`` of a placeholder, not a fold's own
+    temporary). Such a stage computes its whole domain, whatever its readers need: the rows
+    only its readers skip are writes the caller sees (fuzz F17: an in-place stencil read every
+    other row skipped its last row)."""
+    s = stage.storage
+    return stage.is_output or (s is not None and not s.folded and s.buffer.op.is_placeholder)
+
+
 # ---- the legality hook ---------------------------------------------------------------------
 #: called after every command with (schedule, stage, command); raising refuses the command,
 #: which is then undone (tessel.poly's dependence check registers itself here)
@@ -442,5 +452,6 @@ def storage_fold(stage: Stage, axis: E.IterVar, factor: Any) -> None:
 
 
 __all__ = ["Interchange", "Order", "Reverse", "Shift", "Skew", "StoreIn", "between", "commands_key", "describe",
-           "has_commands", "interchange", "is_layout", "order", "register_legality_check", "reverse", "shift", "skew",
+           "has_commands", "interchange", "is_layout", "order", "register_legality_check", "reverse", "seen_by_caller",
+           "shift", "skew",
            "storage_fold", "store_in", "unimodular_completion"]
