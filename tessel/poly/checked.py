@@ -51,6 +51,11 @@ def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
         return
     if not found:  # storage choices (folds, fresh buffers) are judged by verify: see order_violations
         return
+    if _broken_before(sch, stage, command):  # not this command's doing: the build judges the final schedule
+        sch.pending_conditions = (*sch.pending_conditions, (stage.name, (
+            f"{command.text()} of {stage.name} was accepted while the schedule already broke a dependence it "
+            "answers for")))
+        return
     sharing = _legal_if_shared(sch, stage, command)
     if sharing:  # a step on the way to a legal schedule: the final one is checked at build
         names = ", ".join(st.name for st in sharing)
@@ -60,6 +65,23 @@ def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
         return
     v = violation(sch, stage, command, found[0])
     raise v.error(len(found) - 1)
+
+
+def _broken_before(sch: Schedule, stage: Stage, command: Any) -> bool:
+    """Whether the schedule before ``command`` already broke the dependences it answers for
+    (an order given earlier, which a later command may repair): refusing the command for them
+    would refuse a step towards a legal schedule (fuzz F18)."""
+    swap = getattr(sch, "_before_command", None)
+    if swap is None:
+        return False
+    undo, redo = swap
+    undo()
+    try:
+        return bool(order_conflicts(sch, involved(stage, command)))
+    except (isl.Error, ScheduleError):
+        return False
+    finally:
+        redo()
 
 
 def _legal_if_shared(sch: Schedule, stage: Stage, command: Any) -> list[Stage]:

@@ -112,19 +112,48 @@ def register_legality_check(fn: Callable[[Any, Any, Any], None]) -> Callable[[An
 
 
 def _commit(stage: Stage, command: Any, change: Callable[[], None]) -> None:
-    """Apply ``change`` and run the legality checks; a refusal leaves the schedule as it was."""
+    """Apply ``change`` and run the legality checks; a refusal leaves the schedule as it was,
+    and offers its fix only if the fix works from there (fuzz F18: a fix checked where the
+    refused command had already been applied was refused in turn). While the checks run,
+    ``sch._before_command`` undoes and redoes the change, for a check that compares the
+    schedule with what it was (``poly.checked``: a command is refused only for what it breaks)."""
     sch = stage.schedule
     saved = [(st, st.commands, st.storage) for st in sch.stages]
     orders = sch.orders
-    change()
-    try:
-        for check in list(_CHECKS):
-            check(sch, stage, command)
-    except BaseException:
+
+    def restore() -> None:
         for st, cmds, storage in saved:
             st.commands, st.storage = cmds, storage
         sch.orders = orders
+
+    change()
+    sch._before_command = (restore, change)
+    try:
+        for check in list(_CHECKS):
+            check(sch, stage, command)
+    except ScheduleError as err:
+        restore()
+        raise _fix_checked_here(sch, err) from None
+    except BaseException:
+        restore()
         raise
+    finally:
+        sch._before_command = None
+
+
+def _fix_checked_here(sch: Any, err: ScheduleError) -> ScheduleError:
+    """``err``, without its fix when the fix does not make the schedule as it now is legal."""
+    from .fixes import try_fix
+
+    fix = getattr(err, "fix_steps", None)
+    if fix is None or try_fix(sch, fix, None) == 2:
+        return err
+    plain = ScheduleError(str(err).split("\n  suggested fix:")[0], explanation=err.explanation)
+    for k, v in vars(err).items():
+        if k not in ("fix", "fix_steps", "explanation"):
+            setattr(plain, k, v)
+    plain.fix_steps = None  # type: ignore[attr-defined]
+    return plain
 
 
 def is_layout(sch: Schedule, storage: StoreIn | None) -> bool:

@@ -223,6 +223,8 @@ class Schedule:
     #: (stage name, why) of commands accepted on the way to a schedule they are legal in only if
     #: later commands follow (``poly.checked``): said again if the final schedule is refused
     pending_conditions: tuple[tuple[str, str], ...] = ()
+    #: while a command's checks run: (undo, redo) of the command (``commands._commit``)
+    _before_command: tuple | None = None
 
     @recorded
     def assume(self, condition: str) -> Schedule:

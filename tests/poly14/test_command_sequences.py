@@ -131,3 +131,40 @@ def test_a_skew_matrix_that_is_not_unimodular_is_refused_with_one_that_is():
     with pytest.raises(ScheduleError, match="whole or not at all"):
         s[R].skew(*R.op.axis, 1, 1, 0)
     assert not s[R].commands
+
+
+def _chain_with_init():
+    A = te.placeholder((3, 13), name="A", dtype="int32")
+    kb = te.reduce_axis((0, 13), name="kb")
+    Bp = te.compute((3,), lambda i: A[i, 0] * 2 + 1, name="Bp")
+    B = te.compute((3,), lambda i: te.sum(A[i, kb] * 2, axis=kb, init=Bp[i], where=kb > i), name="B")
+    C = te.compute((2,), lambda i: B[i] * 1 + B[i + 1] * -2, name="C")
+    D = te.compute((1,), lambda i: C[i] * 1 + C[i + 1] * -2, name="D")
+    a = rand(3, 13, dtype="int32")
+    k = np.arange(13)[None, :] > np.arange(3)[:, None]
+    rb = (a[:, 0] * 2 + 1).astype(np.int64) + np.where(k, a.astype(np.int64) * 2, 0).sum(axis=1)
+    rc = rb[0:2] - 2 * rb[1:3]
+    return A, Bp, C, D, a, (rc[0:1] - 2 * rc[1:2]).astype(np.int32)
+
+
+def test_a_command_is_refused_only_for_what_it_breaks():
+    """Fuzz F18: D was first ordered before Bp (which runs before C, which D reads: broken, and
+    judged at the build). Refusing the next commands for that dependence refused the way out:
+    ``after(C, i)`` then ``shift(i, 1)`` is legal, and each call is a step towards it."""
+    A, Bp, C, D, a, rd = _chain_with_init()
+    s = te.create_schedule([D.op])
+    s[D].before(s[Bp], s[D].leaf_iter_vars[0])
+    s[D].after(s[C], D.op.axis[0])
+    s[D].shift(D.op.axis[0], 1)
+    check(s, [A, D], [a], [rd], targets=TARGETS)
+
+
+def test_a_refusals_fix_works_from_the_schedule_it_leaves():
+    """The fix a refused command offers is checked on the schedule as the refusal leaves it
+    (F18: it was checked with the refused command applied), so applying it is accepted."""
+    A, Bp, C, D, a, rd = _chain_with_init()
+    s = te.create_schedule([D.op])
+    with pytest.raises(ScheduleError, match="shifted by 1") as err:
+        s[D].after(s[C], D.op.axis[0])
+    exec(err.value.fix, {"s": s, "D": D, "C": C})
+    check(s, [A, D], [a], [rd], targets=TARGETS)
