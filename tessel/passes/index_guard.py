@@ -29,7 +29,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.dtype import int64
-from ..ir.functor import memoized
+from ..ir.functor import StructKey, memoized
 
 Ends = tuple[E.PrimExpr, E.PrimExpr]
 _MAY_OVERFLOW = (E.Add, E.Sub, E.Mul, E.Ramp)  # other nodes stay within their operands' values
@@ -151,7 +151,8 @@ class GuardBuilder:
             # unrolled copies reach ``x + 0``, ``x + 16``, ...: one guard, on the extreme constant
             base, c = _offset(end)
             when = tuple(self.when)
-            key = (sign, id(base), *map(id, when))  # ``base`` stays alive in the guard kept for it
+            # by structure: a partitioned or unrolled nest repeats each index many times over
+            key = (sign, StructKey(base), *map(StructKey, when))
             if key not in self.guards or sign * c > sign * self.guards[key][1]:
                 ends = (end, None) if sign < 0 else (None, end)
                 self.guards[key] = (S.IndexGuard(what, e, *ends, when), c)
