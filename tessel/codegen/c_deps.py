@@ -208,6 +208,7 @@ class _Loop:
         for a in under:
             by_buffer.setdefault(id(a.buffer), []).append(a)
         self.sides: dict[tuple[int, bool], tuple[_Form, dict] | None] = {}
+        self.signs: dict[tuple[int, bool], tuple] = {}
         for accs in by_buffer.values():
             stores = _distinct([a for a in accs if a.store])
             if not stores:
@@ -270,25 +271,33 @@ class _Loop:
         sx, sy = self._cached_side(x, False), self._cached_side(y, True)
         v = id(self.loop.loop_var)
         if sx is not None and sy is not None and v in self.shared:
-            ranges = {**self.shared, **sx[1], **sy[1]}
-            diff = {k: c for k, c in _plus(sx[0][0], {k: -c for k, c in sy[0][0].items()}).items() if c}
-            if all(k in ranges for k in diff):
-                last = self.shared[v][1]  # the second iteration, v + d, is one of the loop's too
-                terms = tuple((k, c, *ranges[k]) for k, c in diff.items())
-                # the copies of an unrolled body pose the same question many times over (a
-                # register tile: 3,000 pairs, a dozen questions); the answer depends on the
-                # terms, the target and this loop's range alone
-                key = (terms, sy[0][1] - sx[0][1])
-                if key not in self.answers:
-                    self.answers[key] = _solvable(list(terms), key[1],
-                                                  lambda got: got.get(v, ranges[v][0]) + got.get("d", 1) <= last)
-                return self.answers[key]
+            pair = (self.signs[(id(x), False)], self.signs[(id(y), True)])
+            if pair not in self.answers:
+                self.answers[pair] = self._meet_forms(sx, sy, v)
+            got = self.answers[pair]
+            return got if got is not None else self._analyzer_meet(x, y)
         return self._analyzer_meet(x, y)
+
+    def _meet_forms(self, sx, sy, v) -> bool | None:
+        """``may_meet`` of two sides given as forms; None: not decided by the forms (the
+        Analyzer is asked). The copies of an unrolled body pose the same question many times
+        over (a register tile: 3,000 pairs, a dozen questions): asked once per pair of forms."""
+        ranges = {**self.shared, **sx[1], **sy[1]}
+        diff = {k: c for k, c in _plus(sx[0][0], {k: -c for k, c in sy[0][0].items()}).items() if c}
+        if not all(k in ranges for k in diff):
+            return None
+        last = self.shared[v][1]  # the second iteration, v + d, is one of the loop's too
+        return _solvable([(k, c, *ranges[k]) for k, c in diff.items()], sy[0][1] - sx[0][1],
+                         lambda got: got.get(v, ranges[v][0]) + got.get("d", 1) <= last)
 
     def _cached_side(self, a: _Access, shift: bool) -> tuple[_Form, dict] | None:
         key = (id(a), shift)
         if key not in self.sides:
-            self.sides[key] = self._side(a, "y" if shift else "x", shift)
+            side = self.sides[key] = self._side(a, "y" if shift else "x", shift)
+            if side is not None:  # what the side is, as a key: two accesses alike ask alike
+                (terms, const), ranges = side
+                self.signs[key] = (tuple(sorted(terms.items(), key=repr)), const,
+                                   tuple(sorted(ranges.items(), key=repr)))
         return self.sides[key]
 
     def _side(self, a: _Access, tag: str, shift: bool) -> tuple[_Form, dict] | None:
