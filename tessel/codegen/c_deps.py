@@ -216,6 +216,8 @@ class _Loop:
             others = _distinct(accs)
             if self.in_blocks(others):
                 continue
+            others = self._one_per_form(others)
+            stores = [a for a in others if a.store]
             varies = {id(a): self.varies(a) for a in others}
             for s in stores:
                 for a in others:
@@ -226,6 +228,18 @@ class _Loop:
                         return (f"{s.buffer.name} is written at [{s.shown}] and {what} at [{a.shown}] "
                                 "in another iteration")
         return None
+
+    def _one_per_form(self, accs: list[_Access]) -> list[_Access]:
+        """One access per kind and form on both sides: every question about a pair depends on
+        those alone, and the copies of an unrolled body repeat them (a register tile: 3,000
+        pairs of a few distinct ones)."""
+        seen: dict[object, _Access] = {}
+        for a in accs:
+            self._cached_side(a, False)
+            self._cached_side(a, True)
+            sx, sy = self.signs.get((id(a), False)), self.signs.get((id(a), True))
+            seen.setdefault((a.store, a.lanes, sx, sy) if sx is not None and sy is not None else id(a), a)
+        return list(seen.values())
 
     def in_blocks(self, accs: list[_Access]) -> bool:
         """Whether each iteration touches a block of the buffer of its own: every index is
