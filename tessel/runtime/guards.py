@@ -108,9 +108,22 @@ def _compile(guards: Sequence[S.IndexGuard], size_vars: Sequence[E.Var],
                 v = value(end)
                 lines.append(f"    if {taken}{v} {test}: return {k}, {v}")
     source = "def first_bad(s):\n" + "\n".join([*lines, "    return None"]) + "\n"
-    ns: dict = {"E": E, "_div": _div}
-    exec(compile(source, f"<tessel index guards of {kernel}>", "exec"), ns)
-    return ns["first_bad"]
+    with _LOCK:
+        fn = _COMPILED.get(source)
+    if fn is None:  # a build of the same program again (a symbolic kernel found in the memo) compiles nothing
+        ns: dict = {"E": E, "_div": _div}
+        exec(compile(source, f"<tessel index guards of {kernel}>", "exec"), ns)
+        fn = ns["first_bad"]
+        with _LOCK:
+            if len(_COMPILED) >= REMEMBERED:
+                del _COMPILED[next(iter(_COMPILED))]
+            _COMPILED[source] = fn
+    return fn
+
+
+#: the guard functions compiled, by their source (the oldest first)
+_COMPILED: dict[str, Callable[[tuple], tuple[int, int] | None]] = {}
+_LOCK = threading.Lock()
 
 
 __all__ = ["REMEMBERED", "SizeGuards"]
