@@ -166,14 +166,10 @@ def test_partial_row_tile_in_a_fused_loop_is_versioned(rows):
 
 
 def _nested_split(depth: int):
-    n, m = te.var("n"), te.var("m")
-    A = te.placeholder((n, m), name="A")
-    B = te.compute((n, m), lambda i, j: A[i, j] * 2.0 + 1.0, name="B")
-    s = te.create_schedule(B.op)
-    axis = B.op.axis[0]
-    for _ in range(depth):
-        axis, _inner = s[B].split(axis, factor=3)
-    return s, [A, B]
+    """The row axis of ``A*2 + 1`` over symbolic sizes split by 3, ``depth`` times (build_growth's)."""
+    from benchmarks.build_growth import program
+
+    return program("splits", depth)
 
 
 def test_split_nested_three_deep_cuts_at_plain_quotients():

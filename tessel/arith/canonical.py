@@ -188,7 +188,8 @@ class Simplifier(Mutator):
             self.abound[k] = b
         return b
 
-    def lin_bound(self, L: Lin) -> cb.Bound:
+    def _terms_bound(self, L: Lin) -> cb.Bound:
+        """The bound of ``L`` from its atoms' bounds, one term at a time."""
         b: cb.Bound = (L.const, L.const)
         for m, k in L.terms.items():
             mb: cb.Bound = (1, 1)
@@ -197,6 +198,10 @@ class Simplifier(Mutator):
             b = cb.add(b, cb.mul(mb, (k, k)))
             if b == cb.EVERYTHING:
                 break
+        return b
+
+    def lin_bound(self, L: Lin) -> cb.Bound:
+        b = self._terms_bound(L)
         if (cb.INF in b or -cb.INF in b) and not self.pairing:
             self.pairing = True  # a numerator's form is found with proofs, which must not pair again
             try:
@@ -226,12 +231,7 @@ class Simplifier(Mutator):
                 groups.setdefault(q[0], []).append((m, k, q[1], q[2]))
         if all(len(g) == 1 for g in groups.values()):
             return None
-        b: cb.Bound = (rest.const, rest.const)
-        for m, k in rest.terms.items():
-            mb: cb.Bound = (1, 1)
-            for a in m:
-                mb = cb.mul(mb, self.atom_bound(a))
-            b = cb.add(b, cb.mul(mb, (k, k)))
+        b = self._terms_bound(rest)
         for g in groups.values():
             b = cb.add(b, self._group_bound(g))
         return b
