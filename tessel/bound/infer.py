@@ -154,7 +154,9 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
             _set_range(ctx, iv, op.root_domain(st, iv))
         return
     exact = slice_only(st, ctx.consumers, ctx.bodies)  # its readers read exactly its slice
-    whole = (seen_by_caller(st) and st.attach_type == "root") or not readers  # inside a loop: its readers'
+    # an output, and a stage stored in place in the caller's tensor when at the root (inside a
+    # loop its region is its readers': see poly.bounds.check_in_place_coverage)
+    whole = st.is_output or not readers or (seen_by_caller(st) and st.attach_type == "root")
     shares = shared_request(st, ctx.analyzer, lambda loop: _loop_value(ctx, loop)) if whole or exact else None
     exact = exact and shares is not None
     if whole and shares is None:
