@@ -225,6 +225,14 @@ def _loop_command(st: Stage, cmd: LoopMap, stmt: Statement, vec: Vector, moved: 
                             f"outside {cmd.inputs[1].name}; reorder or interchange them first")
     # a loop shared by several statements moves once: ``moved`` keeps where it was
     where = [moved.setdefault(id(lp), lp.pos) for lp in lps]
+    for k, lp in enumerate(lps):  # a loop shared with another statement must land in one place for both
+        went = moved.setdefault((id(lp), "to"), where[cmd.places[k]])
+        if went != where[cmd.places[k]] or where[k] >= len(vec):
+            raise ScheduleError(
+                f"stage {st.name}: {cmd.text()} moves loop {lp.name}, which {stmt.label()} shares with another "
+                f"statement of {st.name} (a reduction's init and its update share the loops outside the first "
+                f"reduction loop), to where each has a loop of its own; give the command to loops on one side of "
+                f"the reduction loop, or reorder the loops first")
     old = [vec[p] for p in where]
     for k, lp in enumerate(lps):
         lp.pos = where[cmd.places[k]]

@@ -168,3 +168,21 @@ def test_a_refusals_fix_works_from_the_schedule_it_leaves():
         s[D].after(s[C], D.op.axis[0])
     exec(err.value.fix, {"s": s, "D": D, "C": C})
     check(s, [A, D], [a], [rd], targets=TARGETS)
+
+
+def test_a_command_moving_a_loop_the_init_shares_into_the_update_alone_is_refused():
+    """Fuzz F19: an interchange of a loop outside the reduction loop (the init's and the
+    update's) with one inside it (each has its own), made so by a reorder after it, crashed the
+    model (an IndexError); the positions it would give the shared loop disagree, so it is refused."""
+    A = te.placeholder((7, 3), name="A", dtype="float64")
+    kb = te.reduce_axis((0, 3), name="kb")
+    B = te.compute((7, 1), lambda i, j: te.sum(A[i, j + kb] * (kb + 1).astype("float64"), axis=kb), name="B")
+    s = te.create_schedule([B.op])
+    s[B].reorder(*[s[B].leaf_iter_vars[p] for p in [1, 0, 2]])
+    s[B].reverse(s[B].leaf_iter_vars[0])
+    s[B].tile(s[B].leaf_iter_vars[0], s[B].leaf_iter_vars[1], 16, 3)
+    s[B].interchange(s[B].leaf_iter_vars[1], s[B].leaf_iter_vars[3])
+    s[B].interchange(s[B].leaf_iter_vars[2], s[B].leaf_iter_vars[1])
+    s[B].reorder(*[s[B].leaf_iter_vars[p] for p in [0, 4, 2, 3]])
+    with pytest.raises(ScheduleError, match=r"interchange\(i.outer, i.inner\) moves loop i.outer, which B .* shares"):
+        tessel.lower(s, [A, B])
