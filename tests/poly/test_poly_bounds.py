@@ -90,8 +90,10 @@ PROGRAMS = _oob_programs()
 def test_a_read_outside_is_refused_with_a_witness_that_really_is_outside(k):
     _, A, B = PROGRAMS[k]
     s = te.create_schedule(B.op)
-    if isinstance(A, tuple):
+    reader = s[B]
+    if isinstance(A, tuple):  # the inlined stage's own read is refused, as when it is stored (F20)
         s[A[1]].compute_inline()
+        reader = s[A[1]]
         A = A[0]
     with pytest.raises(BoundError, match="outside .*'s shape.*it reads") as info:
         tessel.lower(s, [A, B])
@@ -105,7 +107,6 @@ def test_a_read_outside_is_refused_with_a_witness_that_really_is_outside(k):
         if v.name in str(err):
             assert f"{v.name} = {x}" in str(err)
     # the witness lies in the reading stage's domain, for sizes the shapes allow
-    reader = s[B]
     for iv in reader.op.root_iter_vars:
         lo, ext = evaluate(iv.dom.min, env), evaluate(iv.dom.extent, env)
         assert lo <= env[iv.var] < lo + ext
@@ -163,3 +164,19 @@ def test_an_assumption_proves_a_read_inside(target):
     s.assume("n >= 4")
     a = rand(8)
     check(s, [A, B], [a], [a[2:8]], targets=(target,))
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["stored", "inlined"])
+def test_inlining_does_not_change_what_is_refused(inline):
+    """Fuzz F20: ``Cp`` reads ``B[i, 0]`` of a ``B`` that is empty when ``m = 2`` (such a read is
+    left to the caller). Inlined, the read became ``A[i + 1, 2]`` of a non-empty ``A`` and was
+    refused while the stored program was accepted: the check reads each stage's own body."""
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    B = te.compute((n - 2, m - 2), lambda i, j: A[i, j + 1] + A[i + 1, j + 2], name="B")
+    Cp = te.compute((n - 2,), lambda i: B[i, 0] * 2.0 + 1.0, name="Cp")
+    s = te.create_schedule([Cp.op])
+    if inline:
+        s[B].compute_inline()
+    a = rand(5, 7)
+    check(s, [A, Cp], [a], [((a[:3, 1] + a[1:4, 2]) * 2.0 + 1.0).astype("float32")])
