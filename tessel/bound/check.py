@@ -28,7 +28,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir.functor import Visitor
 from ..schedule.schedule import Schedule
-from ..schedule.stage import INLINE, Stage
+from ..schedule.stage import Stage
 
 
 class _Unguarded(Visitor):
@@ -65,8 +65,9 @@ def check_reads_in_bounds(sch: Schedule, bodies: dict,
     states = {id(t) for st in sch.stages for t in st.op.state_placeholders()}
     ana = Analyzer()
     for st in sch.stages:
-        if st.attach_type == INLINE or st.is_placeholder or st.op.where is not None:
-            continue  # a declared domain (where=) guards every read, as a select's condition does
+        if st.op not in bodies or st.is_placeholder or st.op.where is not None:
+            continue  # a declared domain (where=) guards every read, as a select's condition does;
+            # ``bodies`` has an inlined stage's own body when its reads are checked as its own
         ivs = [iv for iv in st.op.root_iter_vars if iv.dom is not None]
         dom = {iv.var: IntSet.from_range(iv.dom) for iv in ivs}
         v = _Unguarded()
