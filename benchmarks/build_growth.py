@@ -7,8 +7,8 @@ process of its own (so its peak memory is its own), under a time limit, and the 
 wall seconds, peak resident memory and, per family, the fitted growth exponent (the slope of
 log time against log size between the last two points that finished). Nothing is asserted.
 ``deps-at`` is not a build: it times ``s.dependences()`` (the model and its exact dependences)
-on the compute_at chain, whose statements sit inside every loop after them (4 time dimensions
-a stage).
+on the compute_at chain, whose statements sit inside every loop after them (all but the last
+stage's loops run once, and take no dimension of the model).
 
     python -m benchmarks.build_growth [--limit 120] [--only chain-at] [--sizes 10,30,100,300,1000]
 """

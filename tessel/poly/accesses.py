@@ -69,7 +69,8 @@ def _realizer(t: Tensor) -> Tensor:
 
 
 def _scope_values(b: _Builder, stmt: Statement, t: Tensor, conv: Converter) -> list[isl.PwAff]:
-    """The values, in ``stmt``, of the loops ``t`` is realized inside (its stage's attach path)."""
+    """The values, in ``stmt``, of the loops ``t`` is realized inside (its stage's attach path)
+    that repeat: a loop that runs once per iteration of those around it makes no more copies."""
     from .model import _prefix, _time_values
 
     st = b.sch.stage_map.get(_realizer(t).op)
@@ -78,6 +79,8 @@ def _scope_values(b: _Builder, stmt: Statement, t: Tensor, conv: Converter) -> l
     own = _prefix(stmt.stage)
     out = []
     for c, iv in _prefix(st):
+        if b.runs_once(c, iv):
+            continue
         if c is stmt.stage:
             coords = _time_values(b, c).get(iv)
             if coords is None or len(coords) != 1:
@@ -96,7 +99,9 @@ def _scope_depth(b: _Builder, t: Tensor) -> int:
     from .model import _prefix
 
     st = b.sch.stage_map.get(_realizer(t).op)
-    return len(_prefix(st)) if st is not None and st.attach_type == SCOPE else 0
+    if st is None or st.attach_type != SCOPE:
+        return 0
+    return sum(not b.runs_once(c, iv) for c, iv in _prefix(st))
 
 
 def access(b: _Builder, stmt: Statement, t: Tensor, indices, conds, write: bool, text: str) -> Access:

@@ -293,13 +293,13 @@ class _Earlier:
     """Time vectors before others (lexicographic order), asked of one relation at a time.
 
     The order is a union of one piece per time dimension ``k`` (equal before ``k``, smaller at
-    ``k``), and a deep nest has hundreds of dimensions (4 per stage of a compute_at chain):
-    intersecting a relation with all of them cost a chain of N stages N^3. The relation's
-    differences (``deltas``) say where its source and sink times differ by a fixed amount (an
-    explicit equality: a difference fixed only implicitly keeps its piece, which is then merely
-    intersected for nothing): a piece at a
-    dimension fixed to differ by 0 is empty, and none after one fixed to differ otherwise can
-    hold. Only the others are intersected: the same relation, from one or two pieces."""
+    ``k``), and a deep nest has many dimensions (a compute_at chain had 4 a stage, before the
+    loops that run once took none): intersecting a relation with all of them cost a chain of N
+    stages N^3. The relation's differences (``deltas``) say where its source and sink times
+    differ by a fixed amount (an explicit equality: a difference fixed only implicitly keeps its
+    piece, which is then merely intersected for nothing): a piece at a dimension fixed to differ
+    by 0 is empty, and none after one fixed to differ otherwise can hold. Only the others are
+    intersected: the same relation, from one or two pieces."""
 
     def __init__(self, width: int):
         self.space = isl.Space.set_alloc(isl.DEFAULT_CONTEXT, 0, width).set_tuple_name(DIM.set, "T")

@@ -6,7 +6,8 @@ attachments), so it describes the loop nest tessel actually emits:
 * a **statement** per compute stage (two for a reduction: its ``init`` and its ``update``);
   its instances are points of a parametric integer set whose dimensions are the loops that
   enclose the stage (the attach path, outermost first) followed by the stage's own root axes,
-  and whose parameters are the symbolic sizes;
+  and whose parameters are the symbolic sizes. An enclosing loop that runs once per iteration
+  of the loops around it is no dimension: it stands for its one value (``runs_once``);
 * its **accesses**: one relation per read and per write, from an instance to an element of
   the tensor's storage. A tensor computed inside a loop is realized afresh in every iteration
   of that loop, so its storage is indexed by the enclosing loops' values first (what lets two
@@ -15,7 +16,9 @@ attachments), so it describes the loop nest tessel actually emits:
 * its **schedule**: a map into one time space, Tiramisu's 2d+1 encoding: a static position
   (the statement's place among its siblings) before and after every loop's coordinates,
   padded with zeros. Loop coordinates come from ``Relation.time_down`` (splits and fuses),
-  so loop order is lexicographic order.
+  so loop order is lexicographic order. A loop that runs once has no coordinate and no
+  position of its own: its body joins the level around it, so the time space grows with the
+  loops that repeat, not with the depth of the nest.
 
 ``build(sch)`` makes a :class:`Model`; ``model.text()`` shows it.
 """
@@ -28,6 +31,7 @@ import islpy as isl
 
 from ..bound.infer import BoundContext, run_infer_bound
 from ..ir import expr as E
+from ..schedule.commands import has_commands
 from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, SCOPE, Stage
 from ..te.tensor import ComputeOp, Tensor
@@ -38,7 +42,8 @@ from .space import DIM, Converter, Namer, NotAffine, pw_to_map, set_space
 @dataclass(eq=False)
 class Loop:
     """One loop of the emitted nest: ``iter_var`` of ``stage``, at time dimensions
-    ``[pos, pos + width)``. An IterVar may give two loops (a reduction's init and update)."""
+    ``[pos, pos + width)``; none (width 0) for a loop that runs once per iteration of the loops
+    around it. An IterVar may give two loops (a reduction's init and update)."""
 
     stage: Stage
     iter_var: E.IterVar
@@ -188,6 +193,23 @@ class _Builder:
             if st.attach_type == SCOPE and not st.is_placeholder:
                 self.children.setdefault((id(st.attach_stage), id(st.attach_ivar)), []).append(st)
         self.statements: list[Statement] = []
+        self.commanded = has_commands(sch)
+
+    def runs_once(self, st: Stage, iv: E.IterVar) -> bool:
+        """Whether ``st``'s loop ``iv`` has one iteration per iteration of the loops around it
+        (InferBound gives it extent 1): its value is fixed by theirs, so it takes no time
+        dimension (``_place``), no dimension of the domains inside it (``stage_statements``)
+        and no storage dimension (``accesses._scope_values``: one copy per iteration of the
+        loops around it already). Only loops of stages computed inside another: a root stage's
+        loops are those the fusion and wavefront solvers place by dimension. Whether the
+        schedule has commands does not matter here: the legality checks compare the instances
+        of one statement under two schedules (the program's order and the one given), so a
+        statement has the same dimensions in both."""
+        if st.attach_type != SCOPE:
+            return False
+        r = self.rmap.get(iv)
+        return r is not None and isinstance(r.extent, E.IntImm) and r.extent.value == 1 and \
+            len(_time_values(self, st).get(iv) or ()) == 1
 
     def _params(self) -> dict[E.Var, str]:
         """Symbolic sizes: free variables of shapes, domains and ranges that are no loop."""
@@ -198,23 +220,20 @@ class _Builder:
     def stage_statements(self, st: Stage) -> list[Statement]:
         op = st.op
         prefix = _prefix(st)
-        outer = [iv.var for _, iv in prefix]
+        once = {id(iv) for c, iv in prefix if self.runs_once(c, iv)}
         roles = [("compute", list(op.root_iter_vars))]
         if op.reduce_axis:
             roles = [("init", list(op.axis)), ("update", list(op.root_iter_vars))]
         out = []
         for role, roots in roles:
-            dims = outer + [iv.var for iv in roots]
             hint = st.name if role == "compute" else f"{st.name}_{role}"
             name = self.namer.name((st, role), hint, "S_")
-            dnames = [self.namer.name(v, v.name) for v in dims]
-            space = set_space(dnames, self.pnames, name)
-            conv = Converter(space, {v: k for k, v in enumerate(dims)},
-                             {v: k for k, v in enumerate(self.params)})
-            dom = isl.Set.universe(space)
+            conv, kept = self._space(name, prefix, once, roots)
+            dims = list(conv.dims)
+            dom = isl.Set.universe(conv.space)
             notes: list[str] = []
-            for (_, iv), v in zip(prefix, outer):
-                dom = dom.intersect(self._in_range(conv, v, self.rmap[iv], dom, notes))
+            for iv in kept:
+                dom = dom.intersect(self._in_range(conv, iv.var, self.rmap[iv], dom, notes))
             for iv in roots:
                 if iv.dom is not None:
                     dom = dom.intersect(self._in_range(conv, iv.var, iv.dom, dom, notes))
@@ -224,6 +243,24 @@ class _Builder:
             stmt = Statement(name, st, role, dims, dom, [], notes=notes, converter=conv)
             out.append(stmt)
         return out
+
+    def _space(self, name: str, prefix: list, once: set[int], roots: list[E.IterVar]) -> tuple[Converter, list]:
+        """The converter of a statement's space: the loops around it that repeat, then its root
+        axes, as dimensions; a loop that runs once stands for its one value (its range's start,
+        over the loops outside it) -- or is a dimension after all where that start is not
+        affine. Also the enclosing loops kept as dimensions."""
+        while True:
+            kept = [iv for _, iv in prefix if id(iv) not in once]
+            dims = [iv.var for iv in kept] + [iv.var for iv in roots]
+            space = set_space([self.namer.name(v, v.name) for v in dims], self.pnames, name)
+            conv = Converter(space, {v: k for k, v in enumerate(dims)}, {v: k for k, v in enumerate(self.params)})
+            try:
+                for _, iv in prefix:
+                    if id(iv) in once:
+                        conv.env[iv.var] = conv.aff(self.rmap[iv].min)
+                return conv, kept
+            except NotAffine:
+                once = once - {next(id(iv) for _, iv in prefix if id(iv) in once and iv.var not in conv.env)}
 
     def _in_range(self, conv: Converter, v: E.Var, r: E.Range, known: isl.Set, notes: list[str]) -> isl.Set:
         """``v`` in ``r`` (over ``known``, the constraints so far); the whole space, and a note,
@@ -304,21 +341,37 @@ def build(sch: Schedule, ctx: BoundContext | None = None) -> Model:
     return Model(sch, b.namer, b.params, context_of(b), good, loops, width, b.unmodelled, ctx.rmap)
 
 
-def _place(b: _Builder, body: list[_Node], vec: list, path: list[Loop], loops: list[Loop], vectors: dict) -> None:
-    """Give every statement its time vector and every loop its dimensions (a walk of the tree)."""
-    for beta, node in enumerate(body):
+def _place(b: _Builder, body: list[_Node], vec: list, path: list[Loop], loops: list[Loop], vectors: dict,
+           seq: list[int] | None = None) -> None:
+    """Give every statement its time vector and every loop its dimensions (a walk of the tree).
+    ``seq``: the next static position at this level. A loop that runs once per iteration of the
+    loops around it (``_Builder.runs_once``) takes no dimension: its body joins the level it is
+    in, in order, so the time space grows with the loops that repeat, not with the depth of the
+    nest (a chain of stages each computed inside the next nests 2 loops a stage, all but 2 of
+    them running once). Not with commands: they act on the 2d+1 layout (a loop's coordinates at
+    odd positions, the orders' static ones at even)."""
+    seq = [0] if seq is None else seq
+    for node in body:
         if node.stmt is not None:
             stmt = node.stmt
             stmt.loops = list(path)
-            vals = _statement_vector(b, stmt, [*vec, beta], path)
+            vals = _statement_vector(b, stmt, [*vec, seq[0]], path)
+            seq[0] += 1
             if vals is not None:
                 vectors[id(stmt)] = vals
             continue
         assert node.stage is not None and node.iter_var is not None
+        kind = node.stage.leaf_kind(node.iter_var)
+        if not b.commanded and b.runs_once(node.stage, node.iter_var):  # commands act on the 2d+1 layout
+            lp = Loop(node.stage, node.iter_var, len(vec), 0, kind)  # no dimension: none carried
+            loops.append(lp)
+            _place(b, node.body, vec, [*path, lp], loops, vectors, seq)
+            continue
         width = _loop_width(b, node)
-        lp = Loop(node.stage, node.iter_var, len(vec) + 1, width, node.stage.leaf_kind(node.iter_var))
+        lp = Loop(node.stage, node.iter_var, len(vec) + 1, width, kind)
         loops.append(lp)
-        _place(b, node.body, vec + [beta] + [lp] * width, [*path, lp], loops, vectors)
+        _place(b, node.body, vec + [seq[0]] + [lp] * width, [*path, lp], loops, vectors)
+        seq[0] += 1
 
 
 def _loop_width(b: _Builder, node: _Node) -> int:

@@ -25,8 +25,7 @@ def model_text(m: Model) -> str:
         lines.append(f"  domain:   {s.domain}")
         lines.append(f"  schedule: {s.schedule}")
         if s.loops:
-            lp = ", ".join(f"{shown(x.name)}{'' if x.kind == 'serial' else ' ' + x.kind} (t{x.pos}"
-                           f"{'' if x.width == 1 else '..t' + str(x.pos + x.width - 1)})" for x in s.loops)
+            lp = ", ".join(f"{shown(x.name)}{'' if x.kind == 'serial' else ' ' + x.kind} ({_dims(x)})" for x in s.loops)
             lines.append(f"  loops:    {lp}")
         if s.role != "update" and describe(s.stage):  # Tiramisu's commands, composed into the schedule
             lines.append(f"  commands: {', '.join(shown(c) for c in describe(s.stage))}")
@@ -40,6 +39,12 @@ def model_text(m: Model) -> str:
     for name in m.unread_stages():
         lines.append(f"unread: {shown(name)} is computed but no other stage reads it")
     return "\n".join(lines)
+
+
+def _dims(lp) -> str:
+    if lp.width == 0:
+        return "runs once: no dimension"
+    return f"t{lp.pos}" + ("" if lp.width == 1 else f"..t{lp.pos + lp.width - 1}")
 
 
 __all__ = ["model_text"]
