@@ -71,22 +71,20 @@ def _realizer(t: Tensor) -> Tensor:
 def _scope_values(b: _Builder, stmt: Statement, t: Tensor, conv: Converter) -> list[isl.PwAff]:
     """The values, in ``stmt``, of the loops ``t`` is realized inside (its stage's attach path)
     that repeat: a loop that runs once per iteration of those around it makes no more copies."""
-    from .model import _prefix, _time_values
+    from .model import _time_values
 
     st = b.sch.stage_map.get(_realizer(t).op)
     if st is None or st.attach_type != SCOPE:
         return []
-    own = _prefix(stmt.stage)
+    own = b.around(stmt.stage).ids
     out = []
-    for c, iv in _prefix(st):
-        if b.runs_once(c, iv):
-            continue
+    for c, iv in b.around(st).kept:
         if c is stmt.stage:
             coords = _time_values(b, c).get(iv)
             if coords is None or len(coords) != 1:
                 raise NotAffine(f"loop {iv.name} of {c.name} has no single coordinate")
             out.append(conv.aff(coords[0]))
-        elif any(c is x and iv is y for x, y in own):
+        elif id(iv) in own:
             out.append(conv.aff(iv.var))
         else:
             raise NotAffine(f"{shown(t.name)} is realized inside {c.name}'s loop {iv.name}, which does not "
@@ -96,12 +94,10 @@ def _scope_values(b: _Builder, stmt: Statement, t: Tensor, conv: Converter) -> l
 
 def _scope_depth(b: _Builder, t: Tensor) -> int:
     """How many loops ``t``'s storage is realized inside (its leading storage dimensions)."""
-    from .model import _prefix
-
     st = b.sch.stage_map.get(_realizer(t).op)
     if st is None or st.attach_type != SCOPE:
         return 0
-    return sum(not b.runs_once(c, iv) for c, iv in _prefix(st))
+    return len(b.around(st).kept)
 
 
 def access(b: _Builder, stmt: Statement, t: Tensor, indices, conds, write: bool, text: str) -> Access:

@@ -31,6 +31,7 @@ import islpy as isl
 
 from ..bound.infer import BoundContext, run_infer_bound
 from ..ir import expr as E
+from ..ir.functor import free_vars, substitute
 from ..schedule.commands import has_commands
 from ..schedule.schedule import Schedule
 from ..schedule.stage import INLINE, SCOPE, Stage
@@ -155,18 +156,14 @@ class _Node:
     body: list[_Node] = field(default_factory=list)
 
 
-def _prefix(st: Stage) -> list[tuple[Stage, E.IterVar]]:
-    """The loops enclosing ``st`` (other stages' loops, outermost first)."""
-    out: list[tuple[Stage, E.IterVar]] = []
-    s = st
-    seen: set[int] = set()
-    while s.attach_type == SCOPE and s.attach_stage is not None and id(s) not in seen:
-        seen.add(id(s))
-        parent = s.attach_stage
-        k = next(i for i, iv in enumerate(parent.leaf_iter_vars) if iv is s.attach_ivar)
-        out[:0] = [(parent, iv) for iv in parent.leaf_iter_vars[: k + 1]]
-        s = parent
-    return out
+@dataclass(eq=False)
+class _Around:
+    """The loops around a stage (other stages' loops, outermost first): those that repeat, the
+    values of those that run once, and the ids of all."""
+
+    kept: list[tuple[Stage, E.IterVar]]
+    once: dict[E.Var, E.PrimExpr]
+    ids: set[int]
 
 
 def _declared(conv: Converter, op, notes: list[str]) -> isl.Set:
@@ -194,6 +191,9 @@ class _Builder:
                 self.children.setdefault((id(st.attach_stage), id(st.attach_ivar)), []).append(st)
         self.statements: list[Statement] = []
         self.commanded = has_commands(sch)
+        self._one: dict[int, E.PrimExpr | None] = {}
+        self._around: dict[int, _Around] = {}
+        self._loop_of = {iv.var: (st, iv) for st in sch.stages for iv in st.leaf_iter_vars}
 
     def runs_once(self, st: Stage, iv: E.IterVar) -> bool:
         """Whether ``st``'s loop ``iv`` has one iteration per iteration of the loops around it
@@ -205,11 +205,53 @@ class _Builder:
         schedule has commands does not matter here: the legality checks compare the instances
         of one statement under two schedules (the program's order and the one given), so a
         statement has the same dimensions in both."""
-        if st.attach_type != SCOPE:
-            return False
-        r = self.rmap.get(iv)
-        return r is not None and isinstance(r.extent, E.IntImm) and r.extent.value == 1 and \
-            len(_time_values(self, st).get(iv) or ()) == 1
+        return self.one_value(st, iv) is not None
+
+    def one_value(self, st: Stage, iv: E.IterVar) -> E.PrimExpr | None:
+        """The value of ``st``'s loop ``iv`` if it runs once: the start of its range, over the
+        loops outside it that repeat (those that run once replaced by their own values) and the
+        sizes; None if it repeats, or if that value is not affine (then it is a dimension like
+        any loop). Kept per loop, so every statement and storage inside it agrees."""
+        key = id(iv)
+        if key not in self._one:
+            self._one[key] = None
+            r = self.rmap.get(iv)
+            if st.attach_type == SCOPE and r is not None and isinstance(r.extent, E.IntImm) and \
+                    r.extent.value == 1 and len(_time_values(self, st).get(iv) or ()) == 1:
+                self._one[key] = self._affine_value(r.min)
+        return self._one[key]
+
+    def _affine_value(self, start: E.PrimExpr) -> E.PrimExpr | None:
+        loops = {v: self._loop_of[v] for v in free_vars(start) if v in self._loop_of}
+        sub = {v: self.one_value(*loops[v]) for v in loops}
+        start = substitute(start, {v: x for v, x in sub.items() if x is not None})
+        dims = sorted((v for v in free_vars(start) if v in self._loop_of), key=lambda v: v.name)
+        space = set_space([f"d{k}" for k in range(len(dims))], self.pnames)
+        try:
+            Converter(space, {v: k for k, v in enumerate(dims)}, {v: k for k, v in enumerate(self.params)}).aff(start)
+        except NotAffine:
+            return None
+        return start
+
+    def around(self, st: Stage) -> _Around:
+        """The loops around ``st``, made from its parent's (a chain of N stages each computed
+        inside the next asks this of N stages, and each has up to 2N loops around it)."""
+        chain, s = [], st
+        while id(s) not in self._around:
+            chain.append(s)
+            if s.attach_type != SCOPE or s.attach_stage is None or any(x is s.attach_stage for x in chain):
+                self._around[id(s)] = _Around([], {}, set())
+                chain.pop()
+                break
+            s = s.attach_stage
+        for s in reversed(chain):
+            up, parent = self._around[id(s.attach_stage)], s.attach_stage
+            k = next(i for i, iv in enumerate(parent.leaf_iter_vars) if iv is s.attach_ivar)
+            new = parent.leaf_iter_vars[: k + 1]
+            once = {iv.var: self.one_value(parent, iv) for iv in new if self.runs_once(parent, iv)}
+            self._around[id(s)] = _Around(up.kept + [(parent, iv) for iv in new if iv.var not in once],
+                                          {**up.once, **once}, up.ids | {id(iv) for iv in new})
+        return self._around[id(st)]
 
     def _params(self) -> dict[E.Var, str]:
         """Symbolic sizes: free variables of shapes, domains and ranges that are no loop."""
@@ -219,8 +261,7 @@ class _Builder:
     # ---- statements ------------------------------------------------------------------------
     def stage_statements(self, st: Stage) -> list[Statement]:
         op = st.op
-        prefix = _prefix(st)
-        once = {id(iv) for c, iv in prefix if self.runs_once(c, iv)}
+        around = self.around(st)
         roles = [("compute", list(op.root_iter_vars))]
         if op.reduce_axis:
             roles = [("init", list(op.axis)), ("update", list(op.root_iter_vars))]
@@ -228,11 +269,13 @@ class _Builder:
         for role, roots in roles:
             hint = st.name if role == "compute" else f"{st.name}_{role}"
             name = self.namer.name((st, role), hint, "S_")
-            conv, kept = self._space(name, prefix, once, roots)
-            dims = list(conv.dims)
+            dims = [iv.var for _, iv in around.kept] + [iv.var for iv in roots]
+            space = set_space([self.namer.name(v, v.name) for v in dims], self.pnames, name)
+            conv = Converter(space, {v: k for k, v in enumerate(dims)}, {v: k for k, v in enumerate(self.params)},
+                             values=around.once)
             dom = isl.Set.universe(conv.space)
             notes: list[str] = []
-            for iv in kept:
+            for _, iv in around.kept:
                 dom = dom.intersect(self._in_range(conv, iv.var, self.rmap[iv], dom, notes))
             for iv in roots:
                 if iv.dom is not None:
@@ -243,24 +286,6 @@ class _Builder:
             stmt = Statement(name, st, role, dims, dom, [], notes=notes, converter=conv)
             out.append(stmt)
         return out
-
-    def _space(self, name: str, prefix: list, once: set[int], roots: list[E.IterVar]) -> tuple[Converter, list]:
-        """The converter of a statement's space: the loops around it that repeat, then its root
-        axes, as dimensions; a loop that runs once stands for its one value (its range's start,
-        over the loops outside it) -- or is a dimension after all where that start is not
-        affine. Also the enclosing loops kept as dimensions."""
-        while True:
-            kept = [iv for _, iv in prefix if id(iv) not in once]
-            dims = [iv.var for iv in kept] + [iv.var for iv in roots]
-            space = set_space([self.namer.name(v, v.name) for v in dims], self.pnames, name)
-            conv = Converter(space, {v: k for k, v in enumerate(dims)}, {v: k for k, v in enumerate(self.params)})
-            try:
-                for _, iv in prefix:
-                    if id(iv) in once:
-                        conv.env[iv.var] = conv.aff(self.rmap[iv].min)
-                return conv, kept
-            except NotAffine:
-                once = once - {next(id(iv) for _, iv in prefix if id(iv) in once and iv.var not in conv.env)}
 
     def _in_range(self, conv: Converter, v: E.Var, r: E.Range, known: isl.Set, notes: list[str]) -> isl.Set:
         """``v`` in ``r`` (over ``known``, the constraints so far); the whole space, and a note,

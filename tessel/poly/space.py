@@ -74,6 +74,7 @@ class Namer:
         self._by_id: dict[int, str] = {}
         self._objects: dict[str, Any] = {}
         self._taken: set[str] = set()
+        self._next: dict[str, int] = {}
 
     def name(self, obj: Any, hint: object, prefix: str = "") -> str:
         """The isl name of ``obj`` (made from ``hint``, the user's name, on first use)."""
@@ -81,9 +82,10 @@ class Namer:
         if got is not None:
             return got
         base = prefix + identifier(hint, "c")
-        cand, k = base, 1
+        cand, k = base, self._next.get(base, 1)  # where the search stopped last time: linear in the names
         while cand in self._taken:
             cand, k = f"{base}_{k}", k + 1
+        self._next[base] = k
         self._taken.add(cand)
         self._by_id[id(obj)] = cand
         self._objects[cand] = obj
@@ -110,12 +112,16 @@ class Converter:
     """Expressions over ``dims`` (Var -> position) and ``params`` (Var -> position) of ``space``.
 
     ``env`` may bind further variables to already converted values (a ``Let``, or a loop
-    variable that stands for an expression of the dimensions).
+    variable that stands for an expression of the dimensions); ``values`` binds variables to
+    expressions converted when first used (a loop that runs once stands for its one value: a
+    statement deep in a nest uses few of the many around it).
     """
 
     def __init__(self, space: isl.Space, dims: Mapping[E.Var, int], params: Mapping[E.Var, int],
-                 env: Mapping[E.Var, isl.PwAff] | None = None, domain: isl.Set | None = None):
+                 env: Mapping[E.Var, isl.PwAff] | None = None, domain: isl.Set | None = None,
+                 values: Mapping[E.Var, E.PrimExpr] | None = None):
         self.space = space
+        self.values = values or {}
         #: where the converted expressions are evaluated: lets a product with a piecewise factor
         #: be affine on each piece (see _mul_on_pieces)
         self.domain = domain
@@ -148,6 +154,9 @@ class Converter:
     def _aff_Var(self, e: E.Var) -> isl.PwAff:
         if e in self.env:
             return self.env[e]
+        if e in self.values:
+            got = self.env[e] = self.aff(self.values[e])
+            return got
         if e in self.dims:
             return self.var(self.dims[e])
         if e in self.params:
@@ -234,7 +243,8 @@ class Converter:
         raise NotAffine(f"`{shown(e)}` calls {shown(e.op)}")
 
     def _aff_Let(self, e: E.Let) -> isl.PwAff:
-        inner = Converter(self.space, self.dims, self.params, {**self.env, e.var: self.aff(e.value)}, self.domain)
+        inner = Converter(self.space, self.dims, self.params, {**self.env, e.var: self.aff(e.value)}, self.domain,
+                          self.values)
         return inner.aff(e.body)
 
     def _choose(self, cond, a, b) -> isl.PwAff:
@@ -258,7 +268,8 @@ class Converter:
         if isinstance(c, E.Not):
             return self.set(c.a).complement()
         if isinstance(c, E.Let):
-            inner = Converter(self.space, self.dims, self.params, {**self.env, c.var: self.aff(c.value)}, self.domain)
+            inner = Converter(self.space, self.dims, self.params, {**self.env, c.var: self.aff(c.value)}, self.domain,
+                              self.values)
             return inner.set(c.body)
         raise NotAffine(f"the condition `{shown(c)}` is not an affine comparison")
 

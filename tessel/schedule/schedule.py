@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..deep import deep_stack
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..te.domain import infer_shapes
@@ -171,12 +172,14 @@ class Schedule:
         """The IterVar-relation DAG of one stage (``s[T]``, a tensor, or an operation)."""
         return self[stage].itervar_dag()
 
+    @deep_stack("s.violations()")
     def violations(self) -> list:
         """Every broken legality rule, each with its explanation and proposed fix (empty: legal)."""
         from .legality import find_violations
 
         return find_violations(self)
 
+    @deep_stack("s.verify()")
     def verify(self) -> Schedule:
         """Raise a ScheduleError explaining the first broken rule (and proposing a fix); else return self."""
         from .legality import verify
@@ -243,6 +246,7 @@ class Schedule:
         sizes = size_vars(self)
         return [parse_assumption(a, sizes) for a in self.assumptions]
 
+    @deep_stack("s.dependences()")
     def dependences(self) -> list:
         """The flow, anti and output dependences between statement instances of the schedule
         as it would be lowered now (seed 004), each with a witness (``str()`` shows it)."""

@@ -264,3 +264,11 @@ def test_random_compute_at_chains_say_the_same_as_with_every_loop_kept():
         with_once += assert_same_analysis(s) > 0
         compared += 1
     assert compared >= 25 and with_once >= 20
+
+
+def test_the_dependences_of_a_chain_deeper_than_python_s_stack():
+    # 400 nested stages walk the tree deeper than Python's 1,000 frames: s.dependences() runs
+    # on the big stack (tessel.deep) like a build, instead of raising RecursionError
+    s = program("chain-at", 400)[0]
+    deps = s.dependences()
+    assert len(deps) == 399 and all(d.kind == "flow" for d in deps)
