@@ -144,3 +144,26 @@ def test_issue_110_explained_by_the_named_consumers_loop():
     a = rand(9, 14)
     e = np.exp(a)
     check(s, [t0, t4], [a], [e.max(axis=1) + e.min(axis=1)], rtol=1e-5)
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_a_host_reorder_that_moves_a_shared_loop_inside_ends_the_sharing(symbolic):
+    """The fuzzer's seed 5, case 1355 (F21): C computed by position inside both of H's loops
+    shares them; reordering H put the loop over i inside the attach point, so C's slice of one
+    (i, j) was computed outside the loop over i with i free, and lowering refused its own code
+    with a message about the sizes. Such a stage is now attached at its loop like a TE
+    compute_at: C is computed for all i in each iteration of j."""
+    from tessel.schedule.compute_at_pos import shares_host_loops
+
+    n = te.var("n") if symbolic else 31
+    A = te.placeholder((n, 3), name="A")
+    C = te.compute((n, 3), lambda i, j: A[i, j] * 2.0 - 0.5, name="C")
+    H = te.compute((n, 3), lambda i, j: C[i, j] + A[i, j], name="H")
+    s = te.create_schedule(H.op)
+    s[C].compute_at(s[H], -1)
+    assert shares_host_loops(s[C])
+    s[H].reorder(H.op.axis[1], H.op.axis[0])
+    assert not shares_host_loops(s[C])
+    for rows in (31, 7) if symbolic else (31,):
+        a = rand(rows, 3, seed=rows)
+        check(s, [A, H], [a], [a * 3 - 0.5])

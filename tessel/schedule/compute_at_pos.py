@@ -305,8 +305,9 @@ def resolve(st: Stage, leaf: E.IterVar) -> tuple[Stage, E.IterVar]:
 
 def shares_host_loops(st: Stage, once: bool = True) -> bool:
     """Whether ``st`` is attached by a position primitive at a loop it shares: its shared loops are
-    still its outer loops and it is attached at the last of them (a split or fuse of them since,
-    or a TE compute_at, ends the sharing). ``once``: and no other host loop encloses that point,
+    still its outer loops, and it is attached at the last of them, which the others enclose (a
+    split or fuse of them since, a reorder of the host that moves one inside the attach point, or
+    a TE compute_at, ends the sharing). ``once``: and no other host loop encloses that point,
     so it computes its slice of each iteration once (a host loop reordered or split around it
     afterwards would run all of it again on every iteration: an output stored many times over)."""
     k = len(st.shared_loops)
@@ -316,10 +317,12 @@ def shares_host_loops(st: Stage, once: bool = True) -> bool:
     at, host = st.attach_ivar, st.attach_stage
     if st.shared_loops[leaves[k - 1]] is not at:
         return False
-    if not once or host is None or not any(at is x for x in host.leaf_iter_vars):
+    if host is None or not any(at is x for x in host.leaf_iter_vars):
         return True
     around = host.leaf_iter_vars[:next(j for j, x in enumerate(host.leaf_iter_vars) if x is at) + 1]
-    return all(any(iv is v for v in st.shared_loops.values()) for iv in around)
+    if not all(any(v is iv for iv in around) for v in st.shared_loops.values()):
+        return False  # a shared loop reordered inside the attach point: it no longer encloses the stage
+    return not once or all(any(iv is v for v in st.shared_loops.values()) for iv in around)
 
 
 def shared_first(host: Stage, loops: list[E.IterVar]) -> list[E.IterVar]:
