@@ -248,9 +248,10 @@ class _Builder:
             up, parent = self._around[id(s.attach_stage)], s.attach_stage
             k = next(i for i, iv in enumerate(parent.leaf_iter_vars) if iv is s.attach_ivar)
             new = parent.leaf_iter_vars[: k + 1]
-            once = {iv.var: self.one_value(parent, iv) for iv in new if self.runs_once(parent, iv)}
-            self._around[id(s)] = _Around(up.kept + [(parent, iv) for iv in new if iv.var not in once],
-                                          {**up.once, **once}, up.ids | {id(iv) for iv in new})
+            values = {iv.var: self.one_value(parent, iv) for iv in new}
+            self._around[id(s)] = _Around(up.kept + [(parent, iv) for iv in new if values[iv.var] is None],
+                                          {**up.once, **{v: x for v, x in values.items() if x is not None}},
+                                          up.ids | {id(iv) for iv in new})
         return self._around[id(st)]
 
     def _params(self) -> dict[E.Var, str]:

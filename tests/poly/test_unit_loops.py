@@ -143,8 +143,35 @@ def _accumulate_at():
     return s, [A, C], lambda a: a.sum(axis=1)[:, None] * (np.arange(5)[None, :] + 1.0) - 1
 
 
+def _by_position():
+    # compute_at by position (seed 003) inside both of the reader's loops, symbolic rows
+    n = te.var("n")
+    A = te.placeholder((n, 6), name="A")
+    B = te.compute((n, 6), lambda i, j: A[i, j] * 0.5, name="B")
+    C = te.compute((n, 6), lambda i, j: B[i, j] + 2.0, name="C")
+    D = te.compute((n, 6), lambda i, j: C[i, j] * C[i, j], name="D")
+    s = te.create_schedule(D.op)
+    s[C].compute_at(s[D], -1)
+    s[B].compute_at(s[C], -1)
+    return s, [A, D], lambda a: (a * 0.5 + 2) ** 2
+
+
+def _init_where_inside():
+    # a reduction with init= and where= computed inside its reader's innermost loop
+    A = te.placeholder((8, 9), name="A")
+    P = te.compute((8,), lambda i: A[i, 0] * 2.0, name="P")
+    k = te.reduce_axis((0, 9), "k")
+    R = te.compute((8,), lambda i: te.sum(A[i, k], axis=k, init=P[i], where=k % 2 == 1), name="R")
+    C = te.compute((8, 3), lambda i, j: R[i] * (j + 1.0), name="C")
+    s = te.create_schedule(C.op)
+    s[R].compute_at(s[C], C.op.axis[1])
+    s[P].compute_at(s[R], R.op.axis[0])
+    return s, [A, C], lambda a: (a[:, 0] * 2 + a[:, 1::2].sum(axis=1))[:, None] * (np.arange(3)[None, :] + 1.0)
+
+
 CASES = {"stencil-in-chain": _stencil_in_chain, "reduction-inside": _reduction_inside,
-         "split-outer-at": _split_outer_at, "accumulate-at": _accumulate_at}
+         "split-outer-at": _split_outer_at, "accumulate-at": _accumulate_at, "by-position": _by_position,
+         "init-where-inside": _init_where_inside}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -160,7 +187,7 @@ def test_a_symbolic_chain_says_the_same_as_with_every_loop_kept():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_schedules_with_loops_that_run_once_compute_the_same_values(name):
     s, args, ref = CASES[name]()
-    shape = (11, 9) if name == "stencil-in-chain" else tuple(int(x) for x in args[0].shape)
+    shape = {"stencil-in-chain": (11, 9), "by-position": (13, 6)}.get(name) or tuple(int(x) for x in args[0].shape)
     a = rand(*shape, seed=3)
     check(s, args, [a], [ref(a.astype(np.float64)).astype(np.float32)], rtol=1e-4, atol=1e-4)  # every target
 
