@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from ..arith import Analyzer
 from ..arith import const_bound as cb
@@ -57,6 +58,7 @@ _Form = tuple[dict, int]  # ({key: coefficient}, constant); a key is a variable'
 #: vectorized one's (lanes) are independent, which legality checked against the exact
 #: dependences, so there is nothing for the guard to keep
 _SEQUENTIAL = ("serial", "unrolled")
+MAX_SUMS = 1 << 14  # sums enumerated for a pair of classes before it is asked one difference at a time
 MAX_STEPS = 4096  # values tried before a pair counts as meeting (the loop is then kept from the vectorizer)
 
 
@@ -71,8 +73,18 @@ class _Access:
     store: bool
     loops: tuple[S.For, ...]
     allocated_at: int
-    form: _Form | None  # the index as a form over variables by id, a ramp's lane as "lane"
     lanes: int
+
+    @cached_property
+    def form(self) -> _Form | None:
+        """The index as a form over variables by id, a ramp's lane as "lane" (asked only of
+        the accesses of a buffer some loop writes)."""
+        flat = self.index.value if isinstance(self.index, E.Broadcast) else self.index
+        if isinstance(flat, E.Ramp):
+            base, stride = _form(flat.base), _form(flat.stride)
+            ok = base is not None and stride is not None and not stride[0]
+            return (_plus(base[0], {"lane": stride[1]}), base[1]) if ok else None
+        return _form(flat) if flat.dtype.lanes == 1 else None
 
 
 def carrying_loops(func: S.PrimFunc) -> dict[int, str]:
@@ -81,6 +93,7 @@ def carrying_loops(func: S.PrimFunc) -> dict[int, str]:
     facts = [E.GE(v, E.IntImm(0, v.dtype)) for v in sizes] + [c for _, c in func.assumptions]
     walk = _Accesses(facts)
     walk.visit(func.body)
+    walk.finish()
     out: dict[int, str] = {}
     for loop, outer in walk.loops:
         if loop.kind not in _SEQUENTIAL:
@@ -101,6 +114,7 @@ class _Accesses(Visitor):
 
     def __init__(self, facts: list) -> None:
         self.accesses: list[_Access] = []
+        self.raw: list[tuple] = []  # what _record saw; made accesses by finish
         self.loops: list[tuple[S.For, tuple[S.For, ...]]] = []
         self.ranges: dict[int, tuple[int, int]] = {}  # id(loop) -> (first, last) value of its variable
         self.lets: dict[int, tuple[int, tuple[int, int] | None]] = {}  # id(var) -> (loops around, range)
@@ -176,16 +190,34 @@ class _Accesses(Visitor):
         self.generic_visit(e)
 
     def _record(self, buf: S.Buffer, idx: E.PrimExpr, store: bool) -> None:
-        shown, idx = idx, substitute(idx, self.env) if self.env else idx
-        flat, form, lanes = idx.value if isinstance(idx, E.Broadcast) else idx, None, 1
-        if isinstance(flat, E.Ramp):
-            base, stride, lanes = _form(flat.base), _form(flat.stride), flat.lanes
-            if base is not None and stride is not None and not stride[0]:
-                form = _plus(base[0], {"lane": stride[1]}), base[1]
-        elif flat.dtype.lanes == 1:
-            form = _form(flat)
-        self.accesses.append(_Access(buf, idx, shown, store, tuple(self.stack), self.allocated.get(id(buf), 0),
-                                     form, lanes))
+        self.raw.append((buf, idx, store, tuple(self.stack), self.allocated.get(id(buf), 0),
+                         dict(self.env) if self.env else None))
+
+    def finish(self) -> None:
+        """The accesses that may take part in a carried dependence, one per buffer, kind, index
+        and loop nest: the stores, and the loads under a sequential loop around a store to
+        their buffer (most loads are of inputs, or of a packed copy made in a nest of its own:
+        a matmul's 200 unrolled loads of ``A`` and ``B``); an unrolled body repeats its
+        accesses."""
+        written: dict[int, set[int]] = {}  # id(buffer) -> the sequential loops around its stores
+        for r in self.raw:
+            if r[2]:
+                written.setdefault(id(r[0]), set()).update(id(lp) for lp in r[3] if lp.kind in _SEQUENTIAL)
+        seen: dict[tuple, _Access] = {}
+        for r in self.raw:
+            loops = written.get(id(r[0]))
+            if loops is not None and (r[2] or any(id(lp) in loops for lp in r[3])):
+                a = self._access(*r)
+                seen.setdefault((id(a.buffer), a.store, StructKey(a.index), tuple(map(id, a.loops)),
+                                 a.allocated_at), a)
+        self.accesses, self.raw = list(seen.values()), []
+
+    @staticmethod
+    def _access(buf: S.Buffer, idx: E.PrimExpr, store: bool, loops: tuple, allocated: int,
+                env: dict | None) -> _Access:
+        shown, idx = idx, substitute(idx, env) if env else idx
+        flat = idx.value if isinstance(idx, E.Broadcast) else idx
+        return _Access(buf, idx, shown, store, loops, allocated, flat.lanes if isinstance(flat, E.Ramp) else 1)
 
 
 class _Loop:
@@ -210,35 +242,29 @@ class _Loop:
         self.sides: dict[tuple[int, bool], tuple[_Form, dict] | None] = {}
         self.signs: dict[tuple[int, bool], tuple] = {}
         for accs in by_buffer.values():
-            stores = _distinct([a for a in accs if a.store])
-            if not stores:
+            if not any(a.store for a in accs):
                 continue
-            others = _distinct(accs)
+            others = self._one_per_form(accs)
             if self.in_blocks(others):
                 continue
-            others = self._one_per_form(others)
-            stores = [a for a in others if a.store]
-            varies = {id(a): self.varies(a) for a in others}
-            for s in stores:
-                for a in others:
-                    if a is s or not (varies[id(s)] or varies[id(a)]) or _same_index(a, s):
-                        continue
-                    if self.may_meet(s, a) or self.may_meet(a, s):
-                        what = "written" if a.store else "read"
-                        return (f"{s.buffer.name} is written at [{s.shown}] and {what} at [{a.shown}] "
-                                "in another iteration")
+            met = self._meeting([a for a in others if a.store], others)
+            if met is not None:
+                (s, a), what = met, "written" if met[1].store else "read"
+                return f"{s.buffer.name} is written at [{s.shown}] and {what} at [{a.shown}] in another iteration"
         return None
 
     def _one_per_form(self, accs: list[_Access]) -> list[_Access]:
-        """One access per kind and form on both sides: every question about a pair depends on
-        those alone, and the copies of an unrolled body repeat them (a register tile: 3,000
-        pairs of a few distinct ones)."""
+        """One access per kind and form on both sides (without a form: per index and loop
+        nest): every question about a pair depends on those alone, and the copies of an
+        unrolled body repeat them (a register tile: 3,000 pairs of a few distinct ones)."""
         seen: dict[object, _Access] = {}
         for a in accs:
             self._cached_side(a, False)
             self._cached_side(a, True)
             sx, sy = self.signs.get((id(a), False)), self.signs.get((id(a), True))
-            seen.setdefault((a.store, a.lanes, sx, sy) if sx is not None and sy is not None else id(a), a)
+            key = (a.lanes, sx, sy) if sx is not None and sy is not None else \
+                (StructKey(a.index), tuple(map(id, a.loops)))
+            seen.setdefault((a.store, key), a)
         return list(seen.values())
 
     def in_blocks(self, accs: list[_Access]) -> bool:
@@ -277,25 +303,81 @@ class _Loop:
             return any(k in ids or (k in lets and lets[k][0] > self.at) for k in a.form[0])
         return uses_var(a.index, lambda v: self._inside(v, a))
 
-    def may_meet(self, x: _Access, y: _Access) -> bool:
-        """Whether ``x`` in iteration ``v`` and ``y`` in iteration ``v + d`` (``d >= 1``) may
-        touch one element, what is inside the loop free on each side: exactly when the
-        indices are affine and every variable has constant bounds, else as far as the
-        Analyzer proves the difference of the indices nonzero."""
-        sx, sy = self._cached_side(x, False), self._cached_side(y, True)
+    def _meeting(self, stores: list[_Access], others: list[_Access]) -> tuple[_Access, _Access] | None:
+        """A store and an access that may touch one element, ``x`` in iteration ``v`` and ``y``
+        in iteration ``v + d`` (``d >= 1``) for ``(x, y)`` either way round, what is inside the
+        loop free on each side: exactly when the indices are affine and every variable has
+        constant bounds, else as far as the Analyzer proves the difference of the indices
+        nonzero. Accesses whose forms differ only in their constants form a class, and a pair of
+        classes asks one question per difference of constants: a register tile's 24 stores are
+        one class, 1,100 pairs, 77 questions."""
+        classes: dict[tuple, list[_Access]] = {}
+        unformed: set[int] = set()
+        for a in others:
+            kx, ky = self.signs.get((id(a), False)), self.signs.get((id(a), True))
+            if id(self.loop.loop_var) not in self.shared or kx is None or ky is None:
+                unformed.add(id(a))
+                continue
+            terms = frozenset((k, c) for k, c in a.form[0].items() if c)
+            classes.setdefault((a.store, kx[0], ky[0], a.lanes, terms, self.varies(a)), []).append(a)
+        for cs, ss in classes.items():
+            for ca, aa in classes.items():
+                if cs[0] and (cs[5] or ca[5]):
+                    met = self._classes_meet(cs, ss, ca, aa) or self._classes_meet(ca, aa, cs, ss)
+                    if met is not None:
+                        return met if met[0].store else (met[1], met[0])
+        for s in stores:
+            for a in others:
+                if (id(s) in unformed or id(a) in unformed) and a is not s and (self.varies(s) or self.varies(a)) \
+                        and not _same_index(a, s) and (self._analyzer_meet(s, a) or self._analyzer_meet(a, s)):
+                    return s, a
+        return None
+
+    def _classes_meet(self, cx: tuple, xs: list[_Access], cy: tuple, ys: list[_Access]) -> tuple | None:
+        """An ``x`` of one class and a ``y`` of another that meet (``y`` in the later iteration)."""
+        alike = cx[3:5] == cy[3:5]  # then a difference of 0 is one index: a reduction into its element
+        pairs = {y.form[1] - x.form[1]: (x, y) for x in xs for y in ys}
+        if alike:
+            pairs.pop(0, None)
+        if not pairs:
+            return None
+        x, y = next(iter(pairs.values()))
+        sums = self._sums(self.sides[(id(x), False)], self.sides[(id(y), True)])
+        if sums is not None:
+            return next((pair for target, pair in pairs.items() if target in sums), None)
+        for target, (x, y) in pairs.items():
+            key = (cx[1], cy[2], target)
+            if key not in self.answers:
+                self.answers[key] = self._meet_forms(self.sides[(id(x), False)], self.sides[(id(y), True)],
+                                                     id(self.loop.loop_var))
+            got = self.answers[key]
+            if got or (got is None and self._analyzer_meet(x, y)):
+                return x, y
+        return None
+
+    def _sums(self, sx, sy) -> set[int] | None:
+        """Every value of the difference of two sides' terms, when the loop's own variable
+        drops out of it (two iterations ``d`` apart, wherever they are: any ``d`` is one
+        the loop has) and its box is small: each difference of constants is then a lookup
+        (None: asked one by one)."""
+        ranges = {**self.shared, **sx[1], **sy[1]}
+        diff = {k: c for k, c in _plus(sx[0][0], {k: -c for k, c in sy[0][0].items()}).items() if c}
         v = id(self.loop.loop_var)
-        if sx is not None and sy is not None and v in self.shared:
-            pair = (self.signs[(id(x), False)], self.signs[(id(y), True)])
-            if pair not in self.answers:
-                self.answers[pair] = self._meet_forms(sx, sy, v)
-            got = self.answers[pair]
-            return got if got is not None else self._analyzer_meet(x, y)
-        return self._analyzer_meet(x, y)
+        if v in diff or not all(k in ranges for k in diff):
+            return None
+        if ranges[v][1] - ranges[v][0] < 1:  # one iteration: no second one to meet
+            return set()
+        sums = {0}
+        for k, c in diff.items():
+            lo, hi = ranges[k]
+            if len(sums) * (hi - lo + 1) > MAX_SUMS:
+                return None
+            sums = {t + c * x for t in sums for x in range(lo, hi + 1)}
+        return sums
 
     def _meet_forms(self, sx, sy, v) -> bool | None:
-        """``may_meet`` of two sides given as forms; None: not decided by the forms (the
-        Analyzer is asked). The copies of an unrolled body pose the same question many times
-        over (a register tile: 3,000 pairs, a dozen questions): asked once per pair of forms."""
+        """Whether two sides given as forms meet (see :meth:`_meeting`); None: not decided by
+        the forms (the Analyzer is asked)."""
         ranges = {**self.shared, **sx[1], **sy[1]}
         diff = {k: c for k, c in _plus(sx[0][0], {k: -c for k, c in sy[0][0].items()}).items() if c}
         if not all(k in ranges for k in diff):
@@ -310,8 +392,7 @@ class _Loop:
             side = self.sides[key] = self._side(a, "y" if shift else "x", shift)
             if side is not None:  # what the side is, as a key: two accesses alike ask alike
                 (terms, const), ranges = side
-                self.signs[key] = (tuple(sorted(terms.items(), key=repr)), const,
-                                   tuple(sorted(ranges.items(), key=repr)))
+                self.signs[key] = ((frozenset(terms.items()), frozenset(ranges.items())), const)
         return self.sides[key]
 
     def _side(self, a: _Access, tag: str, shift: bool) -> tuple[_Form, dict] | None:
@@ -367,14 +448,6 @@ def _same_index(a: _Access, b: _Access) -> bool:
         return a.lanes == b.lanes and a.form[1] == b.form[1] and \
             {k: c for k, c in a.form[0].items() if c} == {k: c for k, c in b.form[0].items() if c}
     return structural_equal(a.index, b.index)
-
-
-def _distinct(accs: list[_Access]) -> list[_Access]:
-    """One access per index and loop nest (an unrolled body repeats them)."""
-    seen: dict[tuple, _Access] = {}
-    for a in accs:
-        seen.setdefault((StructKey(a.index), tuple(map(id, a.loops)), a.store), a)
-    return list(seen.values())
 
 
 def _analyzer_side(ana: Analyzer, at: int, a: _Access, vmap: dict) -> E.PrimExpr | None:

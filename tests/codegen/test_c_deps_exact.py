@@ -57,3 +57,60 @@ def test_the_carried_loops_are_those_brute_force_finds(seed):
         got = carrying_loops(func)
         want = _brute(n1, n2, w, r)
         assert (id(outer) in got, id(inner) in got) == want, (n1, n2, w, r, got)
+
+
+def _nest_many(n1, n2, accesses):
+    """One body of several statements ``A[w] = A[r] + 1`` (``accesses``: (w, r) pairs)."""
+    i, j = E.Var("i", "int32"), E.Var("j", "int32")
+    A = S.Buffer("A", "float32", (4096,))
+
+    def at(c):
+        return E.IntImm(c[0], "int32") * i + E.IntImm(c[1], "int32") * j + E.IntImm(c[2], "int32")
+
+    body = S.seq(*[S.BufferStore(A, E.BufferLoad(A, (at(r),)) + E.FloatImm(1.0, "float32"), (at(w),))
+                   for w, r in accesses])
+    inner = S.For(j, 0, n2, "serial", body)
+    outer = S.For(i, 0, n1, "serial", inner)
+    return S.PrimFunc("f", [A], [], outer), outer, inner
+
+
+def _brute_many(n1, n2, accesses):
+    """c_deps' definition over every store and every other access (a store or a load at
+    another index expression), either one first."""
+    stores = [w for w, _ in accesses]
+    every = [(w, True) for w in stores] + [(r, False) for _, r in accesses]
+
+    def idx(c, i, j):
+        return c[0] * i + c[1] * j + c[2]
+
+    outer = inner = False
+    for w in stores:
+        for a, _ in every:
+            if a == w:
+                continue
+            pts = list(itertools.product(range(n1), range(n2)))
+            o = any(idx(w, i1, j1) == idx(a, i2, j2) or idx(a, i1, j1) == idx(w, i2, j2)
+                    for (i1, j1) in pts for (i2, j2) in pts if i1 < i2)
+            n = any(idx(w, i, j1) == idx(a, i, j2) for i in range(n1) for j1 in range(n2) for j2 in range(n2)
+                    if j1 != j2)
+            outer |= o and (w[:2] != (0, 0) or a[:2] != (0, 0))
+            inner |= n and (w[1] != 0 or a[1] != 0)
+    return outer, inner
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_many_accesses_alike_but_for_their_constants(seed):
+    """A register tile's shape: several stores and loads whose indices differ only in their
+    constants (asked as one class of differences), mixed with others."""
+    rng = random.Random(100 + seed)
+    for _ in range(40):
+        n1, n2 = rng.randint(1, 6), rng.randint(1, 6)
+        a, b = rng.choice([0, 1, 4, 8, -1]), rng.choice([0, 1, 2, -1])
+        accesses = []
+        for _ in range(rng.randint(2, 5)):
+            w = (a, b, rng.randint(40, 60)) if rng.random() < 0.7 else (rng.choice([0, 1, 3]), rng.choice([0, 1]), 50)
+            r = (a, b, rng.randint(40, 60)) if rng.random() < 0.7 else (rng.choice([0, 2]), rng.choice([0, 1, -1]), 45)
+            accesses.append((w, r))
+        func, outer, inner = _nest_many(n1, n2, accesses)
+        got = carrying_loops(func)
+        assert (id(outer) in got, id(inner) in got) == _brute_many(n1, n2, accesses), (n1, n2, accesses, got)
