@@ -195,3 +195,37 @@ def test_split_nested_four_deep_equals_numpy_at_every_size(target):
         b = np.full((n, 3), np.nan, dtype=np.float32)
         f(a, b)
         np.testing.assert_allclose(b, a * 2 + 1, rtol=1e-6)
+
+
+def test_nested_symbolic_splits_grow_the_code_linearly():
+    """Each level of a nest of symbolic splits adds a bounded number of loops: the outer loop is
+    cut once at the tightest point (where every level's test holds), and a tail's tail (a
+    corner of symbolic size) is tightened, not cut again. Cut per level and condition, the code
+    was a nest per level, each nest as deep as the split (quadratic, and the build with it)."""
+    loops = {d: len(_loops(_partitioned(*_nested_split(d)))) for d in (2, 4, 6)}
+    assert loops[6] - loops[4] == loops[4] - loops[2], loops
+    assert loops[6] - loops[4] <= 10, loops
+
+
+@pytest.mark.parametrize("depth", [2, 3, 5])
+def test_nested_symbolic_splits_run_the_main_piece_without_tests(depth):
+    """The first piece of the outer loop runs every whole tile: its nest has constant inner
+    extents and no test, and it is the one piece whose outer extent is the plain quotient."""
+    body = _partitioned(*_nested_split(depth))
+    outer = [f for f in _loops(body) if f.loop_var.name == "i" + ".outer" * depth]
+    main = outer[0]
+    assert str(main.extent) == f"n//{3 ** depth}", str(main.extent)
+    inner = [f for f in collect(main.body, lambda n: isinstance(n, S.For))]
+    assert all(isinstance(f.extent, E.IntImm) or f.loop_var.name == "j" for f in inner), str(main)
+    assert not collect(main, lambda n: isinstance(n, S.IfThenElse)), str(main)
+
+
+@pytest.mark.parametrize("target", ["c", "python"])
+def test_split_nested_six_deep_equals_numpy_around_each_tile_edge(target):
+    s, args = _nested_split(6)
+    f = tessel.build(s, args, target=target)
+    for n in [1, 2, 3, 4, 26, 28, 728, 729, 730, 1457, 1459, 2186]:
+        a = rand(n, 2)
+        b = np.full((n, 2), np.nan, dtype=np.float32)
+        f(a, b)
+        np.testing.assert_allclose(b, a * 2 + 1, rtol=1e-6)

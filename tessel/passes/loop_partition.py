@@ -14,7 +14,11 @@ steps:
 2. **Partition.** For a loop ``x`` whose body tests a condition ``a*x + r < 0`` (``r`` free of
    ``x``, ranging over the loops inside), the values of ``x`` for which it holds for every inner
    iteration form a prefix (``a > 0``) or a suffix (``a < 0``) of the loop. The loop is cut there:
-   in the proved part the condition is replaced by ``true``; the other part keeps it.
+   in the proved part the condition is replaced by ``true``; the other part keeps it. Of several
+   such conditions the loop is cut at the tightest point, where all of them hold (a split of a
+   split tests one condition per level); inside the tail piece loops are cut again, but inside
+   a tail's tail only at constant points, so that symbolic sizes give code linear in the depth
+   of a nest of splits.
    Beforehand a condition that does not depend on the loop around it moves out of that loop
    (``for j { if (i < n) S }`` is ``if (i < n) { for j { S } }``), so that it ends up on the loop
    whose variable it tests. A condition that a fused or split index makes nonlinear in ``x``
@@ -53,6 +57,7 @@ from .simplify import analyzer, simplify_stmt
 
 MAX_PARTITIONS = 24  # per kernel and pass (tails, then borders: at most twice this in all): each cut duplicates a loop body (16 left a depthwise tile computed beside its padded copy with a run-time tail)
 MAX_SPECIALIZATIONS = 4
+MAX_TAIL_DEPTH = 2  # tails within tails whose loops are still cut (see _Partition._tail)
 
 
 def loop_partition(stmt: S.Stmt, assume: Sequence[E.PrimExpr] = ()) -> S.Stmt:
@@ -317,6 +322,7 @@ class _Partition(Mutator):
         self.budget = MAX_PARTITIONS
         self.threads = threads
         self.borders = borders
+        self.tails = 0  # tail pieces around the loop being visited
 
     def visit_AttrStmt(self, s: S.AttrStmt):
         return s if s.key == SMALL else self.generic_visit(s)
@@ -340,7 +346,14 @@ class _Partition(Mutator):
         return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
 
     def _cut(self, s: S.For, skip: frozenset) -> S.Stmt | None:
+        """Cut ``s`` where a condition of its body starts (or stops) holding for every inner
+        iteration. Of the conditions that hold on part of the loop, the cut is made at the
+        tightest point, where all of them hold: the nested splits of one axis test one
+        condition per level (``i.o*27 + ... < n``, ``i.o*3 + ... < (n + 8)//9``, ...), and cut
+        at the tightest the loop has one piece without tests and one tail, instead of a piece
+        per level, each a nest of its own."""
         x = s.loop_var
+        cuts: list[tuple[StructKey, E.PrimExpr, bool, _ProveConjunct]] = []
         for site in _sites(s.body, self.borders):
             key = StructKey(site.cond)
             if key in skip:
@@ -348,25 +361,11 @@ class _Partition(Mutator):
             if isinstance(s.body, S.IfThenElse) and s.body.else_case is None and not site.loops and any(
                     c is site.cond for c in conjuncts(s.body.condition)):
                 continue  # the whole body is guarded: tightening the loop is better than cutting it
-            d = negative_form(site.cond)
-            if d is None or free_vars(d) & site.opaque or x not in free_vars(d):
+            point = self._point(s, site)
+            if point is None:
                 continue
-            if minmax_terms(d, s.extent) > MINMAX_TERMS:
-                continue  # past the budget: each cut would nest the bounds deeper (see arith.budget)
-            lin = linear_in(self.ana.simplify(d), x, self.ana)
-            if lin is None:
-                continue
-            rng = eval_set(lin.rest, site.doms, self.ana)
-            rmax = rng.max_value
-            if rmax is None or free_vars(rmax) & (set(site.doms) | {x}):
-                continue
-            p, prefix = split_point(lin, rmax)
-            if free_vars(p) & self.threads:
-                continue  # the threads of a block would leave the loop at different iterations
+            p, prefix = point
             lo, hi = s.min, O.add(s.min, s.extent)
-            p = self.ana.simplify(O.max_(lo, O.min_(hi, O.cast(p, lo.dtype))))
-            if s.kind == "vectorized" and not (isinstance(p, E.IntImm) and isinstance(s.extent, E.IntImm)):
-                continue
             proved = _ProveConjunct(site.cond)
             if self.ana.can_prove(O.ge(p, hi) if prefix else O.le(p, lo)):
                 # it holds on the whole loop: no cut, nothing duplicated
@@ -374,19 +373,73 @@ class _Partition(Mutator):
             if self.ana.can_prove(O.le(p, lo) if prefix else O.ge(p, hi)):
                 skip = skip | {key}  # it holds nowhere in the loop: cutting gains nothing
                 continue
-            if self.borders and collect(s.body, lambda n: isinstance(n, S.Allocate), statements_only=True):
-                return None  # a border is not worth an allocation in each piece
-            self.budget -= 1
-            first = S.For(x, lo, self.ana.simplify(O.sub(p, lo)), s.kind, s.body, s.thread_tag)
-            second = S.For(x, p, self.ana.simplify(O.sub(hi, p)), s.kind, s.body, s.thread_tag)
-            # the proved part gets a fresh loop variable; the other keeps x, so that `key` still
-            # names the condition it must not be cut on again
-            if prefix:
-                first = _fresh(proved.visit(first))
-                return S.seq(self.visit(first), self.visit_For(second, skip | {key}))
-            second = _fresh(proved.visit(second))
-            return S.seq(self.visit_For(first, skip | {key}), self.visit(second))
-        return None
+            cuts.append((key, p, prefix, proved))
+        if not cuts:
+            return None
+        if self.borders and collect(s.body, lambda n: isinstance(n, S.Allocate), statements_only=True):
+            return None  # a border is not worth an allocation in each piece
+        key, p, prefix, proved = self._tightest(cuts)
+        if self.tails >= MAX_TAIL_DEPTH and not isinstance(p, E.IntImm):
+            return None  # a corner of symbolic size: tightened, not cut (see _tail)
+        self.budget -= 1
+        lo, hi = s.min, O.add(s.min, s.extent)
+        first = S.For(x, lo, self.ana.simplify(O.sub(p, lo)), s.kind, s.body, s.thread_tag)
+        second = S.For(x, p, self.ana.simplify(O.sub(hi, p)), s.kind, s.body, s.thread_tag)
+        # the proved part gets a fresh loop variable; the other keeps x, so that `key` still
+        # names the condition it must not be cut on again
+        if prefix:
+            first = _fresh(proved.visit(first))
+            return S.seq(self.visit(first), self._tail(second, skip | {key}))
+        second = _fresh(proved.visit(second))
+        return S.seq(self._tail(first, skip | {key}), self.visit(second))
+
+    def _point(self, s: S.For, site) -> tuple[E.PrimExpr, bool] | None:
+        """Where ``site``'s condition starts to fail for some inner iteration (``prefix``: it
+        holds before the point) or starts to hold for all (not ``prefix``); None: not a
+        condition a cut can serve."""
+        x = s.loop_var
+        d = negative_form(site.cond)
+        if d is None or free_vars(d) & site.opaque or x not in free_vars(d):
+            return None
+        if minmax_terms(d, s.extent) > MINMAX_TERMS:
+            return None  # past the budget: each cut would nest the bounds deeper (see arith.budget)
+        lin = linear_in(self.ana.simplify(d), x, self.ana)
+        if lin is None:
+            return None
+        rmax = eval_set(lin.rest, site.doms, self.ana).max_value
+        if rmax is None or free_vars(rmax) & (set(site.doms) | {x}):
+            return None
+        p, prefix = split_point(lin, rmax)
+        if free_vars(p) & self.threads:
+            return None  # the threads of a block would leave the loop at different iterations
+        lo, hi = s.min, O.add(s.min, s.extent)
+        p = self.ana.simplify(O.max_(lo, O.min_(hi, O.cast(p, lo.dtype))))
+        if s.kind == "vectorized" and not (isinstance(p, E.IntImm) and isinstance(s.extent, E.IntImm)):
+            return None
+        return p, prefix
+
+    def _tail(self, s: S.For, skip: frozenset) -> S.Stmt:
+        """The piece of a cut loop where a condition does not hold everywhere: a few iterations
+        (a split's last tile). Inside a tail the loops are cut again (the last row tile of a
+        matmul still has whole column tiles), but inside a tail's tail (a corner) only at
+        constant points: a symbolic corner's tests are tightened into loop bounds later, so
+        that a nest of splits over symbolic sizes is not copied once per level and condition
+        (with constant sizes every piece is cut to constant extents, as before)."""
+        self.tails += 1
+        try:
+            return self.visit_For(s, skip)
+        finally:
+            self.tails -= 1
+
+    def _tightest(self, cuts: list) -> tuple:
+        """Of the cut points of one direction as the first, the one the others are proved not
+        to pass (the least of prefixes, the greatest of suffixes); else the first."""
+        prefix = cuts[0][2]
+        same = [c for c in cuts if c[2] == prefix]
+        for c in same:
+            if all(o is c or self.ana.can_prove(O.le(c[1], o[1]) if prefix else O.ge(c[1], o[1])) for o in same):
+                return c
+        return cuts[0]
 
     def _unswitch(self, s: S.For, skip: frozenset) -> S.Stmt | None:
         """Version the body of ``s`` on a condition that a fused or split index makes nonlinear
