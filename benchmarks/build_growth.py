@@ -86,11 +86,16 @@ def point(family: str, size: int) -> dict:
 
 
 def _measure(family: str, size: int, limit: float) -> dict | None:
+    """The point's figures; None past the limit; ``{"error": ...}`` when its build failed (the
+    table goes on with the next family and the run's status says so)."""
     try:
         out = subprocess.run([sys.executable, "-m", "benchmarks.build_growth", "--point", family, str(size)],
-                             capture_output=True, text=True, timeout=limit, check=True)
+                             capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
         return None
+    if out.returncode != 0:
+        lines = out.stderr.strip().splitlines()
+        return {"error": lines[-1] if lines else f"exit status {out.returncode}"}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -106,6 +111,7 @@ def main(argv=None) -> int:
         return 0
     print(f"cold builds, one child process a point (limit {args.limit:.0f} s, load {os.getloadavg()[0]:.2f})")
     print(f"{'family':<14} {'size':>6} {'wall s':>9} {'peak MB':>9}")
+    failed = 0
     for family in (f for f in FAMILIES if (args.only or "") in f):
         sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else SIZES[family]
         done: list[tuple[int, float]] = []
@@ -114,12 +120,16 @@ def main(argv=None) -> int:
             if got is None:
                 print(f"{family:<14} {size:>6} {'> ' + format(args.limit, '.0f'):>9} {'-':>9}", flush=True)
                 break  # larger sizes would take longer still
+            if "error" in got:
+                print(f"{family:<14} {size:>6} failed: {got['error']}", flush=True)
+                failed += 1
+                break
             done.append((size, got["seconds"]))
             print(f"{family:<14} {size:>6} {got['seconds']:9.2f} {got['peak_mb']:9.0f}", flush=True)
         if len(done) >= 2 and done[-1][0] != done[-2][0]:
             (a, ta), (b, tb) = done[-2:]
             print(f"{family:<14} growth ~ size^{math.log(tb / ta) / math.log(b / a):.2f} (between {a} and {b})")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

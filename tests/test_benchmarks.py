@@ -315,3 +315,17 @@ def test_the_build_growth_table_measures_each_point_in_its_own_process(capsys):
     rows = [line.split() for line in out.splitlines() if line.startswith("splits ")]
     assert [r[1] for r in rows[:2]] == ["1", "2"] and all(float(r[2]) > 0 and float(r[3]) > 0 for r in rows[:2])
     assert "growth ~ size^" in out
+
+
+def test_a_point_whose_build_fails_is_a_row_and_the_table_goes_on(capsys, monkeypatch):
+    """A failed point says why, the other families are still measured, and the status is 1."""
+    from benchmarks import build_growth
+
+    real = build_growth._measure
+    monkeypatch.setattr(build_growth, "_measure", lambda family, size, limit: {"error": "NameError: S"}
+                        if family == "chain-root" else real(family, size, limit))
+    assert build_growth.main(["--only", "chain-", "--sizes", "10", "--limit", "120"]) == 1
+    out = capsys.readouterr().out
+    assert "chain-root         10 failed: NameError: S" in out
+    assert [line.split()[0] for line in out.splitlines() if line.split()[1:2] == ["10"] and "failed" not in line] \
+        == ["chain-inline", "chain-at"]

@@ -32,7 +32,7 @@ from .common import check_func, written_buffers
 from .python import _ATOM, _namespace, _np_name, _PyGen
 
 #: thread axes a launch has, in CUDA's order, and the kernel function's parameter for each
-THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
+LAUNCH_TAGS = S.LAUNCH_TAGS
 _INDEX = ("_bx", "_by", "_bz", "_tx", "_ty", "_tz")
 #: the barrier (TVM's spelling) and the warp shuffles: kind 0 reads a lane, 1 a lane down, 2 up
 BARRIER = "tvm_storage_sync"
@@ -168,7 +168,7 @@ class _SimGen(_PyGen):
         if not _is_launch_loop(s):
             return self._at(s, super().visit_For, s, depth)
         tag = s.thread_tag
-        index = _INDEX[THREAD_TAGS.index(tag)]
+        index = _INDEX[LAUNCH_TAGS.index(tag)]
         self.current = s
         lo, ext = self._loop_bound(s.min), self._loop_bound(s.extent)
         self.current = None
@@ -185,9 +185,9 @@ class _SimGen(_PyGen):
         s = k.body
         loops = collect(s, _is_launch_loop)
         for loop in loops:
-            if loop.thread_tag not in THREAD_TAGS:
+            if loop.thread_tag not in LAUNCH_TAGS:
                 raise BuildError(f"kernel {self.func.name!r}: loop {loop.loop_var.name} is bound to "
-                                 f"{loop.thread_tag!r}; thread axes are {', '.join(THREAD_TAGS)} and vthread")
+                                 f"{loop.thread_tag!r}; thread axes are {', '.join(LAUNCH_TAGS)} and vthread")
         self.kernels += 1
         kname = f"_k{self.kernels}"
         self.watched = {id(n.buffer) for n in collect(s, lambda n: isinstance(n, S.BufferStore))
@@ -197,7 +197,7 @@ class _SimGen(_PyGen):
         threads = {id(loop.loop_var): loop for loop in loops}
         for loop in threads.values():  # a thread's var may be read outside its loops: it is the thread's index
             self.bound.add(id(loop.loop_var))
-            index = _INDEX[THREAD_TAGS.index(loop.thread_tag)]
+            index = _INDEX[LAUNCH_TAGS.index(loop.thread_tag)]
             self.emit(depth + 1, f"{self.names.get(loop.loop_var, loop.loop_var.name)} = "
                                  f"{_np_name(loop.loop_var.dtype)}({index})")
         self.block(s, depth + 1)
@@ -262,4 +262,4 @@ def generate_cuda_sim(func: S.PrimFunc, kernels, target=None) -> Generated:
     return Generated("cuda-sim", func.name, gen.names.get(func, func.name), source, outputs, namespace=ns)
 
 
-__all__ = ["BARRIER", "SHUFFLES", "THREAD_TAGS", "generate_cuda_sim"]
+__all__ = ["BARRIER", "SHUFFLES", "generate_cuda_sim"]

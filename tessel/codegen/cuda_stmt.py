@@ -28,7 +28,7 @@ from .c_helpers import ctype
 from .c_stmt import CStmtWriter
 from .common import NameTable
 
-LAUNCH_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
+LAUNCH_TAGS = S.LAUNCH_TAGS
 CUDA_RESERVED = RESERVED | set("""
 threadIdx blockIdx blockDim gridDim warpSize float2 float4 int2 int4 uint2 uint4 half half2 __half
 __half2 dim3 atomicAdd min max new delete this class template namespace public private operator

@@ -33,6 +33,14 @@ class Buffer(Node):
     __hash__ = object.__hash__
 
 
+#: the thread tags of a ``thread_binding`` loop that a device launch provides, blocks then
+#: threads (x, y, z): the one table the passes and generators name them by (what tag a schedule
+#: may bind, virtual threads included, is ``schedule.threads.thread_scope``'s to say)
+BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+LAUNCH_TAGS = BLOCK_TAGS + THREAD_TAGS
+
+
 class For(Stmt):
     """``for (var, min, extent)``; kind is serial, parallel, vectorized, unrolled or a thread binding."""
 

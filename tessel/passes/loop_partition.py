@@ -94,7 +94,7 @@ def _has_thread_loops(stmt: S.Stmt) -> bool:
 def _thread_vars(stmt: S.Stmt) -> frozenset[E.Var]:
     """The variables of loops bound to ``threadIdx.*``: no cut or bound may depend on them."""
     loops = collect(stmt, lambda n: isinstance(n, S.For) and n.kind == "thread_binding"
-                    and n.thread_tag.startswith("threadIdx"), statements_only=True)
+                    and n.thread_tag in S.THREAD_TAGS, statements_only=True)
     return frozenset(loop.loop_var for loop in loops)
 
 

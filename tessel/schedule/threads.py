@@ -36,9 +36,6 @@ if TYPE_CHECKING:
 
 #: storage scopes by rank (TVM's StorageRank)
 STORAGE_RANK = {"global": 0, "shared": 1, "warp": 2, "local": 3}
-#: the thread tags bind accepts
-THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread",
-               "cthread")
 
 
 @dataclass(frozen=True)
@@ -275,6 +272,6 @@ def _extent_violation(sch, st: Stage, iv: E.IterVar, thread: E.IterVar, ext, wan
     return choose(sch, v, candidates)
 
 
-__all__ = ["STORAGE_RANK", "THREAD_TAGS", "ThreadScope", "bind_map", "bound_thread", "is_virtual", "relaxes",
+__all__ = ["STORAGE_RANK", "ThreadScope", "bind_map", "bound_thread", "is_virtual", "relaxes",
            "env_threads", "same_thread", "storage_scope", "thread_extent_violations", "thread_key", "thread_scope",
            "thread_violations"]

@@ -76,7 +76,7 @@ class _Rewriter(Mutator):
     def visit_For(self, s: S.For) -> S.Stmt:
         body = self.visit(s.body)
         loop = s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
-        if s.kind != "thread_binding" or not s.thread_tag.startswith("threadIdx."):
+        if s.kind != "thread_binding" or s.thread_tag not in S.THREAD_TAGS:
             return loop
         found = _reduction_store(loop)
         if found is None:

@@ -23,10 +23,8 @@ from ...ir import op as O
 from ...ir import stmt as S
 from ...ir.functor import collect, free_vars
 from ...ir.names import identifier
+from ...ir.stmt import BLOCK_TAGS, LAUNCH_TAGS, THREAD_TAGS
 
-BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
-THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
-LAUNCH_TAGS = BLOCK_TAGS + THREAD_TAGS
 # per-dimension limits of a launch (the same on sm_80 and sm_90)
 MAX_BLOCK = (1024, 1024, 64)
 MAX_THREADS_PER_BLOCK = 1024
