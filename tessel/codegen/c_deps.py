@@ -51,13 +51,14 @@ from ..ir.functor import (
     substitute,
     uses_var,
 )
+from ..ir.stmt import LoopKind
 from .common import ADDRESS_OPS
 
 _Form = tuple[dict, int]  # ({key: coefficient}, constant); a key is a variable's id, or (side, id) for a side's copy
 #: the loops whose iterations run one after the other; a parallel loop's (threads) or a
 #: vectorized one's (lanes) are independent, which legality checked against the exact
 #: dependences, so there is nothing for the guard to keep
-_SEQUENTIAL = ("serial", "unrolled")
+_SEQUENTIAL = (LoopKind.SERIAL, LoopKind.UNROLLED)
 MAX_SUMS = 1 << 14  # sums enumerated for a pair of classes before it is asked one difference at a time
 MAX_STEPS = 4096  # values tried before a pair counts as meeting (the loop is then kept from the vectorizer)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import children, free_vars
+from ..ir.stmt import LoopKind
 
 STACK_LIMIT_BYTES = 32 * 1024  # larger (or symbolic) temporaries go to the heap
 MAX_PROMOTED_ELEMENTS = 1024  # a local temporary this small, touched only at constant offsets,
@@ -77,7 +78,7 @@ def _hoist(func: S.PrimFunc, plan: HoistPlan, n: S.Allocate, outer: list) -> Non
                 target, where = node, plan.into
             break
         target = node
-        if isinstance(node, S.For) and node.kind == "parallel":
+        if isinstance(node, S.For) and node.kind == LoopKind.PARALLEL:
             break
     else:
         target = func

@@ -17,6 +17,7 @@ from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import collect
 from ..ir.names import comment
+from ..ir.stmt import LoopKind
 from .c_expr import CExprWriter
 from .c_helpers import ctype
 from .c_memory import HoistPlan, on_heap, promotion_cells
@@ -156,10 +157,10 @@ class CStmtWriter(CExprWriter):
         self.bound.add(id(v))
         name = self.names.get(v, v.name)
         end = ext if _is_zero(s.min) else self._loop_end(s)
-        streams = s.kind == "parallel" and bool(
+        streams = s.kind == LoopKind.PARALLEL and bool(
             collect(s.body, lambda n: isinstance(n, S.AttrStmt) and n.key == "stream_store",
                     statements_only=True))
-        region = s.kind == "parallel" and bool(self.plan.to.get(id(s)) or streams)
+        region = s.kind == LoopKind.PARALLEL and bool(self.plan.to.get(id(s)) or streams)
         private = self._loop_pragmas(s, region)
         self.open(f"for ({ctype(v.dtype)} {name} = {lo}; {name} < {end}; ++{name})")
         if id(s) in self.carrying:  # see c_deps: GCC (12 at least) and clang vectorize no loop holding an asm
@@ -184,7 +185,7 @@ class CStmtWriter(CExprWriter):
         setup and teardown), the opening of the region and the temporaries each thread
         allocates once; their names, to free when the region ends."""
         private: list[str] = []
-        if s.kind == "parallel":
+        if s.kind == LoopKind.PARALLEL:
             self.has_parallel = True
             if region:
                 self.emit("#pragma omp parallel num_threads(tsl_nt)")
@@ -199,11 +200,11 @@ class CStmtWriter(CExprWriter):
                 self.emit("#pragma omp for schedule(static)")
             else:
                 self.emit("#pragma omp parallel for num_threads(tsl_nt) schedule(static)")
-        elif s.kind == "unrolled" and isinstance(s.extent, E.IntImm) and s.extent.value > 0:
+        elif s.kind == LoopKind.UNROLLED and isinstance(s.extent, E.IntImm) and s.extent.value > 0:
             self.emit(f"#pragma GCC unroll {min(s.extent.value, MAX_PRAGMA_UNROLL)}")
-        elif s.kind == "vectorized":  # the vectorize pass turns these into vector code; left only in hand-built IR
+        elif s.kind == LoopKind.VECTORIZED:  # the vectorize pass turns these into vector code; left only in hand-built IR
             self.emit("#pragma GCC ivdep")
-        elif s.kind == "thread_binding":  # iterations are independent: a CPU runs them in turn
+        elif s.kind == LoopKind.THREAD_BINDING:  # iterations are independent: a CPU runs them in turn
             self.emit(f"// bound to {comment(s.thread_tag or 'a thread axis')}: runs serially on the CPU")
         return private
 

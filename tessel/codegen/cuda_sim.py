@@ -27,6 +27,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import collect, free_vars
 from ..ir.names import comment, python_string
+from ..ir.stmt import LoopKind
 from . import Generated
 from .common import check_func, written_buffers
 from .python import _ATOM, _namespace, _np_name, _PyGen
@@ -46,7 +47,7 @@ def _is_virtual(tag: str) -> bool:
 
 
 def _is_launch_loop(s) -> bool:
-    return isinstance(s, S.For) and s.kind == "thread_binding" and not _is_virtual(s.thread_tag)
+    return isinstance(s, S.For) and s.kind == LoopKind.THREAD_BINDING and not _is_virtual(s.thread_tag)
 
 
 class _SimGen(_PyGen):

@@ -23,6 +23,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.names import comment
+from ..ir.stmt import LoopKind
 from .c_expr import ATOM, RESERVED
 from .c_helpers import ctype
 from .c_stmt import CStmtWriter
@@ -54,9 +55,9 @@ class CudaWriter(CStmtWriter):
 
     # ---- loops -------------------------------------------------------------------------
     def visit_For(self, s: S.For) -> None:
-        if s.kind == "thread_binding" and s.thread_tag in LAUNCH_TAGS:
+        if s.kind == LoopKind.THREAD_BINDING and s.thread_tag in LAUNCH_TAGS:
             return self._bound_loop(s)
-        if s.kind == "parallel":
+        if s.kind == LoopKind.PARALLEL:
             raise GpuError(f"kernel {self.kernel.name!r}: loop {s.loop_var.name!r} is parallel; on a GPU bind it "
                            "to blockIdx/threadIdx instead of s[T].parallel(...)")
         return super().visit_For(s)
@@ -81,9 +82,9 @@ class CudaWriter(CStmtWriter):
         self.bound.discard(id(v))
 
     def _loop_pragmas(self, s: S.For, region: bool) -> list[str]:
-        if s.kind == "unrolled" or (s.kind == "thread_binding" and s.thread_tag.startswith("vthread")):
+        if s.kind == LoopKind.UNROLLED or (s.kind == LoopKind.THREAD_BINDING and s.thread_tag.startswith("vthread")):
             self.emit("#pragma unroll")
-        elif s.kind == "thread_binding":
+        elif s.kind == LoopKind.THREAD_BINDING:
             self.emit(f"// bound to {comment(s.thread_tag)}: a serial loop of each thread")
         return []
 

@@ -25,6 +25,7 @@ from ..ir.buffer import array_parts
 from ..ir.checked_array import CheckedArray
 from ..ir.intrinsics import EXTERN_CALLS, INTRINSICS, np_popcount
 from ..ir.names import comment, python_string
+from ..ir.stmt import LoopKind
 from . import Generated
 from .common import ExprWriter, ExternSig, NameTable, check_func, extern_sig, written_buffers
 
@@ -349,7 +350,7 @@ class _PyGen(ExprWriter):
         lo, ext = self._loop_bound(s.min), self._loop_bound(s.extent)
         self.bound.add(id(s.loop_var))
         name = self.names.get(s.loop_var, s.loop_var.name)
-        note = "" if s.kind == "serial" else "  # " + comment(f"{s.kind} {s.thread_tag}".rstrip())
+        note = "" if s.kind == LoopKind.SERIAL else "  # " + comment(f"{s.kind} {s.thread_tag}".rstrip())
         self.emit(depth, f"for {name} in _loop({_np_name(s.loop_var.dtype)}, {lo}, {ext}):{note}")
         self.block(s.body, depth + 1)
         self.bound.discard(id(s.loop_var))

@@ -65,7 +65,7 @@ class _Writer:
             self.put(f"I{v}")
         elif type(v) is float:
             self.put("F" + v.hex())
-        elif type(v) is str:
+        elif isinstance(v, str):  # an enum of names (a loop's kind) is the name it stands for
             self.put(f"S{len(v)}:{v}")
         elif isinstance(v, tuple | list):
             self.put(f"T{len(v)}")

@@ -15,6 +15,7 @@ from typing import Any
 from . import expr as E
 from . import stmt as S
 from .names import shown
+from .stmt import LoopKind
 
 _PREC = {
     E.Or: 1, E.And: 2,
@@ -164,8 +165,8 @@ class Printer:
             for x in s.seq:
                 self.stmt(x)
         elif isinstance(s, S.For):
-            kw = {"serial": "for", "parallel": "parallel", "vectorized": "vectorized",
-                  "unrolled": "unrolled", "thread_binding": f"launch[{s.thread_tag}]"}[s.kind]
+            kw = {LoopKind.SERIAL: "for", LoopKind.PARALLEL: LoopKind.PARALLEL, LoopKind.VECTORIZED: LoopKind.VECTORIZED,
+                  LoopKind.UNROLLED: LoopKind.UNROLLED, LoopKind.THREAD_BINDING: f"launch[{s.thread_tag}]"}[s.kind]
             with self.scoped(s.loop_var) as v:
                 self.block(f"{kw} ({v}, {self.expr(s.min)}, {self.expr(s.extent)})", s.body)
         elif isinstance(s, S.IfThenElse):

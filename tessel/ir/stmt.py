@@ -8,6 +8,9 @@ on one-dimensional :class:`Buffer` s: the form both code generators consume.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
+from ..errors import InternalError
 from .dtype import DType, DTypeLike
 from .dtype import dtype as to_dtype
 from .expr import Node, PrimExpr, Range, Var
@@ -41,17 +44,32 @@ THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 LAUNCH_TAGS = BLOCK_TAGS + THREAD_TAGS
 
 
+class LoopKind(StrEnum):
+    """How a loop runs: the one vocabulary of a schedule's annotations and of the IR's loops
+    (a str, so that it prints, serializes and compares as the name it has always had).
+    ``TENSORIZED`` marks the loops a tensor intrinsic replaces; no ``For`` has it."""
+
+    SERIAL = "serial"
+    PARALLEL = "parallel"
+    VECTORIZED = "vectorized"
+    UNROLLED = "unrolled"
+    THREAD_BINDING = "thread_binding"
+    TENSORIZED = "tensorized"
+
+
 class For(Stmt):
     """``for (var, min, extent)``; kind is serial, parallel, vectorized, unrolled or a thread binding."""
 
     __slots__ = ("loop_var", "min", "extent", "kind", "body", "thread_tag")
     _fields = ("loop_var", "min", "extent", "kind", "body", "thread_tag")
-    KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding")
+    KINDS = (LoopKind.SERIAL, LoopKind.PARALLEL, LoopKind.VECTORIZED, LoopKind.UNROLLED, LoopKind.THREAD_BINDING)
 
-    def __init__(self, loop_var: Var, min: PrimExpr, extent: PrimExpr, kind: str, body: Stmt, thread_tag: str = ""):
-        assert kind in self.KINDS, kind
+    def __init__(self, loop_var: Var, min: PrimExpr, extent: PrimExpr, kind: LoopKind | str, body: Stmt,
+                 thread_tag: str = ""):
+        if kind not in self.KINDS:
+            raise InternalError(f"a loop of kind {kind!r}: a For is one of {', '.join(self.KINDS)}")
         self.loop_var, self.min, self.extent = loop_var, convert(min), convert(extent)
-        self.kind, self.body, self.thread_tag = kind, body, thread_tag
+        self.kind, self.body, self.thread_tag = LoopKind(kind), body, thread_tag
 
 
 class SeqStmt(Stmt):

@@ -28,6 +28,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, substitute
+from ..ir.stmt import LoopKind
 from ..poly.astgen import AstReader, scan
 from ..poly.commands import check_storage
 from ..poly.model import Model, Statement, build
@@ -75,7 +76,7 @@ def _check(ctx: BoundContext) -> None:
                              "shift, skew, ...) lower te.compute stages only")
         kinds = {st.leaf_kind(iv) for iv in st.leaf_iter_vars}
         hints = any(a.pragmas or a.prefetch for a in st.iter_var_attrs.values()) or st.dim_align
-        if kinds & {"tensorized", "thread_binding"} or st.store_predicate is not None or hints:
+        if kinds & {LoopKind.TENSORIZED, LoopKind.THREAD_BINDING} or st.store_predicate is not None or hints:
             raise LowerError(f"stage {st.name}: tensorize, bind, set_store_predicate, pragma, prefetch and "
                              "storage_align are not lowered with commands (after, shift, ...); use one or the other")
 
@@ -95,9 +96,9 @@ def _scan(ctx: BoundContext, model: Model) -> S.Stmt:
     def loop(it: str, counter: E.Var, extent: E.PrimExpr, body: S.Stmt, under: frozenset[str]) -> S.Stmt:
         pos = int(it[1:])
         kinds = {lp.kind for n in under for lp in by_name[n].loops if lp.pos == pos}
-        kind = kinds.pop() if len(kinds) == 1 else "serial"
-        if kind not in ("parallel", "vectorized", "unrolled"):
-            kind = "serial"
+        kind = kinds.pop() if len(kinds) == 1 else LoopKind.SERIAL
+        if kind not in (LoopKind.PARALLEL, LoopKind.VECTORIZED, LoopKind.UNROLLED):
+            kind = LoopKind.SERIAL
         return S.For(counter, O.const(0, extent.dtype), extent, kind, body)
 
     umap = None

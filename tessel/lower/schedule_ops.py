@@ -30,6 +30,7 @@ from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.buffer import DimAlign
 from ..ir.functor import collect, free_vars, inline_lets, substitute
+from ..ir.stmt import LoopKind
 from ..poly.astgen import AstReader, condition, scan
 from ..poly.exact import ExactPlan, StageSets, drop, mentions
 from ..schedule.relations import Rebase
@@ -161,11 +162,11 @@ class _Builder:
         kind = st.leaf_kind(iv)
         attr = st.iter_var_attrs.get(iv)
         tag = attr.bind_thread.thread_tag if attr and attr.bind_thread is not None else ""
-        if (kind == "thread_binding" and not tag) or kind == "tensorized":  # tensorized: a tile's scalar edge
-            kind = "serial"
+        if (kind == LoopKind.THREAD_BINDING and not tag) or kind == LoopKind.TENSORIZED:  # tensorized: a tile's scalar edge
+            kind = LoopKind.SERIAL
         if attr is not None and attr.prefetch:
             body = S.seq(*prefetches(attr.prefetch, var, body), body)
-        thread = self.ctx.binds.get(iv) if kind == "thread_binding" else None
+        thread = self.ctx.binds.get(iv) if kind == LoopKind.THREAD_BINDING else None
         if thread is not None:  # the loop is the thread: its variable, or its own index only
             value = thread.var if relaxes(self.ctx.scopes[st], thread) else O.const(0, var.dtype)
             body = self.rename(var, O.cast(value, var.dtype), body)
@@ -333,11 +334,11 @@ def _auto_unroll(stmt: S.Stmt, max_steps: int, ana) -> S.Stmt:
         if isinstance(s, S.For):
             body, inner = visit(s.body)
             ext = ana.simplify(s.extent)
-            if s.kind not in ("serial", "unrolled"):
+            if s.kind not in (LoopKind.SERIAL, LoopKind.UNROLLED):
                 steps = inner
             else:
                 steps = ext.value * inner if isinstance(ext, E.IntImm) and inner is not None else None
-            kind = "unrolled" if s.kind == "serial" and steps is not None and steps <= max_steps else s.kind
+            kind = LoopKind.UNROLLED if s.kind == LoopKind.SERIAL and steps is not None and steps <= max_steps else s.kind
             if body is s.body and kind == s.kind:
                 return s, steps
             return S.For(s.loop_var, s.min, s.extent, kind, body, s.thread_tag), steps

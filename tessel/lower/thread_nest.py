@@ -15,6 +15,7 @@ from __future__ import annotations
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Mutator, Visitor, substitute
+from ..ir.stmt import LoopKind
 from ..schedule.threads import relaxes, thread_scope
 
 
@@ -31,7 +32,7 @@ class _Merge(Mutator):
         self.bound: dict[object, E.Var] = {}
 
     def visit_For(self, s: S.For):
-        if s.kind != "thread_binding" or not s.thread_tag:
+        if s.kind != LoopKind.THREAD_BINDING or not s.thread_tag:
             return self.generic_visit(s)
         key = thread_loop_key(s)
         outer = self.bound.get(key)

@@ -52,6 +52,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, StructKey, collect, free_vars, structural_equal, substitute
+from ..ir.stmt import LoopKind
 from .guarded_store import is_guarded_store, merge_guarded_stores, split_guarded_stores
 from .simplify import analyzer, simplify_stmt
 
@@ -87,13 +88,13 @@ SMALL = "small_sizes"  # AttrStmt key on the branch a specialisation keeps for t
 
 
 def _has_thread_loops(stmt: S.Stmt) -> bool:
-    return bool(collect(stmt, lambda n: isinstance(n, S.For) and n.kind == "thread_binding",
+    return bool(collect(stmt, lambda n: isinstance(n, S.For) and n.kind == LoopKind.THREAD_BINDING,
                         statements_only=True))
 
 
 def _thread_vars(stmt: S.Stmt) -> frozenset[E.Var]:
     """The variables of loops bound to ``threadIdx.*``: no cut or bound may depend on them."""
-    loops = collect(stmt, lambda n: isinstance(n, S.For) and n.kind == "thread_binding"
+    loops = collect(stmt, lambda n: isinstance(n, S.For) and n.kind == LoopKind.THREAD_BINDING
                     and n.thread_tag in S.THREAD_TAGS, statements_only=True)
     return frozenset(loop.loop_var for loop in loops)
 
@@ -333,7 +334,7 @@ class _Partition(Mutator):
         # a vectorized loop is not cut on its own variable: both parts would have symbolic
         # extents, and tightening gives its tail one loop instead; but a border of a padded copy
         # is cut at a constant point
-        if s.kind != "thread_binding" and (s.kind != "vectorized" or self.borders) and self.budget > 0:
+        if s.kind != LoopKind.THREAD_BINDING and (s.kind != LoopKind.VECTORIZED or self.borders) and self.budget > 0:
             cut = self._cut(s, skip)
             if cut is None and not self.borders:
                 cut = self._unswitch(s, skip)
@@ -414,7 +415,7 @@ class _Partition(Mutator):
             return None  # the threads of a block would leave the loop at different iterations
         lo, hi = s.min, O.add(s.min, s.extent)
         p = self.ana.simplify(O.max_(lo, O.min_(hi, O.cast(p, lo.dtype))))
-        if s.kind == "vectorized" and not (isinstance(p, E.IntImm) and isinstance(s.extent, E.IntImm)):
+        if s.kind == LoopKind.VECTORIZED and not (isinstance(p, E.IntImm) and isinstance(s.extent, E.IntImm)):
             return None
         return p, prefix
 
@@ -484,11 +485,11 @@ class _Tighten(Mutator):
         return s if s.key == SMALL else self.generic_visit(s)
 
     def visit_For(self, s: S.For):
-        if s.kind != "thread_binding":
+        if s.kind != LoopKind.THREAD_BINDING:
             s = self._trim(s)
         with self.ana.scoped_bind(s.loop_var, E.Range(s.min, s.extent)):
             body = self.visit(s.body)
-        if s.kind == "thread_binding" or not isinstance(body, S.IfThenElse) or body.else_case is not None:
+        if s.kind == LoopKind.THREAD_BINDING or not isinstance(body, S.IfThenElse) or body.else_case is not None:
             return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
         x = s.loop_var
         lo, hi = s.min, O.add(s.min, s.extent)
@@ -527,7 +528,7 @@ class _Tighten(Mutator):
             return s
         lo = self.ana.simplify(lo)
         extent = self.ana.simplify(O.sub(hi, lo))
-        if s.kind in ("unrolled", "vectorized") and isinstance(s.extent, E.IntImm) and not isinstance(extent, E.IntImm):
+        if s.kind in (LoopKind.UNROLLED, LoopKind.VECTORIZED) and isinstance(s.extent, E.IntImm) and not isinstance(extent, E.IntImm):
             return s  # a run-time extent would cost the unrolling (a register tile) to save a guard
         return S.For(s.loop_var, lo, extent, s.kind, s.body, s.thread_tag)
 

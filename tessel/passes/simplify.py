@@ -15,6 +15,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, Substituter, moved, structural_equal
+from ..ir.stmt import LoopKind
 
 
 def analyzer(assume: Sequence[E.PrimExpr] = (), memo: dict | None = None) -> Analyzer:
@@ -49,7 +50,7 @@ class _Simplify(Mutator):
         mn, ext = self._expr(s.min), self._expr(s.extent)
         if E.is_const_int(ext, 0) or (not isinstance(ext, E.IntImm) and self.ana.can_prove(O.le(ext, 0))):
             return S.Evaluate(0)  # a loop that cannot run (a tail the sizes or assumptions rule out)
-        if E.is_const_int(ext, 1) and not self.keep_unit_loops and s.kind != "thread_binding":
+        if E.is_const_int(ext, 1) and not self.keep_unit_loops and s.kind != LoopKind.THREAD_BINDING:
             self.sub.vmap[s.loop_var] = mn
             try:
                 return self.visit(s.body)

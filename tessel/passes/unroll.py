@@ -20,6 +20,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, collect, memoized, substitute_each
+from ..ir.stmt import LoopKind
 from .simplify import _Simplify
 
 MAX_UNROLL_EXTENT = 64
@@ -30,7 +31,7 @@ def unroll(stmt: S.Stmt, max_extent: int = MAX_UNROLL_EXTENT, max_statements: in
     """Unroll the ``unrolled`` loops that are small enough, folding the now-constant indices of
     each copy (the rest of the kernel is left as it is); an unrolled loop whose straight-line
     size passes ``max_statements`` becomes a serial loop."""
-    if not collect(stmt, lambda n: isinstance(n, S.For) and n.kind == "unrolled", statements_only=True):
+    if not collect(stmt, lambda n: isinstance(n, S.For) and n.kind == LoopKind.UNROLLED, statements_only=True):
         return stmt
     return _Unroll(max_extent, max_statements).visit(stmt)
 
@@ -46,7 +47,7 @@ def straight_line_size(s: S.Stmt) -> int:
         return sum(straight_line_size(x) for x in s.seq)
     if isinstance(s, S.For):
         ext = s.extent
-        if s.kind == "unrolled" and isinstance(ext, E.IntImm):
+        if s.kind == LoopKind.UNROLLED and isinstance(ext, E.IntImm):
             return max(ext.value, 0) * straight_line_size(s.body)
         return 1 + straight_line_size(s.body)
     if isinstance(s, S.IfThenElse):
@@ -69,7 +70,7 @@ def oversized_unrolls(stmt: S.Stmt, limit: int) -> list[tuple[S.For, int, int]]:
             return 1 + walk(s.then_case) + (walk(s.else_case) if s.else_case is not None else 0)
         body = getattr(s, "body", None)
         inner = walk(body) if isinstance(body, S.Stmt) else 0
-        if isinstance(s, S.For) and s.kind == "unrolled" and isinstance(s.extent, E.IntImm):
+        if isinstance(s, S.For) and s.kind == LoopKind.UNROLLED and isinstance(s.extent, E.IntImm):
             n = max(s.extent.value, 0)
             if n * inner > limit >= inner:
                 out.append((s, n, inner))
@@ -91,12 +92,12 @@ class _Unroll(Mutator):
     def visit_For(self, s: S.For):
         body = self.visit(s.body)  # inner loops first: the size check sees their unrolled form
         ext = self.ana.simplify(s.extent)
-        if s.kind == "unrolled" and isinstance(ext, E.IntImm):
+        if s.kind == LoopKind.UNROLLED and isinstance(ext, E.IntImm):
             n = ext.value
             if n <= 0:
                 return S.Evaluate(0)
             if self.max_statements is not None and n * straight_line_size(body) > self.max_statements:
-                return S.For(s.loop_var, s.min, s.extent, "serial", body, s.thread_tag)
+                return S.For(s.loop_var, s.min, s.extent, LoopKind.SERIAL, body, s.thread_tag)
             if n <= self.max_extent and n * _size(body) <= MAX_UNROLLED_STMTS:
                 v = s.loop_var
                 copies = substitute_each(body, v, [O.add(s.min, O.const(k, v.dtype)) for k in range(n)])

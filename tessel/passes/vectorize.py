@@ -40,6 +40,7 @@ from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, StructKey, collect, structural_equal, substitute, uses_var
 from ..ir.intrinsics import lookup
+from ..ir.stmt import LoopKind
 from .simplify import simplify_stmt
 
 if TYPE_CHECKING:  # annotations only: a pass receives its target and never imports the target package
@@ -114,7 +115,7 @@ class _VectorizeLoops(Mutator):
             return self.visit(fused)
         with self.ana.scoped_bind(s.loop_var, E.Range(s.min, s.extent)):  # inner extents may use it
             body = self.visit(s.body)  # inner loops first
-        if s.kind != "vectorized":
+        if s.kind != LoopKind.VECTORIZED:
             return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
         return self.vectorize_loop(S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag))
 
@@ -123,7 +124,7 @@ class _VectorizeLoops(Mutator):
         inner part vectorized) as one vectorized loop ``(x, 0, n*L)``, when it writes a
         streaming output: only a whole row can be peeled to an aligned start."""
         inner = s.body
-        if s.kind != "serial" or not isinstance(inner, S.For) or inner.kind != "vectorized" or not self.stream:
+        if s.kind != LoopKind.SERIAL or not isinstance(inner, S.For) or inner.kind != LoopKind.VECTORIZED or not self.stream:
             return None
         if not (E.is_const_int(s.min, 0) and E.is_const_int(inner.min, 0) and isinstance(inner.extent, E.IntImm)):
             return None
@@ -138,7 +139,7 @@ class _VectorizeLoops(Mutator):
         if uses_var(body, lambda v: v is x) and collect(body, lambda n: isinstance(n, E.FloorDiv | E.FloorMod)
                                                         and uses_var(n, lambda v: v is x)):
             return None  # the body uses o or i apart from o*L + i: keep the loops as they are
-        return S.For(x, O.const(0, x.dtype), total, "vectorized", body, s.thread_tag)
+        return S.For(x, O.const(0, x.dtype), total, LoopKind.VECTORIZED, body, s.thread_tag)
 
     def vectorize_loop(self, s: S.For) -> S.Stmt:
         ext = self.ana.simplify(s.extent)
@@ -180,13 +181,13 @@ class _VectorizeLoops(Mutator):
         if chunks == 1:
             main = vbody
         else:
-            kind = "unrolled" if chunks <= MAX_UNROLLED_CHUNKS else "serial"
+            kind = LoopKind.UNROLLED if chunks <= MAX_UNROLLED_CHUNKS else LoopKind.SERIAL
             main = S.For(c, O.const(0, c.dtype), O.const(chunks, c.dtype), kind, vbody)
         if tail == 0:
             return main
         rest_min = self.ana.simplify(O.add(s.min, O.const(chunks * lanes, s.min.dtype)))
         v = E.Var(s.loop_var.name, s.loop_var.dtype)
-        rest = S.For(v, rest_min, O.const(tail, s.extent.dtype), "vectorized",
+        rest = S.For(v, rest_min, O.const(tail, s.extent.dtype), LoopKind.VECTORIZED,
                      substitute(s.body, {s.loop_var: v}), s.thread_tag)
         return S.seq(main, self.vectorize_loop(rest))
 
@@ -215,10 +216,10 @@ class _VectorizeLoops(Mutator):
             vbody = _Vectorizer(s.loop_var, self.ana.simplify(O.add(s.min, O.mul(c, L))), lanes, self.ana).run(s.body)
         except NotVectorizable as why:
             return _scalar(s, str(why))
-        main = S.For(c, O.const(0, c.dtype), chunks, "serial", vbody)
+        main = S.For(c, O.const(0, c.dtype), chunks, LoopKind.SERIAL, vbody)
         v = E.Var(s.loop_var.name, s.loop_var.dtype)
         done = self.ana.simplify(O.mul(chunks, L))
-        rest = S.For(v, self.ana.simplify(O.add(s.min, done)), self.ana.simplify(O.sub(ext, done)), "serial",
+        rest = S.For(v, self.ana.simplify(O.add(s.min, done)), self.ana.simplify(O.sub(ext, done)), LoopKind.SERIAL,
                      substitute(s.body, {s.loop_var: v}), s.thread_tag)
         return S.seq(main, rest)
 
@@ -280,16 +281,16 @@ class _VectorizeLoops(Mutator):
         chunks = self.ana.simplify(O.floordiv(rest, L))
         done = self.ana.simplify(O.mul(chunks, L))
         v1, v2 = E.Var(v.name, dt), E.Var(v.name, dt)
-        head = S.For(v1, s.min, gap, "serial", substitute(s.body, {v: v1}), s.thread_tag)
+        head = S.For(v1, s.min, gap, LoopKind.SERIAL, substitute(s.body, {v: v1}), s.thread_tag)
         main = S.AttrStmt(store.buffer, "stream_store", lanes,
-                          S.For(c, O.const(0, dt), chunks, "serial", vbody))
-        tail = S.For(v2, self.ana.simplify(O.add(start, done)), self.ana.simplify(O.sub(rest, done)), "serial",
+                          S.For(c, O.const(0, dt), chunks, LoopKind.SERIAL, vbody))
+        tail = S.For(v2, self.ana.simplify(O.add(start, done)), self.ana.simplify(O.sub(rest, done)), LoopKind.SERIAL,
                      substitute(s.body, {v: v2}), s.thread_tag)
         return S.LetStmt(gap, gap_value, S.seq(head, main, tail))
 
 
 def _scalar(s: S.For, reason: str) -> S.Stmt:
-    loop = S.For(s.loop_var, s.min, s.extent, "serial", s.body, s.thread_tag)
+    loop = S.For(s.loop_var, s.min, s.extent, LoopKind.SERIAL, s.body, s.thread_tag)
     return S.AttrStmt(s.loop_var, "not_vectorized", reason, loop)
 
 

@@ -29,12 +29,13 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, Visitor, substitute
+from ..ir.stmt import LoopKind
 
 UNROLL_BELOW = 16  # fewer virtual threads than this, around innermost code: straight-line copies
 
 
 def is_virtual_loop(s: S.Stmt) -> bool:
-    return isinstance(s, S.For) and s.kind == "thread_binding" and (
+    return isinstance(s, S.For) and s.kind == LoopKind.THREAD_BINDING and (
         s.thread_tag.startswith("vthread") or s.thread_tag == "cthread")
 
 
@@ -177,7 +178,7 @@ class _Inject(Mutator):
         if innermost and self.n < UNROLL_BELOW:
             return S.seq(*[substitute(s, {self.var: O.const(k, self.var.dtype)}) for k in range(self.n)])
         v = E.Var(self.var.name + ".s", self.var.dtype)
-        return S.For(v, O.const(0, v.dtype), O.const(self.n, v.dtype), "serial", substitute(s, {self.var: v}))
+        return S.For(v, O.const(0, v.dtype), O.const(self.n, v.dtype), LoopKind.SERIAL, substitute(s, {self.var: v}))
 
 
 def _stmts(s: S.Stmt) -> list[S.Stmt]:

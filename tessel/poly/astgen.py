@@ -26,6 +26,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import substitute
+from ..ir.stmt import LoopKind
 
 #: writes the statement of one leaf: (statement name, the values of its tuple's dimensions)
 UserFn = Callable[[str, list[E.PrimExpr]], S.Stmt]
@@ -168,7 +169,7 @@ def _internal(fact: str) -> InternalError:
 
 
 def _serial(it: str, counter: E.Var, extent: E.PrimExpr, body: S.Stmt) -> S.Stmt:
-    return S.For(counter, O.const(0, extent.dtype), extent, "serial", body)
+    return S.For(counter, O.const(0, extent.dtype), extent, LoopKind.SERIAL, body)
 
 
 def scan(schedule: isl.UnionMap, context: isl.Set, iterators: Sequence[str], reader: AstReader) -> S.Stmt:

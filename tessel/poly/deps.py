@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from ..ir.names import shown
+from ..ir.stmt import LoopKind
 from .model import Access, Loop, Model, Statement
 from .space import DIM, point_values, pw_to_map
 
@@ -197,7 +198,7 @@ def in_program_order(model: Model, among: list[Statement] | None = None) -> Mode
         for k, iv in enumerate(roots):
             if iv.is_reduce and not any(x.is_reduce for x in roots[:k]):
                 vec.append(conv.const(1))  # the update after the init, inside the data axes
-            loops.setdefault((id(st), id(iv)), Loop(st, iv, len(vec), 1, "serial"))
+            loops.setdefault((id(st), id(iv)), Loop(st, iv, len(vec), 1, LoopKind.SERIAL))
             vec += [conv.aff(st.op.reindex(iv, iv.var)), conv.const(0)]
         for v in s.dim_vars[:outer]:
             vec += [conv.aff(v), conv.const(0)]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ScheduleError
 from ..ir import expr as E
+from ..ir.stmt import LoopKind
 from .axis_map import Graph
 from .stage import ROOT, SCOPE
 from .transform_replay import (
@@ -206,7 +207,7 @@ def self_limit(g: Graph, st: Stage, upto: int) -> Refusal | None:
                            f"reading {st.name} need its finished value, so they cannot share that loop "
                            f"(sharing it would need {st.name}'s reduction recomputed for every iteration)", k,
                            (st,), (iv,))
-        if st.leaf_kind(iv) == "vectorized":
+        if st.leaf_kind(iv) == LoopKind.VECTORIZED:
             return Refusal("UNMAPPABLE_AXIS", st, f"{st.name}'s loop {iv.name} is vectorized; a vectorized loop "
                            "runs as one vector operation and cannot enclose other stages", k, (st,), (iv,))
         near = connected(st, iv)

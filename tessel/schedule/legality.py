@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from ..arith import Analyzer
 from ..errors import ScheduleError, TesselError
 from ..ir import expr as E
+from ..ir.stmt import LoopKind
 from .dataflow import loop_ranges
 from .fixes import Fix, FixBuilder, Names, choose
 from .graph import effective_bodies, effective_consumers, reaches
@@ -148,7 +149,7 @@ def find_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
                 break
     for st in stages:
         for iv, attr in st.iter_var_attrs.items():
-            if attr.kind in ("parallel", "vectorized") and iv.is_reduce and any(iv is x for x in st.leaf_iter_vars):
+            if attr.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED) and iv.is_reduce and any(iv is x for x in st.leaf_iter_vars):
                 out.append(_reduction_annotation(sch, st, iv, attr.kind, propose))
     from .threads import thread_extent_violations, thread_violations
 
@@ -444,8 +445,8 @@ def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
     """Seed 004: ``parallel``/``vectorize`` are legal on a loop iff it carries no dependence
     (decided exactly on the polyhedral model), ``unroll`` iff its extent is a constant."""
     todo = [(st, iv, a.kind) for st in sch.stages for iv, a in st.iter_var_attrs.items()
-            if a.kind in ("parallel", "vectorized", "unrolled") and any(iv is x for x in st.leaf_iter_vars)
-            and not (iv.is_reduce and a.kind != "unrolled")]  # a reduction loop has its own rule
+            if a.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED, LoopKind.UNROLLED) and any(iv is x for x in st.leaf_iter_vars)
+            and not (iv.is_reduce and a.kind != LoopKind.UNROLLED)]  # a reduction loop has its own rule
     if not todo:
         return []
     from ..poly.analysis import analysis, known_clean, remember_clean  # against the flow: test_layering.py
@@ -459,7 +460,7 @@ def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
         return []
     out: list[Violation] = []
     for st, iv, kind in todo:
-        if kind == "unrolled":
+        if kind == LoopKind.UNROLLED:
             ext = found.model.ranges.get(iv)
             # a constant, or at most one (a split's inner loop cut to its parent: min(n, 4))
             if ext is None or Analyzer().const_int_bound(ext.extent)[1] is not None:
@@ -473,15 +474,15 @@ def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
             if got is None:
                 continue
             dep, part = got
-            verb = "parallelize" if kind == "parallel" else "vectorize"
+            verb = "parallelize" if kind == LoopKind.PARALLEL else "vectorize"
             text = (f"stage {st.name}: cannot {verb} {iv.name}: it carries the {dep.describe(part)}; its "
                     f"iterations must run in order. Annotate a loop that carries no dependence instead")
             v = Violation(ViolationKind.CARRIED_DEPENDENCE, st, text, (st,), (iv,))
             v.dependence = dep  # type: ignore[attr-defined]
         fixes: list = [FixBuilder(Names(sch)).drop_annotation(st, iv)]
-        if kind == "parallel" and propose:  # a wavefront: the loop outside it skewed to carry everything
+        if kind == LoopKind.PARALLEL and propose:  # a wavefront: the loop outside it skewed to carry everything
             fixes[0:0] = _wavefront(sch, st, iv)
-        if kind == "unrolled":  # the inner loop of a split by a constant keeps the unroll, bounded
+        if kind == LoopKind.UNROLLED:  # the inner loop of a split by a constant keeps the unroll, bounded
             fixes.insert(0, FixBuilder(Names(sch)).split(st, iv, 8))
         out.append(choose(sch, v, fixes) if propose else v)
     if not out:
@@ -514,12 +515,12 @@ def _wavefront(sch: Schedule, st: Stage, iv: E.IterVar) -> list:
 
 
 def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, propose: bool = True) -> Violation:
-    verb = {"parallel": "parallelize", "vectorized": "vectorize"}[kind]
+    verb = {LoopKind.PARALLEL: "parallelize", LoopKind.VECTORIZED: "vectorize"}[kind]
     out = st.op.outputs[0].name if st.op.outputs else st.name
     idx = ", ".join(a.name for a in st.op.axis)
     text = (f"stage {st.name}: cannot {verb} {iv.name}: it is a reduction loop, so all of its iterations "
             f"update the same element {out}[{idx}]; " + (
-                "run in parallel they race on it and lose updates" if kind == "parallel" else
+                "run in parallel they race on it and lose updates" if kind == LoopKind.PARALLEL else
                 "a vector over it would write one element from every lane at once and keep only one") +
             f"{_dependence_words(sch, st, iv)}. {verb.capitalize()} a data-parallel loop instead, or rfactor "
             f"the reduction first so that the loop becomes a data-parallel axis of the factored stage")
@@ -528,7 +529,7 @@ def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, pr
         return v
     names = Names(sch)
     names.stage(st)
-    method = "parallel" if kind == "parallel" else "vectorize"
+    method = "parallel" if kind == LoopKind.PARALLEL else "vectorize"
 
     def start() -> FixBuilder:
         # set behind the primitives' back (they refuse it): the fix must take the annotation off first
@@ -540,9 +541,9 @@ def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, pr
     trivial = all(E.is_const_int(getattr(rng.get(a), "extent", None), 1) for a in data)
     candidates = [start().rfactor_then(st, iv, method)]
     if data:  # a data-parallel loop is the simpler fix, unless it runs once (a full reduction)
-        pick = data[0] if kind == "parallel" else data[-1]
+        pick = data[0] if kind == LoopKind.PARALLEL else data[-1]
         plain = [start().annotate(st, method, pick)]
-        if kind == "vectorized" and st.leaf_iter_vars[-1] is not pick:
+        if kind == LoopKind.VECTORIZED and st.leaf_iter_vars[-1] is not pick:
             # a vector loop belongs innermost: move the data-parallel loop inside the reduction
             order = [a for a in st.leaf_iter_vars if a is not pick] + [pick]
             plain.insert(0, start().reorder(st, order).annotate(st, method, pick))

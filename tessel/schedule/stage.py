@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.op import convert
+from ..ir.stmt import LoopKind
 from .history import recorded
 from .relations import Fuse, Relation, Singleton, Split
 
@@ -25,16 +26,16 @@ if TYPE_CHECKING:
 ROOT, SCOPE, INLINE = "root", "scope", "inline"
 
 
-_TVM_ITER_TYPE = {"serial": E.IterVar.DataPar, "thread_binding": E.IterVar.DataPar, "unrolled": E.IterVar.Unrolled,
-                  "vectorized": E.IterVar.Vectorized, "parallel": E.IterVar.Parallelized,
-                  "tensorized": E.IterVar.Tensorized}
+_TVM_ITER_TYPE = {LoopKind.SERIAL: E.IterVar.DataPar, LoopKind.THREAD_BINDING: E.IterVar.DataPar, LoopKind.UNROLLED: E.IterVar.Unrolled,
+                  LoopKind.VECTORIZED: E.IterVar.Vectorized, LoopKind.PARALLEL: E.IterVar.Parallelized,
+                  LoopKind.TENSORIZED: E.IterVar.Tensorized}
 
 
 @dataclass
 class IterVarAttr:
     """Annotations of one loop: its kind (serial, parallel, vectorized, unrolled) and binding."""
 
-    kind: str = "serial"
+    kind: LoopKind = LoopKind.SERIAL
     bind_thread: E.IterVar | None = None
     pragmas: dict = field(default_factory=dict)
     tensor_intrin: object = None  # kind "tensorized": the TensorIntrin replacing the loops from here in
@@ -354,9 +355,9 @@ class Stage:
         self.shared_loops, self.compute_at_pos = {}, 0
 
     # ---- annotations ---------------------------------------------------------------------
-    def _annotate(self, iv: E.IterVar, kind: str) -> None:
+    def _annotate(self, iv: E.IterVar, kind: LoopKind) -> None:
         self._check_leaf(iv, kind)
-        if kind in ("parallel", "vectorized") and iv.is_reduce:
+        if kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED) and iv.is_reduce:
             from .legality import reduction_annotation_error
 
             raise reduction_annotation_error(self, iv, kind)
@@ -364,7 +365,7 @@ class Stage:
 
     @recorded
     def vectorize(self, iv: E.IterVar) -> None:
-        self._annotate(iv, "vectorized")
+        self._annotate(iv, LoopKind.VECTORIZED)
 
     @recorded
     def unroll(self, iv: E.IterVar) -> None:
@@ -372,11 +373,11 @@ class Stage:
         checked when lowered, not here: a loop's extent is known only after InferBound (a stage
         attached inside a tile loops over the tile, not over its axis's whole domain)."""
         self._check_leaf(iv, "unroll")
-        self._annotate(iv, "unrolled")
+        self._annotate(iv, LoopKind.UNROLLED)
 
     @recorded
     def parallel(self, iv: E.IterVar) -> None:
-        self._annotate(iv, "parallel")
+        self._annotate(iv, LoopKind.PARALLEL)
 
     @recorded
     def bind(self, iv: E.IterVar, thread_iv: E.IterVar) -> None:
@@ -384,7 +385,7 @@ class Stage:
         if not isinstance(thread_iv, E.IterVar) or thread_iv.iter_type != E.IterVar.THREAD:
             raise ScheduleError(f"stage {self.name}: bind needs a te.thread_axis, got {thread_iv!r}")
         attr = self.iter_var_attrs.setdefault(iv, IterVarAttr())
-        attr.kind = "thread_binding"
+        attr.kind = LoopKind.THREAD_BINDING
         attr.bind_thread = thread_iv
 
     @recorded
@@ -449,7 +450,7 @@ class Stage:
         self._check_leaf(var, "tensorize")
         check_tensorize(self, var, tensor_intrin)
         attr = self.iter_var_attrs.setdefault(var, IterVarAttr())
-        attr.kind, attr.tensor_intrin = "tensorized", tensor_intrin
+        attr.kind, attr.tensor_intrin = LoopKind.TENSORIZED, tensor_intrin
 
     @recorded
     def storage_align(self, axis: E.IterVar, factor: int, offset: int) -> None:
@@ -592,7 +593,7 @@ class Stage:
 
     def leaf_kind(self, iv: E.IterVar) -> str:
         attr = self.iter_var_attrs.get(iv)
-        return attr.kind if attr else "serial"
+        return attr.kind if attr else LoopKind.SERIAL
 
     def relation_of_output(self, iv: E.IterVar) -> Relation | None:
         for r in self.relations:

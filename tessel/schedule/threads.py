@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ScheduleError
 from ..ir import expr as E
+from ..ir.stmt import LoopKind
 
 if TYPE_CHECKING:
     from .stage import Stage
@@ -157,7 +158,7 @@ def env_threads(st: Stage, threads: list[E.IterVar]) -> None:
     st.leaf_iter_vars[0:0] = threads
     st.all_iter_vars.extend(threads)
     for t in threads:
-        st.iter_var_attrs[t] = IterVarAttr(kind="thread_binding", bind_thread=t)
+        st.iter_var_attrs[t] = IterVarAttr(kind=LoopKind.THREAD_BINDING, bind_thread=t)
 
 
 # ---- legality: the rules of bind (violations with fixes validated by replay, see legality.py) ----

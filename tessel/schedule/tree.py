@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..ir import expr as E
+from ..ir.stmt import LoopKind
 from .stage import INLINE, SCOPE, Stage
 
 if TYPE_CHECKING:
@@ -81,10 +82,10 @@ class TreeNode:
         iv = self.iter_var
         assert iv is not None
         attr = st.iter_var_attrs.get(iv)
-        kind = attr.kind if attr else "serial"
-        if kind == "thread_binding" and attr is not None and attr.bind_thread is not None:
+        kind = attr.kind if attr else LoopKind.SERIAL
+        if kind == LoopKind.THREAD_BINDING and attr is not None and attr.bind_thread is not None:
             text = f"for {iv.name} @ {attr.bind_thread.thread_tag or attr.bind_thread.name}"
-        elif kind in ("parallel", "vectorized", "unrolled"):
+        elif kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED, LoopKind.UNROLLED):
             text = f"{kind} {iv.name}"
         else:
             text = f"for {iv.name}"

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ScheduleError
 from ..ir import expr as E
+from ..ir.stmt import LoopKind
 
 if TYPE_CHECKING:
     from .stage import Stage
@@ -70,7 +71,7 @@ def unrolled_owner(stages, var: E.Var) -> tuple[Stage, E.IterVar] | None:
     for st in stages:
         for iv in st.leaf_iter_vars:
             attr = st.iter_var_attrs.get(iv)
-            if iv.var is var and attr is not None and attr.kind == "unrolled":
+            if iv.var is var and attr is not None and attr.kind == LoopKind.UNROLLED:
                 return st, iv
     return None
 

@@ -27,8 +27,9 @@ from ..ir.buffer import DeclBuffer
 from ..ir.dtype import DTypeLike
 from ..ir.dtype import dtype as to_dtype
 
-_KINDS = {"serial": "serial", "parallel": "parallel", "vectorize": "vectorized", "vectorized": "vectorized",
-          "unroll": "unrolled", "unrolled": "unrolled"}
+# the spellings for_range accepts (TVM's and the primitives'), by the loop kind each means
+_KINDS = {"serial": S.LoopKind.SERIAL, "parallel": S.LoopKind.PARALLEL, "vectorize": S.LoopKind.VECTORIZED,
+          "vectorized": S.LoopKind.VECTORIZED, "unroll": S.LoopKind.UNROLLED, "unrolled": S.LoopKind.UNROLLED}
 
 
 class BufferVar:

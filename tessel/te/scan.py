@@ -31,6 +31,7 @@ from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, collect, structural_equal
 from ..ir.serialize import register
+from ..ir.stmt import LoopKind
 from .operation import LoopNest, Operation, Request, post_dfs_order
 from .tensor import Tensor
 
@@ -157,7 +158,7 @@ class ScanOp(Operation):
                 "the spatial axes of its update and init stages instead"
             )
         for iv in stage.leaf_iter_vars[len(env):]:
-            if stage.leaf_kind(iv) not in ("serial", "unrolled"):
+            if stage.leaf_kind(iv) not in (LoopKind.SERIAL, LoopKind.UNROLLED):
                 raise LowerError(
                     f"scan {self.name}: its loop {iv.name} is {stage.leaf_kind(iv)}, but the steps of a scan "
                     "must run in order, each after the one it reads; parallelize or vectorize a spatial "
@@ -174,7 +175,7 @@ class ScanOp(Operation):
         idx = [O.add(r.min, v) for r, v in zip(ranges, loop_vars)]
         stmt: S.Stmt = S.ProducerStore(out, E.ProducerLoad(init, idx), idx)
         for v, r in reversed(list(zip(loop_vars, ranges))):
-            stmt = S.For(v, O.const(0, r.extent.dtype), r.extent, "serial", stmt)
+            stmt = S.For(v, O.const(0, r.extent.dtype), r.extent, LoopKind.SERIAL, stmt)
         return stmt
 
     def _check_body_placement(self, stage) -> None:

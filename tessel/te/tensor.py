@@ -22,6 +22,7 @@ from ..ir.dtype import dtype as to_dtype
 from ..ir.functor import Mutator, collect, free_vars, substitute
 from ..ir.op import convert
 from ..ir.serialize import register
+from ..ir.stmt import LoopKind
 from .operation import LoopNest, Operation, Request, TensorList
 
 
@@ -192,7 +193,7 @@ class ComputeOp(Operation):
 
     # ---- lowering: ``out[axis] = body``, or a reduction's init and update ------------------------
     def build_provide(self, nest: LoopNest, stage, body: tuple) -> S.Stmt:
-        if any(stage.leaf_kind(iv) == "tensorized" for iv in stage.leaf_iter_vars):
+        if any(stage.leaf_kind(iv) == LoopKind.TENSORIZED for iv in stage.leaf_iter_vars):
             from .tensor_intrin import build_tensorized
 
             return build_tensorized(self, nest, stage, body)

@@ -36,6 +36,7 @@ from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.buffer import DeclBuffer, decl_buffer
 from ..ir.functor import Mutator, free_vars, structural_equal, substitute
+from ..ir.stmt import LoopKind
 from .extern_op import bind_buffer
 from .operation import LoopNest
 from .tensor import ComputeOp, PlaceholderOp, Tensor, reduction_init, reduction_update
@@ -108,7 +109,7 @@ def check_tensorize(stage, var: E.IterVar, intrin) -> None:
     if not isinstance(stage.op, ComputeOp):
         raise ScheduleError(f"stage {stage.name}: only a te.compute stage can be tensorized")
     for iv in stage.leaf_iter_vars:
-        if iv is not var and stage.leaf_kind(iv) == "tensorized":
+        if iv is not var and stage.leaf_kind(iv) == LoopKind.TENSORIZED:
             raise ScheduleError(f"stage {stage.name}: loop {iv.name} is already tensorized; one tensorize per stage")
 
 
@@ -118,7 +119,7 @@ class _Tile:
 
     def __init__(self, op: ComputeOp, nest: LoopNest, stage, body: tuple):
         leaves = stage.leaf_iter_vars
-        self.tloc = next(k for k, iv in enumerate(leaves) if stage.leaf_kind(iv) == "tensorized")
+        self.tloc = next(k for k, iv in enumerate(leaves) if stage.leaf_kind(iv) == LoopKind.TENSORIZED)
         self.intrin: TensorIntrin = stage.iter_var_attrs[leaves[self.tloc]].tensor_intrin
         self.where = f"stage {stage.name}: tensorize at {leaves[self.tloc].name} with intrinsic {self.intrin.name}"
         self.ana = Analyzer()

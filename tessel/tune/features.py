@@ -15,9 +15,10 @@ import math
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Visitor
+from ..ir.stmt import LoopKind
 
 LEVELS = 6  # loop levels of the deepest nest described one by one
-_KINDS = ("serial", "parallel", "vectorized", "unrolled")
+_KINDS = (LoopKind.SERIAL, LoopKind.PARALLEL, LoopKind.VECTORIZED, LoopKind.UNROLLED)
 _ARITH = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max)
 
 
@@ -49,10 +50,10 @@ class _Walk(Visitor):
         return float(math.prod(n for n, _ in self.stack)) if self.stack else 1.0
 
     def visit_For(self, node: S.For) -> None:
-        n, kind = _extent(node.extent), node.kind if node.kind in _KINDS else "serial"
+        n, kind = _extent(node.extent), node.kind if node.kind in _KINDS else LoopKind.SERIAL
         self.loops += 1
         self.kind_count[kind] += 1
-        self.kind_product[kind] = max(self.kind_product[kind], n) if kind == "vectorized" else \
+        self.kind_product[kind] = max(self.kind_product[kind], n) if kind == LoopKind.VECTORIZED else \
             self.kind_product[kind] * n
         self.stack.append((n, kind))
         if len(self.stack) > len(self.deepest):
@@ -70,8 +71,8 @@ class _Walk(Visitor):
         self.stores += self._trip()
         lanes = getattr(getattr(node.value, "dtype", None), "lanes", 1) or 1
         if lanes > 1:  # a loop the vectorizer turned into vector statements counts as a vector loop
-            self.kind_count["vectorized"] += 1
-            self.kind_product["vectorized"] = max(self.kind_product["vectorized"], lanes)
+            self.kind_count[LoopKind.VECTORIZED] += 1
+            self.kind_product[LoopKind.VECTORIZED] = max(self.kind_product[LoopKind.VECTORIZED], lanes)
         self.generic_visit(node)
 
     def visit_BufferLoad(self, node) -> None:

@@ -19,6 +19,7 @@ from ..arith import Analyzer
 from ..errors import TesselError, ViewError
 from ..ir import expr as E
 from ..ir import op as O
+from ..ir.stmt import LoopKind
 from ..schedule.commands import describe
 from ..schedule.compute_at_pos import replay_origins
 from ..schedule.graph import DataflowGraph
@@ -97,7 +98,7 @@ def annotation(st: Stage, iv: E.IterVar) -> list[str]:
     if attr is not None:
         if attr.bind_thread is not None:
             out.append(f"bind {attr.bind_thread.thread_tag or attr.bind_thread.name}")
-        elif attr.kind != "serial":
+        elif attr.kind != LoopKind.SERIAL:
             out.append(attr.kind)
         out.extend(f"pragma {k}" + ("" if v is None else f"={v}") for k, v in attr.pragmas.items())
     if iv.is_reduce:

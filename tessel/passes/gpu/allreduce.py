@@ -26,6 +26,7 @@ from ...ir import expr as E
 from ...ir import op as O
 from ...ir import stmt as S
 from ...ir.functor import Mutator, collect, structural_equal, uses_var
+from ...ir.stmt import LoopKind
 from .kernel import Kernel
 from .sync import barrier
 
@@ -76,7 +77,7 @@ class _Rewriter(Mutator):
     def visit_For(self, s: S.For) -> S.Stmt:
         body = self.visit(s.body)
         loop = s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
-        if s.kind != "thread_binding" or s.thread_tag not in S.THREAD_TAGS:
+        if s.kind != LoopKind.THREAD_BINDING or s.thread_tag not in S.THREAD_TAGS:
             return loop
         found = _reduction_store(loop)
         if found is None:

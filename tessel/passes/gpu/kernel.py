@@ -23,7 +23,7 @@ from ...ir import op as O
 from ...ir import stmt as S
 from ...ir.functor import collect, free_vars
 from ...ir.names import identifier
-from ...ir.stmt import BLOCK_TAGS, LAUNCH_TAGS, THREAD_TAGS
+from ...ir.stmt import BLOCK_TAGS, LAUNCH_TAGS, THREAD_TAGS, LoopKind
 
 # per-dimension limits of a launch (the same on sm_80 and sm_90)
 MAX_BLOCK = (1024, 1024, 64)
@@ -73,7 +73,7 @@ class Kernel:
 
 
 def thread_loops(stmt: S.Stmt) -> list[S.For]:
-    return collect(stmt, lambda n: isinstance(n, S.For) and n.kind == "thread_binding")
+    return collect(stmt, lambda n: isinstance(n, S.For) and n.kind == LoopKind.THREAD_BINDING)
 
 
 def _launch_tag(tag: str) -> bool:
@@ -102,7 +102,7 @@ def _host(s: S.Stmt, func: S.PrimFunc, groups: list[S.For], temps: list[S.Buffer
     elif isinstance(s, S.Allocate) and s.buffer.scope in ("global", ""):
         temps.append(s.buffer)
         _host(s.body, func, groups, temps)
-    elif isinstance(s, S.For) and s.kind == "thread_binding":
+    elif isinstance(s, S.For) and s.kind == LoopKind.THREAD_BINDING:
         if not _launch_tag(s.thread_tag):
             raise GpuError(f"kernel {func.name!r}: loop {s.loop_var.name!r} is bound to {s.thread_tag!r} outside any "
                            "blockIdx/threadIdx loop; a vthread or other tag must sit inside a launch "

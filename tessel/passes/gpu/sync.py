@@ -27,6 +27,7 @@ from ...errors import GpuError
 from ...ir import expr as E
 from ...ir import stmt as S
 from ...ir.functor import Visitor, free_vars, structural_equal, substitute
+from ...ir.stmt import LoopKind
 from .kernel import BLOCK_TAGS, THREAD_TAGS, Kernel, thread_loops
 
 SHARED_SCOPES = ("shared", "shared.dyn")
@@ -166,9 +167,9 @@ class _Planner:
             collect(e, lambda n: isinstance(n, E.BufferLoad)))
 
     def loop(self, s: S.For) -> S.Stmt:
-        if s.kind == "thread_binding" and s.thread_tag in BLOCK_TAGS:
+        if s.kind == LoopKind.THREAD_BINDING and s.thread_tag in BLOCK_TAGS:
             return S.For(s.loop_var, s.min, s.extent, s.kind, self.stmt(s.body), s.thread_tag)  # blocks: no order
-        if s.kind == "thread_binding" and s.thread_tag in THREAD_TAGS:
+        if s.kind == LoopKind.THREAD_BINDING and s.thread_tag in THREAD_TAGS:
             if not _same(s.extent, self.kernel.extent(s.thread_tag)) or not _is_zero(s.min):
                 return self.leaf(s)  # guarded: the whole loop is one place
             return S.For(s.loop_var, s.min, s.extent, s.kind, self.stmt(s.body), s.thread_tag)

@@ -15,6 +15,7 @@ from ...errors import GpuError
 from ...ir import expr as E
 from ...ir import stmt as S
 from ...ir.functor import Mutator, collect, structural_equal
+from ...ir.stmt import LoopKind
 from .kernel import Kernel
 
 WARP = 32
@@ -44,7 +45,7 @@ class _Lower(Mutator):
         self.full: list[bool] = []
 
     def visit_For(self, s: S.For):
-        if s.kind == "thread_binding" and s.thread_tag == "threadIdx.x":
+        if s.kind == LoopKind.THREAD_BINDING and s.thread_tag == "threadIdx.x":
             self.lane.append(s.loop_var)
             self.full.append(isinstance(s.extent, E.IntImm) and s.extent.value == self.lanes)
             try:

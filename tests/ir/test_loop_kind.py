@@ -1,0 +1,53 @@
+"""A loop's kind is one vocabulary (``LoopKind``) for the schedule's annotations and the IR's
+loops: a str enum, so it prints, serializes and fingerprints as the name it always had."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tessel import te
+from tessel.driver import lower_steps
+from tessel.errors import InternalError
+from tessel.ir import expr as E
+from tessel.ir import stmt as S
+from tessel.ir.fingerprint import fingerprint
+from tessel.ir.functor import collect
+from tessel.ir.stmt import LoopKind
+
+
+def _loop(kind) -> S.For:
+    i = E.Var("i", "int32")
+    A = S.Buffer("A", "float32", (8,))
+    return S.For(i, 0, 8, kind, S.BufferStore(A, E.FloatImm(1.0, "float32"), (i,)))
+
+
+def test_a_loop_of_no_kind_is_refused_by_name():
+    with pytest.raises(InternalError, match="'pipelined'.*serial, parallel, vectorized, unrolled, thread_binding"):
+        _loop("pipelined")
+    with pytest.raises(InternalError, match="tensorized"):
+        _loop(LoopKind.TENSORIZED)  # the loops an intrinsic replaces never reach the IR
+
+
+def test_a_kind_given_as_its_name_is_the_enum_and_hashes_as_the_name():
+    by_name, by_enum = _loop("unrolled"), _loop(LoopKind.UNROLLED)
+    assert by_name.kind is LoopKind.UNROLLED and by_name.kind == "unrolled"
+    assert fingerprint(by_name) == fingerprint(by_enum)
+    assert json.dumps(by_name.kind) == '"unrolled"' and f"{by_name.kind}" == "unrolled"
+    assert "unrolled (i, 0, 8)" in str(by_name)
+
+
+def test_the_schedule_annotations_are_the_loops_kinds():
+    A = te.placeholder((64,), name="A")
+    B = te.compute((64,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    o, i = s[B].split(B.op.axis[0], factor=8)
+    s[B].unroll(i)
+    s[B].parallel(o)
+    assert s[B].leaf_kind(i) is LoopKind.UNROLLED and s[B].leaf_kind(o) is LoopKind.PARALLEL
+    _, steps = lower_steps(s, [A, B])
+    lowered = next(st.ir for st in steps if st.name == "simplify")  # before the unroll pass copies i.inner out
+    kinds = {f.loop_var.name: f.kind for f in collect(lowered, lambda n: isinstance(n, S.For))}
+    assert kinds == {"i.outer": LoopKind.PARALLEL, "i.inner": LoopKind.UNROLLED}
+    assert all(type(k) is LoopKind for k in kinds.values())
