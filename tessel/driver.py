@@ -1,8 +1,12 @@
 """The pipeline, in order: schedule -> InferBound -> ScheduleOps -> passes -> codegen -> runtime.
 
-``lower`` runs a flat list of named steps and can show the IR after each one (``trace=True``
-or ``TESSEL_DEBUG=1``), which is also how tests look at one step (e.g. the ScheduleOps
-listing that seed 000 prints).
+The passes are data (:mod:`tessel.pipeline`): ``FRONT_PASSES`` make the loop nest of a
+bounded schedule, ``FAST_PASSES`` then fit it to the target; both are read when a lowering
+runs. ``lower`` keeps the IR after each step and can show it with the time the step took
+(``trace=True`` or ``TESSEL_DEBUG=1``), which is also how tests look at one step (e.g. the
+ScheduleOps listing that seed 000 prints). Whatever watches the pipeline (the suite's replay
+check, a profiler) is an ``Instrument`` in ``pipeline.INSTRUMENTS``, never a patch of a
+function here.
 """
 
 from __future__ import annotations
@@ -10,10 +14,10 @@ from __future__ import annotations
 import gc
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
+from . import pipeline
 from .bound.infer import BoundContext
 from .codegen import Generated, generate
 from .deep import deep_stack
@@ -23,19 +27,9 @@ from .ir import stmt as S
 from .ir.fingerprint import Unhashable, fingerprint
 from .ir.functor import collect, depth, free_vars
 from .lower import schedule_ops
-from .lower.poly_ops import poly_ops
-from .passes import (
-    index_dtype,
-    loop_partition,
-    simplify_stmt,
-    storage_flatten,
-    streaming_outputs,
-    unroll,
-    vectorize,
-)
 from .passes.unroll import oversized_unrolls
+from .pipeline import Bounded, PassContext, Step, run_passes
 from .poly.analysis import analysis, content_key, own_memo, remember, retire, state_key
-from .poly.empty import remove_empty_loops
 from .poly.exact import ExactPlan
 from .poly.exact import plan as exact_plan
 from .runtime.cache import code_version, load_lowered, store_lowered
@@ -44,12 +38,6 @@ from .schedule.schedule import Schedule
 from .schedule.unroll_limit import MAX_UNROLL_STATEMENTS, unroll_limit_error, unrolled_owner
 from .target import Target, as_target, backend, resolve
 from .te.tensor import Tensor
-
-
-@dataclass
-class Step:
-    name: str
-    ir: S.Stmt
 
 
 def _params(args: Sequence) -> tuple[dict, list[S.Buffer], list[E.Var], list[tuple[int, E.Var]]]:
@@ -128,26 +116,11 @@ def lower_steps(sch: Schedule, args: Sequence, name: str = "main", vector_bytes:
     func = _fast_passes(front, steps, tgt)
     if os.environ.get("TESSEL_DEBUG"):
         for st in steps:
-            print(f"---- after {st.name} ----\n{st.ir}")
+            print(f"---- after {st.name} ({st.seconds * 1e3:.1f} ms) ----\n{st.ir}")
     return func, steps
 
 
-@dataclass
-class _Bounded:
-    """A schedule as far as InferBound: what both the interval and the exact lowering start from."""
-
-    ctx: BoundContext
-    name: str
-    buffers: dict
-    params: list[S.Buffer]
-    sizes: list[E.Var]
-    scalars: tuple = ()
-    # simplified expressions (see Analyzer), shared by the interval and the exact lowering,
-    # which simplify mostly the same loop nests
-    memo: dict = field(default_factory=dict)
-
-
-def _bound(sch: Schedule, args: Sequence, name: str, check: bool = True) -> _Bounded:
+def _bound(sch: Schedule, args: Sequence, name: str, check: bool = True) -> Bounded:
     sch.verify()  # an illegal schedule is explained (and a fix proposed) before anything is derived from it
     # a rewrite (cache_write, rfactor, a cache_read's reader) replaces a stage's tensors; the user's own
     # tensors stand for the current ones
@@ -155,7 +128,7 @@ def _bound(sch: Schedule, args: Sequence, name: str, check: bool = True) -> _Bou
     buffers, params, sizes, scalars = _params(args)
     if check:
         analysis(sch).check_bounds()  # reads outside a tensor, refused exactly with a witness (seed 004)
-    return _Bounded(analysis(sch).bound, name, buffers, params, sizes, scalars)
+    return Bounded(analysis(sch).bound, name, buffers, params, sizes, scalars)
 
 
 def _lower_schedule(sch: Schedule, args: Sequence, name: str, exact: bool = True,
@@ -167,7 +140,26 @@ def _lower_schedule(sch: Schedule, args: Sequence, name: str, exact: bool = True
     b = _bound(sch, args, name, check)
     if keep is not None:
         keep.append(b)
-    return _lower_bounded(b, exact_plan(b.ctx) if exact and _exact_applies(b.ctx) else None)
+    out = _lower_bounded(b, exact_plan(b.ctx) if exact and _exact_applies(b.ctx) else None)
+    if pipeline.INSTRUMENTS:
+        _report_front(sch, args, out[0], lambda s2, a2: _lower_schedule(s2, a2, name, exact, None, check)[0])
+    return out
+
+
+_reporting = threading.local()
+
+
+def _report_front(sch: Schedule, args: Sequence, func: S.PrimFunc, again: Callable) -> None:
+    """Tell the instruments about a lowered front; a lowering an instrument asks for (the
+    replayed schedule) is not reported again."""
+    if getattr(_reporting, "busy", False):
+        return
+    _reporting.busy = True
+    try:
+        for ins in list(pipeline.INSTRUMENTS):
+            ins.after_front(sch, args, func, again)
+    finally:
+        _reporting.busy = False
 
 
 def _exact_applies(ctx: BoundContext) -> bool:
@@ -179,20 +171,10 @@ def _exact_applies(ctx: BoundContext) -> bool:
     return not ctx.boxes and not ctx.binds and not has_commands(ctx.sch)
 
 
-def _lower_bounded(b: _Bounded, plan: ExactPlan | None) -> tuple[S.PrimFunc, list[Step]]:
+def _lower_bounded(b: Bounded, plan: ExactPlan | None) -> tuple[S.PrimFunc, list[Step]]:
     steps: list[Step] = []
-    if has_commands(b.ctx.sch):  # Tiramisu's commands: the whole nest from isl's AST of the model
-        stmt = poly_ops(b.ctx, b.buffers)
-    else:
-        stmt = schedule_ops(b.ctx, plan)
-    steps.append(Step("schedule_ops", stmt))
     assumed = b.ctx.sch.assumption_exprs()
-    stmt = simplify_stmt(stmt, keep_unit_loops=True, assume=assumed, memo=b.memo)
-    steps.append(Step("simplify_indices", stmt))
-    stmt = storage_flatten(stmt, b.buffers)
-    steps.append(Step("storage_flatten", stmt))
-    stmt = simplify_stmt(stmt, assume=assumed, memo=b.memo)
-    steps.append(Step("simplify", stmt))
+    stmt = run_passes(pipeline.FRONT_PASSES, None, PassContext(bounded=b, plan=plan, assumed=assumed), steps)
     _check_free_vars(stmt, b.sizes + [t.var for t in b.ctx.binds.values()])
     _check_unrolls(b.ctx.sch, stmt)
     return S.PrimFunc(b.name, b.params, b.sizes, stmt, scalar_args=b.scalars,
@@ -200,31 +182,12 @@ def _lower_bounded(b: _Bounded, plan: ExactPlan | None) -> tuple[S.PrimFunc, lis
 
 
 def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.PrimFunc:
-    """Guards out of hot loops, then the vector and unroll annotations made real for ``target``:
-    a function of the IR and the target alone, which is what lets ``build`` remember the code
-    generated after it."""
-    assumed = [c for _, c in front.assumptions]
-    # the sizes are array extents, never negative: known to the partition, its cut points
-    # (``(n + 8)//27``) need no clamp at zero
-    sizes = [E.GE(d, E.IntImm(0, d.dtype)) for b in front.params for d in b.shape if not isinstance(d, E.IntImm)]
-    stmt = loop_partition(front.body, sizes + assumed)
-    steps.append(Step("loop_partition", stmt))
-    stmt, removed = remove_empty_loops(stmt, sizes + assumed)
-    if removed:
-        steps.append(Step("remove_empty_loops", stmt))
-    stmt = vectorize(stmt, target, streaming_outputs(stmt, list(front.params)))
-    steps.append(Step("vectorize", stmt))
-    stmt = unroll(stmt, max_statements=MAX_UNROLL_STATEMENTS)
-    steps.append(Step("unroll", stmt))
-    # last, so that it types the very expressions the code generators print (seed 002); the
-    # sizes are array extents (never negative), a scalar argument no shape names may be anything
-    passed = {id(v) for _, v in front.scalar_args}
-    shaped = {id(v) for b in front.params for d in b.shape for v in free_vars(d)}
-    stmt, guards = index_dtype(stmt, [v for v in front.size_vars if id(v) in shaped or id(v) not in passed])
-    steps.append(Step("index_dtype", stmt))
+    """``pipeline.FAST_PASSES`` on the front's body for ``target``."""
+    ctx = PassContext(assumed=[c for _, c in front.assumptions], front=front, target=target)
+    stmt = run_passes(pipeline.FAST_PASSES, front.body, ctx, steps)
     written = {id(s.buffer) for s in collect(stmt, lambda n: isinstance(n, S.BufferStore), statements_only=True)}
     outputs = [b for b in front.params if id(b) in written]
-    return S.PrimFunc(front.name, front.params, front.size_vars, stmt, outputs, guards, front.scalar_args,
+    return S.PrimFunc(front.name, front.params, front.size_vars, stmt, outputs, ctx.guards, front.scalar_args,
                       front.assumptions)
 
 
@@ -263,7 +226,7 @@ def lower(sch: Schedule, args: Sequence, name: str = "main", simple_mode: bool =
     _remember_lowering(sch, args, name, resolve(as_target(target)), exact, func)
     if trace:
         for st in steps:
-            print(f"---- after {st.name} ----\n{st.ir}")
+            print(f"---- after {st.name} ({st.seconds * 1e3:.1f} ms) ----\n{st.ir}")
     return func.body if simple_mode else func
 
 
@@ -325,9 +288,9 @@ def _build(sch: Schedule, args: Sequence, target: str | Target | None, name: str
     if not back.memo or os.environ.get("TESSEL_DEBUG"):
         func, _ = lower_steps(sch, args, name, target=tgt, exact=exact)
         return build_func(func, tgt)
-    kept: list[_Bounded] = []
+    kept: list[Bounded] = []
     try:
-        front, steps = _lower_schedule(sch, args, name, False, kept, False)  # positional: the tests' replay forwards it
+        front, steps = _lower_schedule(sch, args, name, exact=False, keep=kept, check=False)
     except TesselError:
         analysis(sch).check_bounds()  # the refusal a fresh build gives first, if it is one
         raise
@@ -414,7 +377,7 @@ def _memo_key(sch: Schedule, tgt: Target, exact: bool, front: S.PrimFunc) -> str
     out-of-bounds ``A[0, j + 1]`` and an in-bounds ``A[(j + 1)//4, (j + 1)%4]`` read the same.
     Code is stored only by a build that passed the check, so a hit is a program found clean."""
     content = content_key(sch)
-    if content is None:
+    if content is None or not pipeline.standard():
         return None
     try:
         return fingerprint(code_version(), _target_key(tgt), _tunables(), exact, front, content,
@@ -439,9 +402,10 @@ def _lowering_key(sch: Schedule, args: Sequence, name: str, tgt: Target, exact: 
     holds (kept alive beside it, so an id can never come to mean another object)."""
     state, refs = state_key(sch)
     history = getattr(sch, "history", None)
+    passes = pipeline.lists()
     key = (state, len(history) if history is not None else -1, tuple(map(id, args)), name, _target_key(tgt),
-           exact, _tunables())
-    return key, [*refs, *args]
+           exact, _tunables(), tuple(map(id, passes)))
+    return key, [*refs, *args, passes]
 
 
 def _remember_lowering(sch: Schedule, args: Sequence, name: str, tgt: Target, exact: bool,
@@ -467,7 +431,7 @@ class _ExactFront:
     """The exact lowering, made when first asked for (a build whose code is remembered never
     asks); the interval one where the exact analysis changes nothing."""
 
-    def __init__(self, bounded: _Bounded, front: S.PrimFunc, steps: list[Step]):
+    def __init__(self, bounded: Bounded, front: S.PrimFunc, steps: list[Step]):
         self.bounded, self.front, self.steps = bounded, front, steps
         self.done = False
 

@@ -39,34 +39,25 @@ def _replay_every_lowered_schedule(request):
         return
     from replay_check import replayed_schedule
 
-    from tessel import driver
+    from tessel import pipeline
     from tessel.errors import TesselError
 
-    original = driver._lower_schedule
-    busy = []
+    class ReplayCheck(pipeline.Instrument):
+        def after_front(self, sch, args, func, lower_again):
+            try:
+                again = replayed_schedule(sch, args)
+                if again is not None:
+                    want_ir, got_ir = str(func.body), str(lower_again(*again).body)
+                    assert got_ir == want_ir, f"replay of {sch} lowers differently:\n{want_ir}\n---- replayed ----\n{got_ir}"
+            except TesselError as err:
+                raise AssertionError(f"replaying the schedule of {sch} failed: {err}") from err
 
-    def checked(sch, args, name, *rest, **kwargs):
-        result = original(sch, args, name, *rest, **kwargs)  # raises first for an illegal schedule
-        if busy:
-            return result
-        busy.append(True)
-        try:
-            again = replayed_schedule(sch, args)
-            if again is not None:
-                got = original(again[0], again[1], name, *rest)
-                want_ir, got_ir = str(result[0].body), str(got[0].body)
-                assert got_ir == want_ir, f"replay of {sch} lowers differently:\n{want_ir}\n---- replayed ----\n{got_ir}"
-        except TesselError as err:
-            raise AssertionError(f"replaying the schedule of {sch} failed: {err}") from err
-        finally:
-            busy.pop()
-        return result
-
-    driver._lower_schedule = checked
+    check = ReplayCheck()
+    pipeline.INSTRUMENTS.append(check)
     try:
         yield
     finally:
-        driver._lower_schedule = original
+        pipeline.INSTRUMENTS.remove(check)
 
 
 def _start_recording_sources(config) -> None:

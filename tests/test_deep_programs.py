@@ -154,19 +154,28 @@ def test_a_short_inlined_chain_builds_on_every_target():
     check(s, [A, T], [a], [_signed_reference(a, 40)])
 
 
-def test_a_deep_program_is_lowered_on_the_big_stack_without_a_failed_first_try(monkeypatch):
+def test_a_deep_program_is_lowered_on_the_big_stack_without_a_failed_first_try():
     import threading
 
-    import tessel.driver as driver
+    from tessel import pipeline
 
     threads = []
-    real = driver._lower_schedule
 
-    def spy(*args, **kwargs):
-        threads.append(threading.current_thread().name)
-        return real(*args, **kwargs)
+    class Where(pipeline.Instrument):
+        def after_front(self, sch, args, func, lower_again):
+            threads.append(threading.current_thread().name)
 
-    monkeypatch.setattr(driver, "_lower_schedule", spy)
+    where = Where()
+    pipeline.INSTRUMENTS.insert(0, where)
+    try:
+        _lower_deep_and_shallow(threads)
+    finally:
+        pipeline.INSTRUMENTS.remove(where)
+
+
+def _lower_deep_and_shallow(threads: list) -> None:
+    import threading
+
     A, T = _chain(300)
     tessel.lower(te.create_schedule(T.op), [A, T])
     assert threads == ["tessel-deep-compile"]

@@ -30,6 +30,8 @@ ALLOWED: dict[str, set[str]] = {
     # the polyhedral view (seed 004): derived from a schedule and InferBound's ranges; islpy only here
     "poly": {"errors", "ir", "arith", "te", "schedule", "bound"},
     "lower": {"errors", "ir", "arith", "te", "schedule", "bound", "poly"},
+    # the passes as data (FRONT_PASSES, FAST_PASSES) and the instruments that watch them
+    "pipeline": {"errors", "ir", "arith", "te", "schedule", "bound", "poly", "lower", "passes"},
     "passes": {"errors", "ir", "arith"},
     # generators produce source and a calling convention; compiling and loading is the runtime's;
     # they recurse over expressions with the calling thread's limit raised (deep.recursion_limit)
@@ -40,7 +42,7 @@ ALLOWED: dict[str, set[str]] = {
     "target": {"errors", "ir", "codegen", "runtime", "passes"},
     # running a pipeline on a deeper stack: driver's helper, knows nothing of the pipeline
     "deep": {"errors"},
-    "driver": _FRONT | {"codegen", "runtime", "target", "deep"},
+    "driver": _FRONT | {"pipeline", "codegen", "runtime", "target", "deep"},
     # the tuner: templates over config spaces, measured by building and running candidates
     "tune": _FRONT | {"driver", "target", "runtime", "codegen"},
     "viz": {"errors", "ir", "arith", "te", "schedule", "bound", "poly", "driver"},
