@@ -33,7 +33,7 @@ from ..schedule.commands import seen_by_caller
 from ..schedule.dataflow import py_name
 from ..schedule.graph import attach_path, consumers, effective_bodies
 from ..schedule.schedule import Schedule
-from ..schedule.stage import INLINE, SCOPE, Stage
+from ..schedule.stage import INLINE, ROOT, SCOPE, Stage
 from ..schedule.threads import bind_map, relaxes, storage_scope
 from ..te.operation import Request
 from .check import check_reads_in_bounds
@@ -156,7 +156,7 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
     exact = slice_only(st, ctx.consumers, ctx.bodies)  # its readers read exactly its slice
     # an output, and a stage stored in place in the caller's tensor when at the root (inside a
     # loop its region is its readers': see poly.bounds.check_in_place_coverage)
-    whole = st.is_output or not readers or (seen_by_caller(st) and st.attach_type == "root")
+    whole = st.is_output or not readers or (seen_by_caller(st) and st.attach_type == ROOT)
     shares = shared_request(st, ctx.analyzer, lambda loop: _loop_value(ctx, loop)) if whole or exact else None
     exact = exact and shares is not None
     if whole and shares is None:
@@ -193,7 +193,7 @@ def _loop_value(ctx: BoundContext, loop: E.IterVar) -> E.Var | None:
     owner = ctx.sch.stage_of_iter_var(loop)
     if owner is None or not any(loop is x for x in owner.leaf_iter_vars):
         return None  # no longer a loop (split or fused since): nothing to take the value from
-    if owner.attach_type == "root":
+    if owner.attach_type == ROOT:
         return loop.var if _whole_domain(ctx, owner) else None
     if owner in ctx.boxes and loop in owner.shared_loops:
         return _loop_value(ctx, owner.shared_loops[loop])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..arith import Analyzer, IntSet
 from ..schedule import relations as R
-from ..schedule.stage import Stage
+from ..schedule.stage import ROOT, Stage
 from ..te.operation import Request
 
 
@@ -85,7 +85,7 @@ def identified(st: Stage, readers: dict, bodies: dict, whole=lambda host: True) 
         return False
     for host_loop in st.shared_loops.values():
         owner = st.schedule.stage_of_iter_var(host_loop)
-        if owner is None or owner.attach_type != "root" or host_loop not in owner.leaf_iter_vars \
+        if owner is None or owner.attach_type != ROOT or host_loop not in owner.leaf_iter_vars \
                 or not whole(owner):
             return False
     return not readers.get(st) or slice_only(st, readers, bodies)

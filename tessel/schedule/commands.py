@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ScheduleError
 from ..ir import expr as E
 from .relations import Interchange, LoopMap, Reverse, Shift, Skew, unimodular_completion
+from .stage import INLINE, ROOT
 
 if TYPE_CHECKING:
     from ..te.tensor import Tensor
@@ -291,14 +292,12 @@ def _add(stage: Stage, cmd: LoopMap) -> None:
 # ---- ordering --------------------------------------------------------------------------------
 def order(stage: Stage, anchor: Any, level: Any, before: bool, what: str) -> Stage:
     """``stage`` after (before) ``anchor`` at ``level``; returns the anchor's stage."""
-    from .stage import ROOT
-
     other = _stage(stage, anchor, what)
     for st in (stage, other):
         _computed(st, what)
         if st.attach_type != ROOT:
             raise ScheduleError(f"stage {stage.name}: {what} orders stages computed at the root; {st.name} is "
-                                f"{'inlined' if st.attach_type == 'inline' else 'computed inside ' + str(st.attach_stage.name)}"
+                                f"{'inlined' if st.attach_type == INLINE else 'computed inside ' + str(st.attach_stage.name)}"
                                 f"; call s[{st.name}].compute_root() first, or order the stage it is computed in")
     lvl = _level(stage, other, level, what)
     cmd = Order(stage, other, lvl, before)

@@ -361,10 +361,12 @@ def match_computations(outputs: list[Operation], onto: Schedule) -> dict:
 def _as_created(st: Stage) -> bool:
     """Whether the stage is placed as a new schedule places it: at the root, or (a stage of a
     recurrence's body) inside the loop of its recurrence."""
-    if st.attach_type == "root":
+    from .stage import ROOT, SCOPE  # stage records its primitives here: imported when asked
+
+    if st.attach_type == ROOT:
         return True
     owner = st.attach_stage
-    return (st.attach_type == "scope" and owner is not None and st.attach_ivar is owner.op.body_scope()
+    return (st.attach_type == SCOPE and owner is not None and st.attach_ivar is owner.op.body_scope()
             and any(op is st.op for op in owner.op.body_ops()))
 
 

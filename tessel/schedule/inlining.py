@@ -23,6 +23,7 @@ from .axis_map import Graph
 from .compute_at_pos import Placer, choose_host, normalize_pos, place_all, span_and_replay
 from .dataflow import py_name
 from .positions import commit
+from .stage import INLINE
 from .transform_replay import matched_prefix
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ def inline_most(sch: Schedule, stages=None) -> dict[str, int]:
     chosen = [sch[s] for s in stages] if stages is not None else list(sch.stages)
     out: dict[str, int] = {}
     for st in reversed(sch.stages):
-        if not any(st is c for c in chosen) or st.is_placeholder or st.attach_type == "inline":
+        if not any(st is c for c in chosen) or st.is_placeholder or st.attach_type == INLINE:
             continue
         if st.leaf_iter_vars:
             out[st.name] = inline_at(sch, st, -1, best_effort=True)

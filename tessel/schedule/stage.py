@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from enum import StrEnum
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
@@ -23,7 +24,16 @@ if TYPE_CHECKING:
     from .schedule import Schedule
 
 
-ROOT, SCOPE, INLINE = "root", "scope", "inline"
+class AttachKind(StrEnum):
+    """Where a stage is computed: at the root of the program, inside a loop of another stage
+    (``attach_stage``, ``attach_ivar``), or inlined into its readers (TVM's attach types)."""
+
+    ROOT = "root"
+    SCOPE = "scope"
+    INLINE = "inline"
+
+
+ROOT, SCOPE, INLINE = AttachKind.ROOT, AttachKind.SCOPE, AttachKind.INLINE
 
 
 _TVM_ITER_TYPE = {LoopKind.SERIAL: E.IterVar.DataPar, LoopKind.THREAD_BINDING: E.IterVar.DataPar, LoopKind.UNROLLED: E.IterVar.Unrolled,

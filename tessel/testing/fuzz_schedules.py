@@ -12,6 +12,7 @@ right values, as every accepted schedule must).
 
 from __future__ import annotations
 
+from ..schedule.stage import INLINE, SCOPE
 from . import choices as st
 from .fuzz_programs import FACTORS, Program
 
@@ -27,7 +28,7 @@ def _readers(prog: Program, name: str) -> list[str]:
     out = []
     for other in prog.stage_names:
         st_ = _stage(prog, other)
-        if st_ is mine or st_.attach_type == "inline":
+        if st_ is mine or st_.attach_type == INLINE:
             continue
         if any(s.stage_map.get(t.op) is mine for t in st_.op.input_tensors()):
             out.append(other)
@@ -39,7 +40,7 @@ def apply_position_primitive(draw, prog: Program, name: str) -> None:
     from a stage, inline_at, inline_most and inline_all_at."""
     stage = _stage(prog, name)
     n = len(stage.leaf_iter_vars)
-    later = [t for t in prog.stage_names if t != name and _stage(prog, t).attach_type != "inline"]
+    later = [t for t in prog.stage_names if t != name and _stage(prog, t).attach_type != INLINE]
     what = draw(st.sampled_from(["compute_at", "compute_at", "compute_at", "propagate", "inline_at",
                                  "inline_most", "inline_all_at"]))
     if what == "compute_at" and later:
@@ -126,7 +127,7 @@ def apply_primitive(draw, prog: Program, positions: bool = False, commands: dict
                     storage: bool = False) -> None:
     name = draw(st.sampled_from(prog.stage_names))
     stage = _stage(prog, name)
-    if stage.attach_type == "inline":
+    if stage.attach_type == INLINE:
         return
     if storage and draw(st.integers(0, 5)) == 0:
         apply_storage_command(draw, prog, name)
@@ -166,7 +167,7 @@ def apply_primitive(draw, prog: Program, positions: bool = False, commands: dict
         if not readers:
             return
         if draw(st.integers(0, 4)) == 0:  # any later stage, not just a direct reader
-            later = [t for t in prog.stage_names if t != name and _stage(prog, t).attach_type != "inline"]
+            later = [t for t in prog.stage_names if t != name and _stage(prog, t).attach_type != INLINE]
             readers = later or readers
         c = draw(st.sampled_from(readers))
         cn = len(_stage(prog, c).leaf_iter_vars)
@@ -205,7 +206,7 @@ def apply_primitive(draw, prog: Program, positions: bool = False, commands: dict
         fx, fy = draw(st.sampled_from(FACTORS)), draw(st.sampled_from(FACTORS))
         prog.attempt(f"s[{name}].tile({lv}[{k}], {lv}[{k + 1}], {fx}, {fy})")
     elif what == "compute_root":
-        if stage.attach_type == "scope":
+        if stage.attach_type == SCOPE:
             prog.attempt(f"s[{name}].compute_root()")
     elif what == "pragma":  # unrolls the small loops of a nest; the other pragmas change no value
         k = draw(st.integers(0, n - 1))

@@ -51,3 +51,18 @@ def test_the_schedule_annotations_are_the_loops_kinds():
     kinds = {f.loop_var.name: f.kind for f in collect(lowered, lambda n: isinstance(n, S.For))}
     assert kinds == {"i.outer": LoopKind.PARALLEL, "i.inner": LoopKind.UNROLLED}
     assert all(type(k) is LoopKind for k in kinds.values())
+
+
+def test_a_stages_attachment_is_an_attach_kind():
+    from tessel.schedule.stage import AttachKind
+
+    A = te.placeholder((16,), name="A")
+    B = te.compute((16,), lambda i: A[i] + 1.0, name="B")
+    C = te.compute((16,), lambda i: B[i] * 2.0, name="C")
+    D = te.compute((16,), lambda i: C[i] - 1.0, name="D")
+    s = te.create_schedule(D.op)
+    s[B].compute_inline()
+    s[C].compute_at(s[D], D.op.axis[0])
+    kinds = [s[t].attach_type for t in (B, C, D)]
+    assert kinds == [AttachKind.INLINE, AttachKind.SCOPE, AttachKind.ROOT] == ["inline", "scope", "root"]
+    assert all(type(k) is AttachKind for k in kinds)
