@@ -17,7 +17,7 @@ from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import collect
 from ..ir.names import comment
-from ..ir.stmt import LoopKind
+from ..ir.stmt import AttrKey, LoopKind
 from .c_expr import CExprWriter
 from .c_helpers import ctype
 from .c_memory import HoistPlan, on_heap, promotion_cells
@@ -105,13 +105,13 @@ class CStmtWriter(CExprWriter):
         self.bound.discard(id(s.var))
 
     def visit_AttrStmt(self, s: S.AttrStmt) -> None:
-        if s.key == "produce":
+        if s.key == AttrKey.PRODUCE:
             self.emit(f"// produce {comment(getattr(s.node, 'name', s.node))}")
-        elif s.key == "small_sizes":
+        elif s.key == AttrKey.SMALL_SIZES:
             self.emit(f"// {comment(s.node)} < {comment(s.value)}: the loop nest as scheduled, unspecialised")
-        elif s.key == "not_vectorized":
+        elif s.key == AttrKey.NOT_VECTORIZED:
             self.emit("// not vectorized: " + comment(str(s.value).replace("\n", " ")))
-        elif s.key == "stream_store":  # each vector streams where its address is aligned (a peel may have aligned them)
+        elif s.key == AttrKey.STREAM_STORE:  # each vector streams where its address is aligned (a peel may have aligned them)
             self.emit(f"// streaming stores to {comment(s.node.name)} (past the caches)")
             self.uses_stream = True
             self.streaming.add(id(s.node))
@@ -158,7 +158,7 @@ class CStmtWriter(CExprWriter):
         name = self.names.get(v, v.name)
         end = ext if _is_zero(s.min) else self._loop_end(s)
         streams = s.kind == LoopKind.PARALLEL and bool(
-            collect(s.body, lambda n: isinstance(n, S.AttrStmt) and n.key == "stream_store",
+            collect(s.body, lambda n: isinstance(n, S.AttrStmt) and n.key == AttrKey.STREAM_STORE,
                     statements_only=True))
         region = s.kind == LoopKind.PARALLEL and bool(self.plan.to.get(id(s)) or streams)
         private = self._loop_pragmas(s, region)

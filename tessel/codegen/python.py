@@ -25,7 +25,7 @@ from ..ir.buffer import array_parts
 from ..ir.checked_array import CheckedArray
 from ..ir.intrinsics import EXTERN_CALLS, INTRINSICS, np_popcount
 from ..ir.names import comment, python_string
-from ..ir.stmt import LoopKind
+from ..ir.stmt import AttrKey, LoopKind
 from . import Generated
 from .common import ExprWriter, ExternSig, NameTable, check_func, extern_sig, written_buffers
 
@@ -370,9 +370,9 @@ class _PyGen(ExprWriter):
         self.bound.discard(id(s.var))
 
     def visit_AttrStmt(self, s: S.AttrStmt, depth: int) -> None:
-        if s.key == "produce":
+        if s.key == AttrKey.PRODUCE:
             self.emit(depth, f"# produce {comment(getattr(s.node, 'name', s.node))}")
-        elif s.key == "not_vectorized":
+        elif s.key == AttrKey.NOT_VECTORIZED:
             self.emit(depth, "# not vectorized: " + comment(str(s.value).replace("\n", " ")))
         else:
             self.emit(depth, "# " + comment(f"attr {s.key} = {s.value!s}".replace("\n", " ")))

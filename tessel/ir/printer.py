@@ -15,7 +15,7 @@ from typing import Any
 from . import expr as E
 from . import stmt as S
 from .names import shown
-from .stmt import LoopKind
+from .stmt import AttrKey, LoopKind
 
 _PREC = {
     E.Or: 1, E.And: 2,
@@ -183,7 +183,7 @@ class Printer:
                 self.emit(f"let {v} = {value}")
                 self.stmt(s.body)
         elif isinstance(s, S.AttrStmt):
-            if s.key == "produce":
+            if s.key == AttrKey.PRODUCE:
                 self.block(f"produce {self.sname(s.node, ops=True)}", s.body)
             else:
                 node = shown(getattr(s.node, "name", None) or self.expr(s.node), None)

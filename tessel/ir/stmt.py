@@ -105,14 +105,30 @@ class Binding(LetStmt):
     __slots__ = ()
 
 
+class AttrKey(StrEnum):
+    """The facts an ``AttrStmt`` carries, each made by one step and read by the next ones (a
+    user's ``pragma`` is ``PRAGMA`` plus its name, which is data)."""
+
+    PRODUCE = "produce"  # ScheduleOps: the statements that compute ``node`` (an operation)
+    DOUBLE_BUFFER_SCOPE = "double_buffer_scope"  # ScheduleOps -> storage_flatten
+    BUFFER_DIM_ALIGN = "buffer_dim_align"  # ScheduleOps -> storage_flatten (storage_align)
+    BUFFER_BIND_SCOPE = "buffer_bind_scope"  # an extern's buffer bound to a tensor's region
+    PRAGMA_DEBUG_SKIP_REGION = "pragma_debug_skip_region"  # a region the user asked to leave out
+    SMALL_SIZES = "small_sizes"  # loop_partition: the branch kept for inputs smaller than a factor
+    NOT_VECTORIZED = "not_vectorized"  # vectorize: why a loop stayed scalar (a comment in the code)
+    STREAM_STORE = "stream_store"  # vectorize -> the C generator: non-temporal stores
+    PRAGMA = "pragma_"  # the prefix of a user's pragma
+
+
 class AttrStmt(Stmt):
     """Carries a fact about ``node`` to the statements in ``body`` (e.g. ``produce``)."""
 
     __slots__ = ("node", "key", "value", "body")
     _fields = ("node", "key", "value", "body")
 
-    def __init__(self, node, key: str, value, body: Stmt):
-        self.node, self.key, self.value, self.body = node, key, value, body
+    def __init__(self, node, key: AttrKey | str, value, body: Stmt):
+        known = AttrKey._value2member_map_.get(key)  # a key spelled as its name is the enum's
+        self.node, self.key, self.value, self.body = node, known if known is not None else key, value, body
 
 
 class Evaluate(Stmt):

@@ -30,7 +30,7 @@ from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.buffer import DimAlign
 from ..ir.functor import collect, free_vars, inline_lets, substitute
-from ..ir.stmt import LoopKind
+from ..ir.stmt import AttrKey, LoopKind
 from ..poly.astgen import AstReader, condition, scan
 from ..poly.exact import ExactPlan, StageSets, drop, mentions
 from ..schedule.relations import Rebase
@@ -75,15 +75,15 @@ class _Builder:
     # ---- one stage: realize { produce { loops }; rest } --------------------------------
     def pipeline(self, st: Stage, rest: S.Stmt) -> S.Stmt:
         op = st.op
-        produce = S.AttrStmt(op, "produce", 0, op.build_provide(self, st, self.ctx.bodies[op]))
+        produce = S.AttrStmt(op, AttrKey.PRODUCE, 0, op.build_provide(self, st, self.ctx.bodies[op]))
         box = self.ctx.boxes.get(st)  # a stage sharing a host's loops is stored over its slice
         inner = S.seq(produce, rest)
         if st.double_buffered:  # a hint for device code (TVM's double_buffer_scope), inside the storage
-            inner = S.AttrStmt(op, "double_buffer_scope", 1, inner)
+            inner = S.AttrStmt(op, AttrKey.DOUBLE_BUFFER_SCOPE, 1, inner)
         realize = op.build_realize(st, ChainMap(box, self.rmap) if box else self.rmap, inner)
         realize = _scoped(realize, op, self.ctx.scopes.get(st, st.scope))
         if getattr(st, "dim_align", None):  # storage_align: storage flattening pads the strides
-            realize = S.AttrStmt(DimAlign(op.outputs, st.dim_align), "buffer_dim_align", 0, realize)
+            realize = S.AttrStmt(DimAlign(op.outputs, st.dim_align), AttrKey.BUFFER_DIM_ALIGN, 0, realize)
         return realize
 
     def _shared(self, st: Stage) -> dict[E.IterVar, E.IterVar]:
@@ -174,12 +174,12 @@ class _Builder:
         loop: S.Stmt = S.For(var, O.const(0, extent.dtype), extent, kind, body, tag)
         pragmas = attr.pragmas if attr else {}
         if "debug_skip_region" in pragmas:
-            return S.AttrStmt(st.op, "pragma_debug_skip_region", iv.var.name, S.Evaluate(0))
+            return S.AttrStmt(st.op, AttrKey.PRAGMA_DEBUG_SKIP_REGION, iv.var.name, S.Evaluate(0))
         if pragmas.get("auto_unroll_max_step"):
             loop = _auto_unroll(loop, pragmas["auto_unroll_max_step"], self.ctx.analyzer)
         for key, value in reversed(pragmas.items()):  # kept for readers of the IR (TVM's pragma_<key>)
             if key not in _APPLIED_PRAGMAS:
-                loop = S.AttrStmt(iv, "pragma_" + key, value, loop)
+                loop = S.AttrStmt(iv, AttrKey.PRAGMA + key, value, loop)
         return loop
 
     def init_nest(self, st: Stage, loops: list[E.IterVar], body: S.Stmt) -> S.Stmt:

@@ -84,7 +84,7 @@ def _loop_partition(stmt: S.Stmt, assume: Sequence[E.PrimExpr]) -> S.Stmt:
     return simplify_stmt(merge_guarded_stores(stmt), assume=assume, memo=memo)
 
 
-SMALL = "small_sizes"  # AttrStmt key on the branch a specialisation keeps for tiny inputs
+SMALL = S.AttrKey.SMALL_SIZES  # on the branch a specialisation keeps for tiny inputs
 
 
 def _has_thread_loops(stmt: S.Stmt) -> bool:

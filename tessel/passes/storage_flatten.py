@@ -14,6 +14,7 @@ from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.buffer import BufferBind, DimAlign, aligned_strides
 from ..ir.functor import Mutator, free_vars, replace_buffer
+from ..ir.stmt import AttrKey
 
 
 def flat_index(indices, shape) -> E.PrimExpr:
@@ -84,20 +85,20 @@ class _Flatten(Mutator):
         return S.BufferStore(buf, value, (idx,))
 
     def visit_AttrStmt(self, s: S.AttrStmt):
-        if s.key == "buffer_dim_align" and isinstance(s.node, DimAlign):
+        if s.key == AttrKey.BUFFER_DIM_ALIGN and isinstance(s.node, DimAlign):
             for t in s.node.tensors:
                 self.align[t] = s.node.align
             body = self.visit(s.body)
             for t in s.node.tensors:
                 self.align.pop(t, None)
             return body
-        if s.key == "double_buffer_scope" and hasattr(s.node, "outputs"):  # on the buffers, as TVM has it
+        if s.key == AttrKey.DOUBLE_BUFFER_SCOPE and hasattr(s.node, "outputs"):  # on the buffers, as TVM has it
             body = self.visit(s.body)
             for t in s.node.outputs:
                 if t in self.live:
                     body = S.AttrStmt(self.live[t][0], s.key, s.value, body)
             return body
-        if s.key != "buffer_bind_scope":
+        if s.key != AttrKey.BUFFER_BIND_SCOPE:
             return self.generic_visit(s)
         bind: BufferBind = s.node
         region = [E.Range(self.visit(r.min), self.visit(r.extent)) for r in s.value]

@@ -40,7 +40,7 @@ from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, StructKey, collect, structural_equal, substitute, uses_var
 from ..ir.intrinsics import lookup
-from ..ir.stmt import LoopKind
+from ..ir.stmt import AttrKey, LoopKind
 from .simplify import simplify_stmt
 
 if TYPE_CHECKING:  # annotations only: a pass receives its target and never imports the target package
@@ -161,13 +161,13 @@ class _VectorizeLoops(Mutator):
             if out is not None:
                 return out
         out = self._whole_vectors(s, n, lanes)
-        if store is None or not whole or (isinstance(out, S.AttrStmt) and out.key == "not_vectorized"):
+        if store is None or not whole or (isinstance(out, S.AttrStmt) and out.key == AttrKey.NOT_VECTORIZED):
             return out
         # A row short enough to unroll whole is not peeled: a peel of a runtime count would index
         # whatever the row is read from (a register tile's accumulators) by a runtime value, and
         # the C compiler would keep the whole tile in memory (at 2048 the matmul ran at a third
         # of its speed). Each vector store streams where its address is aligned.
-        return S.AttrStmt(store.buffer, "stream_store", lanes, out)
+        return S.AttrStmt(store.buffer, AttrKey.STREAM_STORE, lanes, out)
 
     def _whole_vectors(self, s: S.For, n: int, lanes: int) -> S.Stmt:
         """A constant extent ``n`` as chunks of ``lanes``, the rest vectorized again with fewer."""
@@ -282,7 +282,7 @@ class _VectorizeLoops(Mutator):
         done = self.ana.simplify(O.mul(chunks, L))
         v1, v2 = E.Var(v.name, dt), E.Var(v.name, dt)
         head = S.For(v1, s.min, gap, LoopKind.SERIAL, substitute(s.body, {v: v1}), s.thread_tag)
-        main = S.AttrStmt(store.buffer, "stream_store", lanes,
+        main = S.AttrStmt(store.buffer, AttrKey.STREAM_STORE, lanes,
                           S.For(c, O.const(0, dt), chunks, LoopKind.SERIAL, vbody))
         tail = S.For(v2, self.ana.simplify(O.add(start, done)), self.ana.simplify(O.sub(rest, done)), LoopKind.SERIAL,
                      substitute(s.body, {v: v2}), s.thread_tag)
@@ -291,7 +291,7 @@ class _VectorizeLoops(Mutator):
 
 def _scalar(s: S.For, reason: str) -> S.Stmt:
     loop = S.For(s.loop_var, s.min, s.extent, LoopKind.SERIAL, s.body, s.thread_tag)
-    return S.AttrStmt(s.loop_var, "not_vectorized", reason, loop)
+    return S.AttrStmt(s.loop_var, AttrKey.NOT_VECTORIZED, reason, loop)
 
 
 def _bcast(e: E.PrimExpr, lanes: int) -> E.PrimExpr:

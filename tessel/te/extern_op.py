@@ -23,6 +23,7 @@ from ..ir import stmt as S
 from ..ir.buffer import BufferBind, DeclBuffer, array_arg, decl_buffer
 from ..ir.dtype import DTypeLike
 from ..ir.dtype import dtype as to_dtype
+from ..ir.stmt import AttrKey
 from .operation import LoopNest, Operation
 from .tensor import Tensor, _check_shape
 
@@ -66,7 +67,7 @@ class ExternOp(Operation):
 
 def bind_buffer(buf: DeclBuffer, tensor: Tensor, region: tuple[E.Range, ...], body: S.Stmt) -> S.Stmt:
     """``body`` with ``buf`` standing for ``region`` of ``tensor`` (resolved by storage flattening)."""
-    return S.AttrStmt(BufferBind(buf, tensor), "buffer_bind_scope", tuple(region), body)
+    return S.AttrStmt(BufferBind(buf, tensor), AttrKey.BUFFER_BIND_SCOPE, tuple(region), body)
 
 
 def _shapes(shape, name: str) -> list[tuple[E.PrimExpr, ...]]:

@@ -66,3 +66,18 @@ def test_a_stages_attachment_is_an_attach_kind():
     kinds = [s[t].attach_type for t in (B, C, D)]
     assert kinds == [AttachKind.INLINE, AttachKind.SCOPE, AttachKind.ROOT] == ["inline", "scope", "root"]
     assert all(type(k) is AttachKind for k in kinds)
+
+
+def test_an_attribute_key_is_an_attr_key_and_a_pragma_keeps_its_name():
+    from tessel.ir.stmt import AttrKey
+
+    body = S.Evaluate(0)
+    assert S.AttrStmt(None, "produce", 0, body).key is AttrKey.PRODUCE
+    mine = S.AttrStmt(None, AttrKey.PRAGMA + "my_hint", 1, body)
+    assert mine.key == "pragma_my_hint" and type(mine.key) is str
+    A = te.placeholder((16,), name="A")
+    B = te.compute((16,), lambda i: A[i] + 1.0, name="B")
+    s = te.create_schedule(B.op)
+    _, steps = lower_steps(s, [A, B])
+    produce = collect(steps[0].ir, lambda n: isinstance(n, S.AttrStmt))
+    assert produce and all(type(a.key) is AttrKey for a in produce)
