@@ -321,6 +321,21 @@ class Analyzer:
         c = self.simplify(cond)
         return isinstance(c, E.IntImm) and c.value != 0
 
+    def linear_in(self, e: E.PrimExpr, v: E.Var) -> tuple[int, E.PrimExpr] | None:
+        """``(coeff, rest)`` with ``e == coeff*v + rest`` for a constant ``coeff`` (0 included)
+        and ``rest`` (simplified) free of ``v``, as far as the simplifier proves it; None
+        otherwise. The one answer to "is this index linear in the loop's variable" that loop
+        partitioning (where a test starts to fail) and vectorization (a ramp's stride) ask;
+        ``linear.affine_terms`` reads the same off an expression as written, without proofs."""
+        from ..ir.functor import substitute
+
+        e0 = self.simplify(substitute(e, {v: op.const(0, v.dtype)}))
+        a = self.simplify(op.sub(self.simplify(substitute(e, {v: op.const(1, v.dtype)})), e0))
+        if not isinstance(a, E.IntImm):
+            return None
+        check = self.simplify(op.sub(e, op.add(e0, op.mul(a, op.cast(v, e.dtype)))))
+        return (a.value, e0) if E.is_const_int(check, 0) else None
+
     def can_prove_equal(self, a: Any, b: Any) -> bool:
         a, b = op.convert(_expr(a)), op.convert(_expr(b))
         if is_index_dtype(a.dtype) and is_index_dtype(b.dtype):

@@ -11,6 +11,10 @@ the user wrote them in.
 
 from __future__ import annotations
 
+from ..ir import expr as E
+from ..ir import op as O
+from ..ir.functor import free_vars
+
 Mono = tuple[int, ...]
 
 
@@ -103,3 +107,39 @@ class Lin:
 
     def __repr__(self) -> str:
         return f"Lin({self.terms}, {self.const})"
+
+
+def affine_terms(e: E.PrimExpr, vs: set[E.Var] | None = None) -> tuple[dict[E.Var, int], E.PrimExpr] | None:
+    """``e == sum(c_v * v) + rest`` with constant ``c_v`` and ``rest`` free of ``vs`` (of every
+    variable when ``vs`` is None), read off ``e`` as written: no simplification, so it is cheap
+    enough for every index of a kernel (the Analyzer's ``linear_in`` is the semantic question).
+    None when ``e`` is not of that form: a product of two of them, a division of one, a cast
+    that narrows (which wraps, and so is not affine)."""
+    if vs is not None and not free_vars(e) & vs:
+        return {}, e
+    if isinstance(e, E.Var):
+        return {e: 1}, O.const(0, e.dtype)
+    if isinstance(e, E.IntImm):
+        return {}, e
+    if isinstance(e, E.Add | E.Sub):
+        a, b = affine_terms(e.a, vs), affine_terms(e.b, vs)
+        if a is None or b is None:
+            return None
+        sign = 1 if isinstance(e, E.Add) else -1
+        coeffs = dict(a[0])
+        for v, c in b[0].items():
+            coeffs[v] = coeffs.get(v, 0) + sign * c
+        rest = O.add(a[1], b[1]) if sign == 1 else O.sub(a[1], b[1])
+        return {v: c for v, c in coeffs.items() if c}, rest
+    if isinstance(e, E.Mul):
+        a, b = affine_terms(e.a, vs), affine_terms(e.b, vs)
+        if a is None or b is None:
+            return None
+        for (terms, rest), (other, k) in ((a, b), (b, a)):
+            if not other and isinstance(k, E.IntImm):
+                return {v: c * k.value for v, c in terms.items() if c * k.value}, O.mul(rest, k)
+        return None
+    if isinstance(e, E.Cast) and e.dtype.is_integer and e.value.dtype.is_integer and e.dtype.bits >= e.value.dtype.bits:
+        inner = affine_terms(e.value, vs)
+        return None if inner is None else (inner[0], O.cast(inner[1], e.dtype))
+    return None

@@ -38,6 +38,7 @@ from functools import cached_property
 
 from ..arith import Analyzer
 from ..arith import const_bound as cb
+from ..arith.linear import affine_terms
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
@@ -481,25 +482,10 @@ def _plus(a: dict, b: dict) -> dict:
 def _form(e: E.PrimExpr) -> _Form | None:
     """``e`` as a sum of integer multiples of variables (by id) plus a constant; None when
     it is not one."""
-    if isinstance(e, E.IntImm):
-        return {}, e.value
-    if isinstance(e, E.Var):
-        return {id(e): 1}, 0
-    if isinstance(e, E.Cast) and e.dtype.is_integer and e.value.dtype.is_integer and e.dtype.bits >= e.value.dtype.bits:
-        return _form(e.value)
-    if isinstance(e, E.Add | E.Sub):
-        a, b = _form(e.a), _form(e.b)
-        if a is None or b is None:
-            return None
-        sign = 1 if isinstance(e, E.Add) else -1
-        return _plus(a[0], {k: sign * c for k, c in b[0].items()}), a[1] + sign * b[1]
-    if isinstance(e, E.Mul):
-        a, b = _form(e.a), _form(e.b)
-        if a is None or b is None or (a[0] and b[0]):
-            return None
-        (terms, k), c = (a, b[1]) if not b[0] else (b, a[1])
-        return {x: c * y for x, y in terms.items()}, k * c
-    return None
+    got = affine_terms(e)
+    if got is None or not isinstance(got[1], E.IntImm):
+        return None
+    return {id(v): c for v, c in got[0].items()}, got[1].value
 
 
 def _bounds(f: _Form, ranges: dict) -> tuple[int, int] | None:

@@ -133,17 +133,11 @@ class Linear:
 
 
 def linear_in(d: E.PrimExpr, x: E.Var, ana: Analyzer) -> Linear | None:
+    """``d`` as ``coeff*x + rest`` with ``coeff`` nonzero; None for a test of data or of no such form."""
     if collect(d, lambda n: isinstance(n, E.BufferLoad | E.Let | E.Call)):
         return None
-    d0 = ana.simplify(substitute(d, {x: O.const(0, x.dtype)}))
-    d1 = ana.simplify(substitute(d, {x: O.const(1, x.dtype)}))
-    a = ana.simplify(O.sub(d1, d0))
-    if not isinstance(a, E.IntImm) or a.value == 0:
-        return None
-    check = ana.simplify(O.sub(d, O.add(d0, O.mul(a, O.cast(x, d.dtype)))))
-    if not E.is_const_int(check, 0):
-        return None
-    return Linear(a.value, d0)
+    got = ana.linear_in(d, x)
+    return Linear(*got) if got is not None and got[0] else None
 
 
 def split_point(lin: Linear, rmax: E.PrimExpr) -> tuple[E.PrimExpr, bool]:

@@ -348,18 +348,13 @@ class _Vectorizer(Mutator):
         if uses_var(idx, lambda v: v in self.vector_vars):
             raise NotVectorizable(f"the index of {what} uses a value computed per lane ([{idx}])")
         v = self.var
-        one = O.cast(O.add(v, 1), v.dtype)
-        step = self.ana.simplify(O.sub(substitute(idx, {v: one}), idx))
-        if not isinstance(step, E.IntImm):
-            raise NotVectorizable(f"the index of {what} is not linear in {v.name} ([{idx}])")
-        check = self.ana.simplify(O.sub(idx, O.add(substitute(idx, {v: O.const(0, v.dtype)}),
-                                                   O.mul(O.cast(v, idx.dtype), step))))
-        if not E.is_const_int(check, 0):
+        linear = self.ana.linear_in(idx, v)
+        if linear is None:
             raise NotVectorizable(f"the index of {what} is not linear in {v.name} ([{idx}])")
         base = self.ana.simplify(substitute(idx, {v: self.base}))
-        if step.value == 0:
+        if linear[0] == 0:
             return base
-        return E.Ramp(base, step, self.lanes)
+        return E.Ramp(base, E.IntImm(linear[0], idx.dtype), self.lanes)
 
     # ---- statements -------------------------------------------------------------------------------
     def visit_BufferStore(self, s: S.BufferStore):

@@ -16,41 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..arith import Analyzer
+from ..arith.linear import affine_terms
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir.functor import Mutator, free_vars, substitute
-
-
-def affine_terms(e: E.PrimExpr, vs: set[E.Var]) -> tuple[dict[E.Var, int], E.PrimExpr] | None:
-    """``e == sum(c_v * v) + rest`` with constant ``c_v`` and ``rest`` free of ``vs``; None if ``e``
-    is not of that form (a product of two of them, a division of one ...)."""
-    if not free_vars(e) & vs:
-        return {}, e
-    if isinstance(e, E.Var):
-        return {e: 1}, O.const(0, e.dtype)
-    if isinstance(e, E.Add | E.Sub):
-        a, b = affine_terms(e.a, vs), affine_terms(e.b, vs)
-        if a is None or b is None:
-            return None
-        sign = 1 if isinstance(e, E.Add) else -1
-        coeffs = dict(a[0])
-        for v, c in b[0].items():
-            coeffs[v] = coeffs.get(v, 0) + sign * c
-        rest = O.add(a[1], b[1]) if sign == 1 else O.sub(a[1], b[1])
-        return {v: c for v, c in coeffs.items() if c}, rest
-    if isinstance(e, E.Mul):
-        for x, k in ((e.a, e.b), (e.b, e.a)):
-            if isinstance(k, E.IntImm):
-                inner = affine_terms(x, vs)
-                if inner is None:
-                    return None
-                return {v: c * k.value for v, c in inner[0].items() if c * k.value}, O.mul(inner[1], k)
-    if isinstance(e, E.Cast) and e.dtype.is_integer and e.value.dtype.is_integer:
-        inner = affine_terms(e.value, vs)
-        if inner is None:
-            return None
-        return inner[0], O.cast(inner[1], e.dtype)
-    return None
 
 
 @dataclass
@@ -182,4 +151,4 @@ def clamp_reads(e: E.PrimExpr, ana: Analyzer) -> E.PrimExpr:
     return _Clamp(ana).visit(e)
 
 
-__all__ = ["Solution", "affine_terms", "clamp_reads", "solve"]
+__all__ = ["Solution", "clamp_reads", "solve"]
