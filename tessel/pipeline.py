@@ -31,6 +31,7 @@ from .passes import (
     unroll,
     vectorize,
 )
+from .passes.base import Pass
 from .poly.empty import remove_empty_loops
 from .poly.exact import ExactPlan
 from .schedule.commands import has_commands
@@ -60,18 +61,6 @@ class PassContext:
     front: S.PrimFunc | None = None
     target: Target | None = None
     guards: tuple = ()  # index_dtype's index guards of symbolic sizes
-
-
-@dataclass(frozen=True)
-class Pass:
-    """One named step: ``run(ir, ctx)`` gives the IR after it (``None`` before the first).
-    ``made_by``: the functions that make its IR, for the architecture document;
-    ``only_if_changed``: a trace shows the step only when it changed the IR."""
-
-    name: str
-    run: Callable[[S.Stmt | None, PassContext], S.Stmt]
-    made_by: tuple[Callable, ...]
-    only_if_changed: bool = False
 
 
 class Instrument:

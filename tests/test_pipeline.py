@@ -95,3 +95,25 @@ def test_a_pass_added_to_the_list_runs_and_its_code_is_not_taken_from_the_memo(m
     _, steps = lower_steps(*_kernel())
     assert [st.name for st in steps][-2:] == ["double_stores", "index_dtype"]
     assert collect(steps[-1].ir, lambda n: isinstance(n, S.BufferStore))
+
+
+def test_a_device_pass_added_to_the_list_runs_on_every_kernel(monkeypatch):
+    """The GPU targets' per-kernel passes are data too: a pass added to DEVICE_PASSES sees each
+    kernel of a launch sequence, after the launch check and before the generator."""
+    import sys
+    from pathlib import Path
+
+    from tessel.passes import gpu
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "gpu"))
+    from gpu_cases import softmax_launches
+
+    seen = []
+    extra = pipeline.Pass("count_kernels", lambda k, t: (seen.append(k.name), k)[1], ())
+    monkeypatch.setattr(gpu, "DEVICE_PASSES", (*gpu.DEVICE_PASSES, extra))
+    s, args, inputs, want = softmax_launches()
+    f = tessel.build(s, args, target="cuda-sim")
+    out = np.zeros_like(want[0])
+    f(*inputs, out)
+    np.testing.assert_allclose(out, want[0], rtol=1e-5)
+    assert len(seen) >= 2 and len(set(seen)) == len(seen)  # softmax launches several kernels, each once
