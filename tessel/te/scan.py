@@ -102,8 +102,9 @@ class ScanOp(Operation):
         out = [(self.scan_axis, E.Range(sdom.min, analyzer.simplify(O.sub(end, sdom.min))))]
         fixed = self._fixed_point()
         for i in range(len(self.update)):
+            asked = [s for t, s in mine if t.value_index == i]  # each state has its own rank
             for k, iv in enumerate(self._spatial(i), start=1):
-                sets = [s[k] for _, s in mine]
+                sets = [s[k] for s in asked]
                 if not fixed or not sets:
                     out.append((iv, iv.dom))
                     continue
