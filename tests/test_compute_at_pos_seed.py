@@ -200,6 +200,39 @@ def test_double_broadcast_is_refused_with_a_working_fix():
     check(s, [t0, t4], [a], [0.5 * a[None, :] + 0.5 * a[:, None]])
 
 
+def _size_one_broadcasts(n):
+    """nvFuser's ComputeAtFailDueToRootMapping: t1 broadcast along a new outer axis of size one
+    (t2) and along a new inner one (t3), then t4 = t2 + t3 (an outer sum)."""
+    t0 = te.placeholder((n,), name="t0")
+    t1 = te.compute((n,), lambda i: t0[i] + 1.0, name="t1")
+    t2 = te.compute((1, n), lambda b, i: t1[i], name="t2")
+    t3 = te.compute((n, 1), lambda i, b: t1[i], name="t3")
+    t4 = te.compute((n, n), lambda i, j: t2[0, j] + t3[i, 0], name="t4")
+    return t0, t1, t2, t3, t4
+
+
+@pytest.mark.parametrize("n", [7, 33])
+def test_size_one_broadcasts_two_ways_are_refused_in_standard_mode(n):
+    """t4's outer loop is t1's axis through t3 and a broadcast through t2: nvFuser refuses
+    t1.computeAt(t4, 1), and so does standard mode (it used to leave t1 at position 0 without a
+    word); the fix moves the readers instead, and best effort computes t1 at position 0."""
+    t0, t1, t2, t3, t4 = _size_one_broadcasts(n)
+    s = te.create_schedule(t4.op)
+    with pytest.raises(ScheduleError) as err:
+        s[t1].compute_at(s[t4], 1)
+    ex = err.value
+    assert ex.rule == "broadcast-two-ways" and "t1" in str(ex) and "broadcast" in str(ex)
+    assert s[t1].attach_ivar is None and s[t3].attach_ivar is None  # nothing moved
+    ex.fix_steps.apply(s)
+    a = rand(n)
+    want = (a + 1)[None, :] + (a + 1)[:, None]
+    check(s, [t0, t4], [a], [want])
+    s2 = te.create_schedule(t4.op)
+    s2[t1].compute_at(s2[t4], 1, mode="best_effort")
+    assert s2[t1].compute_at_pos == 0
+    check(s2, [t0, t4], [a], [want])
+
+
 def _diamond(n0, n1):
     t0 = te.placeholder((n0, n1), name="t0")
     t1 = te.compute((n0, n1), lambda i, j: t0[i, j] * 0.5, name="t1")

@@ -411,6 +411,9 @@ def compute_at_position(sch: Schedule, producer: Stage, consumer: Stage, pos, mo
                       (err.target,), tuple(err.target.leaf_iter_vars[:err.target.max_producer_pos]))
         raise refuse(sch, why, producer, consumer, pos, p) from None
     g = Graph(trial)
+    refusal = _lost_to_a_broadcast(g, tp, refidx, p) if mode == "standard" else None
+    if refusal is not None:
+        raise refuse(sch, refusal, producer, consumer, pos, p)
     refusal = place_all(g, refidx, selected, tc, mode != "standard", report)
     if refusal is None:
         refusal = _still_illegal(trial)
@@ -420,6 +423,29 @@ def compute_at_position(sch: Schedule, producer: Stage, consumer: Stage, pos, mo
         raise refuse(sch, refusal, producer, consumer, pos, p)
     commit(sch, trial)
     return report
+
+
+def _lost_to_a_broadcast(g: Graph, st: Stage, refidx: dict[int, list[int]], p: int) -> Refusal | None:
+    """Standard mode: the named stage reached through a reader that reads it as a broadcast along
+    one of the first ``p`` loops, while another reader reads its axis along that very loop
+    (nvFuser's ComputeAtFailDueToRootMapping: ``t2 = t1[None, :]``, ``t3 = t1[:, None]``,
+    ``t4 = t2 + t3``, ``t1.compute_at(t4, 1)``). Its position would silently drop below the
+    one asked for; nvFuser refuses, and so does tessel (best effort lowers it)."""
+    have = len(refidx.get(id(st), []))
+    if have >= p:
+        return None
+    for c in g.consumers[id(st)]:
+        cidx = refidx.get(id(c), [])
+        images = set(map(id, leaf_images(st, c, dict(g.map(st, c).p2c)).values()))
+        k = 0
+        while k < min(len(cidx), p) and cidx[k] == k and id(c.leaf_iter_vars[k]) in images:
+            k += 1
+        if k > have:
+            loop = c.leaf_iter_vars[have]
+            return Refusal("BROADCAST_TWO_WAYS", st, f"{c.name} reads {st.name}'s axis along its loop {loop.name}, "
+                           f"another reader reads {st.name} as a broadcast along that loop; {st.name} is broadcast "
+                           f"two different ways into stages that share loops", have, (st, c), (loop,))
+    return None
 
 
 def _still_illegal(trial: Schedule) -> Refusal | None:
