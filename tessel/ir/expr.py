@@ -134,6 +134,11 @@ class ExprOp:
 
     __hash__ = object.__hash__
 
+    def equal(self, o):
+        """``self == o`` as an expression (TVM's spelling, where ``==`` of two expressions may
+        mean object identity)."""
+        return _op().eq(self, o)
+
     def astype(self, dtype: DTypeLike):
         return _op().cast(self, dtype)
 

@@ -24,6 +24,7 @@ from .operation import TensorList
 from .recurrence import Definition, DefinitionOp, define, recurrence
 from .reduce import Reducer, comm_reducer, max, max_value, min, min_value, reduce_axis, sum, thread_axis
 from .scan import ScanOp, scan
+from .tag import TagScope, tag_scope
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor, TensorSlice, compute, placeholder
 from .tensor_intrin import TensorIntrin, decl_tensor_intrin
 
@@ -41,7 +42,7 @@ __all__ = [
     "const", "create_schedule", "decl_buffer", "decl_tensor_intrin", "div", "extern", "gradient", "ir_builder",
     "popcount",
     "if_then_else", "max", "max_value", "min", "min_value", "placeholder", "pow", "reduce_axis",
-    "scan", "ScanOp", "Definition", "DefinitionOp", "define", "recurrence", "select", "size_var", "sum", "thread_axis", "var",
+    "scan", "ScanOp", "tag_scope", "TagScope", "Definition", "DefinitionOp", "define", "recurrence", "select", "size_var", "sum", "thread_axis", "var",
     "floordiv", "floormod", "truncdiv", "truncmod", "indexdiv", "indexmod", "fmod", "isnan", "power",
     *_FLOAT_UNARY,
 ]

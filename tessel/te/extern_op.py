@@ -25,6 +25,7 @@ from ..ir.dtype import DTypeLike
 from ..ir.dtype import dtype as to_dtype
 from ..ir.stmt import AttrKey
 from .operation import LoopNest, Operation
+from .tag import scoped_tag
 from .tensor import Tensor, _check_shape
 
 
@@ -129,7 +130,7 @@ def extern(shape, inputs, fcompute: Callable, name: str = "extern", dtype: DType
     if not isinstance(body, S.Stmt):
         raise DefinitionError(f"extern {name}: fcompute returned {body!r}; return a statement or a call "
                               "(e.g. tvm.tir.call_packed('my_func', ins[0], outs[0]))")
-    op = ExternOp(name, tag, attrs, inputs, ins, outs, body)
+    op = ExternOp(name, scoped_tag(tag, name), attrs, inputs, ins, outs, body)
     return op.outputs[0] if len(op.outputs) == 1 else list(op.outputs)
 
 

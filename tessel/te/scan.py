@@ -33,6 +33,7 @@ from ..ir.functor import Mutator, collect, structural_equal
 from ..ir.serialize import register
 from ..ir.stmt import LoopKind
 from .operation import LoopNest, Operation, Request, post_dfs_order
+from .tag import scoped_tag
 from .tensor import Tensor
 
 
@@ -318,7 +319,7 @@ def scan(init, update, state_placeholder, inputs=None, name: str = "scan", tag: 
     begin = init_l[0].shape[0]
     axis = E.IterVar(E.Range(begin, O.sub(O.cast(update_l[0].shape[0], begin.dtype), begin)),
                      E.Var(f"{name}.idx", begin.dtype), E.IterVar.DATA_PAR)
-    op = ScanOp(name, tag, attrs, axis, init_l, update_l, state_l, inputs_l)
+    op = ScanOp(name, scoped_tag(tag, name), attrs, axis, init_l, update_l, state_l, inputs_l)
     _check_reads_earlier_steps(op)
     return list(op.outputs) if isinstance(init, list | tuple) else op.outputs[0]
 

@@ -24,6 +24,7 @@ from ..ir.op import convert
 from ..ir.serialize import register
 from ..ir.stmt import LoopKind
 from .operation import LoopNest, Operation, Request, TensorList
+from .tag import scoped_tag
 
 
 class Tensor:
@@ -365,7 +366,7 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "", att
     bodies = [convert(b) for b in bodies]
     _check_body(name, bodies)
     cond = domain_condition(where, axis, name) if where is not None else None
-    op = ComputeOp(name, tag, attrs, axis, bodies, cond)
+    op = ComputeOp(name, scoped_tag(tag, name), attrs, axis, bodies, cond)
     return op.outputs if len(op.outputs) > 1 else op.outputs[0]
 
 
