@@ -485,7 +485,7 @@ def _tunables() -> tuple:
 
     out = []
     for mod in ("passes.loop_partition", "passes.unroll", "passes.vectorize", "passes.index_dtype",
-                "codegen.c_memory", "codegen.c_stmt", "codegen.c_vector", "schedule.unroll_limit"):
+                "codegen.c_memory", "codegen.c_stmt", "codegen.c_vector", "codegen.c_deps", "schedule.unroll_limit"):
         m = importlib.import_module(f"{__package__}.{mod}")
         out.extend((mod, k, v) for k, v in sorted(vars(m).items())
                    if k.isupper() and not k.startswith("_") and type(v) in (int, float, str, bool))

@@ -146,13 +146,19 @@ FAST_PASSES: tuple[Pass, ...] = (
 
 
 _STANDARD = (FRONT_PASSES, FAST_PASSES)
+#: what the standard passes call, as they were defined: a program that rebinds one of these
+#: names here has another pipeline, though the lists are the same
+_CALLED = {name: globals()[name] for name in (
+    "poly_ops", "schedule_ops", "simplify_stmt", "storage_flatten", "loop_partition", "remove_empty_loops",
+    "vectorize", "streaming_outputs", "unroll", "index_dtype", "MAX_UNROLL_STATEMENTS")}
 
 
 def standard() -> bool:
-    """Whether the lists are tessel's own: code made by another pipeline is never remembered on
-    disk (its key could not tell the two apart) and an in-process lowering only for the lists
-    it was made with (``lists``)."""
-    return (FRONT_PASSES, FAST_PASSES) == _STANDARD
+    """Whether the pipeline is tessel's own (its lists, and the functions they call): code made
+    by another pipeline is never remembered on disk (its key could not tell the two apart) and
+    an in-process lowering only for the lists it was made with (``lists``)."""
+    here = globals()
+    return (FRONT_PASSES, FAST_PASSES) == _STANDARD and all(here[k] is v for k, v in _CALLED.items())
 
 
 def lists() -> tuple[tuple[Pass, ...], tuple[Pass, ...]]:

@@ -117,3 +117,17 @@ def test_a_device_pass_added_to_the_list_runs_on_every_kernel(monkeypatch):
     f(*inputs, out)
     np.testing.assert_allclose(out, want[0], rtol=1e-5)
     assert len(seen) >= 2 and len(set(seen)) == len(seen)  # softmax launches several kernels, each once
+
+
+def test_a_pass_function_rebound_by_name_is_another_pipeline(monkeypatch):
+    """The lists call their functions by name: rebinding one here is a pipeline of its own, whose
+    code is never remembered under tessel's key (the review found the disk memo handing it back to
+    a later plain build)."""
+    assert pipeline.standard()
+    real = pipeline.unroll
+    monkeypatch.setattr(pipeline, "unroll", lambda stmt, **kw: real(stmt, **kw))
+    assert not pipeline.standard()
+    monkeypatch.setattr(pipeline, "unroll", real)
+    assert pipeline.standard()
+    monkeypatch.setattr(pipeline, "MAX_UNROLL_STATEMENTS", pipeline.MAX_UNROLL_STATEMENTS + 1)
+    assert not pipeline.standard()

@@ -255,6 +255,12 @@ class _Loop:
                 return f"{s.buffer.name} is written at [{s.shown}] and {what} at [{a.shown}] in another iteration"
         return None
 
+    def _inner(self, a: _Access) -> tuple[int, ...]:
+        """The loops inside this one around ``a``, by identity: two accesses alike in form under
+        different loops (an unrolled body's copies keep their inner loops' variables, with
+        other ranges) are asked about apart."""
+        return tuple(map(id, a.loops[self.at + 1:]))
+
     def _one_per_form(self, accs: list[_Access]) -> list[_Access]:
         """One access per kind and form on both sides (without a form: per index and loop
         nest): every question about a pair depends on those alone, and the copies of an
@@ -264,7 +270,7 @@ class _Loop:
             self._cached_side(a, False)
             self._cached_side(a, True)
             sx, sy = self.signs.get((id(a), False)), self.signs.get((id(a), True))
-            key = (a.lanes, sx, sy) if sx is not None and sy is not None else \
+            key = (a.lanes, sx, sy, self._inner(a)) if sx is not None and sy is not None else \
                 (StructKey(a.index), tuple(map(id, a.loops)))
             seen.setdefault((a.store, key), a)
         return list(seen.values())
@@ -321,7 +327,7 @@ class _Loop:
                 unformed.add(id(a))
                 continue
             terms = frozenset((k, c) for k, c in a.form[0].items() if c)
-            classes.setdefault((a.store, kx[0], ky[0], a.lanes, terms, self.varies(a)), []).append(a)
+            classes.setdefault((a.store, kx[0], ky[0], a.lanes, terms, self.varies(a), self._inner(a)), []).append(a)
         for cs, ss in classes.items():
             for ca, aa in classes.items():
                 if cs[0] and (cs[5] or ca[5]):
@@ -331,13 +337,15 @@ class _Loop:
         for s in stores:
             for a in others:
                 if (id(s) in unformed or id(a) in unformed) and a is not s and (self.varies(s) or self.varies(a)) \
-                        and not _same_index(a, s) and (self._analyzer_meet(s, a) or self._analyzer_meet(a, s)):
+                        and not (_same_index(a, s) and self._inner(a) == self._inner(s)) \
+                        and (self._analyzer_meet(s, a) or self._analyzer_meet(a, s)):
                     return s, a
         return None
 
     def _classes_meet(self, cx: tuple, xs: list[_Access], cy: tuple, ys: list[_Access]) -> tuple | None:
         """An ``x`` of one class and a ``y`` of another that meet (``y`` in the later iteration)."""
-        alike = cx[3:5] == cy[3:5]  # then a difference of 0 is one index: a reduction into its element
+        # one index under the same loops: a difference of 0 is the same element, a reduction into it
+        alike = cx[3:5] == cy[3:5] and cx[6] == cy[6]
         pairs = {y.form[1] - x.form[1]: (x, y) for x in xs for y in ys}
         if alike:
             pairs.pop(0, None)

@@ -114,3 +114,50 @@ def test_many_accesses_alike_but_for_their_constants(seed):
         func, outer, inner = _nest_many(n1, n2, accesses)
         got = carrying_loops(func)
         assert (id(outer) in got, id(inner) in got) == _brute_many(n1, n2, accesses), (n1, n2, accesses, got)
+
+
+def _two_loops_one_var(second_min, second_extent, first_read: int, second_write: int):
+    """``for v < 4 { for j in J1 { A[j] = 1; B[j] = A[j + r] }  for j in J2 { A[j + w] = 1;
+    B[j] = A[j + w + 3] } }``:
+    two sibling loops that share the variable ``j`` (an unrolled body's copies keep their inner
+    loops' variables), with ranges of their own."""
+    n = E.Var("n", "int32")
+    v, j = E.Var("v", "int32"), E.Var("j", "int32")
+    A, B = S.Buffer("A", "float32", (4096,)), S.Buffer("B", "float32", (4096,))
+    one = E.FloatImm(1.0, "float32")
+
+    def c(x):
+        return E.IntImm(x, "int32")
+
+    first = S.For(j, c(0), n, "serial", S.seq(S.BufferStore(A, one, (j,)),
+                                              S.BufferStore(B, E.BufferLoad(A, (j + c(first_read),)), (j,))))
+    second = S.For(j, second_min(n), second_extent, "serial", S.seq(
+        S.BufferStore(A, one, (j + c(second_write),)),
+        S.BufferStore(B, E.BufferLoad(A, (j + c(second_write + first_read),)), (j,))))
+    outer = S.For(v, c(0), c(4), "serial", S.seq(first, second))
+    return S.PrimFunc("f", [A, B], [n], outer), outer
+
+
+def test_sibling_loops_sharing_a_variable_are_asked_apart():
+    """The review's case: the first loop's store A[j] and read A[j + 3] meet across iterations of
+    v (for n > 3); the second loop, over other values of j, must not stand in for it."""
+    func, outer = _two_loops_one_var(lambda n: n, E.IntImm(1, "int32"), 3, 5)
+    assert id(outer) in carrying_loops(func)
+
+
+def test_one_index_under_other_loops_is_not_a_reduction_into_its_element():
+    """``for v { for u < 2 (unrolled) { for j in [2u, 2u + 2) { A[v + j] += 1 } } }`` after the
+    unroll pass: the copies' ``A[v + j]`` read as one index, but over other values of j, so
+    iteration v reads A[v + 2], which iteration v + 2 writes."""
+    from tessel.ir import op as O
+    from tessel.passes import simplify_stmt, unroll
+
+    v, u, j = (E.Var(x, "int32") for x in "vuj")
+    A = S.Buffer("A", "float32", (64,))
+    two = E.IntImm(2, "int32")
+    idx = O.add(v, j)
+    body = S.BufferStore(A, E.BufferLoad(A, (idx,)) + E.FloatImm(1.0, "float32"), (idx,))
+    nest = S.For(v, 0, 8, "serial", S.For(u, 0, 2, "unrolled", S.For(j, O.mul(u, two), two, "serial", body)))
+    stmt = simplify_stmt(unroll(nest))
+    assert isinstance(stmt, S.For) and stmt.loop_var is v
+    assert id(stmt) in carrying_loops(S.PrimFunc("f", [A], [], stmt))
