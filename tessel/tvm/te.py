@@ -6,15 +6,21 @@ added to it later; the schedule classes come from :mod:`tessel.schedule`.
 
 from __future__ import annotations
 
+import sys
+
 from ..schedule import create_schedule
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from ..te import *  # noqa: F403 (TVM's te is tessel's, name for name)
 from ..te import __all__ as _te_all
+from . import te_schedule as schedule
 from ._names import missing_names
 
-__all__ = [*_te_all, "Schedule", "Stage", "create_schedule"]
+__all__ = [*_te_all, "Schedule", "Stage", "create_schedule", "schedule"]
 
 # names of tessel.te that are its own plumbing, not TE vocabulary
 _PLUMBING = frozenset({"E", "O", "DTypeLike", "DefinitionError", "EXPORTED", "INTRINSICS", "Intrinsic"})
 __getattr__ = missing_names(__name__, ("tessel.te", "tessel.schedule"), hidden=_PLUMBING)
+
+# ``import tvm.te.schedule`` and ``from tvm.te.schedule import InferBound`` find it too
+sys.modules[f"{__name__}.schedule"] = schedule

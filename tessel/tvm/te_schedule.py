@@ -1,0 +1,45 @@
+"""``tvm.te.schedule``: the schedule classes, the IterVar relations and the two steps TVM's own
+tests call one by one, ``InferBound`` (a range for every loop) and ``ScheduleOps`` (the loop nest
+of a bounded schedule) — tessel's seed-000 InferBound and its ScheduleOps, unchanged.
+
+``ScheduleOps(s, bounds)`` lowers ``s`` with the ranges InferBound gives it; ``bounds`` is the
+map ``InferBound(s)`` returned for this schedule (TVM passes it along; a map edited by hand is
+not followed, and one that is not InferBound's for ``s`` is refused)."""
+
+from __future__ import annotations
+
+from ..bound.infer import run_infer_bound
+from ..errors import DefinitionError
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..lower import schedule_ops as _schedule_ops
+from ..schedule import create_schedule
+from ..schedule.relations import Fuse, Rebase, Singleton, Split
+from ..schedule.schedule import Schedule
+from ..schedule.stage import Stage
+
+
+def InferBound(sch: Schedule) -> dict[E.IterVar, E.Range]:
+    """The range of every loop of every stage that is not inlined (TVM's ``Map<IterVar, Range>``)."""
+    _check(sch, "InferBound")
+    return dict(run_infer_bound(sch).rmap)
+
+
+def ScheduleOps(sch: Schedule, dom_map: dict, debug_keep_trivial_loop: bool = False) -> S.Stmt:
+    """The loop nest of ``sch`` over its tensors (``ProducerRealize``/``ProducerStore``), before
+    storage flattening: what ``tvm.lower`` simplifies and flattens next."""
+    _check(sch, "ScheduleOps")
+    ctx = run_infer_bound(sch)
+    if not isinstance(dom_map, dict) or any(k not in ctx.rmap for k in dom_map):
+        raise DefinitionError("tvm.te.schedule.ScheduleOps(s, bounds): bounds must be the map "
+                              "tvm.te.schedule.InferBound(s) returned for this schedule")
+    return _schedule_ops(ctx)
+
+
+def _check(sch, what: str) -> None:
+    if not isinstance(sch, Schedule):
+        raise DefinitionError(f"tvm.te.schedule.{what}: expected a schedule (te.create_schedule(...)), "
+                              f"got {type(sch).__name__}")
+
+
+__all__ = ["Fuse", "InferBound", "Rebase", "Schedule", "ScheduleOps", "Singleton", "Split", "Stage", "create_schedule"]

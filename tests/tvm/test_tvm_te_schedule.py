@@ -1,0 +1,59 @@
+"""``tvm.te.schedule``: InferBound and ScheduleOps one by one, as TVM's own schedule tests call
+them (written in tessel's words), and the relation classes under their TVM names."""
+
+from __future__ import annotations
+
+import pytest
+
+import tessel.tvm as tvm
+from tessel.errors import DefinitionError
+from tessel.ir import stmt as S
+from tessel.ir.functor import collect
+from tessel.tvm import te
+
+
+def _attached(m=10, factor=4):
+    A = te.placeholder((m,), name="A")
+    B = te.compute((m,), lambda i: A[i] + 1.0, name="B")
+    C = te.compute((m,), lambda i: B[i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], factor=factor)
+    s[B].compute_at(s[C], xo)
+    return s.normalize(), B, C, xo, xi
+
+
+def test_infer_bound_gives_each_loop_its_range():
+    s, B, C, xo, xi = _attached()
+    bounds = tvm.te.schedule.InferBound(s)
+    assert bounds[xo].extent.value == 3 and bounds[xi].extent.value == 4
+    assert bounds[B.op.axis[0]].extent.value == 4  # B computed per tile of C: four elements
+
+
+def test_schedule_ops_is_the_loop_nest_over_tensors():
+    s, B, C, xo, _ = _attached()
+    bounds = tvm.te.schedule.InferBound(s)
+    stmt = tvm.te.schedule.ScheduleOps(s, bounds)
+    realize = collect(stmt, lambda n: isinstance(n, S.ProducerRealize))
+    assert {r.producer.op.name for r in realize} == {"B", "C"}
+    loops = {f.loop_var.name: f for f in collect(stmt, lambda n: isinstance(n, S.For))}
+    assert set(loops) == {"i.outer", "i", "i.inner"}
+    inside = {f.loop_var.name for f in collect(loops["i.outer"].body, lambda n: isinstance(n, S.For))}
+    assert inside == {"i", "i.inner"}  # B's loop inside C's outer loop, beside C's inner one
+
+
+def test_the_module_imports_under_its_tvm_names():
+    import tessel.tvm.te.schedule as by_import
+    from tessel.tvm.te.schedule import InferBound, Split
+
+    assert by_import is tvm.te.schedule and InferBound is tvm.te.schedule.InferBound
+    s, *_ = _attached()
+    assert any(isinstance(r, Split) for st in s.stages for r in st.relations)
+
+
+def test_a_map_that_is_not_this_schedules_is_refused():
+    s, *_ = _attached()
+    other, *_ = _attached()
+    with pytest.raises(DefinitionError, match="InferBound"):
+        tvm.te.schedule.ScheduleOps(s, tvm.te.schedule.InferBound(other))
+    with pytest.raises(DefinitionError, match="expected a schedule"):
+        tvm.te.schedule.InferBound("s")
