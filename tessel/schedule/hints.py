@@ -133,7 +133,12 @@ def create_group(sch: Schedule, outputs, inputs, include_inputs: bool = False) -
     if not members:
         raise ScheduleError("create_group: no stage lies between the inputs and the outputs given")
     members.sort(key=sch.stages.index)  # producers first, as in the schedule
-    return StageGroup(sch, members)
+    group = StageGroup(sch, members)
+    ids = {id(m) for m in members}
+    for m in members:  # a stage keeps a group made earlier inside this one: the innermost holds it
+        if m.group is None or not all(id(x) in ids for x in m.group.members):
+            m.group = group
+    return group
 
 
 __all__ = ["StageGroup", "create_group", "double_buffer", "prefetch", "set_store_predicate", "storage_align"]

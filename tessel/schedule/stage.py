@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import SimpleNamespace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ScheduleError
 from ..ir import expr as E
@@ -91,6 +91,7 @@ class Stage:
         self.dim_align: dict[int, tuple[int, int]] = {}
         self.store_predicate: E.PrimExpr | None = None
         self.double_buffered = False  # double_buffer (see hints.py)
+        self.group: Any = None  # the innermost create_group holding it (TVM's Stage.group; see hints.py)
         self.env_thread_axes: list[E.IterVar] = []  # env_threads: a scan's launch threads (threads.py)
         # computeAt by position (seed 003): how many of its outer loops it shares with its readers,
         # how many a producer is computed in, and which of its loops are a host stage's loops

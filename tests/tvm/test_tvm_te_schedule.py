@@ -57,3 +57,17 @@ def test_a_map_that_is_not_this_schedules_is_refused():
         tvm.te.schedule.ScheduleOps(s, tvm.te.schedule.InferBound(other))
     with pytest.raises(DefinitionError, match="expected a schedule"):
         tvm.te.schedule.InferBound("s")
+
+
+def test_a_stage_knows_its_innermost_group_and_the_group_moves_together():
+    m, n = te.var("m"), te.var("n")
+    x = te.compute((m, n), lambda i, j: te.const(1.0, "float32"), name="x")
+    x1 = te.compute((m, n), lambda i, j: x[i, j] + 1.0, name="x1")
+    x2 = te.compute((m, n), lambda i, j: x1[i, j] + 2.0, name="x2")
+    s = te.create_schedule(x2.op)
+    g1 = s.create_group(outputs=x, inputs=x, include_inputs=True)
+    g2 = s.create_group(outputs=x1, inputs=x, include_inputs=True)
+    assert s[x].group is g1 and s[x1].group is g2 and s[x2].group is None  # g1 lies inside g2
+    g2.compute_at(s[x2], x2.op.axis[0])
+    bounds = tvm.te.schedule.InferBound(s.normalize())
+    assert bounds[x1.op.axis[0]].extent.value == 1 and str(bounds[x1.op.axis[1]].extent) == "n"
