@@ -28,8 +28,8 @@ _TUNE = ("its tuner speaks AutoTVM's template API (tvm.autotvm, tessel.tune); ot
 _GPU = ("kernels of the TVM namespace run on the CPU only: use tvm.cpu(0) and the target 'llvm' "
         "(s[T].bind(...) runs as serial loops where threads do not communicate); GPU schedules build "
         "with tessel.build(s, args, target='cuda') (nvcc) and run on the CPU with target='cuda-sim'")
-_LATER = ("it is part of the TE language tessel is completing (te.scan, te.extern, te.gradient, tensorize, "
-          "packed and extern calls), which this tessel does not have yet")
+_ELSEWHERE = ("tessel has it under TVM's other spelling: te.scan, te.extern, te.gradient, te.decl_tensor_intrin, "
+              "tvm.tir.call_packed / call_extern / call_pure_extern / decl_buffer / ir_builder, tvm.register_func")
 
 # the last part of a dotted TVM name -> what to use instead
 ADVICE: dict[str, str] = {
@@ -46,13 +46,13 @@ ADVICE: dict[str, str] = {
     "cuda": _GPU, "gpu": _GPU, "rocm": _GPU, "opencl": _GPU, "cl": _GPU, "metal": _GPU, "vulkan": _GPU,
     "vpi": _GPU, "hexagon": _GPU, "webgpu": _GPU, "ext_dev": _GPU, "nvptx": _GPU,
     "hybrid": "there is no hybrid script: write te.compute",
-    "scan": _LATER, "extern": _LATER, "gradient": _LATER, "decl_tensor_intrin": _LATER, "register_func": _LATER,
-    "call_packed": _LATER, "call_extern": _LATER, "call_pure_extern": _LATER, "decl_buffer": _LATER,
+    "scan": _ELSEWHERE, "extern": _ELSEWHERE, "gradient": _ELSEWHERE, "decl_tensor_intrin": _ELSEWHERE,
+    "register_func": _ELSEWHERE, "call_packed": _ELSEWHERE, "call_extern": _ELSEWHERE, "call_pure_extern": _ELSEWHERE,
+    "decl_buffer": _ELSEWHERE,
     "save": "write the kernel with export_library (one shared library that carries its calling contract) and "
             "load it with tvm.runtime.load_module",
     "import_module": _GPU,
-    "ir_builder": "there is no IR builder: return the body of a tensor intrinsic or an extern as an expression "
-                  "(tvm.tir.call_extern(...)), or write the computation with te.compute",
+    "ir_builder": _ELSEWHERE,
     "transform": "tessel's passes run inside tvm.lower/tvm.build and are not offered one by one",
 }
 

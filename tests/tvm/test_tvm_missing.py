@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
     (tvm.nd, "from_dlpack", "tvm.nd arrays"),
     (tvm.runtime, "profiling", "tvm.runtime.load_module"),
     (tvm.contrib, "graph_executor", "te.compute"),
+    (tvm.te, "register_func", "tvm.register_func"),  # a name tessel has, asked for in the wrong module
 ])
 def test_a_missing_name_says_tessel_does_not_offer_it(owner, name, advice):
     with pytest.raises(NotOfferedError) as info:
