@@ -76,8 +76,11 @@ def _init_reduce(draw, prog, name, cur, ref, shape, c):
     init = f"({ref}[:, 0] * {c(2.0, 2)} + {c(0.5, 1)})"
     if tri:
         prog.data(f"I_, J_ = np.meshgrid(np.arange({n.expr}), np.arange({n.expr}), indexing='ij')")
-        terms = f"np.einsum('ik,jk->ij', {ref}.astype(np.float64), {ref}.astype(np.float64))"
-        init = f"{init}[:, None] * np.ones(({n.expr}, {n.expr}))"
+        # integers in int64, whose cast to the dtype wraps as the kernel does (a float64 sum past
+        # the int32 range casts to an undefined value: 0 on x86)
+        acc = "np.int64" if prog.dtype.startswith("int") else "np.float64"
+        terms = f"np.einsum('ik,jk->ij', {ref}.astype({acc}), {ref}.astype({acc}))"
+        init = f"{init}[:, None] * np.ones(({n.expr}, {n.expr}), {acc})"
         mask = {"j <= i": "(J_ <= I_)", "j > i": "(J_ > I_)"}[where]
         prog.data(f"{r} = {init} + ({terms} if '{how}' == 'sum' else 0) * {mask}" if how == "sum" else
                   f"{r} = np.where({mask}, np.maximum({init}, ({ref}[:, None, :] * {ref}[None, :, :]).max(axis=2)), {init})")
