@@ -40,9 +40,13 @@ def _reference(a: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("target", ["c", "python"])
 @pytest.mark.parametrize("row_first", [True, False])
 @pytest.mark.parametrize("T, n", [(6, 5), (3, 17)])
-def test_states_of_different_ranks_read_by_a_later_stage(target, row_first, T, n):
+@pytest.mark.parametrize("scheduled", [False, True])
+def test_states_of_different_ranks_read_by_a_later_stage(target, row_first, T, n, scheduled):
     A, Z = _program(T, n, row_first)
     s = te.create_schedule(Z.op)
+    if scheduled:  # the reader split by a factor that does not divide it, its inner loop vectorized
+        _, zi = s[Z].split(Z.op.axis[0], factor=4)
+        s[Z].vectorize(zi)
     f = tessel.build(s, [A, Z], target=target)
     a = np.random.default_rng(T * n).random((T, n)).astype("float32")
     z = np.full(n, np.nan, dtype="float32")
