@@ -9,11 +9,11 @@ the order reversed each round, untimed calls for 50 ms first), medians of the ti
 * **blur, fused by ``after`` + ``shift``** vs the two stages as separate nests: the vertical
   pass reads rows of the horizontal pass two rows after they are written, while they are still
   in cache, instead of streaming the whole intermediate image back from memory; the shift is
-  the one ``tessel.poly.legalize_fusion`` computes (the intermediate is still a full image). A
+  the one ``tessel.check.legalize_fusion`` computes (the intermediate is still a full image). A
   third variant also folds the intermediate to a circular buffer of 3 rows (``storage_fold``;
   ``(n + 2) * n * 4`` bytes of scratch become ``3 * n * 4``), so it never leaves the cache.
 * **wavefront recurrence** ``h[i, j] = f(h[i-1, j], h[i, j-1])`` in 64 x 64 tiles, the tile
-  loops skewed by ``tessel.poly.wavefront`` with the inner tile loop parallel, on 2 threads vs 1
+  loops skewed by ``tessel.check.wavefront`` with the inner tile loop parallel, on 2 threads vs 1
   (the same kernel; on a loaded machine the second thread may cost more than it brings).
 * **triangular kernel** (``where=j < i``: loops over the triangle only) vs the same kernel over
   the full square with the condition as a guard in every iteration.
@@ -43,7 +43,7 @@ def _blur(h: int, w: int, variant: str):
     by = te.compute((h, w), lambda i, j: (bx[i, j] + bx[i + 1, j] + bx[i + 2, j]) / 3, name="by")
     s = te.create_schedule(by.op)
     if variant != "unfused":
-        tessel.poly.legalize_fusion(s, by, bx, by.op.axis[1]).apply(s)
+        tessel.check.legalize_fusion(s, by, bx, by.op.axis[1]).apply(s)
     if variant == "fused+fold":
         s[bx].storage_fold(bx.op.axis[0], 3)  # rows i .. i + 2 are live at once
     f = tessel.build(s, [A, by])
@@ -83,7 +83,7 @@ def _wavefront(n: int, threads: int):
     io, ii = s[h].split(h.op.axis[0], factor=64)
     jo, ji = s[h].split(h.op.axis[1], factor=64)
     s[h].reorder(io, jo, ii, ji)
-    tessel.poly.wavefront(s, h, io, jo).apply(s)
+    tessel.check.wavefront(s, h, io, jo).apply(s)
     f = tessel.build(s, [X, h])
     x = np.random.default_rng(1).random((n, n), dtype=np.float32)
     out = np.empty((n, n), np.float32)
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(_row("wavefront recurrence", f"{n_wave}^2 f32", {
         "1 thread": lambda: _wavefront(n_wave, 1),
         "2 threads": lambda: _wavefront(n_wave, 2),
-    }, opts.repeat, "tiles skewed (1, 1) by tessel.poly.wavefront, inner tile loop parallel"))
+    }, opts.repeat, "tiles skewed (1, 1) by tessel.check.wavefront, inner tile loop parallel"))
     rows.append(_row("triangle j < i", f"{n_tri}^2 f32", {
         "full square + guard": lambda: _triangle(n_tri, True),
         "where= (exact loops)": lambda: _triangle(n_tri, False),

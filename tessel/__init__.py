@@ -3,7 +3,7 @@
 # `import tessel as tvm` accepts the TVM-0.6-era spellings (tvm.placeholder, tvm.compute, tvm.sum ...)
 import sys as _sys
 
-from . import compat, poly, te, tune, viz
+from . import check, compat, poly, te, tune, viz
 from . import errors as error  # TVM's tvm.error: TVMError and the classes below
 from .autosched import auto_schedule
 from .bound import infer_bound
@@ -25,6 +25,11 @@ from .errors import (
 from .ir.expr import IterVar, Range
 from .runtime.extern import get_global_func, list_global_func_names, register_func, remove_global_func
 from .schedule import create_schedule
+from .schedule.checking import wire as _wire
+
+# the schedule asks the checks it needs through the interface it owns; this face, which knows
+# both layers, is the one place that connects them (schedule/checking.py says why)
+_wire(check.CHECKS)
 
 # `import tessel.error` and `from tessel.error import TVMError` as with tvm.error (one module, two names)
 _sys.modules[__name__ + ".error"] = error

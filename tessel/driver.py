@@ -19,6 +19,7 @@ from contextlib import contextmanager
 
 from . import pipeline
 from .bound.infer import BoundContext
+from .check import verify as verify_schedule
 from .codegen import Generated, generate
 from .deep import deep_stack
 from .errors import BuildError, DefinitionError, LowerError, TesselError
@@ -121,7 +122,7 @@ def lower_steps(sch: Schedule, args: Sequence, name: str = "main", vector_bytes:
 
 
 def _bound(sch: Schedule, args: Sequence, name: str, check: bool = True) -> Bounded:
-    sch.verify()  # an illegal schedule is explained (and a fix proposed) before anything is derived from it
+    verify_schedule(sch)  # an illegal schedule is explained (and a fix proposed) before anything is derived from it
     # a rewrite (cache_write, rfactor, a cache_read's reader) replaces a stage's tensors; the user's own
     # tensors stand for the current ones
     args = [sch.current_tensor(a) if isinstance(a, Tensor) else a for a in args]
@@ -321,7 +322,7 @@ def _refuse_serial_threads(sch: Schedule, tgt: Target) -> None:
 
     if tgt.kind not in ("c", "python") or not bind_map(sch.stages):
         return
-    sch.verify()
+    verify_schedule(sch)
     ctx = analysis(sch).bound
     why = serial_refusal(ctx)
     if why is None:

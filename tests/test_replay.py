@@ -22,7 +22,7 @@ import tessel
 from tessel import te
 from tessel.errors import InternalError, ScheduleError
 from tessel.schedule.history import AxisRef, StageRef, corresponding
-from tessel.schedule.legality import ViolationKind
+from tessel.schedule.violation import ViolationKind
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from .exact import ExactPlan, plan, regions
 from .model import Access, Loop, Model, Statement, build
-from .solve import Proposal, legalize_fusion, wavefront
 from .space import Converter, Namer, NotAffine
 
 
@@ -20,15 +19,6 @@ def model(sch) -> Model:
     return build(sch)
 
 
-__all__ = ["Access", "Converter", "ExactPlan", "Loop", "Model", "Namer", "NotAffine", "Proposal", "Statement", "build",
-           "legalize_fusion", "model", "plan", "regions", "wavefront"]
+__all__ = ["Access", "Converter", "ExactPlan", "Loop", "Model", "Namer", "NotAffine", "Statement", "build", "model", "plan",
+           "regions"]
 
-
-def _install() -> None:
-    """Every command is checked against the exact dependences (``checked.py``)."""
-    from .checked import install
-
-    install()
-
-
-_install()

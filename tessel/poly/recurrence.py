@@ -70,8 +70,8 @@ def _check_self_reads(model: Model, stmt: Statement) -> None:
 def _storage_chosen(model: Model, stmt: Statement) -> bool:
     """Whether the recurrence's storage is a fold or a fresh buffer: its elements are then no
     longer the tensor's, and the self-reads are judged, with every dependence of the program,
-    against the final schedule (``solve.order_conflicts``) and the storage (``fold_conflicts``)."""
-    from .solve import storage_choice
+    against the final schedule (``order.order_conflicts``) and the storage (``fold_conflicts``)."""
+    from .order import storage_choice
 
     op = stmt.stage.op
     home = model.sch.stage_map.get(op.storage(op.output(0)).op)

@@ -2,7 +2,7 @@
 
 Three questions, each answered on the exact (source time, sink time) pairs of the dependences
 (``legality.py``), over isl maps of the time space only -- the commands that realise an answer
-are written and replayed by ``solve.py``:
+are written and replayed by ``tessel.check.proposals``:
 
 * **Fusion by shifting** (Tiramisu's ``correcting_loop_fusion_with_shifting``): statements B
   fused after statements A at loop level L share the loops ``0..L``. A dependence from A to B

@@ -26,7 +26,7 @@ The commands, and what each does to a statement's schedule ``[s0, d0, s1, d1, ..
 * ``store_in(buffer, index)``: the stage's values go to ``buffer[index(axes)]`` instead of its
   own tensor, and every read of it follows (transposed, lower-dimensional, modulo and scalar
   storage; a many-to-one map is the user's promise that the schedule reads each value before it
-  is overwritten -- tessel.poly's legality check decides it from exact dependences);
+  is overwritten -- tessel.check decides it from exact dependences);
 * ``storage_fold(axis, f)``: ``store_in`` of the stage's own storage with ``axis``'s dimension
   folded to ``f`` elements (index modulo ``f``).
 
@@ -36,8 +36,8 @@ A TE primitive given after a command acts on the loops the command made: ``tile`
 tiles the skewed loops (``tessel.poly.commands.loop_values``; a fuse of them is refused).
 A stage with commands is lowered through isl's AST generator (``tessel.lower.poly_ops``);
 a schedule without any keeps the interval lowering. Legality of the result is checked after
-every command by the checks registered with :func:`register_legality_check` (tessel.poly's
-dependence analysis registers one; until then a command is only checked structurally here).
+every command against the exact dependences, by the checking layer (``tessel.check``, asked
+through ``checking.Checker``); the build checks the final schedule again.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ScheduleError
 from ..ir import expr as E
+from .checking import checker
 from .relations import Interchange, LoopMap, Reverse, Shift, Skew, unimodular_completion
 from .stage import INLINE, ROOT
 
@@ -99,25 +100,14 @@ def seen_by_caller(stage: Stage) -> bool:
     return stage.is_output or (s is not None and not s.folded and s.buffer.op.is_placeholder)
 
 
-# ---- the legality hook ---------------------------------------------------------------------
-#: called after every command with (schedule, stage, command); raising refuses the command,
-#: which is then undone (tessel.poly's dependence check registers itself here)
-_CHECKS: list[Callable[[Any, Any, Any], None]] = []
-
-
-def register_legality_check(fn: Callable[[Any, Any, Any], None]) -> Callable[[Any, Any, Any], None]:
-    """Run ``fn(schedule, stage, command)`` after every command (once per function)."""
-    if fn not in _CHECKS:
-        _CHECKS.append(fn)
-    return fn
-
-
+# ---- the legality check after each command ------------------------------------------------
 def _commit(stage: Stage, command: Any, change: Callable[[], None]) -> None:
-    """Apply ``change`` and run the legality checks; a refusal leaves the schedule as it was,
+    """Apply ``change`` and ask the checker about it (``checking.Checker.after_command``: the
+    dependences it breaks, judged by tessel.check); a refusal leaves the schedule as it was,
     and offers its fix only if the fix works from there (fuzz F18: a fix checked where the
     refused command had already been applied was refused in turn). While the checks run,
     ``sch._before_command`` undoes and redoes the change, for a check that compares the
-    schedule with what it was (``poly.checked``: a command is refused only for what it breaks)."""
+    schedule with what it was (``check.commands``: a command is refused only for what it breaks)."""
     sch = stage.schedule
     saved = [(st, st.commands, st.storage) for st in sch.stages]
     orders = sch.orders
@@ -130,8 +120,7 @@ def _commit(stage: Stage, command: Any, change: Callable[[], None]) -> None:
     change()
     sch._before_command = (restore, change)
     try:
-        for check in list(_CHECKS):
-            check(sch, stage, command)
+        checker().after_command(sch, stage, command)
     except ScheduleError as err:
         restore()
         raise _fix_checked_here(sch, err) from None
@@ -480,6 +469,6 @@ def storage_fold(stage: Stage, axis: E.IterVar, factor: Any) -> None:
 
 
 __all__ = ["Interchange", "Order", "Reverse", "Shift", "Skew", "StoreIn", "between", "commands_key", "describe",
-           "has_commands", "interchange", "is_layout", "order", "register_legality_check", "reverse", "seen_by_caller",
+           "has_commands", "interchange", "is_layout", "order", "reverse", "seen_by_caller",
            "shift", "skew",
            "storage_fold", "store_in", "unimodular_completion"]

@@ -30,6 +30,7 @@ from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.stmt import LoopKind
 from .axis_map import Graph
+from .checking import checker
 from .stage import ROOT, SCOPE
 from .transform_replay import (
     FixedLoopsError,
@@ -450,9 +451,7 @@ def _lost_to_a_broadcast(g: Graph, st: Stage, refidx: dict[int, list[int]], p: i
 
 def _still_illegal(trial: Schedule) -> Refusal | None:
     """A legality rule the placement broke (a reader left outside a shared loop): refused."""
-    from .legality import find_violations
-
-    found = find_violations(trial, propose=False)
+    found = checker().violations(trial, propose=False)
     if not found:
         return None
     v = found[0]

@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InternalError, TesselError
 from ..ir import expr as E
 from ..ir.names import python_string
+from .checking import checker
 from .dataflow import py_name
 from .history import AxisRef, OpAxisRef, StageRef, Step, TensorRef, apply_steps
 
 if TYPE_CHECKING:
-    from .legality import Violation
     from .schedule import Schedule
     from .stage import Stage
+    from .violation import Violation
 
 
 @dataclass(frozen=True)
@@ -186,12 +187,11 @@ def _mentions(code: str, name: str) -> bool:
 
 def try_fix(sch: Schedule, fix: Fix, target: Violation | None) -> int:
     """Replay ``fix`` onto a copy: 2 when the copy is legal, 1 when ``target``'s problem is gone, 0 else."""
-    from .legality import find_violations
 
     trial = sch.copy(record=False)
     try:
         fix.apply(trial)
-        left = find_violations(trial, propose=False)
+        left = checker().violations(trial, propose=False)
     except InternalError:
         raise
     except TesselError:  # a primitive refused the candidate: it is not a fix here

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ScheduleError
 from .axis_map import Graph
+from .checking import checker
 from .compute_at_pos import Placer, choose_host, normalize_pos, place_all, span_and_replay
 from .dataflow import py_name
 from .positions import commit
@@ -57,9 +58,7 @@ def _position_fix(sch: Schedule, st: Stage, pos, limit: int) -> str | None:
 
 
 def _check_legal(trial: Schedule, what: str) -> None:
-    from .legality import find_violations
-
-    found = find_violations(trial, propose=False)
+    found = checker().violations(trial, propose=False)
     if found:
         raise ScheduleError(f"{what}: the result would be illegal: {found[0].explanation}; use a lower position")
 

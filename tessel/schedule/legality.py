@@ -22,98 +22,29 @@ is safe. The code names stages and tensors by Python identifiers made from their
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import Enum
 from typing import TYPE_CHECKING
 
-from ..arith import Analyzer
-from ..errors import ScheduleError, TesselError
+from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.stmt import LoopKind
+from .checking import checker
 from .dataflow import loop_ranges
-from .fixes import Fix, FixBuilder, Names, choose
+from .fixes import FixBuilder, Names, choose
 from .graph import effective_bodies, effective_consumers, reaches
 from .stage import INLINE, SCOPE, Stage
+from .threads import thread_violations
 from .tree import ScheduleTree, attach_fault
+from .violation import Violation, ViolationKind
 
 if TYPE_CHECKING:
     from .schedule import Schedule
 
 
-class ViolationKind(Enum):
-    """Which rule is broken; the value is the stable short name (``err.rule``)."""
-
-    INLINED_OUTPUT = "inlined-output"
-    ATTACHED_OUTPUT = "attached-output"
-    SELF_ATTACHMENT = "self-attachment"
-    ATTACHMENT_CYCLE = "attachment-cycle"
-    INLINED_TARGET = "inlined-target"
-    STALE_ATTACHMENT = "stale-attachment"
-    BAD_ATTACHMENT = "bad-attachment"
-    ATTACHED_TO_NON_CONSUMER = "attached-to-non-consumer"
-    LCA = "lca"
-    INIT_ATTACHMENT = "init-attachment"
-    SCAN_BODY_PLACEMENT = "scan-body-placement"
-    PARALLEL_REDUCTION = "parallel-reduction"
-    VECTORIZED_REDUCTION = "vectorized-reduction"
-    THREAD_BOUND_TWICE = "thread-bound-twice"
-    THREAD_EXTENT_DECLARED = "thread-extent-declared"
-    THREAD_TWO_EXTENTS = "thread-two-extents"
-    RFACTOR_ORDER_DEPENDENT_REDUCER = "rfactor-order-dependent-reducer"
-    CARRIED_DEPENDENCE = "carried-dependence"
-    SYMBOLIC_UNROLL = "symbolic-unroll"
-    # seed 004's commands: a schedule that runs a dependence's sink before its source
-    DEPENDENCE_ORDER = "dependence-order"
-    # computeAt by position (seed 003): patterns that would need a stage recomputed
-    RECOMPUTE_REDUCTION = "recompute-reduction"
-    BROADCAST_TWO_WAYS = "broadcast-two-ways"
-    UNMAPPABLE_AXIS = "unmappable-axis"
-    FIXED_LOOPS = "fixed-loops"
-
-
-@dataclass
-class Violation:
-    """One broken rule: its ``kind``, the ``stage`` at fault, every stage and loop involved,
-    the explanation, and the fix as steps (``proposed``; None when no candidate works)."""
-
-    kind: ViolationKind
-    stage: Stage
-    explanation: str
-    stages: tuple[Stage, ...] = ()
-    loops: tuple[E.IterVar, ...] = ()
-    proposed: Fix | None = None
-
-    @property
-    def rule(self) -> str:
-        return self.kind.value
-
-    @property
-    def fix(self) -> str | None:
-        """The fix as code, as a user would type it."""
-        return self.proposed.code if self.proposed is not None else None
-
-    @property
-    def names(self) -> dict:
-        return dict(self.proposed.names) if self.proposed is not None else {}
-
-    def error(self, others: int = 0) -> ScheduleError:
-        msg = f"illegal schedule: {self.explanation}"
-        if others:
-            msg += f"\n  ({others} more problem(s); s.violations() lists them all)"
-        err = ScheduleError(msg, explanation=self.explanation, fix=self.fix)
-        err.rule = self.rule  # type: ignore[attr-defined]
-        err.kind = self.kind  # type: ignore[attr-defined]
-        err.fix_names = self.names  # type: ignore[attr-defined]
-        err.fix_steps = self.proposed  # type: ignore[attr-defined]
-        err.stage = self.stage.name  # type: ignore[attr-defined]
-        err.stages = tuple(st.name for st in (self.stages or (self.stage,)))  # type: ignore[attr-defined]
-        err.loops = tuple(iv.name for iv in self.loops)  # type: ignore[attr-defined]
-        return err
-
-
 # ---- the rules -----------------------------------------------------------------------------
-def find_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
-    """Every broken rule, the ones that keep the tree from being built first."""
+def tree_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
+    """Every broken rule of the tree, the ones that keep the tree from being built first, and
+    of ``bind`` on the loops as written; with none, InferBound and the polyhedral model can be
+    built, and ``tessel.check`` judges the rest (thread extents, dependences)."""
     out: list[Violation] = []
     stages = [st for st in sch.stages if not st.is_placeholder]
     broken: set[int] = set()
@@ -151,23 +82,8 @@ def find_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
         for iv, attr in st.iter_var_attrs.items():
             if attr.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED) and iv.is_reduce and any(iv is x for x in st.leaf_iter_vars):
                 out.append(_reduction_annotation(sch, st, iv, attr.kind, propose))
-    from .threads import thread_extent_violations, thread_violations
-
     out.extend(thread_violations(sch, propose))
-    if not out:  # the tree is well formed: InferBound and the polyhedral model can be built from it
-        out.extend(thread_extent_violations(sch, propose))
-    if not out:
-        out.extend(_check_order(sch, propose))
-    if not out:
-        out.extend(_check_annotations(sch, propose))
     return out
-
-
-def verify(sch: Schedule) -> None:
-    """Raise a ScheduleError for the first broken rule (all are in ``s.violations()``)."""
-    found = find_violations(sch)
-    if found:
-        raise found[0].error(len(found) - 1)
 
 
 def _shares_host_loop(st: Stage) -> bool:
@@ -416,104 +332,6 @@ def _check_lca(sch: Schedule, tree: ScheduleTree, st: Stage, r: Stage, cons: dic
     return choose(sch, v, candidates)
 
 
-# ---- rules beyond the tree -----------------------------------------------------------------
-def _check_order(sch: Schedule, propose: bool) -> list[Violation]:
-    """The final schedule keeps every dependence of the program's order, whatever made it (TE
-    primitives, positions, commands, storage); each command was checked when given too, but a
-    primitive applied after it could still break one. Judged once per state of the schedule
-    (a build verifies more than once); without commands or storage no loop order changes a value
-    (``solve.order_conflicts``), and a recurrence's order is judged on its reads (``recurrence.py``)."""
-    from .commands import has_commands
-
-    if not has_commands(sch):
-        return []
-    from ..poly.analysis import known_clean, remember_clean  # against the flow: test_layering.py
-    from ..poly.checked import order_violations
-
-    if known_clean(sch, "order"):
-        return []
-    try:
-        found = order_violations(sch, propose)
-    except TesselError:  # the model cannot be built: lowering reports why
-        return []
-    if not found:
-        remember_clean(sch, "order")
-    return found
-
-
-def _check_annotations(sch: Schedule, propose: bool) -> list[Violation]:
-    """Seed 004: ``parallel``/``vectorize`` are legal on a loop iff it carries no dependence
-    (decided exactly on the polyhedral model), ``unroll`` iff its extent is a constant."""
-    todo = [(st, iv, a.kind) for st in sch.stages for iv, a in st.iter_var_attrs.items()
-            if a.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED, LoopKind.UNROLLED) and any(iv is x for x in st.leaf_iter_vars)
-            and not (iv.is_reduce and a.kind != LoopKind.UNROLLED)]  # a reduction loop has its own rule
-    if not todo:
-        return []
-    from ..poly.analysis import analysis, known_clean, remember_clean  # against the flow: test_layering.py
-
-    if known_clean(sch, "annotations"):  # an identical schedule was judged already (a cached build)
-        return []
-    found = analysis(sch)
-    try:
-        found.model  # noqa: B018 -- InferBound and the model; what fails here, lowering reports
-    except TesselError:
-        return []
-    out: list[Violation] = []
-    for st, iv, kind in todo:
-        if kind == LoopKind.UNROLLED:
-            ext = found.model.ranges.get(iv)
-            # a constant, or at most one (a split's inner loop cut to its parent: min(n, 4))
-            if ext is None or Analyzer().const_int_bound(ext.extent)[1] is not None:
-                continue
-            text = (f"stage {st.name}: cannot unroll {iv.name}: its extent {ext.extent} has no constant bound, "
-                    f"so there is no fixed number of copies to make; split it by a constant factor and unroll "
-                    f"the inner loop, or leave it a loop")
-            v = Violation(ViolationKind.SYMBOLIC_UNROLL, st, text, (st,), (iv,))
-        else:
-            got = found.carried(st, iv)
-            if got is None:
-                continue
-            dep, part = got
-            verb = "parallelize" if kind == LoopKind.PARALLEL else "vectorize"
-            text = (f"stage {st.name}: cannot {verb} {iv.name}: it carries the {dep.describe(part)}; its "
-                    f"iterations must run in order. Annotate a loop that carries no dependence instead")
-            v = Violation(ViolationKind.CARRIED_DEPENDENCE, st, text, (st,), (iv,))
-            v.dependence = dep  # type: ignore[attr-defined]
-        fixes: list = [FixBuilder(Names(sch)).drop_annotation(st, iv)]
-        if kind == LoopKind.PARALLEL and propose:  # a wavefront: the loop outside it skewed to carry everything
-            fixes[0:0] = _wavefront(sch, st, iv)
-        if kind == LoopKind.UNROLLED:  # the inner loop of a split by a constant keeps the unroll, bounded
-            fixes.insert(0, FixBuilder(Names(sch)).split(st, iv, 8))
-        out.append(choose(sch, v, fixes) if propose else v)
-    if not out:
-        remember_clean(sch, "annotations")
-    return out
-
-
-class _Ready:
-    """A fix already built and checked (by ``tessel.poly.solve``), as a candidate for ``choose``."""
-
-    def __init__(self, fix: Fix):
-        self.fix = fix
-
-    def build(self) -> Fix:
-        return self.fix
-
-
-def _wavefront(sch: Schedule, st: Stage, iv: E.IterVar) -> list:
-    """The skew of the loop just outside ``iv`` with it after which ``iv`` carries nothing."""
-    k = next((n for n, x in enumerate(st.leaf_iter_vars) if x is iv), 0)
-    if k == 0:
-        return []
-    from ..poly.solve import wavefront  # against the flow: test_layering.py
-
-    try:
-        p = wavefront(sch, st, st.leaf_iter_vars[k - 1], iv, parallel=False)
-    except TesselError:
-        return []
-    return [_Ready(p.fix)] if p.possible and p.fix is not None and p.steps else []
-
-
 def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, propose: bool = True) -> Violation:
     verb = {LoopKind.PARALLEL: "parallelize", LoopKind.VECTORIZED: "vectorize"}[kind]
     out = st.op.outputs[0].name if st.op.outputs else st.name
@@ -552,14 +370,9 @@ def _reduction_annotation(sch: Schedule, st: Stage, iv: E.IterVar, kind: str, pr
 
 
 def _dependence_words(sch: Schedule, st: Stage, iv: E.IterVar) -> str:
-    """`` (the dependence it carries: ...)`` from the polyhedral model, when it can be built."""
-    from ..poly.analysis import analysis  # against the flow, deliberately: see tests/test_layering.py
-
-    try:
-        got = analysis(sch).carried(st, iv)
-    except TesselError:  # a schedule broken otherwise too: the rule stands on its own
-        return ""
-    return "" if got is None else f" (it carries the {got[0].describe(got[1])})"
+    """`` (it carries the ...)`` from the polyhedral model, when it can be built."""
+    words = checker().carried(sch, st, iv)
+    return f" (it carries the {words})" if words else ""
 
 
 def reduction_annotation_error(stage: Stage, iv: E.IterVar, kind: str) -> ScheduleError:
@@ -567,4 +380,4 @@ def reduction_annotation_error(stage: Stage, iv: E.IterVar, kind: str) -> Schedu
     return _reduction_annotation(stage.schedule, stage, iv, kind).error()
 
 
-__all__ = ["Violation", "ViolationKind", "find_violations", "reduction_annotation_error", "verify"]
+__all__ = ["Violation", "ViolationKind", "reduction_annotation_error", "tree_violations"]

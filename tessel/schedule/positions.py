@@ -38,7 +38,7 @@ def commit(sch: Schedule, trial: Schedule) -> None:
 def refuse(sch: Schedule, why: Refusal, producer: Stage, consumer: Stage, pos, p: int) -> ScheduleError:
     """The ScheduleError for a refused ``compute_at`` by position, with a validated fix."""
     from .fixes import FixBuilder, Names, choose
-    from .legality import Violation, ViolationKind
+    from .violation import Violation, ViolationKind
 
     kind = ViolationKind[why.kind]
     where = f"s[{producer.name}].compute_at(s[{consumer.name}], {pos})"

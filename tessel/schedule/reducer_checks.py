@@ -10,8 +10,8 @@ import math
 
 from ..errors import TesselError
 from ..ir import expr as E
-from .legality import Violation, ViolationKind
 from .stage import Stage
+from .violation import Violation, ViolationKind
 
 
 def _samples(dt) -> list:

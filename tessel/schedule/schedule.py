@@ -10,6 +10,7 @@ from ..ir import expr as E
 from ..te.domain import infer_shapes
 from ..te.operation import post_dfs_order
 from ..te.tensor import Operation, Tensor
+from .checking import checker
 from .history import History, note_created, recorded
 from .stage import ROOT, SCOPE, Stage
 
@@ -175,16 +176,14 @@ class Schedule:
     @deep_stack("s.violations()")
     def violations(self) -> list:
         """Every broken legality rule, each with its explanation and proposed fix (empty: legal)."""
-        from .legality import find_violations
-
-        return find_violations(self)
+        return checker().violations(self)
 
     @deep_stack("s.verify()")
     def verify(self) -> Schedule:
         """Raise a ScheduleError explaining the first broken rule (and proposing a fix); else return self."""
-        from .legality import verify
-
-        verify(self)
+        found = checker().violations(self)
+        if found:
+            raise found[0].error(len(found) - 1)
         return self
 
     def python(self, func: str = "schedule") -> str:
@@ -224,7 +223,7 @@ class Schedule:
     #: the user's assumptions about the sizes (``assume``), as written
     assumptions: tuple[str, ...] = ()
     #: (stage name, why) of commands accepted on the way to a schedule they are legal in only if
-    #: later commands follow (``poly.checked``): said again if the final schedule is refused
+    #: later commands follow (``tessel.check``): said again if the final schedule is refused
     pending_conditions: tuple[tuple[str, str], ...] = ()
     #: while a command's checks run: (undo, redo) of the command (``commands._commit``)
     _before_command: tuple | None = None
@@ -250,9 +249,7 @@ class Schedule:
     def dependences(self) -> list:
         """The flow, anti and output dependences between statement instances of the schedule
         as it would be lowered now (seed 004), each with a witness (``str()`` shows it)."""
-        from ..poly.analysis import analysis
-
-        return list(analysis(self).dependences)
+        return checker().dependences(self)
 
     def normalize(self) -> Schedule:
         """Kept for TVM compatibility: lowering already counts every loop from zero."""

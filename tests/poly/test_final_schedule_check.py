@@ -260,7 +260,7 @@ def test_parallel_along_a_recurrence_is_refused_with_its_dependence():
 def test_the_final_check_runs_once_per_state_of_the_schedule(monkeypatch):
     """A build verifies more than once (and a second target builds the same state again); the
     dependences of the final schedule are checked at the first verify only."""
-    import tessel.poly.checked as checked
+    import tessel.check.commands as checked
 
     calls = []
     real = checked.order_conflicts

@@ -14,7 +14,7 @@ from helpers import check, rand
 import tessel
 from tessel import te
 from tessel.errors import ScheduleError
-from tessel.schedule import commands
+from tessel.schedule import checking, commands
 from tessel.schedule.history import corresponding
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "viz"))
@@ -108,18 +108,24 @@ def test_the_schedule_tree_lists_a_stages_commands():
     assert any(ln.startswith("storage_fold(B.folded[i%3, j])") for ln in labels)
 
 
-# ---- the legality hook --------------------------------------------------------------------
-def test_a_registered_check_runs_after_every_command_and_its_refusal_undoes_it(monkeypatch):
+# ---- the checker asked after each command -------------------------------------------------
+def test_the_checker_is_asked_after_every_command_and_its_refusal_undoes_it(monkeypatch):
+    """The schedule asks the checking layer through the interface it owns (schedule.checking);
+    a checker standing in for tessel.check's sees every command, and its refusal undoes it."""
     seen = []
+    real = checking.checker()
 
-    def check_fn(sch, stage, cmd):
-        seen.append((stage.name, type(cmd).__name__))
-        if isinstance(cmd, commands.Skew):
-            raise ScheduleError(f"stage {stage.name}: refused by the test's check")
+    class Refusing:
+        def __getattr__(self, name):
+            return getattr(real, name)
 
-    monkeypatch.setattr(commands, "_CHECKS", [])
-    assert commands.register_legality_check(check_fn) is check_fn
-    commands.register_legality_check(check_fn)  # once only
+        def after_command(self, sch, stage, cmd):
+            seen.append((stage.name, type(cmd).__name__))
+            if isinstance(cmd, commands.Skew):
+                raise ScheduleError(f"stage {stage.name}: refused by the test's check")
+            real.after_command(sch, stage, cmd)
+
+    monkeypatch.setattr(checking, "_WIRED", [Refusing()])
     A, B, C = _pipeline()
     s = te.create_schedule(C.op)
     s[C].after(s[B], None)
@@ -131,6 +137,17 @@ def test_a_registered_check_runs_after_every_command_and_its_refusal_undoes_it(m
     assert s.history[-1].error is not None  # and recorded as a failed step
     a = rand(6, 5)
     check(s, [A, C], [a], [_ref(a)])
+
+
+def test_the_checking_layer_is_wired_once_by_the_package_face():
+    """tessel/__init__.py wires tessel.check to the schedule; no other module calls wire."""
+    import tessel.check
+
+    assert checking.checker() is tessel.check.CHECKS
+    root = Path(tessel.__file__).parent
+    callers = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "_wire(" in p.read_text()
+                     or "checking.wire(" in p.read_text())
+    assert callers == ["__init__.py"]
 
 
 # ---- refusals -----------------------------------------------------------------------------
@@ -165,7 +182,7 @@ def test_interchange_across_a_reduction_init_is_refused():
     k = te.reduce_axis((0, 4), name="k")
     R = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="R")
     s = te.create_schedule(R.op)
-    # the command is checked against the model right away (tessel.poly.checked), so refused there
+    # the command is checked against the model right away (tessel.check), so refused there
     with pytest.raises(ScheduleError, match="R.*interchange.*R \\(init\\) runs inside i and not inside k"):
         s[R].interchange(R.op.axis[0], k)
     assert not s[R].commands

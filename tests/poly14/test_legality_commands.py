@@ -6,7 +6,7 @@ ScheduleError (rule ``dependence-order``) naming the dependence -- kind, source,
 distance vectors -- and a concrete instance pair, and proposing a fix tessel computed from the
 dependences and checked by replay: the shifts that make a fusion legal, the root order when no
 loop can be shared, a skew that keeps every dependence. Each fix is applied and the kernel run
-against NumPy on both targets. ``tessel.poly.legalize_fusion`` and ``tessel.poly.wavefront``
+against NumPy on both targets. ``tessel.check.legalize_fusion`` and ``tessel.check.wavefront``
 are the same solvers as a public API.
 """
 
@@ -177,7 +177,7 @@ def test_unroll_keeps_the_order_so_it_is_legal_before_and_after_the_skew(skew):
 def test_wavefront_solver_finds_the_skew_and_the_parallel_loop():
     n = te.var("n")
     A, R, s = _wavefront(n, n)
-    p = tessel.poly.wavefront(s, R, *R.op.axis)
+    p = tessel.check.wavefront(s, R, *R.op.axis)
     assert p.possible and p.details["factors"] == (1, 1)
     assert p.code == "s[R].skew(R.op.axis[0], R.op.axis[1], 1, 1)\ns[R].parallel(R.op.axis[1])"
     assert not s[R].commands  # a proposal changes nothing until applied
@@ -186,7 +186,7 @@ def test_wavefront_solver_finds_the_skew_and_the_parallel_loop():
     _run_in_place(s, A, a, _wavefront_ref(a), threads=2)
     # the diagonal stencil's dependences are all carried by i: its inner loop is parallel as it is
     A, D, s2 = _diagonal(n, n)
-    q = tessel.poly.wavefront(s2, D, *D.op.axis)
+    q = tessel.check.wavefront(s2, D, *D.op.axis)
     assert q.possible and q.details["factors"] is None and q.code == "s[D].parallel(D.op.axis[1])"
     q.apply(s2)
     _run_in_place(s2, A, a, _diagonal_ref(a), threads=2)
@@ -207,7 +207,7 @@ def test_a_2d_wavefront_recurrence_on_two_threads_computes_what_it_computes_seri
     with pytest.raises(ScheduleError) as e:
         s.verify()
     assert "skew" in (e.value.fix or "")
-    p = tessel.poly.wavefront(te.create_schedule(h.op), h, i, j)
+    p = tessel.check.wavefront(te.create_schedule(h.op), h, i, j)
     assert p.possible and p.details["factors"] == (1, 1)
     s = te.create_schedule(h.op)
     p.apply(s)
@@ -271,7 +271,7 @@ def test_a_fusion_at_the_inner_level_is_repaired_by_the_shift_tessel_proposes():
 
 def test_legalize_fusion_gives_the_same_commands_as_a_proposal():
     A, bx, by, s = _blur()
-    p = tessel.poly.legalize_fusion(s, by, bx, by.op.axis[1])
+    p = tessel.check.legalize_fusion(s, by, bx, by.op.axis[1])
     assert p.possible and p.details["shifts"] == {by.op.axis[0]: 2} and p.details["level"] is by.op.axis[1]
     assert str(p) == "s[by].shift(by.op.axis[0], 2)\ns[by].after(s[bx], by.op.axis[1])"
     # one row less is refused: the shift is the least that works
@@ -288,7 +288,7 @@ def test_legalize_fusion_gives_the_same_commands_as_a_proposal():
 
 def test_a_row_read_backwards_is_fused_inside_with_one_row_of_delay():
     A, bx, by, s = _blur("reversed row")
-    p = tessel.poly.legalize_fusion(s, by, bx, by.op.axis[1])
+    p = tessel.check.legalize_fusion(s, by, bx, by.op.axis[1])
     assert p.possible and p.details["shifts"] == {by.op.axis[0]: 1}
     p.apply(s)
     a = rand(8, 9)
@@ -304,7 +304,7 @@ def test_an_impossible_fusion_is_refused_with_the_level_where_it_becomes_possibl
         assert "flow dependence bx -> by through bx" in msg
         assert "possible only at the root" in msg
         assert e.value.fix == "s[by].after(s[bx], None)"
-    p = tessel.poly.legalize_fusion(s, by, bx, by.op.axis[1])
+    p = tessel.check.legalize_fusion(s, by, bx, by.op.axis[1])
     assert not p.possible and p.details["level"] is None
     e.value.fix_steps.apply(s)
     a = rand(7, 6)
@@ -326,7 +326,7 @@ def test_reverse_of_a_loop_carrying_a_dependence_is_refused():
 
 def test_a_shift_that_undoes_a_legal_fusion_is_refused():
     A, bx, by, s = _blur()
-    tessel.poly.legalize_fusion(s, by, bx, by.op.axis[1]).apply(s)
+    tessel.check.legalize_fusion(s, by, bx, by.op.axis[1]).apply(s)
     with pytest.raises(ScheduleError, match="shift\\(i, -1\\) is refused"):
         s[by].shift(by.op.axis[0], -1)
     a = rand(6, 5)
@@ -336,7 +336,7 @@ def test_a_shift_that_undoes_a_legal_fusion_is_refused():
 # ---- storage folding: the fold must hold every value until it is read --------------------------
 def test_a_fold_too_small_for_the_fused_blur_is_refused_with_the_least_that_works():
     A, bx, by, s = _blur()
-    tessel.poly.legalize_fusion(s, by, bx, by.op.axis[1]).apply(s)
+    tessel.check.legalize_fusion(s, by, bx, by.op.axis[1]).apply(s)
     s[bx].storage_fold(bx.op.axis[0], 2)  # by reads rows i .. i + 2: three are live at once
     with pytest.raises(ScheduleError) as e:  # judged on the finished schedule: verify, build
         tessel.build(s, [A, by], target="python")
@@ -355,7 +355,7 @@ def test_a_fold_before_the_fusion_that_makes_it_legal_is_accepted():
     with pytest.raises(ScheduleError, match="overwrote") as e:
         s.verify()  # every row of bx is written before by reads any
     assert e.value.fix is None  # no constant fold holds a whole image of symbolic size
-    tessel.poly.legalize_fusion(s, by, bx, by.op.axis[1]).apply(s)
+    tessel.check.legalize_fusion(s, by, bx, by.op.axis[1]).apply(s)
     assert s.verify() is s
     a = rand(9, 8)
     check(s, [A, by], [a], [_blur_ref(a)])

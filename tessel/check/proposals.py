@@ -5,7 +5,7 @@
 (Tiramisu's ``consumer.after(producer, axis)``). Fused as asked, a consumer may read rows its
 producer has not written yet; tessel computes from the exact dependences the least delays
 (``shift``) of the consumer's loops that keep every dependence, or, when none exist at that
-level, the deepest outer level where they do (``repair.py``).
+level, the deepest outer level where they do (``poly/repair.py``).
 
 ``wavefront(s, stage, i, j)`` asks for the inner of two consecutive loops to run in parallel:
 tessel finds the least skew ``(a, b)`` whose new outer loop ``a*i + b*j`` carries every
@@ -13,14 +13,14 @@ dependence, so the inner loop carries none.
 
 Each returns a :class:`Proposal`: the commands as Python (``print(p)``), as recorded steps
 (``p.steps``), and ``p.apply(s)``. A proposal is made by calling the commands on a copy of the
-schedule and is offered only when that copy passes the dependence check, so applying it is
-safe; when no commands work, ``p.possible`` is False and ``p.explanation`` says why.
+schedule and is offered only when that copy passes the checks, so applying it is safe; when no
+commands work, ``p.possible`` is False and ``p.explanation`` says why.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,15 +29,14 @@ import islpy as isl
 
 from ..errors import ScheduleError, TesselError
 from ..ir import expr as E
-from ..schedule.fixes import Fix, Names
-from ..schedule.history import Step, apply_steps
+from ..poly.analysis import analysis
+from ..poly.model import Model
+from ..poly.order import fold_conflicts, order_conflicts, program_order
+from ..poly.repair import inner_distances, repair_fusion, skew_factors
+from ..schedule.fixes import Fix, Names, try_fix
+from ..schedule.history import Step, _HandleMaker, apply_steps
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
-from .deps import Dependence
-from .legality import Conflict, align, conflicts, lex, time_pairs, union
-from .model import Model
-from .repair import inner_distances, repair_fusion, skew_factors
-from .space import DIM
 
 
 @dataclass(eq=False)
@@ -99,8 +98,6 @@ def record(sch: Schedule, calls: list[tuple[Stage, str, tuple]], names: Names, c
     """``calls`` (stage, command, arguments) as recorded steps with ``code``, checked by running
     them on a copy of ``sch``: None when a command refuses them (ScheduleError) or the result
     breaks a dependence or another rule."""
-    from ..schedule.fixes import try_fix
-    from ..schedule.history import _HandleMaker
 
     make = _HandleMaker(sch)
     steps = tuple(Step(method, make(st), make(args, st), {}) for st, method, args in calls)
@@ -133,164 +130,6 @@ def proposing() -> bool:
     return not getattr(_QUIET, "on", False)
 
 
-def order_conflicts(sch: Schedule, involved: Callable[[Any], bool] | None = None) -> list[Conflict]:
-    """The dependences of the program order that ``sch`` breaks (``legality.py``), only those
-    ``involved(dep)`` accepts when given; empty for a schedule without commands or storage:
-    each of its elements is written once, by its own stage, before its readers run (the tree
-    rules), so no loop order changes a value -- but a recurrence's, judged on its own reads
-    (``recurrence.py``)."""
-    from .analysis import analysis
-
-    if not _has_commands(sch):
-        return []
-    base = program_order(sch, moved(sch))
-    deps = base.dependences if involved is None else [d for d in base.dependences if involved(d)]
-    if not deps:
-        return []
-    now = analysis(sch).model
-    scheds = {st.name: st.schedule for st in now.statements if st.schedule is not None}
-    return conflicts(deps, scheds, now.context)
-
-
-def storage_choice(sch: Schedule, st: Stage) -> bool:
-    """Whether ``st``'s ``store_in`` only chooses where values live -- a fold, or a buffer no
-    stage of the program reads -- rather than what the program means (storing into a tensor
-    the program reads: an in-place update)."""
-    if st.storage is None:
-        return False
-    if st.storage.folded:
-        return True
-    buf = st.storage.buffer.op
-    return not any(t.op is buf for x in sch.stages for t in x.op.input_tensors())
-
-
-def fold_conflicts(sch: Schedule) -> list[tuple[Stage, Dependence, isl.Map]]:
-    """Values a storage choice (``storage_fold``, ``store_in`` into a fresh buffer) would lose:
-    for each flow dependence of the program out of such a stage, the (write time, read time)
-    pairs between which another value of the stage is written into the same element, under
-    ``sch``'s schedules."""
-    from .analysis import analysis
-
-    chosen = [st for st in sch.stages if storage_choice(sch, st)]
-    if not chosen:
-        return []
-    now = analysis(sch).model
-    base = program_order(sch, moved(sch))
-    scheds = align({x.name: x.schedule for x in now.statements if x.schedule is not None})
-    out = []
-    for st in chosen:
-        group = _sharing(sch, st)
-        mine = [x for x in now.statements if _pos(x.stage) in group and x.name in scheds]
-        orig = {x.name: x for x in base.model.statements}
-        new_w = {x.name: _timed([a for a in x.writes if a.tensor is st.storage.buffer], scheds[x.name]) for x in mine}
-        old_w = {x.name: _timed(orig[x.name].writes, scheds[x.name]) for x in mine if x.name in orig}
-        every_new, every_old = union(list(new_w.values())), union(list(old_w.values()))
-        if every_new is None or every_old is None:
-            continue
-        n = next(iter(scheds.values())).dim(DIM.out)
-        for d in base.dependences:
-            src = d.source.name
-            if d.kind != "flow" or _pos(d.source.stage) not in group or new_w.get(src) is None or old_w.get(src) is None:
-                continue
-            # later writes of another value into the element the source wrote
-            other = new_w[src].apply_range(every_new.reverse()).subtract(old_w[src].apply_range(every_old.reverse()))
-            other = other.intersect(lex(n, "lt"))
-            bad = time_pairs(d, scheds).range_product(other).intersect_range(lex(n, "gt").wrap())
-            bad = bad.intersect_params(now.context)
-            if not bad.is_empty():
-                out.append((st, d, bad))
-    return out
-
-
-def _sharing(sch: Schedule, st: Stage) -> set[int]:
-    """The positions of ``st`` and of the stages stored with it: a recurrence's definitions
-    share the storage of the last one, whose ``store_in`` moves them all."""
-    out = {sch.stages.index(st)}
-    for k, x in enumerate(sch.stages):
-        storage = getattr(x.op, "storage", None)
-        if callable(storage) and x.op.num_outputs == 1 and storage(x.op.output(0)).op is st.op:
-            out.add(k)
-    return out
-
-
-def _timed(accesses: list, sched: isl.Map) -> isl.Map | None:
-    return union([a.relation.apply_domain(sched) for a in accesses])
-
-
-def _pos(st: Stage) -> int:
-    return st.schedule.stages.index(st)
-
-
-def _has_commands(sch: Schedule) -> bool:
-    from ..schedule.commands import has_commands
-
-    return has_commands(sch)
-
-
-@dataclass(eq=False)
-class ProgramOrder:
-    """The model of a schedule without its commands or storage choices, and the dependences of
-    its statements in the program's own order (``deps.program_dependences``)."""
-
-    model: Model
-    dependences: list[Dependence]
-
-
-#: program-order analyses by content, most recent last (a few: one per schedule being edited)
-_BASE: dict = {}
-
-
-def moved(sch: Schedule) -> frozenset[int]:
-    """The positions of the stages whose instances or storage a schedule's commands move: a
-    stage given a command, storage or an order, and every stage computed inside its loops.
-    A dependence between two other stages is kept by the tree rules whatever the loops."""
-    stages = sch.stages
-    out = {k for k, st in enumerate(stages) if st.commands or st.storage is not None}
-    for st in stages:  # a recurrence's storage moves the storage of all its definitions
-        if st.storage is not None:
-            out |= _sharing(sch, st)
-    out |= {stages.index(x) for o in sch.orders for x in (o.stage, o.anchor)}
-    for k, st in enumerate(stages):
-        seen, at = 0, st
-        while at is not None and seen < len(stages) and k not in out:
-            if stages.index(at) in out:
-                out.add(k)
-            at, seen = at.attach_stage, seen + 1
-    return frozenset(out)
-
-
-def program_order(sch: Schedule, only: frozenset[int] | None = None) -> ProgramOrder:
-    """The dependences every schedule of ``sch``'s program must keep, over the statements of
-    ``sch`` as lowered without its loop commands, after/before and storage folds, its
-    ``store_in`` kept (storing into an input or another tensor is what the program means: an
-    in-place update). They are computed in the program's order, not in the TE loop nest's: a
-    split or reorder may break one as a command may (a fold is checked apart: ``fold_conflicts``).
-    ``only``: just those with an end in the stages at these positions (``moved``)."""
-    from ..schedule.commands import commands_key
-    from .analysis import analysis, content_key
-    from .deps import program_dependences
-
-    plain = sch.copy(record=False)
-    for st in plain.stages:
-        st.commands = ()
-        if storage_choice(sch, st):  # a fold or a fresh buffer saves memory, it means nothing
-            st.storage = None
-    plain.orders = ()
-    ckey = content_key(plain)
-    key = None if ckey is None else (ckey, commands_key(plain), only)
-    if key is not None and key in _BASE:
-        got = _BASE.pop(key)
-        _BASE[key] = got
-        return got
-    model = analysis(plain).model
-    got = ProgramOrder(model, program_dependences(model, only))
-    if key is not None:
-        _BASE[key] = got
-        while len(_BASE) > 16:
-            del _BASE[next(iter(_BASE))]
-    return got
-
-
 # ---- fusion ----------------------------------------------------------------------------------
 def legalize_fusion(sch: Schedule, consumer: Any, producer: Any, axis: E.IterVar) -> Proposal:
     """The commands that fuse ``consumer``'s loops down to ``axis`` (one of its loops) with
@@ -299,8 +138,6 @@ def legalize_fusion(sch: Schedule, consumer: Any, producer: Any, axis: E.IterVar
     outer loop where one can."""
     b, a = _stage(sch, consumer), _stage(sch, producer)
     level = _loop_index(b, axis)
-    from .analysis import analysis
-
     model: Model = analysis(sch).model
     deps = program_order(sch).dependences
     a_names = {x.name for x in model.statements if x.stage is a}
@@ -355,8 +192,6 @@ def wavefront(sch: Schedule, stage: Any, i: E.IterVar, j: E.IterVar, limit: int 
     what = f"a wavefront over {st.name}'s loops {i.name}, {j.name}"
     if kj != ki + 1:
         return Proposal(what, False, f"{i.name} and {j.name} must be consecutive loops of {st.name}, {i.name} outside")
-    from .analysis import analysis
-
     model = analysis(sch).model
     li, lj = model.loops_of(st, i), model.loops_of(st, j)
     if not li or not lj or li[0].width != 1 or lj[0].width != 1:
@@ -386,9 +221,7 @@ def wavefront(sch: Schedule, stage: Any, i: E.IterVar, j: E.IterVar, limit: int 
                   {"factors": ab})
 
 
-def _inner_carried():
-    import islpy as isl
-
+def _inner_carried() -> isl.Set:
     return isl.Set("{ [x, y] : x = 0 and y != 0 }")
 
 
@@ -399,4 +232,4 @@ def _offer(what: str, fix: Fix | None, why: str, details: dict) -> Proposal:
     return Proposal(what, True, why, fix, details)
 
 
-__all__ = ["Proposal", "fold_conflicts", "legalize_fusion", "storage_choice", "moved", "order_conflicts", "program_order", "record", "wavefront"]
+__all__ = ["Proposal", "legalize_fusion", "proposing", "quiet", "record", "wavefront"]

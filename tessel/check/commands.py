@@ -2,13 +2,13 @@
 
 A command (``after``, ``shift``, ``skew``, ``reverse``, ``interchange``, ``store_in``, ...)
 changes statement schedules; right after it, every dependence of the program order must still
-run source first (``solve.order_conflicts``). When one does not, the command is refused with a
+run source first (``poly.order.order_conflicts``). When one does not, the command is refused with a
 :class:`~tessel.schedule.legality.Violation` of kind ``dependence-order``: the dependence it
 breaks (kind, source, sink, tensor, distance vectors) with a concrete pair of instances, and,
 where tessel finds one, a fix computed from the dependences -- the shifts that make a fusion
 legal, or the deepest loop where it is possible (``legalize_fusion``); the skew that keeps every
 dependence (``wavefront``). A fix is offered only after its steps, replayed onto the schedule
-as it was before the command, leave it legal (``solve.record``).
+as it was before the command, leave it legal (``proposals.record``).
 """
 
 from __future__ import annotations
@@ -17,33 +17,30 @@ from typing import Any
 
 import islpy as isl
 
-from ..errors import ScheduleError
+from ..bound.infer import UNBOUNDED_READER
+from ..errors import ScheduleError, TesselError
 from ..ir import expr as E
-from ..schedule.legality import Violation, ViolationKind
+from ..poly.analysis import analysis
+from ..poly.commands import check_storage
+from ..poly.legality import Conflict, distance_text
+from ..poly.order import fold_conflicts, order_conflicts
+from ..schedule.commands import Order
+from ..schedule.fixes import FixBuilder, Names, choose
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
-from .legality import Conflict, distance_text
-from .solve import Proposal, fold_conflicts, legalize_fusion, order_conflicts, proposing, quiet, wavefront
+from ..schedule.violation import Violation, ViolationKind
+from .proposals import Proposal, legalize_fusion, proposing, quiet, record, wavefront
 
 
 def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
     """Refuse ``command`` (just applied to ``stage``) if the schedules now break a dependence
     it is answerable for (``involved``); the whole schedule is checked again at ``verify``, with
     the storage choices (a fold or a fresh buffer is declared before or after the fusion that
-    makes it legal, so it is judged on the finished schedule)."""
+    makes it legal, so it is judged on the finished schedule). An isl.Error (no model while a
+    tree rule is broken) passes to the caller, which weighs it against the whole check."""
     try:
         found = order_conflicts(sch, involved(stage, command))
-    except isl.Error:
-        # the model has no meaning while a tree rule is broken (a stage attached where a reader
-        # cannot see it): that is refused at build, and the dependences checked once it is not
-        from ..schedule.legality import find_violations
-
-        if find_violations(sch, propose=False):
-            return
-        raise
     except ScheduleError as err:
-        from ..bound.infer import UNBOUNDED_READER
-
         if getattr(err, "rule", None) != UNBOUNDED_READER:
             raise
         # InferBound refused the schedule (attachments that contradict the reads): the model
@@ -162,9 +159,6 @@ def fold_violation(sch: Schedule, stage: Stage, command: Any, folded: Stage, dep
 
 def _wider_fold(before: Schedule, st: Stage, cmd: Any) -> Any:
     """``storage_fold`` of the same axis by the least factor (up to 64) that is legal."""
-    from ..schedule.fixes import Names
-    from .solve import record
-
     k = next((n for n, x in enumerate(cmd.indices) if isinstance(x, E.FloorMod)), None)
     if k is None:
         return None
@@ -185,8 +179,6 @@ def involved(stage: Stage, command: Any):
     where a third stage is not placed yet); a loop command, those with an end in a statement
     inside the stage's loops (its own, or a stage computed inside them). Stages are matched by
     position: the dependences may come from an identical program analysed before."""
-    from ..schedule.commands import Order
-
     stages = stage.schedule.stages
     if isinstance(command, Order):
         pair = {stages.index(command.stage), stages.index(command.anchor)}
@@ -241,8 +233,6 @@ def _loops(command: Any) -> tuple[E.IterVar, ...]:
 
 def undone(sch: Schedule, stage: Stage, command: Any) -> Schedule:
     """A copy of ``sch`` without ``command`` (the last command of ``stage``, or its order)."""
-    from ..schedule.commands import Order
-
     before = sch.copy(record=False)
     mine = before.stages[sch.stages.index(stage)]
     if isinstance(command, Order):
@@ -256,8 +246,6 @@ def undone(sch: Schedule, stage: Stage, command: Any) -> Schedule:
 
 def repair(before: Schedule, stage: Stage, command: Any) -> Proposal | None:
     """The commands, computed from the dependences, that do what ``command`` meant legally."""
-    from ..schedule.commands import Order
-
     st = before.stages[stage.schedule.stages.index(stage)]
     try:
         if isinstance(command, Order):
@@ -317,8 +305,6 @@ def order_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
 def _propose_order(sch: Schedule, v: Violation, c: Conflict) -> None:
     """The loops of the dependence's stages put back in the program's order (a reorder: what a
     split, tile or reorder changed), kept only if the schedule is legal after it."""
-    from ..schedule.fixes import FixBuilder, Names, choose
-
     stages = dict.fromkeys(x for x in (_live(sch, c.dep.sink.stage), _live(sch, c.dep.source.stage)) if x is not None)
     candidates = []
     for st in stages:
@@ -355,10 +341,6 @@ def program_loop_order(st: Stage) -> list[E.IterVar] | None:
 def _in_bounds(sch: Schedule) -> bool:
     """Whether every access stays inside its tensor (a store_in leaving its buffer is refused by
     the bounds check, with a witness, before its storage could be judged)."""
-    from ..errors import TesselError
-    from .analysis import analysis
-    from .commands import check_storage
-
     try:
         found = analysis(sch)
         found.check_bounds()
@@ -368,11 +350,5 @@ def _in_bounds(sch: Schedule) -> bool:
     return True
 
 
-def install() -> None:
-    """Register the check with the commands (done once, when tessel.poly is imported)."""
-    from ..schedule.commands import register_legality_check
 
-    register_legality_check(check_command)
-
-
-__all__ = ["check_command", "install", "order_violations", "program_loop_order", "repair", "undone", "violation"]
+__all__ = ["check_command", "order_violations", "program_loop_order", "repair", "undone", "violation"]
