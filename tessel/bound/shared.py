@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ..arith import Analyzer, IntSet
 from ..schedule import relations as R
-from ..schedule.stage import ROOT, Stage
+from ..schedule.kinds import ROOT
+from ..schedule.stage import Stage
 from ..te.operation import Request
 
 

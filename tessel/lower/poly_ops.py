@@ -33,7 +33,7 @@ from ..poly.astgen import AstReader, scan
 from ..poly.commands import check_storage
 from ..poly.model import Model, Statement, build
 from ..schedule.commands import describe
-from ..schedule.stage import INLINE, ROOT
+from ..schedule.kinds import INLINE, ROOT
 from ..te.tensor import ComputeOp, Tensor, reduction_update
 
 

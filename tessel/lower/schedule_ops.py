@@ -33,8 +33,9 @@ from ..ir.functor import collect, free_vars, inline_lets, substitute
 from ..ir.stmt import AttrKey, LoopKind
 from ..poly.astgen import AstReader, condition, scan
 from ..poly.exact import ExactPlan, StageSets, drop, mentions
+from ..schedule.kinds import INLINE, SCOPE
 from ..schedule.relations import Rebase
-from ..schedule.stage import INLINE, SCOPE, Stage
+from ..schedule.stage import Stage
 from ..schedule.threads import relaxes
 from .thread_nest import merge_nested_threads
 

@@ -14,7 +14,7 @@ import islpy as isl
 
 from ..ir import expr as E
 from ..ir.names import shown
-from ..schedule.stage import SCOPE
+from ..schedule.kinds import SCOPE
 from ..te.tensor import Tensor
 from .space import DIM, Converter, NotAffine, pw_to_map
 

@@ -21,8 +21,9 @@ from ..errors import TesselError
 from ..ir import expr as E
 from ..ir.fingerprint import Unhashable, fingerprint
 from ..schedule.commands import commands_key, seen_by_caller
+from ..schedule.kinds import SCOPE
 from ..schedule.schedule import Schedule
-from ..schedule.stage import SCOPE, Stage
+from ..schedule.stage import Stage
 from .bounds import check_accesses, check_in_place_coverage
 from .deps import Dependence, carried, dependences
 from .model import Model, build

@@ -201,7 +201,7 @@ def check_in_place_coverage(model) -> None:
     root InferBound computes such a stage whole; inside a loop its region is its readers')."""
     from ..errors import ScheduleError
     from ..schedule.commands import seen_by_caller
-    from ..schedule.stage import SCOPE
+    from ..schedule.kinds import SCOPE
     from .model import _declared
 
     for stmt in model.statements:

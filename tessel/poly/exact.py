@@ -38,7 +38,8 @@ from ..ir.functor import StructKey, collect, free_vars, structural_equal, substi
 from ..ir.names import shown
 from ..schedule import relations as R
 from ..schedule.commands import seen_by_caller
-from ..schedule.stage import INLINE, SCOPE, Stage
+from ..schedule.kinds import INLINE, SCOPE
+from ..schedule.stage import Stage
 from ..te.tensor import ComputeOp
 from .context import context_conditions
 from .space import Converter, Namer, NotAffine, bounded, pw_to_map, set_space

@@ -33,8 +33,9 @@ from ..bound.infer import BoundContext, run_infer_bound
 from ..ir import expr as E
 from ..ir.functor import free_vars, substitute
 from ..schedule.commands import has_commands
+from ..schedule.kinds import INLINE, SCOPE
 from ..schedule.schedule import Schedule
-from ..schedule.stage import INLINE, SCOPE, Stage
+from ..schedule.stage import Stage
 from ..te.tensor import ComputeOp, Tensor
 from .context import size_vars
 from .space import DIM, Converter, Namer, NotAffine, pw_to_map, set_space

@@ -20,7 +20,7 @@ import islpy as isl
 
 from ..errors import ScheduleError
 from ..ir.names import shown
-from ..schedule.stage import INLINE, ROOT
+from ..schedule.kinds import INLINE, ROOT
 from .model import Model, Statement
 from .space import DIM, point_values
 

@@ -1,8 +1,9 @@
 """How to compute: stages, IterVar relations and the schedule primitives."""
 
+from .kinds import INLINE, ROOT, SCOPE, IterVarAttr
 from .relations import Fuse, Rebase, Relation, Singleton, Split
 from .schedule import Schedule, create_schedule
-from .stage import INLINE, ROOT, SCOPE, IterVarAttr, Stage
+from .stage import Stage
 
 __all__ = ["INLINE", "ROOT", "SCOPE", "Fuse", "IterVarAttr", "Rebase", "Relation", "Schedule",
            "Singleton", "Split", "Stage", "create_schedule"]

@@ -127,7 +127,7 @@ class Graph:
     """The stages' read graph with an axis map on every edge (built once per primitive call)."""
 
     def __init__(self, sch: Schedule):
-        from .stage import INLINE
+        from .kinds import INLINE
 
         self.sch = sch
         self.bodies = effective_bodies(sch)
@@ -213,4 +213,39 @@ def self_mapped(graph: Graph, stages: Iterable[Stage]) -> tuple[Stage, E.IterVar
     return None
 
 
-__all__ = ["AxisMap", "Graph", "read_map", "self_mapped"]
+# ---- where the chains of uses meet (computeAt by position) -----------------------------------
+def common_consumer(g: Graph, producer: Stage, consumer: Stage) -> Stage | None:
+    """The first stage at or after ``consumer`` lying on every use chain of ``producer``."""
+    down = g.downstream(producer)
+    terminals = [x for x in down if not g.consumers[id(x)]]
+    if not terminals:
+        return None
+    on_path = {id(x) for x in down if x is not consumer and reaches(g, x, consumer)}
+    order = {id(st): k for k, st in enumerate(g.sch.stages)}
+    for x in sorted(down, key=lambda s: order[id(s)]):
+        if id(x) in on_path or (x is not consumer and not reaches(g, consumer, x)):
+            continue
+        if not _avoidable(g, producer, x, terminals):
+            return x
+    return None
+
+
+def reaches(g: Graph, a: Stage, b: Stage) -> bool:
+    return a is b or any(x is b for x in g.downstream(a))
+
+
+def _avoidable(g: Graph, src: Stage, block: Stage, terminals: list[Stage]) -> bool:
+    """Whether some terminal is reachable from ``src`` without passing ``block``."""
+    seen, todo = {id(src)}, [src]
+    while todo:
+        x = todo.pop()
+        if x is not block and not g.consumers[id(x)] and any(x is t for t in terminals):
+            return True
+        for c in g.consumers[id(x)]:
+            if id(c) not in seen and c is not block:
+                seen.add(id(c))
+                todo.append(c)
+    return False
+
+
+__all__ = ["AxisMap", "Graph", "common_consumer", "reaches", "read_map", "self_mapped"]

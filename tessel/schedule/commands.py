@@ -50,8 +50,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ScheduleError
 from ..ir import expr as E
 from .checking import checker
+from .kinds import INLINE, ROOT, StageBase
 from .relations import Interchange, LoopMap, Reverse, Shift, Skew, unimodular_completion
-from .stage import INLINE, ROOT
 
 if TYPE_CHECKING:
     from ..te.tensor import Tensor
@@ -207,10 +207,8 @@ def _computed(stage: Stage, what: str) -> None:
 
 
 def _stage(stage: Stage, other: Any, what: str) -> Stage:
-    from .stage import Stage as _Stage
-
     sch = stage.schedule
-    if not isinstance(other, _Stage):
+    if not isinstance(other, StageBase):
         try:
             other = sch[other]
         except (ScheduleError, AttributeError, TypeError):

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.stmt import LoopKind
-from .axis_map import Graph
+from .axis_map import Graph, common_consumer, reaches
 from .checking import checker
-from .stage import ROOT, SCOPE
+from .kinds import ROOT, SCOPE
 from .transform_replay import (
     FixedLoopsError,
     leaf_images,
@@ -90,44 +90,10 @@ def replay_origins(sch: Schedule) -> dict[int, str]:
 
 
 # ---- 1. selection --------------------------------------------------------------------------
-def common_consumer(g: Graph, producer: Stage, consumer: Stage) -> Stage | None:
-    """The first stage at or after ``consumer`` lying on every use chain of ``producer``."""
-    down = g.downstream(producer)
-    terminals = [x for x in down if not g.consumers[id(x)]]
-    if not terminals:
-        return None
-    on_path = {id(x) for x in down if x is not consumer and _reaches(g, x, consumer)}
-    order = {id(st): k for k, st in enumerate(g.sch.stages)}
-    for x in sorted(down, key=lambda s: order[id(s)]):
-        if id(x) in on_path or (x is not consumer and not _reaches(g, consumer, x)):
-            continue
-        if not _avoidable(g, producer, x, terminals):
-            return x
-    return None
-
-
-def _reaches(g: Graph, a: Stage, b: Stage) -> bool:
-    return a is b or any(x is b for x in g.downstream(a))
-
-
-def _avoidable(g: Graph, src: Stage, block: Stage, terminals: list[Stage]) -> bool:
-    """Whether some terminal is reachable from ``src`` without passing ``block``."""
-    seen, todo = {id(src)}, [src]
-    while todo:
-        x = todo.pop()
-        if x is not block and not g.consumers[id(x)] and any(x is t for t in terminals):
-            return True
-        for c in g.consumers[id(x)]:
-            if id(c) not in seen and c is not block:
-                seen.add(id(c))
-                todo.append(c)
-    return False
-
-
 def select(g: Graph, producer: Stage, cc: Stage | None) -> list[Stage]:
     """The stages that move with the producer (placeholders never move)."""
     if cc is not None:
-        chosen = [producer] + [x for x in g.downstream(producer) if x is not cc and _reaches(g, x, cc)]
+        chosen = [producer] + [x for x in g.downstream(producer) if x is not cc and reaches(g, x, cc)]
     else:
         chosen = [producer] + [x for x in g.downstream(producer) if g.consumers[id(x)]]
     order = {id(st): k for k, st in enumerate(g.sch.stages)}
@@ -595,5 +561,5 @@ def _extent(st: Stage, iv: E.IterVar) -> str:
     return f"{iv.name} ({r.extent} values)" if r is not None else iv.name
 
 
-__all__ = ["MODES", "Refusal", "Report", "common_consumer", "compute_at_position", "replay_origins", "select",
+__all__ = ["MODES", "Refusal", "Report", "compute_at_position", "replay_origins", "select",
            "shares_host_loops", "span_and_replay"]

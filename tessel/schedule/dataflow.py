@@ -32,10 +32,11 @@ from ..ir.functor import substitute
 from ..ir.names import identifier
 from ..te.tensor import ComputeOp, Operation, Tensor
 from . import relations as R
-from .stage import INLINE, SCOPE, Stage
+from .kinds import INLINE, SCOPE
 
 if TYPE_CHECKING:
     from .schedule import Schedule
+    from .stage import Stage
 
 SCOPES = ("global", "shared", "local", "warp")
 
@@ -193,11 +194,11 @@ def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers) -> Tensor:
     cur = sch.current_tensor(tensor)
     if readers is None:
         raise ScheduleError(f"cache_read of {tensor.name} needs readers=[...]: the stages that should read the copy")
-    if isinstance(readers, Tensor | Operation | Stage):
+    if not isinstance(readers, list | tuple):  # one reader: a tensor, an operation or a stage
         readers = [readers]
     rstages: list[Stage] = []
     for r in readers:
-        st = r if isinstance(r, Stage) else sch[r]
+        st = sch[r]
         if st in rstages:
             continue
         if not reads_any(st.op, [cur]):
@@ -239,7 +240,7 @@ def _cache_read_into(sch: Schedule, prod: Stage, tensor: Tensor, cur: Tensor, sc
     name = _unique_name(sch, cur.name, scope)
     axes = [E.IterVar(E.Range(0, n), E.Var(f"ax{k}", n.dtype), E.IterVar.DATA_PAR) for k, n in enumerate(cur.shape)]
     cache_op = ComputeOp(name, "", {}, axes, [E.ProducerLoad(cur, [iv.var for iv in axes])])
-    cstage = Stage(cache_op, sch)
+    cstage = type(prod)(cache_op, sch)
     cstage.scope, cstage.scope_given = scope, True
     cstage.created_by = f"cache_read({tensor.name}, {scope!r})"
     _insert_stage(sch, cstage, sch.stages.index(prod) + 1)
@@ -296,7 +297,7 @@ def cache_write(sch: Schedule, tensor, scope: str):
                         [t[tuple(down[iv] for iv in data_leaves)] for t in cache_op.outputs], op.where)
 
     plan = plan_stage_op(sch, stage, copy_op)  # a reader refusing C's new op refuses before anything changes
-    cstage = Stage(cache_op, sch)
+    cstage = type(stage)(cache_op, sch)
     cstage.scope, cstage.scope_given = scope, True
     cstage.created_by = f"cache_write({stage.name}, {scope!r})"
     for iv, nv in zip(data_leaves, new_axes):
@@ -481,7 +482,7 @@ def _partial_stage(sch: Schedule, stage: Stage, rf_op: ComputeOp, axis: E.IterVa
     """B.rf's stage: it takes over B's loops (untouched relations, their IterVars, attachments,
     annotations), with the factored axis placed among them where axis ``pos`` lands."""
     op = stage.op
-    rfs = Stage(rf_op, sch)
+    rfs = type(stage)(rf_op, sch)  # the class of the stage it factors (stage.py calls this module)
     rfs.created_by = f"rfactor({stage.name}, {axis.name}, factor_axis={factor_axis})"
     rfs.derived_from[fiv] = f"rfactor of {stage.name}'s reduction loop {axis.name}"
     rfs.relations = [r for r in stage.relations if not any(id(i) in touched for i in r.inputs)]

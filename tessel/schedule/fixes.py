@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InternalError, TesselError
 from ..ir import expr as E
 from ..ir.names import python_string
+from ..te.reduce import thread_axis
 from .checking import checker
 from .dataflow import py_name
 from .history import AxisRef, OpAxisRef, StageRef, Step, TensorRef, apply_steps
@@ -26,6 +28,10 @@ if TYPE_CHECKING:
     from .schedule import Schedule
     from .stage import Stage
     from .violation import Violation
+
+
+#: the names of tessel.te that fix code calls, as ``te.<name>``
+_TE = SimpleNamespace(thread_axis=thread_axis)
 
 
 @dataclass(frozen=True)
@@ -81,9 +87,9 @@ class Names:
         return f"s[{name}].all_iter_vars[{k}]"
 
     def te(self) -> str:
-        from .. import te
-
-        self.names["te"] = te
+        """``te`` in fix code: what of tessel.te the code calls (the package's face itself is
+        not imported here: it imports the schedule)."""
+        self.names["te"] = _TE
         return "te"
 
     # ---- the same things as handles ------------------------------------------------------
@@ -142,8 +148,6 @@ class FixBuilder:
         return self._add(code, "reorder", self.n.ref(st), *(self.n.axis_ref(st, a) for a in order))
 
     def bind(self, st: Stage, iv: E.IterVar, tag: str) -> FixBuilder:
-        from ..te import thread_axis
-
         code = f"s[{self.n.stage(st)}].bind({self.n.axis(st, iv)}, {self.n.te()}.thread_axis({python_string(tag)}))"
         return self._add(code, "bind", self.n.ref(st), self.n.axis_ref(st, iv), thread_axis(tag))
 
@@ -152,8 +156,6 @@ class FixBuilder:
         """``fuse(outer, inner)`` and bind the fused loop to ``tag`` (the fused loop is the next
         IterVar the stage makes, so its handle is known before the fix is applied); ``handles``:
         names the code gave the two loops earlier (see ``name_axes``)."""
-        from ..te import thread_axis
-
         n = self.n.stage(st)
         fused = AxisRef(self.n.pos[id(st)], len(st.all_iter_vars))
         a, b = handles or (self.n.axis(st, outer), self.n.axis(st, inner))

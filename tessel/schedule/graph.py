@@ -10,14 +10,19 @@ sync; InferBound, lowering, legality checks and the views all read the same answ
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.functor import Mutator, substitute
 from ..te.operation import create_feed_graph, create_read_graph, post_dfs_order
 from ..te.tensor import Tensor
 from .dataflow import py_name
-from .schedule import Schedule
-from .stage import INLINE, SCOPE, Stage
+from .kinds import INLINE, SCOPE
+
+if TYPE_CHECKING:
+    from .schedule import Schedule
+    from .stage import Stage
 
 
 class _Inliner(Mutator):

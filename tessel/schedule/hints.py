@@ -74,7 +74,7 @@ def prefetch(stage: Stage, tensor, var: E.IterVar, offset) -> None:
     off = convert(offset)
     if not off.dtype.is_integer:
         raise ScheduleError(f"stage {stage.name}: the prefetch offset must be an integer, got {off}")
-    from .stage import IterVarAttr
+    from .kinds import IterVarAttr
 
     attr = stage.iter_var_attrs.setdefault(var, IterVarAttr())
     attr.prefetch = (*attr.prefetch, (tensor, off))

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InternalError, ScheduleError, TesselError
+from ..te.operation import post_dfs_order
+from .kinds import ROOT, SCOPE, StageBase
 
 if TYPE_CHECKING:
     from ..te.tensor import Operation, Tensor
@@ -100,8 +102,8 @@ class _HandleMaker:
     def __call__(self, x: Any, prefer: Stage | None = None) -> Any:
         if isinstance(x, int | float | str | bool | None):
             return x
-        E, Tensor, Operation, Stage = _types()
-        if isinstance(x, Stage):
+        E, Tensor, Operation = _types()
+        if isinstance(x, StageBase):
             k = self.pos.get(id(x))
             return StageRef(k) if k is not None and x.schedule is self.sch else x
         if isinstance(x, Tensor | Operation):
@@ -130,9 +132,8 @@ def _types() -> tuple:
     """The classes handles stand for (imported late: stage.py imports this module)."""
     from ..ir import expr as E
     from ..te.tensor import Operation, Tensor
-    from .stage import Stage
 
-    return E, Tensor, Operation, Stage
+    return E, Tensor, Operation
 
 
 def resolve(x: Any, sch: Schedule, var_map: dict | None = None) -> Any:
@@ -162,8 +163,9 @@ def resolve(x: Any, sch: Schedule, var_map: dict | None = None) -> Any:
 class _Origin:
     """What every step of one history starts from: the outputs the schedule was created for."""
 
-    def __init__(self, outputs: list[Operation]):
+    def __init__(self, outputs: list[Operation], kind: type[Schedule]):
         self.outputs = list(outputs)
+        self.kind = kind  # the class of schedule recorded: a replay makes one (history.py is below it)
         self._clone: tuple[list[Operation], dict] | None = None
 
     def clone(self) -> tuple[list[Operation], dict]:
@@ -268,12 +270,10 @@ class Step:
                 step._snap_error = step._snap_error or "an earlier step could not be replayed"
 
     def _advance(self, before: Schedule | None) -> Schedule | None:
-        from .schedule import Schedule
-
         assert self._origin is not None
         ops, var_map = self._origin.clone()
         if self._prev is None:  # create_schedule: a schedule of a fresh copy of the computation
-            return Schedule._detached(ops)
+            return self._origin.kind._detached(ops)
         if before is None or before.history is None:
             return None
         after = before.copy(record=False)
@@ -329,10 +329,8 @@ class History(list):
 
         Operations are matched by their position in the graph, axes by their position in their
         stage; symbolic sizes of the original are replaced by the matching ones of ``onto``."""
-        from .schedule import Schedule, create_schedule
-
-        if not isinstance(onto, Schedule):  # made here, not by the user: observers need not hear of it
-            onto = create_schedule(self.origin.outputs if onto is None else onto, notify=False)
+        if not isinstance(onto, self.origin.kind):  # made here, not by the user: observers need not hear of it
+            onto = self.origin.kind.create(self.origin.outputs if onto is None else onto, notify=False)
         var_map = match_computations(self.origin.outputs, onto)
         steps = [st for st in self[1:(None if upto is None else upto + 1)] if st.error is None]
         return apply_steps(onto, steps, var_map)
@@ -340,9 +338,7 @@ class History(list):
 
 def match_computations(outputs: list[Operation], onto: Schedule) -> dict:
     """Check ``onto`` is an untouched schedule of the same computation; map size variables."""
-    from .schedule import _post_dfs
-
-    old = _post_dfs(outputs)
+    old = post_dfs_order(list(outputs))
     new = [st.op for st in onto.stages]
     same = len(old) == len(new) and all(
         type(a) is type(b) and a.name == b.name and len(a.outputs) == len(b.outputs) for a, b in zip(old, new))
@@ -361,8 +357,6 @@ def match_computations(outputs: list[Operation], onto: Schedule) -> dict:
 def _as_created(st: Stage) -> bool:
     """Whether the stage is placed as a new schedule places it: at the root, or (a stage of a
     recurrence's body) inside the loop of its recurrence."""
-    from .stage import ROOT, SCOPE  # stage records its primitives here: imported when asked
-
     if st.attach_type == ROOT:
         return True
     owner = st.attach_stage
@@ -424,9 +418,7 @@ def corresponding(t: Tensor, src: Schedule, dst: Schedule) -> Tensor:
 
 
 def _graph(outputs) -> list[Operation]:
-    from .schedule import _post_dfs
-
-    return _post_dfs(outputs)
+    return post_dfs_order(list(outputs))
 
 
 # ---- recording -------------------------------------------------------------------------------
@@ -472,7 +464,7 @@ def not_recorded() -> Iterator[None]:
 
 def note_created(sch: Schedule, notify: bool = True) -> None:
     """Called by every new Schedule: its creation is step 0, and observers hear of it."""
-    sch.history = History(_Origin(sch.outputs))
+    sch.history = History(_Origin(sch.outputs, type(sch)))
     step = Step("create_schedule", None, (), {}, *_user_frame())
     outs = ", ".join(f"{op.name}.op" for op in sch.outputs)
     step._call = f"create_schedule({outs if len(sch.outputs) == 1 else '[' + outs + ']'})"
@@ -517,9 +509,8 @@ def _value_text(x: Any, top: bool = False) -> str:
     tuple (``top``) prints bare, as it would be unpacked."""
     from ..ir import expr as E
     from ..te.tensor import Operation, Tensor
-    from .stage import Stage
 
-    if isinstance(x, Stage):
+    if isinstance(x, StageBase):
         return f"s[{x.name}]"
     if isinstance(x, E.IterVar | Tensor):
         return x.name

@@ -23,8 +23,8 @@ from .axis_map import Graph
 from .checking import checker
 from .compute_at_pos import Placer, choose_host, normalize_pos, place_all, span_and_replay
 from .dataflow import py_name
+from .kinds import INLINE
 from .positions import commit
-from .stage import INLINE
 from .transform_replay import matched_prefix
 
 if TYPE_CHECKING:

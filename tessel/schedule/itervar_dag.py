@@ -13,10 +13,13 @@ the single source of truth that InferBound and lowering replay.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..ir import expr as E
 from .relations import Relation
-from .stage import Stage
+
+if TYPE_CHECKING:
+    from .stage import Stage
 
 
 @dataclass(frozen=True)

@@ -31,13 +31,14 @@ from .checking import checker
 from .dataflow import loop_ranges
 from .fixes import FixBuilder, Names, choose
 from .graph import effective_bodies, effective_consumers, reaches
-from .stage import INLINE, SCOPE, Stage
+from .kinds import INLINE, SCOPE
 from .threads import thread_violations
 from .tree import ScheduleTree, attach_fault
 from .violation import Violation, ViolationKind
 
 if TYPE_CHECKING:
     from .schedule import Schedule
+    from .stage import Stage
 
 
 # ---- the rules -----------------------------------------------------------------------------

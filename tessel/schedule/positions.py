@@ -100,8 +100,7 @@ def _reordered(sch: Schedule, names, why: Refusal, producer: Stage, consumer: St
 
 def _readers_instead(sch: Schedule, names, producer: Stage, consumer: Stage):
     """Keep the tensor computed once, at the root, and move its readers instead."""
-    from .axis_map import Graph
-    from .compute_at_pos import common_consumer
+    from .axis_map import Graph, common_consumer
     from .fixes import FixBuilder
 
     g = Graph(sch)

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import TYPE_CHECKING
 
 from ..errors import TesselError
 from ..ir import expr as E
-from .stage import Stage
 from .violation import Violation, ViolationKind
+
+if TYPE_CHECKING:
+    from .stage import Stage
 
 
 def _samples(dt) -> list:

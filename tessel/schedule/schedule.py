@@ -12,7 +12,8 @@ from ..te.operation import post_dfs_order
 from ..te.tensor import Operation, Tensor
 from .checking import checker
 from .history import History, note_created, recorded
-from .stage import ROOT, SCOPE, Stage
+from .kinds import ROOT, SCOPE
+from .stage import Stage
 
 
 def _post_dfs(outputs: Iterable[Operation]) -> list[Operation]:
@@ -62,6 +63,21 @@ class Schedule:
         assert new.history is not None
         new.history = History(new.history.origin)
         return new
+
+    @classmethod
+    def create(cls, ops, *, notify: bool = True) -> Schedule:
+        """``create_schedule``, as the class a history records makes it again (``History.replay``)."""
+        if not isinstance(ops, list | tuple):
+            ops = [ops]
+        out = []
+        for op in ops:
+            if isinstance(op, Tensor):
+                op = op.op
+            if not isinstance(op, Operation):
+                raise ScheduleError(f"create_schedule expects operations (e.g. C.op), got {op!r}")
+            out.append(op)
+        infer_shapes(out)  # computes declared without a shape are sized from what their readers read
+        return cls(out, notify=notify)
 
     def __getitem__(self, key) -> Stage:
         if isinstance(key, Stage):
@@ -261,17 +277,7 @@ class Schedule:
 
 def create_schedule(ops, *, notify: bool = True) -> Schedule:
     """A default schedule for one operation or a list of them (every producer gets a stage)."""
-    if not isinstance(ops, list | tuple):
-        ops = [ops]
-    out = []
-    for op in ops:
-        if isinstance(op, Tensor):
-            op = op.op
-        if not isinstance(op, Operation):
-            raise ScheduleError(f"create_schedule expects operations (e.g. C.op), got {op!r}")
-        out.append(op)
-    infer_shapes(out)  # computes declared without a shape are sized from what their readers read
-    return Schedule(out, notify=notify)
+    return Schedule.create(ops, notify=notify)
 
 
 __all__ = ["ROOT", "Schedule", "create_schedule"]

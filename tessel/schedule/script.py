@@ -24,11 +24,11 @@ from ..ir.names import python_string
 from ..te.tensor import Tensor
 from .dataflow import py_name
 from .history import AxisRef, OpAxisRef, OpRef, StageRef, TensorRef, match_computations, resolve
-from .stage import Stage
 
 if TYPE_CHECKING:
     from .history import Step
     from .schedule import Schedule
+    from .stage import Stage
 
 _RESERVED = {"s", "te", "tessel", "schedule", "float"}  # "float": spells a step's nan or inf
 
@@ -37,11 +37,9 @@ class _Printer:
     """The shadow schedule, the names bound so far, and the lines written."""
 
     def __init__(self, sch: Schedule, func: str):
-        from .schedule import create_schedule
-
         assert sch.history is not None
         self.history = sch.history
-        self.shadow = create_schedule(self.history.origin.outputs, notify=False)
+        self.shadow = self.history.origin.kind.create(self.history.origin.outputs, notify=False)
         self.var_map = match_computations(self.history.origin.outputs, self.shadow)
         self.used: set[str] = set(_RESERVED) | {func}
         self.stage_var: dict[int, str] = {}    # id(stage) -> variable holding one of its tensors

@@ -7,8 +7,6 @@ stage as it was, and the error names the stage and the axis in the user's own wo
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
-from enum import StrEnum
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +15,7 @@ from ..ir import expr as E
 from ..ir.op import convert
 from ..ir.stmt import LoopKind
 from .history import recorded
+from .kinds import INLINE, ROOT, SCOPE, IterVarAttr, StageBase
 from .relations import Fuse, Relation, Singleton, Split
 
 if TYPE_CHECKING:
@@ -24,49 +23,7 @@ if TYPE_CHECKING:
     from .schedule import Schedule
 
 
-class AttachKind(StrEnum):
-    """Where a stage is computed: at the root of the program, inside a loop of another stage
-    (``attach_stage``, ``attach_ivar``), or inlined into its readers (TVM's attach types)."""
-
-    ROOT = "root"
-    SCOPE = "scope"
-    INLINE = "inline"
-
-
-ROOT, SCOPE, INLINE = AttachKind.ROOT, AttachKind.SCOPE, AttachKind.INLINE
-
-
-_TVM_ITER_TYPE = {LoopKind.SERIAL: E.IterVar.DataPar, LoopKind.THREAD_BINDING: E.IterVar.DataPar, LoopKind.UNROLLED: E.IterVar.Unrolled,
-                  LoopKind.VECTORIZED: E.IterVar.Vectorized, LoopKind.PARALLEL: E.IterVar.Parallelized,
-                  LoopKind.TENSORIZED: E.IterVar.Tensorized}
-
-
-@dataclass
-class IterVarAttr:
-    """Annotations of one loop: its kind (serial, parallel, vectorized, unrolled) and binding."""
-
-    kind: LoopKind = LoopKind.SERIAL
-    bind_thread: E.IterVar | None = None
-    pragmas: dict = field(default_factory=dict)
-    tensor_intrin: object = None  # kind "tensorized": the TensorIntrin replacing the loops from here in
-    prefetch: tuple = ()  # (tensor, offset) pairs fetched at the top of this loop (see hints.py)
-
-    @property
-    def iter_type(self) -> int:
-        """The kind as TVM numbers it (``te.IterVar.Vectorized`` ...), for code written against TVM."""
-        return _TVM_ITER_TYPE.get(self.kind, E.IterVar.DataPar)
-
-    @property
-    def pragma_keys(self) -> tuple[str, ...]:
-        """The pragmas on the loop, in the order given (TVM's ``IterVarAttr.pragma_keys``)."""
-        return tuple(self.pragmas)
-
-    @property
-    def pragma_values(self) -> tuple:
-        return tuple(self.pragmas.values())
-
-
-class Stage:
+class Stage(StageBase):
     def __init__(self, op: Operation, schedule: Schedule):
         self.op = op
         self.origin_op = op

@@ -141,7 +141,7 @@ def relaxes(scope: str, thread: E.IterVar) -> bool:
 def env_threads(st: Stage, threads: list[E.IterVar]) -> None:
     """``env_threads``: the thread axes become the scan stage's outermost loops, each bound to
     itself, so the stages of its body attached at the scan axis run inside them."""
-    from .stage import IterVarAttr
+    from .kinds import IterVarAttr
 
     if st.op.body_scope() is None:
         raise ScheduleError(f"stage {st.name}: env_threads is for a scan (te.scan), whose steps run inside the "

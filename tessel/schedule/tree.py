@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING
 
 from ..ir import expr as E
 from ..ir.stmt import LoopKind
-from .stage import INLINE, SCOPE, Stage
+from .kinds import INLINE, SCOPE
 
 if TYPE_CHECKING:
     from .schedule import Schedule
+    from .stage import Stage
 
 
 class TreeNode:

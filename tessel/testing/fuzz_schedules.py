@@ -12,7 +12,7 @@ right values, as every accepted schedule must).
 
 from __future__ import annotations
 
-from ..schedule.stage import INLINE, SCOPE
+from ..schedule.kinds import INLINE, SCOPE
 from . import choices as st
 from .fuzz_programs import FACTORS, Program
 

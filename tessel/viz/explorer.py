@@ -18,8 +18,8 @@ from typing import Any
 from ..errors import ScheduleError, TesselError, ViewError
 from ..ir.names import html_text
 from ..schedule.history import Record
+from ..schedule.kinds import INLINE
 from ..schedule.schedule import Schedule
-from ..schedule.stage import INLINE
 from ..te.tensor import Tensor
 from .page import PAGE
 from .views import bounds_of, dataflow_graph, itervar_graph, schedule_tree

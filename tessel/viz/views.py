@@ -23,9 +23,10 @@ from ..ir.stmt import LoopKind
 from ..schedule.commands import describe
 from ..schedule.compute_at_pos import replay_origins
 from ..schedule.graph import DataflowGraph
+from ..schedule.kinds import INLINE, SCOPE
 from ..schedule.relations import Relation
 from ..schedule.schedule import Schedule
-from ..schedule.stage import INLINE, SCOPE, Stage
+from ..schedule.stage import Stage
 from ..schedule.tree import ScheduleTree
 from ..te.tensor import Operation
 from .dot import Graph, Ids

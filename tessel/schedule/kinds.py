@@ -1,0 +1,66 @@
+"""The vocabulary of a stage: where it is computed, and what each of its loops is annotated with.
+
+Kept apart from ``stage.py`` so that the modules implementing the primitives, which ``Stage``
+calls, can speak of attachments and annotations without importing the class that calls them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from ..ir import expr as E
+from ..ir.stmt import LoopKind
+
+
+class AttachKind(StrEnum):
+    """Where a stage is computed: at the root of the program, inside a loop of another stage
+    (``attach_stage``, ``attach_ivar``), or inlined into its readers (TVM's attach types)."""
+
+    ROOT = "root"
+    SCOPE = "scope"
+    INLINE = "inline"
+
+
+ROOT, SCOPE, INLINE = AttachKind.ROOT, AttachKind.SCOPE, AttachKind.INLINE
+
+
+_TVM_ITER_TYPE = {LoopKind.SERIAL: E.IterVar.DataPar, LoopKind.THREAD_BINDING: E.IterVar.DataPar, LoopKind.UNROLLED: E.IterVar.Unrolled,
+                  LoopKind.VECTORIZED: E.IterVar.Vectorized, LoopKind.PARALLEL: E.IterVar.Parallelized,
+                  LoopKind.TENSORIZED: E.IterVar.Tensorized}
+
+
+@dataclass
+class IterVarAttr:
+    """Annotations of one loop: its kind (serial, parallel, vectorized, unrolled) and binding."""
+
+    kind: LoopKind = LoopKind.SERIAL
+    bind_thread: E.IterVar | None = None
+    pragmas: dict = field(default_factory=dict)
+    tensor_intrin: object = None  # kind "tensorized": the TensorIntrin replacing the loops from here in
+    prefetch: tuple = ()  # (tensor, offset) pairs fetched at the top of this loop (see hints.py)
+
+    @property
+    def iter_type(self) -> int:
+        """The kind as TVM numbers it (``te.IterVar.Vectorized`` ...), for code written against TVM."""
+        return _TVM_ITER_TYPE.get(self.kind, E.IterVar.DataPar)
+
+    @property
+    def pragma_keys(self) -> tuple[str, ...]:
+        """The pragmas on the loop, in the order given (TVM's ``IterVarAttr.pragma_keys``)."""
+        return tuple(self.pragmas)
+
+    @property
+    def pragma_values(self) -> tuple:
+        return tuple(self.pragmas.values())
+
+
+class StageBase:
+    """What every :class:`~tessel.schedule.stage.Stage` is, for the modules below ``stage.py``
+    that must tell a stage from a tensor or an axis (recorded steps, fix code, commands) without
+    importing the class whose primitives call them."""
+
+    __slots__ = ()
+
+
+__all__ = ["INLINE", "ROOT", "SCOPE", "AttachKind", "IterVarAttr", "StageBase"]
