@@ -8,6 +8,7 @@ as one that may happen (noted). An index that is not quasi-affine leaves its dim
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import islpy as isl
@@ -16,10 +17,28 @@ from ..ir import expr as E
 from ..ir.names import shown
 from ..schedule.kinds import SCOPE
 from ..te.tensor import Tensor
+from .commands import stored
 from .space import DIM, Converter, NotAffine, pw_to_map
 
 if TYPE_CHECKING:
-    from .model import Access, Statement, _Builder
+    from .model import Statement, _Builder
+
+
+@dataclass(eq=False)
+class Access:
+    """A read or write of ``tensor`` by a statement: ``relation`` maps an instance to the
+    storage element (enclosing realize loops' values, then the tensor's indices)."""
+
+    tensor: Tensor
+    relation: isl.Map
+    write: bool
+    exact: bool = True
+    reason: str = ""
+    text: str = ""
+    #: where the instances touch an element of the tensor as written (before ``store_in`` maps
+    #: it to its buffer), or None when ``tensor`` is that tensor or that set is not affine
+    inside: isl.Set | None = None
+
 
 
 def conditional_loads(e: E.PrimExpr) -> list[tuple[E.ProducerLoad, list[E.PrimExpr]]]:
@@ -71,8 +90,6 @@ def _realizer(t: Tensor) -> Tensor:
 def _scope_values(b: _Builder, stmt: Statement, t: Tensor, conv: Converter) -> list[isl.PwAff]:
     """The values, in ``stmt``, of the loops ``t`` is realized inside (its stage's attach path)
     that repeat: a loop that runs once per iteration of those around it makes no more copies."""
-    from .model import _time_values
-
     st = b.sch.stage_map.get(_realizer(t).op)
     if st is None or st.attach_type != SCOPE:
         return []
@@ -80,7 +97,7 @@ def _scope_values(b: _Builder, stmt: Statement, t: Tensor, conv: Converter) -> l
     out = []
     for c, iv in b.around(st).kept:
         if c is stmt.stage:
-            coords = _time_values(b, c).get(iv)
+            coords = b.time_values(c).get(iv)
             if coords is None or len(coords) != 1:
                 raise NotAffine(f"loop {iv.name} of {c.name} has no single coordinate")
             out.append(conv.aff(coords[0]))
@@ -102,8 +119,7 @@ def _scope_depth(b: _Builder, t: Tensor) -> int:
 
 def access(b: _Builder, stmt: Statement, t: Tensor, indices, conds, write: bool, text: str) -> Access:
 
-    from .commands import stored
-    from .model import Access
+
 
     conv = stmt.converter
     assert conv is not None

@@ -36,9 +36,12 @@ from ..schedule.commands import has_commands
 from ..schedule.kinds import INLINE, SCOPE
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
-from ..te.tensor import ComputeOp, Tensor
-from .context import size_vars
+from ..te.tensor import ComputeOp
+from .accesses import Access, add_accesses
+from .commands import apply_commands, loop_values
+from .context import context_of, size_vars
 from .space import DIM, Converter, Namer, NotAffine, pw_to_map, set_space
+from .text import model_text
 
 
 @dataclass(eq=False)
@@ -56,22 +59,6 @@ class Loop:
     @property
     def name(self) -> str:
         return self.iter_var.name
-
-
-@dataclass(eq=False)
-class Access:
-    """A read or write of ``tensor`` by a statement: ``relation`` maps an instance to the
-    storage element (enclosing realize loops' values, then the tensor's indices)."""
-
-    tensor: Tensor
-    relation: isl.Map
-    write: bool
-    exact: bool = True
-    reason: str = ""
-    text: str = ""
-    #: where the instances touch an element of the tensor as written (before ``store_in`` maps
-    #: it to its buffer), or None when ``tensor`` is that tensor or that set is not affine
-    inside: isl.Set | None = None
 
 
 @dataclass(eq=False)
@@ -139,8 +126,6 @@ class Model:
         return out
 
     def text(self) -> str:
-        from .text import model_text
-
         return model_text(self)
 
     __str__ = text
@@ -218,7 +203,7 @@ class _Builder:
             self._one[key] = None
             r = self.rmap.get(iv)
             if st.attach_type == SCOPE and r is not None and isinstance(r.extent, E.IntImm) and \
-                    r.extent.value == 1 and len(_time_values(self, st).get(iv) or ()) == 1:
+                    r.extent.value == 1 and len(self.time_values(st).get(iv) or ()) == 1:
                 self._one[key] = self._affine_value(r.min)
         return self._one[key]
 
@@ -334,6 +319,16 @@ class _Builder:
             body.extend(self.pipeline(child))
         return [_Node(st, iv, body=body + self.nest(st, leaves[1:], inner))]
 
+    def time_values(self, st: Stage) -> dict:
+        """Each loop of ``st`` as its root axes' values over time (``pass_down_time``, with the
+        commands given before a split), made once per stage."""
+        cache = self.__dict__.setdefault("_tv", {})
+        if id(st) not in cache:
+            value = {iv: (st.op.reindex(iv, iv.var),) for iv in st.op.root_iter_vars}
+            loop_values(st, self.rmap, value)
+            cache[id(st)] = value
+        return cache[id(st)]
+
 
 def build(sch: Schedule, ctx: BoundContext | None = None) -> Model:
     """The polyhedral model of ``sch`` as it would be lowered now (``ctx``: InferBound's result,
@@ -344,8 +339,6 @@ def build(sch: Schedule, ctx: BoundContext | None = None) -> Model:
     loops: list[Loop] = []
     vectors: dict[int, list] = {}
     _place(b, roots, [], [], loops, vectors)
-    from .commands import apply_commands
-
     apply_commands(sch, b.statements, vectors)  # Tiramisu's commands, composed onto the TE nest's map
     width = max((len(v) for v in vectors.values()), default=1)
     for stmt in b.statements:
@@ -356,9 +349,6 @@ def build(sch: Schedule, ctx: BoundContext | None = None) -> Model:
         assert conv is not None
         vals = [conv.const(x) if isinstance(x, int) else x for x in vec] + [conv.const(0)] * (width - len(vec))
         stmt.schedule = pw_to_map(vals, stmt.domain, "T", [f"t{k}" for k in range(width)])
-    from .accesses import add_accesses
-    from .context import context_of
-
     for stmt in b.statements:
         add_accesses(b, stmt)
     good = [s for s in b.statements if s.schedule is not None]
@@ -402,20 +392,9 @@ def _place(b: _Builder, body: list[_Node], vec: list, path: list[Loop], loops: l
 
 
 def _loop_width(b: _Builder, node: _Node) -> int:
-    value = _time_values(b, node.stage)
+    value = b.time_values(node.stage)
     got = value.get(node.iter_var)
     return len(got) if got else 1
-
-
-def _time_values(b: _Builder, st: Stage) -> dict:
-    cache = b.__dict__.setdefault("_tv", {})
-    if id(st) not in cache:
-        from .commands import loop_values
-
-        value = {iv: (st.op.reindex(iv, iv.var),) for iv in st.op.root_iter_vars}
-        loop_values(st, b.rmap, value)  # pass_down_time, with the commands given before a split
-        cache[id(st)] = value
-    return cache[id(st)]
 
 
 def _statement_vector(b: _Builder, stmt: Statement, vec: list, path: list[Loop]) -> list | None:
@@ -434,7 +413,7 @@ def _statement_vector(b: _Builder, stmt: Statement, vec: list, path: list[Loop])
         lp: Loop = x
         try:
             if lp.stage is stmt.stage:
-                coords = _time_values(b, lp.stage).get(lp.iter_var)
+                coords = b.time_values(lp.stage).get(lp.iter_var)
                 if coords is None:
                     raise NotAffine(f"loop {lp.name} has no quasi-affine position in {stmt.stage.name}'s axes "
                                     "(a split of loops fused over a symbolic extent)")

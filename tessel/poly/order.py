@@ -16,6 +16,7 @@ from typing import Any
 
 import islpy as isl
 
+from ..schedule.commands import storage_choice
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from .deps import Dependence
@@ -41,18 +42,6 @@ def order_conflicts(sch: Schedule, involved: Callable[[Any], bool] | None = None
     now = analysis(sch).model
     scheds = {st.name: st.schedule for st in now.statements if st.schedule is not None}
     return conflicts(deps, scheds, now.context)
-
-
-def storage_choice(sch: Schedule, st: Stage) -> bool:
-    """Whether ``st``'s ``store_in`` only chooses where values live -- a fold, or a buffer no
-    stage of the program reads -- rather than what the program means (storing into a tensor
-    the program reads: an in-place update)."""
-    if st.storage is None:
-        return False
-    if st.storage.folded:
-        return True
-    buf = st.storage.buffer.op
-    return not any(t.op is buf for x in sch.stages for t in x.op.input_tensors())
 
 
 def fold_conflicts(sch: Schedule) -> list[tuple[Stage, Dependence, isl.Map]]:
@@ -182,4 +171,4 @@ def program_order(sch: Schedule, only: frozenset[int] | None = None) -> ProgramO
     return got
 
 
-__all__ = ["ProgramOrder", "fold_conflicts", "moved", "order_conflicts", "program_order", "storage_choice"]
+__all__ = ["ProgramOrder", "fold_conflicts", "moved", "order_conflicts", "program_order"]

@@ -20,6 +20,7 @@ import islpy as isl
 
 from ..errors import ScheduleError
 from ..ir.names import shown
+from ..schedule.commands import storage_choice
 from ..schedule.kinds import INLINE, ROOT
 from .model import Model, Statement
 from .space import DIM, point_values
@@ -71,8 +72,6 @@ def _storage_chosen(model: Model, stmt: Statement) -> bool:
     """Whether the recurrence's storage is a fold or a fresh buffer: its elements are then no
     longer the tensor's, and the self-reads are judged, with every dependence of the program,
     against the final schedule (``order.order_conflicts``) and the storage (``fold_conflicts``)."""
-    from .order import storage_choice
-
     op = stmt.stage.op
     home = model.sch.stage_map.get(op.storage(op.output(0)).op)
     return home is not None and storage_choice(model.sch, home)

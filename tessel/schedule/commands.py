@@ -154,6 +154,20 @@ def is_layout(sch: Schedule, storage: StoreIn | None) -> bool:
     return storage is not None and (storage.folded or storage.buffer.op not in sch.stage_map)
 
 
+def storage_choice(sch: Schedule, st: Stage) -> bool:
+    """Whether ``st``'s ``store_in`` only chooses where values live -- a fold, or a buffer no
+    stage of the program reads -- rather than what the program means (storing into a tensor
+    the program reads: an in-place update). Unlike ``is_layout``, a buffer of the program that
+    no stage reads (an output) counts as a choice: legality of a fold or fresh buffer asks
+    this, the lowering of reads that one."""
+    if st.storage is None:
+        return False
+    if st.storage.folded:
+        return True
+    buf = st.storage.buffer.op
+    return not any(t.op is buf for x in sch.stages for t in x.op.input_tensors())
+
+
 def has_commands(sch: Schedule) -> bool:
     """Whether any stage of ``sch`` was given a command (then lowering goes through isl)."""
     return bool(sch.orders) or any(st.commands or st.storage is not None for st in sch.stages)
@@ -467,6 +481,6 @@ def storage_fold(stage: Stage, axis: E.IterVar, factor: Any) -> None:
 
 
 __all__ = ["Interchange", "Order", "Reverse", "Shift", "Skew", "StoreIn", "between", "commands_key", "describe",
-           "has_commands", "interchange", "is_layout", "order", "reverse", "seen_by_caller",
+           "has_commands", "storage_choice", "interchange", "is_layout", "order", "reverse", "seen_by_caller",
            "shift", "skew",
            "storage_fold", "store_in", "unimodular_completion"]
