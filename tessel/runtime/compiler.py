@@ -38,13 +38,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BuildError, TesselWarning
-from .files import cache_dir, encode_text, env_seconds, read_json, scratch_dir, write_atomic
+from .files import (
+    DEFAULT_CC_TIMEOUT_S,
+    cache_dir,
+    cc_timeout,
+    encode_text,
+    read_json,
+    scratch_dir,
+    write_atomic,
+)
 
 # no -fwrapv: it stops GCC vectorizing int32 index arithmetic; the generator makes data wrap instead.
 # A function called without a declaration is an error, not an ``int`` guessed by the compiler: the
 # generator includes <math.h> and <stdlib.h> only where the kernel's text names them (codegen/c.py)
 BASE_FLAGS = ("-std=gnu11", "-O3", "-fPIC", "-shared", "-Wno-unknown-pragmas", "-Werror=implicit-function-declaration")
-DEFAULT_CC_TIMEOUT_S = 300.0  # $TESSEL_CC_TIMEOUT
 
 _PROBES = {
     # feature -> (source, extra flags, whether the result must also load into this process)
@@ -79,11 +86,6 @@ class CompilerTimeout(BuildError):
 
 class NoOpenMPWarning(TesselWarning):
     """A kernel with parallel loops runs on one thread: its C compiler has no OpenMP."""
-
-
-def cc_timeout() -> float:
-    """``$TESSEL_CC_TIMEOUT``: seconds one run of the C compiler may take (default 300)."""
-    return env_seconds("TESSEL_CC_TIMEOUT", DEFAULT_CC_TIMEOUT_S)
 
 
 def _split(var: str, text: str) -> list[str]:

@@ -228,11 +228,17 @@ def read_json(path: Path) -> object:
     return loads_json(read_regular(path), path)
 
 # ---- per-entry locks ---------------------------------------------------------------------------------
+DEFAULT_CC_TIMEOUT_S = 300.0  # $TESSEL_CC_TIMEOUT
+
+
+def cc_timeout() -> float:
+    """``$TESSEL_CC_TIMEOUT``: seconds one run of the C compiler may take (default 300)."""
+    return env_seconds("TESSEL_CC_TIMEOUT", DEFAULT_CC_TIMEOUT_S)
+
+
 def lock_timeout() -> float:
     """``$TESSEL_LOCK_TIMEOUT``: how long to wait for another process building the same kernel;
     by default the compiler's timeout plus a minute (the holder may be compiling that long)."""
-    from .compiler import cc_timeout
-
     return env_seconds("TESSEL_LOCK_TIMEOUT", cc_timeout() + 60.0)
 
 
