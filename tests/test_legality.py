@@ -14,7 +14,7 @@ from helpers import check, four_stage_chain, rand
 import tessel
 from tessel import te
 from tessel.errors import ScheduleError
-from tessel.schedule.stage import INLINE, SCOPE, IterVarAttr
+from tessel.schedule.kinds import INLINE, SCOPE, IterVarAttr
 
 
 def refused(s, args) -> ScheduleError:

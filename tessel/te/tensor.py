@@ -194,10 +194,10 @@ class ComputeOp(Operation):
 
     # ---- lowering: ``out[axis] = body``, or a reduction's init and update ------------------------
     def build_provide(self, nest: LoopNest, stage, body: tuple) -> S.Stmt:
-        if any(stage.leaf_kind(iv) == LoopKind.TENSORIZED for iv in stage.leaf_iter_vars):
-            from .tensor_intrin import build_tensorized
-
-            return build_tensorized(self, nest, stage, body)
+        intrin = next((stage.iter_var_attrs[iv].tensor_intrin for iv in stage.leaf_iter_vars
+                       if stage.leaf_kind(iv) == LoopKind.TENSORIZED), None)
+        if intrin is not None:
+            return intrin.lower_into(self, nest, stage, body)
         value = nest.index_values(stage)
         roots = {iv.var: value[iv] for iv in self.root_iter_vars}
         idx = [value[iv] for iv in self.axis]

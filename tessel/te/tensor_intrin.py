@@ -54,6 +54,12 @@ class TensorIntrin:
     def __repr__(self) -> str:
         return f"TensorIntrin({self.name})"
 
+    def lower_into(self, op: ComputeOp, nest: LoopNest, stage, body: tuple) -> S.Stmt:
+        """``op``'s statements with this micro-kernel in place of the tensorized loop and those
+        inside it (``ComputeOp.build_provide`` asks the intrinsic it was given, so tensor.py
+        need not import this module, which imports it)."""
+        return build_tensorized(op, nest, stage, body)
+
 
 def _stmt(x, name: str) -> S.Stmt | None:
     if x is None or isinstance(x, S.Stmt):

@@ -54,7 +54,7 @@ def test_the_schedule_annotations_are_the_loops_kinds():
 
 
 def test_a_stages_attachment_is_an_attach_kind():
-    from tessel.schedule.stage import AttachKind
+    from tessel.schedule.kinds import AttachKind
 
     A = te.placeholder((16,), name="A")
     B = te.compute((16,), lambda i: A[i] + 1.0, name="B")
