@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .args import ArgSpec
-from .export import export_library, load_module
+from .export import export_library
+from .loader import load_module
 from .module import CKernel, Kernel, KernelRuntimeError, PythonKernel
 
 __all__ = ["ArgSpec", "CKernel", "Kernel", "KernelRuntimeError", "PythonKernel", "export_library", "load_module"]

@@ -19,6 +19,7 @@ from ..ir import stmt as S
 from .args import ArgSpec
 from .cache import c_function
 from .compiler import find_compiler
+from .export import export_library
 
 
 def _thread_count(value, what: str) -> int:
@@ -49,6 +50,8 @@ class Kernel:
     """
 
     target = "?"
+    #: whether the kernel's code is a shared library another process can load (the C target's)
+    exportable = False
     threaded = True  # whether a call's thread count reaches the code (read from the environment if not given)
 
     def __init__(self, func: S.PrimFunc, source: str, spec: ArgSpec, finish: Callable | None = None):
@@ -94,8 +97,6 @@ class Kernel:
     def export_library(self, path) -> None:
         """Save the kernel as a shared library that ``tessel.runtime.load_module`` loads in any
         process (see :mod:`tessel.runtime.export`); the C target only."""
-        from .export import export_library
-
         export_library(self, path)
 
     def __repr__(self) -> str:
@@ -126,6 +127,7 @@ class CKernel(Kernel):
     """A function in a shared object, called through ctypes with precomputed argument types."""
 
     target = "c"
+    exportable = True
 
     def __init__(self, func: S.PrimFunc, source: str, spec: ArgSpec, lib: ctypes.CDLL, symbol: str,
                  lib_path: str, build_time_s: float, cache_hit: bool, parallel: bool = False,

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..runtime import export as _export
+from ..runtime.loader import load_module as _load_module
 from ..runtime.module import Kernel
 from ..te.intrin import const
 from . import nd as _nd
@@ -114,7 +115,7 @@ class Module(RefusesMissing):
 
 def load_module(path, fmt: str = "") -> Module:
     """A module written by ``export_library``, in this or any process (no compiler needed)."""
-    return Module(_export.load_module(path))
+    return Module(_load_module(path))
 
 
 def convert(value):
