@@ -48,9 +48,9 @@ def __getattr__(name: str):
     """A TVM spelling that only :mod:`tessel.tvm` has (``tvm.nd``, ``tvm.tir``, ``tvm.device`` ...)
     says where it is, instead of Python's guess from tessel's own names (``nd`` -> ``isnan``)."""
     if not name.startswith("_"):
-        from .tvm import _names
+        from .tvm import _names  # importing it imports tessel.tvm, whose names are asked about
 
-        if _names.is_tvm_name(name):
+        if name in _names.ADVICE or name in dir(_sys.modules[__name__ + ".tvm"]):  # offered, or explained
             raise _names.not_offered_here(name)
     import sys
 

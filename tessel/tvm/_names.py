@@ -136,13 +136,6 @@ def install_missing_modules() -> None:
         sys.meta_path.append(MissingModules())
 
 
-def is_tvm_name(name: str) -> bool:
-    """Whether ``name`` is a TVM top-level spelling: one ``tessel.tvm`` offers or one it explains."""
-    import tessel.tvm
-
-    return name in ADVICE or name in dir(tessel.tvm)
-
-
 def not_offered_here(name: str) -> NotOfferedError:
     """``import tessel as tvm; tvm.nd``: the TVM spellings live in ``tessel.tvm``."""
     if name in ADVICE:
