@@ -3,7 +3,7 @@
 # `import tessel as tvm` accepts the TVM-0.6-era spellings (tvm.placeholder, tvm.compute, tvm.sum ...)
 import sys as _sys
 
-from . import check, compat, poly, te, tune, viz
+from . import check, compat, poly, te, tunables, tune, viz
 from . import errors as error  # TVM's tvm.error: TVMError and the classes below
 from .autosched import auto_schedule
 from .bound import infer_bound
@@ -40,7 +40,7 @@ __all__ = [
     "ArgumentError", "auto_schedule", "BoundError", "BuildError", "DefinitionError", "IndexOverflowError", "InternalError", "IterVar",
     "LowerError", "Range", "ScheduleError", "TVMError", "TesselError", "error", "build", "create_schedule",
     "get_global_func", "infer_bound", "list_global_func_names", "register_func", "remove_global_func",
-    "ViewError", "lower", "te", "tune", "viz", "compat", *compat.__all__,
+    "ViewError", "lower", "te", "tune", "tunables", "viz", "compat", *compat.__all__,
 ]
 
 

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 
-from . import pipeline
+from . import pipeline, tunables
 from .bound.infer import BoundContext
 from .check import verify as verify_schedule
 from .codegen import Generated, generate
@@ -36,7 +36,7 @@ from .poly.exact import plan as exact_plan
 from .runtime.cache import code_version, load_lowered, store_lowered
 from .schedule.commands import has_commands
 from .schedule.schedule import Schedule
-from .schedule.unroll_limit import MAX_UNROLL_STATEMENTS, unroll_limit_error, unrolled_owner
+from .schedule.unroll_limit import unroll_limit_error, unrolled_owner
 from .target import Target, as_target, backend, resolve
 from .te.tensor import Tensor
 
@@ -195,7 +195,7 @@ def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.Prim
 def _check_unrolls(sch: Schedule, stmt: S.Stmt) -> None:
     """Refuse a loop the user unrolled whose straight-line code would pass the limit (see
     ``schedule.unroll_limit``), now that InferBound has given every loop its extent."""
-    for loop, extent, body in oversized_unrolls(stmt, MAX_UNROLL_STATEMENTS):
+    for loop, extent, body in oversized_unrolls(stmt, tunables.current().max_unroll_statements):
         owner = unrolled_owner(sch.stages, loop.loop_var)
         if owner is not None:  # else auto_unroll_max_step marked it: the unroll pass keeps it a loop
             raise unroll_limit_error(owner[0], owner[1], extent, body)
@@ -479,16 +479,7 @@ def _target_key(tgt: Target) -> tuple:
 
 
 def _tunables() -> tuple:
-    """The current values of the module-level limits of the passes and the C generator (the
-    streaming-store threshold, unroll limits, ...): part of the memo's key, because a program
+    """The limits builds use now (``tessel.tunables``): part of the memo's key, because a program
     (or a test) may change them at run time, which the hash of tessel's source cannot see."""
-    import importlib
-
-    out = []
-    for mod in ("passes.loop_partition", "passes.unroll", "passes.vectorize", "passes.index_dtype",
-                "codegen.c_memory", "codegen.c_stmt", "codegen.c_vector", "codegen.c_deps", "schedule.unroll_limit"):
-        m = importlib.import_module(f"{__package__}.{mod}")
-        out.extend((mod, k, v) for k, v in sorted(vars(m).items())
-                   if k.isupper() and not k.startswith("_") and type(v) in (int, float, str, bool))
-    return tuple(out)
+    return tunables.current().key()
 

@@ -36,7 +36,7 @@ from .poly.empty import remove_empty_loops
 from .poly.exact import ExactPlan
 from .schedule.commands import has_commands
 from .schedule.schedule import Schedule
-from .schedule.unroll_limit import MAX_UNROLL_STATEMENTS
+from .tunables import current
 
 if TYPE_CHECKING:
     from .target import Target
@@ -140,7 +140,7 @@ FAST_PASSES: tuple[Pass, ...] = (
     Pass("remove_empty_loops", _empty_loops_removed, (remove_empty_loops,), only_if_changed=True),
     Pass("vectorize", lambda st, ctx: vectorize(st, ctx.target, streaming_outputs(st, list(ctx.front.params))),
          (vectorize,)),
-    Pass("unroll", lambda st, ctx: unroll(st, max_statements=MAX_UNROLL_STATEMENTS), (unroll,)),
+    Pass("unroll", lambda st, ctx: unroll(st, max_statements=current().max_unroll_statements), (unroll,)),
     Pass("index_dtype", _index_dtype, (index_dtype,)),
 )
 
@@ -150,7 +150,7 @@ _STANDARD = (FRONT_PASSES, FAST_PASSES)
 #: names here has another pipeline, though the lists are the same
 _CALLED = {name: globals()[name] for name in (
     "poly_ops", "schedule_ops", "simplify_stmt", "storage_flatten", "loop_partition", "remove_empty_loops",
-    "vectorize", "streaming_outputs", "unroll", "index_dtype", "MAX_UNROLL_STATEMENTS")}
+    "vectorize", "streaming_outputs", "unroll", "index_dtype")}
 
 
 def standard() -> bool:

@@ -68,3 +68,14 @@ def _start_recording_sources(config) -> None:
         from tessel.testing import sources
 
         config.pluginmanager.register(sources, name)
+
+
+@pytest.fixture
+def limits():
+    """``limits(name=value, ...)``: ``tessel.tunables.using`` for the rest of the test."""
+    import contextlib
+
+    import tessel.tunables
+
+    with contextlib.ExitStack() as stack:
+        yield lambda **changes: stack.enter_context(tessel.tunables.using(**changes))

@@ -413,9 +413,7 @@ def test_a_kernel_includes_math_h_only_when_it_calls_into_it():
 
 
 def test_a_heap_temporary_includes_stdlib_h():
-    from tessel.codegen.c_memory import STACK_LIMIT_BYTES
-
-    n = STACK_LIMIT_BYTES // 4 + 5  # float32 elements past the stack limit
+    n = tessel.tunables.current().stack_limit_bytes // 4 + 5  # float32 elements past the stack limit
     A = te.placeholder((n,), name="A")
     T = te.compute((n,), lambda i: A[i] * 3.0, name="T")
     B = te.compute((n,), lambda i: T[n - 1 - i] + 1.0, name="B")

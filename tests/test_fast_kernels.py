@@ -7,8 +7,6 @@ and of the generated C is inspected where the point is how the code looks, never
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import pytest
 from helpers import check, rand
@@ -423,15 +421,14 @@ def test_partitioned_tiles_with_attached_producer(shape, symbolic):
 
 # ---- streaming stores ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("shape", [(3, 5), (7, 1027), (33, 100), (5, 136), (9, 72)])
-def test_streaming_stores_for_large_outputs(shape, monkeypatch):
+def test_streaming_stores_for_large_outputs(shape, limits):
     """Outputs past a size threshold are written with streaming stores; lowered here for small
     arrays so that every piece runs. A row longer than eight vectors (16 lanes) is peeled to an
     aligned start, then whole vectors, then a tail; a shorter one is unrolled whole with no
     peel, each vector streaming where its address is aligned."""
     from tessel.target import STREAMING_STORES, Target
 
-    vec = importlib.import_module("tessel.passes.vectorize")  # the module (the package exports a function)
-    monkeypatch.setattr(vec, "STREAM_MIN_BYTES", 64)
+    limits(stream_min_bytes=64)
     rows, cols = shape
     A = te.placeholder((rows, cols), name="A")
     B = te.compute((rows, cols), lambda i, j: A[i, j] * 3.0 - 1.0, name="B")
@@ -447,15 +444,14 @@ def test_streaming_stores_for_large_outputs(shape, monkeypatch):
         assert ("tsl_align_gap(" in src) == (cols // 16 > 8)
 
 
-def test_register_tile_streams_out_at_constant_offsets(monkeypatch):
+def test_register_tile_streams_out_at_constant_offsets(limits):
     """The matmul's accumulator tile is copied to a streamed C row by row with no alignment peel:
     a peel would read the tile at a runtime offset, and the C compiler would then keep all of it
     in memory instead of registers (the 2048 matmul ran at a third of its speed on AVX-512)."""
     from examples import fast_matmul
     from tessel.target import STREAMING_STORES, Target
 
-    vec = importlib.import_module("tessel.passes.vectorize")
-    monkeypatch.setattr(vec, "STREAM_MIN_BYTES", 64)
+    limits(stream_min_bytes=64)
     wide = Target(vector_bytes=64, vector_registers=32, fma_units=2, features=frozenset({STREAMING_STORES}))
     n = 70
     s, args = fast_matmul.matmul(n, target=wide)
@@ -465,9 +461,8 @@ def test_register_tile_streams_out_at_constant_offsets(monkeypatch):
     assert "tsl_stream_f32x16(C" in src and "tsl_align_gap(" not in src
 
 
-def test_outputs_read_back_are_not_streamed(monkeypatch):
-    vec = importlib.import_module("tessel.passes.vectorize")  # the module (the package exports a function)
-    monkeypatch.setattr(vec, "STREAM_MIN_BYTES", 64)
+def test_outputs_read_back_are_not_streamed(limits):
+    limits(stream_min_bytes=64)
     n = 300
     A = te.placeholder((n,), name="A")
     k = te.reduce_axis((0, n), name="k")
@@ -481,10 +476,9 @@ def test_outputs_read_back_are_not_streamed(monkeypatch):
 
 
 @pytest.mark.parametrize("n", (100, 1027))
-def test_split_then_vectorized_output_still_streams(n, monkeypatch):
+def test_split_then_vectorized_output_still_streams(n, limits):
     """The TVM idiom split(x, 16) + vectorize(inner) is re-fused into one row for the peel."""
-    vec = importlib.import_module("tessel.passes.vectorize")
-    monkeypatch.setattr(vec, "STREAM_MIN_BYTES", 64)
+    limits(stream_min_bytes=64)
     A = te.placeholder((n,), name="A")
     B = te.compute((n,), lambda i: A[i] + 0.5, name="B")
     s = te.create_schedule(B.op)

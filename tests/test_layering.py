@@ -17,28 +17,30 @@ import tessel
 
 ROOT = Path(tessel.__file__).parent
 
-_FRONT = {"errors", "ir", "arith", "te", "schedule", "bound", "poly", "check", "lower", "passes"}
+_FRONT = {"errors", "tunables", "ir", "arith", "te", "schedule", "bound", "poly", "check", "lower", "passes"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    # the limits builds stop at, one frozen record that is part of every cache key
+    "tunables": {"errors"},
     "ir": {"errors"},
-    "arith": {"errors", "ir"},
+    "arith": {"errors", "ir", "tunables"},
     "te": {"errors", "ir", "arith"},
     # s.dependences(), s.verify() and s.violations() walk the schedule's tree as deep as its
     # nest, so they run on a deeper stack when needed (deep.deep_stack, like the driver's entries)
-    "schedule": {"errors", "ir", "arith", "te", "deep"},
+    "schedule": {"errors", "ir", "arith", "te", "deep", "tunables"},
     "bound": {"errors", "ir", "arith", "te", "schedule"},
     # the polyhedral view (seed 004): derived from a schedule and InferBound's ranges; islpy only here
-    "poly": {"errors", "ir", "arith", "te", "schedule", "bound"},
+    "poly": {"errors", "ir", "arith", "te", "schedule", "bound", "tunables"},
     # legality of a schedule, judged on what is derived from it; the schedule asks it through the
     # interface it owns (schedule/checking.py), wired by the package's face
     "check": {"errors", "ir", "arith", "te", "schedule", "bound", "poly"},
     "lower": {"errors", "ir", "arith", "te", "schedule", "bound", "poly"},
     # the passes as data (FRONT_PASSES, FAST_PASSES) and the instruments that watch them
-    "pipeline": {"errors", "ir", "arith", "te", "schedule", "bound", "poly", "check", "lower", "passes"},
-    "passes": {"errors", "ir", "arith"},
+    "pipeline": {"errors", "tunables", "ir", "arith", "te", "schedule", "bound", "poly", "check", "lower", "passes"},
+    "passes": {"errors", "ir", "arith", "tunables"},
     # generators produce source and a calling convention; compiling and loading is the runtime's;
     # they recurse over expressions with the calling thread's limit raised (deep.recursion_limit)
-    "codegen": {"errors", "ir", "arith", "deep"},
+    "codegen": {"errors", "ir", "arith", "deep", "tunables"},
     "runtime": {"errors", "ir"},
     # a target knows its generator and runtime (backends) and probes the host's compiler; a GPU
     # target's backend runs the device passes (host/device split) before its generator

@@ -129,5 +129,5 @@ def test_a_pass_function_rebound_by_name_is_another_pipeline(monkeypatch):
     assert not pipeline.standard()
     monkeypatch.setattr(pipeline, "unroll", real)
     assert pipeline.standard()
-    monkeypatch.setattr(pipeline, "MAX_UNROLL_STATEMENTS", pipeline.MAX_UNROLL_STATEMENTS + 1)
-    assert not pipeline.standard()
+    with tessel.tunables.using(max_unroll_statements=2048):  # a limit is no other pipeline: it is in the key
+        assert pipeline.standard()

@@ -12,7 +12,8 @@ from helpers import TARGETS, check, rand
 
 import tessel
 from tessel import te
-from tessel.schedule.unroll_limit import MAX_UNROLL_STATEMENTS
+
+MAX_UNROLL_STATEMENTS = tessel.tunables.current().max_unroll_statements
 
 
 def _apply(err: tessel.ScheduleError, s) -> None:

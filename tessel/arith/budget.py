@@ -27,24 +27,10 @@ from dataclasses import dataclass
 from ..errors import AnalysisBudgetWarning
 from ..ir import expr as E
 from ..ir.functor import collect
+from ..tunables import current
 
-#: isl operations one emptiness question of the lowered code may take (issue 31's strip
-#: stencil needs ~10^7 without a budget; the suite's kernels stay far below 10^5)
-EMPTINESS_OPERATIONS = 200_000
-#: isl operations the exact region of one stage may take before it keeps InferBound's box
-REGION_OPERATIONS = 2_000_000
-#: constraints an exact region may add to its box (the suite's kernels add at most 6): each is
-#: a min or max in a loop bound, which every later pass reasons about
-REGION_CONSTRAINTS = 16
-#: proof attempts (a bound of a linear form against one fact) of one simplification
-PROOF_STEPS = 20_000
-#: proof attempts of one pass over a whole kernel (``proof_budget``): the suite's kernels take
-#: at most a few thousand; a split nested four deep over symbolic sizes took 40,000 (10 s), each
-#: level's bounds a min/max of the levels above
-PASS_PROOF_STEPS = 12_000
-#: min/max terms past which a bound or condition is not reasoned about further (cut on, asked
-#: of isl): each term doubles the cases an exact question splits into
-MINMAX_TERMS = 8
+# the budgets themselves are limits of tessel.tunables (emptiness_operations, region_operations,
+# region_constraints, proof_steps, pass_proof_steps, minmax_terms): part of a build's cache key
 
 
 def minmax_terms(*exprs: E.PrimExpr) -> int:
@@ -80,15 +66,15 @@ _account = _Account()
 
 @contextmanager
 def proof_budget(what: str, steps: int | None = None) -> Iterator[None]:
-    """Run a pass with ``steps`` proof attempts in all (``PASS_PROOF_STEPS``): many
-    simplifications of one kernel, each under its own ``PROOF_STEPS``, add up past what one
+    """Run a pass with ``steps`` proof attempts in all (``tunables.pass_proof_steps``): many
+    simplifications of one kernel, each under its own ``proof_steps``, add up past what one
     build should spend. Past it every proof fails at once ("not known"), which keeps what it
     would have removed: the code is correct, with more bounds and guards. Nested, the outer
     account counts."""
     if _account.left is not None:
         yield
         return
-    _account.left, _account.what = PASS_PROOF_STEPS if steps is None else steps, what
+    _account.left, _account.what = current().pass_proof_steps if steps is None else steps, what
     _account.started, _account.spent = time.perf_counter(), False
     try:
         yield
@@ -127,4 +113,4 @@ def gave_up(analysis: str, subject: str, seconds: float, fallback: str) -> None:
             "lists every occurrence"), stacklevel=2)
 
 
-__all__ = ["EMPTINESS_OPERATIONS", "MINMAX_TERMS", "PASS_PROOF_STEPS", "charge", "minmax_terms", "proof_budget", "PROOF_STEPS", "REGION_CONSTRAINTS", "REGION_OPERATIONS", "GaveUp", "gave_up", "recent"]
+__all__ = ["charge", "minmax_terms", "proof_budget", "GaveUp", "gave_up", "recent"]

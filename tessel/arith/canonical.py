@@ -22,8 +22,9 @@ from ..ir import op
 from ..ir import stmt as S
 from ..ir.dtype import DType
 from ..ir.functor import Mutator, StructKey, memoized, structural_equal
+from ..tunables import current
 from . import const_bound as cb
-from .budget import PROOF_STEPS, charge, gave_up
+from .budget import charge, gave_up
 from .linear import Lin, Mono
 
 if TYPE_CHECKING:
@@ -60,7 +61,8 @@ class Simplifier(Mutator):
         self.atom_ids: dict[StructKey, int] = {}
         self.cbound = cb.ConstBound(ana.var_bound)
         self._facts: list[Lin] | None = None
-        self.steps = 0  # proof attempts spent in this run (its budget is PROOF_STEPS)
+        self.steps = 0  # proof attempts spent in this run
+        self.max_steps = current().proof_steps  # its budget
         self.spent = False
         self.pairing = False  # inside _quotients_bound
         self.started = time.perf_counter()
@@ -281,7 +283,7 @@ class Simplifier(Mutator):
         self.steps += len(facts)
         if not charge(len(facts)):
             return False
-        if self.steps > PROOF_STEPS:
+        if self.steps > self.max_steps:
             if not self.spent:
                 self.spent = True
                 gave_up("simplifier", f"a bound over {len(facts)} facts", time.perf_counter() - self.started,

@@ -53,6 +53,7 @@ from ..ir.functor import (
     uses_var,
 )
 from ..ir.stmt import LoopKind
+from ..tunables import current
 from .common import ADDRESS_OPS
 
 _Form = tuple[dict, int]  # ({key: coefficient}, constant); a key is a variable's id, or (side, id) for a side's copy
@@ -60,8 +61,6 @@ _Form = tuple[dict, int]  # ({key: coefficient}, constant); a key is a variable'
 #: vectorized one's (lanes) are independent, which legality checked against the exact
 #: dependences, so there is nothing for the guard to keep
 _SEQUENTIAL = (LoopKind.SERIAL, LoopKind.UNROLLED)
-MAX_SUMS = 1 << 14  # sums enumerated for a pair of classes before it is asked one difference at a time
-MAX_STEPS = 4096  # values tried before a pair counts as meeting (the loop is then kept from the vectorizer)
 
 
 @dataclass(frozen=True)
@@ -377,10 +376,10 @@ class _Loop:
             return None
         if ranges[v][1] - ranges[v][0] < 1:  # one iteration: no second one to meet
             return set()
-        sums = {0}
+        sums, most = {0}, current().max_sums
         for k, c in diff.items():
             lo, hi = ranges[k]
-            if len(sums) * (hi - lo + 1) > MAX_SUMS:
+            if len(sums) * (hi - lo + 1) > most:
                 return None
             sums = {t + c * x for t in sums for x in range(lo, hi + 1)}
         return sums
@@ -511,7 +510,7 @@ def _solvable(terms: list[tuple[object, int, int, int]], target: int, accept) ->
     """Whether ``sum(c * x) == target`` for integers ``lo <= x <= hi``, for ``(key, c, lo, hi)``
     in ``terms``, at values (by key) that ``accept``: a search over the largest coefficients
     first, each cut to the values the rest can still make up (and to the multiples of their
-    gcd); past :data:`MAX_STEPS` tries, True."""
+    gcd); past ``tunables.max_steps`` tries, True."""
     terms = sorted(terms, key=lambda t: -abs(t[1]))
     n = len(terms)
     lo_rest, hi_rest, gcd_rest = [0] * (n + 1), [0] * (n + 1), [0] * (n + 1)
@@ -520,7 +519,7 @@ def _solvable(terms: list[tuple[object, int, int, int]], target: int, accept) ->
         lo_rest[k] = lo_rest[k + 1] + min(c * a, c * b)
         hi_rest[k] = hi_rest[k + 1] + max(c * a, c * b)
         gcd_rest[k] = math.gcd(gcd_rest[k + 1], c)
-    steps, values = 0, {}
+    steps, values, most = 0, {}, current().max_steps
 
     def search(k: int, want: int) -> bool:
         nonlocal steps
@@ -534,7 +533,7 @@ def _solvable(terms: list[tuple[object, int, int, int]], target: int, accept) ->
         for x in range(max(a, first), min(b, last) + 1):
             steps += 1
             values[key] = x
-            if steps > MAX_STEPS or search(k + 1, want - c * x):
+            if steps > most or search(k + 1, want - c * x):
                 return True
         values.pop(key, None)
         return False

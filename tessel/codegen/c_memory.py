@@ -1,7 +1,7 @@
 """Memory planning for the c target: where each temporary of a kernel lives.
 
 A small local temporary touched only at constant offsets becomes plain variables (registers);
-others are 64-byte aligned arrays, on the stack up to :data:`STACK_LIMIT_BYTES`, else on the
+others are 64-byte aligned arrays, on the stack up to ``tunables.stack_limit_bytes``, else on the
 heap, allocated once per call (or once per thread inside a parallel loop) rather than once per
 iteration of the loops around them. This module only decides; the statement printer
 (:mod:`tessel.codegen.c_stmt`) writes what was decided.
@@ -16,17 +16,14 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import children, free_vars
 from ..ir.stmt import LoopKind
-
-STACK_LIMIT_BYTES = 32 * 1024  # larger (or symbolic) temporaries go to the heap
-MAX_PROMOTED_ELEMENTS = 1024  # a local temporary this small, touched only at constant offsets,
-MAX_PROMOTED_VARIABLES = 64   # becomes at most this many variables (vector registers)
+from ..tunables import current
 
 
 def on_heap(b: S.Buffer) -> bool:
     """Whether a temporary is too large (or of unknown size) for the stack."""
     if not all(isinstance(x, E.IntImm) for x in b.shape):
         return True
-    return math.prod(x.value for x in b.shape) * max(b.dtype.bits // 8, 1) > STACK_LIMIT_BYTES
+    return math.prod(x.value for x in b.shape) * max(b.dtype.bits // 8, 1) > current().stack_limit_bytes
 
 
 @dataclass
@@ -99,7 +96,7 @@ def promotion_cells(s: S.Allocate, count: int) -> dict[int, int] | None:
     this is done here, where it is certain; an array touched at any variable index stays one.
     """
     b = s.buffer
-    if b.scope not in ("local", "warp") or count > MAX_PROMOTED_ELEMENTS or b.dtype == "float16":
+    if b.scope not in ("local", "warp") or count > current().max_promoted_elements or b.dtype == "float16":
         return None
     vectors: dict[int, int] = {}
     singles: set[int] = set()
@@ -136,4 +133,4 @@ def _cells(vectors: dict[int, int], singles: set[int]) -> dict[int, int] | None:
         end = base + vectors[base] - 1
     covered = {k for base, lanes in cells.items() for k in range(base, base + lanes)}
     cells.update({k: 1 for k in singles - covered})
-    return dict(sorted(cells.items())) if len(cells) <= MAX_PROMOTED_VARIABLES else None
+    return dict(sorted(cells.items())) if len(cells) <= current().max_promoted_variables else None

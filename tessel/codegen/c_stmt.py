@@ -18,12 +18,11 @@ from ..ir import stmt as S
 from ..ir.functor import collect
 from ..ir.names import comment
 from ..ir.stmt import AttrKey, LoopKind
+from ..tunables import current
 from .c_expr import CExprWriter
 from .c_helpers import ctype
 from .c_memory import HoistPlan, on_heap, promotion_cells
 from .c_operands import emit_run, flat, register_runs
-
-MAX_PRAGMA_UNROLL = 64  # `#pragma GCC unroll` asks for at most this many copies (GCC's time grows fast)
 
 
 class CStmtWriter(CExprWriter):
@@ -201,7 +200,7 @@ class CStmtWriter(CExprWriter):
             else:
                 self.emit("#pragma omp parallel for num_threads(tsl_nt) schedule(static)")
         elif s.kind == LoopKind.UNROLLED and isinstance(s.extent, E.IntImm) and s.extent.value > 0:
-            self.emit(f"#pragma GCC unroll {min(s.extent.value, MAX_PRAGMA_UNROLL)}")
+            self.emit(f"#pragma GCC unroll {min(s.extent.value, current().max_pragma_unroll)}")
         elif s.kind == LoopKind.VECTORIZED:  # the vectorize pass turns these into vector code; left only in hand-built IR
             self.emit("#pragma GCC ivdep")
         elif s.kind == LoopKind.THREAD_BINDING:  # iterations are independent: a CPU runs them in turn

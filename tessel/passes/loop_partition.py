@@ -47,18 +47,15 @@ from dataclasses import dataclass
 from functools import cached_property, reduce
 
 from ..arith import Analyzer, IntSet, eval_set
-from ..arith.budget import MINMAX_TERMS, minmax_terms, proof_budget
+from ..arith.budget import minmax_terms, proof_budget
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, StructKey, collect, free_vars, structural_equal, substitute
 from ..ir.stmt import LoopKind
+from ..tunables import current
 from .guarded_store import is_guarded_store, merge_guarded_stores, split_guarded_stores
 from .simplify import analyzer, simplify_stmt
-
-MAX_PARTITIONS = 24  # per kernel and pass (tails, then borders: at most twice this in all): each cut duplicates a loop body (16 left a depthwise tile computed beside its padded copy with a run-time tail)
-MAX_SPECIALIZATIONS = 4
-MAX_TAIL_DEPTH = 2  # tails within tails whose loops are still cut (see _Partition._tail)
 
 
 def loop_partition(stmt: S.Stmt, assume: Sequence[E.PrimExpr] = ()) -> S.Stmt:
@@ -187,7 +184,7 @@ class _Specialize(Mutator):
 
     def visit_For(self, s: S.For):
         terms = [t for t in _min_terms(s) if not any(structural_equal(t, d) for d in self.done)]
-        if not terms or len(self.done) >= MAX_SPECIALIZATIONS:
+        if not terms or len(self.done) >= current().max_specializations:
             return self.generic_visit(s)
         t = terms[0]
         self.done.append(t)
@@ -314,7 +311,9 @@ class _Partition(Mutator):
     def __init__(self, assume: Sequence[E.PrimExpr] = (), threads: frozenset = frozenset(),
                  borders: bool = False) -> None:
         self.ana = analyzer(assume)
-        self.budget = MAX_PARTITIONS
+        self.budget = current().max_partitions  # cuts left (tessel.tunables says why)
+        self.max_tail_depth = current().max_tail_depth
+        self.minmax_terms = current().minmax_terms
         self.threads = threads
         self.borders = borders
         self.tails = 0  # tail pieces around the loop being visited
@@ -374,7 +373,7 @@ class _Partition(Mutator):
         if self.borders and collect(s.body, lambda n: isinstance(n, S.Allocate), statements_only=True):
             return None  # a border is not worth an allocation in each piece
         key, p, prefix, proved = self._tightest(cuts)
-        if self.tails >= MAX_TAIL_DEPTH and not isinstance(p, E.IntImm):
+        if self.tails >= self.max_tail_depth and not isinstance(p, E.IntImm):
             return None  # a corner of symbolic size: tightened, not cut (see _tail)
         self.budget -= 1
         lo, hi = s.min, O.add(s.min, s.extent)
@@ -396,7 +395,7 @@ class _Partition(Mutator):
         d = negative_form(site.cond)
         if d is None or free_vars(d) & site.opaque or x not in free_vars(d):
             return None
-        if minmax_terms(d, s.extent) > MINMAX_TERMS:
+        if minmax_terms(d, s.extent) > self.minmax_terms:
             return None  # past the budget: each cut would nest the bounds deeper (see arith.budget)
         lin = linear_in(self.ana.simplify(d), x, self.ana)
         if lin is None:

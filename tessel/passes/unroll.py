@@ -6,7 +6,7 @@ registers. Unrolling in the IR makes every index of the tile a constant before C
 so the C generator can see which temporaries are only ever touched at constant offsets (and
 keep them in registers), and the C compiler sees plain straight-line code.
 
-A loop with a symbolic extent, or whose unrolled body would exceed :data:`MAX_UNROLLED_STMTS`
+A loop with a symbolic extent, or whose unrolled body would exceed ``tunables.max_unrolled_stmts``
 statements, stays a loop; the C generator still puts ``#pragma GCC unroll`` on it. A loop whose
 *straight-line size* (:func:`straight_line_size`) passes the limit the driver hands in becomes
 a plain serial loop: the driver has already refused such a loop where the user unrolled it
@@ -21,19 +21,20 @@ from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, collect, memoized, substitute_each
 from ..ir.stmt import LoopKind
+from ..tunables import current
 from .simplify import _Simplify
 
-MAX_UNROLL_EXTENT = 64
-MAX_UNROLLED_STMTS = 4096  # statements after unrolling, per loop
 
-
-def unroll(stmt: S.Stmt, max_extent: int = MAX_UNROLL_EXTENT, max_statements: int | None = None) -> S.Stmt:
-    """Unroll the ``unrolled`` loops that are small enough, folding the now-constant indices of
-    each copy (the rest of the kernel is left as it is); an unrolled loop whose straight-line
-    size passes ``max_statements`` becomes a serial loop."""
+def unroll(stmt: S.Stmt, max_extent: int | None = None, max_statements: int | None = None) -> S.Stmt:
+    """Unroll the ``unrolled`` loops that are small enough (an extent up to ``max_extent``, by
+    default ``tunables.max_unroll_extent``), folding the now-constant indices of each copy (the
+    rest of the kernel is left as it is); an unrolled loop whose straight-line size passes
+    ``max_statements`` becomes a serial loop."""
     if not collect(stmt, lambda n: isinstance(n, S.For) and n.kind == LoopKind.UNROLLED, statements_only=True):
         return stmt
-    return _Unroll(max_extent, max_statements).visit(stmt)
+    limits = current()
+    return _Unroll(limits.max_unroll_extent if max_extent is None else max_extent, max_statements,
+                   limits.max_unrolled_stmts).visit(stmt)
 
 
 def _size(s: S.Stmt) -> int:
@@ -82,9 +83,10 @@ def oversized_unrolls(stmt: S.Stmt, limit: int) -> list[tuple[S.For, int, int]]:
 
 
 class _Unroll(Mutator):
-    def __init__(self, max_extent: int, max_statements: int | None = None):
+    def __init__(self, max_extent: int, max_statements: int | None, max_copied: int):
         self.max_extent = max_extent
         self.max_statements = max_statements
+        self.max_copied = max_copied  # statements one loop may become when copied
         self.ana = Analyzer()
         self.memo: dict = {}  # simplified expressions, shared by the copies (most are alike)
         self.vectors: dict = {}  # whether an expression holds a vector node, by identity (see _VectorParts)
@@ -98,7 +100,7 @@ class _Unroll(Mutator):
                 return S.Evaluate(0)
             if self.max_statements is not None and n * straight_line_size(body) > self.max_statements:
                 return S.For(s.loop_var, s.min, s.extent, LoopKind.SERIAL, body, s.thread_tag)
-            if n <= self.max_extent and n * _size(body) <= MAX_UNROLLED_STMTS:
+            if n <= self.max_extent and n * _size(body) <= self.max_copied:
                 v = s.loop_var
                 copies = substitute_each(body, v, [O.add(s.min, O.const(k, v.dtype)) for k in range(n)])
                 return S.seq(*[simplify_vector_stmt(c, self.memo, self.vectors) for c in copies])
@@ -155,4 +157,4 @@ def simplify_vector_stmt(stmt: S.Stmt, memo: dict | None = None, vectors: dict |
     return _VectorSimplify(memo, vectors).visit(stmt)
 
 
-__all__ = ["MAX_UNROLL_EXTENT", "oversized_unrolls", "simplify_vector_stmt", "straight_line_size", "unroll"]
+__all__ = ["oversized_unrolls", "simplify_vector_stmt", "straight_line_size", "unroll"]

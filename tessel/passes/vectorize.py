@@ -26,7 +26,7 @@ A loop that stores contiguously into a large output the kernel never reads back 
 write past the caches; each streams where its address is aligned. A long or symbolic row is
 first peeled until the store address is aligned (a split whose inner part alone was
 vectorized is re-fused into one loop, since only a whole row can be peeled); a row of at most
-``MAX_UNROLLED_CHUNKS`` vectors is not, since the peel's runtime count would index what the
+``tunables.max_unrolled_chunks`` vectors is not, since the peel's runtime count would index what the
 row is read from (a register tile) at a runtime offset.
 """
 
@@ -41,13 +41,12 @@ from ..ir import stmt as S
 from ..ir.functor import Mutator, StructKey, collect, structural_equal, substitute, uses_var
 from ..ir.intrinsics import lookup
 from ..ir.stmt import AttrKey, LoopKind
+from ..tunables import current
 from .simplify import simplify_stmt
 
 if TYPE_CHECKING:  # annotations only: a pass receives its target and never imports the target package
     from ..target import Target
 
-MAX_UNROLLED_CHUNKS = 8  # more chunks than this stay a loop over chunks
-STREAM_MIN_BYTES = 16 << 20  # outputs at least this large are written around the caches
 ALIGN_GAP = "tsl_align_gap"  # intrinsic: elements from an address to the next vector-aligned one
 
 
@@ -70,7 +69,7 @@ def vectorize(stmt: S.Stmt, target: Target, stream: frozenset[int] = frozenset()
 
 def streaming_outputs(stmt: S.Stmt, params) -> frozenset[int]:
     """Parameters worth writing with streaming stores: written, never read back by the kernel,
-    and of a constant size of at least :data:`STREAM_MIN_BYTES`.
+    and of a constant size of at least ``tunables.stream_min_bytes``.
 
     An ordinary store first reads the line it writes into the cache (the write-allocate), so
     a kernel streaming out a large result moves it over the memory bus twice; a streaming
@@ -78,14 +77,14 @@ def streaming_outputs(stmt: S.Stmt, params) -> frozenset[int]:
     """
     loaded = {id(n.buffer) for n in collect(stmt, lambda n: isinstance(n, E.BufferLoad))}
     written = {id(n.buffer) for n in collect(stmt, lambda n: isinstance(n, S.BufferStore), statements_only=True)}
-    out = set()
+    out, least = set(), current().stream_min_bytes
     for b in params:
         if id(b) not in written or id(b) in loaded or not all(isinstance(x, E.IntImm) for x in b.shape):
             continue
         nbytes = max(b.dtype.bits // 8, 1)
         for x in b.shape:
             nbytes *= x.value
-        if nbytes >= STREAM_MIN_BYTES:
+        if nbytes >= least:
             out.add(id(b))
     return frozenset(out)
 
@@ -107,6 +106,7 @@ class _VectorizeLoops(Mutator):
     def __init__(self, vector_bytes: int, stream: frozenset[int] = frozenset()):
         self.vector_bytes = vector_bytes
         self.stream = stream
+        self.max_chunks = current().max_unrolled_chunks  # more chunks than this stay a loop over chunks
         self.ana = Analyzer()
 
     def visit_For(self, s: S.For):
@@ -155,7 +155,7 @@ class _VectorizeLoops(Mutator):
             return _scalar(s, "it contains another vectorized loop")
         lanes = min(_pow2_floor(n), max(self.vector_bytes * 8 // _elem_bits(s.body), 2))
         store = self._stream_store(s) if n >= 4 * lanes else None
-        whole = n // lanes <= MAX_UNROLLED_CHUNKS
+        whole = n // lanes <= self.max_chunks
         if store is not None and not whole:
             out = self.vectorize_streaming(s, ext)
             if out is not None:
@@ -181,7 +181,7 @@ class _VectorizeLoops(Mutator):
         if chunks == 1:
             main = vbody
         else:
-            kind = LoopKind.UNROLLED if chunks <= MAX_UNROLLED_CHUNKS else LoopKind.SERIAL
+            kind = LoopKind.UNROLLED if chunks <= self.max_chunks else LoopKind.SERIAL
             main = S.For(c, O.const(0, c.dtype), O.const(chunks, c.dtype), kind, vbody)
         if tail == 0:
             return main

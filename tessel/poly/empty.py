@@ -16,13 +16,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from ..arith.budget import EMPTINESS_OPERATIONS, gave_up
+from ..arith.budget import gave_up
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, collect, free_vars
 from ..ir.names import shown
 from ..ir.printer import to_text
+from ..tunables import current
 from .space import Converter, Namer, NotAffine, bounded, set_space
 
 
@@ -105,7 +106,7 @@ def _never(scope: list[E.PrimExpr], cond: E.PrimExpr) -> bool:
     names = [namer.name(v, v.name, "p_") for v in found]
     conv = Converter(set_space([], names), {}, {v: k for k, v in enumerate(found)})
     start = time.perf_counter()
-    answered, empty = bounded(EMPTINESS_OPERATIONS, lambda: _empty(conv, scope, cond))
+    answered, empty = bounded(current().emptiness_operations, lambda: _empty(conv, scope, cond))
     if not answered:
         gave_up("emptiness", f"the condition {shown(to_text(cond))}", time.perf_counter() - start,
                 "the loop or guard is kept")

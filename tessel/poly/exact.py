@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import islpy as isl
 
-from ..arith.budget import REGION_CONSTRAINTS, REGION_OPERATIONS, gave_up
+from ..arith.budget import gave_up
 from ..ir import expr as E
 from ..ir.functor import StructKey, collect, free_vars, structural_equal, substitute
 from ..ir.names import shown
@@ -41,6 +41,7 @@ from ..schedule.commands import seen_by_caller
 from ..schedule.kinds import INLINE, SCOPE
 from ..schedule.stage import Stage
 from ..te.tensor import ComputeOp
+from ..tunables import current
 from .context import context_conditions
 from .space import Converter, Namer, NotAffine, bounded, pw_to_map, set_space
 
@@ -158,7 +159,7 @@ class StageSets:
         if self.make is None:
             return
         start = time.perf_counter()
-        answered, sets = bounded(REGION_OPERATIONS, self.make)
+        answered, sets = bounded(current().region_operations, self.make)
         self.make = None  # only now: an outer budget running out inside leaves it to build later
         if not answered or sets is None:
             where = f"the loops {', '.join(self.leaves)}" if self.leaves else "a stage"
@@ -247,8 +248,9 @@ def plan(ctx: BoundContext) -> ExactPlan:
             continue
         start = time.perf_counter()
         try:
-            answered, _ = bounded(REGION_OPERATIONS, lambda st=st: _stage(ctx, out, st))
-            why = None if answered else f"past the budget of {REGION_OPERATIONS} isl operations"
+            ops = current().region_operations
+            answered, _ = bounded(ops, lambda st=st: _stage(ctx, out, st))
+            why = None if answered else f"past the budget of {ops} isl operations"
         except isl.Error as e:  # isl refused a set: this stage runs its box, read as reading anything
             why = f"isl: {str(e).splitlines()[0][:120]}"
         if why is not None:
@@ -326,11 +328,12 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
                          "and its loops would not be rectangular)")
         return
     extra = sum(1 for bs in exact.get_basic_sets() for c in bs.get_constraints() if not _implied(dbox, c))
-    if extra > REGION_CONSTRAINTS:
+    limit = current().region_constraints
+    if extra > limit:
         fallback = f"stage {st.name} keeps its interval box"
         gave_up("exact region", f"stage {shown(st.name)} ({extra} constraints beyond its box)", 0.0, fallback)
         out.notes.append(f"stage {st.name}: keeps its interval box (its exact region has {extra} constraints beyond "
-                         f"the box, past the budget of {REGION_CONSTRAINTS})")
+                         f"the box, past the budget of {limit})")
         return
     info.set(exact)
     info.exact = True

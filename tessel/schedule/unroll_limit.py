@@ -5,7 +5,7 @@ An unrolled loop is copied once per iteration, so nested unrolls multiply: three
 than the code (GCC took 22 s on one 4096-way unroll and ran out of memory on the 40^3 nest).
 So the *straight-line size* of an unrolled loop, the product of the extents of the nested
 unrolled loops times the statements of the body inside them (a loop that stays a loop counts
-its body once), may be at most :data:`MAX_UNROLL_STATEMENTS`. Past it the schedule is
+its body once), may be at most ``tunables.max_unroll_statements``. Past it the schedule is
 refused with a ScheduleError naming the stage and loop and proposing a split, whose inner
 loop (which keeps the ``unroll``) fits. ``unroll()`` checks a loop whose extent it already
 knows; a loop whose extent only InferBound gives (a split's inner loop) is checked when the
@@ -19,13 +19,10 @@ from typing import TYPE_CHECKING
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.stmt import LoopKind
+from ..tunables import current
 
 if TYPE_CHECKING:
     from .stage import Stage
-
-MAX_UNROLL_STATEMENTS = 1024  # straight-line statements one unrolled loop nest may become
-MAX_UNROLL_FACTOR = 64  # the largest split factor proposed (the unroll pass copies up to 64 in the IR)
-
 
 def unroll_limit_error(stage: Stage, iv: E.IterVar, extent: int, body: int) -> ScheduleError:
     """The error for unrolling ``iv`` (``extent`` copies of a ``body``-statement body); the fix
@@ -38,8 +35,8 @@ def unroll_limit_error(stage: Stage, iv: E.IterVar, extent: int, body: int) -> S
     explanation = (
         f"stage {stage.name}: unrolling loop {iv.name} ({extent} iterations of a body of {body} "
         f"statement(s), its own unrolled loops included) makes {extent * body} statements of "
-        f"straight-line code, over the limit of {MAX_UNROLL_STATEMENTS} "
-        "(tessel.schedule.unroll_limit.MAX_UNROLL_STATEMENTS), past which the C compiler's time "
+        f"straight-line code, over the limit of {current().max_unroll_statements} "
+        "(tessel.tunables: max_unroll_statements), past which the C compiler's time "
         "and memory explode; "
     )
     if factor >= 2:
@@ -58,11 +55,12 @@ def unroll_limit_error(stage: Stage, iv: E.IterVar, extent: int, body: int) -> S
 def _split_factor(extent: int, body: int) -> int:
     """The largest factor that fits, preferring one that divides ``extent``: a split that does
     not divide adds a guard to every copy of the body, which would double its size."""
-    fits = [f for f in range(2, min(MAX_UNROLL_FACTOR, extent - 1) + 1) if f * body <= MAX_UNROLL_STATEMENTS]
+    limit = current().max_unroll_statements
+    fits = [f for f in range(2, min(current().max_unroll_factor, extent - 1) + 1) if f * body <= limit]
     exact = [f for f in fits if extent % f == 0]
     if exact:
         return exact[-1]
-    guarded = [f for f in fits if f * 2 * body <= MAX_UNROLL_STATEMENTS]
+    guarded = [f for f in fits if f * 2 * body <= limit]
     return guarded[-1] if guarded else 1
 
 
@@ -76,4 +74,4 @@ def unrolled_owner(stages, var: E.Var) -> tuple[Stage, E.IterVar] | None:
     return None
 
 
-__all__ = ["MAX_UNROLL_STATEMENTS", "unroll_limit_error", "unrolled_owner"]
+__all__ = ["unroll_limit_error", "unrolled_owner"]

@@ -53,7 +53,7 @@ def safe_part(text: str) -> str:
     character was replaced or the text cut (so two texts never share a component)."""
     clean = _UNSAFE.sub("_", text)[:_MAX_PART].lstrip(".") or "_"
     if clean != text:
-        clean += "~" + hashlib.sha1(text.encode()).hexdigest()[:8]
+        clean += "~" + hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]  # a name is data: any str
     return clean
 
 
@@ -86,7 +86,7 @@ class Recorder:
         path = self.directory / label_path(label) / name
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-        tmp.write_text(kernel.source)
+        tmp.write_text(kernel.source, encoding="utf-8", errors="backslashreplace")
         os.replace(tmp, path)  # two workers collecting the same module write the same file
         return path
 

@@ -3,7 +3,6 @@ generator, and nothing but the very same lowered kernel may ever get its code.""
 
 from __future__ import annotations
 
-import importlib
 import json
 
 import numpy as np
@@ -162,10 +161,10 @@ def test_symbolic_sizes_are_remembered_with_their_index_guards(fresh_cache):
     np.testing.assert_allclose(out, a * 2.0)
 
 
-def test_a_limit_changed_at_run_time_is_part_of_the_key(fresh_cache, monkeypatch):
-    """The streaming-store threshold is a module constant a program (or a test) may lower; the
-    memo must not hand back the code generated under the old value."""
-    vec = importlib.import_module("tessel.passes.vectorize")  # the module (the package exports a function)
+def test_a_limit_changed_at_run_time_is_part_of_the_key(fresh_cache, limits):
+    """The streaming-store threshold is a limit a program (or a test) may lower
+    (``tessel.tunables.using``); the memo must not hand back the code generated under the old
+    value."""
 
     def big_copy():
         A = te.placeholder((64, 64), name="A")
@@ -177,7 +176,7 @@ def test_a_limit_changed_at_run_time_is_part_of_the_key(fresh_cache, monkeypatch
     x86 = Target(vector_bytes=32, features=frozenset({STREAMING_STORES}))  # any host: streaming is the target's
     plain = tessel.build(*big_copy(), target=x86)
     assert "stream" not in plain.source
-    monkeypatch.setattr(vec, "STREAM_MIN_BYTES", 64)
+    limits(stream_min_bytes=64)
     streamed = tessel.build(*big_copy(), target=x86)
     assert "tsl_stream" in streamed.source
     a = np.random.default_rng(0).uniform(-1, 1, (64, 64)).astype("float32")

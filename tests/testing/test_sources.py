@@ -69,3 +69,6 @@ def test_node_ids_become_distinct_safe_paths():
     assert len(set(odd)) == len(odd)
     assert all(".." not in p.parts and "/" not in p.name and len(p.name) < 120 for p in odd)
     assert safe_part("..") != safe_part(".")
+    # a kernel named by a lone surrogate (the suite's hostile names) is a path like any other
+    lone = [safe_part(x) for x in ("\ud800", "\udc80", "_")]
+    assert len(set(lone)) == 3 and all(p.isascii() for p in lone)
