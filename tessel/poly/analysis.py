@@ -44,9 +44,11 @@ def state_key(sch: Schedule) -> tuple[tuple, list]:
     refs: list = []
     for st in sch.stages:
         attrs = tuple((id(iv), a.kind, id(a.bind_thread)) for iv, a in st.iter_var_attrs.items())
-        parts.append((id(st.op), st.attach_type, id(st.attach_stage), id(st.attach_ivar),
+        shared = tuple((id(a), id(b)) for a, b in st.placement.shared)  # loops that are a host's
+        parts.append((id(st.op), st.attach_type, id(st.attach_stage), id(st.attach_ivar), shared, st.compute_at_pos,
                       tuple(map(id, st.leaf_iter_vars)), tuple(map(id, st.relations)), attrs, st.scope))
         refs += [st.op, st.attach_stage, st.attach_ivar, *st.leaf_iter_vars, *st.relations, *st.iter_var_attrs]
+        refs += [iv for pair in st.placement.shared for iv in pair]
         refs += [a.bind_thread for a in st.iter_var_attrs.values()]
         parts.append((tuple(map(id, st.commands)), id(st.storage)))  # Tiramisu's commands
         refs += [*st.commands, st.storage]
@@ -177,6 +179,9 @@ def _content_key(sch: Schedule) -> str | None:
                   tuple(op.storage(t).name for t in op.outputs),
                   pos.get(id(att), -1) if att is not None else -1,
                   next((k for k, iv in enumerate(att.all_iter_vars) if iv is st.attach_ivar), -1) if att else -1,
+                  # the loops it shares with its host (by position in each), and how many
+                  tuple((ivs.get(id(a), -1), next((k for k, iv in enumerate(att.all_iter_vars) if iv is b), -1))
+                        for a, b in st.placement.shared) if att else (), st.compute_at_pos,
                   tuple(ivs.get(id(iv), -1) for iv in st.leaf_iter_vars),
                   tuple((r.kind, tuple(ivs.get(id(iv), -1) for iv in (*r.inputs, *r.outputs)),
                          tuple(r.params().values())) for r in st.relations),

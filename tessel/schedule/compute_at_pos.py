@@ -23,6 +23,7 @@ a copy and committed only when it is legal, so a refused call leaves the schedul
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -31,7 +32,7 @@ from ..ir import expr as E
 from ..ir.stmt import LoopKind
 from .axis_map import Graph, common_consumer, reaches
 from .checking import checker
-from .kinds import ROOT, SCOPE
+from .kinds import ROOT, SCOPE, Placement
 from .transform_replay import (
     FixedLoopsError,
     leaf_images,
@@ -252,12 +253,13 @@ class Placer:
         for k, r in enumerate(mine[limit:], start=limit):
             own[r] = (st, st.leaf_iter_vars[k])
         self.owner[id(st)] = own
-        st.compute_at_pos = limit
         if limit:
             at_stage, at_loop = loops[-1]
-            st.attach_type, st.attach_stage, st.attach_ivar = SCOPE, at_stage, at_loop
-            st.shared_loops = {st.leaf_iter_vars[k]: loops[k][1] for k in range(limit)
-                               if loops[k][0] is not st and exact_share(st, st.leaf_iter_vars[k], *loops[k])}
+            shared = tuple((st.leaf_iter_vars[k], loops[k][1]) for k in range(limit)
+                           if loops[k][0] is not st and exact_share(st, st.leaf_iter_vars[k], *loops[k]))
+            st.placement = Placement(SCOPE, at_stage, at_loop, shared, limit)
+        else:  # where it was, at position 0
+            st.placement = dataclasses.replace(st.placement, position=0)
         return limit, None
 
 
@@ -495,8 +497,8 @@ def share_loops(placer: Placer, sib: Stage) -> Refusal | None:
     why = runs_once(placer.g, sib, host, [lp[1] for lp in loops])
     if why is not None:
         return why
-    sib.attach_type, sib.attach_stage, sib.attach_ivar = SCOPE, host, loops[-1][1]
-    sib.shared_loops = {sib.leaf_iter_vars[k]: loops[k][1] for k in range(need)}
+    shared = tuple((sib.leaf_iter_vars[k], loops[k][1]) for k in range(need))
+    sib.placement = Placement(SCOPE, host, loops[-1][1], shared, sib.compute_at_pos)
     return None
 
 

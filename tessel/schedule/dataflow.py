@@ -152,8 +152,7 @@ def _move_loops(sch: Schedule, src: Stage, dst: Stage, mapping: dict[int, E.Iter
     """Stages attached at, and annotations on, ``src``'s loops in ``mapping`` follow them to ``dst``."""
     for st in sch.stages:
         if st.attach_type == SCOPE and st.attach_stage is src and id(st.attach_ivar) in mapping:
-            st.attach_stage = dst
-            st.attach_ivar = mapping[id(st.attach_ivar)]
+            st.placement = st.placement.moved(dst, mapping[id(st.attach_ivar)])
     for iv in list(src.iter_var_attrs):
         if id(iv) in mapping:
             attr = src.iter_var_attrs.pop(iv)

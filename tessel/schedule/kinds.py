@@ -6,8 +6,12 @@ calls, can speak of attachments and annotations without importing the class that
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
 
 from ..ir import expr as E
 from ..ir.stmt import LoopKind
@@ -55,6 +59,42 @@ class IterVarAttr:
         return tuple(self.pragmas.values())
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a stage is computed, as one value: replaced whole, never edited, so a primitive
+    that moves a stage cannot leave part of an earlier placement behind (``compute_at`` used to
+    reset four fields by hand).
+
+    ``kind``: root, inside a loop of another stage (``SCOPE``: ``stage``'s loop ``loop``), or
+    inlined into its readers. computeAt by position (seed 003) adds ``position``, how many of its
+    outer loops it shares with its readers, and ``shared``: which of its own loops *are* a host
+    stage's loops (nvFuser's loop sharing: lowered as the host's loop, not a loop of its own)."""
+
+    kind: AttachKind = AttachKind.ROOT
+    stage: StageBase | None = None
+    loop: E.IterVar | None = None
+    shared: tuple[tuple[E.IterVar, E.IterVar], ...] = ()  # (its loop, the host's loop), outermost first
+    position: int = 0
+
+    @staticmethod
+    def at(stage: StageBase, loop: E.IterVar) -> Placement:
+        """TE's ``compute_at``: inside ``stage``'s loop ``loop``, sharing no loop of its own."""
+        return Placement(AttachKind.SCOPE, stage, loop)
+
+    @functools.cached_property
+    def shared_map(self) -> Mapping[E.IterVar, E.IterVar]:
+        """``shared`` as a read-only map (made once: a placement never changes)."""
+        return MappingProxyType(dict(self.shared))
+
+    def moved(self, stage: StageBase | None, loop: E.IterVar | None) -> Placement:
+        """The same placement at another host or loop (the host was copied, or its loop remade)."""
+        return dataclasses.replace(self, stage=stage, loop=loop)
+
+
+ROOT_PLACEMENT = Placement()
+INLINE_PLACEMENT = Placement(AttachKind.INLINE)
+
+
 class StageBase:
     """What every :class:`~tessel.schedule.stage.Stage` is, for the modules below ``stage.py``
     that must tell a stage from a tensor or an axis (recorded steps, fix code, commands) without
@@ -63,4 +103,5 @@ class StageBase:
     __slots__ = ()
 
 
-__all__ = ["INLINE", "ROOT", "SCOPE", "AttachKind", "IterVarAttr", "StageBase"]
+__all__ = ["INLINE", "INLINE_PLACEMENT", "ROOT", "ROOT_PLACEMENT", "SCOPE", "AttachKind", "IterVarAttr", "Placement",
+           "StageBase"]

@@ -18,8 +18,7 @@ if TYPE_CHECKING:
     from .schedule import Schedule
     from .stage import Stage
 
-_STATE = ("all_iter_vars", "leaf_iter_vars", "relations", "attach_type", "attach_ivar", "iter_var_attrs",
-          "compute_at_pos", "max_producer_pos", "shared_loops")
+_STATE = ("all_iter_vars", "leaf_iter_vars", "relations", "iter_var_attrs", "max_producer_pos")
 
 
 def commit(sch: Schedule, trial: Schedule) -> None:
@@ -31,7 +30,8 @@ def commit(sch: Schedule, trial: Schedule) -> None:
     for t, s in zip(trial.stages, sch.stages):
         for name in _STATE:
             setattr(s, name, getattr(t, name))
-        s.attach_stage = smap.get(id(t.attach_stage)) if t.attach_stage is not None else None
+        host = smap.get(id(t.attach_stage)) if t.attach_stage is not None else None
+        s.placement = t.placement.moved(host, t.attach_ivar)  # the trial's host is the user's stage
     sch.iv_notes.update(trial.iv_notes)
 
 

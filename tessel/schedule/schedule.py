@@ -12,7 +12,7 @@ from ..te.operation import post_dfs_order
 from ..te.tensor import Operation, Tensor
 from .checking import checker
 from .history import History, note_created, recorded
-from .kinds import ROOT, SCOPE
+from .kinds import ROOT, Placement
 from .stage import Stage
 
 
@@ -54,7 +54,7 @@ class Schedule:
             for op in st.op.body_ops():
                 body = self.stage_map.get(op)
                 if body is not None and body.attach_type == ROOT:
-                    body.attach_type, body.attach_stage, body.attach_ivar = SCOPE, st, axis
+                    body.placement = Placement.at(st, axis)
 
     @classmethod
     def _detached(cls, outputs: list[Operation]) -> Schedule:
@@ -230,7 +230,7 @@ class Schedule:
         new.stages = [smap[id(st)] for st in self.stages]
         for c in new.stages:
             if c.attach_stage is not None:
-                c.attach_stage = smap.get(id(c.attach_stage), c.attach_stage)
+                c.placement = c.placement.moved(smap.get(id(c.attach_stage), c.attach_stage), c.attach_ivar)
         new.stage_map = {op: smap[id(st)] for op, st in self.stage_map.items()}
         new.orders = tuple(type(o)(smap.get(id(o.stage), o.stage), smap.get(id(o.anchor), o.anchor), o.level, o.before)
                            for o in self.orders)

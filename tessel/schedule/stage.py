@@ -7,6 +7,7 @@ stage as it was, and the error names the stage and the axis in the user's own wo
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,17 @@ from ..ir import expr as E
 from ..ir.op import convert
 from ..ir.stmt import LoopKind
 from .history import recorded
-from .kinds import INLINE, ROOT, SCOPE, IterVarAttr, StageBase
+from .kinds import (
+    INLINE,
+    INLINE_PLACEMENT,
+    ROOT,
+    ROOT_PLACEMENT,
+    SCOPE,
+    AttachKind,
+    IterVarAttr,
+    Placement,
+    StageBase,
+)
 from .relations import Fuse, Relation, Singleton, Split
 
 if TYPE_CHECKING:
@@ -33,9 +44,7 @@ class Stage(StageBase):
         # an opaque root (a scan's spatial axis) is ranged by InferBound but is no loop
         self.leaf_iter_vars: list[E.IterVar] = [iv for iv in roots if iv.iter_type != E.IterVar.OPAQUE]
         self.relations: list[Relation] = []
-        self.attach_type = ROOT
-        self.attach_ivar: E.IterVar | None = None
-        self.attach_stage: Stage | None = None
+        self.placement = ROOT_PLACEMENT  # where it is computed: one record, replaced whole (kinds.py)
         self.iter_var_attrs: dict[E.IterVar, IterVarAttr] = {}
         self.scope = "global"
         self.scope_given = False  # set_scope / cache_read / cache_write named it (else implied: threads.py)
@@ -50,15 +59,49 @@ class Stage(StageBase):
         self.double_buffered = False  # double_buffer (see hints.py)
         self.group: Any = None  # the innermost create_group holding it (TVM's Stage.group; see hints.py)
         self.env_thread_axes: list[E.IterVar] = []  # env_threads: a scan's launch threads (threads.py)
-        # computeAt by position (seed 003): how many of its outer loops it shares with its readers,
-        # how many a producer is computed in, and which of its loops are a host stage's loops
-        self.compute_at_pos = 0
+        # computeAt by position (seed 003): how many of its loops a producer is computed in
         self.max_producer_pos = 0
-        self.shared_loops: dict[E.IterVar, E.IterVar] = {}
         # Tiramisu's commands on the time-space map (see commands.py): loop commands in order,
         # and where the values are stored instead of the stage's own tensor
         self.commands: tuple = ()
         self.storage = None
+
+    # ---- where it is computed: views of the one placement record -----------------------------
+    # (TVM's Stage has attach_type/attach_stage/attach_ivar; code reads them, primitives replace
+    # the record; a write to one of them, behind the primitives' back, replaces it too)
+    @property
+    def attach_type(self) -> AttachKind:
+        return self.placement.kind
+
+    @attach_type.setter
+    def attach_type(self, kind: AttachKind) -> None:
+        self.placement = dataclasses.replace(self.placement, kind=kind)
+
+    @property
+    def attach_stage(self) -> Stage | None:
+        return self.placement.stage  # type: ignore[return-value]
+
+    @attach_stage.setter
+    def attach_stage(self, stage: Stage | None) -> None:
+        self.placement = dataclasses.replace(self.placement, stage=stage)
+
+    @property
+    def attach_ivar(self) -> E.IterVar | None:
+        return self.placement.loop
+
+    @attach_ivar.setter
+    def attach_ivar(self, loop: E.IterVar | None) -> None:
+        self.placement = dataclasses.replace(self.placement, loop=loop)
+
+    @property
+    def compute_at_pos(self) -> int:
+        """How many of its outer loops it shares with its readers (computeAt by position)."""
+        return self.placement.position
+
+    @property
+    def shared_loops(self) -> Mapping[E.IterVar, E.IterVar]:
+        """Which of its loops are a host stage's loops (lowered as the host's, not its own)."""
+        return self.placement.shared_map
 
     # ---- naming and lookup -------------------------------------------------------------
     @property
@@ -289,16 +332,11 @@ class Stage(StageBase):
                 f"(it was transformed into {made}); attach {self.name} at one of {parent.name}'s loops: "
                 f"{parent._leaf_names()}"
             )
-        self.attach_type = SCOPE
-        self.attach_ivar = scope
-        self.attach_stage = parent
-        self.shared_loops, self.compute_at_pos = {}, 0
+        self.placement = Placement.at(parent, scope)
 
     @recorded
     def compute_root(self) -> None:
-        self.attach_type = ROOT
-        self.attach_ivar = self.attach_stage = None
-        self.shared_loops, self.compute_at_pos = {}, 0
+        self.placement = ROOT_PLACEMENT
 
     @recorded
     def inline_at(self, pos: int, best_effort: bool = False) -> int:
@@ -318,9 +356,7 @@ class Stage(StageBase):
             raise ScheduleError(
                 f"stage {self.name} is an output of the schedule; an output must be stored, so it cannot be inlined"
             )
-        self.attach_type = INLINE
-        self.attach_ivar = self.attach_stage = None
-        self.shared_loops, self.compute_at_pos = {}, 0
+        self.placement = INLINE_PLACEMENT
 
     # ---- annotations ---------------------------------------------------------------------
     def _annotate(self, iv: E.IterVar, kind: LoopKind) -> None:
@@ -537,7 +573,6 @@ class Stage(StageBase):
         new.iter_var_attrs = {iv: dataclasses.replace(a, pragmas=dict(a.pragmas))
                               for iv, a in self.iter_var_attrs.items()}
         new.derived_from = dict(self.derived_from)
-        new.shared_loops = dict(self.shared_loops)
         new.env_thread_axes = list(self.env_thread_axes)
         return new
 
@@ -546,7 +581,7 @@ class Stage(StageBase):
         """Stages attached at a loop that is split or fused stay at the loop that replaces it."""
         for st in self.schedule.stages:
             if st.attach_stage is self and st.attach_ivar is old:
-                st.attach_ivar = new
+                st.placement = st.placement.moved(self, new)
 
     def _move_attr(self, old: E.IterVar, new: E.IterVar) -> None:
         if old in self.iter_var_attrs:
