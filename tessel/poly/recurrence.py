@@ -22,7 +22,7 @@ from ..errors import ScheduleError
 from ..ir.names import shown
 from ..schedule.commands import storage_choice
 from ..schedule.kinds import INLINE, ROOT
-from .model import Model, Statement
+from .model import Model, Statement, build
 from .space import DIM, point_values
 
 
@@ -38,7 +38,81 @@ def check_recurrences(model: Model) -> None:
     for stmt in model.statements:
         if getattr(stmt.stage.op, "definitions", ()):
             _check_self_reads(model, stmt)
+    _check_reads_written(model)
     _check_interleaving(model)
+
+
+def _check_reads_written(model: Model) -> None:
+    """Refuse a self-read of an element that nothing has written when it is read: the
+    definitions run one after the other, so a value a *later* definition gives (a boundary
+    written last) does not exist yet for an earlier one, and the read would see uninitialized
+    memory. A recurrence written in place reads its input there instead, which is its meaning.
+    Judged on the recurrence's own elements: with its storage folded or moved, on the schedule
+    without that choice (a fold changes where values live, not which exist)."""
+    groups: dict[int, list[Statement]] = {}  # by the storage the definitions share (one tensor)
+    for stmt in model.statements:
+        op = stmt.stage.op
+        if getattr(op, "definitions", ()) and getattr(op, "base", None) is not None:
+            groups.setdefault(id(op.base.op), []).append(stmt)
+    for mine in groups.values():
+        if mine[0].stage.op.base.op.is_placeholder:
+            continue  # in place: an element not written yet holds the input
+        if any(_storage_chosen(model, s) for s in mine):
+            plain = model.sch.copy(record=False)
+            for st in plain.stages:
+                if storage_choice(plain, st):
+                    st.storage = None
+            unfolded = build(plain)
+            pos = {id(st): k for k, st in enumerate(model.sch.stages)}
+            want = {pos[id(s.stage)] for s in mine}
+            mine = [s for s in unfolded.statements if plain.stages.index(s.stage) in want]
+            context = unfolded.context
+        else:
+            context = model.context
+        _unwritten_reads(mine, context)
+
+
+def _unwritten_reads(mine: list[Statement], context: isl.Set) -> None:
+    writers = [(w, w.writes[0].relation) for w in mine if w.writes and w.schedule is not None]
+    if not writers:
+        return
+    storage = writers[0][1].get_tuple_name(DIM.out)
+    for stmt in mine:
+        if stmt.schedule is None:
+            continue
+        own = stmt.writes[0].relation if stmt.writes else None
+        for acc in stmt.reads:
+            if acc.relation.get_tuple_name(DIM.out) != storage:
+                continue
+            if stmt.role == "update" and own is not None and acc.relation.is_equal(own):
+                continue  # a reduction's accumulator: read and written by the same instance
+            reads = acc.relation.domain().intersect_params(context)
+            written = None
+            for w, wrel in writers:
+                pairs = acc.relation.apply_range(wrel.reverse())  # reader -> writer of the element read
+                timed = pairs.apply_domain(stmt.schedule).apply_range(w.schedule).intersect_params(context)
+                earlier = timed.intersect(isl.Map.lex_gt(timed.get_space().domain()))  # the writer ran before
+                got = earlier.domain().apply(stmt.schedule.reverse())
+                written = got if written is None else written.union(got)
+            bad = reads.subtract(written) if written is not None else reads
+            if bad.is_empty():
+                continue
+            vals = point_values(bad.sample_point(), DIM.set, len(stmt.dim_vars))
+            at = ", ".join(f"{shown(v.name)} = {x}" for v, x in zip(stmt.dim_vars, vals))
+            name, later = shown(stmt.stage.name), _writer_after(acc, stmt, writers, bad)
+            by = f"; {later} writes it, but runs after {name} (definitions run one after the other)" if later else ""
+            raise ScheduleError(
+                f"recurrence {name} reads {shown(acc.text)} where nothing has written that element yet (for {at}){by}: "
+                f"the read would see uninitialized memory. Give that value in {name} itself or in a definition "
+                f"before it (a boundary as a select in the same definition), or read it from another tensor")
+
+
+def _writer_after(acc, stmt: Statement, writers: list, bad: isl.Set) -> str:
+    """The definition that writes the element a refused read wants, if one does (later)."""
+    for w, wrel in writers:
+        if not acc.relation.intersect_domain(bad).apply_range(wrel.reverse()).is_empty():
+            return shown(w.stage.name)
+    return ""
 
 
 def _check_self_reads(model: Model, stmt: Statement) -> None:

@@ -337,3 +337,56 @@ def test_definitions_that_are_not_a_list_say_to_wrap_them(definitions):
     with pytest.raises(tessel.DefinitionError, match=r"te.recurrence R: definitions must be a list of "
                                                      r"te.define\(...\).*\[te.define\(...\)\]"):
         te.recurrence((8,), d, name="R")
+
+
+def _jacobi(boundary_last: bool, steps: int = 6, n: int = 10):
+    """Jacobi 1-d over time steps, the boundary given by a definition of its own (after the
+    interior one: ``boundary_last``) or as a select inside the one definition."""
+    A = te.placeholder((n,), name="A")
+    first = te.define(lambda h, t, i: A[i], where=lambda t, i: t == 0)
+    if boundary_last:
+        defs = [first,
+                te.define(lambda h, t, i: (h[t - 1, i - 1] + h[t - 1, i] + h[t - 1, i + 1]) / 3.0,
+                          where=lambda t, i: te.all(t >= 1, i >= 1, i <= n - 2)),
+                te.define(lambda h, t, i: h[t - 1, i], where=lambda t, i: te.all(t >= 1, te.any(i == 0, i == n - 1)))]
+    else:
+        defs = [first,
+                te.define(lambda h, t, i: te.if_then_else(
+                    te.any(i == 0, i == n - 1), h[t - 1, i],
+                    (h[t - 1, te.max(i - 1, 0)] + h[t - 1, i] + h[t - 1, te.min(i + 1, n - 1)]) / 3.0),
+                    where=lambda t, i: t >= 1)]
+    J = te.recurrence((steps, n), defs, name="J")
+    O = te.compute((n,), lambda i: J[steps - 1, i] * 1.0, name="O")
+    a = rand(n)
+    ref = a.astype("float64")
+    for _ in range(1, steps):
+        ref = np.concatenate([ref[:1], (ref[:-2] + ref[1:-1] + ref[2:]) / 3.0, ref[-1:]])
+    return A, J, O, a, ref.astype("float32")
+
+
+@pytest.mark.parametrize("fold", [None, 2])
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_read_of_a_value_a_later_definition_gives_is_refused(target, fold):
+    """The definitions run one after the other: the interior's read of the boundary of the step
+    before reads what only the later boundary definition writes, which does not exist yet; the
+    kernel read uninitialized memory (values of 1e28 and NaN) instead of being refused."""
+    A, J, O, _, _ = _jacobi(boundary_last=True)
+    s = te.create_schedule(O.op)
+    if fold:
+        s[J].storage_fold(J.op.axis[0], fold)
+    with pytest.raises(tessel.ScheduleError, match=r"reads J\.def1\[t - 1, i - 1\] where nothing has written that "
+                       r"element yet \(for t = 2, i = 1\); J writes it, but runs after J\.def1"):
+        tessel.build(s, [A, O], target=target)
+
+
+@pytest.mark.parametrize("fold", [None, 2, 3])
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_same_stencil_with_its_boundary_in_one_definition_folds_to_two_steps(target, fold):
+    A, J, O, a, ref = _jacobi(boundary_last=False)
+    s = te.create_schedule(O.op)
+    if fold:
+        s[J].storage_fold(J.op.axis[0], fold)
+    f = tessel.build(s, [A, O], target=target)
+    out = np.empty_like(ref)
+    f(a, out)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
