@@ -49,12 +49,7 @@ def _check_reads_written(model: Model) -> None:
     memory. A recurrence written in place reads its input there instead, which is its meaning.
     Judged on the recurrence's own elements: with its storage folded or moved, on the schedule
     without that choice (a fold changes where values live, not which exist)."""
-    groups: dict[int, list[Statement]] = {}  # by the storage the definitions share (one tensor)
-    for stmt in model.statements:
-        op = stmt.stage.op
-        if getattr(op, "definitions", ()) and getattr(op, "base", None) is not None:
-            groups.setdefault(id(op.base.op), []).append(stmt)
-    for mine in groups.values():
+    for mine in _recurrences(model):
         if mine[0].stage.op.base.op.is_placeholder:
             continue  # in place: an element not written yet holds the input
         if any(_storage_chosen(model, s) for s in mine):
@@ -70,6 +65,18 @@ def _check_reads_written(model: Model) -> None:
         else:
             context = model.context
         _unwritten_reads(mine, context)
+
+
+def _recurrences(model: Model) -> list[list[Statement]]:
+    """The statements of each recurrence, found by the storage its definitions share (one
+    tensor; the definitions' tuples are not one object after a round trip through an IR
+    document)."""
+    groups: dict[int, list[Statement]] = {}
+    for stmt in model.statements:
+        op = stmt.stage.op
+        if getattr(op, "definitions", ()) and getattr(op, "base", None) is not None:
+            groups.setdefault(id(op.base.op), []).append(stmt)
+    return list(groups.values())
 
 
 def _unwritten_reads(mine: list[Statement], context: isl.Set) -> None:
@@ -153,14 +160,11 @@ def _storage_chosen(model: Model, stmt: Statement) -> bool:
 
 def _check_interleaving(model: Model) -> None:
     """An in-place recurrence's storage touched by a stage that runs between its definitions."""
-    for stmt in model.statements:
-        op = stmt.stage.op
-        defs = getattr(op, "definitions", ())
-        base = getattr(op, "base", None)
-        if not defs or base is None or not base.op.is_placeholder or op is not defs[0].op:
+    for mine in _recurrences(model):
+        base = mine[0].stage.op.base
+        if not base.op.is_placeholder:
             continue
-        storage = stmt.writes[0].relation.get_tuple_name(DIM.out) if stmt.writes else None
-        mine = [s for s in model.statements if getattr(s.stage.op, "definitions", ()) is defs]
+        storage = next((s.writes[0].relation.get_tuple_name(DIM.out) for s in mine if s.writes), None)
         span = _span(mine)
         for other in model.statements:
             if other in mine or other.schedule is None or span is None:
@@ -171,7 +175,7 @@ def _check_interleaving(model: Model) -> None:
             if not times.intersect(span).is_empty():
                 raise ScheduleError(
                     f"stage {shown(other.stage.name)} reads {shown(base.name)}, which recurrence "
-                    f"{shown(defs[-1].op.name)} overwrites in place, while the recurrence runs (it was computed "
+                    f"{shown(mine[0].stage.op.definitions[-1].op.name)} overwrites in place, while the recurrence runs (it was computed "
                     f"inside one of its loops or inlined into it): it would read some elements already replaced. "
                     f"Compute it before: s[{shown(other.stage.name)}].compute_root()")
 
