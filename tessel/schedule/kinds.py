@@ -91,6 +91,21 @@ class Placement:
         return dataclasses.replace(self, stage=stage, loop=loop)
 
 
+class PlacementView:
+    """One field of a stage's placement record under TVM's name (``attach_type``: ``kind``,
+    ``attach_stage``: ``stage``, ``attach_ivar``: ``loop``): read from the record, and a write
+    (behind the primitives' back, as TVM code does) replaces the record."""
+
+    def __init__(self, field_name: str):
+        self.field_name = field_name
+
+    def __get__(self, stage, owner=None):
+        return self if stage is None else getattr(stage.placement, self.field_name)
+
+    def __set__(self, stage, value) -> None:
+        stage.placement = dataclasses.replace(stage.placement, **{self.field_name: value})
+
+
 ROOT_PLACEMENT = Placement()
 INLINE_PLACEMENT = Placement(AttachKind.INLINE)
 
@@ -104,4 +119,4 @@ class StageBase:
 
 
 __all__ = ["INLINE", "INLINE_PLACEMENT", "ROOT", "ROOT_PLACEMENT", "SCOPE", "AttachKind", "IterVarAttr", "Placement",
-           "StageBase"]
+           "PlacementView", "StageBase"]

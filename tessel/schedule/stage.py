@@ -22,9 +22,9 @@ from .kinds import (
     ROOT,
     ROOT_PLACEMENT,
     SCOPE,
-    AttachKind,
     IterVarAttr,
     Placement,
+    PlacementView,
     StageBase,
 )
 from .relations import Fuse, Relation, Singleton, Split
@@ -69,29 +69,9 @@ class Stage(StageBase):
     # ---- where it is computed: views of the one placement record -----------------------------
     # (TVM's Stage has attach_type/attach_stage/attach_ivar; code reads them, primitives replace
     # the record; a write to one of them, behind the primitives' back, replaces it too)
-    @property
-    def attach_type(self) -> AttachKind:
-        return self.placement.kind
-
-    @attach_type.setter
-    def attach_type(self, kind: AttachKind) -> None:
-        self.placement = dataclasses.replace(self.placement, kind=kind)
-
-    @property
-    def attach_stage(self) -> Stage | None:
-        return self.placement.stage  # type: ignore[return-value]
-
-    @attach_stage.setter
-    def attach_stage(self, stage: Stage | None) -> None:
-        self.placement = dataclasses.replace(self.placement, stage=stage)
-
-    @property
-    def attach_ivar(self) -> E.IterVar | None:
-        return self.placement.loop
-
-    @attach_ivar.setter
-    def attach_ivar(self, loop: E.IterVar | None) -> None:
-        self.placement = dataclasses.replace(self.placement, loop=loop)
+    attach_type = PlacementView("kind")
+    attach_stage = PlacementView("stage")
+    attach_ivar = PlacementView("loop")
 
     @property
     def compute_at_pos(self) -> int:
