@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from ..errors import InternalError, ScheduleError
 from ..ir import expr as E
 from ..ir import op as O
-from ..ir.functor import substitute
+from ..ir.functor import substitute, uses_var
 from ..ir.names import identifier
 from ..te.tensor import ComputeOp, Operation, Tensor
 from . import relations as R
@@ -286,8 +286,10 @@ def cache_write(sch: Schedule, tensor, scope: str):
                 for iv in data_leaves]
     value: dict[E.IterVar, E.PrimExpr] = {iv: nv.var for iv, nv in zip(data_leaves, new_axes)}
     preds = _index_up(data_rels, rng, value)
-    bodies = _guarded_bodies([substitute(b, {iv.var: value[iv] for iv in op.axis}) for b in op.body], preds)
-    where = substitute(op.where, {iv.var: value[iv] for iv in op.axis}) if op.where is not None else None
+    axis_values = {iv.var: value[iv] for iv in op.axis}
+    reduce_axes = _reduce_axes_over(op.reduce_axis, axis_values)
+    bodies = _guarded_bodies([_with_reduce_axes(substitute(b, axis_values), reduce_axes) for b in op.body], preds)
+    where = substitute(op.where, axis_values) if op.where is not None else None
     cache_op = ComputeOp(_unique_name(sch, stage.name, scope), op.tag, op.attrs, new_axes, bodies, where)
     # C reads its value back from the cache, at the place its old loops put it
     down: dict[E.IterVar, E.PrimExpr] = {iv: iv.var for iv in op.axis}
@@ -307,7 +309,7 @@ def cache_write(sch: Schedule, tensor, scope: str):
     mapping: dict[int, E.IterVar] = {id(iv): nv for iv, nv in zip(data_leaves, new_axes) if id(iv) not in keep}
     for root in op.reduce_axis:
         for k in descendants(stage, [root]):
-            mapping[k] = root
+            mapping[k] = reduce_axes.get(root, root)
     _move_loops(sch, stage, cstage, mapping)
     _note_cache_write_loops(sch, stage, cstage, keep, mapping)
     stage.relations = []
@@ -317,6 +319,26 @@ def cache_write(sch: Schedule, tensor, scope: str):
     _insert_stage(sch, cstage, sch.stages.index(stage))
     apply_stage_ops(sch, plan)
     return cache_op.outputs if len(tensors) > 1 else cache_op.output(tensors[0].value_index)
+
+
+def _reduce_axes_over(axes, axis_values: dict) -> dict[E.IterVar, E.IterVar]:
+    """The reduce axes whose range is written over the data axes (``reduce_axis((i + 1, m))``,
+    a triangle), each remade over the cache's axes: the cache's loops are ``i.c``, and a range
+    over ``i`` would leave ``i`` free in its code. The others stay the same IterVars (so
+    ``C.op.reduce_axis[0]`` is a loop of the cache, as in TVM)."""
+    out = {}
+    for iv in axes:
+        if iv.dom is not None and uses_var(iv.dom, lambda v: v in axis_values):
+            dom = E.Range(substitute(iv.dom.min, axis_values), substitute(iv.dom.extent, axis_values))
+            out[iv] = E.IterVar(dom, iv.var, iv.iter_type, iv.thread_tag)
+    return out
+
+
+def _with_reduce_axes(body: E.PrimExpr, remade: dict[E.IterVar, E.IterVar]) -> E.PrimExpr:
+    if not remade or not isinstance(body, E.Reduce):
+        return body
+    return E.Reduce(body.combiner, body.source, tuple(remade.get(a, a) for a in body.axis), body.condition,
+                    body.value_index, body.init)
 
 
 def _cache_write_target(sch: Schedule, tensor, scope: str) -> tuple[Stage, ComputeOp, list]:
