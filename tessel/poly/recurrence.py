@@ -23,7 +23,7 @@ from ..ir.names import shown
 from ..schedule.commands import storage_choice
 from ..schedule.kinds import INLINE, ROOT
 from .model import Model, Statement, build
-from .space import DIM, point_values
+from .space import DIM, NotAffine, point_values
 
 
 def check_recurrences(model: Model) -> None:
@@ -43,28 +43,27 @@ def check_recurrences(model: Model) -> None:
 
 
 def _check_reads_written(model: Model) -> None:
-    """Refuse a self-read of an element that nothing has written when it is read: the
+    """Refuse a read of a recurrence's element that nothing has written when it is read: the
     definitions run one after the other, so a value a *later* definition gives (a boundary
-    written last) does not exist yet for an earlier one, and the read would see uninitialized
-    memory. A recurrence written in place reads its input there instead, which is its meaning.
-    Judged on the recurrence's own elements: with its storage folded or moved, on the schedule
-    without that choice (a fold changes where values live, not which exist)."""
+    written last) does not exist yet for an earlier one; and a reader after the recurrence may
+    ask for a point no definition covers. Either would see uninitialized memory. A recurrence
+    written in place reads its input there instead, which is its meaning. Judged on the
+    recurrence's own elements: with its storage folded or moved, on the schedule without that
+    choice (a fold changes where values live, not which exist)."""
     for mine in _recurrences(model):
         if mine[0].stage.op.base.op.is_placeholder:
             continue  # in place: an element not written yet holds the input
+        everyone, context = model.statements, model.context
         if any(_storage_chosen(model, s) for s in mine):
             plain = model.sch.copy(record=False)
             for st in plain.stages:
                 if storage_choice(plain, st):
                     st.storage = None
             unfolded = build(plain)
-            pos = {id(st): k for k, st in enumerate(model.sch.stages)}
-            want = {pos[id(s.stage)] for s in mine}
-            mine = [s for s in unfolded.statements if plain.stages.index(s.stage) in want]
-            context = unfolded.context
-        else:
-            context = model.context
-        _unwritten_reads(mine, context)
+            want = {model.sch.stages.index(s.stage) for s in mine}
+            everyone, context = unfolded.statements, unfolded.context
+            mine = [s for s in everyone if plain.stages.index(s.stage) in want]
+        _unwritten_reads(mine, everyone, context)
 
 
 def _recurrences(model: Model) -> list[list[Statement]]:
@@ -79,12 +78,15 @@ def _recurrences(model: Model) -> list[list[Statement]]:
     return list(groups.values())
 
 
-def _unwritten_reads(mine: list[Statement], context: isl.Set) -> None:
+def _unwritten_reads(mine: list[Statement], everyone: list[Statement], context: isl.Set) -> None:
+    """Each read of the storage ``mine`` (a recurrence's statements) write, by any statement,
+    against the writes that run before it."""
     writers = [(w, w.writes[0].relation) for w in mine if w.writes and w.schedule is not None]
     if not writers:
         return
     storage = writers[0][1].get_tuple_name(DIM.out)
-    for stmt in mine:
+    context = context.intersect_params(_not_empty(mine[-1]))
+    for stmt in everyone:
         if stmt.schedule is None:
             continue
         own = stmt.writes[0].relation if stmt.writes else None
@@ -93,33 +95,68 @@ def _unwritten_reads(mine: list[Statement], context: isl.Set) -> None:
                 continue
             if stmt.role == "update" and own is not None and acc.relation.is_equal(own):
                 continue  # a reduction's accumulator: read and written by the same instance
-            reads = acc.relation.domain().intersect_params(context)
-            written = None
-            for w, wrel in writers:
-                pairs = acc.relation.apply_range(wrel.reverse())  # reader -> writer of the element read
-                timed = pairs.apply_domain(stmt.schedule).apply_range(w.schedule).intersect_params(context)
-                earlier = timed.intersect(isl.Map.lex_gt(timed.get_space().domain()))  # the writer ran before
-                got = earlier.domain().apply(stmt.schedule.reverse())
-                written = got if written is None else written.union(got)
-            bad = reads.subtract(written) if written is not None else reads
-            if bad.is_empty():
-                continue
-            vals = point_values(bad.sample_point(), DIM.set, len(stmt.dim_vars))
-            at = ", ".join(f"{shown(v.name)} = {x}" for v, x in zip(stmt.dim_vars, vals))
-            name, later = shown(stmt.stage.name), _writer_after(acc, stmt, writers, bad)
-            by = f"; {later} writes it, but runs after {name} (definitions run one after the other)" if later else ""
-            raise ScheduleError(
-                f"recurrence {name} reads {shown(acc.text)} where nothing has written that element yet (for {at}){by}: "
-                f"the read would see uninitialized memory. Give that value in {name} itself or in a definition "
-                f"before it (a boundary as a select in the same definition), or read it from another tensor")
+            bad = _read_before_written(stmt, acc, writers, context)
+            if bad is not None:
+                _refuse_unwritten(stmt, acc, mine, writers, bad)
 
 
-def _writer_after(acc, stmt: Statement, writers: list, bad: isl.Set) -> str:
-    """The definition that writes the element a refused read wants, if one does (later)."""
+def _not_empty(last: Statement) -> isl.Set:
+    """The sizes for which the recurrence's tensor has elements: a read of an empty tensor has
+    no element to be inside of (the bounds check leaves it to the caller, and so does this)."""
+    conv, out = last.converter, None
+    try:
+        for n in last.stage.op.output(0).shape:
+            here = conv.aff(n).ge_set(conv.const(1)).params()
+            out = here if out is None else out.intersect(here)
+    except NotAffine:
+        return isl.Set.universe(last.domain.get_space().params())
+    return out if out is not None else isl.Set.universe(last.domain.get_space().params())
+
+
+def _read_before_written(stmt: Statement, acc, writers: list, context: isl.Set) -> isl.Set | None:
+    """The instances of ``stmt`` whose read ``acc`` finds no write of its element before it."""
+    written = None
+    for w, wrel in writers:
+        pairs = acc.relation.apply_range(wrel.reverse())  # reader -> writer of the element read
+        timed = pairs.apply_domain(stmt.schedule).apply_range(w.schedule).intersect_params(context)
+        earlier = timed.intersect(isl.Map.lex_gt(timed.get_space().domain()))  # the writer ran before
+        got = earlier.domain().apply(stmt.schedule.reverse())
+        written = got if written is None else written.union(got)
+    reads = acc.relation.domain().intersect_params(context)
+    bad = reads.subtract(written) if written is not None else reads
+    return None if bad.is_empty() else bad
+
+
+def _refuse_unwritten(stmt: Statement, acc, mine: list[Statement], writers: list, bad: isl.Set) -> None:
+    vals = point_values(bad.sample_point(), DIM.set, len(stmt.dim_vars))
+    at = ", ".join(f"{shown(v.name)} = {x}" for v, x in zip(stmt.dim_vars, vals))
+    name, later = shown(stmt.stage.name), _writer_after(acc, writers, bad)
+    rec = shown(mine[-1].stage.op.definitions[-1].op.name)
+    if not any(stmt is s for s in mine):
+        raise ScheduleError(
+            f"stage {name} reads {shown(acc.text)} where no definition of recurrence {rec} writes (for {at}): it "
+            f"would read uninitialized memory. Cover those points with a definition (its where=), or read only "
+            f"the points the definitions write")
+    if later is stmt:
+        by = (f"; {name}'s own loops write it, but only after the read in the order the schedule gives them "
+              f"(undo the reorder, tile or split that changed it)")
+    elif later is not None:
+        by = f"; {shown(later.stage.name)} writes it, but runs after {name} (definitions run one after the other)"
+    else:
+        by = ""
+    todo = ("Run the loops so that what is read is written first" if later is stmt else
+            f"Give that value in {name} itself or in a definition before it (a boundary as a select in the same "
+            f"definition), or read it from another tensor")
+    raise ScheduleError(f"recurrence {name} reads {shown(acc.text)} where nothing has written that element yet "
+                        f"(for {at}){by}: the read would see uninitialized memory. {todo}")
+
+
+def _writer_after(acc, writers: list, bad: isl.Set) -> Statement | None:
+    """The statement that writes the element a refused read wants, if one does (later)."""
     for w, wrel in writers:
         if not acc.relation.intersect_domain(bad).apply_range(wrel.reverse()).is_empty():
-            return shown(w.stage.name)
-    return ""
+            return w
+    return None
 
 
 def _check_self_reads(model: Model, stmt: Statement) -> None:
@@ -165,6 +202,7 @@ def _check_interleaving(model: Model) -> None:
         if not base.op.is_placeholder:
             continue
         storage = next((s.writes[0].relation.get_tuple_name(DIM.out) for s in mine if s.writes), None)
+        _check_input_read_first(model, mine, base)
         span = _span(mine)
         for other in model.statements:
             if other in mine or other.schedule is None or span is None:
@@ -178,6 +216,32 @@ def _check_interleaving(model: Model) -> None:
                     f"{shown(mine[0].stage.op.definitions[-1].op.name)} overwrites in place, while the recurrence runs (it was computed "
                     f"inside one of its loops or inlined into it): it would read some elements already replaced. "
                     f"Compute it before: s[{shown(other.stage.name)}].compute_root()")
+
+
+def _check_input_read_first(model: Model, mine: list[Statement], base) -> None:
+    """A stage that reads the input an in-place recurrence overwrites means the input's values,
+    so it must run before the recurrence starts; the stage order follows the outputs given to
+    create_schedule, which may put it after (it then read the results, silently)."""
+    times = [s.domain.apply(s.schedule) for s in mine if s.schedule is not None]
+    if not times:
+        return
+    every = times[0]
+    for t in times[1:]:
+        every = every.union(t)
+    started = every.lexmin().apply(isl.Map.lex_le(every.get_space()))  # from the first instance on
+    for other in model.statements:
+        if any(other is s for s in mine) or other.schedule is None:
+            continue
+        if not any(a.tensor is base for a in other.reads):
+            continue
+        if other.domain.apply(other.schedule).intersect(started).intersect_params(model.context).is_empty():
+            continue
+        name, rec = shown(other.stage.name), shown(mine[-1].stage.op.definitions[-1].op.name)
+        raise ScheduleError(
+            f"stage {name} reads {shown(base.name)}, the input that recurrence {rec} overwrites in place, but runs "
+            f"after the recurrence starts: it would read the results instead of the input. Make it run first: "
+            f"stages follow the order of the outputs given to create_schedule, so list the output that needs "
+            f"{name} before those that need {rec}")
 
 
 def _span(stmts: list[Statement]) -> isl.Set | None:

@@ -390,3 +390,52 @@ def test_the_same_stencil_with_its_boundary_in_one_definition_folds_to_two_steps
     out = np.empty_like(ref)
     f(a, out)
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+
+
+def _in_place_with_a_reader_of_the_input(n: int = 9):
+    Img = te.placeholder((n,), name="Img")
+    Out = te.recurrence(None, [te.define(lambda h, i: h[i - 1] * 0.5 + h[i], where=lambda i: i >= 1)],
+                        name="Out", inplace=Img)
+    E = te.compute((n,), lambda i: Img[i] * 2.0, name="E")  # the input's values
+    D = te.compute((n,), lambda i: Out[i] + 1.0, name="D")  # the recurrence's results
+    a = rand(n)
+    ref = a.astype("float64")
+    for i in range(1, n):
+        ref[i] = ref[i - 1] * 0.5 + ref[i]
+    return Img, E, D, a, ref
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_reader_of_an_in_place_input_after_the_recurrence_is_refused(target):
+    """Stages follow the outputs given to create_schedule: with D's listed first, E ran after the
+    recurrence and read its results where it means the input (twice the results, silently)."""
+    Img, E, D, a, ref = _in_place_with_a_reader_of_the_input()
+    with pytest.raises(tessel.ScheduleError, match="stage E reads Img, the input that recurrence Out overwrites "
+                       "in place, but runs after the recurrence starts.*list the output that needs E"):
+        tessel.build(te.create_schedule([D.op, E.op]), [Img, E, D], target=target)
+    f = tessel.build(te.create_schedule([E.op, D.op]), [Img, E, D], target=target)
+    img, e, d = a.copy(), np.empty_like(a), np.empty_like(a)
+    f(img, e, d)
+    np.testing.assert_allclose(e, a * 2.0)
+    np.testing.assert_allclose(d, ref + 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_reader_of_points_no_definition_writes_is_refused(target):
+    """The later steps' definition covers only the interior; a reader of the last step's
+    boundary read uninitialized memory (2.8e-45), where a compute's where= is refused."""
+    n, steps = 8, 3
+    A = te.placeholder((n,), name="A")
+    h = te.recurrence((steps + 1, n), [
+        te.define(lambda h, t, i: A[i], where=lambda t, i: t == 0),
+        te.define(lambda h, t, i: h[t - 1, i] * 0.5, where=lambda t, i: te.all(t >= 1, i >= 1, i < n - 1))], name="h")
+    O = te.compute((n,), lambda i: h[steps, i], name="O")
+    with pytest.raises(tessel.ScheduleError, match=r"stage O reads h\[3, i\] where no definition of recurrence h "
+                       r"writes \(for i = 0\)"):
+        tessel.build(te.create_schedule(O.op), [A, O], target=target)
+    inner = te.compute((n - 2,), lambda i: h[steps, i + 1], name="inner")  # only what is written
+    f = tessel.build(te.create_schedule(inner.op), [A, inner], target=target)
+    a = rand(n)
+    out = np.empty(n - 2, "float32")
+    f(a, out)
+    np.testing.assert_allclose(out, a[1:-1] * 0.5 ** steps, rtol=1e-6)
