@@ -239,3 +239,12 @@ def test_a_bounded_overflow_inside_a_symbolic_expression_is_an_error():
     B = te.compute((BIG, 2), lambda i, j: A[(i * 100000 + j) % n], name="B")
     with pytest.raises(tessel.LowerError, match=r"the index of A: .*beyond int32.*symbolic size.*n.*int64"):
         tessel.lower(te.create_schedule(B.op), [A, B])
+
+
+def test_an_unbounded_reach_is_said_in_words_not_converted():
+    """The refusal of a narrowing it cannot prove said `int(reach)`, which raised OverflowError
+    (a crash instead of the LowerError) when the analysis had no bound at all."""
+    from tessel.passes.index_dtype import _bound_text
+
+    assert _bound_text(2.0**40) == str(2**40)
+    assert _bound_text(float("inf")) == "any value" and _bound_text(float("-inf")) == "any negative value"

@@ -114,7 +114,7 @@ def _scan(ctx: BoundContext, model: Model) -> S.Stmt:
 
 def _instance(ctx: BoundContext, stmt: Statement, values: list[E.PrimExpr]) -> S.Stmt:
     """One instance of ``stmt`` with its dimensions at ``values``: the stage's body, stored."""
-    vals = {v: x for v, x in zip(stmt.dim_vars, values)}
+    vals = _as_typed({v: x for v, x in zip(stmt.dim_vars, values)})
     op = stmt.stage.op
     body = ctx.bodies[op]
     idx = [vals[iv.var] for iv in op.axis]
@@ -125,6 +125,16 @@ def _instance(ctx: BoundContext, stmt: Statement, values: list[E.PrimExpr]) -> S
         start = red.init if red.init else red.combiner.identity
         return S.seq(*[S.ProducerStore(t, substitute(v, vals), idx) for t, v in zip(op.outputs, start)])
     return reduction_update(op, red, vals, idx)
+
+
+def _as_typed(values: dict[E.Var, E.PrimExpr]) -> dict[E.Var, E.PrimExpr]:
+    """Each value narrower than the variable it stands for widened to the variable's type (a
+    constant ``0`` of ``where=t == 0`` against an int64 axis): the body is arithmetic in the
+    variables' types, and widening keeps every value. (A wider value, as isl's AST makes for a
+    skew of an int64 loop with an int32 one, is left as it is: narrowing it would need a proof
+    the index dtype pass cannot make; the operands' types then clash, an InternalError.)"""
+    return {v: O.cast(x, v.dtype) if x.dtype != v.dtype and x.dtype.bits < v.dtype.bits else x
+            for v, x in values.items()}
 
 
 class _Stored(Mutator):
@@ -150,9 +160,9 @@ class _Stored(Mutator):
                     self.where[t] = (home, axes, axes)
 
     def _moved(self, t: Tensor, indices) -> tuple[Tensor, tuple]:
+        """The buffer and index an access of ``t`` goes to (see ``_as_typed``)."""
         buf, axes, index = self.where[t]
-        sub = dict(zip(axes, indices))
-        return buf, tuple(substitute(x, sub) for x in index)
+        return buf, tuple(substitute(x, _as_typed(dict(zip(axes, indices)))) for x in index)
 
     def visit_ProducerStore(self, s: S.ProducerStore):
         value = self.visit(s.value)

@@ -51,6 +51,7 @@ kernel may refuse sizes within a tile's rounding of the limit). Sizes declared i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
@@ -376,9 +377,15 @@ class _IndexDtype(Mutator):
             why = f"which tessel cannot bound and so keeps in {want}"
             fix = "compute it in int64 with an explicit .astype('int64')"
         return LowerError(
-            f"{self.place()}: `{orig}` can reach {int(reach)}, beyond {want}, inside `{parent}`, {why}; "
+            f"{self.place()}: `{orig}` can reach {_bound_text(reach)}, beyond {want}, inside `{parent}`, {why}; "
             f"nothing can make this index exact: {fix}"
         )
+
+
+def _bound_text(x: float) -> str:
+    """A bound as a message says it: an integer, or "any value" when the analysis has none (an
+    unbounded end is infinite, which ``int`` cannot convert)."""
+    return str(int(x)) if math.isfinite(x) else ("any value" if x > 0 else "any negative value")
 
 
 __all__ = ["WIDE", "index_dtype"]
