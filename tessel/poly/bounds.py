@@ -37,7 +37,7 @@ from .space import DIM, Converter, Namer, NotAffine, point_values, set_space
 class _StageSpace:
     """A stage's declared domain over its root axes, parametric in the sizes."""
 
-    def __init__(self, st: Stage, sizes: list[E.Var], context: list[E.PrimExpr]):
+    def __init__(self, st: Stage, sizes: list[E.Var], context: list[E.PrimExpr], steps: E.Range | None = None):
         namer = Namer()
         self.roots = list(st.op.root_iter_vars)
         self.sizes = sizes
@@ -51,6 +51,9 @@ class _StageSpace:
             dom = dom.intersect(x.ge_set(lo)).intersect(x.lt_set(lo.add(ext)))
         for c in context:
             dom = dom.intersect(self.conv.set(c))
+        if steps is not None and self.roots:  # inside a scan: its time axis runs the scan's steps only
+            t, lo, ext = (self.conv.aff(a) for a in (self.roots[0].var, steps.min, steps.extent))
+            dom = dom.intersect(t.ge_set(lo)).intersect(t.lt_set(lo.add(ext)))
         if st.op.where is not None:  # a declared domain: only its points run (and read)
             dom = dom.intersect(self.conv.set(st.op.where))
         self.domain = dom
@@ -69,11 +72,15 @@ def check_accesses(sch: Schedule) -> None:
     # a recurrence's states are read at earlier steps only for the steps it runs, which te.scan
     # checks when it is defined: their step index (dimension 0) is not this check's to refute
     states = {id(t) for st in sch.stages for t in st.op.state_placeholders()}
+    # a scan runs its body (the update and what it reads inside the scan) for its steps only,
+    # not from step 0: an update reading an input at t - 1 never reads it at t = 0
+    steps = {id(op): st.op.scan_axis.dom for st in sch.stages if hasattr(st.op, "scan_axis")
+             for op in st.op.body_ops()}
     for st in sch.stages:
         if st.is_placeholder or not isinstance(st.op, ComputeOp):
             continue
         try:
-            sp = _StageSpace(st, sizes, context)
+            sp = _StageSpace(st, sizes, context, steps.get(id(st.op)))
         except NotAffine:
             fallback.update(id(ld) for b in bodies[st.op] for ld, _ in conditional_loads(b))
             continue
