@@ -264,6 +264,16 @@ def plan(ctx: BoundContext) -> ExactPlan:
     return out
 
 
+def _runs_backwards_over_a_sum(st: Stage) -> bool:
+    """A recurrence's definition that runs an axis backwards and reduces over a range written
+    over its axes (nussinov's ``k in (i, j)``): its declared domain, cut exactly, gave loops of
+    the mirrored rows (values read outside the tensor); it keeps the interval box."""
+    op = st.op
+    if not getattr(op, "definitions", ()) or not op.is_reduction:
+        return False
+    return any(op.reindex(iv, iv.var) is not iv.var for iv in op.axis)
+
+
 def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
     names = out.names
     value = {iv: iv.var for iv in st.leaf_iter_vars}
@@ -300,7 +310,7 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
     info = out.stages[id(st)] = StageSets([names.name(iv.var) for iv in reversed(ctx.paths[st])],
                                           [names.name(iv.var) for iv in st.leaf_iter_vars], ranges, box,
                                           red, first=first)
-    if st.op.where is not None:
+    if st.op.where is not None and not _runs_backwards_over_a_sum(st):
         declared = _declared(out, st, value, info.box()[0])
         if declared is not None:
             info.set(declared, box=True)

@@ -31,7 +31,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.dtype import dtype as to_dtype
-from ..ir.functor import Mutator, collect
+from ..ir.functor import Mutator, collect, structural_equal
 from ..ir.serialize import register
 from .operation import LoopNest, Operation, Request, TensorList
 from .scan import Redirect
@@ -159,10 +159,14 @@ def _reads(body, t: Tensor) -> int:
 
 class _Reindexed:
     """The loop builder lent to ComputeOp's ``build_provide``, with the root axes that run
-    backwards given their index (``reindex``) instead of the loop's count."""
+    backwards given their index (``reindex``) instead of the loop's count. Whatever the nest
+    writes over those axes -- a reduction's range over ``i`` (``j in (i, n)``: back
+    substitution), so its loops' bounds and the start its variable is rebased by -- is written
+    over the index too: the count there would run the range of the mirrored point."""
 
     def __init__(self, nest: LoopNest, op: DefinitionOp):
         self._nest, self._op = nest, op
+        self._back = [iv for iv in op.axis if op.reindex(iv, iv.var) is not iv.var]
 
     def __getattr__(self, name: str):
         return getattr(self._nest, name)
@@ -175,6 +179,58 @@ class _Reindexed:
         loop = {iv: (self._op.reindex(iv, v) if iv in self._op.axis else v) for iv, v in value.items()}
         return self._nest.bound_checks(stage, loop)
 
+    def _mirrored(self, stage, built: S.Stmt, inner: S.Stmt) -> S.Stmt:
+        if not self._back:
+            return built
+        counts = self._nest.index_values(stage)
+        pairs = [(counts[iv], self._op.reindex(iv, counts[iv])) for iv in self._back if iv in counts]
+        return _MirrorBounds(pairs, inner).visit(built)
+
+    def nest(self, stage, begin: int, end: int, body: S.Stmt) -> S.Stmt:
+        return self._mirrored(stage, self._nest.nest(stage, begin, end, body), body)
+
+    def init_nest(self, stage, loops, body: S.Stmt) -> S.Stmt:
+        return self._mirrored(stage, self._nest.init_nest(stage, loops, body), body)
+
+
+class _MirrorBounds(Mutator):
+    """In the loops a nest built around ``inner`` (not in ``inner``, already written over the
+    index), each occurrence of a backwards axis's count (``pairs``: the count as the nest writes
+    it, and the index) in a loop's bounds or a rebased start replaced by the index."""
+
+    def __init__(self, pairs: list[tuple[E.PrimExpr, E.PrimExpr]], inner: S.Stmt):
+        self.pairs, self.inner = pairs, inner
+
+    def visit(self, node):
+        return node if node is self.inner else super().visit(node)
+
+    def _expr(self, e: E.PrimExpr) -> E.PrimExpr:
+        return _Replace(self.pairs).visit(e)
+
+    def visit_For(self, s: S.For):
+        body, lo, ext = self.visit(s.body), self._expr(s.min), self._expr(s.extent)
+        if body is s.body and lo is s.min and ext is s.extent:
+            return s
+        return S.For(s.loop_var, lo, ext, s.kind, body, s.thread_tag)
+
+    def visit_Binding(self, s: S.Binding):
+        body, value = self.visit(s.body), self._expr(s.value)
+        return s if body is s.body and value is s.value else S.Binding(s.var, value, body)
+
+
+class _Replace(Mutator):
+    """Each subexpression structurally equal to a pair's first replaced by its second."""
+
+    def __init__(self, pairs: list[tuple[E.PrimExpr, E.PrimExpr]]):
+        self.pairs = pairs
+
+    def visit(self, node):
+        if isinstance(node, E.PrimExpr):
+            for old, new in self.pairs:
+                if structural_equal(node, old):
+                    return new
+        return super().visit(node)
+
 
 class _SelfRewriter(Mutator):
     def __init__(self, old: Tensor, new: Tensor):
@@ -186,37 +242,59 @@ class _SelfRewriter(Mutator):
 
 
 def _self_offsets(op: DefinitionOp) -> list[tuple[E.ProducerLoad, list[int | None]]]:
-    """Each read of the definition's own tensor with, per axis, the constant offset of its index
-    from the axis (None where it is not a constant); reads of the point itself are left out
-    (they read the value the definitions before left there)."""
+    """Each read of the definition's own tensor with, per axis, the sign of its index's offset
+    from the axis (``_sign``); reads of the point itself are left out (they read the value the definitions
+    before left there). An offset need not be a constant: ``x[j]`` under a sum over
+    ``j in (i, n)`` reads later along ``i`` (back substitution), proved with the reduction's
+    range and the definition's ``where``."""
     ana = Analyzer()
+    for iv in op.axis:
+        ana.bind(iv.var, iv.dom)
+    for b in op.body:
+        for red in collect(b, lambda n: isinstance(n, E.Reduce)):
+            for k in red.axis:
+                if k.dom is not None:
+                    ana.bind(k.var, k.dom)
+    if op.where is not None:
+        ana.assume(op.where)
     me = op.outputs[0]
     out = []
     for b in op.body:
         for ld in collect(b, lambda n: isinstance(n, E.ProducerLoad)):
             if ld.producer is not me:
                 continue
-            offs: list[int | None] = []
-            for idx, iv in zip(ld.indices, op.axis):
-                d = ana.simplify(O.sub(idx, O.cast(iv.var, idx.dtype)))
-                offs.append(d.value if isinstance(d, E.IntImm) else None)
+            offs = [_sign(ana, ana.simplify(O.sub(idx, O.cast(iv.var, idx.dtype))))
+                    for idx, iv in zip(ld.indices, op.axis)]
             if any(o != 0 for o in offs):
                 out.append((ld, offs))
     return out
 
 
+def _sign(ana: Analyzer, d: E.PrimExpr) -> int | None:
+    """1 / -1: always later / earlier; 0: the same index; 2 / -2: later / earlier or the same
+    (``h[min(i + 1, n - 1)]``); None: not known."""
+    if isinstance(d, E.IntImm):
+        return (d.value > 0) - (d.value < 0)
+    zero = O.const(0, d.dtype)
+    for sign, cond in ((1, O.gt(d, zero)), (-1, O.lt(d, zero)), (2, O.ge(d, zero)), (-2, O.le(d, zero))):
+        if ana.can_prove(cond):
+            return sign
+    return None
+
+
 def directions(op: DefinitionOp, shown: str) -> list[int]:
     """Per axis, +1 (forwards) or -1: outermost first, an axis runs backwards when the reads
     not yet ordered by an outer axis read later indices along it; refused when some read
-    earlier and others later ones (no order computes both first)."""
+    earlier and others later ones (no order computes both first). A read whose offset's sign
+    is not known leaves the rest forwards; the build checks the order exactly."""
     pending = _self_offsets(op)
     out = []
     for k, iv in enumerate(op.axis):
         if any(offs[k] is None for _, offs in pending):
             out.extend([1] * (len(op.axis) - k))  # not uniform: forwards, checked exactly at build time
             break
-        later = [ld for ld, offs in pending if offs[k] > 0]
-        earlier = [ld for ld, offs in pending if offs[k] < 0]
+        later = [ld for ld, offs in pending if offs[k] in (1, 2)]
+        earlier = [ld for ld, offs in pending if offs[k] in (-1, -2)]
         if later and earlier:
             raise DefinitionError(
                 f"te.recurrence {shown}: it reads {_text(earlier[0])} and {_text(later[0])}, an earlier and a later "
@@ -224,7 +302,7 @@ def directions(op: DefinitionOp, shown: str) -> list[int]:
                 f"{iv.var.name} computes both before they are read; write the new values into another tensor "
                 "(te.compute) or read only one side")
         out.append(-1 if later else 1)
-        pending = [(ld, offs) for ld, offs in pending if offs[k] == 0]
+        pending = [(ld, offs) for ld, offs in pending if offs[k] in (0, 2, -2)]  # the same index here: inner axes order it
     return out
 
 

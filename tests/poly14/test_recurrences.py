@@ -439,3 +439,89 @@ def test_a_reader_of_points_no_definition_writes_is_refused(target):
     out = np.empty(n - 2, "float32")
     f(a, out)
     np.testing.assert_allclose(out, a[1:-1] * 0.5 ** steps, rtol=1e-6)
+
+
+def _back_substitution(n):
+    """x[i] = (y[i] - sum_{j > i} U[i, j] x[j]) / U[i, i]: the read x[j] has no constant offset,
+    but j > i over the sum's range, so i runs backwards."""
+    U = te.placeholder((n, n), name="U", dtype="float64")
+    y = te.placeholder((n,), name="y", dtype="float64")
+
+    def row(x, i):
+        j = te.reduce_axis((i + 1, n), name="j")
+        return te.sum(-U[i, j] * x[j] / U[i, i], axis=j, init=y[i] / U[i, i])
+
+    return U, y, te.recurrence((n,), [te.define(row)], name="x")
+
+
+@pytest.mark.parametrize("split", [None, 3])
+@pytest.mark.parametrize("target", TARGETS)
+def test_back_substitution_runs_backwards_and_equals_numpy(target, split):
+    """Refused before (the direction came from constant offsets only); and a loop run backwards
+    gave its reduction the range of the mirrored row (the count, not the index): wrong values."""
+    n = 9
+    U, y, x = _back_substitution(n)
+    assert x.op.directions == (-1,)
+    s = te.create_schedule(x.op)
+    if split:
+        s[x].split(x.op.axis[0], factor=split)
+    u = np.triu(rand(n, n, dtype="float64")) + 4 * np.eye(n)
+    b = rand(n, dtype="float64")
+    f = tessel.build(s, [U, y, x], target=target)
+    out = np.empty(n)
+    f(u, b, out)
+    np.testing.assert_allclose(out, np.linalg.solve(u, b), rtol=1e-9)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_backward_filter_with_a_triangular_sum_equals_numpy(target):
+    """A constant offset (h[i + 1]) already ran i backwards; the sum over j in (i, n) then took
+    the range of the mirrored row."""
+    n = 10
+    A = te.placeholder((n, n), name="A", dtype="float64")
+    x = te.placeholder((n,), name="x", dtype="float64")
+
+    def row(h, i):
+        j = te.reduce_axis((i + 1, n), name="j")
+        return te.sum(A[i, j], axis=j, init=x[i] + 0.5 * te.if_then_else(i < n - 1, h[te.min(i + 1, n - 1)], 0.0))
+
+    h = te.recurrence((n,), [te.define(row)], name="h")
+    assert h.op.directions == (-1,)
+    a, xv = rand(n, n, dtype="float64"), rand(n, dtype="float64")
+    want = np.zeros(n)
+    for i in range(n - 1, -1, -1):
+        want[i] = xv[i] + (0.5 * want[i + 1] if i < n - 1 else 0.0) + a[i, i + 1:].sum()
+    f = tessel.build(te.create_schedule(h.op), [A, x, h], target=target)
+    out = np.empty(n)
+    f(a, xv, out)
+    np.testing.assert_allclose(out, want, rtol=1e-9)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_nussinov_like_recurrence_runs_rows_backwards_and_columns_forwards(target):
+    """h[i, j] = max over k in (i, j) of h[i, k] + h[k + 1, j], and h[i + 1, j - 1]: i runs
+    backwards, j forwards, as PolyBench writes it."""
+    n = 8
+    W = te.placeholder((n, n), name="W", dtype="float64")
+
+    def cell(h, i, j):
+        k = te.reduce_axis((i + 1, j), name="k")
+        return te.max(h[i, k] + h[k + 1, j], axis=k,
+                      init=te.if_then_else(te.all(i + 1 < n, j >= 1), h[te.min(i + 1, n - 1), te.max(j - 1, 0)], 0.0)
+                      + W[i, j])
+
+    h = te.recurrence((n, n), [te.define(lambda h, i, j: W[i, j] * 0.0, where=lambda i, j: j <= i),
+                               te.define(cell, where=lambda i, j: j > i)], name="h")
+    assert h.op.definitions[-1].op.directions == (-1, 1)
+    w = rand(n, n, dtype="float64")
+    want = np.zeros((n, n))
+    for i in range(n - 1, -1, -1):
+        for j in range(i + 1, n):
+            best = (want[i + 1, j - 1] if i + 1 < n and j >= 1 else 0.0) + w[i, j]
+            for k in range(i + 1, j):
+                best = max(best, want[i, k] + want[k + 1, j])
+            want[i, j] = best
+    f = tessel.build(te.create_schedule(h.op), [W, h], target=target)
+    out = np.empty((n, n))
+    f(w, out)
+    np.testing.assert_allclose(np.triu(out, 1), np.triu(want, 1), rtol=1e-9)
