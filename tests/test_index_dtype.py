@@ -248,3 +248,22 @@ def test_an_unbounded_reach_is_said_in_words_not_converted():
 
     assert _bound_text(2.0**40) == str(2**40)
     assert _bound_text(float("inf")) == "any value" and _bound_text(float("-inf")) == "any negative value"
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_a_scalar_size_no_shape_bounds_is_named_and_the_advice_can_be_followed(dtype):
+    """The steps given as a scalar argument, the history a temporary: the refusal said "declare
+    the sizes int64", and said it again once they were (the byte count is int64 already)."""
+    n, steps = te.var("n", dtype=dtype), te.var("S", dtype=dtype)
+    A = te.placeholder((n,), name="A")
+    h = te.recurrence((steps, n), [te.define(lambda h, t, i: A[i], where=lambda t, i: t == 0),
+                                   te.define(lambda h, t, i: h[t - 1, i] * 0.5, where=lambda t, i: t >= 1)], name="h")
+    O = te.compute((n,), lambda i: h[steps - 1, i], name="O")
+    with pytest.raises(tessel.LowerError, match="S is a scalar argument no argument's shape bounds") as info:
+        tessel.build(te.create_schedule(O.op), [A, O, steps], target="python")
+    assert "declare the sizes int64" not in str(info.value)
+    f = tessel.build(te.create_schedule(h.op), [A, h], target="python")  # the whole history: S is a size
+    a = rand(7)
+    out = np.empty((4, 7), "float32")
+    f(a, out)
+    np.testing.assert_allclose(out[-1], a * 0.125, rtol=1e-6)

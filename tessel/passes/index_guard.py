@@ -29,7 +29,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.dtype import int64
-from ..ir.functor import StructKey, memoized
+from ..ir.functor import StructKey, free_vars, memoized
 
 Ends = tuple[E.PrimExpr, E.PrimExpr]
 _MAY_OVERFLOW = (E.Add, E.Sub, E.Mul, E.Ramp)  # other nodes stay within their operands' values
@@ -128,11 +128,9 @@ class GuardBuilder:
             return
         ends = self.ends(e)
         if ends is None:
-            raise LowerError(
-                f"{what}: `{e}` is computed in {dt}, but its range could not be expressed in the symbolic "
-                f"sizes ({self._names()}), so a call with sizes it cannot hold would go unnoticed; declare "
-                "the sizes int64 (te.var(..., dtype='int64')) so that it is computed in int64"
-            )
+            raise LowerError(f"{what}: `{e}` is computed in {dt}, but its range could not be expressed in the "
+                             f"symbolic sizes ({self._names()}), so a call with sizes it cannot hold would go "
+                             f"unnoticed; {self._advice(e, dt)}")
         low, high = (x if n else None for x, n in zip(ends, need))
         if low is not None and self.at_call(low)[0] >= dt.min_value():
             low = None
@@ -164,6 +162,19 @@ class GuardBuilder:
         return ", ".join(sorted(v.name for v in self.sizes))
 
     # ---- symbolic interval arithmetic ------------------------------------------------------
+    def _advice(self, e: E.PrimExpr, dt) -> str:
+        """What to do: an unknown scalar argument is bounded by giving it a shape (an argument's
+        shape is checked at the call); declaring sizes int64 helps only an expression narrower
+        than int64 (issue 33's trial: the advice was repeated after it was followed)."""
+        unknown = sorted({v.name for v in free_vars(e) if v not in self.sizes and v not in self.bounds})
+        if unknown:
+            return (f"{', '.join(unknown)} is a scalar argument no argument's shape bounds, so it may be any value: "
+                    f"pass a tensor shaped by it (e.g. the whole result instead of one row), so that its value is "
+                    f"known to be a size")
+        if dt.bits >= int64.bits:
+            return "its operands are too large for any index dtype; make the sizes smaller or split the computation"
+        return "declare the sizes int64 (te.var(..., dtype='int64')) so that it is computed in int64"
+
     def ends(self, e: E.PrimExpr) -> Ends | None:
         """Lowest and highest value of ``e`` (each lane, for a vector) in terms of the sizes, as
         int64 expressions; ``None`` when ``e`` depends on data or on calls."""
