@@ -128,13 +128,12 @@ def _instance(ctx: BoundContext, stmt: Statement, values: list[E.PrimExpr]) -> S
 
 
 def _as_typed(values: dict[E.Var, E.PrimExpr]) -> dict[E.Var, E.PrimExpr]:
-    """Each value narrower than the variable it stands for widened to the variable's type (a
-    constant ``0`` of ``where=t == 0`` against an int64 axis): the body is arithmetic in the
-    variables' types, and widening keeps every value. (A wider value, as isl's AST makes for a
-    skew of an int64 loop with an int32 one, is left as it is: narrowing it would need a proof
-    the index dtype pass cannot make; the operands' types then clash, an InternalError.)"""
-    return {v: O.cast(x, v.dtype) if x.dtype != v.dtype and x.dtype.bits < v.dtype.bits else x
-            for v, x in values.items()}
+    """Each value in the type of the variable it stands for, the body being arithmetic in the
+    variables' types: a narrower one (a constant ``0`` of ``where=t == 0`` against an int64
+    axis) widened; a wider one (isl's AST writes a skew of an int64 loop with an int32 one in
+    int64) cast down, which the index dtype pass keeps only where it proves the value fits --
+    else it refuses, saying which sizes to declare int64."""
+    return {v: x if x.dtype == v.dtype else O.cast(x, v.dtype) for v, x in values.items()}
 
 
 class _Stored(Mutator):
