@@ -408,7 +408,7 @@ def _probe_dtype(d: Definition, shape, name: str) -> object:
     the float32 of a first guess (issue 29, defect 8)."""
     from .tensor import placeholder
 
-    names = _def_names(d.fcompute, shape, "probe") if not _takes_varargs(d.fcompute) else [f"i{k}" for k in range(len(shape))]
+    names = _def_names(d.fcompute, shape, name) if not _takes_varargs(d.fcompute) else [f"i{k}" for k in range(len(shape))]
     dt, seen = to_dtype("float32"), []
     while dt not in seen:
         seen.append(dt)

@@ -525,3 +525,12 @@ def test_nussinov_like_recurrence_runs_rows_backwards_and_columns_forwards(targe
     out = np.empty((n, n))
     f(w, out)
     np.testing.assert_allclose(np.triu(out, 1), np.triu(want, 1), rtol=1e-9)
+
+
+def test_a_definition_with_the_wrong_arguments_is_refused_naming_the_recurrence():
+    """The first definition's arguments were checked while its dtype was probed, and the
+    refusal named the probe ("te.recurrence probe") instead of the recurrence."""
+    U = te.placeholder((6, 6), name="U")
+    with pytest.raises(tessel.DefinitionError, match=r"te.recurrence R: a definition's function takes the tensor "
+                       r"being defined, then one index per dimension \(3 arguments"):
+        te.recurrence((6, 6), [te.define(lambda h, i, j, U=U: U[i, j] * 2.0)], name="R")
