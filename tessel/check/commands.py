@@ -140,8 +140,11 @@ def _fused_with(sch: Schedule, stage: Stage, depth: int) -> list[Stage]:
     return group
 
 
-def fold_violation(sch: Schedule, stage: Stage, command: Any, folded: Stage, dep: Any, bad: Any) -> Violation:
-    """A fold too small for the schedule: a value overwritten in the folded buffer before it is read."""
+def fold_violation(sch: Schedule, stage: Stage, command: Any, folded: Stage, dep: Any, bad: Any,
+                   propose: bool = True, fixes: dict | None = None) -> Violation:
+    """A fold too small for the schedule: a value overwritten in the folded buffer before it is
+    read. ``fixes``: the fix found for a folded stage, by stage, shared by its violations (each
+    dependence it breaks is one; the fix, a wider fold, is the same for all)."""
     what = command.text() if hasattr(command, "text") else str(command)
     buf = folded.storage.buffer.name
     text = (f"stage {stage.name}: {what} is refused: the {dep.kind} dependence {dep.source.label()} -> "
@@ -149,8 +152,11 @@ def fold_violation(sch: Schedule, stage: Stage, command: Any, folded: Stage, dep
             f"{folded.name} overwrote the element: the storage holds fewer values than are live at once")
     v = Violation(ViolationKind.DEPENDENCE_ORDER, stage, text, (stage, folded), _loops(command))
     v.dependence = dep  # type: ignore[attr-defined]
-    if proposing() and stage is folded and getattr(command, "folded", False):
-        fix = _wider_fold(undone(sch, stage, command), folded, command)
+    if propose and proposing() and stage is folded and getattr(command, "folded", False):
+        fixes = {} if fixes is None else fixes
+        if id(folded) not in fixes:
+            fixes[id(folded)] = _wider_fold(undone(sch, stage, command), folded, command)
+        fix = fixes[id(folded)]
         if fix is not None:
             v.proposed = fix
             v.explanation += f". The least fold that keeps every value until it is read: {fix.code}"
@@ -158,19 +164,39 @@ def fold_violation(sch: Schedule, stage: Stage, command: Any, folded: Stage, dep
 
 
 def _wider_fold(before: Schedule, st: Stage, cmd: Any) -> Any:
-    """``storage_fold`` of the same axis by the least factor (up to 64) that is legal."""
+    """``storage_fold`` of the same axis by the least factor (up to 64) that is legal.
+
+    Each candidate is replayed and checked (``record``), so whatever is offered is legal. The
+    search asks the widest first: a fold keeps the values of the last ``f`` steps, and a value
+    still read when a wider fold overwrites it is read after a narrower one would have, so when
+    the widest is refused none is, and the least is found by bisection (a gramschmidt refusal
+    tried all 63 factors: 8.5 s). Were a narrower fold legal where a wider one is not, the fix
+    offered would only be wider than it need be."""
     k = next((n for n, x in enumerate(cmd.indices) if isinstance(x, E.FloorMod)), None)
     if k is None:
         return None
     axis = st.op.axis[k]
     mine = before.stages[st.schedule.stages.index(st)]
     names = Names(before)
-    for f in range(2, 65):
-        code = f"s[{names.stage(mine)}].storage_fold({names.axis(mine, axis)}, {f})"
-        fix = record(before, [(mine, "storage_fold", (axis, f))], names, code)
-        if fix is not None:
-            return fix
-    return None
+    tried: dict[int, Any] = {}
+
+    def legal(f: int) -> Any:
+        if f not in tried:
+            code = f"s[{names.stage(mine)}].storage_fold({names.axis(mine, axis)}, {f})"
+            tried[f] = record(before, [(mine, "storage_fold", (axis, f))], names, code)
+        return tried[f]
+
+    ext = axis.dom.extent if axis.dom is not None else None
+    lo, hi = 2, min(64, ext.value) if isinstance(ext, E.IntImm) and ext.value >= 2 else 64  # past the extent: no fold
+    if legal(hi) is None:
+        return None
+    while lo < hi:  # legal(hi) holds; find the least
+        mid = (lo + hi) // 2
+        if legal(mid) is not None:
+            hi = mid
+        else:
+            lo = mid + 1
+    return legal(hi)
 
 
 def involved(stage: Stage, command: Any):
@@ -297,8 +323,9 @@ def order_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
         if propose and proposing():
             _propose_order(sch, v, c)
         out.append(v)
+    fixes: dict = {}
     for folded, dep, bad in ([] if out or not _in_bounds(sch) else fold_conflicts(sch)):
-        out.append(fold_violation(sch, folded, folded.storage, folded, dep, bad))
+        out.append(fold_violation(sch, folded, folded.storage, folded, dep, bad, propose, fixes))
     return out
 
 

@@ -534,3 +534,44 @@ def test_a_definition_with_the_wrong_arguments_is_refused_naming_the_recurrence(
     with pytest.raises(tessel.DefinitionError, match=r"te.recurrence R: a definition's function takes the tensor "
                        r"being defined, then one index per dimension \(3 arguments"):
         te.recurrence((6, 6), [te.define(lambda h, i, j, U=U: U[i, j] * 2.0)], name="R")
+
+
+def test_a_fold_too_small_looks_for_its_fix_once_by_bisection(monkeypatch):
+    """Each dependence a fold breaks is one violation; the fix (the least legal fold) is the
+    same for all, and was searched for each of them, factor by factor (a gramschmidt refusal
+    took 10 s). It is searched once per folded stage, widest first, then by bisection."""
+    import tessel.check.commands as commands
+
+    calls = []
+    real = commands.record
+
+    def counted(*args, **kwargs):
+        calls.append(args[-1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(commands, "record", counted)
+    steps, n, back = 40, 6, 5
+    A = te.placeholder((back, n), name="A", dtype="float64")
+
+    def step(h, t, i):  # the last step, and a row earlier of the four before it
+        return 0.5 * h[t - 1, i] + sum(0.1 * h[t - d, te.max(i - 1, 0)] for d in range(2, back + 1))
+
+    h = te.recurrence((steps, n), [te.define(lambda h, t, i: A[t, i], where=lambda t, i: t < back),
+                                   te.define(step, where=lambda t, i: t >= back)], name="h")
+    O = te.compute((n,), lambda i: h[steps - 1, i], name="O")
+    s = te.create_schedule(O.op)
+    s[h].storage_fold(h.op.axis[0], 2)  # it breaks four dependences; six steps are live
+    with pytest.raises(tessel.ScheduleError, match=r"The least fold that keeps every value until it is read: "
+                       r"s\[h\].storage_fold\(h.op.axis\[0\], 6\)") as info:
+        tessel.build(s, [A, O], target="python")
+    assert len(calls) <= 8, calls  # the widest, then log2 of the 40 steps (factor by factor, for each: 20)
+    s = te.create_schedule(O.op)
+    info.value.fix_steps.apply(s)  # the fix offered is legal
+    a = rand(back, n, dtype="float64")
+    want = list(a)
+    for _ in range(back, steps):
+        shifted = [np.concatenate([w[:1], w[:-1]]) for w in want[-back:-1]]
+        want.append(0.5 * want[-1] + sum(0.1 * w for w in shifted))
+    out = np.empty(n)
+    tessel.build(s, [A, O], target="python")(a, out)
+    np.testing.assert_allclose(out, want[-1], rtol=1e-9)
