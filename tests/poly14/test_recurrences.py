@@ -575,3 +575,39 @@ def test_a_fold_too_small_looks_for_its_fix_once_by_bisection(monkeypatch):
     out = np.empty(n)
     tessel.build(s, [A, O], target="python")(a, out)
     np.testing.assert_allclose(out, want[-1], rtol=1e-9)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_unwritten_reads_over_symbolic_sizes_are_refused_and_the_folded_stencil_is_right(target):
+    """The read-before-written check over symbolic sizes (its context: sizes where the tensor
+    has elements), beside a fold and a split by a non-divisor of the same stencil written right."""
+    n, steps = te.var("n"), te.var("T")
+    A = te.placeholder((n,), name="A")
+    first = te.define(lambda h, t, i: A[i], where=lambda t, i: t == 0)
+    later_boundary = te.recurrence((steps, n), [
+        first,
+        te.define(lambda h, t, i: (h[t - 1, i - 1] + h[t - 1, i] + h[t - 1, i + 1]) / 3.0,
+                  where=lambda t, i: te.all(t >= 1, i >= 1, i <= n - 2)),
+        te.define(lambda h, t, i: h[t - 1, i], where=lambda t, i: te.all(t >= 1, te.any(i == 0, i == n - 1)))],
+        name="J")
+    with pytest.raises(tessel.ScheduleError, match=r"reads J\.def1\[t - 1, i - 1\] where nothing has written"):
+        tessel.build(te.create_schedule(later_boundary.op), [A, later_boundary], target=target)
+    J = te.recurrence((steps, n), [first, te.define(lambda h, t, i: te.if_then_else(
+        te.any(i == 0, i == n - 1), h[t - 1, i],
+        (h[t - 1, te.max(i - 1, 0)] + h[t - 1, i] + h[t - 1, te.min(i + 1, n - 1)]) / 3.0), where=lambda t, i: t >= 1)],
+        name="J")
+    X = te.placeholder((steps,), name="X")  # a shape that makes T a size (a scalar T may be anything)
+    O = te.compute((n,), lambda i: J[steps - 1, i] + X[steps - 1], name="O")
+    s = te.create_schedule(O.op)
+    s[J].storage_fold(J.op.axis[0], 2)
+    s[J].split(J.op.axis[1], factor=4)
+    f = tessel.build(s, [A, X, O], target=target)
+    for size, count in ((11, 5), (6, 1)):
+        a = rand(size)
+        want = a.astype("float64")
+        for _ in range(1, count):
+            want = np.concatenate([want[:1], (want[:-2] + want[1:-1] + want[2:]) / 3.0, want[-1:]])
+        x = rand(count)
+        out = np.empty(size, "float32")
+        f(a, x, out)
+        np.testing.assert_allclose(out, want + x[-1], rtol=1e-5, atol=1e-6)
