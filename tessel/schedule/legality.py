@@ -255,7 +255,7 @@ def _check_init_attach(sch: Schedule, st: Stage, bodies: dict, propose: bool) ->
     is computed) or inside a scan's loop (the init is copied into the output before the steps).
     A tree rule, judged here for every lowering: the commands' nest (``poly_ops``) places the
     init as the loop nest does, and their dependence check trusts the tree rules for stages no
-    command moves (``solve.moved``)."""
+    command moves (``poly.order.moved``)."""
     from ..te.scan import ScanOp
     from ..te.tensor import ComputeOp
 
