@@ -13,7 +13,7 @@ import itertools
 import math
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import DefinitionError
 from ..ir import expr as E
@@ -22,6 +22,18 @@ from ..ir.functor import StructKey, structural_equal
 from . import const_bound as cb
 from .canonical import Simplifier, is_index_dtype
 from .linear import Lin
+
+
+@runtime_checkable
+class Interval(Protocol):
+    """What ``bind`` accepts besides a Range: an interval of expressions whose ends may be
+    unknown (``None``). ``int_set.IntSet`` is one; the prover is below the sets it evaluates,
+    so it names their shape, not their class."""
+
+    min_value: E.PrimExpr | None
+    max_value: E.PrimExpr | None
+
+    def is_single_point(self) -> bool: ...
 
 
 def _key(v: Any) -> E.Var:
@@ -118,8 +130,6 @@ class Analyzer:
         known = (self._bounds.pop(v, None), self._subst.pop(v, None), self._var_facts.pop(v, None))
         if any(x is not None for x in known):
             self._state = None
-        from .int_set import IntSet
-
         if isinstance(value, E.Range) and isinstance(value.min, E.IntImm) and isinstance(value.extent, E.IntImm):
             # most loops: what the general case gives, without asking the simplifier about constants
             if value.extent.value == 1:
@@ -133,7 +143,7 @@ class Analyzer:
                 self._subst[v] = op.cast(lo, v.dtype)
                 return
             self._bind_interval(v, lo, self.simplify(op.sub(op.add(value.min, value.extent), 1)))
-        elif isinstance(value, IntSet):
+        elif isinstance(value, Interval):
             if value.is_single_point():
                 self._subst[v] = op.cast(self.simplify(value.min_value), v.dtype)
             else:
@@ -353,8 +363,3 @@ class Analyzer:
         else:
             b = self._bound(s.expr(e))
         return _public(b[0]), _public(b[1])
-
-    def int_set(self, e: Any, dom_map: Mapping[Any, Any]) -> Any:
-        from .int_set import eval_set
-
-        return eval_set(e, dom_map, self)

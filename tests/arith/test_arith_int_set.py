@@ -97,8 +97,16 @@ def test_predicates():
         IntSet.interval(0, 3).point_value()
 
 
-def test_analyzer_int_set_uses_bindings():
+def test_eval_set_uses_an_analyzers_bindings():
     ana = Analyzer()
     ana.bind(k, Range(0, 4))
-    s = ana.int_set(fm(i + k * 8, 8), {i: Range(0, 8)})
+    s = eval_set(fm(i + k * 8, 8), {i: Range(0, 8)}, ana)
     assert ends(s) == ("0", "7")
+
+
+def test_bind_takes_an_interval_set_and_a_point():
+    ana = Analyzer()
+    ana.bind(k, IntSet.interval(2, 5))
+    assert ana.can_prove(k >= 2) and ana.can_prove(k <= 5) and not ana.can_prove(k <= 4)
+    ana.bind(i, IntSet.single_point(k + 1))
+    assert str(ana.simplify(i - k)) == "1"
