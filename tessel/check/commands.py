@@ -23,7 +23,7 @@ from ..ir import expr as E
 from ..poly.analysis import analysis
 from ..poly.commands import check_storage
 from ..poly.legality import Conflict, distance_text
-from ..poly.order import fold_conflicts, order_conflicts
+from ..poly.order import Overwrite, fold_conflicts, order_conflicts
 from ..schedule.commands import Order
 from ..schedule.fixes import FixBuilder, Names, choose
 from ..schedule.schedule import Schedule
@@ -140,16 +140,26 @@ def _fused_with(sch: Schedule, stage: Stage, depth: int) -> list[Stage]:
     return group
 
 
-def fold_violation(sch: Schedule, stage: Stage, command: Any, folded: Stage, dep: Any, bad: Any,
-                   propose: bool = True, fixes: dict | None = None) -> Violation:
-    """A fold too small for the schedule: a value overwritten in the folded buffer before it is
-    read. ``fixes``: the fix found for a folded stage, by stage, shared by its violations (each
-    dependence it breaks is one; the fix, a wider fold, is the same for all)."""
+def fold_violation(sch: Schedule, lost: Overwrite, propose: bool = True, fixes: dict | None = None) -> Violation:
+    """A storage choice that loses a value: a fold too small for the schedule, or a store into a
+    tensor whose values are still to be read. ``fixes``: the fix found for a folded stage, by
+    stage, shared by its violations (each dependence it breaks is one; the fix, a wider fold,
+    is the same for all)."""
+    stage = folded = lost.stage
+    command, dep = folded.storage, lost.dep
     what = command.text() if hasattr(command, "text") else str(command)
     buf = folded.storage.buffer.name
-    text = (f"stage {stage.name}: {what} is refused: the {dep.kind} dependence {dep.source.label()} -> "
-            f"{dep.sink.label()} (distance {distance_text(dep)}) would read {buf} after another value of "
-            f"{folded.name} overwrote the element: the storage holds fewer values than are live at once")
+    if dep is None:
+        elsewhere = "a fresh buffer, or storage_fold of its step axis" if getattr(folded.op, "definitions", ()) \
+            else "a fresh buffer"
+        text = (f"stage {stage.name}: {what} is refused: {lost.reader.label()} reads the values {buf} holds "
+                f"when the kernel is called, but {folded.name} has already written over the element it reads "
+                f"(for {lost.at}). Store {folded.name} elsewhere ({elsewhere}), or order the loops so that "
+                f"every read of {buf} comes first")
+    else:
+        text = (f"stage {stage.name}: {what} is refused: the {dep.kind} dependence {dep.source.label()} -> "
+                f"{dep.sink.label()} (distance {distance_text(dep)}) would read {buf} after another value "
+                f"of {folded.name} overwrote the element: the storage holds fewer values than are live at once")
     v = Violation(ViolationKind.DEPENDENCE_ORDER, stage, text, (stage, folded), _loops(command))
     v.dependence = dep  # type: ignore[attr-defined]
     if propose and proposing() and stage is folded and getattr(command, "folded", False):
@@ -324,8 +334,8 @@ def order_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
             _propose_order(sch, v, c)
         out.append(v)
     fixes: dict = {}
-    for folded, dep, bad in ([] if out or not _in_bounds(sch) else fold_conflicts(sch)):
-        out.append(fold_violation(sch, folded, folded.storage, folded, dep, bad, propose, fixes))
+    for lost in ([] if out or not _in_bounds(sch) else fold_conflicts(sch)):
+        out.append(fold_violation(sch, lost, propose, fixes))
     return out
 
 

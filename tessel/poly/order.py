@@ -4,7 +4,8 @@ Every schedule of a program must keep the dependences of the program's order: th
 statements lowered without loop commands, after/before and storage folds
 (:func:`program_order`, cached by content). :func:`order_conflicts` is the dependences that a
 schedule's statement schedules break (``legality.py``'s ``conflicts``); :func:`fold_conflicts`
-the values a storage choice (a fold, a fresh buffer) would overwrite before their last read.
+the values a storage choice (a fold, a fresh buffer, an input written in place) would overwrite
+before their last read.
 Both are analyses; what is refused, and which commands repair it, is ``tessel.check``'s.
 """
 
@@ -16,13 +17,14 @@ from typing import Any
 
 import islpy as isl
 
+from ..ir.names import shown
 from ..schedule.commands import storage_choice
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from .deps import Dependence
 from .legality import Conflict, align, conflicts, lex, time_pairs, union
 from .model import Model
-from .space import DIM
+from .space import DIM, point_values
 
 
 def order_conflicts(sch: Schedule, involved: Callable[[Any], bool] | None = None) -> list[Conflict]:
@@ -44,11 +46,27 @@ def order_conflicts(sch: Schedule, involved: Callable[[Any], bool] | None = None
     return conflicts(deps, scheds, now.context)
 
 
-def fold_conflicts(sch: Schedule) -> list[tuple[Stage, Dependence, isl.Map]]:
-    """Values a storage choice (``storage_fold``, ``store_in`` into a fresh buffer) would lose:
-    for each flow dependence of the program out of such a stage, the (write time, read time)
-    pairs between which another value of the stage is written into the same element, under
-    ``sch``'s schedules."""
+@dataclass(eq=False)
+class Overwrite:
+    """A value a storage choice loses: the value of ``dep`` (a flow dependence of the program),
+    or, with ``reader`` instead, an element of the buffer's own (an input's value) that
+    ``reader`` reads at ``at`` after ``stage``'s ``store_in`` wrote over it. ``bad``: the
+    (read time, write time) pairs, or the (write time, other write time) pairs of ``dep``."""
+
+    stage: Stage
+    bad: isl.Map
+    dep: Dependence | None = None
+    reader: Any = None
+    at: str = ""
+
+
+def fold_conflicts(sch: Schedule) -> list[Overwrite]:
+    """Values a storage choice (``storage_fold``, ``store_in`` into a fresh buffer, into an input
+    or into another tensor) would lose, under ``sch``'s schedules: for each flow dependence of
+    the program (its meaning has no storage choice, ``program_order``) out of a statement that
+    now writes into a chosen buffer, the (write time, read time) pairs between which another
+    value is written into the same element; and the reads of an input's own values after a
+    ``store_in`` into that input wrote over them."""
     from .analysis import analysis
 
     chosen = [st for st in sch.stages if storage_choice(sch, st)]
@@ -57,20 +75,24 @@ def fold_conflicts(sch: Schedule) -> list[tuple[Stage, Dependence, isl.Map]]:
     now = analysis(sch).model
     base = program_order(sch, moved(sch))
     scheds = align({x.name: x.schedule for x in now.statements if x.schedule is not None})
-    out = []
-    for st in chosen:
-        group = _sharing(sch, st)
-        mine = [x for x in now.statements if _pos(x.stage) in group and x.name in scheds]
-        orig = {x.name: x for x in base.model.statements}
-        new_w = {x.name: _timed([a for a in x.writes if a.tensor is st.storage.buffer], scheds[x.name]) for x in mine}
-        old_w = {x.name: _timed(orig[x.name].writes, scheds[x.name]) for x in mine if x.name in orig}
+    if not scheds:
+        return []
+    orig = {x.name: x for x in base.model.statements}
+    n = next(iter(scheds.values())).dim(DIM.out)
+    out: list[Overwrite] = []
+    for buf in {id(st.storage.buffer): st.storage.buffer for st in chosen}.values():
+        owner = {x.name: st for st in chosen if st.storage.buffer is buf for x in now.statements
+                 if _pos(x.stage) in _sharing(sch, st)}
+        new_w = {x.name: w for x in now.statements if x.name in scheds
+                 and (w := _timed([a for a in x.writes if a.tensor is buf], scheds[x.name])) is not None}
+        old_w = {k: w for k in new_w if k in orig and (w := _timed(orig[k].writes, scheds[k])) is not None}
         every_new, every_old = union(list(new_w.values())), union(list(old_w.values()))
-        if every_new is None or every_old is None:
+        first = next(st for st in chosen if st.storage.buffer is buf)
+        if every_new is None:
             continue
-        n = next(iter(scheds.values())).dim(DIM.out)
         for d in base.dependences:
             src = d.source.name
-            if d.kind != "flow" or _pos(d.source.stage) not in group or new_w.get(src) is None or old_w.get(src) is None:
+            if d.kind != "flow" or src not in old_w or every_old is None:
                 continue
             # later writes of another value into the element the source wrote
             other = new_w[src].apply_range(every_new.reverse()).subtract(old_w[src].apply_range(every_old.reverse()))
@@ -78,7 +100,34 @@ def fold_conflicts(sch: Schedule) -> list[tuple[Stage, Dependence, isl.Map]]:
             bad = time_pairs(d, scheds).range_product(other).intersect_range(lex(n, "gt").wrap())
             bad = bad.intersect_params(now.context)
             if not bad.is_empty():
-                out.append((st, d, bad))
+                out.append(Overwrite(owner.get(src, first), bad, dep=d))
+        if buf.op.is_placeholder:
+            out += _inputs_overwritten(buf, first, orig, new_w, owner, scheds, n, now.context)
+    return out
+
+
+def _inputs_overwritten(buf: Any, first: Stage, orig: dict, new_w: dict, owner: dict, scheds: dict, n: int,
+                        context: isl.Set) -> list[Overwrite]:
+    """Reads of the input ``buf``'s own values (in the program's meaning) that run after a
+    stage stored into ``buf`` wrote over the element."""
+    moved_w = union([w for k, w in new_w.items() if k in owner])
+    if moved_w is None:
+        return []
+    out = []
+    for name, x in orig.items():
+        reads = [a for a in x.reads if a.tensor is buf]
+        if not reads or name not in scheds:
+            continue
+        timed = _timed(reads, scheds[name])
+        bad = timed.apply_range(moved_w.reverse()).intersect(lex(n, "gt")).intersect_params(context)
+        if bad.is_empty():
+            continue
+        writer = next((owner[k] for k, w in new_w.items() if k in owner and not timed.apply_range(w.reverse())
+                       .intersect(lex(n, "gt")).intersect_params(context).is_empty()), None)
+        at = bad.domain().apply(scheds[name].reverse()).intersect(x.domain).sample_point()
+        vals = point_values(at, DIM.set, len(x.dim_vars))
+        where = ", ".join(f"{shown(v.name)} = {k}" for v, k in zip(x.dim_vars, vals))
+        out.append(Overwrite(writer or first, bad, reader=x, at=where))
     return out
 
 
@@ -171,4 +220,4 @@ def program_order(sch: Schedule, only: frozenset[int] | None = None) -> ProgramO
     return got
 
 
-__all__ = ["ProgramOrder", "fold_conflicts", "moved", "order_conflicts", "program_order"]
+__all__ = ["Overwrite", "ProgramOrder", "fold_conflicts", "moved", "order_conflicts", "program_order"]

@@ -155,14 +155,17 @@ def is_layout(sch: Schedule, storage: StoreIn | None) -> bool:
 
 
 def storage_choice(sch: Schedule, st: Stage) -> bool:
-    """Whether ``st``'s ``store_in`` only chooses where values live -- a fold, or a buffer no
-    stage of the program reads -- rather than what the program means (storing into a tensor
-    the program reads: an in-place update). Unlike ``is_layout``, a buffer of the program that
-    no stage reads (an output) counts as a choice: legality of a fold or fresh buffer asks
-    this, the lowering of reads that one."""
+    """Whether ``st``'s ``store_in`` only chooses where values live rather than what the program
+    means. A fold, a buffer no stage of the program reads, and any storage of a recurrence are
+    choices: a recurrence's definitions say which values they read (its own, an input's), so
+    legality judges the program without the choice and asks only that no value -- its own, or
+    an input's -- is overwritten before its last read (``poly.order.fold_conflicts``). A plain
+    stage stored into a tensor the program reads is Tiramisu's in-place update instead: its
+    reads of that tensor see what is stored there, which is what the program means.
+    ``is_layout`` is the lowering's question."""
     if st.storage is None:
         return False
-    if st.storage.folded:
+    if st.storage.folded or getattr(st.op, "definitions", ()):
         return True
     buf = st.storage.buffer.op
     return not any(t.op is buf for x in sch.stages for t in x.op.input_tensors())
