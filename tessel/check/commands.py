@@ -159,7 +159,7 @@ def fold_violation(sch: Schedule, lost: Overwrite, propose: bool = True, fixes: 
     else:
         text = (f"stage {stage.name}: {what} is refused: the {dep.kind} dependence {dep.source.label()} -> "
                 f"{dep.sink.label()} (distance {distance_text(dep)}) would read {buf} after another value "
-                f"of {folded.name} overwrote the element: the storage holds fewer values than are live at once")
+                f"of {(lost.by or folded).name} overwrote the element: the storage holds fewer values than are live at once")
     v = Violation(ViolationKind.DEPENDENCE_ORDER, stage, text, (stage, folded), _loops(command))
     v.dependence = dep  # type: ignore[attr-defined]
     if propose and proposing() and stage is folded and getattr(command, "folded", False):

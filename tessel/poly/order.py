@@ -50,7 +50,8 @@ def order_conflicts(sch: Schedule, involved: Callable[[Any], bool] | None = None
 class Overwrite:
     """A value a storage choice loses: the value of ``dep`` (a flow dependence of the program),
     or, with ``reader`` instead, an element of the buffer's own (an input's value) that
-    ``reader`` reads at ``at`` after ``stage``'s ``store_in`` wrote over it. ``bad``: the
+    ``reader`` reads at ``at`` after ``stage``'s ``store_in`` wrote over it; ``by``: the stage
+    whose write lost ``dep``'s value. ``bad``: the
     (read time, write time) pairs, or the (write time, other write time) pairs of ``dep``."""
 
     stage: Stage
@@ -58,6 +59,7 @@ class Overwrite:
     dep: Dependence | None = None
     reader: Any = None
     at: str = ""
+    by: Stage | None = None  # the stage whose write overwrote the value
 
 
 def fold_conflicts(sch: Schedule) -> list[Overwrite]:
@@ -86,21 +88,26 @@ def fold_conflicts(sch: Schedule) -> list[Overwrite]:
         new_w = {x.name: w for x in now.statements if x.name in scheds
                  and (w := _timed([a for a in x.writes if a.tensor is buf], scheds[x.name])) is not None}
         old_w = {k: w for k in new_w if k in orig and (w := _timed(orig[k].writes, scheds[k])) is not None}
-        every_new, every_old = union(list(new_w.values())), union(list(old_w.values()))
+        every_new = union(list(new_w.values()))
         first = next(st for st in chosen if st.storage.buffer is buf)
         if every_new is None:
             continue
         for d in base.dependences:
             src = d.source.name
-            if d.kind != "flow" or src not in old_w or every_old is None:
+            if d.kind != "flow" or src not in old_w:
                 continue
-            # later writes of another value into the element the source wrote
-            other = new_w[src].apply_range(every_new.reverse()).subtract(old_w[src].apply_range(every_old.reverse()))
+            # later writes of another value into the element the source wrote (writes that shared
+            # the element in the program's own storage wrote the same value: a reduction's steps)
+            tensor = old_w[src].get_tuple_name(DIM.out)
+            same = union([w for w in old_w.values() if w.get_tuple_name(DIM.out) == tensor])
+            other = new_w[src].apply_range(every_new.reverse()).subtract(old_w[src].apply_range(same.reverse()))
             other = other.intersect(lex(n, "lt"))
             bad = time_pairs(d, scheds).range_product(other).intersect_range(lex(n, "gt").wrap())
             bad = bad.intersect_params(now.context)
             if not bad.is_empty():
-                out.append(Overwrite(owner.get(src, first), bad, dep=d))
+                by = next((x.stage for x in now.statements if x.name in new_w and not new_w[src].apply_range(
+                    new_w[x.name].reverse()).intersect(other).is_empty()), None)
+                out.append(Overwrite(owner.get(src, first), bad, dep=d, by=by))
         if buf.op.is_placeholder:
             out += _inputs_overwritten(buf, first, orig, new_w, owner, scheds, n, now.context)
     return out
@@ -114,8 +121,11 @@ def _inputs_overwritten(buf: Any, first: Stage, orig: dict, new_w: dict, owner: 
     if moved_w is None:
         return []
     out = []
+    # by the tuple name: the program order is cached by content, so its tensors may be those of an
+    # earlier, identical program
+    tuple_name = next(iter(new_w.values())).get_tuple_name(DIM.out)
     for name, x in orig.items():
-        reads = [a for a in x.reads if a.tensor is buf]
+        reads = [a for a in x.reads if a.relation.get_tuple_name(DIM.out) == tuple_name]
         if not reads or name not in scheds:
             continue
         timed = _timed(reads, scheds[name])

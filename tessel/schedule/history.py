@@ -412,7 +412,12 @@ def apply_steps(sch: Schedule, steps, var_map: dict | None = None) -> Schedule:
 
 
 def corresponding(t: Tensor, src: Schedule, dst: Schedule) -> Tensor:
-    """The tensor of ``dst`` at the place of ``src``'s ``t`` (same stage position and output)."""
+    """The tensor of ``dst`` at the place of ``src``'s ``t`` (same stage position and output). A
+    buffer outside the program that ``store_in`` was given is the replayed steps' too, or the
+    copy ``dst`` made of it over its own sizes (``commands._own_sizes``)."""
+    if t not in src:
+        made = dst.__dict__.get("_store_buffers", {}).get(id(t))
+        return made[1] if made is not None else t
     st = src[t]
     return dst.stages[src.stages.index(st)].op.output(t.value_index)
 

@@ -132,3 +132,46 @@ def test_symbolic_sizes(target):
         o = np.zeros(size)
         f(p0.copy(), np.ones(steps), o)
         np.testing.assert_allclose(o, want, rtol=1e-12)
+
+
+def _reads_left_neighbour():
+    T, n = 3, 8
+    P = te.placeholder((n,), "float64", name="P")
+    H = te.recurrence((T, n), [
+        te.define(lambda h, t, i: P[i] + P[te.max(i - 1, 0)], where=lambda t, i: t == 0),
+        te.define(lambda h, t, i: h[t - 1, i] * 2.0, where=lambda t, i: t > 0)], name="H")
+    s = te.create_schedule(H.op)
+    s[H].store_in(P, lambda t, i: (i,))
+    return s, P
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_refusal_holds_for_every_build_of_the_same_program(target):
+    """The program's own order is cached by content: a second, identical program must be judged
+    on its own tensors (it was accepted, and computed with P half overwritten)."""
+    for _ in range(3):
+        s, P = _reads_left_neighbour()
+        with pytest.raises(ScheduleError, match="H.def0 reads the values P holds when the kernel is called"):
+            tessel.build(s, [P], target=target)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_two_stages_stored_one_after_the_other_in_one_buffer(target):
+    n = 6
+    A = te.placeholder((n,), "float64", name="A")
+    Tmp = te.placeholder((n,), "float64", name="Tmp")
+    B = te.compute((n,), lambda i: A[i] + 1.0, name="B")
+    C = te.compute((n,), lambda i: B[n - 1 - i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    s[B].store_in(Tmp)
+    s[C].store_in(Tmp)
+    with pytest.raises(ScheduleError, match="would read Tmp after another value of C overwrote"):
+        tessel.build(s, [A, Tmp], target=target)  # C overwrites B's values before reading them all
+    D = te.compute((n,), lambda i: B[i] * 2.0, name="D")
+    s = te.create_schedule(D.op)
+    s[B].store_in(Tmp)
+    s[D].store_in(Tmp)
+    f = tessel.build(s, [A, Tmp], target=target)
+    a, t = rand(n).astype("float64"), np.zeros(n)
+    f(a, t)
+    np.testing.assert_allclose(t, (a + 1.0) * 2.0, rtol=1e-12)
