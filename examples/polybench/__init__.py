@@ -7,10 +7,10 @@ checked against a NumPy transcription of PolyBench's loops (``common.check``) an
 
 from __future__ import annotations
 
-from . import blas
+from . import blas, datamining, kernels
 from .common import Kernel, Program, check, footprint, run
 
-KERNELS: list[Kernel] = [*blas.KERNELS]
+KERNELS: list[Kernel] = [*blas.KERNELS, *kernels.KERNELS, *datamining.KERNELS]
 BY_NAME: dict[str, Kernel] = {k.name: k for k in KERNELS}
 
 __all__ = ["BY_NAME", "KERNELS", "Kernel", "Program", "check", "footprint", "run"]
