@@ -200,6 +200,8 @@ def in_program_order(model: Model, among: list[Statement] | None = None) -> Mode
                 vec.append(conv.const(1))  # the update after the init, inside the data axes
             loops.setdefault((id(st), id(iv)), Loop(st, iv, len(vec), 1, LoopKind.SERIAL))
             vec += [conv.aff(st.op.reindex(iv, iv.var)), conv.const(0)]
+        if s.role == "init":  # where the update has its mark: the copies' dims below must not meet it
+            vec.append(conv.const(0))
         for v in s.dim_vars[:outer]:
             vec += [conv.aff(v), conv.const(0)]
         vectors[id(s)] = vec
