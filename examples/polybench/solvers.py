@@ -1,0 +1,372 @@
+"""PolyBench's linear-algebra solvers: cholesky, durbin, gramschmidt, lu, ludcmp, trisolv.
+
+Each factorization or substitution overwrites its arrays as it goes, and later points read the
+values earlier ones left: a ``te.recurrence`` written into PolyBench's array (``inplace=``), its
+loop directions found from the reads (back substitution runs backwards by itself). A reduction
+must be a compute's whole value, so a division PolyBench applies after its sum is distributed
+over the sum's terms and its initial value (the same quotient, to rounding). durbin and
+gramschmidt carry several arrays and scalars from step to step, which one recurrence holds as
+rows of one state (folded to the steps still read), copied into PolyBench's arrays at the end.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tessel import te
+
+from .common import Arrays, Kernel, Program, Sizes
+
+F64 = "float64"
+
+
+def _spd(n: int) -> np.ndarray:
+    """PolyBench's matrix for cholesky, lu and ludcmp: a lower triangle of ``1 - j/n`` with a unit
+    diagonal, times its transpose (positive semi-definite)."""
+    j = np.arange(n)
+    low = np.tril(np.broadcast_to(-(j % n) / n + 1.0, (n, n)))  # C's -j % n is -(j % n)
+    np.fill_diagonal(low, 1.0)
+    return low @ low.T
+
+
+# ---- cholesky: A = L L^T, L over A's lower triangle ----------------------------------------
+def _cholesky_define(n: Sizes) -> Program:
+    N = n["N"]
+    A = te.placeholder((N, N), F64, name="A")
+
+    def below(h: te.Tensor, i: object, j: object) -> object:
+        # A[i][j] -= A[i][k] * A[j][k] for k < j, then / A[j][j] off the diagonal; the diagonal
+        # keeps its square until the next definition (a reduction cannot sit under sqrt), so a
+        # row reads the root of a diagonal entry, the value PolyBench's A[j][j] holds by then
+        k = te.reduce_axis((0, j), name="k")
+        d = te.if_then_else(j < i, te.sqrt(h[j, j]), te.const(1.0, F64))
+        return te.sum(-h[i, k] * h[j, k] / d, axis=k, init=h[i, j] / d)
+
+    h = te.recurrence(None, [te.define(below, where=lambda i, j: j <= i),
+                             te.define(lambda h, i, j: te.sqrt(h[i, j]), where=lambda i, j: i == j)],
+                      name="cholesky", inplace=A)
+    return Program(te.create_schedule(h.op), [A], ["A"], ["A"])
+
+
+def _cholesky_init(n: Sizes) -> Arrays:
+    return {"A": _spd(n["N"])}
+
+
+def _cholesky_reference(n: Sizes, a: Arrays) -> None:
+    A = a["A"]
+    for i in range(n["N"]):
+        for j in range(i):
+            A[i, j] = (A[i, j] - A[i, :j] @ A[j, :j]) / A[j, j]
+        A[i, i] = np.sqrt(A[i, i] - A[i, :i] @ A[i, :i])
+
+
+CHOLESKY = Kernel(
+    "cholesky", "linear-algebra/solvers",
+    {"MINI": {"N": 40}, "ODD": {"N": 23}},
+    _cholesky_define, _cholesky_init, _cholesky_reference,
+    c_loops="""
+  for (int i = 0; i < N; i++) {
+    for (int j = 0; j < i; j++) {
+      for (int k = 0; k < j; k++) A[i][j] -= A[i][k] * A[j][k];
+      A[i][j] /= A[j][j];
+    }
+    for (int k = 0; k < i; k++) A[i][i] -= A[i][k] * A[i][k];
+    A[i][i] = sqrt(A[i][i]);
+  }""",
+    notes="The diagonal's square root is a second definition (a reduction cannot sit under sqrt): "
+          "rows divide by sqrt(A[j][j]) of the diagonal not yet rooted.")
+
+
+# ---- lu: A = L U in place, L's unit diagonal implied -----------------------------------------
+def _lu_body(h: te.Tensor, i: object, j: object) -> object:
+    """A[i][j] -= A[i][k] * A[k][j] for k < min(i, j), then / A[j][j] below the diagonal: one
+    definition, as rows below read both triangles of the rows above as PolyBench left them."""
+    k = te.reduce_axis((0, te.min(i, j)), name="k")
+    d = te.if_then_else(j < i, h[j, j], te.const(1.0, F64))
+    return te.sum(-h[i, k] * h[k, j] / d, axis=k, init=h[i, j] / d)
+
+
+def _lu_define(n: Sizes) -> Program:
+    A = te.placeholder((n["N"], n["N"]), F64, name="A")
+    h = te.recurrence(None, [te.define(_lu_body)], name="lu", inplace=A)
+    return Program(te.create_schedule(h.op), [A], ["A"], ["A"])
+
+
+def _lu_init(n: Sizes) -> Arrays:
+    return {"A": _spd(n["N"])}
+
+
+def _lu_factor(N: int, A: np.ndarray) -> None:
+    for i in range(N):
+        for j in range(i):
+            A[i, j] = (A[i, j] - A[i, :j] @ A[:j, j]) / A[j, j]
+        A[i, i:] -= A[i, :i] @ A[:i, i:]
+
+
+def _lu_reference(n: Sizes, a: Arrays) -> None:
+    _lu_factor(n["N"], a["A"])
+
+
+_LU_C = """
+  for (int i = 0; i < N; i++) {
+    for (int j = 0; j < i; j++) {
+      for (int k = 0; k < j; k++) A[i][j] -= A[i][k] * A[k][j];
+      A[i][j] /= A[j][j];
+    }
+    for (int j = i; j < N; j++)
+      for (int k = 0; k < i; k++) A[i][j] -= A[i][k] * A[k][j];
+  }"""
+
+LU = Kernel(
+    "lu", "linear-algebra/solvers",
+    {"MINI": {"N": 40}, "ODD": {"N": 23}},
+    _lu_define, _lu_init, _lu_reference, c_loops=_LU_C)
+
+
+# ---- trisolv: L x = b, forward substitution ------------------------------------------------
+def _trisolv_define(n: Sizes) -> Program:
+    N = n["N"]
+    L = te.placeholder((N, N), F64, name="L")
+    x = te.placeholder((N,), F64, name="x")
+    b = te.placeholder((N,), F64, name="b")
+
+    def row(h: te.Tensor, i: object) -> object:
+        j = te.reduce_axis((0, i), name="j")
+        return te.sum(-L[i, j] * h[j] / L[i, i], axis=j, init=b[i] / L[i, i])
+
+    xs = te.recurrence(None, [te.define(row)], name="trisolv", inplace=x)
+    return Program(te.create_schedule(xs.op), [L, x, b], ["L", "x", "b"], ["x"])
+
+
+def _trisolv_init(n: Sizes) -> Arrays:
+    N = n["N"]
+    i, j = np.ogrid[:N, :N]
+    return {"L": np.where(j <= i, (i + N - j + 1) * 2.0 / N, 0.0),
+            "x": np.full(N, -999.0), "b": np.arange(N, dtype=F64)}
+
+
+def _trisolv_reference(n: Sizes, a: Arrays) -> None:
+    L, x, b = a["L"], a["x"], a["b"]
+    for i in range(n["N"]):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+
+
+TRISOLV = Kernel(
+    "trisolv", "linear-algebra/solvers",
+    {"MINI": {"N": 40}, "ODD": {"N": 29}},
+    _trisolv_define, _trisolv_init, _trisolv_reference,
+    c_loops="""
+  for (int i = 0; i < N; i++) {
+    x[i] = b[i];
+    for (int j = 0; j < i; j++) x[i] -= L[i][j] * x[j];
+    x[i] = x[i] / L[i][i];
+  }""")
+
+
+# ---- ludcmp: LU in place, then L y = b forwards and U x = y backwards ------------------------
+def _ludcmp_define(n: Sizes) -> Program:
+    N = n["N"]
+    A = te.placeholder((N, N), F64, name="A")
+    b = te.placeholder((N,), F64, name="b")
+    x = te.placeholder((N,), F64, name="x")
+    y = te.placeholder((N,), F64, name="y")
+    lu = te.recurrence(None, [te.define(_lu_body)], name="lu", inplace=A)
+
+    def forward(h: te.Tensor, i: object) -> object:
+        j = te.reduce_axis((0, i), name="j")
+        return te.sum(-lu[i, j] * h[j], axis=j, init=b[i])
+
+    ys = te.recurrence(None, [te.define(forward)], name="forward", inplace=y)
+
+    def backward(h: te.Tensor, i: object) -> object:
+        # x[j] for j > i: the loop over i runs backwards, as PolyBench's
+        j = te.reduce_axis((i + 1, N), name="j")
+        return te.sum(-lu[i, j] * h[j] / lu[i, i], axis=j, init=ys[i] / lu[i, i])
+
+    xs = te.recurrence(None, [te.define(backward)], name="backward", inplace=x)
+    return Program(te.create_schedule(xs.op), [A, b, x, y], ["A", "b", "x", "y"], ["A", "x", "y"])
+
+
+def _ludcmp_init(n: Sizes) -> Arrays:
+    N = n["N"]
+    return {"A": _spd(N), "b": (np.arange(N) + 1) / float(N) / 2.0 + 4, "x": np.zeros(N), "y": np.zeros(N)}
+
+
+def _ludcmp_reference(n: Sizes, a: Arrays) -> None:
+    N, A, b, x, y = n["N"], a["A"], a["b"], a["x"], a["y"]
+    _lu_factor(N, A)
+    for i in range(N):
+        y[i] = b[i] - A[i, :i] @ y[:i]
+    for i in range(N - 1, -1, -1):
+        x[i] = (y[i] - A[i, i + 1:] @ x[i + 1:]) / A[i, i]
+
+
+LUDCMP = Kernel(
+    "ludcmp", "linear-algebra/solvers",
+    {"MINI": {"N": 40}, "ODD": {"N": 23}},
+    _ludcmp_define, _ludcmp_init, _ludcmp_reference,
+    c_loops=_LU_C + """
+  for (int i = 0; i < N; i++) {
+    double w = b[i];
+    for (int j = 0; j < i; j++) w -= A[i][j] * y[j];
+    y[i] = w;
+  }
+  for (int i = N - 1; i >= 0; i--) {
+    double w = y[i];
+    for (int j = i + 1; j < N; j++) w -= A[i][j] * x[j];
+    x[i] = w / A[i][i];
+  }""")
+
+
+
+# ---- durbin: Levinson-Durbin, y solving a Toeplitz system step by step ----------------------
+def _durbin_define(n: Sizes) -> Program:
+    N = n["N"]
+    r = te.placeholder((N,), F64, name="r")
+    y = te.placeholder((N,), F64, name="y")
+
+    def step(h: te.Tensor, k: object, c: object) -> object:
+        # step k's state in one row: beta at c = 0, alpha at c = 1, y[c - 2]; PolyBench's z is the
+        # row before, kept by the fold below
+        i = c - 2
+        beta = te.if_then_else(k > 0, (1.0 - h[k - 1, 1] * h[k - 1, 1]) * h[k - 1, 0], te.const(1.0, F64))
+        update = h[k - 1, c] + h[k, 1] * h[k - 1, 2 + k - i - 1]
+        value = te.if_then_else(c == 0, beta, te.if_then_else(c == 1, -r[k] / h[k, 0], te.if_then_else(
+            i < k, update, te.if_then_else(i == k, h[k, 1], te.const(0.0, F64)))))
+        p = te.reduce_axis((0, N), name="i")  # alpha's sum over i < k, divided by beta as it goes
+        return te.sum(-r[k - p - 1] * h[k - 1, 2 + p] / h[k, 0], axis=p, where=te.all(c == 1, p < k), init=value)
+
+    h = te.recurrence((N, N + 2), [te.define(step)], name="durbin")
+    out = te.compute((N,), lambda i: h[N - 1, 2 + i], name="y_last")
+    s = te.create_schedule(out.op)
+    s[h].storage_fold(h.op.axis[0], 2)  # y and z: two rows
+    s[out].store_in(y)
+    return Program(s, [r, y], ["r", "y"], ["y"])
+
+
+def _durbin_init(n: Sizes) -> Arrays:
+    N = n["N"]
+    return {"r": (N + 1 - np.arange(N)).astype(F64), "y": np.zeros(N)}
+
+
+def _durbin_reference(n: Sizes, a: Arrays) -> None:
+    r, y = a["r"], a["y"]
+    y[0] = -r[0]
+    beta, alpha = 1.0, -r[0]
+    for k in range(1, n["N"]):
+        beta = (1 - alpha * alpha) * beta
+        alpha = -(r[k] + r[k - 1::-1] @ y[:k]) / beta
+        y[:k] = y[:k] + alpha * y[k - 1::-1]
+        y[k] = alpha
+
+
+DURBIN = Kernel(
+    "durbin", "linear-algebra/solvers",
+    {"MINI": {"N": 40}, "ODD": {"N": 31}},
+    _durbin_define, _durbin_init, _durbin_reference,
+    notes="beta, alpha and y are one recurrence's row per step (two rows kept: y and PolyBench's z), "
+          "y copied out of the last: 2 (N + 2) doubles beyond r and y, where PolyBench keeps z (N).",
+    c_loops="""
+  double z[N], alpha, beta, sum;
+  y[0] = -r[0];
+  beta = 1.0;
+  alpha = -r[0];
+  for (int k = 1; k < N; k++) {
+    beta = (1 - alpha * alpha) * beta;
+    sum = 0.0;
+    for (int i = 0; i < k; i++) sum += r[k - i - 1] * y[i];
+    alpha = -(r[k] + sum) / beta;
+    for (int i = 0; i < k; i++) z[i] = y[i] + alpha * y[k - i - 1];
+    for (int i = 0; i < k; i++) y[i] = z[i];
+    y[k] = alpha;
+  }""")
+
+
+
+# ---- gramschmidt: A = Q R, modified Gram-Schmidt, A's later columns updated in place -----------
+def _gramschmidt_define(n: Sizes) -> Program:
+    M, N = n["M"], n["N"]
+    A = te.placeholder((M, N), F64, name="A")
+    R = te.placeholder((N, N), F64, name="R")
+    Q = te.placeholder((M, N), F64, name="Q")
+
+    def step(h: te.Tensor, k: object, r: object, j: object) -> object:
+        # step k's state in one (1 + N + M, N) array: row 0 nrm (at j = k), rows 1.. R, rows
+        # N + 1.. A; only row 1 + k of R and A's columns after k change. The operations and their
+        # order are PolyBench's: its columns of nearly zero norm (M < N) amplify any other rounding
+        zero = te.const(0.0, F64)
+        rk = 1 + k  # R's row k
+
+        def prev_a(i: object, c: object) -> object:
+            return te.if_then_else(k > 0, h[k - 1, N + 1 + i, c], A[i, c])
+
+        prev = te.if_then_else(k > 0, h[k - 1, r, j], R[te.min(te.max(r - 1, 0), N - 1), j])
+        i = r - N - 1
+        # column k of A's row is this step's copy by the time j > k: the element already holds it
+        update = prev_a(i, j) - h[k, N + 1 + i, k] / h[k, rk, k] * h[k, rk, j]
+        value = te.if_then_else(r == 0, zero, te.if_then_else(
+            r == rk, te.if_then_else(j == k, te.sqrt(h[k, 0, k]), te.if_then_else(j > k, zero, prev)),
+            te.if_then_else(te.all(r > N, j > k), update, te.if_then_else(r > N, prev_a(i, j), prev))))
+        p = te.reduce_axis((0, M), name="i")
+        term = te.if_then_else(r == 0, prev_a(p, k) * prev_a(p, k), prev_a(p, k) / h[k, rk, k] * prev_a(p, j))
+        return te.sum(term, axis=p, where=te.any(te.all(r == 0, j == k), te.all(r == rk, j > k)), init=value)
+
+    h = te.recurrence((N, 1 + N + M, N), [te.define(step)], name="gramschmidt")
+    last = N - 1
+    a_out = te.compute((M, N), lambda i, j: h[last, N + 1 + i, j], name="A_out")
+    r_out = te.compute((N, N), lambda k, j: h[last, 1 + k, j], name="R_out")
+    q_out = te.compute((M, N), lambda i, k: h[last, N + 1 + i, k] / h[last, 1 + k, k], name="Q_out")
+    s = te.create_schedule([a_out.op, r_out.op, q_out.op])
+    s[h].storage_fold(h.op.axis[0], 1)  # one state, updated step by step as PolyBench's arrays
+    for t, buf in ((a_out, A), (r_out, R), (q_out, Q)):
+        s[t].store_in(buf)
+    return Program(s, [A, R, Q], ["A", "R", "Q"], ["A", "R", "Q"])
+
+
+def _gramschmidt_init(n: Sizes) -> Arrays:
+    M, N = n["M"], n["N"]
+    i, j = np.ogrid[:M, :N]
+    return {"A": ((i * j) % M) / M * 100.0 + 10.0, "R": np.zeros((N, N)), "Q": np.zeros((M, N))}
+
+
+def _gramschmidt_reference(n: Sizes, a: Arrays) -> None:
+    M, N, A, R, Q = n["M"], n["N"], a["A"], a["R"], a["Q"]
+    # sums in PolyBench's order, element by element: NumPy's dot would round differently, and a
+    # column of nearly zero norm turns that into different values (or 0/0)
+    for k in range(N):
+        nrm = 0.0
+        for i in range(M):
+            nrm += A[i, k] * A[i, k]
+        R[k, k] = np.sqrt(nrm)
+        Q[:, k] = A[:, k] / R[k, k]
+        for j in range(k + 1, N):
+            acc = 0.0
+            for i in range(M):
+                acc += Q[i, k] * A[i, j]
+            R[k, j] = acc
+            A[:, j] = A[:, j] - Q[:, k] * acc
+
+
+GRAMSCHMIDT = Kernel(
+    "gramschmidt", "linear-algebra/solvers",
+    {"FULL": {"M": 31, "N": 17}, "ODD": {"M": 23, "N": 11}},
+    _gramschmidt_define, _gramschmidt_init, _gramschmidt_reference,
+    c_loops="""
+  for (int k = 0; k < N; k++) {
+    double nrm = 0.0;
+    for (int i = 0; i < M; i++) nrm += A[i][k] * A[i][k];
+    R[k][k] = sqrt(nrm);
+    for (int i = 0; i < M; i++) Q[i][k] = A[i][k] / R[k][k];
+    for (int j = k + 1; j < N; j++) {
+      R[k][j] = 0.0;
+      for (int i = 0; i < M; i++) R[k][j] += Q[i][k] * A[i][j];
+      for (int i = 0; i < M; i++) A[i][j] = A[i][j] - Q[i][k] * R[k][j];
+    }
+  }""",
+    notes="The state (nrm, R, A) is one (1 + N + M, N) temporary updated in place step by step, A, R "
+          "and Q copied out after: a recurrence has one storage, PolyBench's state is three arrays. "
+          "PolyBench's MINI (M = 20 < N = 30) is rank-deficient: its columns past the rank are "
+          "rounding noise, which any change of rounding (gcc's multiply-add under -march=native) "
+          "changes, so it is checked at two full-rank sizes instead.")
+
+KERNELS = [CHOLESKY, DURBIN, GRAMSCHMIDT, LU, LUDCMP, TRISOLV]
