@@ -405,14 +405,23 @@ def _probe_dtype(d: Definition, shape, name: str) -> object:
     of itself are taken as float32, then as the dtype its values came out in, until the two
     agree. A reduction's values include its ``init`` (the value it starts from is a value of
     the tensor): ``sum(h[i, k] * h[k, j], init=A[i, j])`` with a float64 ``A`` is float64, not
-    the float32 of a first guess (issue 29, defect 8)."""
+    the float32 of a first guess (issue 29, defect 8). The first guess is the dtype of the other
+    tensors it reads where they agree on one integer dtype (floyd-warshall's ``min`` of int32
+    paths stays int32, where a float32 guess settled at float32), float32 otherwise."""
     from .tensor import placeholder
 
     names = _def_names(d.fcompute, shape, name) if not _takes_varargs(d.fcompute) else [f"i{k}" for k in range(len(shape))]
-    dt, seen = to_dtype("float32"), []
+    axes = [E.Var(n, s.dtype) for n, s in zip(names, shape)]
+    first = to_dtype("float32")
+    probe = placeholder(shape, first, "probe")
+    others = {x.producer.dtype for x in collect(O.convert(d.fcompute(probe, *axes)), lambda n: isinstance(n, E.ProducerLoad))
+              if x.producer is not probe}
+    if len(others) == 1 and others == {x for x in others if x.is_integer}:
+        first = others.pop()  # the values it reads besides its own are of one integer dtype: its own too, if that settles
+    dt, seen = first, []
     while dt not in seen:
         seen.append(dt)
-        value = O.convert(d.fcompute(placeholder(shape, dt, "probe"), *[E.Var(n, s.dtype) for n, s in zip(names, shape)]))
+        value = O.convert(d.fcompute(placeholder(shape, dt, "probe"), *axes))
         got = value
         for r in collect(value, lambda n: isinstance(n, E.Reduce)):
             for init in r.init:  # as given, before the reduction cast it to its source's dtype

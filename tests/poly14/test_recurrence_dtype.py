@@ -5,9 +5,11 @@ so a float64 LU-like recurrence lost half of its digits without a word."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from helpers import check, rand
+from helpers import TARGETS, check, rand
 
+import tessel
 from tessel import te
 
 
@@ -64,3 +66,25 @@ def test_values_without_a_reduction_keep_their_dtype():
     h = te.recurrence((7,), [te.define(lambda h, i: A[i]),
                              te.define(lambda h, i: h[i - 1] + A[i], where=lambda i: i >= 1)], name="h")
     assert h.dtype == "float64"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_an_integer_recurrence_reading_itself_first_stays_integer(target):
+    """Floyd-Warshall as PolyBench writes it, in place in the int32 ``path``: a guess of float32
+    for its own reads settled at float32, and store_in into ``path`` was refused for the dtype."""
+    n = 6
+    P = te.placeholder((n, n), "int32", name="path")
+    h = te.recurrence((n, n, n), [te.define(
+        lambda h, k, i, j: te.min(te.if_then_else(k > 0, h[k - 1, i, j], P[i, j]),
+                                  te.if_then_else(k > 0, h[k - 1, i, k], P[i, k]) +
+                                  te.if_then_else(k > 0, h[k - 1, k, j], P[k, j])))], name="h")
+    assert h.dtype == "int32"
+    out = te.compute((n, n), lambda i, j: h[n - 1, i, j], name="out")
+    s = te.create_schedule(out.op)
+    p = np.random.default_rng(5).integers(1, 50, (n, n)).astype("int32")
+    want = p.copy()
+    for k in range(n):
+        want = np.minimum(want, want[:, k:k + 1] + want[k:k + 1, :])
+    got = np.zeros((n, n), "int32")
+    tessel.build(s, [P, out], target=target)(p, got)
+    np.testing.assert_array_equal(got, want)
