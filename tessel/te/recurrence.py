@@ -23,6 +23,7 @@ written; the order a schedule finally gives is checked against every self-read e
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 from ..arith import Analyzer, IntSet
@@ -31,7 +32,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.dtype import dtype as to_dtype
-from ..ir.functor import Mutator, collect, structural_equal
+from ..ir.functor import Mutator, children, collect, structural_equal
 from ..ir.serialize import register
 from .operation import LoopNest, Operation, Request, TensorList
 from .scan import Redirect
@@ -260,13 +261,36 @@ def _self_offsets(op: DefinitionOp) -> list[tuple[E.ProducerLoad, list[int | Non
     me = op.outputs[0]
     out = []
     for b in op.body:
-        for ld in collect(b, lambda n: isinstance(n, E.ProducerLoad)):
-            if ld.producer is not me:
-                continue
-            offs = [_sign(ana, ana.simplify(O.sub(idx, O.cast(iv.var, idx.dtype))))
-                    for idx, iv in zip(ld.indices, op.axis)]
+        for ld, guards in _guarded_loads(b, me):
+            with ExitStack() as scope:
+                for g in guards:
+                    scope.enter_context(ana.constraint_scope(g))
+                offs = [_sign(ana, ana.simplify(O.sub(idx, O.cast(iv.var, idx.dtype))))
+                        for idx, iv in zip(ld.indices, op.axis)]
             if any(o != 0 for o in offs):
                 out.append((ld, offs))
+    return out
+
+
+def _guarded_loads(e: E.PrimExpr, me: Tensor) -> list[tuple[E.ProducerLoad, tuple[E.PrimExpr, ...]]]:
+    """The reads of ``me`` in ``e``, each with the conditions under which it is evaluated: a read
+    under ``if_then_else(j < n - 1, y[min(j + 1, n - 1)], 0)`` happens only where ``j < n - 1``,
+    so its clamp never bites and it reads later along ``j``."""
+    out: list[tuple[E.ProducerLoad, tuple[E.PrimExpr, ...]]] = []
+
+    def walk(n: object, guards: tuple[E.PrimExpr, ...]) -> None:
+        if isinstance(n, E.ProducerLoad) and n.producer is me:
+            out.append((n, guards))
+        if (isinstance(n, E.Call) and n.op == "if_then_else") or isinstance(n, E.Select):
+            c, t, f = (n.args if isinstance(n, E.Call) else (n.condition, n.true_value, n.false_value))
+            walk(c, guards)
+            walk(t, (*guards, c))
+            walk(f, (*guards, O.logical_not(c)))
+            return
+        for x in children(n):
+            walk(x, guards)
+
+    walk(e, ())
     return out
 
 

@@ -611,3 +611,27 @@ def test_unwritten_reads_over_symbolic_sizes_are_refused_and_the_folded_stencil_
         out = np.empty(size, "float32")
         f(a, x, out)
         np.testing.assert_allclose(out, want + x[-1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("clamp", ["min", "min_max"])
+def test_a_clamped_read_under_its_guard_runs_backwards(target, clamp):
+    """deriche's anticausal pass, its read kept inside the array by a clamp under the guard that
+    makes the clamp idle: the offset is proved positive under the guard (it was not known, the
+    loop ran forwards and the default schedule was refused)."""
+    n = 9
+    x = te.placeholder((n,), "float64", name="x")
+
+    def ahead(j):
+        return te.min(j + 1, n - 1) if clamp == "min" else te.min(te.max(j + 1, 0), n - 1)
+
+    y = te.recurrence((n,), [te.define(
+        lambda y, j: x[j] + 0.5 * te.if_then_else(j < n - 1, y[ahead(j)], te.const(0.0, "float64")))], name="y")
+    s = te.create_schedule(y.op)
+    xv = rand(n).astype("float64")
+    want = xv.copy()
+    for j in range(n - 2, -1, -1):
+        want[j] += 0.5 * want[j + 1]
+    got = np.zeros(n)
+    tessel.build(s, [x, y], target=target)(xv, got)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
