@@ -220,8 +220,9 @@ def _check_interleaving(model: Model) -> None:
 
 def _check_input_read_first(model: Model, mine: list[Statement], base) -> None:
     """A stage that reads the input an in-place recurrence overwrites means the input's values,
-    so it must run before the recurrence starts; the stage order follows the outputs given to
-    create_schedule, which may put it after (it then read the results, silently)."""
+    so it must run before the recurrence starts. The stage order puts every such reader that
+    does not need the recurrence first (``te.operation.stage_order``); one that needs both, or
+    that a schedule moved after it, would read the results (silently, before this check)."""
     times = [s.domain.apply(s.schedule) for s in mine if s.schedule is not None]
     if not times:
         return
@@ -239,9 +240,10 @@ def _check_input_read_first(model: Model, mine: list[Statement], base) -> None:
         name, rec = shown(other.stage.name), shown(mine[-1].stage.op.definitions[-1].op.name)
         raise ScheduleError(
             f"stage {name} reads {shown(base.name)}, the input that recurrence {rec} overwrites in place, but runs "
-            f"after the recurrence starts: it would read the results instead of the input. Make it run first: "
-            f"stages follow the order of the outputs given to create_schedule, so list the output that needs "
-            f"{name} before those that need {rec}")
+            f"after the recurrence starts: it would read the results instead of the input. It needs the "
+            f"recurrence's results too (or was placed after it), so it cannot run first: write the recurrence "
+            f"into a tensor of its own (leave out inplace=), or read the input in a stage of its own that needs "
+            f"nothing of {rec}")
 
 
 def _span(stmts: list[Statement]) -> isl.Set | None:

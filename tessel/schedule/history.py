@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InternalError, ScheduleError, TesselError
-from ..te.operation import post_dfs_order
+from ..te.operation import stage_order
 from .kinds import ROOT, SCOPE, StageBase
 
 if TYPE_CHECKING:
@@ -338,7 +338,7 @@ class History(list):
 
 def match_computations(outputs: list[Operation], onto: Schedule) -> dict:
     """Check ``onto`` is an untouched schedule of the same computation; map size variables."""
-    old = post_dfs_order(list(outputs))
+    old = stage_order(list(outputs))
     new = [st.op for st in onto.stages]
     same = len(old) == len(new) and all(
         type(a) is type(b) and a.name == b.name and len(a.outputs) == len(b.outputs) for a, b in zip(old, new))
@@ -423,7 +423,7 @@ def corresponding(t: Tensor, src: Schedule, dst: Schedule) -> Tensor:
 
 
 def _graph(outputs) -> list[Operation]:
-    return post_dfs_order(list(outputs))
+    return stage_order(list(outputs))
 
 
 # ---- recording -------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from ..deep import deep_stack
 from ..errors import ScheduleError
 from ..ir import expr as E
 from ..te.domain import infer_shapes
-from ..te.operation import post_dfs_order
+from ..te.operation import stage_order
 from ..te.tensor import Operation, Tensor
 from .checking import checker
 from .history import History, note_created, recorded
@@ -17,7 +17,7 @@ from .stage import Stage
 
 
 def _post_dfs(outputs: Iterable[Operation]) -> list[Operation]:
-    return post_dfs_order(list(outputs))
+    return stage_order(list(outputs))
 
 
 class Schedule:

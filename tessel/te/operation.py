@@ -135,6 +135,11 @@ class Operation:
         may define it as a plain method instead, since tessel only ever calls it."""
         return TensorList()
 
+    def overwrites(self) -> Tensor | None:
+        """The input whose storage this operation starts overwriting in place (the first
+        definition of ``te.recurrence(..., inplace=X)``), else None; see ``stage_order``."""
+        return None
+
     # ---- recurrences (a scan) -------------------------------------------------------------
     def state_placeholders(self) -> tuple[Tensor, ...]:
         """Placeholders that stand for this operation's own outputs at earlier steps (a scan's
@@ -265,6 +270,31 @@ def post_dfs_order(roots: Sequence[Operation], graph: dict[Operation, list[Tenso
     return order
 
 
+def stage_order(roots: Sequence[Operation]) -> list[Operation]:
+    """The order stages are created and run in: ``post_dfs_order``, but an operation that starts
+    overwriting an input in place (``overwrites``) runs after every other reader of that input
+    that does not need it, and what that reader needs. The post-order may put such a reader
+    after it when a later step of the overwriting computation reads the reader (PolyBench's
+    correlation: the standard deviations read the data, the centring overwrites it and then
+    divides by them); there it would read overwritten values, and is refused."""
+    order = post_dfs_order(roots)
+    for first in [op for op in order if op.overwrites() is not None]:
+        k = next(n for n, op in enumerate(order) if op is first)
+        after, base = order[k + 1:], first.overwrites()
+        needs = {id(first)}  # what reads the overwriting operation, directly or not
+        for op in after:
+            if any(id(t.op) in needs for t in op.input_tensors()):
+                needs.add(id(op))
+        movers = {id(op) for op in after if id(op) not in needs and any(t is base for t in op.input_tensors())}
+        for op in reversed(after):  # and what a mover reads (none of it needs the overwriting one)
+            if id(op) in movers:
+                movers |= {id(t.op) for t in op.input_tensors()}
+        moved = [op for op in after if id(op) in movers]
+        if moved:
+            order = [*order[:k], *moved, first, *(op for op in after if id(op) not in movers)]
+    return order
+
+
 def create_feed_graph(graph: dict[Operation, list[Tensor]]) -> dict[Tensor, list[Operation]]:
     """The read graph turned around: each tensor with the operations that read it."""
     feed: dict[Tensor, list[Operation]] = {}
@@ -276,4 +306,4 @@ def create_feed_graph(graph: dict[Operation, list[Tensor]]) -> dict[Tensor, list
     return feed
 
 
-__all__ = ["LoopNest", "Operation", "Request", "create_feed_graph", "create_read_graph", "post_dfs_order"]
+__all__ = ["LoopNest", "Operation", "Request", "create_feed_graph", "create_read_graph", "post_dfs_order", "stage_order"]

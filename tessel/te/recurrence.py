@@ -96,6 +96,10 @@ class DefinitionOp(ComputeOp):
         """Whether this is the first definition (it reads no earlier one)."""
         return self.prev is None or self.prev.op.is_placeholder
 
+    def overwrites(self) -> Tensor | None:
+        in_place = self.base is not None and self.base.op.is_placeholder
+        return self.base if self.first and in_place else None
+
     def reindex(self, iv: E.IterVar, x: E.PrimExpr) -> E.PrimExpr:
         k = next((k for k, a in enumerate(self.axis) if a is iv), None)
         if k is None or self.directions[k] > 0:

@@ -406,18 +406,29 @@ def _in_place_with_a_reader_of_the_input(n: int = 9):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_a_reader_of_an_in_place_input_after_the_recurrence_is_refused(target):
-    """Stages follow the outputs given to create_schedule: with D's listed first, E ran after the
-    recurrence and read its results where it means the input (twice the results, silently)."""
+@pytest.mark.parametrize("first", ["E", "D"])
+def test_a_reader_of_an_in_place_input_runs_before_the_recurrence(target, first):
+    """E reads the input Img, which recurrence Out overwrites in place: it runs first whatever the
+    order of the outputs given to create_schedule (with D's listed first, E ran after the
+    recurrence and read its results, twice the results, silently; then it was refused)."""
     Img, E, D, a, ref = _in_place_with_a_reader_of_the_input()
-    with pytest.raises(tessel.ScheduleError, match="stage E reads Img, the input that recurrence Out overwrites "
-                       "in place, but runs after the recurrence starts.*list the output that needs E"):
-        tessel.build(te.create_schedule([D.op, E.op]), [Img, E, D], target=target)
-    f = tessel.build(te.create_schedule([E.op, D.op]), [Img, E, D], target=target)
+    outs = [E.op, D.op] if first == "E" else [D.op, E.op]
+    f = tessel.build(te.create_schedule(outs), [Img, E, D], target=target)
     img, e, d = a.copy(), np.empty_like(a), np.empty_like(a)
     f(img, e, d)
     np.testing.assert_allclose(e, a * 2.0)
     np.testing.assert_allclose(d, ref + 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_reader_of_an_in_place_input_and_of_the_results_is_refused(target):
+    """F needs the input's values and the recurrence's results at once: nothing keeps the input
+    once the recurrence has overwritten it."""
+    Img, E, D, a, ref = _in_place_with_a_reader_of_the_input()
+    F = te.compute((9,), lambda i: Img[i] + D[i], name="F")
+    with pytest.raises(tessel.ScheduleError, match="stage F reads Img, the input that recurrence Out overwrites "
+                       "in place, but runs after the recurrence starts.*inplace="):
+        tessel.build(te.create_schedule(F.op), [Img, F], target=target)
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -635,3 +646,32 @@ def test_a_clamped_read_under_its_guard_runs_backwards(target, clamp):
     got = np.zeros(n)
     tessel.build(s, [x, y], target=target)(xv, got)
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_readers_of_an_input_written_in_place_run_before_it_when_they_can(target):
+    """PolyBench's correlation: the standard deviations read the data, the centring overwrites the
+    data in place and then divides by them. Only the centring's second definition needs them, so
+    the post-order put them after its first one, where they would read centred data; they are
+    now ordered first (the build was refused, advising to list stddev among the outputs)."""
+    n, m = 11, 7
+    data = te.placeholder((n, m), "float64", name="data")
+    r = te.reduce_axis((0, n), name="r")
+    mean = te.compute((m,), lambda j: te.sum(data[r, j] / n, axis=r), name="mean")
+
+    def sq(h, j):
+        i = te.reduce_axis((0, n), name="i")
+        return te.sum((data[i, j] - mean[j]) * (data[i, j] - mean[j]), axis=i)
+
+    std = te.recurrence((m,), [te.define(sq), te.define(lambda h, j: te.sqrt(h[j] / n))], name="std")
+    centred = te.recurrence(None, [te.define(lambda h, i, j: h[i, j] - mean[j]),
+                                   te.define(lambda h, i, j: h[i, j] / std[j])], name="centred", inplace=data)
+    k = te.reduce_axis((0, n), name="k")
+    corr = te.compute((m, m), lambda i, j: te.sum(centred[k, i] * centred[k, j], axis=k), name="corr")
+    s = te.create_schedule(corr.op)
+    d0 = rand(n, m).astype("float64")
+    z = (d0 - d0.mean(0)) / d0.std(0)
+    d, got = d0.copy(), np.zeros((m, m))
+    tessel.build(s, [data, corr], target=target)(d, got)
+    np.testing.assert_allclose(d, z, rtol=1e-12)
+    np.testing.assert_allclose(got, z.T @ z, rtol=1e-12)
