@@ -72,9 +72,22 @@ def plan_stage_op(sch: Schedule, stage: Stage, new_op: Operation) -> list[tuple[
         plan.append((st, op))
 
     put(stage, new_op)
+    old_defs, new_defs = getattr(stage.op, "definitions", ()), getattr(new_op, "definitions", ())
+    if new_op is not stage.op and len(old_defs) == len(new_defs):  # a recurrence rebuilt whole
+        tmap.update((a, b) for a, b in zip(old_defs, new_defs) if a.op is not stage.op)
     for st in sch.stages[sch.stages.index(stage) + 1:]:
-        if reads_any(st.op, tmap):
+        if reads_any(st.op, tmap) or any(t in tmap for t in st.op.outputs):
             put(st, st.op.replace_inputs(tmap))
+    # a recurrence is rebuilt whole: its definitions before the first that read a new tensor too
+    planned = {id(st) for st, _ in plan}
+    for st in sch.stages:
+        if id(st) not in planned and st.op.outputs and all(t in tmap for t in st.op.outputs):
+            plan.append((st, tmap[st.op.outputs[0]].op))
+            planned.add(id(st))
+    stale = [st for st in sch.stages if id(st) not in planned and reads_any(st.op, tmap)]
+    if stale:
+        raise ScheduleError(f"stage {stale[0].name} reads {', '.join(t.name for t in stale[0].op.input_tensors() if t in tmap)}, "
+                            f"which this rewrite replaces, but runs before it; rewrite a stage that runs earlier")
     return plan
 
 
@@ -198,6 +211,10 @@ def cache_read(sch: Schedule, tensor: Tensor, scope: str, readers) -> Tensor:
     rstages: list[Stage] = []
     for r in readers:
         st = sch[r]
+        if getattr(st.op, "definitions", ()) and not reads_any(st.op, [cur]):
+            # a recurrence is one reader: the first of its definitions that reads the tensor
+            # (the recurrence is rebuilt whole, every definition reading the copy)
+            st = next((sch[d.op] for d in st.op.definitions if reads_any(d.op, [cur])), st)
         if st in rstages:
             continue
         if not reads_any(st.op, [cur]):

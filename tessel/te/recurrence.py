@@ -27,7 +27,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 from ..arith import Analyzer, IntSet
-from ..errors import DefinitionError, LowerError, ScheduleError
+from ..errors import DefinitionError, LowerError
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
@@ -36,7 +36,7 @@ from ..ir.functor import Mutator, children, collect, structural_equal
 from ..ir.serialize import register
 from .operation import LoopNest, Operation, Request, TensorList
 from .scan import Redirect
-from .tensor import ComputeOp, Tensor, _check_body, _check_shape, _loaded, domain_condition
+from .tensor import ComputeOp, Tensor, _check_body, _check_shape, _loaded, _ReadRewriter, domain_condition
 
 
 @dataclass(frozen=True)
@@ -107,15 +107,33 @@ class DefinitionOp(ComputeOp):
         return O.sub(O.add(O.add(iv.dom.min, iv.dom.min), O.sub(iv.dom.extent, 1)), x)
 
     def replace_inputs(self, tmap: dict[Tensor, Tensor]) -> DefinitionOp:
-        """Refused: the definitions of one tensor share its storage and know each other, so one
-        of them cannot be swapped for a copy (as cache_read would) without the others."""
+        """The recurrence rebuilt whole over ``tmap``'s tensors (a rewrite upstream of it: a
+        cache_write or rfactor of what it reads), since its definitions share one storage and
+        know each other; the other definitions' new tensors are added to ``tmap``, and a
+        definition rebuilt with another is returned from there."""
+        if self.outputs[0] in tmap:
+            return tmap[self.outputs[0]].op
         if not any(t in tmap for t in self.input_tensors()):
             return self
-        raise ScheduleError(
-            f"definition {self.name} of recurrence {self.definitions[-1].op.name if self.definitions else self.name} "
-            f"cannot be made to read a copy of {', '.join(t.name for t in tmap if t in self.input_tensors())} "
-            "(cache_read, or a cache_write or rfactor of what it reads): its definitions share one storage; "
-            "leave it out of the readers given to cache_read, and do not cache_write or rfactor a stage it reads")
+        defs = [t.op for t in self.definitions] or [self]
+        rw = _ReadRewriter(tmap)
+        prev = defs[0].prev
+        rebuilt: list[DefinitionOp] = []
+        for d in defs:
+            where = rw.visit(d.where) if d.where is not None else None
+            prev = tmap.get(prev, prev) if prev is not None else None
+            nd = DefinitionOp(d.name, d.tag, d.attrs, d.axis, [rw.visit(b) for b in d.body], where, prev, None,
+                              d.directions, d.outputs[0])
+            rebuilt.append(nd)
+            prev = nd.outputs[0]
+        in_place = self.base is not None and self.base.op.is_placeholder
+        base = tmap.get(self.base, self.base) if in_place else rebuilt[-1].outputs[0]
+        tensors = tuple(op.outputs[0] for op in rebuilt)
+        for op in rebuilt:
+            op.base, op.definitions = base, tensors
+        for d, op in zip(defs, rebuilt):
+            tmap[d.outputs[0]] = op.outputs[0]
+        return tmap[self.outputs[0]].op
 
     def inline_refusal(self) -> str | None:
         return "a definition of a recurrence cannot be inlined (it reads its own earlier values)"

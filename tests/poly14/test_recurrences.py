@@ -305,8 +305,6 @@ def test_definitions_stay_whole_at_the_root():
     h = te.recurrence((n,), [te.define(lambda h, i: A[i]),
                              te.define(lambda h, i: h[i - 1] + A[i], where=lambda i: i > 0)], name="h")
     s = te.create_schedule(h.op)
-    with pytest.raises(tessel.ScheduleError, match="share one storage"):
-        s.cache_read(A, "local", [h.op])
     with pytest.raises(tessel.ScheduleError, match="te.compute stages only"):
         s.cache_write(h, "local")
     B = te.compute((n,), lambda i: h[i] * 2.0, name="B")
@@ -314,6 +312,23 @@ def test_definitions_stay_whole_at_the_root():
     s[h].compute_at(s[B], B.op.axis[0])
     with pytest.raises(tessel.TesselError, match="must run whole"):
         tessel.build(s, [A, B], target="python")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_cache_read_for_a_recurrence_is_read_by_all_its_definitions(target):
+    """The definitions share one storage and run as one computation: the copy replaces the
+    input for every definition that reads it, and the recurrence is rebuilt whole."""
+    n = 6
+    A = te.placeholder((n,), name="A")
+    h = te.recurrence((n,), [te.define(lambda h, i: A[i]),
+                             te.define(lambda h, i: h[i - 1] + A[i], where=lambda i: i > 0)], name="h")
+    s = te.create_schedule(h.op)
+    AL = s.cache_read(A, "local", [h.op])
+    assert all(AL in d.op.input_tensors() and A not in d.op.input_tensors() for d in s[h].op.definitions)
+    a = rand(n)
+    got = np.empty(n, "float32")
+    tessel.build(s, [A, h], target=target)(a, got)
+    np.testing.assert_allclose(got, np.cumsum(a), rtol=1e-5)
 
 
 @pytest.mark.parametrize("target", TARGETS)
