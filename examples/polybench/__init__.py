@@ -7,11 +7,11 @@ checked against a NumPy transcription of PolyBench's loops (``common.check``) an
 
 from __future__ import annotations
 
-from . import blas, datamining, kernels, medley, solvers
+from . import blas, datamining, kernels, medley, solvers, stencils
 from .common import Kernel, Program, check, footprint, run
 
 KERNELS: list[Kernel] = [*blas.KERNELS, *kernels.KERNELS, *solvers.KERNELS, *datamining.KERNELS,
-                          *medley.KERNELS]
+                          *medley.KERNELS, *stencils.KERNELS]
 BY_NAME: dict[str, Kernel] = {k.name: k for k in KERNELS}
 
 __all__ = ["BY_NAME", "KERNELS", "Kernel", "Program", "check", "footprint", "run"]
