@@ -89,6 +89,9 @@ class Tunables:
     max_sums: int = 1 << 14
     #: values tried before a pair counts as meeting (the loop is then kept from the vectorizer)
     max_steps: int = 4096
+    #: residues of the outer loops' variables asked apart where an index takes one modulo a
+    #: constant (a folded storage's slot); past this many, such an index keeps its loop scalar
+    max_residues: int = 64
 
     def key(self) -> tuple:
         """The values in field order: the part of a cache key these limits make."""

@@ -32,8 +32,9 @@ legality checked independent against the exact dependences.
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from ..arith import Analyzer
@@ -102,10 +103,66 @@ def carrying_loops(func: S.PrimFunc) -> dict[int, str]:
         at = len(outer)
         # a temporary allocated inside the loop is a new one in each iteration
         under = [a for a in walk.accesses if len(a.loops) > at and a.loops[at] is loop and a.allocated_at <= at]
-        why = _Loop(loop, outer, walk, facts).carried(under)
+        why = _carried(loop, outer, walk, facts, under)
         if why:
             out[id(loop)] = why
     return out
+
+
+def _carried(loop: S.For, outer: tuple[S.For, ...], walk: _Accesses, facts: list, under: list[_Access]) -> str | None:
+    """``_Loop.carried``, once per residue of the outer loops' variables where an index takes
+    one modulo a constant (a folded storage's slot, ``h[(t + 1) % 2, i]`` against ``h[t % 2, i +
+    1]``): the slots are then constants, and the two sides, which share the outer loops, are
+    seen to touch different ones. Without this the index has no affine form and the inner loop
+    was kept from the vectorizer."""
+    for accesses, ranges in _by_residue(under, outer, walk):
+        test = _Loop(loop, outer, walk, facts)
+        test.shared.update(ranges)
+        why = test.carried(accesses)
+        if why:
+            return why
+    return None
+
+
+def _by_residue(under: list[_Access], outer: tuple[S.For, ...], walk: _Accesses):
+    """``(accesses, ranges)`` per residue modulo ``M`` (the moduli's lcm) of the outer variables
+    that indices take modulo a constant: each such variable ``v`` written ``M * q + r``, ``q``
+    shared over (a superset of) its range, the modulos folded to constants; ``under`` alone
+    when there are none or too many residues."""
+    loops = {lp.loop_var: walk.ranges[id(lp)] for lp in outer if id(lp) in walk.ranges}
+    mods = [m for a in under for m in collect(a.index, lambda n: isinstance(n, E.FloorMod))
+            if isinstance(m.b, E.IntImm) and m.b.value > 0 and free_vars(m.a) and free_vars(m.a) <= loops.keys()
+            and (t := affine_terms(m.a)) is not None and isinstance(t[1], E.IntImm)]
+    if not mods:
+        yield under, {}
+        return
+    vs = sorted({v for m in mods for v in free_vars(m.a)}, key=lambda v: v.name)
+    big = math.lcm(*(m.b.value for m in mods))
+    if big ** len(vs) > current().max_residues:
+        yield under, {}
+        return
+    qs = {v: E.Var(f"{v.name}_q", v.dtype) for v in vs}
+    ranges = {id(qs[v]): (loops[v][0] // big, loops[v][1] // big) for v in vs}
+    for rs in itertools.product(range(big), repeat=len(vs)):
+        at = dict(zip(vs, rs))
+        if any(not _has_residue(loops[v], big, r) for v, r in at.items()):
+            continue
+        folded = {id(m): _mod_at(m, at) for m in mods}
+        vmap = {v: O.add(O.mul(E.IntImm(big, v.dtype), qs[v]), E.IntImm(r, v.dtype)) for v, r in at.items()}
+        yield [replace(a, index=substitute(ir_transform(a.index, None, lambda n, f=folded: f.get(id(n))), vmap))
+               for a in under], ranges
+
+
+def _has_residue(span: tuple[int, int], big: int, r: int) -> bool:
+    lo, hi = span
+    return hi - lo + 1 >= big or any((x - r) % big == 0 for x in range(lo, hi + 1))
+
+
+def _mod_at(m: E.FloorMod, at: dict) -> E.IntImm:
+    """``m`` (``(sum c * v + k) % b``) where each ``v`` is ``at[v]`` modulo a multiple of ``b``."""
+    terms, const = affine_terms(m.a)
+    value = sum(c * at[v] for v, c in terms.items()) + const.value
+    return E.IntImm(value % m.b.value, m.dtype)
 
 
 class _Accesses(Visitor):
