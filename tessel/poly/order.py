@@ -83,8 +83,9 @@ def fold_conflicts(sch: Schedule) -> list[Overwrite]:
     n = next(iter(scheds.values())).dim(DIM.out)
     out: list[Overwrite] = []
     for buf in {id(st.storage.buffer): st.storage.buffer for st in chosen}.values():
-        owner = {x.name: st for st in chosen if st.storage.buffer is buf for x in now.statements
-                 if _pos(x.stage) in _sharing(sch, st)}
+        pos = {id(st): k for k, st in enumerate(sch.stages)}
+        groups = [(st, _sharing(sch, st)) for st in chosen if st.storage.buffer is buf]
+        owner = {x.name: st for st, group in groups for x in now.statements if pos.get(id(x.stage)) in group}
         new_w = {x.name: w for x in now.statements if x.name in scheds
                  and (w := _timed([a for a in x.writes if a.tensor is buf], scheds[x.name])) is not None}
         old_w = {k: w for k in new_w if k in orig and (w := _timed(orig[k].writes, scheds[k])) is not None}

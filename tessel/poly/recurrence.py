@@ -50,18 +50,21 @@ def _check_reads_written(model: Model) -> None:
     written in place reads its input there instead, which is its meaning. Judged on the
     recurrence's own elements: with its storage folded or moved, on the schedule without that
     choice (a fold changes where values live, not which exist)."""
+    unfolded: list = []  # the model without storage choices, built once for every recurrence that needs it
     for mine in _recurrences(model):
         if mine[0].stage.op.base.op.is_placeholder:
             continue  # in place: an element not written yet holds the input
         everyone, context = model.statements, model.context
         if any(_storage_chosen(model, s) for s in mine):
-            plain = model.sch.copy(record=False)
-            for st in plain.stages:
-                if storage_choice(plain, st):
-                    st.storage = None
-            unfolded = build(plain)
+            if not unfolded:
+                plain = model.sch.copy(record=False)
+                for st in plain.stages:
+                    if storage_choice(plain, st):
+                        st.storage = None
+                unfolded.append((plain, build(plain)))
+            plain, bare = unfolded[0]
             want = {model.sch.stages.index(s.stage) for s in mine}
-            everyone, context = unfolded.statements, unfolded.context
+            everyone, context = bare.statements, bare.context
             mine = [s for s in everyone if plain.stages.index(s.stage) in want]
         _unwritten_reads(mine, everyone, context)
 
