@@ -100,13 +100,9 @@ def test_a_pass_added_to_the_list_runs_and_its_code_is_not_taken_from_the_memo(m
 def test_a_device_pass_added_to_the_list_runs_on_every_kernel(monkeypatch):
     """The GPU targets' per-kernel passes are data too: a pass added to DEVICE_PASSES sees each
     kernel of a launch sequence, after the launch check and before the generator."""
-    import sys
-    from pathlib import Path
+    from gpu_cases import softmax_launches
 
     from tessel.passes import gpu
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent / "gpu"))
-    from gpu_cases import softmax_launches
 
     seen = []
     extra = pipeline.Pass("count_kernels", lambda k, t: (seen.append(k.name), k)[1], ())

@@ -68,7 +68,7 @@ _PROBES = {
 # GCC 12 (at least) miscompiles the masked loads its loop if-conversion makes of guarded reads:
 # ``for i { for j < 3 { L[j] = (i >= 2 && i < 7) ? A[3*i + j - 6] : c; } ... }`` comes out at
 # -O3 with a mask of the wrong vector on one of the three grouped vector loads, so in-range
-# elements read as 0 (found by tests/test_schedule_fuzz.py; -O2 and -fno-tree-loop-if-convert
+# elements read as 0 (found by tests/e2e/test_schedule_fuzz.py; -O2 and -fno-tree-loop-if-convert
 # are correct). A kernel that reads under a condition (padding, guards of non-divisible splits)
 # is compiled without that transformation; tessel's own vectorize pass already leaves such
 # loads scalar, so only GCC's speculative vectorization of those loops is given up.

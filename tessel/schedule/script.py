@@ -7,7 +7,7 @@ are replayed here onto a fresh schedule of the same computation -- a *shadow* --
 time, so each handle is resolved to the object it named when the step ran, and is printed by a
 name a person reads: ``s[C]``, a variable bound from ``s[C].op.axis``, a variable a split
 returned. The text is a function of the output tensors; executed, it rebuilds a schedule with
-the same steps (tests/tune/test_auto_schedule_python.py executes it for every kernel).
+the same steps (tests/autosched/test_auto_schedule_python.py executes it for every kernel).
 
 Every name printed goes through the one name-safety module (``py_name``), so a stage called
 ``None`` or ``x.y`` still gives a program that runs.

@@ -4,11 +4,16 @@ computes fewer instances than its box), so the values checked are the exact lowe
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from hypothesis import given, seed, settings
 from hypothesis import strategies as st
-from test_schedule_fuzz import FUZZ, run_example
 
 from tessel import driver
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))  # test_schedule_fuzz
+from test_schedule_fuzz import FUZZ, run_example
 
 
 def test_random_schedules_compute_numpys_values_with_exact_regions(monkeypatch):

@@ -33,7 +33,7 @@ from tessel.poly.deps import dependences
 from tessel.poly.model import build
 from tessel.testing.choices import hypothesis_draw
 
-sys.path.insert(0, str(Path(__file__).parent.parent))
+sys.path.insert(0, str(Path(__file__).parent.parent / "e2e"))
 
 
 class _Run:
@@ -287,7 +287,7 @@ def test_the_reduction_loop_carries_and_data_loops_do_not():
     assert sorted(n for _, n in got) == ["k.inner", "k.outer"]
 
 
-# ---- the fast kernels of examples/ (what tests/test_fast_kernels.py runs), on small sizes --------
+# ---- the fast kernels of examples/ (what tests/e2e/test_fast_kernels.py runs), on small sizes --------
 _AVX2 = "c -vector-bytes=32 -vector-registers=16 -fma-units=2 -caches=32K,512K,32M"
 
 
@@ -312,7 +312,7 @@ def test_model_and_brute_force_agree_on_the_fast_kernels(name):
     agree(s, {})
 
 
-SEED_PROGRAMS = sorted((Path(__file__).parent.parent / "seed_programs").glob("*.txt"))
+SEED_PROGRAMS = sorted((Path(__file__).parent.parent / "seeds" / "seed_programs").glob("*.txt"))
 
 
 @pytest.mark.parametrize("path", SEED_PROGRAMS, ids=lambda p: p.stem)

@@ -5,7 +5,7 @@ associates; TVM's own tests rfactor an arg-max whose tie-breaking makes it commu
 value only. tessel rfactors it, and warns with the sample values that contradict the
 declaration, so the difference from the serial loop is never silent. Reducers declared not
 commutative or not associative stay serial; reducers tessel builds itself are still checked
-(tests/test_legality.py).
+(tests/check/test_legality.py).
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ and #110's refusal explained by the loop of the consumer the user named."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from helpers import check, rand
@@ -130,6 +133,7 @@ def test_broadcast_of_real_extent_is_not_entered():
 
 
 def test_issue_110_explained_by_the_named_consumers_loop():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "seeds"))
     from test_compute_at_pos_seed import issue110
 
     t0, t1, t2, t3, t4 = issue110(9, 14)

@@ -1,4 +1,4 @@
-"""The import-cycle measure (tests/import_graph.py), checked on a package small enough to know
+"""The import-cycle measure (tests/e2e/import_graph.py), checked on a package small enough to know
 its answer by reading it: a lazy back edge closes a cycle, an annotation-only import does not."""
 
 from __future__ import annotations

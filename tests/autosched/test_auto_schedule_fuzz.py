@@ -8,14 +8,18 @@ a second size too, where the sizes are symbolic), and print as Python that rebui
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 from hypothesis import given, note, seed, settings
 from hypothesis import strategies as st
-from test_schedule_fuzz import FUZZ, Program, build_pipeline
 
 import tessel
 from tessel.autosched import auto_schedule_result
 from tessel.testing.choices import hypothesis_draw
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))  # test_schedule_fuzz
+from test_schedule_fuzz import FUZZ, Program, build_pipeline
 
 
 def auto(outputs, **kw):

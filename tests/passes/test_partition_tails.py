@@ -26,7 +26,7 @@ from tessel.ir.functor import collect, free_vars
 from tessel.target import Target
 from tessel.target.tiles import RegisterTile
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/ and benchmarks/ live at the root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # examples/ and benchmarks/ live at the root
 
 from benchmarks import definitions
 from examples import fast_conv2d, fast_matmul

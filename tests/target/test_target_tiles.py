@@ -39,7 +39,7 @@ from tessel.target.tiles import (
     strip_rows,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/ and benchmarks/ live at the root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # examples/ and benchmarks/ live at the root
 
 from examples import fast_blur, fast_conv2d, fast_matmul, fast_rows, fast_streams
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ lives at the root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/ lives at the root
 
 from benchmarks import polybench
 from examples.polybench import BY_NAME

@@ -343,7 +343,7 @@ def _document_blocks(root: Path) -> list[str]:
 
 def test_the_copied_seed_programs_are_the_documents_blocks():
     """The copies in tests/ are what the seed documents say, where the documents are at hand."""
-    root = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+    root = Path(__file__).resolve().parents[3] / "shared" / "seeds"
     if not root.is_dir():
         pytest.skip(f"the seed documents are not at {root}; the copies in {SEED_PROGRAMS} are still run")
     copies = ["".join(b.splitlines(True)[2:]) for b in _seed_blocks()]

@@ -24,7 +24,7 @@ from tessel.errors import InternalError, ScheduleError
 from tessel.schedule.history import AxisRef, StageRef, corresponding
 from tessel.schedule.violation import ViolationKind
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 # ---- every example's schedules replay to the same IR -------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 
 import tessel
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ lives at the root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # benchmarks/ lives at the root
 
 from benchmarks import __main__ as harness
 from benchmarks import auto_peers, kernels, machine, peer_base, peers_halide, peers_tvm, timing
