@@ -63,7 +63,11 @@ def test_scan_init_attached_inside_scan_loop_is_refused():
     check(s, [A, C], [a], [(rb * 2.0).astype(np.float32)], targets=TARGETS, rtol=1e-4, atol=1e-4)
 
 
-def test_refused_cache_read_leaves_the_schedule_as_it_was():
+def test_cache_read_for_a_definition_rebuilds_the_recurrence_and_a_refused_one_changes_nothing():
+    """A definition given as cache_read's reader was refused (its definitions share one
+    storage); the recurrence is now rebuilt whole, every definition reading the copy. A
+    cache_read still refused (of an input a recurrence overwrites in place) leaves the
+    schedule as it was."""
     A = te.placeholder((4, 10), name="A", dtype="float32")
     B = te.compute((4, 10), lambda i, j: A[i, j] + 1.0, name="B")
     C = te.recurrence((4, 10), [te.define(lambda h, i, j: B[i, j]),
@@ -75,10 +79,17 @@ def test_refused_cache_read_leaves_the_schedule_as_it_was():
     for i in range(1, 4):
         rc[i] = rb[i] + rc[i - 1] * 0.5
     s = te.create_schedule([C.op])
-    names = [st.name for st in s.stages]
-    refused(lambda: s.cache_read(B, "local", [s[C.op.definitions[0]]]))
-    assert [st.name for st in s.stages] == names
+    BL = s.cache_read(B, "local", [s[C.op.definitions[0]]])
+    assert all(BL in d.op.input_tensors() for d in s[C].op.definitions)
     check(s, [A, C], [a], [rc.astype(np.float32)], targets=TARGETS, rtol=1e-4, atol=1e-4)
+
+    Img = te.placeholder((4, 10), name="Img", dtype="float32")
+    D = te.recurrence(None, [te.define(lambda h, i, j: h[i, j] + h[i - 1, j] * 0.5, where=lambda i, j: i >= 1)],
+                      name="D", inplace=Img)
+    s = te.create_schedule([D.op])
+    names = [st.name for st in s.stages]
+    refused(lambda: s.cache_read(Img, "local", [D.op]))
+    assert [st.name for st in s.stages] == names
 
 
 def _apply_fix(err: ScheduleError, ns: dict) -> None:
@@ -131,8 +142,10 @@ def test_inline_all_at_fix_is_accepted_or_absent():
     check(s, [A, C, Z], [a], [rc, rz], targets=TARGETS, rtol=0, atol=0)
 
 
-def test_refused_rfactor_and_cache_write_leave_the_schedule_as_it_was():
-    """Seed 1 case 136: a refused rfactor left C's stage rewritten and D.def0 reading the old C."""
+@pytest.mark.parametrize("rewrite", ["rfactor", "cache_write"])
+def test_rfactor_and_cache_write_above_a_recurrence_rebuild_it(rewrite):
+    """Seed 1 case 136: a refused rfactor left C's stage rewritten and D.def0 reading the old C.
+    The rewrites are now accepted, the recurrence rebuilt whole over the new C."""
     A = te.placeholder((3, 4), name="A", dtype="float32")
     kc = te.reduce_axis((0, 4), name="kc")
     C = te.compute((3,), lambda i: te.sum(A[i, kc] * 0.5, axis=kc), name="C")
@@ -144,10 +157,12 @@ def test_refused_rfactor_and_cache_write_leave_the_schedule_as_it_was():
     for i in reversed(range(2)):
         rd[i] = rc[i] + rd[i + 1] * 0.5
     s = te.create_schedule([D.op])
-    names = [st.name for st in s.stages]
-    refused(lambda: s.rfactor(C, s[C].leaf_iter_vars[1]))
-    refused(lambda: s.cache_write(C, "local"))
-    assert [st.name for st in s.stages] == names
+    if rewrite == "rfactor":
+        s.rfactor(C, s[C].leaf_iter_vars[1])
+    else:
+        s.cache_write(C, "local")
+    defs = s[D].op.definitions
+    assert all(d.op.base is defs[-1] for d in defs)
     check(s, [A, D], [a], [rd.astype(np.float32)], targets=TARGETS, rtol=1e-4, atol=1e-4)
 
 
