@@ -84,7 +84,7 @@ class Tunables:
     #: ... at most this many of them (vector registers)
     max_promoted_variables: int = 64
 
-    # ---- the guard that keeps GCC's vectorizer off loops carrying a dependence (codegen/c_deps.py)
+    # ---- the guard that keeps GCC's vectorizer off loops carrying a dependence (passes/carried.py)
     #: sums enumerated for a pair of access classes before they are asked one difference at a time
     max_sums: int = 1 << 14
     #: values tried before a pair counts as meeting (the loop is then kept from the vectorizer)

@@ -26,8 +26,8 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import GuardVisitor
 from ..ir.names import comment
+from ..passes.carried import carrying_loops
 from . import Generated
-from .c_deps import carrying_loops
 from .c_expr import LIBM_NAMES
 from .c_helpers import ALLOC, CTYPE, DLTENSOR, PACKED, STREAM, THREADS, ctype
 from .c_memory import plan_hoisting

@@ -39,7 +39,7 @@ class CStmtWriter(CExprWriter):
         self.plan = HoistPlan()
         self.promoted_names: dict[tuple[int, int, int], str] = {}  # (buffer id, first element, lanes) -> name
         self.calls_out = True  # whether the kernel may call a function outside it (FuncFacts)
-        self.carrying: dict[int, str] = {}  # id(loop) -> the dependence it carries (c_deps.carrying_loops)
+        self.carrying: dict[int, str] = {}  # id(loop) -> the dependence it carries (passes.carried.carrying_loops)
 
     def emit(self, text: str) -> None:
         self.lines.append("  " * self.depth + text)
@@ -162,7 +162,7 @@ class CStmtWriter(CExprWriter):
         region = s.kind == LoopKind.PARALLEL and bool(self.plan.to.get(id(s)) or streams)
         private = self._loop_pragmas(s, region)
         self.open(f"for ({ctype(v.dtype)} {name} = {lo}; {name} < {end}; ++{name})")
-        if id(s) in self.carrying:  # see c_deps: GCC (12 at least) and clang vectorize no loop holding an asm
+        if id(s) in self.carrying:  # see passes/carried.py: GCC (12 at least) and clang vectorize no loop holding an asm
             self.emit(f"__asm__ volatile(\"\");  // carried: {comment(self.carrying[id(s)])}; not for the C vectorizer")
         if private:
             self.open(f"if ({' && '.join(f'{n} != NULL' for n in private)})")

@@ -13,11 +13,8 @@ from ..errors import BuildError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Functor, GuardVisitor, Visitor, collect
-from ..ir.intrinsics import EXTERN_CALLS, INTRINSICS, PREDICATES, VARIADIC
+from ..ir.intrinsics import ADDRESS_OPS, EXTERN_CALLS, INTRINSICS, PREDICATES, VARIADIC
 from ..ir.names import identifier
-
-#: ops whose first argument is the load whose address they take, and the access mask
-ADDRESS_OPS = ("address_of", "tsl_array")
 
 
 def check_call(func: S.PrimFunc, call: E.Call) -> None:

@@ -109,6 +109,8 @@ def np_popcount(x):
 VARIADIC = -1
 #: calls of functions outside the kernel: the first argument names the function (a StringImm)
 EXTERN_CALLS = ("call_extern", "call_pure_extern", "call_packed")
+#: ops whose first argument is the load whose address they take (an address, not a read)
+ADDRESS_OPS = ("address_of", "tsl_array")
 
 
 def _entries() -> list[Intrinsic]:
@@ -302,4 +304,4 @@ def c_spelling(name: str, dtype_bits: int, args: list[str]) -> str:
     return INTRINSICS[name].c.format(*args, f="" if dtype_bits == 64 else "f")
 
 
-__all__ = ["EXTERN_CALLS", "INTRINSICS", "PREDICATES", "VARIADIC", "Intrinsic", "c_spelling", "lookup", "np_popcount"]
+__all__ = ["ADDRESS_OPS", "EXTERN_CALLS", "INTRINSICS", "PREDICATES", "VARIADIC", "Intrinsic", "c_spelling", "lookup", "np_popcount"]

@@ -42,6 +42,7 @@ from ..ir.functor import Mutator, StructKey, collect, structural_equal, substitu
 from ..ir.intrinsics import lookup
 from ..ir.stmt import AttrKey, LoopKind
 from ..tunables import current
+from .carried import carrying_loops
 from .simplify import simplify_stmt
 
 if TYPE_CHECKING:  # annotations only: a pass receives its target and never imports the target package
@@ -64,7 +65,10 @@ def vectorize(stmt: S.Stmt, target: Target, stream: frozenset[int] = frozenset()
     """
     if not target.streaming_stores:
         stream = frozenset()
-    return _VectorizeLoops(max(int(target.vector_bytes), 8), stream).visit(stmt)
+    vectorized = collect(stmt, lambda n: isinstance(n, S.For) and n.kind == LoopKind.VECTORIZED, statements_only=True)
+    carried = carrying_loops(stmt, (LoopKind.VECTORIZED,)) if vectorized else {}
+    free = frozenset(id(lp.loop_var) for lp in vectorized if id(lp) not in carried)
+    return _VectorizeLoops(max(int(target.vector_bytes), 8), stream, free).visit(stmt)
 
 
 def streaming_outputs(stmt: S.Stmt, params) -> frozenset[int]:
@@ -103,9 +107,10 @@ def _elem_bits(body: S.Stmt) -> int:
 
 
 class _VectorizeLoops(Mutator):
-    def __init__(self, vector_bytes: int, stream: frozenset[int] = frozenset()):
+    def __init__(self, vector_bytes: int, stream: frozenset[int] = frozenset(), free: frozenset[int] = frozenset()):
         self.vector_bytes = vector_bytes
         self.stream = stream
+        self.free = free  # ids of the variables of vectorized loops no two iterations of which touch one element
         self.max_chunks = current().max_unrolled_chunks  # more chunks than this stay a loop over chunks
         self.ana = Analyzer()
 
@@ -175,7 +180,7 @@ class _VectorizeLoops(Mutator):
         c = E.Var(s.loop_var.name + ".c", s.loop_var.dtype)
         base = O.add(s.min, O.mul(c, O.const(lanes, c.dtype))) if chunks > 1 else s.min
         try:
-            vbody = _Vectorizer(s.loop_var, self.ana.simplify(base), lanes, self.ana).run(s.body)
+            vbody = _Vectorizer(s.loop_var, self.ana.simplify(base), lanes, self.ana, self.free).run(s.body)
         except NotVectorizable as why:
             return _scalar(s, str(why))
         if chunks == 1:
@@ -213,7 +218,7 @@ class _VectorizeLoops(Mutator):
         ext = self.ana.simplify(O.max_(ext, O.const(0, ext.dtype)))  # a negative extent runs nothing
         chunks = self.ana.simplify(O.floordiv(ext, L))
         try:
-            vbody = _Vectorizer(s.loop_var, self.ana.simplify(O.add(s.min, O.mul(c, L))), lanes, self.ana).run(s.body)
+            vbody = _Vectorizer(s.loop_var, self.ana.simplify(O.add(s.min, O.mul(c, L))), lanes, self.ana, self.free).run(s.body)
         except NotVectorizable as why:
             return _scalar(s, str(why))
         main = S.For(c, O.const(0, c.dtype), chunks, LoopKind.SERIAL, vbody)
@@ -274,7 +279,7 @@ class _VectorizeLoops(Mutator):
         L = O.const(lanes, dt)
         start = O.add(s.min, gap)
         try:
-            vbody = _Vectorizer(v, self.ana.simplify(O.add(start, O.mul(c, L))), lanes, self.ana).run(s.body)
+            vbody = _Vectorizer(v, self.ana.simplify(O.add(start, O.mul(c, L))), lanes, self.ana, self.free).run(s.body)
         except NotVectorizable:
             return None
         rest = self.ana.simplify(O.sub(ext, gap))
@@ -301,8 +306,9 @@ def _bcast(e: E.PrimExpr, lanes: int) -> E.PrimExpr:
 class _Vectorizer(Mutator):
     """The body of one chunk: ``var`` is ``ramp(base, 1, lanes)``."""
 
-    def __init__(self, var: E.Var, base: E.PrimExpr, lanes: int, ana: Analyzer):
+    def __init__(self, var: E.Var, base: E.PrimExpr, lanes: int, ana: Analyzer, free: frozenset[int] = frozenset()):
         self.var, self.base, self.lanes, self.ana = var, base, lanes, ana
+        self.free = id(var) in free  # proved (passes/carried.py): no two iterations touch one element
         self.vector_vars: dict[E.Var, E.Var] = {}  # let-bound scalars that became vectors
         self.safe_loads: set[StructKey] = set()    # loads the current statement makes in every lane anyway
 
@@ -331,7 +337,7 @@ class _Vectorizer(Mutator):
                 raise NotVectorizable(f"{buf_stores[0].buffer.name} is written at more than one index")
         for ld in loads:
             ws = written.get(id(ld.buffer))
-            if ws and not structural_equal(ld.indices[0], ws[0].indices[0]):
+            if ws and not self.free and not structural_equal(ld.indices[0], ws[0].indices[0]):
                 raise NotVectorizable(
                     f"{ld.buffer.name} is read at [{ld.indices[0]}] and written at [{ws[0].indices[0]}]: "
                     "iterations might depend on each other")

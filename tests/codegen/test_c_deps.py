@@ -1,5 +1,5 @@
 """Loops carrying a dependence through memory are kept from the C compiler's vectorizer
-(tessel/codegen/c_deps.py): GCC 12 at -O3 -march=native vectorized the outer loop of a
+(tessel/passes/carried.py): GCC 12 at -O3 -march=native vectorized the outer loop of a
 diagonal recurrence and of an in-place stencil and got other values (issue 29, defect 4).
 
 The value checks run on both targets against a sequential NumPy loop; the guard checks read

@@ -40,7 +40,7 @@ ALLOWED: dict[str, set[str]] = {
     "passes": {"errors", "ir", "arith", "tunables"},
     # generators produce source and a calling convention; compiling and loading is the runtime's;
     # they recurse over expressions with the calling thread's limit raised (deep.recursion_limit)
-    "codegen": {"errors", "ir", "arith", "deep", "tunables"},
+    "codegen": {"errors", "ir", "arith", "deep", "tunables", "passes"},
     "runtime": {"errors", "ir"},
     # a target knows its generator and runtime (backends) and probes the host's compiler; a GPU
     # target's backend runs the device passes (host/device split) before its generator

@@ -1,4 +1,4 @@
-"""The carried-dependence test of tessel/codegen/c_deps.py against brute force: random
+"""The carried-dependence test of tessel/passes/carried.py against brute force: random
 two-deep nests ``A[a*i + b*j + c] = A[p*i + q*j + r] + 1`` with constant bounds. A loop that
 carries a dependence must be found (else the C compiler's vectorizer may get its values
 wrong), and with constant bounds and affine indices the test is exact, so no loop that
@@ -11,9 +11,9 @@ import random
 
 import pytest
 
-from tessel.codegen.c_deps import carrying_loops
 from tessel.ir import expr as E
 from tessel.ir import stmt as S
+from tessel.passes.carried import carrying_loops
 
 
 def _nest(n1, n2, w, r):
@@ -30,7 +30,7 @@ def _nest(n1, n2, w, r):
 
 
 def _brute(n1, n2, w, r):
-    """(outer carries, inner carries) by c_deps' definition: a write and a read at another
+    """(outer carries, inner carries) by carried.py's definition: a write and a read at another
     index expression meet in two iterations (the loops outside shared, inside free)."""
     def idx(c, i, j):
         return c[0] * i + c[1] * j + c[2]
@@ -75,7 +75,7 @@ def _nest_many(n1, n2, accesses):
 
 
 def _brute_many(n1, n2, accesses):
-    """c_deps' definition over every store and every other access (a store or a load at
+    """carried.py's definition over every store and every other access (a store or a load at
     another index expression), either one first."""
     stores = [w for w, _ in accesses]
     every = [(w, True) for w in stores] + [(r, False) for _, r in accesses]

@@ -53,9 +53,9 @@ from ..ir.functor import (
     substitute,
     uses_var,
 )
+from ..ir.intrinsics import ADDRESS_OPS
 from ..ir.stmt import LoopKind
 from ..tunables import current
-from .common import ADDRESS_OPS
 
 _Form = tuple[dict, int]  # ({key: coefficient}, constant); a key is a variable's id, or (side, id) for a side's copy
 #: the loops whose iterations run one after the other; a parallel loop's (threads) or a
@@ -89,16 +89,22 @@ class _Access:
         return _form(flat) if flat.dtype.lanes == 1 else None
 
 
-def carrying_loops(func: S.PrimFunc) -> dict[int, str]:
-    """``id(loop) -> why`` for every loop of ``func`` that carries a dependence (see the module)."""
-    sizes = {v for b in func.params for d in b.shape for v in free_vars(d)}
-    facts = [E.GE(v, E.IntImm(0, v.dtype)) for v in sizes] + [c for _, c in func.assumptions]
-    walk = _Accesses(facts)
-    walk.visit(func.body)
+def carrying_loops(func: S.PrimFunc | S.Stmt, kinds: tuple[LoopKind, ...] = _SEQUENTIAL) -> dict[int, str]:
+    """``id(loop) -> why`` for every loop of ``func`` (of one of ``kinds``) that carries a
+    dependence (see the module). The vectorize pass asks it of its vectorized loops: lanes run
+    in lockstep, which is right exactly when no two iterations touch one element."""
+    if isinstance(func, S.PrimFunc):
+        sizes = {v for b in func.params for d in b.shape for v in free_vars(d)}
+        facts = [E.GE(v, E.IntImm(0, v.dtype)) for v in sizes] + [c for _, c in func.assumptions]
+        body = func.body
+    else:
+        facts, body = [], func
+    walk = _Accesses(facts, kinds)
+    walk.visit(body)
     walk.finish()
     out: dict[int, str] = {}
     for loop, outer in walk.loops:
-        if loop.kind not in _SEQUENTIAL:
+        if loop.kind not in kinds:
             continue
         at = len(outer)
         # a temporary allocated inside the loop is a new one in each iteration
@@ -170,7 +176,8 @@ class _Accesses(Visitor):
     constant range of each loop's variable and of each let that is not affine (kept as a
     variable), where the Analyzer bounds them."""
 
-    def __init__(self, facts: list) -> None:
+    def __init__(self, facts: list, kinds: tuple[LoopKind, ...] = _SEQUENTIAL) -> None:
+        self.kinds = kinds
         self.accesses: list[_Access] = []
         self.raw: list[tuple] = []  # what _record saw; made accesses by finish
         self.loops: list[tuple[S.For, tuple[S.For, ...]]] = []
@@ -260,7 +267,7 @@ class _Accesses(Visitor):
         written: dict[int, set[int]] = {}  # id(buffer) -> the sequential loops around its stores
         for r in self.raw:
             if r[2]:
-                written.setdefault(id(r[0]), set()).update(id(lp) for lp in r[3] if lp.kind in _SEQUENTIAL)
+                written.setdefault(id(r[0]), set()).update(id(lp) for lp in r[3] if lp.kind in self.kinds)
         seen: dict[tuple, _Access] = {}
         for r in self.raw:
             loops = written.get(id(r[0]))
