@@ -233,8 +233,8 @@ def _doitgen_define(n: Sizes) -> Program:
     out = te.compute((NR, NQ, NP), lambda r, q, p: row[r, q, p], name="doitgen")
     sch = te.create_schedule(out.op)
     # row (r, q) is made in PolyBench's one sum[] array, then copied back over A's row (r, q)
-    # before the next row is made: the copy fused after the product inside loop q (Tiramisu's after)
-    sch[out].after(sch[row], row.op.axis[1])
+    # before the next row is made: the product computed inside the copy's loop q
+    sch[row].compute_at(sch[out], out.op.axis[1])
     sch[row].store_in(sum_, lambda r, q, p: (p,))
     sch[out].store_in(A)
     return Program(sch, [A, sum_, C4], ["A", "sum", "C4"], ["A"])
@@ -259,8 +259,6 @@ DOITGEN = Kernel(
     "doitgen", "linear-algebra/kernels",
     {"MINI": {"NQ": 8, "NR": 10, "NP": 12}, "ODD": {"NQ": 5, "NR": 3, "NP": 7}},
     _doitgen_define, _doitgen_init, _doitgen_reference,
-    notes="The product is fused before the copy with after(), as compute_at of it with any store_in is "
-          "refused (a false 'anti dependence row (update) -> row (init)').",
     c_loops="""
   for (int r = 0; r < NR; r++)
     for (int q = 0; q < NQ; q++) {
