@@ -514,18 +514,24 @@ class CommReducer(Node):
 
 
 class Reduce(PrimExpr):
-    """A reduction of ``source`` over ``axis``; ``value_index`` selects one output of a tuple."""
+    """A reduction of ``source`` over ``axis``; ``value_index`` selects one output of a tuple.
 
-    __slots__ = ("combiner", "source", "axis", "condition", "value_index", "init")
-    _fields = ("combiner", "source", "axis", "condition", "value_index", "init")
+    ``finish``: what is done with the reduced value, ``acc`` standing for it (``(A[i, j] - acc)
+    / d``, ``sqrt(acc)``): the solvers' ``(init - sum) / d`` is one definition, the value
+    finished once its sum is complete; None: the value is the reduction's."""
 
-    def __init__(self, combiner: CommReducer, source, axis, condition: PrimExpr, value_index: int = 0, init=()):
+    __slots__ = ("combiner", "source", "axis", "condition", "value_index", "init", "finish", "acc")
+    _fields = ("combiner", "source", "axis", "condition", "value_index", "init", "finish", "acc")
+
+    def __init__(self, combiner: CommReducer, source, axis, condition: PrimExpr, value_index: int = 0, init=(),
+                 finish: PrimExpr | None = None, acc: Var | None = None):
         self.combiner = combiner
         self.source = tuple(source)
         self.axis = tuple(axis)
         self.condition = condition
         self.value_index = value_index
         self.init = tuple(init)
+        self.finish, self.acc = finish, acc
         self.dtype = self.source[value_index].dtype
 
 

@@ -119,6 +119,8 @@ class Printer:
                 text += f", where={self.expr(e.condition)}"
             if len(e.source) > 1:
                 text += f", value_index={e.value_index}"
+            if e.finish is not None:
+                text += f", then {self.name(e.acc)} -> {self.expr(e.finish)}"
             return text + ")", _ATOM
         if isinstance(e, E.Range):
             return f"range(min={self.expr(e.min)}, ext={self.expr(e.extent)})", _ATOM

@@ -34,7 +34,7 @@ from ..poly.commands import check_storage
 from ..poly.model import Model, Statement, build
 from ..schedule.commands import describe
 from ..schedule.kinds import INLINE, ROOT
-from ..te.tensor import ComputeOp, Tensor, reduction_update
+from ..te.tensor import ComputeOp, Tensor, finished_value, reduction_update
 
 
 def poly_ops(ctx: BoundContext, args: dict) -> S.Stmt:
@@ -124,6 +124,8 @@ def _instance(ctx: BoundContext, stmt: Statement, values: list[E.PrimExpr]) -> S
     if stmt.role == "init":
         start = red.init if red.init else red.combiner.identity
         return S.seq(*[S.ProducerStore(t, substitute(v, vals), idx) for t, v in zip(op.outputs, start)])
+    if stmt.role == "finish":
+        return S.ProducerStore(op.outputs[0], finished_value(op, red, vals, idx), idx)
     return reduction_update(op, red, vals, idx)
 
 

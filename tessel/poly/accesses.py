@@ -174,6 +174,11 @@ def add_accesses(b: _Builder, stmt: Statement) -> None:
         for t, e in zip(op.outputs, body):
             out += [_read(b, stmt, ld, conds) for ld, conds in conditional_loads(e)]
             out.append(access(b, stmt, t, idx, [], True, _shown(t, idx)))
+    elif stmt.role == "finish":
+        red = body[0]
+        out += [_read(b, stmt, ld, conds) for ld, conds in conditional_loads(red.finish)]
+        out.append(access(b, stmt, op.outputs[0], idx, [], False, _shown(op.outputs[0], idx)))
+        out.append(access(b, stmt, op.outputs[0], idx, [], True, _shown(op.outputs[0], idx)))
     elif stmt.role == "init":
         red = body[0]
         for t, e in zip(op.outputs, red.init or red.combiner.identity):

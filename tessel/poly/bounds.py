@@ -215,10 +215,10 @@ def check_in_place_coverage(model) -> None:
         st = stmt.stage
         if st.attach_type != SCOPE or not seen_by_caller(st) or stmt.role == "update":
             continue
-        roots = list(st.op.axis) if stmt.role == "init" else list(st.op.root_iter_vars)
+        roots = list(st.op.axis) if stmt.role in ("init", "finish") else list(st.op.root_iter_vars)
         conv = stmt.converter
         outer = len(stmt.dim_vars) - len(roots)
-        whole = _declared(conv, st.op, []) if stmt.role != "init" else isl.Set.universe(conv.space)
+        whole = _declared(conv, st.op, []) if stmt.role not in ("init", "finish") else isl.Set.universe(conv.space)
         try:
             for iv in roots:
                 if iv.dom is not None:

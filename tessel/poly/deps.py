@@ -192,7 +192,7 @@ def in_program_order(model: Model, among: list[Statement] | None = None) -> Mode
     for s in chosen:
         st, conv = s.stage, s.converter
         assert conv is not None
-        roots = list(st.op.axis) if s.role == "init" else list(st.op.root_iter_vars)
+        roots = list(st.op.axis) if s.role in ("init", "finish") else list(st.op.root_iter_vars)
         outer = len(s.dim_vars) - len(roots)
         vec: list = [conv.const(pos[id(st)])]
         for k, iv in enumerate(roots):
@@ -200,8 +200,8 @@ def in_program_order(model: Model, among: list[Statement] | None = None) -> Mode
                 vec.append(conv.const(1))  # the update after the init, inside the data axes
             loops.setdefault((id(st), id(iv)), Loop(st, iv, len(vec), 1, LoopKind.SERIAL))
             vec += [conv.aff(st.op.reindex(iv, iv.var)), conv.const(0)]
-        if s.role == "init":  # where the update has its mark: the copies' dims below must not meet it
-            vec.append(conv.const(0))
+        if s.role in ("init", "finish"):  # where the update has its mark (1): before it, and after
+            vec.append(conv.const(0 if s.role == "init" else 2))  # the copies' dims below must not meet it
         for v in s.dim_vars[:outer]:
             vec += [conv.aff(v), conv.const(0)]
         vectors[id(s)] = vec
@@ -210,7 +210,7 @@ def in_program_order(model: Model, among: list[Statement] | None = None) -> Mode
         vec = vectors[id(s)]
         vec += [s.converter.const(0)] * (width - len(vec))
         copy = Statement(s.name, s.stage, s.role, s.dim_vars, s.domain,
-                         [lp for lp in loops.values() if lp.stage is s.stage and (s.role != "init" or not lp.iter_var.is_reduce)],
+                         [lp for lp in loops.values() if lp.stage is s.stage and (s.role == "update" or not lp.iter_var.is_reduce)],
                          pw_to_map(vec, s.domain, "T", [f"t{k}" for k in range(width)]), s.accesses, s.notes, s.converter)
         stmts.append(copy)
     return Model(model.sch, model.namer, model.params, model.context, stmts, list(loops.values()), width,

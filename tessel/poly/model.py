@@ -252,6 +252,8 @@ class _Builder:
         roles = [("compute", list(op.root_iter_vars))]
         if op.reduce_axis:
             roles = [("init", list(op.axis)), ("update", list(op.root_iter_vars))]
+            if _finished(op):  # the reduced value finished once complete, over the data axes as the init
+                roles.append(("finish", list(op.axis)))
         out = []
         for role, roots in roles:
             hint = st.name if role == "compute" else f"{st.name}_{role}"
@@ -304,11 +306,14 @@ class _Builder:
         if len(stmts) == 1:
             return self.nest(st, leaves, [_Node(stmt=stmts[0])])
         first = next((k for k, iv in enumerate(leaves) if iv.is_reduce), len(leaves))
-        init: list[_Node] = [_Node(stmt=stmts[0])]
-        for iv in reversed([iv for iv in leaves[first:] if not iv.is_reduce]):
-            init = [_Node(st, iv, body=init)]
+        ends: list[list[_Node]] = []
+        for stmt in (stmts[0], *stmts[2:]):  # the init, and the finish over the same loops after the update
+            nodes = [_Node(stmt=stmt)]
+            for iv in reversed([iv for iv in leaves[first:] if not iv.is_reduce]):
+                nodes = [_Node(st, iv, body=nodes)]
+            ends.append(nodes)
         update = self.nest(st, leaves[first:], [_Node(stmt=stmts[1])])
-        return self.nest(st, leaves[:first], init + update)
+        return self.nest(st, leaves[:first], ends[0] + update + (ends[1] if len(ends) > 1 else []))
 
     def nest(self, st: Stage, leaves: list[E.IterVar], inner: list[_Node]) -> list[_Node]:
         if not leaves:
@@ -431,3 +436,9 @@ def _statement_vector(b: _Builder, stmt: Statement, vec: list, path: list[Loop])
 
 
 __all__ = ["Access", "Loop", "Model", "Statement", "build"]
+
+
+def _finished(op) -> bool:
+    """Whether ``op``'s reduction has a ``finish`` (``E.Reduce``): a third statement."""
+    body = getattr(op, "body", ())
+    return bool(body) and isinstance(body[0], E.Reduce) and body[0].finish is not None

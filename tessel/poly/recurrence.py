@@ -96,7 +96,7 @@ def _unwritten_reads(mine: list[Statement], everyone: list[Statement], context: 
         for acc in stmt.reads:
             if acc.relation.get_tuple_name(DIM.out) != storage:
                 continue
-            if stmt.role == "update" and own is not None and acc.relation.is_equal(own):
+            if stmt.role in ("update", "finish") and own is not None and acc.relation.is_equal(own):
                 continue  # a reduction's accumulator: read and written by the same instance
             bad = _read_before_written(stmt, acc, writers, context)
             if bad is not None:
@@ -170,7 +170,7 @@ def _check_self_reads(model: Model, stmt: Statement) -> None:
     for acc in stmt.reads:
         if acc.relation.get_tuple_name(DIM.out) != write.get_tuple_name(DIM.out):
             continue
-        if stmt.role == "update" and acc.relation.is_equal(write):
+        if stmt.role in ("update", "finish") and acc.relation.is_equal(write):
             continue  # a reduction's accumulator: read and written by the same instance
         pairs = acc.relation.apply_range(write.reverse())  # reader -> writer of the element read
         timed = pairs.apply_domain(sched).apply_range(sched).intersect_params(model.context)

@@ -355,7 +355,7 @@ def _with_reduce_axes(body: E.PrimExpr, remade: dict[E.IterVar, E.IterVar]) -> E
     if not remade or not isinstance(body, E.Reduce):
         return body
     return E.Reduce(body.combiner, body.source, tuple(remade.get(a, a) for a in body.axis), body.condition,
-                    body.value_index, body.init)
+                    body.value_index, body.init, body.finish, body.acc)
 
 
 def _cache_write_target(sch: Schedule, tensor, scope: str) -> tuple[Stage, ComputeOp, list]:
@@ -388,8 +388,8 @@ def _guarded_bodies(bodies: list, preds: list[E.PrimExpr]) -> list:
         return bodies
     guard = O.all_(*preds)
     if isinstance(bodies[0], E.Reduce):
-        return [E.Reduce(b.combiner, b.source, b.axis, O.logical_and(b.condition, guard), b.value_index, b.init)
-                for b in bodies]
+        return [E.Reduce(b.combiner, b.source, b.axis, O.logical_and(b.condition, guard), b.value_index, b.init,
+                         b.finish, b.acc) for b in bodies]
     from ..te.intrin import if_then_else
 
     return [if_then_else(guard, b, O.const(0, b.dtype)) for b in bodies]
@@ -445,9 +445,12 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0
     idx = [iv.var for iv in new_axis]
     idx.insert(pos, kv.var)
     loads = tuple(t[tuple(idx)] for t in rf_op.outputs)
-    init = tuple(substitute(i, {a.var: b.var for a, b in zip(op.axis, new_axis)}) for i in red.init)
+    renamed = {a.var: b.var for a, b in zip(op.axis, new_axis)}
+    init = tuple(substitute(i, renamed) for i in red.init)
+    finish = substitute(red.finish, renamed) if red.finish is not None else None  # the total is finished as before
     new_op = ComputeOp(op.name, op.tag, op.attrs, new_axis,
-                       [E.Reduce(red.combiner, loads, (kv,), O.const(True), k, init) for k in range(len(loads))],
+                       [E.Reduce(red.combiner, loads, (kv,), O.const(True), k, init, finish, red.acc)
+                        for k in range(len(loads))],
                        substitute(op.where, {a.var: b.var for a, b in zip(op.axis, new_axis)}) if op.where is not None else None)
 
     plan = plan_stage_op(sch, stage, new_op)  # a reader refusing B's new op refuses before anything changes

@@ -74,6 +74,9 @@ def _terms(y: Tensor) -> list[tuple[E.PrimExpr, E.PrimExpr, tuple[E.IterVar, ...
         return [(body, true, op.axis)]
     comb = body.combiner
     dtypes = tuple(s.dtype for s in body.source)
+    if body.finish is not None:
+        raise DefinitionError(f"te.gradient: {op.name}'s value is finished after its reduction ({comb.name}, then "
+                              "an expression of it); write the reduction in a te.compute of its own to differentiate")
     if len(body.source) != 1:
         raise DefinitionError(f"te.gradient: {op.name} is a tuple reduction ({comb.name}); only sum, max and "
                               "min reductions of one value are differentiable")

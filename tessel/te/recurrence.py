@@ -36,7 +36,16 @@ from ..ir.functor import Mutator, children, collect, structural_equal
 from ..ir.serialize import register
 from .operation import LoopNest, Operation, Request, TensorList
 from .scan import Redirect
-from .tensor import ComputeOp, Tensor, _check_body, _check_shape, _loaded, _ReadRewriter, domain_condition
+from .tensor import (
+    ComputeOp,
+    Tensor,
+    _check_body,
+    _check_shape,
+    _loaded,
+    _ReadRewriter,
+    domain_condition,
+    finished_reduction,
+)
 
 
 @dataclass(frozen=True)
@@ -303,6 +312,10 @@ def _guarded_loads(e: E.PrimExpr, me: Tensor) -> list[tuple[E.ProducerLoad, tupl
     def walk(n: object, guards: tuple[E.PrimExpr, ...]) -> None:
         if isinstance(n, E.ProducerLoad) and n.producer is me:
             out.append((n, guards))
+        if isinstance(n, E.Reduce):  # its terms are read only where its condition holds
+            for x in children(n):
+                walk(x, (*guards, n.condition) if any(x is src for src in n.source) else guards)
+            return
         if (isinstance(n, E.Call) and n.op == "if_then_else") or isinstance(n, E.Select):
             c, t, f = (n.args if isinstance(n, E.Call) else (n.condition, n.true_value, n.false_value))
             walk(c, guards)
@@ -374,10 +387,27 @@ def _one_definition(d: Definition, k: int, shape, name: str, dtype, prev: Tensor
         else:
             raise DefinitionError(f"te.recurrence {name}: definition {k} gives `{value}` of dtype {value.dtype}, but "
                                   f"the tensor is {dtype}; cast it (.astype(\"{dtype}\"))")
+    value = finished_reduction(dname, value)
     _check_body(dname, [value])
+    _finish_reads_no_point(value, probe, axis, name)
     out = DefinitionOp(dname, tag, attrs, axis, [value], where, prev, None, [1] * len(axis), probe)
     out.directions = tuple(directions(out, f"{name} (definition {k})"))
     return out
+
+
+def _finish_reads_no_point(value: E.PrimExpr, me: Tensor, axis, name: str) -> None:
+    """A finished reduction is accumulated in its point, so the finish reading the point itself
+    would read the partial value, not the one the definitions before left there; that value is
+    the reduction's start instead (``init=``)."""
+    if not isinstance(value, E.Reduce) or value.finish is None:
+        return
+    at = [iv.var for iv in axis]
+    for ld in collect(value.finish, lambda n: isinstance(n, E.ProducerLoad) and n.producer is me):
+        if all(structural_equal(i, v) for i, v in zip(ld.indices, at)):
+            raise DefinitionError(
+                f"te.recurrence {name}: `{value.finish}` reads {_text(ld)}, the point its reduction is accumulated "
+                f"in, so it would see the partial sum; start the reduction from that value instead "
+                f"(te.sum(..., init={_text(ld)})) and finish it without it")
 
 
 def _takes_varargs(f: Callable) -> bool:

@@ -19,7 +19,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import DType, DTypeLike
 from ..ir.dtype import dtype as to_dtype
-from ..ir.functor import Mutator, collect, free_vars, substitute
+from ..ir.functor import Mutator, collect, free_vars, ir_transform, substitute
 from ..ir.op import convert
 from ..ir.serialize import register
 from ..ir.stmt import LoopKind
@@ -226,9 +226,13 @@ def _build_reduction(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, roots,
     data_vars: set[E.Var] = set()
     for i in idx:
         data_vars |= free_vars(i)
-    init = reduction_init(op, nest, stage, red, idx, preds, [iv for iv in leaves[first:] if iv.var in data_vars], roots)
+    loops = [iv for iv in leaves[first:] if iv.var in data_vars]
+    init = reduction_init(op, nest, stage, red, idx, preds, loops, roots)
     update = nest.nest(stage, first, len(leaves), nest.guarded(preds, reduction_update(op, red, roots, idx)))
-    return nest.nest(stage, begin, first, S.seq(init, update))
+    if red.finish is None:
+        return nest.nest(stage, begin, first, S.seq(init, update))
+    finish = reduction_finish(op, nest, stage, red, idx, preds, loops, roots)
+    return nest.nest(stage, begin, first, S.seq(init, update, finish))
 
 
 def reduction_init(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, idx, preds, loops, roots) -> S.Stmt:
@@ -241,6 +245,21 @@ def reduction_init(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, idx, pre
     init_preds = [p for p in preds if not (free_vars(p) & skipped)]
     init: S.Stmt = nest.guarded(init_preds, S.seq(*[S.ProducerStore(t, v, idx) for t, v in zip(op.outputs, init_vals)]))
     return substitute(nest.init_nest(stage, loops, init), fresh)
+
+
+def reduction_finish(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, idx, preds, loops, roots) -> S.Stmt:
+    """The reduced value finished (``red.finish``) over the same loops as the init, once the
+    update's loops are done: the solvers' ``(A[i, j] - sum) / d`` in one definition."""
+    skipped = {iv.var for iv in stage.leaf_iter_vars if iv.is_reduce and iv not in loops}
+    fresh = {iv.var: E.Var(iv.var.name, iv.var.dtype) for iv in loops}
+    store = S.ProducerStore(op.outputs[0], finished_value(op, red, roots, idx), idx)
+    body: S.Stmt = nest.guarded([p for p in preds if not (free_vars(p) & skipped)], store)
+    return substitute(nest.init_nest(stage, loops, body), fresh)
+
+
+def finished_value(op: ComputeOp, red: E.Reduce, roots, idx) -> E.PrimExpr:
+    """``red.finish`` at one point: the reduced value read where it was accumulated."""
+    return substitute(red.finish, {**roots, red.acc: E.ProducerLoad(op.outputs[0], idx)})
 
 
 def reduction_update(op: ComputeOp, red: E.Reduce, roots, idx) -> S.Stmt:
@@ -363,7 +382,7 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "", att
         axis = [E.IterVar(E.Range(0, s), E.Var(n, s.dtype), E.IterVar.DATA_PAR) for n, s in zip(names, shape)]
     result = fcompute(*[iv.var for iv in axis])
     bodies = list(result) if isinstance(result, list | tuple) else [result]
-    bodies = [convert(b) for b in bodies]
+    bodies = [finished_reduction(name, convert(b)) for b in bodies]
     _check_body(name, bodies)
     cond = domain_condition(where, axis, name) if where is not None else None
     op = ComputeOp(name, scoped_tag(tag, name), attrs, axis, bodies, cond)
@@ -395,14 +414,33 @@ def domain_condition(where, axis, name: str) -> E.PrimExpr:
     return cond
 
 
+def finished_reduction(name: str, body: E.PrimExpr) -> E.PrimExpr:
+    """``f(reduction)`` -- the solvers' ``(A[i, j] - sum) / d``, ``sqrt(sum)`` -- as the reduction
+    with ``f`` as its ``finish``: the value is accumulated in the output, then finished once
+    the reduction is complete (a body of one reduction of one value, of the body's dtype)."""
+    nested = list({id(r): r for r in collect(body, lambda n: isinstance(n, E.Reduce))}.values())  # once each
+    if isinstance(body, E.Reduce) or len(nested) != 1 or len(nested[0].source) != 1 or nested[0].finish is not None:
+        return body
+    red = nested[0]
+    if red.dtype != body.dtype:
+        raise DefinitionError(
+            f"compute {name}: the value `{body}` is {body.dtype}, the reduction inside it {red.dtype}; the "
+            f"reduction is accumulated where the value is stored, so give it the value's dtype "
+            f"(.astype(\"{body.dtype}\") on what it sums)")
+    acc = E.Var(f"{red.combiner.name}_value", red.dtype)
+    finish = ir_transform(body, None, lambda n: acc if n is red else None)
+    return E.Reduce(red.combiner, red.source, red.axis, red.condition, red.value_index, red.init, finish, acc)
+
+
 def _check_body(name: str, bodies: list[E.PrimExpr]) -> None:
     for b in bodies:
-        nested = collect(b, lambda n: isinstance(n, E.Reduce))
-        if nested and not (isinstance(b, E.Reduce) and len(nested) == 1):
+        nested = [n for n in collect(b, lambda n: isinstance(n, E.Reduce)) if n is not b]
+        if nested or (not isinstance(b, E.Reduce) and collect(b, lambda n: isinstance(n, E.Reduce))):
             raise DefinitionError(
                 f"compute {name}: a reduction (te.sum/min/max or a comm_reducer) must be the whole "
-                "body of a compute, not part of a larger expression; compute the reduction in its "
-                "own te.compute and use its result"
+                "body of a compute, or one reduction of one value inside an expression of it "
+                "((A[i, j] - te.sum(...)) / d); compute the others in a te.compute of their own and use "
+                "their results"
             )
     reds = [b for b in bodies if isinstance(b, E.Reduce)]
     if reds and len(reds) != len(bodies):

@@ -191,6 +191,9 @@ class _Remap(Mutator):
         src = tuple(self.visit(s) for s in e.source)
         axis = tuple(self.axis_map[a] for a in e.axis if a in self.axis_map)
         comb = self.combiner if self.combiner is not None and _same_reducer(e.combiner, self.combiner) else e.combiner
+        if e.finish is not None:
+            raise DefinitionError("tensorize: a reduction whose value is finished afterwards ((init - sum) / d) "
+                                  "does not match an intrinsic's; tensorize the reduction alone")
         return E.Reduce(comb, src, axis, self.visit(e.condition), e.value_index, e.init)
 
 
