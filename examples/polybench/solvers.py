@@ -35,16 +35,12 @@ def _cholesky_define(n: Sizes) -> Program:
     A = te.placeholder((N, N), F64, name="A")
 
     def below(h: te.Tensor, i: object, j: object) -> object:
-        # A[i][j] -= A[i][k] * A[j][k] for k < j, then / A[j][j] off the diagonal; the diagonal
-        # keeps its square until the next definition (a reduction cannot sit under sqrt), so a
-        # row reads the root of a diagonal entry, the value PolyBench's A[j][j] holds by then
+        # A[i][j] -= A[i][k] * A[j][k] for k < j, then / A[j][j] off the diagonal, sqrt on it
         k = te.reduce_axis((0, j), name="k")
-        d = te.if_then_else(j < i, te.sqrt(h[j, j]), te.const(1.0, F64))
-        return te.sum(-h[i, k] * h[j, k] / d, axis=k, init=h[i, j] / d)
+        s = te.sum(-h[i, k] * h[j, k], axis=k, init=h[i, j])
+        return te.if_then_else(j < i, s / h[j, j], te.sqrt(s))
 
-    h = te.recurrence(None, [te.define(below, where=lambda i, j: j <= i),
-                             te.define(lambda h, i, j: te.sqrt(h[i, j]), where=lambda i, j: i == j)],
-                      name="cholesky", inplace=A)
+    h = te.recurrence(None, [te.define(below, where=lambda i, j: j <= i)], name="cholesky", inplace=A)
     return Program(te.create_schedule(h.op), [A], ["A"], ["A"])
 
 
@@ -72,9 +68,7 @@ CHOLESKY = Kernel(
     }
     for (int k = 0; k < i; k++) A[i][i] -= A[i][k] * A[i][k];
     A[i][i] = sqrt(A[i][i]);
-  }""",
-    notes="The diagonal's square root is a second definition (a reduction cannot sit under sqrt): "
-          "rows divide by sqrt(A[j][j]) of the diagonal not yet rooted.")
+  }""")
 
 
 # ---- lu: A = L U in place, L's unit diagonal implied -----------------------------------------
@@ -82,8 +76,8 @@ def _lu_body(h: te.Tensor, i: object, j: object) -> object:
     """A[i][j] -= A[i][k] * A[k][j] for k < min(i, j), then / A[j][j] below the diagonal: one
     definition, as rows below read both triangles of the rows above as PolyBench left them."""
     k = te.reduce_axis((0, te.min(i, j)), name="k")
-    d = te.if_then_else(j < i, h[j, j], te.const(1.0, F64))
-    return te.sum(-h[i, k] * h[k, j] / d, axis=k, init=h[i, j] / d)
+    s = te.sum(-h[i, k] * h[k, j], axis=k, init=h[i, j])
+    return te.if_then_else(j < i, s / h[j, j], s)
 
 
 def _lu_define(n: Sizes) -> Program:
@@ -132,7 +126,7 @@ def _trisolv_define(n: Sizes) -> Program:
 
     def row(h: te.Tensor, i: object) -> object:
         j = te.reduce_axis((0, i), name="j")
-        return te.sum(-L[i, j] * h[j] / L[i, i], axis=j, init=b[i] / L[i, i])
+        return te.sum(-L[i, j] * h[j], axis=j, init=b[i]) / L[i, i]
 
     xs = te.recurrence(None, [te.define(row)], name="trisolv", inplace=x)
     return Program(te.create_schedule(xs.op), [L, x, b], ["L", "x", "b"], ["x"])
@@ -181,7 +175,7 @@ def _ludcmp_define(n: Sizes) -> Program:
     def backward(h: te.Tensor, i: object) -> object:
         # x[j] for j > i: the loop over i runs backwards, as PolyBench's
         j = te.reduce_axis((i + 1, N), name="j")
-        return te.sum(-lu[i, j] * h[j] / lu[i, i], axis=j, init=ys[i] / lu[i, i])
+        return te.sum(-lu[i, j] * h[j], axis=j, init=ys[i]) / lu[i, i]
 
     xs = te.recurrence(None, [te.define(backward)], name="backward", inplace=x)
     return Program(te.create_schedule(xs.op), [A, b, x, y], ["A", "b", "x", "y"], ["A", "x", "y"])
