@@ -270,19 +270,23 @@ def _check_init_attach(sch: Schedule, st: Stage, bodies: dict, propose: bool) ->
         first = 0
     else:
         red = bodies.get(pop, pop.body)[0] if isinstance(pop, ComputeOp) and pop.is_reduction else None
-        if not isinstance(red, E.Reduce) or not red.init:
+        if not isinstance(red, E.Reduce):
             return None
-        if not any(t.op is st.op for t in pop.read_tensors(tuple(red.init))):
+        by_init = any(t.op is st.op for t in pop.read_tensors(tuple(red.init)))
+        by_finish = red.finish is not None and any(t.op is st.op for t in pop.read_tensors((red.finish,)))
+        if not (by_init or by_finish):
             return None
         leaves = parent.leaf_iter_vars
         first = next((k for k, x in enumerate(leaves) if x.is_reduce), len(leaves))
         if not any(iv is x for x in leaves[first:]):
             return None
-        text = (f"stage {st.name} is read by the init of reduction {parent.name}, which runs before "
-                f"{parent.name}'s first reduction loop {leaves[first].name}, but {st.name} is attached at loop "
-                f"{iv.name} inside it, so the init would read {st.name} before it is computed; attach "
-                f"{st.name} at a loop of {parent.name} outside {leaves[first].name}, or reorder so that "
-                f"{iv.name} encloses {leaves[first].name}, or compute it at the root")
+        when = ("by the init of reduction {p}, which runs before" if by_init else
+                "by what finishes reduction {p}'s value, which runs after").format(p=parent.name)
+        text = (f"stage {st.name} is read {when} {parent.name}'s first reduction loop {leaves[first].name}, "
+                f"but {st.name} is attached at loop {iv.name} inside it, where it is computed anew for each "
+                f"reduction step and is not there outside; attach {st.name} at a loop of {parent.name} outside "
+                f"{leaves[first].name}, or reorder so that {iv.name} encloses {leaves[first].name}, or compute it "
+                f"at the root")
     v = Violation(ViolationKind.INIT_ATTACHMENT, st, text, _stages(st, parent), _loops(iv))
     if not propose:
         return v

@@ -321,7 +321,7 @@ def build_pipeline(draw, prog: Program, stages: tuple[int, int], features: bool 
             prog.data(f"{r} = ({ref} * {c(0.5, 2)}).sum(axis=0)")
             prog.reductions.add(name)
         elif kind == "reduce":
-            how = draw(st.sampled_from(["sum", "max", "min", "where"]))
+            how = draw(st.sampled_from(["sum", "max", "min", "where", "finished"]))
             n, m = shape
             kv = f"k{name.lower()}"
             prog.run(f"{kv} = te.reduce_axis((0, {m.text}), name='{kv}')")
@@ -332,9 +332,12 @@ def build_pipeline(draw, prog: Program, stages: tuple[int, int], features: bool 
             elif how in ("max", "min"):
                 prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i: te.{how}({cur}[i, {kv}], axis={kv}), name='{name}')")
                 prog.data(f"{r} = {ref}.{how}(axis=1)")
-            else:
+            elif how == "where":
                 prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i: te.sum({cur}[i, {kv}], axis={kv}, where={kv} % 3 != 1), name='{name}')")
                 prog.data(f"{r} = ({ref} * (np.arange({m.expr}) % 3 != 1)).sum(axis=1)")
+            else:  # a value finished after its reduction: (sum) * c + a read of another tensor
+                prog.run(f"{name} = te.compute({_tuple(shape)}, lambda i: te.sum({cur}[i, {kv}], axis={kv}) * {c(0.5, 2)} + {cur}[i, 0], name='{name}')")
+                prog.data(f"{r} = {ref}.sum(axis=1) * {c(0.5, 2)} + {ref}[:, 0]")
             prog.reductions.add(name)
         elif kind == "bcast":  # softmax's first step: a row maximum, read back along the row
             n, m = shape

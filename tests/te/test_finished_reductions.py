@@ -148,3 +148,25 @@ def test_two_reductions_in_one_value_are_still_refused():
 def test_the_printer_shows_the_finish():
     A, mean, _ = _mean_and_norm(3, 4)
     assert "then sum_value -> sum_value/4" in str(mean.op.body[0]).replace(" / ", "/")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_stage_the_finish_reads_cannot_live_inside_the_reduction_loop(target):
+    """Found by the fuzzer: C attached at D's reduction loop is computed anew for each step and is
+    not there when D's value is finished after the loop (it was a LowerError: C is read but not
+    computed). Refused as a tree rule, with a fix that is checked; the fix builds right."""
+    n, m = 8, 6
+    A = te.placeholder((n, m), F64, name="A")
+    C = te.compute((n, m), lambda i, j: A[i, j] + 1.0, name="C")
+    kd = te.reduce_axis((0, m), name="kd")
+    D = te.compute((n,), lambda i: te.sum(C[i, kd], axis=kd) * 2.0 + C[i, 0], name="D")
+    s = te.create_schedule(D.op)
+    s[C].compute_at(s[D], s[D].leaf_iter_vars[1])
+    with pytest.raises(tessel.ScheduleError, match="C is read by what finishes reduction D's value") as err:
+        tessel.build(s, [A, D], target=target)
+    err.value.fix_steps.apply(s)
+    a = np.random.default_rng(2).random((n, m))
+    got = np.zeros(n)
+    tessel.build(s, [A, D], target=target)(a, got)
+    c = a + 1.0
+    np.testing.assert_allclose(got, c.sum(axis=1) * 2.0 + c[:, 0], rtol=1e-12)
