@@ -25,6 +25,7 @@ from .lower.poly_ops import poly_ops
 from .passes import (
     index_dtype,
     loop_partition,
+    peel_borders,
     simplify_stmt,
     storage_flatten,
     streaming_outputs,
@@ -138,6 +139,7 @@ FRONT_PASSES: tuple[Pass, ...] = (
 FAST_PASSES: tuple[Pass, ...] = (
     Pass("loop_partition", lambda st, ctx: loop_partition(st, _fast_sizes(ctx)), (loop_partition,)),
     Pass("remove_empty_loops", _empty_loops_removed, (remove_empty_loops,), only_if_changed=True),
+    Pass("peel_borders", lambda st, ctx: peel_borders(st), (peel_borders,), only_if_changed=True),
     Pass("vectorize", lambda st, ctx: vectorize(st, ctx.target, streaming_outputs(st, list(ctx.front.params))),
          (vectorize,)),
     Pass("unroll", lambda st, ctx: unroll(st, max_statements=current().max_unroll_statements), (unroll,)),
@@ -150,7 +152,7 @@ _STANDARD = (FRONT_PASSES, FAST_PASSES)
 #: names here has another pipeline, though the lists are the same
 _CALLED = {name: globals()[name] for name in (
     "poly_ops", "schedule_ops", "simplify_stmt", "storage_flatten", "loop_partition", "remove_empty_loops",
-    "vectorize", "streaming_outputs", "unroll", "index_dtype")}
+    "peel_borders", "vectorize", "streaming_outputs", "unroll", "index_dtype")}
 
 
 def standard() -> bool:

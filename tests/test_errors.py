@@ -41,11 +41,15 @@ def test_integer_true_division_is_ambiguous():
         i / 2
 
 
-def test_reduction_must_be_top_level():
+def test_a_reduction_is_the_whole_body_or_one_inside_an_expression():
+    """``sum + 1`` is a reduction finished by ``+ 1`` (te/test_finished_reductions.py); two
+    reductions in one value are still refused, saying what to do."""
     A = te.placeholder((8,), name="A")
-    k = te.reduce_axis((0, 8), name="k")
-    with pytest.raises(DefinitionError, match="whole body"):
-        te.compute((1,), lambda i: te.sum(A[k], axis=k) + 1, name="B")
+    k, r = te.reduce_axis((0, 8), name="k"), te.reduce_axis((0, 8), name="r")
+    B = te.compute((1,), lambda i: te.sum(A[k], axis=k) + 1, name="B")
+    assert B.op.body[0].finish is not None
+    with pytest.raises(DefinitionError, match="whole body of a compute, or one reduction of one value"):
+        te.compute((1,), lambda i: te.sum(A[k], axis=k) + te.max(A[r], axis=r), name="C")
 
 
 def test_split_non_leaf_names_stage_and_axis():

@@ -1,0 +1,94 @@
+"""Border iterations peeled off the loops whose body tests for them.
+
+A stencil written over its whole array keeps its border by a test in the body
+(``if_then_else(i == 0 || i == n - 1 || ..., border, stencil)``): every iteration pays for the
+test, and the choice between loads stops the loop from becoming vector code (the lanes that
+do not take the stencil would still read past the row). Loop partitioning cuts a loop where a
+condition ``a*x + r < 0`` changes; an equality with the loop's first or last value is the
+other shape such a test takes, and this pass handles it: the first and last iterations run
+apart, and in the loop left in between the test is false and is simplified away, so its
+inner loops are peeled in turn and the interior runs with no test at all.
+
+The iterations run in the same order as before, so nothing the schedule proved changes; only
+loops of constant bounds and at least three iterations are peeled (a body is copied at most
+three times per loop), and only when the test is on the loop's own variable.
+"""
+
+from __future__ import annotations
+
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.functor import Mutator, collect
+from .simplify import simplify_stmt
+
+
+def peel_borders(stmt: S.Stmt) -> S.Stmt:
+    """``stmt`` with the border iterations its tests single out run apart (see the module)."""
+    return _Peel().visit(stmt)
+
+
+class _Peel(Mutator):
+    statements_only = True
+
+    def visit_For(self, s: S.For) -> S.Stmt:
+        ends = _tested_ends(s)
+        if not ends:
+            body = self.visit(s.body)
+            return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
+        lo, n = s.min.value, s.extent.value
+        first, last = lo in ends, lo + n - 1 in ends
+        start, count = lo + first, n - first - last
+        pieces = []
+        if first:
+            pieces.append(_one(s, lo))
+        pieces.append(_Chosen().visit(simplify_stmt(S.For(s.loop_var, E.IntImm(start, s.min.dtype),
+                                                          E.IntImm(count, s.extent.dtype), s.kind, s.body,
+                                                          s.thread_tag), keep_unit_loops=True)))
+        if last:
+            pieces.append(_one(s, lo + n - 1))
+        return S.seq(*[self.visit(p) for p in pieces])
+
+
+def _one(s: S.For, at: int) -> S.Stmt:
+    """Iteration ``at`` of ``s``: its body with the variable at that value, simplified."""
+    unit = S.For(s.loop_var, E.IntImm(at, s.min.dtype), E.IntImm(1, s.extent.dtype), s.kind, s.body, s.thread_tag)
+    return _Chosen().visit(simplify_stmt(unit))
+
+
+class _Chosen(Mutator):
+    """A choice whose condition the peeling made a constant is its chosen side (the simplifier
+    leaves ``if_then_else(true, a, b)`` as written)."""
+
+    def visit_Call(self, e: E.Call):
+        e = self.generic_visit(e)
+        if e.op == "if_then_else" and isinstance(e.args[0], E.IntImm):
+            return e.args[1] if e.args[0].value else e.args[2]
+        return e
+
+    def visit_Select(self, e: E.Select):
+        e = self.generic_visit(e)
+        if isinstance(e.condition, E.IntImm):
+            return e.true_value if e.condition.value else e.false_value
+        return e
+
+
+def _tested_ends(s: S.For) -> set[int]:
+    """The first and last values of ``s``'s variable that a condition in its body compares it
+    with for equality (``x == 0``, ``x == n - 1``), when its bounds are constants and it has at
+    least three iterations."""
+    if not (isinstance(s.min, E.IntImm) and isinstance(s.extent, E.IntImm)) or s.extent.value < 3:
+        return set()
+    v, lo, hi = s.loop_var, s.min.value, s.min.value + s.extent.value - 1
+    conds = [n.condition for n in collect(s.body, lambda n: isinstance(n, S.IfThenElse | E.Select))]
+    conds += [n.args[0] for n in collect(s.body, lambda n: isinstance(n, E.Call) and n.op == "if_then_else")]
+    out: set[int] = set()
+    for c in conds:
+        for atom in collect(c, lambda n: isinstance(n, E.EQ)):
+            a, b = atom.a, atom.b
+            k = b if a is v else a if b is v else None
+            if isinstance(k, E.IntImm) and k.value in (lo, hi):
+                out.add(k.value)
+    return out
+
+
+__all__ = ["peel_borders"]

@@ -1,0 +1,72 @@
+"""Border iterations peeled off a loop whose body tests for them (passes/peel.py): a stencil
+written over its whole array with its border kept by a test runs its interior with no test,
+so the interior's vectorized loop is vector code (it was kept scalar: "chooses between loads
+per lane; the unchosen lanes might read out of bounds")."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import TARGETS, check, rand
+
+from tessel import te
+from tessel.ir import expr as E
+from tessel.ir import stmt as S
+from tessel.ir.functor import collect
+from tessel.passes.peel import peel_borders
+
+
+def _smooth(n, m):
+    A = te.placeholder((n, m), name="A", dtype="float64")
+
+    def f(i, j):
+        edge = te.any(i == 0, j == 0, i == n - 1, j == m - 1)
+        inner = (A[i, j] + A[i - 1, j] + A[i + 1, j] + A[i, j - 1] + A[i, j + 1]) * 0.2
+        return te.if_then_else(edge, A[i, j], inner)
+
+    B = te.compute((n, m), f, name="B")
+    return A, B
+
+
+def _smooth_ref(a):
+    b = a.copy()
+    b[1:-1, 1:-1] = (a[1:-1, 1:-1] + a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:]) * 0.2
+    return b
+
+
+@pytest.mark.parametrize(("n", "m"), [(13, 37), (9, 24)])
+def test_a_stencil_with_its_border_tested_is_vector_code_inside(n, m):
+    A, B = _smooth(n, m)
+    s = te.create_schedule(B.op)
+    s[B].vectorize(B.op.axis[1])
+    a = rand(n, m, dtype="float64")
+    kernels = check(s, [A, B], [a], [_smooth_ref(a)], targets=TARGETS, rtol=1e-12, atol=1e-12)
+    src = kernels["c"].source
+    assert "chooses between loads per lane" not in src
+    assert "tsl_ld_f64x" in src  # vector loads in the interior
+
+
+def _loop_with_test(k: int, n: int = 8) -> S.Stmt:
+    i = E.Var("i", "int32")
+    buf = S.Buffer("X", "float32", (n,))
+    cond = E.EQ(i, E.IntImm(k, "int32"))
+    value = E.Select(cond, E.FloatImm(1.0, "float32"), E.FloatImm(2.0, "float32"))
+    return S.For(i, E.IntImm(0, "int32"), E.IntImm(n, "int32"), "serial", S.BufferStore(buf, value, [i]))
+
+
+@pytest.mark.parametrize(("k", "loops"), [(0, 1), (7, 1), (3, 0)])
+def test_only_the_first_and_last_iterations_are_peeled(k, loops):
+    """A test of the first or last value peels it (the loop left has no test); a test of a
+    value inside the loop leaves the loop as it was."""
+    out = peel_borders(_loop_with_test(k))
+    fors = collect(out, lambda n: isinstance(n, S.For), statements_only=True)
+    selects = collect(out, lambda n: isinstance(n, E.Select))
+    if loops:
+        assert len(fors) == 1 and not selects
+        assert fors[0].extent.value == 7
+    else:
+        assert out is not None and len(selects) == 1
+
+
+def test_a_short_loop_is_left_alone():
+    out = peel_borders(_loop_with_test(0, n=2))
+    assert len(collect(out, lambda n: isinstance(n, E.Select))) == 1
