@@ -134,8 +134,7 @@ class FixBuilder:
         return self._add(code, method, self.n.ref(st), self.n.axis_ref(st, iv))
 
     def drop_annotation(self, st: Stage, iv: E.IterVar) -> FixBuilder:
-        code = f"s[{self.n.stage(st)}].iter_var_attrs.pop({self.n.axis(st, iv)})"
-        return self._add(code, "_drop_annotation", self.n.ref(st), self.n.axis_ref(st, iv))
+        return self.annotate(st, "serial", iv)
 
     def split(self, st: Stage, iv: E.IterVar, factor: int) -> FixBuilder:
         """``split(iv, factor=...)``: the inner loop takes over iv's annotation."""

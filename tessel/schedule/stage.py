@@ -537,9 +537,11 @@ class Stage(StageBase):
         """Keep only ``factor`` elements along ``axis``'s dimension of this stage's storage."""
         _commands().storage_fold(self, axis, factor)
 
-    def _drop_annotation(self, iv: E.IterVar) -> None:
-        """Take the annotation off loop ``iv`` (a legality fix for one set behind the primitives' back)."""
-        self.iter_var_attrs.pop(iv, None)
+    @recorded
+    def serial(self, iv: E.IterVar) -> None:
+        """Run loop ``iv`` in order again: its vectorize, parallel, unroll or bind is taken off
+        (Halide's ``serial``; the fix offered for an annotation legality refuses)."""
+        self.iter_var_attrs.pop(self._check_leaf(iv, "serial"), None)
 
     def copy_into(self, schedule: Schedule) -> Stage:
         """This stage for a copy of its schedule: what primitives change is copied, the IR shared."""

@@ -274,8 +274,21 @@ def test_parallel_reduction_set_behind_the_primitives_back():
     s[R].iter_var_attrs[R.op.reduce_axis[0]] = IterVarAttr("parallel")
     err = refused(s, [A, R])
     assert err.rule == "parallel-reduction"
-    assert err.fix == "s[R].iter_var_attrs.pop(R.op.reduce_axis[0])\ns[R].parallel(R.op.axis[0])"
+    assert err.fix == "s[R].serial(R.op.reduce_axis[0])\ns[R].parallel(R.op.axis[0])"
     apply_fix(s, err)
+    a = rand(8, 12)
+    check(s, [A, R], [a], [a.sum(axis=1)], rtol=1e-5)
+
+
+def test_the_fix_code_is_public_calls_and_the_steps_render_as_it():
+    """The fix's text is what its steps render: ``serial`` is a primitive (it was
+    ``s[R].iter_var_attrs.pop(...)``, beside a step calling a private method)."""
+    A, R = _reduce()
+    s = te.create_schedule(R.op)
+    s[R].iter_var_attrs[R.op.reduce_axis[0]] = IterVarAttr("parallel")
+    err = refused(s, [A, R])
+    exec(err.fix, {"s": s, "R": R})  # the code as a user would paste it
+    assert "s[R].serial(" in s.python() and "s[R].parallel(" in s.python()
     a = rand(8, 12)
     check(s, [A, R], [a], [a.sum(axis=1)], rtol=1e-5)
 
