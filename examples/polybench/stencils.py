@@ -55,9 +55,9 @@ def _ping_pong(A: te.Tensor, B: te.Tensor, steps: int, stencil: Callable, name: 
     out_b = te.compute(shape, _arity(r, lambda *idx: h[(last - 1, *idx)]), name=f"{name}_B")
     s = te.create_schedule([out_a.op, out_b.op])
     s[h].storage_fold(h.op.axis[0], 2)
-    s[h].parallel(h.op.axis[1])
-    if r > 1:  # rows of the interior as vector code (the border's iterations run apart: passes/peel.py)
-        s[h].vectorize(h.op.axis[-1])
+    if r > 1:  # a 1-D step is too short to share among threads
+        s[h].parallel(h.op.axis[1])
+    s[h].vectorize(h.op.axis[-1])  # the interior as vector code (the border's iterations run apart: passes/peel.py)
     s[out_a].store_in(A)  # the final values in the caller's arrays
     s[out_b].store_in(B)
     return Program(s, [A, B], ["A", "B"], ["A", "B"])
