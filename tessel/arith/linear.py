@@ -11,9 +11,12 @@ the user wrote them in.
 
 from __future__ import annotations
 
+import math
+
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir.functor import free_vars
+from ..tunables import current
 
 Mono = tuple[int, ...]
 
@@ -143,3 +146,70 @@ def affine_terms(e: E.PrimExpr, vs: set[E.Var] | None = None) -> tuple[dict[E.Va
         inner = affine_terms(e.value, vs)
         return None if inner is None else (inner[0], O.cast(inner[1], e.dtype))
     return None
+
+# ---- integer forms and their solutions in a box (the dependence test of passes/carried.py) ----
+#: ``({key: coefficient}, constant)``: a sum of integer multiples of variables (keyed by id, or
+#: by any hashable name a caller gives a copy of one) plus a constant
+IntForm = tuple[dict, int]
+
+
+def add_terms(a: dict, b: dict) -> dict:
+    out = dict(a)
+    for k, c in b.items():
+        out[k] = out.get(k, 0) + c
+    return out
+
+
+def int_form(e: E.PrimExpr) -> IntForm | None:
+    """``e`` as a sum of integer multiples of variables (by id) plus a constant; None when
+    it is not one."""
+    got = affine_terms(e)
+    if got is None or not isinstance(got[1], E.IntImm):
+        return None
+    return {id(v): c for v, c in got[0].items()}, got[1].value
+
+
+def form_bounds(f: IntForm, ranges: dict) -> tuple[int, int] | None:
+    """The least and greatest value of ``f`` over the box ``ranges`` (None: a variable without one)."""
+    lo = hi = f[1]
+    for k, c in f[0].items():
+        if k not in ranges:
+            return None
+        a, b = ranges[k]
+        lo, hi = lo + min(c * a, c * b), hi + max(c * a, c * b)
+    return lo, hi
+
+
+def solvable_in_box(terms: list[tuple[object, int, int, int]], target: int, accept) -> bool:
+    """Whether ``sum(c * x) == target`` for integers ``lo <= x <= hi``, for ``(key, c, lo, hi)``
+    in ``terms``, at values (by key) that ``accept``: a search over the largest coefficients
+    first, each cut to the values the rest can still make up (and to the multiples of their
+    gcd); past ``tunables.max_steps`` tries, True."""
+    terms = sorted(terms, key=lambda t: -abs(t[1]))
+    n = len(terms)
+    lo_rest, hi_rest, gcd_rest = [0] * (n + 1), [0] * (n + 1), [0] * (n + 1)
+    for k in range(n - 1, -1, -1):
+        _, c, a, b = terms[k]
+        lo_rest[k] = lo_rest[k + 1] + min(c * a, c * b)
+        hi_rest[k] = hi_rest[k + 1] + max(c * a, c * b)
+        gcd_rest[k] = math.gcd(gcd_rest[k + 1], c)
+    steps, values, most = 0, {}, current().max_steps
+
+    def search(k: int, want: int) -> bool:
+        nonlocal steps
+        if not lo_rest[k] <= want <= hi_rest[k] or (gcd_rest[k] and want % gcd_rest[k]):
+            return False
+        if k == n:
+            return want == 0 and accept(values)
+        key, c, a, b = terms[k]
+        lo, hi = want - hi_rest[k + 1], want - lo_rest[k + 1]  # what c*x may be
+        first, last = (-(-lo // c), hi // c) if c > 0 else (-(-hi // c), lo // c)
+        for x in range(max(a, first), min(b, last) + 1):
+            steps += 1
+            values[key] = x
+            if steps > most or search(k + 1, want - c * x):
+                return True
+        values.pop(key, None)
+        return False
+
+    return search(0, target)

@@ -39,7 +39,7 @@ from functools import cached_property
 
 from ..arith import Analyzer
 from ..arith import const_bound as cb
-from ..arith.linear import affine_terms
+from ..arith.linear import IntForm, add_terms, affine_terms, form_bounds, int_form, solvable_in_box
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
@@ -57,7 +57,6 @@ from ..ir.intrinsics import ADDRESS_OPS
 from ..ir.stmt import LoopKind
 from ..tunables import current
 
-_Form = tuple[dict, int]  # ({key: coefficient}, constant); a key is a variable's id, or (side, id) for a side's copy
 #: the loops whose iterations run one after the other; a parallel loop's (threads) or a
 #: vectorized one's (lanes) are independent, which legality checked against the exact
 #: dependences, so there is nothing for the guard to keep
@@ -78,15 +77,15 @@ class _Access:
     lanes: int
 
     @cached_property
-    def form(self) -> _Form | None:
+    def form(self) -> IntForm | None:
         """The index as a form over variables by id, a ramp's lane as "lane" (asked only of
         the accesses of a buffer some loop writes)."""
         flat = self.index.value if isinstance(self.index, E.Broadcast) else self.index
         if isinstance(flat, E.Ramp):
-            base, stride = _form(flat.base), _form(flat.stride)
+            base, stride = int_form(flat.base), int_form(flat.stride)
             ok = base is not None and stride is not None and not stride[0]
-            return (_plus(base[0], {"lane": stride[1]}), base[1]) if ok else None
-        return _form(flat) if flat.dtype.lanes == 1 else None
+            return (add_terms(base[0], {"lane": stride[1]}), base[1]) if ok else None
+        return int_form(flat) if flat.dtype.lanes == 1 else None
 
 
 def carrying_loops(func: S.PrimFunc | S.Stmt, kinds: tuple[LoopKind, ...] = _SEQUENTIAL) -> dict[int, str]:
@@ -218,7 +217,7 @@ class _Accesses(Visitor):
     def _let(self, var: E.Var, value, body) -> None:
         self.visit(value)
         value = substitute(value, self.env) if self.env else value
-        if _form(value) is not None:
+        if int_form(value) is not None:
             self.env[var] = value
             self.visit(body)
             del self.env[var]
@@ -304,7 +303,7 @@ class _Loop:
         by_buffer: dict[int, list[_Access]] = {}
         for a in under:
             by_buffer.setdefault(id(a.buffer), []).append(a)
-        self.sides: dict[tuple[int, bool], tuple[_Form, dict] | None] = {}
+        self.sides: dict[tuple[int, bool], tuple[IntForm, dict] | None] = {}
         self.signs: dict[tuple[int, bool], tuple] = {}
         for accs in by_buffer.values():
             if not any(a.store for a in accs):
@@ -356,7 +355,7 @@ class _Loop:
                 step, shared = terms.get(v, 0), common
             if not step or terms.get(v, 0) != step or common != shared:
                 return False
-            got = _bounds((own, const), ranges)
+            got = form_bounds((own, const), ranges)
             if got is None:
                 return False
             lo, hi = (got if lo is None else (min(lo, got[0]), max(hi, got[1])))
@@ -434,7 +433,7 @@ class _Loop:
         the loop has) and its box is small: each difference of constants is then a lookup
         (None: asked one by one)."""
         ranges = {**self.shared, **sx[1], **sy[1]}
-        diff = {k: c for k, c in _plus(sx[0][0], {k: -c for k, c in sy[0][0].items()}).items() if c}
+        diff = {k: c for k, c in add_terms(sx[0][0], {k: -c for k, c in sy[0][0].items()}).items() if c}
         v = id(self.loop.loop_var)
         if v in diff or not all(k in ranges for k in diff):
             return None
@@ -452,14 +451,14 @@ class _Loop:
         """Whether two sides given as forms meet (see :meth:`_meeting`); None: not decided by
         the forms (the Analyzer is asked)."""
         ranges = {**self.shared, **sx[1], **sy[1]}
-        diff = {k: c for k, c in _plus(sx[0][0], {k: -c for k, c in sy[0][0].items()}).items() if c}
+        diff = {k: c for k, c in add_terms(sx[0][0], {k: -c for k, c in sy[0][0].items()}).items() if c}
         if not all(k in ranges for k in diff):
             return None
         last = self.shared[v][1]  # the second iteration, v + d, is one of the loop's too
-        return _solvable([(k, c, *ranges[k]) for k, c in diff.items()], sy[0][1] - sx[0][1],
+        return solvable_in_box([(k, c, *ranges[k]) for k, c in diff.items()], sy[0][1] - sx[0][1],
                          lambda got: got.get(v, ranges[v][0]) + got.get("d", 1) <= last)
 
-    def _cached_side(self, a: _Access, shift: bool) -> tuple[_Form, dict] | None:
+    def _cached_side(self, a: _Access, shift: bool) -> tuple[IntForm, dict] | None:
         key = (id(a), shift)
         if key not in self.sides:
             side = self.sides[key] = self._side(a, "y" if shift else "x", shift)
@@ -468,7 +467,7 @@ class _Loop:
                 self.signs[key] = ((frozenset(terms.items()), frozenset(ranges.items())), const)
         return self.sides[key]
 
-    def _side(self, a: _Access, tag: str, shift: bool) -> tuple[_Form, dict] | None:
+    def _side(self, a: _Access, tag: str, shift: bool) -> tuple[IntForm, dict] | None:
         """``a``'s index as a form on one side (``shift``: in iteration ``v + d``), and the
         ranges of that side's own variables: the loops inside, the lets bound inside, a
         ramp's lane."""
@@ -481,7 +480,7 @@ class _Loop:
         for k, c in a.form[0].items():
             let = self.walk.lets.get(k) if k != "lane" else None
             if k == v:
-                terms = _plus(terms, {v: c, "d": c} if shift else {v: c})
+                terms = add_terms(terms, {v: c, "d": c} if shift else {v: c})
                 continue
             if k == "lane" or k in inner or (let is not None and let[0] > self.at):
                 got = (0, a.lanes - 1) if k == "lane" else self.walk.ranges.get(id(inner[k])) if k in inner else let[1]
@@ -540,69 +539,6 @@ def _analyzer_side(ana: Analyzer, at: int, a: _Access, vmap: dict) -> E.PrimExpr
         ana.bind(lane, E.Range(E.IntImm(0, lane.dtype), E.IntImm(idx.lanes, lane.dtype)))
         idx = O.add(idx.base, O.mul(idx.stride, lane))
     return substitute(idx, vmap) if idx.dtype.lanes == 1 else None
-
-
-# ---- affine forms with constant coefficients ------------------------------------------------------
-def _plus(a: dict, b: dict) -> dict:
-    out = dict(a)
-    for k, c in b.items():
-        out[k] = out.get(k, 0) + c
-    return out
-
-
-def _form(e: E.PrimExpr) -> _Form | None:
-    """``e`` as a sum of integer multiples of variables (by id) plus a constant; None when
-    it is not one."""
-    got = affine_terms(e)
-    if got is None or not isinstance(got[1], E.IntImm):
-        return None
-    return {id(v): c for v, c in got[0].items()}, got[1].value
-
-
-def _bounds(f: _Form, ranges: dict) -> tuple[int, int] | None:
-    """The least and greatest value of ``f`` over the box ``ranges`` (None: a variable without one)."""
-    lo = hi = f[1]
-    for k, c in f[0].items():
-        if k not in ranges:
-            return None
-        a, b = ranges[k]
-        lo, hi = lo + min(c * a, c * b), hi + max(c * a, c * b)
-    return lo, hi
-
-
-def _solvable(terms: list[tuple[object, int, int, int]], target: int, accept) -> bool:
-    """Whether ``sum(c * x) == target`` for integers ``lo <= x <= hi``, for ``(key, c, lo, hi)``
-    in ``terms``, at values (by key) that ``accept``: a search over the largest coefficients
-    first, each cut to the values the rest can still make up (and to the multiples of their
-    gcd); past ``tunables.max_steps`` tries, True."""
-    terms = sorted(terms, key=lambda t: -abs(t[1]))
-    n = len(terms)
-    lo_rest, hi_rest, gcd_rest = [0] * (n + 1), [0] * (n + 1), [0] * (n + 1)
-    for k in range(n - 1, -1, -1):
-        _, c, a, b = terms[k]
-        lo_rest[k] = lo_rest[k + 1] + min(c * a, c * b)
-        hi_rest[k] = hi_rest[k + 1] + max(c * a, c * b)
-        gcd_rest[k] = math.gcd(gcd_rest[k + 1], c)
-    steps, values, most = 0, {}, current().max_steps
-
-    def search(k: int, want: int) -> bool:
-        nonlocal steps
-        if not lo_rest[k] <= want <= hi_rest[k] or (gcd_rest[k] and want % gcd_rest[k]):
-            return False
-        if k == n:
-            return want == 0 and accept(values)
-        key, c, a, b = terms[k]
-        lo, hi = want - hi_rest[k + 1], want - lo_rest[k + 1]  # what c*x may be
-        first, last = (-(-lo // c), hi // c) if c > 0 else (-(-hi // c), lo // c)
-        for x in range(max(a, first), min(b, last) + 1):
-            steps += 1
-            values[key] = x
-            if steps > most or search(k + 1, want - c * x):
-                return True
-        values.pop(key, None)
-        return False
-
-    return search(0, target)
 
 
 __all__ = ["carrying_loops"]
