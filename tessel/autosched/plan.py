@@ -104,8 +104,8 @@ def make_plan(outputs: list[Operation], target: Target) -> Plan:
     group: dict[int, Anchor] = {}   # id(op) -> the anchor it belongs to
     anchors: list[Anchor] = []
     for info in reversed(g.computed()):
-        if id(info.op) in inl or id(info.op) in group:
-            continue
+        if id(info.op) in inl or id(info.op) in group or getattr(info.op, "definitions", ()):
+            continue  # a recurrence's definitions: recurrences.py schedules them
         staged = _staged_in(g, info, group)
         if staged is not None:
             staged.members.append(info.op)

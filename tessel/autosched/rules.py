@@ -21,6 +21,7 @@ from ..te.tensor import ComputeOp, Tensor
 from . import analysis as A
 from .conv import transposed_copy, window_loops
 from .plan import Anchor, Plan, loops_for_threads, row_prefetch, tile_order
+from .recurrences import schedule_recurrences
 
 # what a rule may leave out: the plan without tiles, without fusion, or nothing but inlining
 LEVELS = ("full", "no_tile", "inline_only", "none")
@@ -36,13 +37,13 @@ def build(plan: Plan, knobs: dict[str, object], level: str = "full") -> Schedule
     for op in plan.inline:
         s = _attempt(s, lambda t, op=op: t[op].compute_inline())
     if level == "inline_only":
-        return s
+        return schedule_recurrences(s)
     for a in plan.anchors:
         if a.kind == "tile" and level == "full":
             s = _attempt(s, lambda t, a=a: _tile(t, plan, a, kn))
         else:
             s = _attempt(s, lambda t, a=a: _plain(t, plan, a, kn, fuse=level == "full" or a.kind == "plain"))
-    return s
+    return schedule_recurrences(s)
 
 
 def _attempt(s: Schedule, rule: Callable[[Schedule], object]) -> Schedule:

@@ -1,0 +1,68 @@
+"""Recurrences in ``auto_schedule``: the fewest steps kept, the loops that carry nothing in
+parallel and as vector code.
+
+A recurrence over time (``te.recurrence((T, n, m), ...)``: a stencil, a solver's sweep) keeps
+every step as written, which is O(T·n·m) memory where the program needs a few steps; its
+loops carry dependences the plain rules cannot see. Each decision here is tried on a copy and
+kept only when the whole schedule is still legal (the exact dependences judge it, as they
+judge a user's): the least ``storage_fold`` of the first axis that keeps every value until it
+is read, then ``parallel`` on the outermost loop that carries nothing, then ``vectorize`` on
+the innermost (its border iterations run apart: ``passes/peel.py``).
+"""
+
+from __future__ import annotations
+
+from ..errors import TesselError
+from ..schedule.schedule import Schedule
+
+#: definitions scheduled at most (each try is a legality check of the whole schedule; past this,
+#: a long unrolled program -- one recurrence per time step -- keeps the rest as written)
+MAX_DEFINITIONS = 12
+#: folds tried for a recurrence's first axis, least first
+FOLDS = (1, 2, 3, 4)
+
+
+def schedule_recurrences(s: Schedule) -> Schedule:
+    """``s`` with each recurrence's storage folded and its loops annotated where legal."""
+    homes = [k for k, st in enumerate(s.stages)
+             if getattr(st.op, "definitions", ()) and st.op.definitions[-1].op is st.op]
+    for k in homes[:MAX_DEFINITIONS]:
+        home = s.stages[k]
+        if not home.is_output and home.storage is None and len(home.op.axis) > 1:
+            for f in FOLDS:
+                kept = _kept(s, k, "storage_fold", 0, f)
+                if kept is not s:
+                    s = kept
+                    break
+    defs = [k for k, st in enumerate(s.stages) if getattr(st.op, "definitions", ())]
+    for k in defs[:MAX_DEFINITIONS]:
+        leaves = list(s.stages[k].leaf_iter_vars)
+        data = [n for n, iv in enumerate(leaves) if not iv.is_reduce]
+        par = None
+        for n in data[:-1] if len(data) > 1 else data:
+            kept = _kept(s, k, "parallel", n)
+            if kept is not s:
+                s, par = kept, n
+                break
+        if data and data[-1] != par and data[-1] == len(leaves) - 1:
+            s = _kept(s, k, "vectorize", data[-1])
+    return s
+
+
+def _kept(s: Schedule, k: int, primitive: str, loop: int, *args: object) -> Schedule:
+    """``s.stages[k].primitive(its loop number ``loop``, *args)`` applied to a copy of ``s``
+    (the storage fold names an axis, the annotations a leaf loop), if the copy is still legal;
+    else ``s``."""
+    t = s.copy()
+    st = t.stages[k]
+    iv = st.op.axis[loop] if primitive == "storage_fold" else st.leaf_iter_vars[loop]
+    try:
+        getattr(st, primitive)(iv, *args)
+        if t.violations():
+            return s
+    except TesselError:
+        return s
+    return t
+
+
+__all__ = ["schedule_recurrences"]

@@ -1,0 +1,85 @@
+"""``auto_schedule`` on recurrences (issue 33: it did nothing on the 15 recurrence kernels of
+PolyBench): a time-iterated stencil keeps the fewest steps that hold every value until it is
+read, runs its rows in parallel and its interior as vector code; a sweep whose loops all carry
+a dependence is left as it is. Values against NumPy on both targets."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from helpers import TARGETS
+
+import tessel
+from tessel import te
+from tessel.ir import stmt as S
+from tessel.ir.functor import collect
+
+
+def _heat(steps, n, m):
+    A = te.placeholder((n, m), name="A", dtype="float64")
+
+    def step(h, t, i, j):
+        edge = te.any(i == 0, j == 0, i == n - 1, j == m - 1)
+        inner = (h[t - 1, i, j] + h[t - 1, i - 1, j] + h[t - 1, i + 1, j] + h[t - 1, i, j - 1]
+                 + h[t - 1, i, j + 1]) * 0.2
+        return te.if_then_else(edge, h[t - 1, i, j], inner)
+
+    h = te.recurrence((steps, n, m), [te.define(lambda h, t, i, j: A[i, j], where=lambda t, i, j: t == 0),
+                                      te.define(step, where=lambda t, i, j: t > 0)], name="h")
+    out = te.compute((n, m), lambda i, j: h[steps - 1, i, j], name="out")
+    return A, h, out
+
+
+def _heat_ref(a, steps):
+    x = a.copy()
+    for _ in range(1, steps):
+        y = x.copy()
+        y[1:-1, 1:-1] = (x[1:-1, 1:-1] + x[:-2, 1:-1] + x[2:, 1:-1] + x[1:-1, :-2] + x[1:-1, 2:]) * 0.2
+        x = y
+    return x
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(("steps", "n", "m"), [(9, 13, 21), (6, 10, 33)])
+def test_a_stencil_over_time_is_folded_parallel_and_vector_code(target, steps, n, m):
+    A, h, out = _heat(steps, n, m)
+    s = tessel.auto_schedule([out], target="c", budget=0)
+    code = s.python()
+    assert "storage_fold(" in code and ".parallel(" in code and ".vectorize(" in code
+    # the steps kept: a fold of 2, not all of them
+    func = tessel.lower(s, [A, out])
+    temps = [math.prod(x.value for x in a.buffer.shape)
+             for a in collect(func.body, lambda x: isinstance(x, S.Allocate), statements_only=True)]
+    assert max(temps) == 2 * n * m
+    a = np.random.default_rng(steps).random((n, m))
+    got = np.zeros((n, m))
+    tessel.build(s, [A, out], target=target)(a, got)
+    np.testing.assert_allclose(got, _heat_ref(a, steps), rtol=1e-12)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_sweep_whose_loops_all_carry_is_left_as_written(target):
+    """LU in place: every loop carries a dependence, so nothing is annotated, and it is right."""
+    n = 9
+    A = te.placeholder((n, n), name="A", dtype="float64")
+
+    def lu(h, i, j):
+        k = te.reduce_axis((0, n), name="k")
+        s = te.sum(-h[i, k] * h[k, j], axis=k, where=te.all(k < i, k < j), init=h[i, j])
+        return te.if_then_else(j < i, s / h[j, j], s)
+
+    L = te.recurrence(None, [te.define(lu)], name="lu", inplace=A)
+    s = tessel.auto_schedule([L], target="c", budget=0)
+    assert ".parallel(" not in s.python() and ".vectorize(" not in s.python()
+    a0 = np.random.default_rng(1).random((n, n)) + np.eye(n) * n
+    want = a0.copy()
+    for i in range(n):
+        for j in range(i):
+            want[i, j] = (want[i, j] - want[i, :j] @ want[:j, j]) / want[j, j]
+        for j in range(i, n):
+            want[i, j] -= want[i, :i] @ want[:i, j]
+    a = a0.copy()
+    tessel.build(s, [A], target=target)(a)
+    np.testing.assert_allclose(a, want, rtol=1e-12, atol=1e-12)
