@@ -10,8 +10,9 @@ apart, and in the loop left in between the test is false and is simplified away,
 inner loops are peeled in turn and the interior runs with no test at all.
 
 The iterations run in the same order as before, so nothing the schedule proved changes; only
-loops of constant bounds and at least three iterations are peeled (a body is copied at most
-three times per loop), and only when the test is on the loop's own variable.
+loops of constant bounds are peeled (a body is copied at most three times per loop, or once per
+iteration of a loop of at most ``SPLIT_WHOLE``), and only when the test is on the loop's own
+variable.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Mutator, collect
 from .simplify import simplify_stmt
+
+#: a loop this short whose body tests its variable for a value runs each iteration apart (the
+#: cases of a field index: ``if_then_else(f == 0, ey, if_then_else(f == 1, ex, hz))``)
+SPLIT_WHOLE = 4
 
 
 def peel_borders(stmt: S.Stmt) -> S.Stmt:
@@ -36,6 +41,8 @@ class _Peel(Mutator):
             body = self.visit(s.body)
             return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
         lo, n = s.min.value, s.extent.value
+        if n <= SPLIT_WHOLE:  # a short loop over cases (a field index): each iteration apart
+            return S.seq(*[self.visit(_one(s, lo + k)) for k in range(n)])
         first, last = lo in ends, lo + n - 1 in ends
         start, count = lo + first, n - first - last
         pieces = []
@@ -76,7 +83,7 @@ def _tested_ends(s: S.For) -> set[int]:
     """The first and last values of ``s``'s variable that a condition in its body compares it
     with for equality (``x == 0``, ``x == n - 1``), when its bounds are constants and it has at
     least three iterations."""
-    if not (isinstance(s.min, E.IntImm) and isinstance(s.extent, E.IntImm)) or s.extent.value < 3:
+    if not (isinstance(s.min, E.IntImm) and isinstance(s.extent, E.IntImm)) or s.extent.value < 2:
         return set()
     v, lo, hi = s.loop_var, s.min.value, s.min.value + s.extent.value - 1
     conds = [n.condition for n in collect(s.body, lambda n: isinstance(n, S.IfThenElse | E.Select))]
@@ -86,7 +93,7 @@ def _tested_ends(s: S.For) -> set[int]:
         for atom in collect(c, lambda n: isinstance(n, E.EQ)):
             a, b = atom.a, atom.b
             k = b if a is v else a if b is v else None
-            if isinstance(k, E.IntImm) and k.value in (lo, hi):
+            if isinstance(k, E.IntImm) and (k.value in (lo, hi) or (s.extent.value <= SPLIT_WHOLE and lo <= k.value <= hi)):
                 out.add(k.value)
     return out
 

@@ -67,6 +67,12 @@ def test_only_the_first_and_last_iterations_are_peeled(k, loops):
         assert out is not None and len(selects) == 1
 
 
-def test_a_short_loop_is_left_alone():
-    out = peel_borders(_loop_with_test(0, n=2))
-    assert len(collect(out, lambda n: isinstance(n, E.Select))) == 1
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_a_short_loop_over_cases_runs_each_iteration_apart(k):
+    """A loop of at most SPLIT_WHOLE iterations whose body tests its variable for a value (a
+    field index) is split into its iterations, each with its case chosen."""
+    out = peel_borders(_loop_with_test(k, n=3))
+    assert not collect(out, lambda n: isinstance(n, S.For), statements_only=True)
+    assert not collect(out, lambda n: isinstance(n, E.Select))
+    stores = collect(out, lambda n: isinstance(n, S.BufferStore), statements_only=True)
+    assert [st.value.value for st in stores] == [1.0 if x == k else 2.0 for x in range(3)]
