@@ -50,8 +50,12 @@ from .files import (
 
 # no -fwrapv: it stops GCC vectorizing int32 index arithmetic; the generator makes data wrap instead.
 # A function called without a declaration is an error, not an ``int`` guessed by the compiler: the
-# generator includes <math.h> and <stdlib.h> only where the kernel's text names them (codegen/c.py)
-BASE_FLAGS = ("-std=gnu11", "-O3", "-fPIC", "-shared", "-Wno-unknown-pragmas", "-Werror=implicit-function-declaration")
+# generator includes <math.h> and <stdlib.h> only where the kernel's text names them (codegen/c.py).
+# -fno-math-errno: no kernel reads errno, and with it set a math call is not a pure function to
+# GCC: exp(-alpha) of a scalar argument was recomputed for every element (PolyBench's deriche,
+# 10x slower than its C) and sqrt kept a call to libm beside its instruction. Values are the same.
+BASE_FLAGS = ("-std=gnu11", "-O3", "-fno-math-errno", "-fPIC", "-shared", "-Wno-unknown-pragmas",
+              "-Werror=implicit-function-declaration")
 
 _PROBES = {
     # feature -> (source, extra flags, whether the result must also load into this process)
