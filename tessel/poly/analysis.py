@@ -50,7 +50,7 @@ def state_key(sch: Schedule) -> tuple[tuple, list]:
         refs += [st.op, st.attach_stage, st.attach_ivar, *st.leaf_iter_vars, *st.relations, *st.iter_var_attrs]
         refs += [iv for pair in st.placement.shared for iv in pair]
         refs += [a.bind_thread for a in st.iter_var_attrs.values()]
-        parts.append((tuple(map(id, st.commands)), id(st.storage)))  # Tiramisu's commands
+        parts.append((tuple(map(id, st.commands)), id(st.storage), st.scan_fold))  # Tiramisu's commands, a scan's fold
         refs += [*st.commands, st.storage]
     parts.append(tuple(map(id, sch.orders)))
     refs += list(sch.orders)
@@ -177,7 +177,7 @@ def _content_key(sch: Schedule) -> str | None:
                   # a declared domain and a recurrence's directions and storage decide reads too
                   (op.where,) if op.where is not None else (), tuple(getattr(op, "directions", ())),
                   tuple(op.storage(t).name for t in op.outputs),
-                  pos.get(id(att), -1) if att is not None else -1,
+                  pos.get(id(att), -1) if att is not None else -1, st.scan_fold,
                   next((k for k, iv in enumerate(att.all_iter_vars) if iv is st.attach_ivar), -1) if att else -1,
                   # the loops it shares with its host (by position in each), and how many
                   tuple((ivs.get(id(a), -1), next((k for k, iv in enumerate(att.all_iter_vars) if iv is b), -1))

@@ -465,8 +465,12 @@ def _own_axes(stage: Stage, index: tuple[E.PrimExpr, ...]) -> tuple[E.PrimExpr, 
 
 
 def storage_fold(stage: Stage, axis: E.IterVar, factor: Any) -> None:
+    from ..te.scan import ScanOp
     from ..te.tensor import placeholder
 
+    if isinstance(stage.op, ScanOp):
+        _fold_scan(stage, axis, factor)
+        return
     _computed(stage, "storage_fold")
     axes = list(stage.op.axis)
     if axis not in axes:
@@ -481,6 +485,25 @@ def storage_fold(stage: Stage, axis: E.IterVar, factor: Any) -> None:
     buf = placeholder(shape, out.dtype, name=f"{out.name}.folded")
     index = [iv.var % f if j == k else iv.var for j, iv in enumerate(axes)]
     store_in(stage, buf, index, folded=True)
+
+
+def _fold_scan(stage: Stage, axis: E.IterVar, factor: Any) -> None:
+    """A scan keeps its last ``factor`` steps (step ``t`` at ``t % factor``): legal when the
+    update reads back fewer steps, the init has no more, and what reads the scan afterwards
+    reads only its last ones (``ScanOp.least_fold``, exact for constant step offsets)."""
+    op = stage.op
+    if axis is not op.scan_axis:
+        raise ScheduleError(f"stage {stage.name}: storage_fold of a scan folds its steps: give its scan axis "
+                            f"(s[{stage.name}].op.scan_axis), got {getattr(axis, 'name', axis)!r}")
+    f = _int(stage, f"the fold of {axis.name}", factor)
+    readers = [st.op for st in stage.schedule.stages
+               if any(t.op is op for t in st.op.input_tensors()) and st.op not in op.body_ops()]
+    need, why = op.least_fold(readers)
+    if need == 0 or f < need:
+        fix = f" (the least that does: s[{stage.name}].storage_fold(s[{stage.name}].op.scan_axis, {need}))" if need else ""
+        raise ScheduleError(f"stage {stage.name}: storage_fold({axis.name}, {f}) is refused: the scan must keep "
+                            f"{'every step' if not need else f'{need} step(s)'}, as {why}{fix}")
+    stage.scan_fold = f
 
 
 __all__ = ["Interchange", "Order", "Reverse", "Shift", "Skew", "StoreIn", "between", "commands_key", "describe",

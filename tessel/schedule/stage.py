@@ -65,6 +65,7 @@ class Stage(StageBase):
         # and where the values are stored instead of the stage's own tensor
         self.commands: tuple = ()
         self.storage = None
+        self.scan_fold: int | None = None  # a scan's steps kept (storage_fold of its scan axis; te/scan.py)
 
     # ---- where it is computed: views of the one placement record -----------------------------
     # (TVM's Stage has attach_type/attach_stage/attach_ivar; code reads them, primitives replace

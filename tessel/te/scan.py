@@ -199,19 +199,74 @@ class ScanOp(Operation):
                     f"back: s[{st.name}].compute_at(s[{self.name}], {self.name}.op.scan_axis)"
                 )
 
+    def least_fold(self, readers: Sequence[Operation]) -> tuple[int, str]:
+        """The fewest steps the output may keep (``storage_fold`` of the scan axis), and why:
+        every step the update reads back (a constant number of steps behind it), the init's
+        steps, and the steps the ``readers`` after the scan read (counted back from the last);
+        0 where a read's step is not a constant distance from where it is made."""
+        states = {id(s) for s in self.state_placeholder} | {id(o) for o in self.outputs}
+        if not all(isinstance(i.shape[0], E.IntImm) for i in self.init):
+            return 0, "its init's number of steps is not a constant"
+        need, why = max(i.shape[0].value for i in self.init), "the init's steps"
+        ana = Analyzer()
+        for op in self.body_ops():
+            loads = [ld for b in getattr(op, "body", ()) for ld in collect(b, lambda n: isinstance(n, E.ProducerLoad))]
+            for ld in loads:
+                if id(ld.producer) not in states:
+                    continue
+                back = ana.simplify(O.sub(op.axis[0].var, ld.indices[0]))
+                if not isinstance(back, E.IntImm):
+                    return 0, f"{op.name} reads {ld.producer.name}[{ld.indices[0]}, ...], not a constant step back"
+                if back.value + 1 > need:
+                    need, why = back.value + 1, f"{op.name} reads {ld.producer.name} {back.value} step(s) back"
+        dom = self.scan_axis.dom
+        last = O.sub(O.add(dom.min, dom.extent), 1) if dom is not None else None
+        for op in readers:
+            loads = [ld for b in getattr(op, "body", ()) for ld in collect(b, lambda n: isinstance(n, E.ProducerLoad))]
+            for ld in [ld for ld in loads if ld.producer.op is self]:
+                back = ana.simplify(O.sub(last, ld.indices[0])) if last is not None else None
+                if not isinstance(back, E.IntImm) or back.value < 0:
+                    return 0, f"{op.name} reads {ld.producer.name}[{ld.indices[0]}, ...], not one of its last steps"
+                if back.value + 1 > need:
+                    need, why = back.value + 1, f"{op.name} reads the step {back.value} before the last"
+        return need, why
+
     def build_realize(self, stage, rmap: dict[E.IterVar, E.Range], body: S.Stmt) -> S.Stmt:
-        """Steps 0 to the last one computed, the spatial region InferBound found; inside, the
-        update's storage is the output's and every read of a state reads the output."""
+        """Steps 0 to the last one computed (or the last ``stage.scan_fold``, step ``t`` kept at
+        ``t % fold``), the spatial region InferBound found; inside, the update's storage is the
+        output's and every read of a state reads the output."""
         tmap = {}
         for out, upd, st in zip(self.outputs, self.update, self.state_placeholder):
             tmap[upd] = tmap[st] = out
         body = Redirect(tmap).visit(body)
         sdom = rmap[self.scan_axis]
         steps = E.Range(0, Analyzer().simplify(O.add(sdom.min, sdom.extent)))
+        fold = getattr(stage, "scan_fold", None)
+        if fold is not None:
+            body = _Folded({id(o) for o in self.outputs}, fold).visit(body)
+            steps = E.Range(0, fold)
         for i, out in reversed(list(enumerate(self.outputs))):
             bounds = (steps, *[rmap[iv] for iv in self._spatial(i)])
             body = S.ProducerRealize(out, bounds, body, stage.scope)
         return body
+
+
+class _Folded(Mutator):
+    """Step ``t`` of the scan's outputs kept at ``t % fold`` (a storage fold of the scan axis)."""
+
+    def __init__(self, outs: set[int], fold: int):
+        self.outs, self.fold = outs, fold
+
+    def _at(self, idx) -> list:
+        return [O.floormod(idx[0], O.const(self.fold, idx[0].dtype)), *idx[1:]]
+
+    def visit_ProducerStore(self, s: S.ProducerStore):
+        s = self.generic_visit(s)
+        return S.ProducerStore(s.producer, s.value, self._at(s.indices)) if id(s.producer) in self.outs else s
+
+    def visit_ProducerLoad(self, e: E.ProducerLoad):
+        e = self.generic_visit(e)
+        return E.ProducerLoad(e.producer, self._at(e.indices)) if id(e.producer) in self.outs else e
 
 
 def _same_int(a: E.PrimExpr, b: E.PrimExpr) -> bool:
