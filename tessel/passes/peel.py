@@ -11,8 +11,9 @@ inner loops are peeled in turn and the interior runs with no test at all.
 
 The iterations run in the same order as before, so nothing the schedule proved changes; only
 loops of constant bounds are peeled (a body is copied at most three times per loop, or once per
-iteration of a loop of at most ``SPLIT_WHOLE``), and only when the test is on the loop's own
-variable.
+iteration of a loop of at most ``SPLIT_WHOLE``), only when the test is on the loop's own
+variable, and never a loop bound to a GPU thread (``if (threadIdx.x == 0)`` is a test each
+thread makes of its own index).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Mutator, collect
+from ..ir.stmt import LoopKind
 from .simplify import simplify_stmt
 
 #: a loop this short whose body tests its variable for a value runs each iteration apart (the
@@ -84,6 +86,8 @@ def _tested_ends(s: S.For) -> set[int]:
     with for equality (``x == 0``, ``x == n - 1``), when its bounds are constants and it has at
     least three iterations."""
     if not (isinstance(s.min, E.IntImm) and isinstance(s.extent, E.IntImm)) or s.extent.value < 2:
+        return set()
+    if s.kind == LoopKind.THREAD_BINDING:  # a GPU thread's index is one value per thread, not a loop to cut
         return set()
     v, lo, hi = s.loop_var, s.min.value, s.min.value + s.extent.value - 1
     conds = [n.condition for n in collect(s.body, lambda n: isinstance(n, S.IfThenElse | E.Select))]

@@ -76,3 +76,14 @@ def test_a_short_loop_over_cases_runs_each_iteration_apart(k):
     assert not collect(out, lambda n: isinstance(n, E.Select))
     stores = collect(out, lambda n: isinstance(n, S.BufferStore), statements_only=True)
     assert [st.value.value for st in stores] == [1.0 if x == k else 2.0 for x in range(3)]
+
+
+def test_a_loop_bound_to_a_gpu_thread_is_left_alone():
+    """``if (threadIdx.x == 0)`` is each thread's test of its own index: the loop that stands
+    for the threads is never cut."""
+    i = E.Var("tx", "int32")
+    buf = S.Buffer("X", "float32", (8,))
+    value = E.Select(E.EQ(i, E.IntImm(0, "int32")), E.FloatImm(1.0, "float32"), E.FloatImm(2.0, "float32"))
+    loop = S.For(i, E.IntImm(0, "int32"), E.IntImm(8, "int32"), "thread_binding", S.BufferStore(buf, value, [i]),
+                 "threadIdx.x")
+    assert peel_borders(loop) is loop
