@@ -1,5 +1,5 @@
-"""Recurrences in ``auto_schedule``: the fewest steps kept, the loops that carry nothing in
-parallel and as vector code.
+"""Recurrences and scans in ``auto_schedule``: the fewest steps kept, the loops that carry
+nothing in parallel and as vector code.
 
 A recurrence over time (``te.recurrence((T, n, m), ...)``: a stencil, a solver's sweep) keeps
 every step as written, which is O(T·n·m) memory where the program needs a few steps; its
@@ -34,6 +34,12 @@ def schedule_recurrences(s: Schedule) -> Schedule:
                 if kept is not s:
                     s = kept
                     break
+    for k in [k for k, st in enumerate(s.stages) if hasattr(st.op, "scan_axis")][:MAX_DEFINITIONS]:
+        for f in FOLDS:  # a scan keeps the fewest steps its update and readers need
+            kept = _kept(s, k, "storage_fold", -1, f)
+            if kept is not s:
+                s = kept
+                break
     defs = [k for k, st in enumerate(s.stages) if getattr(st.op, "definitions", ())]
     for k in defs[:MAX_DEFINITIONS]:
         leaves = list(s.stages[k].leaf_iter_vars)
@@ -51,11 +57,15 @@ def schedule_recurrences(s: Schedule) -> Schedule:
 
 def _kept(s: Schedule, k: int, primitive: str, loop: int, *args: object) -> Schedule:
     """``s.stages[k].primitive(its loop number ``loop``, *args)`` applied to a copy of ``s``
-    (the storage fold names an axis, the annotations a leaf loop), if the copy is still legal;
+    (the storage fold names an axis, -1 a scan's, the annotations a leaf loop), if the copy is
+    still legal;
     else ``s``."""
     t = s.copy()
     st = t.stages[k]
-    iv = st.op.axis[loop] if primitive == "storage_fold" else st.leaf_iter_vars[loop]
+    if primitive == "storage_fold":
+        iv = st.op.scan_axis if loop < 0 else st.op.axis[loop]  # -1: a scan's steps
+    else:
+        iv = st.leaf_iter_vars[loop]
     try:
         getattr(st, primitive)(iv, *args)
         if t.violations():

@@ -83,3 +83,27 @@ def test_a_sweep_whose_loops_all_carry_is_left_as_written(target):
     a = a0.copy()
     tessel.build(s, [A], target=target)(a)
     np.testing.assert_allclose(a, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_scan_keeps_the_fewest_steps(target):
+    T, n = 8, 11
+    X = te.placeholder((T, n), name="X", dtype="float64")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    st = te.placeholder((T, n), name="st", dtype="float64")
+    upd = te.compute((T, n), lambda t, i: st[t - 1, i] * 0.5 + X[t, i], name="upd")
+    res = te.scan(init, upd, st, name="res")
+    out = te.compute((n,), lambda i: res[T - 1, i], name="out")
+    s = tessel.auto_schedule([out], target="c", budget=0)
+    assert "storage_fold(" in s.python()
+    func = tessel.lower(s, [X, out])
+    sizes = {a.buffer.name: math.prod(x.value for x in a.buffer.shape)
+             for a in collect(func.body, lambda x: isinstance(x, S.Allocate), statements_only=True)}
+    assert sizes["res"] == 2 * n
+    x = np.random.default_rng(5).random((T, n))
+    want = x[0].copy()
+    for t in range(1, T):
+        want = want * 0.5 + x[t]
+    got = np.zeros(n)
+    tessel.build(s, [X, out], target=target)(x, got)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
