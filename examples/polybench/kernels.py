@@ -6,7 +6,7 @@ import numpy as np
 
 from tessel import te
 
-from .common import Arrays, Kernel, Program, Sizes
+from .common import Arrays, Kernel, Program, Sizes, product_rows
 
 F64 = "float64"
 
@@ -25,8 +25,8 @@ def _2mm_define(n: Sizes) -> Program:
     out = te.compute((NI, NL), lambda i, j: te.sum(tmp[i, kj] * C[kj, j], axis=kj, init=beta * D[i, j]), name="D2")
     s = te.create_schedule(out.op)
     s[out].store_in(D)  # D scaled and accumulated in place; tmp is PolyBench's own array
-    s[tmp].parallel(tmp.op.axis[0])  # rows are independent
-    s[out].parallel(out.op.axis[0])
+    for t in (tmp, out):
+        product_rows(s, t)
     return Program(s, [alpha, beta, tmp, A, B, C, D], ["alpha", "beta", "tmp", "A", "B", "C", "D"], ["tmp", "D"])
 
 
@@ -83,7 +83,7 @@ def _3mm_define(n: Sizes) -> Program:
     G = te.compute((NI, NL), lambda i, j: te.sum(E[i, k3] * F[k3, j], axis=k3), name="G")
     s = te.create_schedule(G.op)
     for t in (E, F, G):
-        s[t].parallel(t.op.axis[0])  # rows are independent
+        product_rows(s, t)
     return Program(s, [E, A, B, F, C, D, G], ["E", "A", "B", "F", "C", "D", "G"], ["E", "F", "G"])
 
 
