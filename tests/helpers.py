@@ -28,3 +28,36 @@ def four_stage_chain(middle: str = "C"):
     C = te.compute((8, 6), lambda i, j: B[i, j] * 2, name=middle)
     D = te.compute((8, 6), lambda i, j: C[i, j] - 3, name="D")
     return A, B, C, D
+
+
+def heat_steps(steps: int, n: int, m: int):
+    """``A`` and a recurrence ``h`` over ``(steps, n, m)``: the five-point average of the step
+    before inside, the border carried over (its reads clamped so the unchosen side stays in the
+    array), and ``out`` = the last step."""
+    from tessel import te
+
+    A = te.placeholder((n, m), name="A", dtype="float64")
+
+    def step(h, t, i, j):
+        inside = te.all(i > 0, j > 0, i < n - 1, j < m - 1)
+        c = (h[t - 1, i, j] + h[t - 1, te.max(i - 1, 0), j] + h[t - 1, te.min(i + 1, n - 1), j]
+             + h[t - 1, i, te.max(j - 1, 0)] + h[t - 1, i, te.min(j + 1, m - 1)]) * 0.2
+        return te.if_then_else(inside, c, h[t - 1, i, j])
+
+    h = te.recurrence((steps, n, m), [te.define(lambda h, t, i, j: A[i, j], where=lambda t, i, j: t == 0),
+                                      te.define(step, where=lambda t, i, j: t > 0)], name="h")
+    out = te.compute((n, m), lambda i, j: h[steps - 1, i, j], name="out")
+    return A, h, out
+
+
+def five_point(x):
+    """One step of ``heat_steps``'s stencil in NumPy: the interior averaged, the border kept."""
+    y = x.copy()
+    y[1:-1, 1:-1] = (x[1:-1, 1:-1] + x[:-2, 1:-1] + x[2:, 1:-1] + x[1:-1, :-2] + x[1:-1, 2:]) * 0.2
+    return y
+
+
+def heat_steps_ref(a, steps: int):
+    for _ in range(1, steps):
+        a = five_point(a)
+    return a

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import TARGETS
+from helpers import TARGETS, heat_steps, heat_steps_ref
 
 import tessel
 from tessel import te
@@ -17,34 +17,10 @@ from tessel.ir import stmt as S
 from tessel.ir.functor import collect
 
 
-def _heat(steps, n, m):
-    A = te.placeholder((n, m), name="A", dtype="float64")
-
-    def step(h, t, i, j):
-        edge = te.any(i == 0, j == 0, i == n - 1, j == m - 1)
-        inner = (h[t - 1, i, j] + h[t - 1, i - 1, j] + h[t - 1, i + 1, j] + h[t - 1, i, j - 1]
-                 + h[t - 1, i, j + 1]) * 0.2
-        return te.if_then_else(edge, h[t - 1, i, j], inner)
-
-    h = te.recurrence((steps, n, m), [te.define(lambda h, t, i, j: A[i, j], where=lambda t, i, j: t == 0),
-                                      te.define(step, where=lambda t, i, j: t > 0)], name="h")
-    out = te.compute((n, m), lambda i, j: h[steps - 1, i, j], name="out")
-    return A, h, out
-
-
-def _heat_ref(a, steps):
-    x = a.copy()
-    for _ in range(1, steps):
-        y = x.copy()
-        y[1:-1, 1:-1] = (x[1:-1, 1:-1] + x[:-2, 1:-1] + x[2:, 1:-1] + x[1:-1, :-2] + x[1:-1, 2:]) * 0.2
-        x = y
-    return x
-
-
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize(("steps", "n", "m"), [(9, 13, 21), (6, 10, 33)])
 def test_a_stencil_over_time_is_folded_parallel_and_vector_code(target, steps, n, m):
-    A, h, out = _heat(steps, n, m)
+    A, h, out = heat_steps(steps, n, m)
     s = tessel.auto_schedule([out], target="c", budget=0)
     code = s.python()
     assert "storage_fold(" in code and ".parallel(" in code and ".vectorize(" in code
@@ -56,7 +32,7 @@ def test_a_stencil_over_time_is_folded_parallel_and_vector_code(target, steps, n
     a = np.random.default_rng(steps).random((n, m))
     got = np.zeros((n, m))
     tessel.build(s, [A, out], target=target)(a, got)
-    np.testing.assert_allclose(got, _heat_ref(a, steps), rtol=1e-12)
+    np.testing.assert_allclose(got, heat_steps_ref(a, steps), rtol=1e-12)
 
 
 @pytest.mark.parametrize("target", TARGETS)

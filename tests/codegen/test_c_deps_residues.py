@@ -9,43 +9,24 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from codegen.test_c_deps import guarded_loops, loop_vars
-from helpers import check, rand
+from helpers import check, heat_steps, heat_steps_ref, rand
 
 from tessel import te
 from tessel.tunables import current
 
 
 def _jacobi(steps, n, fold):
-    A = te.placeholder((n, n), name="A", dtype="float64")
-
-    def step(h, t, i, j):
-        inside = te.all(i > 0, j > 0, i < n - 1, j < n - 1)
-        c = (h[t - 1, i, j] + h[t - 1, te.max(i - 1, 0), j] + h[t - 1, te.min(i + 1, n - 1), j]
-             + h[t - 1, i, te.max(j - 1, 0)] + h[t - 1, i, te.min(j + 1, n - 1)]) * 0.2
-        return te.if_then_else(inside, c, h[t - 1, i, j])
-
-    h = te.recurrence((steps, n, n), [te.define(lambda h, t, i, j: A[i, j], where=lambda t, i, j: t == 0),
-                                      te.define(step, where=lambda t, i, j: t > 0)], name="h")
-    O = te.compute((n, n), lambda i, j: h[steps - 1, i, j], name="O")
+    A, h, O = heat_steps(steps, n, n)
     s = te.create_schedule(O.op)
     s[h].storage_fold(h.op.axis[0], fold)
     return A, O, s
-
-
-def _jacobi_ref(a, steps):
-    x = a.copy()
-    for _ in range(1, steps):
-        y = x.copy()
-        y[1:-1, 1:-1] = (x[1:-1, 1:-1] + x[:-2, 1:-1] + x[2:, 1:-1] + x[1:-1, :-2] + x[1:-1, 2:]) * 0.2
-        x = y
-    return x
 
 
 @pytest.mark.parametrize(("steps", "n", "fold"), [(6, 13, 2), (5, 11, 3)])
 def test_the_loops_inside_a_folded_time_loop_are_left_to_the_vectorizer(steps, n, fold):
     A, O, s = _jacobi(steps, n, fold)
     a = rand(n, n, dtype="float64")
-    kernels = check(s, [A, O], [a], [_jacobi_ref(a, steps)], rtol=1e-12, atol=1e-12)
+    kernels = check(s, [A, O], [a], [heat_steps_ref(a, steps)], rtol=1e-12, atol=1e-12)
     src = kernels["c"].source
     guarded = guarded_loops(src)
     assert len(guarded) == 1, guarded  # the time loop only
@@ -72,5 +53,5 @@ def test_too_many_residues_keep_the_loop_scalar_and_right(limits):
     assert current().max_residues == 1
     A, O, s = _jacobi(5, 9, 2)
     a = rand(9, 9, dtype="float64")
-    kernels = check(s, [A, O], [a], [_jacobi_ref(a, 5)], rtol=1e-12, atol=1e-12)
+    kernels = check(s, [A, O], [a], [heat_steps_ref(a, 5)], rtol=1e-12, atol=1e-12)
     assert len(guarded_loops(kernels["c"].source)) > 1

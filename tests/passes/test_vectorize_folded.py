@@ -5,7 +5,6 @@ at [(t + 1)%2...]: iterations might depend on each other"."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from helpers import TARGETS, check, rand
 
@@ -41,7 +40,6 @@ def test_a_vectorized_loop_inside_a_folded_time_loop_is_vector_code(steps, n, fo
     kernels = check(s, [A, O], [a], [want], targets=TARGETS, rtol=1e-12, atol=1e-12)
     src = kernels["c"].source
     assert "not vectorized" not in src
-    assert np.all(np.isfinite(want))
 
 
 @pytest.mark.parametrize(("shift", "vector"), [(1, False), (-1, False), (16, True), (0, True)])

@@ -170,3 +170,22 @@ def test_a_stage_the_finish_reads_cannot_live_inside_the_reduction_loop(target):
     tessel.build(s, [A, D], target=target)(a, got)
     c = a + 1.0
     np.testing.assert_allclose(got, c.sum(axis=1) * 2.0 + c[:, 0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_symbolic_sizes_and_a_store_into_an_input(target):
+    """A finished reduction over symbolic sizes, stored in place into an input it does not read
+    (a command: the nest comes from isl's AST), at two sizes."""
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), F64, name="A")
+    M = te.placeholder((n,), F64, name="M")
+    k = te.reduce_axis((0, m), name="k")
+    mean = te.compute((n,), lambda i: te.sum(A[i, k], axis=k, init=M[i] * 0.0) / 4.0 + 1.0, name="mean")
+    s = te.create_schedule(mean.op)
+    s[mean].store_in(M)
+    f = tessel.build(s, [A, M], target=target)
+    for rows, cols in ((5, 7), (3, 11)):
+        a = np.random.default_rng(rows).random((rows, cols))
+        got = np.random.default_rng(cols).random(rows)
+        f(a, got)
+        np.testing.assert_allclose(got, a.sum(axis=1) / 4.0 + 1.0, rtol=1e-12)

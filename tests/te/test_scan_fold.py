@@ -122,3 +122,22 @@ def test_two_states_of_different_ranks_folded(target):
     got = np.zeros(n, "float32")
     tessel.build(s, [A, Z], target=target)(a, got)
     np.testing.assert_allclose(got, x[T - 1] * y[T - 2], rtol=1e-5)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_fold_over_symbolic_sizes(target):
+    T, n = te.var("T"), te.var("n")
+    X = te.placeholder((T, n), name="X", dtype="float64")
+    init = te.compute((1, n), lambda t, i: X[t, i], name="init")
+    st = te.placeholder((T, n), name="st", dtype="float64")
+    upd = te.compute((T, n), lambda t, i: st[t - 1, i] * 0.5 + X[t, i], name="upd")
+    res = te.scan(init, upd, st, name="res")
+    O = te.compute((n,), lambda i: res[T - 1, i], name="O")
+    s = te.create_schedule(O.op)
+    s[res].storage_fold(s[res].op.scan_axis, 2)
+    f = tessel.build(s, [X, O], target=target)
+    for steps, size in ((6, 9), (3, 17)):
+        x = np.random.default_rng(steps).random((steps, size))
+        got = np.zeros(size)
+        f(x, got)
+        np.testing.assert_allclose(got, _decay_ref(x), rtol=1e-12)
