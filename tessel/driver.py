@@ -1,8 +1,8 @@
 """The pipeline, in order: schedule -> InferBound -> ScheduleOps -> passes -> codegen -> runtime.
 
 The passes are data (:mod:`tessel.pipeline`): ``FRONT_PASSES`` make the loop nest of a
-bounded schedule, ``FAST_PASSES`` then fit it to the target; both are read when a lowering
-runs. ``lower`` keeps the IR after each step and can show it with the time the step took
+bounded schedule, ``FAST_PASSES`` then fit it to the target, and ``TARGET_PASSES`` add the
+target's own; all are read when a lowering runs. ``lower`` keeps the IR after each step and can show it with the time the step took
 (``trace=True`` or ``TESSEL_DEBUG=1``), which is also how tests look at one step (e.g. the
 ScheduleOps listing that seed 000 prints). Whatever watches the pipeline (the suite's replay
 check, a profiler) is an ``Instrument`` in ``pipeline.INSTRUMENTS``, never a patch of a
@@ -183,9 +183,10 @@ def _lower_bounded(b: Bounded, plan: ExactPlan | None) -> tuple[S.PrimFunc, list
 
 
 def _fast_passes(front: S.PrimFunc, steps: list[Step], target: Target) -> S.PrimFunc:
-    """``pipeline.FAST_PASSES`` on the front's body for ``target``."""
+    """``pipeline.FAST_PASSES``, then the target's own passes, on the front's body for ``target``."""
     ctx = PassContext(assumed=[c for _, c in front.assumptions], front=front, target=target)
-    stmt = run_passes(pipeline.FAST_PASSES, front.body, ctx, steps)
+    passes = pipeline.FAST_PASSES + pipeline.TARGET_PASSES.get(target.kind, ())
+    stmt = run_passes(passes, front.body, ctx, steps)
     written = {id(s.buffer) for s in collect(stmt, lambda n: isinstance(n, S.BufferStore), statements_only=True)}
     outputs = [b for b in front.params if id(b) in written]
     return S.PrimFunc(front.name, front.params, front.size_vars, stmt, outputs, ctx.guards, front.scalar_args,
@@ -450,6 +451,11 @@ def build_func(func: S.PrimFunc, target: str | Target | None = "c"):
     tgt = as_target(target)
     back = backend(tgt)
     tgt = resolve(tgt)
+    passes = pipeline.TARGET_PASSES.get(tgt.kind, ())
+    if passes:  # the target's own passes, which a function lowered elsewhere (or by hand) has not had
+        body = run_passes(passes, func.body, PassContext(front=func, target=tgt), [])
+        if body is not func.body:
+            func = func.with_body(body)
     return back.load(func, generate(back.generate, func, tgt), tgt)
 
 

@@ -1,7 +1,7 @@
 """The pipeline as data: the named passes that make a bounded schedule's loop nest
 (:data:`FRONT_PASSES`, a function of the schedule) and fit it to a target
-(:data:`FAST_PASSES`, a function of that IR and the target), the record of each step, and the
-instruments that watch them.
+(:data:`FAST_PASSES`, a function of that IR and the target, then the target's own,
+:data:`TARGET_PASSES`), the record of each step, and the instruments that watch them.
 
 ``tessel.driver`` runs the lists; a pass is added by adding it to one (its ``made_by`` names
 the functions that make its IR, from which ``docs/architecture.md``'s table is generated).
@@ -33,6 +33,7 @@ from .passes import (
     vectorize,
 )
 from .passes.base import Pass
+from .passes.memory import hoist_allocations, promote_registers
 from .poly.empty import remove_empty_loops
 from .poly.exact import ExactPlan
 from .schedule.commands import has_commands
@@ -146,13 +147,24 @@ FAST_PASSES: tuple[Pass, ...] = (
     Pass("index_dtype", _index_dtype, (index_dtype,)),
 )
 
+#: what a kind of target runs after :data:`FAST_PASSES`: the c target decides where each
+#: temporary lives (heap blocks allocated once, small tiles kept in registers) and says so in
+#: the IR, which its generator only writes
+TARGET_PASSES: dict[str, tuple[Pass, ...]] = {
+    "c": (
+        Pass("hoist_allocations", lambda st, ctx: hoist_allocations(st), (hoist_allocations,), only_if_changed=True),
+        Pass("promote_registers", lambda st, ctx: promote_registers(st), (promote_registers,), only_if_changed=True),
+    ),
+}
 
-_STANDARD = (FRONT_PASSES, FAST_PASSES)
+
+_STANDARD = (FRONT_PASSES, FAST_PASSES, dict(TARGET_PASSES))
 #: what the standard passes call, as they were defined: a program that rebinds one of these
 #: names here has another pipeline, though the lists are the same
 _CALLED = {name: globals()[name] for name in (
     "poly_ops", "schedule_ops", "simplify_stmt", "storage_flatten", "loop_partition", "remove_empty_loops",
-    "peel_borders", "vectorize", "streaming_outputs", "unroll", "index_dtype")}
+    "peel_borders", "vectorize", "streaming_outputs", "unroll", "index_dtype", "hoist_allocations",
+    "promote_registers")}
 
 
 def standard() -> bool:
@@ -160,11 +172,12 @@ def standard() -> bool:
     by another pipeline is never remembered on disk (its key could not tell the two apart) and
     an in-process lowering only for the lists it was made with (``lists``)."""
     here = globals()
-    return (FRONT_PASSES, FAST_PASSES) == _STANDARD and all(here[k] is v for k, v in _CALLED.items())
+    return (FRONT_PASSES, FAST_PASSES, TARGET_PASSES) == _STANDARD and all(here[k] is v for k, v in _CALLED.items())
 
 
-def lists() -> tuple[tuple[Pass, ...], tuple[Pass, ...]]:
-    return FRONT_PASSES, FAST_PASSES
+def lists() -> tuple[tuple[Pass, ...], ...]:
+    """Every list a lowering may run, the targets' in the order of their kinds."""
+    return FRONT_PASSES, FAST_PASSES, *(TARGET_PASSES[k] for k in sorted(TARGET_PASSES))
 
 
 def run_passes(passes: tuple[Pass, ...], stmt: S.Stmt | None, ctx: PassContext, steps: list[Step]) -> S.Stmt:
@@ -180,4 +193,4 @@ def run_passes(passes: tuple[Pass, ...], stmt: S.Stmt | None, ctx: PassContext, 
     return stmt
 
 
-__all__ = ["FAST_PASSES", "FRONT_PASSES", "INSTRUMENTS", "Bounded", "Instrument", "Pass", "PassContext", "Step", "lists", "run_passes", "standard"]
+__all__ = ["FAST_PASSES", "FRONT_PASSES", "TARGET_PASSES", "INSTRUMENTS", "Bounded", "Instrument", "Pass", "PassContext", "Step", "lists", "run_passes", "standard"]

@@ -76,7 +76,7 @@ class Tunables:
     #: outputs at least this many bytes are written around the caches (streaming stores)
     stream_min_bytes: int = 16 << 20
 
-    # ---- memory of the C kernel (codegen/c_memory.py)
+    # ---- memory of the C kernel (passes/memory.py)
     #: larger (or symbolic) temporaries go to the heap
     stack_limit_bytes: int = 32 * 1024
     #: a local temporary this small, touched only at constant offsets, becomes variables ...

@@ -13,8 +13,6 @@ each part dispatching through the one visitor (:class:`tessel.ir.functor.Functor
   calls through the intrinsic table, casts);
 * :mod:`~tessel.codegen.c_vector`: vector expressions and their types;
 * :mod:`~tessel.codegen.c_stmt`: statements (loops, branches, stores, temporaries);
-* :mod:`~tessel.codegen.c_memory`: where each temporary lives (registers, stack, heap; heap
-  blocks hoisted out of the loops around them);
 * :mod:`~tessel.codegen.c_helpers`: the C types and the source of the helper functions.
 """
 
@@ -30,7 +28,6 @@ from ..passes.carried import carrying_loops
 from . import Generated
 from .c_expr import LIBM_NAMES
 from .c_helpers import ALLOC, CTYPE, DLTENSOR, PACKED, STREAM, THREADS, ctype
-from .c_memory import plan_hoisting
 from .c_stmt import CStmtWriter
 from .common import FuncFacts, check_func, written_buffers
 
@@ -45,9 +42,8 @@ class _CGen(CStmtWriter):
         written = self.written = (facts.written if facts is not None else written_buffers(f)) | set(f.outputs)
         self.calls_out = facts.calls_out if facts is not None else True
         params = self._params(written)
-        self.plan = plan_hoisting(f)
         self.carrying = carrying_loops(f)
-        self.with_hoisted(self.plan.to.get(id(f), []), f.body)
+        self.stmt(f.body)
         body = self.lines
         if self.externs:  # the outside functions, filled in by the runtime (never named in the C)
             params.append("void* const* restrict tsl_funcs")

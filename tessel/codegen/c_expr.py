@@ -148,7 +148,7 @@ class CExprWriter(ExprWriter):
         k = idx.value
         if k in entry and entry[k][1] == 1:
             return entry[k][0]
-        base = max(b for b in entry if b <= k)  # the vector holding it (c_memory.promotion_cells)
+        base = max(b for b in entry if b <= k)  # the vector holding it (passes.memory.promotion_cells)
         return f"{entry[base][0]}[{k - base}]"
 
     # ---- arithmetic ------------------------------------------------------------------------

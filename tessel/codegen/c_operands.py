@@ -53,7 +53,7 @@ def keep_macro(name: str, nbytes: int) -> str:
 
 def _register_update(w: CStmtWriter, s: S.Stmt) -> bool:
     """A store into a tile kept in variables (no memory is written): a vector, or a single
-    element (a row's last column in a tile of mixed widths, c_memory.promotion_cells)."""
+    element (a row's last column in a tile of mixed widths, passes.memory.promotion_cells)."""
     return isinstance(s, S.BufferStore) and id(s.buffer) in w.promoted
 
 

@@ -1,9 +1,10 @@
 """Statements in C: loops (with their OpenMP and unroll pragmas), branches, lets, attributes,
 stores and the temporaries' declarations, one ``visit_<Node>`` method per kind of statement.
 
-Where each temporary lives is decided by :mod:`tessel.codegen.c_memory`; this module writes
-it: stack arrays, heap blocks allocated where the hoisting plan put them (a failed allocation
-sets the status the kernel returns instead of crashing), and registers for promoted tiles.
+Where each temporary lives is decided by the c target's passes (:mod:`tessel.passes.memory`)
+and recorded in the IR; this module writes it: stack arrays, heap blocks allocated where an
+``AttrKey.HEAP`` fact puts them (a failed allocation sets the status the kernel returns instead
+of crashing), and variables for the tiles an ``AttrKey.REGISTERS`` fact keeps in registers.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from ..ir import stmt as S
 from ..ir.functor import collect
 from ..ir.names import comment
 from ..ir.stmt import AttrKey, LoopKind
+from ..passes.memory import ONCE, PER_THREAD, on_heap
 from ..tunables import current
 from .c_expr import CExprWriter
 from .c_helpers import ctype
-from .c_memory import HoistPlan, on_heap, promotion_cells
 from .c_operands import emit_run, flat, register_runs
 
 
@@ -36,7 +37,7 @@ class CStmtWriter(CExprWriter):
         self.has_parallel = False
         self.uses_heap = False
         self.uses_status = False  # a packed call may report an error through the status
-        self.plan = HoistPlan()
+        self.placed: set[int] = set()  # ids of the buffers allocated by an enclosing HEAP fact
         self.promoted_names: dict[tuple[int, int, int], str] = {}  # (buffer id, first element, lanes) -> name
         self.calls_out = True  # whether the kernel may call a function outside it (FuncFacts)
         self.carrying: dict[int, str] = {}  # id(loop) -> the dependence it carries (passes.carried.carrying_loops)
@@ -92,13 +93,13 @@ class CStmtWriter(CExprWriter):
         self.bound.add(id(s.var))
         name = self.names.get(s.var, s.var.name)
         # the same variable bound twice in one block, or temporaries allocated in its body
-        fresh_scope = name in self.scopes[-1] or id(s) in self.plan.into
+        fresh_scope = name in self.scopes[-1] or _heap_facts(s.body, ONCE)[0]
         if fresh_scope:
             self.open("")
         self.scopes[-1].add(name)
         t = self.vec.vtype(s.var.dtype) if s.var.dtype.lanes > 1 else ctype(s.var.dtype)
         self.emit(f"const {t} {name} = {value};")
-        self.with_hoisted(self.plan.into.get(id(s), []), s.body)
+        self.stmt(s.body)
         if fresh_scope:
             self.close()
         self.bound.discard(id(s.var))
@@ -110,6 +111,16 @@ class CStmtWriter(CExprWriter):
             self.emit(f"// {comment(s.node)} < {comment(s.value)}: the loop nest as scheduled, unspecialised")
         elif s.key == AttrKey.NOT_VECTORIZED:
             self.emit("// not vectorized: " + comment(str(s.value).replace("\n", " ")))
+        elif s.key == AttrKey.HEAP:
+            buffers, body = _heap_facts(s, s.value)
+            if s.value == PER_THREAD:
+                self.visit_For(body, buffers)
+            else:
+                self.with_hoisted(buffers, body)
+            return
+        elif s.key == AttrKey.REGISTERS:
+            self._promote(s.body, dict(s.value))
+            return
         elif s.key == AttrKey.STREAM_STORE:  # each vector streams where its address is aligned (a peel may have aligned them)
             self.emit(f"// streaming stores to {comment(s.node.name)} (past the caches)")
             self.uses_stream = True
@@ -149,7 +160,8 @@ class CStmtWriter(CExprWriter):
         folded = self.expr(Analyzer().simplify(O.add(s.min, s.extent)), 6)
         return folded if len(folded) < len(plain) else plain
 
-    def visit_For(self, s: S.For) -> None:
+    def visit_For(self, s: S.For, per_thread: tuple[S.Buffer, ...] = ()) -> None:
+        """``per_thread``: the temporaries each thread of this parallel loop allocates once."""
         v = s.loop_var
         lo = self.expr(s.min)
         ext = self.expr(s.extent, 6)
@@ -159,17 +171,17 @@ class CStmtWriter(CExprWriter):
         streams = s.kind == LoopKind.PARALLEL and bool(
             collect(s.body, lambda n: isinstance(n, S.AttrStmt) and n.key == AttrKey.STREAM_STORE,
                     statements_only=True))
-        region = s.kind == LoopKind.PARALLEL and bool(self.plan.to.get(id(s)) or streams)
-        private = self._loop_pragmas(s, region)
+        region = s.kind == LoopKind.PARALLEL and bool(per_thread or streams)
+        private = self._loop_pragmas(s, region, per_thread)
         self.open(f"for ({ctype(v.dtype)} {name} = {lo}; {name} < {end}; ++{name})")
         if id(s) in self.carrying:  # see passes/carried.py: GCC (12 at least) and clang vectorize no loop holding an asm
             self.emit(f"__asm__ volatile(\"\");  // carried: {comment(self.carrying[id(s)])}; not for the C vectorizer")
         if private:
             self.open(f"if ({' && '.join(f'{n} != NULL' for n in private)})")
-            self.with_hoisted(self.plan.into.get(id(s), []), s.body)
+            self.stmt(s.body)
             self.close()
         else:
-            self.with_hoisted(self.plan.into.get(id(s), []), s.body)
+            self.stmt(s.body)
         self.close()
         self.bound.discard(id(v))
         if region:
@@ -178,8 +190,9 @@ class CStmtWriter(CExprWriter):
             for n in private:
                 self.emit(f"free({n});")
             self.close()
+            self.placed.difference_update(id(b) for b in per_thread)
 
-    def _loop_pragmas(self, s: S.For, region: bool) -> list[str]:
+    def _loop_pragmas(self, s: S.For, region: bool, per_thread: tuple[S.Buffer, ...]) -> list[str]:
         """What goes before loop ``s``: its pragma and, for a parallel ``region`` (per-thread
         setup and teardown), the opening of the region and the temporaries each thread
         allocates once; their names, to free when the region ends."""
@@ -189,7 +202,7 @@ class CStmtWriter(CExprWriter):
             if region:
                 self.emit("#pragma omp parallel num_threads(tsl_nt)")
                 self.open("")
-                private = self.open_hoisted(self.plan.to.get(id(s), []))
+                private = self.open_hoisted(per_thread)
                 if private:  # each thread allocates its temporaries once
                     ok = " && ".join(f"{n} != NULL" for n in private)
                     self.open(f"if (!({ok}))")
@@ -217,10 +230,8 @@ class CStmtWriter(CExprWriter):
         dims = list(b.shape)
         const = all(isinstance(x, E.IntImm) for x in dims)
         count = math.prod(x.value for x in dims) if const else None
-        if id(s) in self.plan.hoisted:  # allocated once, further out (see c_memory.plan_hoisting)
+        if id(b) in self.placed:  # allocated once, further out (see passes.memory.hoist_allocations)
             self.stmt(s.body)
-            return
-        if count is not None and self._promote(s, count):
             return
         self.open("")
         if not on_heap(b):
@@ -239,9 +250,9 @@ class CStmtWriter(CExprWriter):
             self.close()
         self.close()
 
-    def with_hoisted(self, allocs: list[S.Allocate], body: S.Stmt) -> None:
-        """``body``, after the hoisted temporaries ``allocs`` are allocated (and freed after it)."""
-        names = self.open_hoisted(allocs)
+    def with_hoisted(self, buffers: tuple[S.Buffer, ...], body: S.Stmt) -> None:
+        """``body``, after the hoisted temporaries ``buffers`` are allocated (and freed after it)."""
+        names = self.open_hoisted(buffers)
         if not names:
             self.stmt(body)
             return
@@ -252,16 +263,13 @@ class CStmtWriter(CExprWriter):
         self.close()
         for n in names:
             self.emit(f"free({n});")
+        self.placed.difference_update(id(b) for b in buffers)
 
-    def open_hoisted(self, allocs: list[S.Allocate]) -> list[str]:
-        """Declare the hoisted temporaries ``allocs``; their names, to free at the end."""
+    def open_hoisted(self, buffers: tuple[S.Buffer, ...]) -> list[str]:
+        """Declare the hoisted temporaries ``buffers``; their names, to free at the end."""
         names: list[str] = []
-        seen: set[int] = set()
-        for a in allocs:
-            b = a.buffer
-            if id(b) in seen:  # one buffer allocated in several places (a partitioned loop's copies)
-                continue
-            seen.add(id(b))
+        for b in buffers:
+            self.placed.add(id(b))
             self.uses_heap = True
             t, name = ctype(b.dtype), self.names.get(b, b.name)
             size = " * ".join(f"(int64_t){self.expr(x, 8)}" for x in b.shape) or "1"
@@ -269,11 +277,8 @@ class CStmtWriter(CExprWriter):
             names.append(name)
         return names
 
-    def _promote(self, s: S.Allocate, count: int) -> bool:
-        """Keep a small temporary in variables, when c_memory.promotion_cells allows it."""
-        cells = promotion_cells(s, count)
-        if cells is None:
-            return False
+    def _promote(self, s: S.Allocate, cells: dict[int, int]) -> None:
+        """Keep a small temporary in variables (``cells``: see passes.memory.promotion_cells)."""
         b = s.buffer
         prefix = self.names.get(b, b.name)
         self.open("")
@@ -295,7 +300,16 @@ class CStmtWriter(CExprWriter):
         self.stmt(s.body)
         del self.promoted[id(b)]
         self.close()
-        return True
+
+
+def _heap_facts(s: S.Stmt, where: str) -> tuple[tuple[S.Buffer, ...], S.Stmt]:
+    """The buffers of the ``AttrKey.HEAP`` facts of kind ``where`` at the head of ``s``, and the
+    statement under them."""
+    buffers: list[S.Buffer] = []
+    while isinstance(s, S.AttrStmt) and s.key == AttrKey.HEAP and s.value == where:
+        buffers.append(s.node)
+        s = s.body
+    return tuple(buffers), s
 
 
 def _is_zero(e: E.PrimExpr) -> bool:

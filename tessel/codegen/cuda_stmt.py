@@ -81,7 +81,7 @@ class CudaWriter(CStmtWriter):
         self.close()
         self.bound.discard(id(v))
 
-    def _loop_pragmas(self, s: S.For, region: bool) -> list[str]:
+    def _loop_pragmas(self, s: S.For, region: bool, per_thread: tuple = ()) -> list[str]:
         if s.kind == LoopKind.UNROLLED or (s.kind == LoopKind.THREAD_BINDING and s.thread_tag.startswith("vthread")):
             self.emit("#pragma unroll")
         elif s.kind == LoopKind.THREAD_BINDING:

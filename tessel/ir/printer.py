@@ -187,6 +187,12 @@ class Printer:
         elif isinstance(s, S.AttrStmt):
             if s.key == AttrKey.PRODUCE:
                 self.block(f"produce {self.sname(s.node, ops=True)}", s.body)
+            elif s.key in (AttrKey.HEAP, AttrKey.REGISTERS):  # the c target's decisions (passes/memory.py)
+                where = {"once": "allocated here, once", "per_thread": "allocated once by each thread of the loop below"}
+                said = where.get(s.value, "") if s.key == AttrKey.HEAP else \
+                    "kept in registers: " + ", ".join(f"[{b}:{b + n}]" if n > 1 else f"[{b}]" for b, n in s.value)
+                self.emit(f"// {shown(s.node.name, None)}: {said}")
+                self.stmt(s.body)
             else:
                 node = shown(getattr(s.node, "name", None) or self.expr(s.node), None)
                 value = self.expr(s.value) if isinstance(s.value, E.Node) else repr(s.value)

@@ -117,6 +117,8 @@ class AttrKey(StrEnum):
     SMALL_SIZES = "small_sizes"  # loop_partition: the branch kept for inputs smaller than a factor
     NOT_VECTORIZED = "not_vectorized"  # vectorize: why a loop stayed scalar (a comment in the code)
     STREAM_STORE = "stream_store"  # vectorize -> the C generator: non-temporal stores
+    HEAP = "heap"  # hoist_allocations -> the C generator: ``node`` allocated here (value: once | per_thread)
+    REGISTERS = "registers"  # promote_registers -> the C generator: ``node`` kept in variables (value: its cells)
     PRAGMA = "pragma_"  # the prefix of a user's pragma
 
 
@@ -235,6 +237,11 @@ class PrimFunc(Node):
         self.outputs = tuple(outputs)
         self.guards = tuple(guards)
         self.scalar_args = tuple(scalar_args)
+
+    def with_body(self, body: Stmt) -> PrimFunc:
+        """The same kernel over another body (a pass's result)."""
+        return PrimFunc(self.name, self.params, self.size_vars, body, self.outputs, self.guards, self.scalar_args,
+                        self.assumptions)
 
 
 def seq(*stmts: Stmt | None) -> Stmt:
