@@ -2,9 +2,9 @@
 
 Each is a recurrence over its time steps (``te.recurrence`` over ``(t, i, j, ...)``): the
 algorithm keeps every step, the schedule decides how many of them the storage holds. PolyBench
-keeps none: two arrays taking turns (jacobi, heat-3d), one array updated in place (seidel-2d),
-or a few fields each updated in place (fdtd-2d, adi). Where tessel maps the recurrence onto
-those arrays directly the kernel says so; where it does not (see each Kernel's ``notes``), the
+keeps none: two arrays taking turns (jacobi, heat-3d: ``store_in([A, B], ...)``), one array
+updated in place (seidel-2d), or a few fields each updated in place (fdtd-2d, adi). Where tessel
+does not map the recurrence onto those arrays directly (see each Kernel's ``notes``), the
 recurrence is folded onto the fewest steps it needs and its last steps are copied into the
 caller's arrays.
 """
@@ -37,35 +37,28 @@ def _arity(n: int, fn: Callable) -> Callable:
 def _ping_pong(A: te.Tensor, B: te.Tensor, steps: int, stencil: Callable, name: str) -> Program:
     """PolyBench's ``B = f(A); A = f(B)``, ``steps`` times, as one recurrence over the half
     steps: half step ``s`` is B's value after step ``(s + 1) // 2`` when ``s`` is odd, A's after
-    step ``s // 2`` when even. Each half step reads only the one before, so two of them are
-    stored (``storage_fold(s, 2)``); the last two are A's and B's final values."""
+    step ``s // 2`` when even; the border keeps its values (B's own at step 1, else those of two
+    half steps before). Each half step reads only the one before, so the steps live in the
+    caller's two arrays taking turns, each half step in the array of its parity, as PolyBench
+    keeps them (``store_in([A, B], ...)``: the step loop then runs two half steps at a time,
+    each naming its arrays, which is PolyBench's loop nest)."""
     shape = tuple(int(x) for x in A.shape)
-    last = 2 * steps
+    r = len(shape)
 
     def half(h, s, *idx):
-        border = te.if_then_else(s % 2 == 1, B[idx], A[idx])
+        border = te.if_then_else(s == 1, B[idx], h[(s - 2, *idx)])
         return te.if_then_else(_edge(shape, idx), border, stencil(lambda *p: h[(s - 1, *p)], *idx))
 
-    r = len(shape)
-    h = te.recurrence((last + 1, *shape), [
+    h = te.recurrence((2 * steps + 1, *shape), [
         te.define(_arity(r + 2, lambda h, s, *idx: A[idx]), where=_arity(r + 1, lambda s, *idx: s == 0)),
         te.define(_arity(r + 2, half), where=_arity(r + 1, lambda s, *idx: s >= 1)),
     ], name=name)
-    out_a = te.compute(shape, _arity(r, lambda *idx: h[(last, *idx)]), name=f"{name}_A")
-    out_b = te.compute(shape, _arity(r, lambda *idx: h[(last - 1, *idx)]), name=f"{name}_B")
-    s = te.create_schedule([out_a.op, out_b.op])
-    s[h].storage_fold(h.op.axis[0], 2)
+    s = te.create_schedule(h.op)
+    s[h].store_in([A, B], _arity(r + 1, lambda step, *idx: (step % 2, *idx)))
     if r > 1:  # a 1-D step is too short to share among threads
         s[h].parallel(h.op.axis[1])
     s[h].vectorize(h.op.axis[-1])  # the interior as vector code (the border's iterations run apart: passes/peel.py)
-    s[out_a].store_in(A)  # the final values in the caller's arrays
-    s[out_b].store_in(B)
     return Program(s, [A, B], ["A", "B"], ["A", "B"])
-
-
-_PING_PONG_NOTE = ("store_in maps a recurrence into one buffer, and PolyBench's two arrays taking turns are two: "
-                   "the half steps are folded to two in a temporary (storage_fold(s, 2)) and the last two copied "
-                   "into A and B, twice PolyBench's footprint")
 
 
 # ---- jacobi-1d ------------------------------------------------------------------------------
@@ -96,7 +89,7 @@ JACOBI_1D = Kernel(
     for (int i = 1; i < N - 1; i++) B[i] = 0.33333 * (A[i-1] + A[i] + A[i+1]);
     for (int i = 1; i < N - 1; i++) A[i] = 0.33333 * (B[i-1] + B[i] + B[i+1]);
   }""",
-    notes=_PING_PONG_NOTE)
+    )
 
 
 # ---- jacobi-2d ------------------------------------------------------------------------------
@@ -136,7 +129,7 @@ JACOBI_2D = Kernel(
       for (int j = 1; j < N - 1; j++)
         A[i][j] = 0.2 * (B[i][j] + B[i][j-1] + B[i][1+j] + B[1+i][j] + B[i-1][j]);
   }""",
-    notes=_PING_PONG_NOTE)
+    )
 
 
 # ---- heat-3d --------------------------------------------------------------------------------
@@ -196,7 +189,7 @@ HEAT_3D = Kernel(
                      + 0.125 * (B[i][j][k+1] - 2.0 * B[i][j][k] + B[i][j][k-1])
                      + B[i][j][k];
   }""",
-    notes=_PING_PONG_NOTE)
+    )
 
 
 

@@ -152,7 +152,8 @@ def fold_violation(sch: Schedule, lost: Overwrite, propose: bool = True, fixes: 
     if dep is None:
         elsewhere = "a fresh buffer, or storage_fold of its step axis" if getattr(folded.op, "definitions", ()) \
             else "a fresh buffer"
-        text = (f"stage {stage.name}: {what} is refused: {lost.reader.label()} reads the values {buf} holds "
+        text = (f"stage {stage.name}: {what} is refused: {lost.reader.label()} reads the values "
+                f"{lost.tensor or buf} holds "
                 f"when the kernel is called, but {folded.name} has already written over the element it reads "
                 f"(for {lost.at}). Store {folded.name} elsewhere ({elsewhere}), or order the loops so that "
                 f"every read of {buf} comes first")

@@ -139,10 +139,13 @@ def _as_typed(values: dict[E.Var, E.PrimExpr]) -> dict[E.Var, E.PrimExpr]:
 
 
 class _Stored(Mutator):
-    """Writes and reads of a tensor whose stage has ``store_in`` go to the command's buffer."""
+    """Writes and reads of a tensor whose stage has ``store_in`` go to the command's buffer (of
+    arrays taking turns, to the one its first index chooses)."""
 
     def __init__(self, sch):
         self.where: dict[Tensor, tuple[Tensor, tuple, tuple]] = {}
+        self.parts = {id(st.storage.buffer): st.storage.parts for st in sch.stages
+                      if st.storage is not None and st.storage.parts}
         for st in sch.stages:
             axes = tuple(iv.var for iv in st.op.axis)
             if st.storage is not None:
@@ -170,6 +173,10 @@ class _Stored(Mutator):
         indices = tuple(self.visit(i) for i in s.indices)
         if s.producer in self.where:
             buf, idx = self._moved(s.producer, indices)
+            parts = self.parts.get(id(buf))
+            if parts:  # the store goes to the array its slot chooses
+                return _chosen(parts, idx[0], lambda t: S.ProducerStore(t, value, idx[1:]),
+                               lambda c, a, b: S.IfThenElse(c, a, b))
             return S.ProducerStore(buf, value, idx)
         return S.ProducerStore(s.producer, value, indices)
 
@@ -177,8 +184,23 @@ class _Stored(Mutator):
         indices = tuple(self.visit(i) for i in e.indices)
         if e.producer in self.where:
             buf, idx = self._moved(e.producer, indices)
+            parts = self.parts.get(id(buf))
+            if parts:  # every array holds an element there (one shape): a select of loads is safe
+                return _chosen(parts, idx[0], lambda t: E.ProducerLoad(t, idx[1:]), O.select)
             return E.ProducerLoad(buf, idx)
         return E.ProducerLoad(e.producer, indices)
+
+
+def _chosen(parts: tuple, slot: E.PrimExpr, access, choose):
+    """``access`` of the array ``slot`` chooses among ``parts`` (``slot`` is inside them:
+    ``check_storage`` proved it): that one when the slot is a constant, else a choice by its
+    value, which the passes resolve where a loop's residues run apart (passes/peel.py)."""
+    if isinstance(slot, E.IntImm):
+        return access(parts[slot.value])
+    out = access(parts[-1])
+    for k in range(len(parts) - 2, -1, -1):
+        out = choose(O.eq(slot, O.const(k, slot.dtype)), access(parts[k]), out)
+    return out
 
 
 def _home(op, t: Tensor) -> Tensor:
@@ -192,11 +214,18 @@ def _realize(ctx: BoundContext, args: dict, body: S.Stmt) -> S.Stmt:
     """Storage for every computed tensor (its ``store_in`` buffer, its recurrence's storage)
     that is no argument."""
     seen: dict[int, tuple[Tensor, str]] = {}
+    turns = {id(st.storage.buffer) for st in ctx.sch.stages if st.storage is not None and st.storage.parts}
     for st in ctx.order:
         if st.is_placeholder or st.attach_type == INLINE:
             continue
         for t in st.op.outputs:
             target = t
+            if st.storage is not None and st.storage.parts:  # the caller's arrays, taking turns
+                missing = [p.name for p in st.storage.parts if p not in args]
+                if missing:
+                    raise LowerError(f"stage {st.name} is stored in {', '.join(p.name for p in st.storage.parts)} "
+                                     f"(store_in), the caller's arrays; pass {', '.join(missing)} to lower/build")
+                continue
             if st.storage is not None:
                 if t in args:
                     raise LowerError(f"stage {st.name} is stored in {st.storage.buffer.name} (store_in), so its "
@@ -208,8 +237,9 @@ def _realize(ctx: BoundContext, args: dict, body: S.Stmt) -> S.Stmt:
                 hst = ctx.sch.stage_map.get(target.op) if target is not t else None
                 if hst is not None and hst.storage is not None:
                     target = hst.storage.buffer
-            # an input of the program written in place is the caller's (storage_flatten asks for it)
-            is_input = target.op.is_placeholder and target.op in ctx.sch.stage_map
+            # an input of the program written in place is the caller's (storage_flatten asks for it),
+            # as are the arrays taking turns (never the tensor that stands for them)
+            is_input = target.op.is_placeholder and (target.op in ctx.sch.stage_map or id(target) in turns)
             if target not in args and not is_input:
                 seen.setdefault(id(target), (target, st.scope))
     for t, scope in reversed(list(seen.values())):

@@ -9,6 +9,11 @@ other shape such a test takes, and this pass handles it: the first and last iter
 apart, and in the loop left in between the test is false and is simplified away, so its
 inner loops are peeled in turn and the interior runs with no test at all.
 
+A body that tests its loop's variable modulo a small constant (``(t + 1) % 2 == 0``: the arrays
+taking turns of ``store_in([A, B], ...)``, chosen by the step's parity) has its residues run
+apart the same way: the loop steps by the modulus, with one copy of the body per residue, in
+which the test is a constant.
+
 The iterations run in the same order as before, so nothing the schedule proved changes; only
 loops of constant bounds are peeled (a body is copied at most three times per loop, or once per
 iteration of a loop of at most ``SPLIT_WHOLE``), only when the test is on the loop's own
@@ -19,10 +24,11 @@ thread makes of its own index).
 from __future__ import annotations
 
 from ..ir import expr as E
+from ..ir import op as O
 from ..ir import stmt as S
-from ..ir.functor import Mutator, collect
+from ..ir.functor import Mutator, collect, free_vars, substitute
 from ..ir.stmt import LoopKind
-from .simplify import simplify_stmt
+from .simplify import simplify_stmt, unless_itself
 
 #: a loop this short whose body tests its variable for a value runs each iteration apart (the
 #: cases of a field index: ``if_then_else(f == 0, ey, if_then_else(f == 1, ex, hz))``)
@@ -32,7 +38,7 @@ SPLIT_WHOLE = 4
 def peel_borders(stmt: S.Stmt) -> S.Stmt:
     """``stmt`` with the border iterations its tests single out run apart (see the module).
     One walk first: most kernels test no equality, and then no loop's body is searched."""
-    if not collect(stmt, lambda n: isinstance(n, E.EQ)):
+    if not collect(stmt, lambda n: isinstance(n, E.EQ)):  # both shapes of test are equalities
         return stmt
     return _Peel().visit(stmt)
 
@@ -42,6 +48,9 @@ class _Peel(Mutator):
 
     def visit_For(self, s: S.For) -> S.Stmt:
         ends = _tested_ends(s)
+        k = None if ends else _tested_modulus(s)
+        if k is not None:
+            return S.seq(*[self.visit(p) for p in _residues(s, k)])
         if not ends:
             body = self.visit(s.body)
             return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
@@ -77,11 +86,52 @@ class _Chosen(Mutator):
             return e.args[1] if e.args[0].value else e.args[2]
         return e
 
+    def visit_BufferStore(self, s: S.BufferStore):
+        return unless_itself(self.generic_visit(s))
+
     def visit_Select(self, e: E.Select):
         e = self.generic_visit(e)
         if isinstance(e.condition, E.IntImm):
             return e.true_value if e.condition.value else e.false_value
         return e
+
+
+def _residues(s: S.For, k: int) -> list[S.Stmt]:
+    """``s`` as a loop stepping by ``k`` over ``k`` copies of its body, one per residue of its
+    variable, then the iterations left over."""
+    v, lo = s.loop_var, s.min.value
+    q = E.Var(f"{v.name}.turn", v.dtype)
+    first = O.add(O.const(lo, v.dtype), O.mul(q, O.const(k, v.dtype)))
+    copies = [substitute(s.body, {v: O.add(first, O.const(r, v.dtype))}) for r in range(k)]
+    whole = O.floordiv(s.extent, O.const(k, s.extent.dtype))
+    main = _Chosen().visit(simplify_stmt(S.For(q, E.IntImm(0, whole.dtype), whole, s.kind, S.seq(*copies), s.thread_tag),
+                                         keep_unit_loops=True))
+    done = O.add(O.const(lo, v.dtype), O.mul(whole, O.const(k, v.dtype)))
+    if isinstance(s.extent, E.IntImm):
+        return [main, *(_one(s, done.value + r) for r in range(s.extent.value % k))]
+    left = O.sub(s.extent, O.mul(whole, O.const(k, s.extent.dtype)))
+    return [main, S.For(v, done, left, s.kind, s.body, s.thread_tag)]
+
+
+def _tested_modulus(s: S.For) -> int | None:
+    """``k`` when a condition in ``s``'s body tests an expression of its variable alone modulo
+    ``k`` (a constant of at most ``SPLIT_WHOLE``) for equality, and its first value is a
+    constant (then each residue's test folds)."""
+    if not isinstance(s.min, E.IntImm) or s.kind not in (LoopKind.SERIAL, LoopKind.PARALLEL):
+        return None
+    v = s.loop_var
+    conds = [n.condition for n in collect(s.body, lambda n: isinstance(n, S.IfThenElse | E.Select))]
+    conds += [n.args[0] for n in collect(s.body, lambda n: isinstance(n, E.Call) and n.op == "if_then_else")]
+    found = None
+    for c in conds:
+        for atom in collect(c, lambda n: isinstance(n, E.EQ)):
+            for m in (atom.a, atom.b):
+                if (isinstance(m, E.FloorMod) and isinstance(m.b, E.IntImm) and 1 < m.b.value <= SPLIT_WHOLE
+                        and free_vars(m.a) == {v}):
+                    found = max(found or 0, m.b.value)
+    if found is None or (isinstance(s.extent, E.IntImm) and s.extent.value < 2 * found):
+        return None
+    return found
 
 
 def _tested_ends(s: S.For) -> set[int]:

@@ -95,6 +95,12 @@ class _Simplify(Mutator):
         finally:
             del self.sub.buffers[id(old)]
 
+    def visit_BufferStore(self, s: S.BufferStore):
+        return unless_itself(self.generic_visit(s))
+
+    def visit_ProducerStore(self, s: S.ProducerStore):
+        return unless_itself(self.generic_visit(s))
+
     def visit_SeqStmt(self, s: S.SeqStmt):
         return S.seq(*[self.visit(x) for x in s.seq])
 
@@ -103,6 +109,18 @@ class _Simplify(Mutator):
             return self._expr(node)
         node = super().generic_visit(node)
         return moved(node, self.sub.buffers) if self.sub.buffers else node
+
+
+def unless_itself(s):
+    """Nothing, for a store of the very value the element holds (``A[i] = A[i]``: a border a
+    recurrence keeps by copying it onto itself, stored in place); else ``s``."""
+    v = s.value
+    target = s.buffer if isinstance(s, S.BufferStore) else s.producer
+    source = v.buffer if isinstance(v, E.BufferLoad) else v.producer if isinstance(v, E.ProducerLoad) else None
+    if source is target and len(v.indices) == len(s.indices) and all(
+            structural_equal(a, b) for a, b in zip(v.indices, s.indices)):
+        return S.Evaluate(0)
+    return s
 
 
 def simplify_stmt(stmt: S.Stmt, keep_unit_loops: bool = False, assume: Sequence[E.PrimExpr] = (),

@@ -50,6 +50,10 @@ def stored(sch: Schedule, t: Tensor, indices: Sequence[E.PrimExpr]) -> tuple[Ten
     if home is not None:  # a definition of a recurrence: its storage is the recurrence's
         st = home
     if st is None or st.storage is None:
+        for x in sch.stages:  # one of the arrays taking turns: an element of the tensor standing for them
+            k = x.storage.part(t) if x.storage is not None else None
+            if k is not None:
+                return x.storage.buffer, [E.IntImm(k, "int32"), *indices]
         return t, list(indices)
     sub = {iv.var: i for iv, i in zip(st.op.axis, indices)}
     return st.storage.buffer, [substitute(x, sub) for x in st.storage.indices]

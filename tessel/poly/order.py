@@ -60,6 +60,7 @@ class Overwrite:
     reader: Any = None
     at: str = ""
     by: Stage | None = None  # the stage whose write overwrote the value
+    tensor: str = ""  # the input ``reader`` reads, where it is not the buffer (one of arrays taking turns)
 
 
 def fold_conflicts(sch: Schedule) -> list[Overwrite]:
@@ -110,14 +111,38 @@ def fold_conflicts(sch: Schedule) -> list[Overwrite]:
                     new_w[x.name].reverse()).intersect(other).is_empty()), None)
                 out.append(Overwrite(owner.get(src, first), bad, dep=d, by=by))
         if buf.op.is_placeholder:
-            out += _inputs_overwritten(buf, first, orig, new_w, owner, scheds, n, now.context)
+            parts = _part_names(sch, base, first.storage.parts)
+            out += _inputs_overwritten(buf, first, orig, new_w, owner, scheds, n, now.context, parts)
     return out
 
 
+def _part_names(sch: Schedule, base: ProgramOrder, parts: tuple) -> dict[str, tuple[int, str]]:
+    """The isl names the arrays taking turns have in the program's own model, each with its
+    slot. That model may be an identical program's (cached by content), so each array is found
+    by its stage's position."""
+    at = {id(st.op): k for k, st in enumerate(sch.stages)}
+    stages = base.model.sch.stages
+    out = {}
+    for k, t in enumerate(parts):
+        pos = at.get(id(t.op))
+        name = base.model.namer.known(stages[pos].op.output(0)) if pos is not None else None
+        if name is not None:
+            out[name] = (k, t.name)
+    return out
+
+
+def _into_slot(rel: isl.Map, k: int, name: str) -> isl.Map:
+    """A read of one of the arrays taking turns as a read of slot ``k`` of the tensor standing
+    for them (``name``)."""
+    return rel.insert_dims(DIM.out, 0, 1).fix_val(DIM.out, 0, isl.Val.int_from_si(rel.get_ctx(), k)).set_tuple_name(DIM.out, name)
+
+
 def _inputs_overwritten(buf: Any, first: Stage, orig: dict, new_w: dict, owner: dict, scheds: dict, n: int,
-                        context: isl.Set) -> list[Overwrite]:
+                        context: isl.Set, parts: dict[str, tuple[int, str]]) -> list[Overwrite]:
     """Reads of the input ``buf``'s own values (in the program's meaning) that run after a
-    stage stored into ``buf`` wrote over the element."""
+    stage stored into ``buf`` wrote over the element; ``parts``: the arrays ``buf`` stands for
+    (by their names in the program's model, with their slots and own names), whose reads are
+    reads of it."""
     moved_w = union([w for k, w in new_w.items() if k in owner])
     if moved_w is None:
         return []
@@ -125,11 +150,11 @@ def _inputs_overwritten(buf: Any, first: Stage, orig: dict, new_w: dict, owner: 
     # by the tuple name: the program order is cached by content, so its tensors may be those of an
     # earlier, identical program
     tuple_name = next(iter(new_w.values())).get_tuple_name(DIM.out)
-    for name, x in orig.items():
-        reads = [a for a in x.reads if a.relation.get_tuple_name(DIM.out) == tuple_name]
-        if not reads or name not in scheds:
+    for (name, x), (read, reads) in ((item, group) for item in orig.items() for group in _read_groups(
+            item[1], tuple_name, parts)):
+        if name not in scheds:
             continue
-        timed = _timed(reads, scheds[name])
+        timed = union([r.apply_domain(scheds[name]) for r in reads])
         bad = timed.apply_range(moved_w.reverse()).intersect(lex(n, "gt")).intersect_params(context)
         if bad.is_empty():
             continue
@@ -138,7 +163,19 @@ def _inputs_overwritten(buf: Any, first: Stage, orig: dict, new_w: dict, owner: 
         at = bad.domain().apply(scheds[name].reverse()).intersect(x.domain).sample_point()
         vals = point_values(at, DIM.set, len(x.dim_vars))
         where = ", ".join(f"{shown(v.name)} = {k}" for v, k in zip(x.dim_vars, vals))
-        out.append(Overwrite(writer or first, bad, reader=x, at=where))
+        out.append(Overwrite(writer or first, bad, reader=x, at=where, tensor=read))
+    return out
+
+
+def _read_groups(x, tuple_name: str, parts: dict[str, tuple[int, str]]) -> list[tuple[str, list[isl.Map]]]:
+    """``x``'s reads of the buffer (``tuple_name``) and of each of the arrays it stands for,
+    each as reads of the buffer, by the tensor read ("" for the buffer itself)."""
+    own = [a.relation for a in x.reads if a.relation.get_tuple_name(DIM.out) == tuple_name]
+    out = [("", own)] if own else []
+    for got, (k, shown_as) in parts.items():
+        rel = [_into_slot(a.relation, k, tuple_name) for a in x.reads if a.relation.get_tuple_name(DIM.out) == got]
+        if rel:
+            out.append((shown_as, rel))
     return out
 
 

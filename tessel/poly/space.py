@@ -91,6 +91,10 @@ class Namer:
         self._objects[cand] = obj
         return cand
 
+    def known(self, obj: Any) -> str | None:
+        """The isl name ``obj`` was given, if it was given one (never makes one)."""
+        return self._by_id.get(id(obj))
+
     def fresh(self, hint: str) -> str:
         """A name no object owns (for time-space dimensions and scratch spaces)."""
         return self.name(object(), hint)

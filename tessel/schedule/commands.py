@@ -84,10 +84,20 @@ class StoreIn:
     buffer: Tensor
     indices: tuple[E.PrimExpr, ...]
     folded: bool = False  # made by storage_fold: the buffer is the kernel's own temporary
+    #: arrays taking turns (``store_in([A, B], ...)``): ``buffer`` stands for them, its first index
+    #: choosing one (``buffer[k, ...]`` is ``parts[k][...]``); it is never allocated
+    parts: tuple[Tensor, ...] = ()
 
     def text(self) -> str:
         idx = ", ".join(str(i) for i in self.indices)
-        return f"storage_fold({self.buffer.name}[{idx}])" if self.folded else f"store_in({self.buffer.name}, [{idx}])"
+        if self.folded:
+            return f"storage_fold({self.buffer.name}[{idx}])"
+        into = f"[{', '.join(t.name for t in self.parts)}]" if self.parts else self.buffer.name
+        return f"store_in({into}, [{idx}])"
+
+    def part(self, t: Tensor) -> int | None:
+        """Which of the arrays taking turns ``t`` is (None: not one of them)."""
+        return next((k for k, x in enumerate(self.parts) if x is t), None)
 
 
 def seen_by_caller(stage: Stage) -> bool:
@@ -340,6 +350,10 @@ def store_in(stage: Stage, buffer: Any, index: Callable | Sequence | None = None
     from ..te.tensor import Tensor
 
     _computed(stage, "store_in")
+    parts: tuple = ()
+    if isinstance(buffer, list | tuple):
+        parts = tuple(_own_sizes(stage.schedule, t) for t in _parts(stage, buffer))
+        buffer = _taking_turns(stage.schedule, parts)
     if not isinstance(buffer, Tensor):
         raise ScheduleError(f"stage {stage.name}: store_in expects a tensor to store into (te.placeholder(shape, "
                             f"dtype, name) for new storage, or an existing tensor), got {buffer!r}")
@@ -356,12 +370,55 @@ def store_in(stage: Stage, buffer: Any, index: Callable | Sequence | None = None
     _recurrence_storage(stage, "storage_fold" if folded else "store_in")
     buffer = _own_sizes(stage.schedule, buffer)
     indices = _indices(stage, buffer, index)
-    cmd = StoreIn(buffer, indices, folded)
+    cmd = StoreIn(buffer, indices, folded, parts)
 
     def change() -> None:
         stage.storage = cmd
 
     _commit(stage, cmd, change)
+
+
+def _parts(stage: Stage, buffers: Sequence) -> tuple[Tensor, ...]:
+    """The arrays of ``store_in([A, B, ...])``: two or more distinct placeholders of one shape
+    and dtype (the caller's arrays; the index's first element chooses one)."""
+    from ..te.tensor import Tensor
+
+    if len(buffers) < 2 or not all(isinstance(t, Tensor) for t in buffers):
+        raise ScheduleError(f"stage {stage.name}: store_in of a list takes two or more tensors that take turns "
+                            f"(store_in([A, B], lambda t, i: (t % 2, i))), got {list(buffers)!r:.120}")
+    first = buffers[0]
+    for t in buffers:
+        if not t.op.is_placeholder:
+            raise ScheduleError(f"stage {stage.name}: store_in([...]) takes the caller's arrays (placeholders); "
+                                f"{t.name} is computed by the program")
+        if t.dtype != first.dtype or len(t.shape) != len(first.shape) or any(
+                not _same_size(a, b) for a, b in zip(t.shape, first.shape)):
+            raise ScheduleError(f"stage {stage.name}: the arrays of store_in([...]) take turns, so they have one "
+                                f"shape and dtype: {t.name} is {t.dtype}{list(t.shape)}, {first.name} "
+                                f"{first.dtype}{list(first.shape)}")
+    if len({id(t) for t in buffers}) != len(buffers):
+        raise ScheduleError(f"stage {stage.name}: store_in([...]) names one array twice; give each once")
+    return tuple(buffers)
+
+
+def _same_size(a: Any, b: Any) -> bool:
+    from ..ir.functor import structural_equal
+
+    return structural_equal(a, b) or (isinstance(a, E.IntImm) and isinstance(b, E.IntImm) and a.value == b.value)
+
+
+def _taking_turns(sch: Schedule, parts: tuple[Tensor, ...]) -> Tensor:
+    """The one tensor that stands for ``parts`` (``[k, ...]`` is ``parts[k][...]``), once per
+    schedule and list, so that two stages stored in the same arrays share it."""
+    from ..te.tensor import placeholder
+
+    memo = sch.__dict__.setdefault("_turns", {})
+    key = tuple(map(id, parts))
+    if key not in memo:
+        first = parts[0]
+        name = "|".join(t.name for t in parts)
+        memo[key] = (parts, placeholder((len(parts), *first.shape), first.dtype, name=name))
+    return memo[key][1]
 
 
 def _recurrence_storage(stage: Stage, what: str) -> None:

@@ -14,9 +14,6 @@ OVER_FOOTPRINT: dict[str, str] = {
               "kept to two rows and copied into y",
     "gramschmidt": "the state (nrm, R, A) is one temporary updated step by step (a recurrence has one "
                    "storage; PolyBench's state is three arrays), copied into A, R and Q",
-    **dict.fromkeys(["jacobi-1d", "jacobi-2d", "heat-3d"],
-                    "PolyBench's two arrays take turns; a recurrence is stored in one buffer, so the half steps "
-                    "are folded to two in a temporary and the last two copied into A and B"),
     "fdtd-2d": "the three fields are one recurrence folded to one step, in one temporary copied into ex, ey, hz",
 }
 
