@@ -265,16 +265,11 @@ def _fdtd_define(n: Sizes) -> Program:
         te.define(lambda h, t, f, i, j: te.if_then_else(f == 0, ey[i, j], te.if_then_else(f == 1, ex[i, j], hz[i, j])),
                   where=lambda t, f, i, j: t == 0),
         te.define(field, where=lambda t, f, i, j: t >= 1)], name="fdtd")
-    def last(c: int) -> Callable:
-        return lambda i, j: h[T, c, i, j]
-
-    outs = [te.compute((NX, NY), last(c), name=f"fdtd_{nm}") for c, nm in enumerate(("ey", "ex", "hz"))]
-    s = te.create_schedule([o.op for o in outs])
-    s[h].storage_fold(h.op.axis[0], 1)  # each field in place, as PolyBench: one step of three fields
+    s = te.create_schedule(h.op)
+    # each field in its own array, in place, as PolyBench: field f of every step in ey, ex or hz
+    s[h].store_in([ey, ex, hz], lambda t, f, i, j: (f, i, j))
     s[h].parallel(h.op.axis[2])
     s[h].vectorize(h.op.axis[3])
-    for o, arr in zip(outs, (ey, ex, hz)):
-        s[o].store_in(arr)
     return Program(s, [ex, ey, hz, fict], ["ex", "ey", "hz", "_fict_"], ["ex", "ey", "hz"])
 
 
@@ -308,9 +303,8 @@ FDTD_2D = Kernel(
       for (int j = 0; j < NY - 1; j++)
         hz[i][j] = hz[i][j] - 0.7 * (ex[i][j+1] - ex[i][j] + ey[i+1][j] - ey[i][j]);
   }""",
-    notes="the three fields are one recurrence over (t, field, i, j), folded to one step (legal: each field "
-          "in place, as PolyBench); store_in maps it into one buffer, not PolyBench's three arrays, so the "
-          "step lives in a temporary and is copied into ex, ey, hz at the end: twice the fields' footprint")
+    notes="the three fields are one recurrence over (t, field, i, j), stored in place in PolyBench's three "
+          "arrays (store_in([ey, ex, hz], ...): the field index chooses the array)")
 
 
 

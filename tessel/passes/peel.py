@@ -38,13 +38,16 @@ SPLIT_WHOLE = 4
 def peel_borders(stmt: S.Stmt) -> S.Stmt:
     """``stmt`` with the border iterations its tests single out run apart (see the module).
     One walk first: most kernels test no equality, and then no loop's body is searched."""
-    if not collect(stmt, lambda n: isinstance(n, E.EQ)):  # both shapes of test are equalities
+    if not collect(stmt, lambda n: isinstance(n, E.CmpOp) and _var_and_constant(n)):
         return stmt
     return _Peel().visit(stmt)
 
 
 class _Peel(Mutator):
     statements_only = True
+
+    def visit_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:  # a piece peeled to nothing leaves no trace
+        return S.seq(*[self.visit(x) for x in s.seq])
 
     def visit_For(self, s: S.For) -> S.Stmt:
         ends = _tested_ends(s)
@@ -78,7 +81,15 @@ def _one(s: S.For, at: int) -> S.Stmt:
 
 class _Chosen(Mutator):
     """A choice whose condition the peeling made a constant is its chosen side (the simplifier
-    leaves ``if_then_else(true, a, b)`` as written)."""
+    leaves ``if_then_else(true, a, b)`` as written); a store that then stores an element's own
+    value is nothing, and so is a loop left with nothing to do."""
+
+    def visit_For(self, s: S.For):
+        s = self.generic_visit(s)
+        return s.body if _nothing(s.body) else s
+
+    def visit_SeqStmt(self, s: S.SeqStmt):
+        return S.seq(*[self.visit(x) for x in s.seq])
 
     def visit_Call(self, e: E.Call):
         e = self.generic_visit(e)
@@ -94,6 +105,13 @@ class _Chosen(Mutator):
         if isinstance(e.condition, E.IntImm):
             return e.true_value if e.condition.value else e.false_value
         return e
+
+
+def _var_and_constant(n: E.CmpOp) -> bool:
+    """Whether a comparison is of a variable with a constant (or an equality, the residue tests':
+    ``(t + 1) % 2 == 0``), the only tests this pass acts on."""
+    kinds = {type(n.a), type(n.b)}
+    return isinstance(n, E.EQ) or kinds == {E.Var, E.IntImm}
 
 
 def _residues(s: S.For, k: int) -> list[S.Stmt]:
@@ -134,9 +152,13 @@ def _tested_modulus(s: S.For) -> int | None:
     return found
 
 
+def _nothing(s: S.Stmt) -> bool:
+    return isinstance(s, S.Evaluate) and isinstance(s.value, E.IntImm)
+
+
 def _tested_ends(s: S.For) -> set[int]:
-    """The first and last values of ``s``'s variable that a condition in its body compares it
-    with for equality (``x == 0``, ``x == n - 1``), when its bounds are constants and it has at
+    """The first and last values of ``s``'s variable that a condition in its body singles out
+    (``x == 0``, ``x == n - 1``, ``x < n - 1``), when its bounds are constants and it has at
     least three iterations."""
     if not (isinstance(s.min, E.IntImm) and isinstance(s.extent, E.IntImm)) or s.extent.value < 2:
         return set()
@@ -147,12 +169,29 @@ def _tested_ends(s: S.For) -> set[int]:
     conds += [n.args[0] for n in collect(s.body, lambda n: isinstance(n, E.Call) and n.op == "if_then_else")]
     out: set[int] = set()
     for c in conds:
-        for atom in collect(c, lambda n: isinstance(n, E.EQ)):
+        for atom in collect(c, lambda n: isinstance(n, E.CmpOp)):
             a, b = atom.a, atom.b
             k = b if a is v else a if b is v else None
-            if isinstance(k, E.IntImm) and (k.value in (lo, hi) or (s.extent.value <= SPLIT_WHOLE and lo <= k.value <= hi)):
-                out.add(k.value)
+            if not isinstance(k, E.IntImm):
+                continue
+            if isinstance(atom, E.EQ):
+                if k.value in (lo, hi) or (s.extent.value <= SPLIT_WHOLE and lo <= k.value <= hi):
+                    out.add(k.value)
+            elif s.extent.value >= 3:
+                out |= _singled_out(type(atom) if a is v else _MIRROR.get(type(atom)), k.value, lo, hi)
     return out
+
+
+#: ``k < v`` is ``v > k``, and so on
+_MIRROR = {E.LT: E.GT, E.LE: E.GE, E.GT: E.LT, E.GE: E.LE}
+
+
+def _singled_out(op, k: int, lo: int, hi: int) -> set[int]:
+    """The end of ``[lo, hi]`` whose value alone decides ``v op k`` (``i < n - 1``: the last
+    row of a stencil that skips it), if there is one."""
+    first, last = {  # the k at which the test is false (or true) at only the first / the last value
+        E.LT: (lo + 1, hi), E.LE: (lo, hi - 1), E.GT: (lo, hi - 1), E.GE: (lo + 1, hi)}.get(op, (None, None))
+    return ({lo} if k == first else set()) | ({hi} if k == last else set())
 
 
 __all__ = ["peel_borders"]

@@ -14,7 +14,6 @@ OVER_FOOTPRINT: dict[str, str] = {
               "kept to two rows and copied into y",
     "gramschmidt": "the state (nrm, R, A) is one temporary updated step by step (a recurrence has one "
                    "storage; PolyBench's state is three arrays), copied into A, R and Q",
-    "fdtd-2d": "the three fields are one recurrence folded to one step, in one temporary copied into ex, ey, hz",
 }
 
 CASES = [(k, size) for k in KERNELS for size in k.sizes]
