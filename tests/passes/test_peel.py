@@ -81,3 +81,84 @@ def test_a_loop_bound_to_a_gpu_thread_is_left_alone():
     loop = S.For(i, E.IntImm(0, "int32"), E.IntImm(8, "int32"), "thread_binding", S.BufferStore(buf, value, [i]),
                  "threadIdx.x")
     assert peel_borders(loop) is loop
+
+
+def _run(stmt: S.Stmt, n: int) -> list[float]:
+    """What a loop nest over its one buffer X (``n`` float32, -1 before) stores, built as it is
+    for the python target (the pipeline's passes are not run on a function built directly)."""
+    import numpy as np
+
+    from tessel.driver import build_func
+
+    buf = collect(stmt, lambda x: isinstance(x, S.BufferStore))[0].buffer
+    x = np.full(n, -1.0, dtype="float32")
+    build_func(S.PrimFunc("k", (buf,), (), stmt, (buf,)), "python")(x)
+    return [float(v) for v in x]
+
+
+def _parity_loop(n: int, lo: int = 0, modulus: int = 2) -> S.Stmt:
+    """X[i] = 1 where (i + 1) % modulus == 0, else 2."""
+    i = E.Var("i", "int32")
+    buf = S.Buffer("X", "float32", (n + lo,))
+    cond = E.EQ(E.FloorMod(E.Add(i, E.IntImm(1, "int32")), E.IntImm(modulus, "int32")), E.IntImm(0, "int32"))
+    value = E.Select(cond, E.FloatImm(1.0, "float32"), E.FloatImm(2.0, "float32"))
+    return S.For(i, E.IntImm(lo, "int32"), E.IntImm(n, "int32"), "serial", S.BufferStore(buf, value, [i]))
+
+
+@pytest.mark.parametrize(("n", "lo", "modulus"), [(9, 0, 2), (10, 1, 2), (11, 2, 3), (8, 0, 4)])
+def test_a_test_of_the_variable_modulo_a_constant_runs_each_residue_apart(n, lo, modulus):
+    """The arrays taking turns of store_in([A, B], ...) are chosen by a step's parity: the loop
+    steps by the modulus, one copy per residue, none of which tests anything; the iterations
+    left over run after it. The values stored are the same."""
+    loop = _parity_loop(n, lo, modulus)
+    out = peel_borders(loop)
+    assert not collect(out, lambda x: isinstance(x, E.Select | E.FloorMod))
+    steps = [x for x in collect(out, lambda x: isinstance(x, S.For))]
+    assert len(steps) == 1 and steps[0].extent.value == n // modulus
+    want = [-1.0] * lo + [1.0 if (i + 1) % modulus == 0 else 2.0 for i in range(lo, lo + n)]
+    assert _run(out, n + lo) == want == _run(loop, n + lo)
+
+
+def test_a_symbolic_loop_keeps_its_leftover_iterations_in_a_loop_that_still_tests():
+    n = E.Var("n", "int32")
+    i = E.Var("i", "int32")
+    buf = S.Buffer("X", "float32", (n,))
+    cond = E.EQ(E.FloorMod(i, E.IntImm(2, "int32")), E.IntImm(0, "int32"))
+    loop = S.For(i, E.IntImm(0, "int32"), n, "serial",
+                 S.BufferStore(buf, E.Select(cond, E.FloatImm(1.0, "float32"), E.FloatImm(2.0, "float32")), [i]))
+    out = peel_borders(loop)
+    loops = collect(out, lambda x: isinstance(x, S.For))
+    assert len(loops) == 2  # the pairs, then what is left (n % 2 iterations), which still tests
+    assert len(collect(loops[0].body, lambda x: isinstance(x, E.Select))) == 0
+
+
+@pytest.mark.parametrize(("op", "k", "peeled"), [
+    (E.LT, 7, {7}), (E.LE, 6, {7}), (E.GT, 0, {0}), (E.GE, 1, {0}), (E.LT, 1, {0}), (E.LT, 4, set())])
+def test_a_comparison_that_singles_out_an_end_peels_it(op, k, peeled):
+    """``i < n - 1`` (the last row a stencil skips) is false at the last iteration only: that
+    one runs apart and the loop left tests nothing; a comparison true on a range inside is kept."""
+    n = 8
+    i = E.Var("i", "int32")
+    buf = S.Buffer("X", "float32", (n,))
+    value = E.Select(op(i, E.IntImm(k, "int32")), E.FloatImm(1.0, "float32"), E.FloatImm(2.0, "float32"))
+    loop = S.For(i, E.IntImm(0, "int32"), E.IntImm(n, "int32"), "serial", S.BufferStore(buf, value, [i]))
+    out = peel_borders(loop)
+    assert _run(out, n) == _run(loop, n)
+    left = collect(out, lambda x: isinstance(x, S.For))
+    assert len(left) == 1
+    assert bool(collect(left[0], lambda x: isinstance(x, E.Select))) == (not peeled)
+    assert left[0].extent.value == n - len(peeled)
+
+
+def test_a_store_of_an_elements_own_value_leaves_nothing_behind():
+    """Peeling may make a border's store ``X[0] = X[0]`` (a recurrence keeping its border in
+    place): it is dropped, and a loop left with nothing to do goes too."""
+    n = 8
+    i = E.Var("i", "int32")
+    buf = S.Buffer("X", "float32", (n,))
+    keep = E.BufferLoad(buf, [i])
+    value = E.Select(E.EQ(i, E.IntImm(0, "int32")), keep, E.FloatImm(2.0, "float32"))
+    loop = S.For(i, E.IntImm(0, "int32"), E.IntImm(n, "int32"), "serial", S.BufferStore(buf, value, [i]))
+    out = peel_borders(loop)
+    stores = collect(out, lambda x: isinstance(x, S.BufferStore))
+    assert len(stores) == 1 and _run(out, n) == _run(loop, n) == [-1.0] + [2.0] * (n - 1)
