@@ -369,6 +369,7 @@ def store_in(stage: Stage, buffer: Any, index: Callable | Sequence | None = None
                             "tensor, or leave the storage as it is")
     _recurrence_storage(stage, "storage_fold" if folded else "store_in")
     buffer = _own_sizes(stage.schedule, buffer)
+    _shared_turns(stage, parts or (buffer,))
     indices = _indices(stage, buffer, index)
     cmd = StoreIn(buffer, indices, folded, parts)
 
@@ -399,6 +400,24 @@ def _parts(stage: Stage, buffers: Sequence) -> tuple[Tensor, ...]:
     if len({id(t) for t in buffers}) != len(buffers):
         raise ScheduleError(f"stage {stage.name}: store_in([...]) names one array twice; give each once")
     return tuple(buffers)
+
+
+def _shared_turns(stage: Stage, targets: tuple[Tensor, ...]) -> None:
+    """Refuse storing into an array that takes turns with others for another stage, or making
+    arrays take turns that another stage is stored in (or a recurrence is written in place
+    in): their elements would be one storage under two names, which legality cannot see."""
+    for x in stage.schedule.stages:
+        if x is stage:
+            continue
+        mine = x.storage.parts if x.storage is not None and x.storage.parts else ()
+        theirs = {id(x.storage.buffer)} if x.storage is not None and not x.storage.parts else set()
+        theirs |= {id(x.op.storage(t)) for t in x.op.outputs if callable(getattr(x.op, "storage", None))} \
+            if getattr(x.op, "definitions", ()) else set()
+        for t in targets:
+            if any(p is t for p in mine) or (len(targets) > 1 and id(t) in theirs):
+                raise ScheduleError(f"stage {stage.name}: store_in into {t.name} is refused: {x.name} is stored in "
+                                    f"{t.name} too, and an array taking turns with others holds one stage's values "
+                                    f"only; store one of them elsewhere")
 
 
 def _same_size(a: Any, b: Any) -> bool:

@@ -142,3 +142,17 @@ def test_the_step_is_recorded_as_written():
     step, i = h.op.axis
     s[h].store_in([A, B], [step.var % 2, i.var])
     assert "s[h].store_in([A, B], [s%2, i])" in str(s.history)
+
+
+def test_an_array_taking_turns_is_one_stages_storage():
+    """Another stage stored in one of the arrays would be one storage under two names."""
+    A, B, h, _ = _jacobi(13, 3)
+    C = te.compute((13,), lambda i: h[6, i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    s[h].store_in([A, B], lambda s_, i: (s_ % 2, i))
+    with pytest.raises(ScheduleError, match="store_in into B is refused: h is stored in B too"):
+        s[C].store_in(B)
+    s = te.create_schedule(C.op)
+    s[C].store_in(B)
+    with pytest.raises(ScheduleError, match="store_in into B is refused: C is stored in B too"):
+        s[h].store_in([A, B], lambda s_, i: (s_ % 2, i))
