@@ -131,6 +131,18 @@ def _residues(s: S.For, k: int) -> list[S.Stmt]:
     return [main, S.For(v, done, left, s.kind, s.body, s.thread_tag)]
 
 
+def _affine(e: E.PrimExpr) -> bool:
+    """Whether ``e`` is an integer combination of variables and constants (then a copy's
+    ``(k*q + r + c) % k`` folds to a constant)."""
+    if isinstance(e, E.Var | E.IntImm):
+        return True
+    if isinstance(e, E.Add | E.Sub):
+        return _affine(e.a) and _affine(e.b)
+    if isinstance(e, E.Mul):
+        return (isinstance(e.a, E.IntImm) and _affine(e.b)) or (isinstance(e.b, E.IntImm) and _affine(e.a))
+    return False
+
+
 def _tested_modulus(s: S.For) -> int | None:
     """``k`` when a condition in ``s``'s body tests an expression of its variable alone modulo
     ``k`` (a constant of at most ``SPLIT_WHOLE``) for equality, and its first value is a
@@ -145,7 +157,7 @@ def _tested_modulus(s: S.For) -> int | None:
         for atom in collect(c, lambda n: isinstance(n, E.EQ)):
             for m in (atom.a, atom.b):
                 if (isinstance(m, E.FloorMod) and isinstance(m.b, E.IntImm) and 1 < m.b.value <= SPLIT_WHOLE
-                        and free_vars(m.a) == {v}):
+                        and free_vars(m.a) == {v} and _affine(m.a)):
                     found = max(found or 0, m.b.value)
     if found is None or (isinstance(s.extent, E.IntImm) and s.extent.value < 2 * found):
         return None

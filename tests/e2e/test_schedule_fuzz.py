@@ -275,8 +275,9 @@ def test_guarded_loads_are_found_for_the_compiler_flags():
     from tessel.runtime.compiler import NO_IF_CONVERT, find_compiler
 
     A = te.placeholder((6,), name="A")
-    # a guard no loop can be cut on (a padded copy's border is cut out by loop partitioning)
-    P = te.compute((8,), lambda i: te.if_then_else(i % 2 == 0, A[i // 2 + 2], 0.0), name="P")
+    # a guard no loop can be cut on (a padded copy's border is cut out by loop partitioning, a
+    # test of i % 2 by running the residues apart)
+    P = te.compute((8,), lambda i: te.if_then_else((i * i) % 3 == 0, A[i // 2 + 2], 0.0), name="P")
     f, _ = lower_steps(te.create_schedule(P.op), [A, P])
     assert has_guarded_loads(f.body)
     D = te.compute((6,), lambda i: te.select(A[i] > 0.0, 1.0, -1.0), name="D")  # reads, then chooses
