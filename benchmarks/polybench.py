@@ -151,7 +151,8 @@ def find_polly(directory: str) -> tuple[Compiler | None, str]:
     """clang with Polly, if it builds a loop nest into a shared object that runs here, parallel
     (``-polly-parallel``, OpenMP) if that works too; otherwise None and why not. Asked once per
     run: an installed clang without Polly rejects ``-polly`` as an unknown option."""
-    clang = shutil.which("clang")
+    # plain clang, else the newest versioned one (Debian installs clang-14 and the like)
+    clang = shutil.which("clang") or next(filter(None, (shutil.which(f"clang-{v}") for v in range(30, 10, -1))), None)
     if clang is None:
         return None, "no clang"
     a = np.arange(64.0).reshape(8, 8)
