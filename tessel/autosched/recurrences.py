@@ -7,7 +7,11 @@ loops carry dependences the plain rules cannot see. Each decision here is tried 
 kept only when the whole schedule is still legal (the exact dependences judge it, as they
 judge a user's): the least ``storage_fold`` of the first axis that keeps every value until it
 is read, then ``parallel`` on the outermost loop that carries nothing, then ``vectorize`` on
-the innermost (its border iterations run apart: ``passes/peel.py``).
+the innermost (its border iterations run apart: ``passes/peel.py``). A sweep in place none of
+whose loops is free (Gauss-Seidel: each point waits on its left neighbour's new value, one
+chain of additions and a division per row, bound by their latency) becomes a wavefront: the
+least skew of its last two loops after which the inner one carries nothing
+(``check.wavefront``), so that loop runs independent chains side by side.
 """
 
 from __future__ import annotations
@@ -51,8 +55,38 @@ def schedule_recurrences(s: Schedule) -> Schedule:
                 s, par = kept, n
                 break
         if data and data[-1] != par and data[-1] == len(leaves) - 1:
-            s = _kept(s, k, "vectorize", data[-1])
+            vec = _kept(s, k, "vectorize", data[-1])
+            if vec is s and par is None and len(data) > 2:  # nothing free: a wavefront over the last two
+                vec = _wavefront(s, k, data[-2], data[-1])
+            s = vec
     return s
+
+
+def _wavefront(s: Schedule, k: int, outer: int, inner: int) -> Schedule:
+    """A copy of ``s`` with the least skew of stage ``k``'s leaf loops ``outer, inner`` (next to
+    each other) after which ``inner`` carries no dependence, if one exists; else ``s``."""
+    from ..check.proposals import quiet, wavefront
+
+    st = s.stages[k]
+    leaves = st.leaf_iter_vars
+    if inner != outer + 1:
+        return s
+    try:
+        with quiet():
+            found = wavefront(s, st, leaves[outer], leaves[inner], parallel=False)
+    except TesselError:
+        return s
+    if not found.possible or not found.details.get("factors"):
+        return s
+    a, b = found.details["factors"]
+    t = s.copy()
+    try:
+        t.stages[k].skew(t.stages[k].leaf_iter_vars[outer], t.stages[k].leaf_iter_vars[inner], a, b)
+        if t.violations():
+            return s
+    except TesselError:
+        return s
+    return t
 
 
 def _kept(s: Schedule, k: int, primitive: str, loop: int, *args: object) -> Schedule:

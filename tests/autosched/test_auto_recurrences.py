@@ -83,3 +83,47 @@ def test_a_scan_keeps_the_fewest_steps(target):
     got = np.zeros(n)
     tessel.build(s, [X, out], target=target)(x, got)
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def _seidel(steps: int, n: int):
+    """PolyBench's seidel-2d over time: each point reads its upper and left neighbours' new
+    values, the others' old ones."""
+    A = te.placeholder((n, n), name="A", dtype="float64")
+
+    def sweep(h, t, i, j):
+        edge = te.any(i == 0, j == 0, i == n - 1, j == n - 1)
+        return te.if_then_else(edge, h[t - 1, i, j], (
+            h[t, i - 1, j - 1] + h[t, i - 1, j] + h[t, i - 1, j + 1] + h[t, i, j - 1] + h[t - 1, i, j]
+            + h[t - 1, i, j + 1] + h[t - 1, i + 1, j - 1] + h[t - 1, i + 1, j] + h[t - 1, i + 1, j + 1]) / 9.0)
+
+    h = te.recurrence((steps + 1, n, n), [te.define(lambda h, t, i, j: A[i, j], where=lambda t, i, j: t == 0),
+                                          te.define(sweep, where=lambda t, i, j: t >= 1)], name="seidel")
+    out = te.compute((n, n), lambda i, j: h[steps, i, j], name="out")
+    return A, out
+
+
+def _seidel_ref(a: np.ndarray, steps: int) -> np.ndarray:
+    a = a.copy()
+    n = a.shape[0]
+    for _ in range(steps):
+        for i in range(1, n - 1):
+            for j in range(1, n - 1):
+                a[i, j] = (a[i - 1, j - 1] + a[i - 1, j] + a[i - 1, j + 1] + a[i, j - 1] + a[i, j] + a[i, j + 1]
+                           + a[i + 1, j - 1] + a[i + 1, j] + a[i + 1, j + 1]) / 9.0
+    return a
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(("steps", "n"), [(3, 11), (2, 16)])
+def test_a_sweep_in_place_with_no_free_loop_becomes_a_wavefront(target, steps, n):
+    """Gauss-Seidel: one step in place (a fold of 1), no loop free, so the last two loops are
+    skewed until the inner one carries nothing: its points are independent chains. The same
+    operations on each point in the same order: the values are PolyBench's to the bit."""
+    A, out = _seidel(steps, n)
+    s = tessel.auto_schedule([out], target="c", budget=0)
+    code = s.python()
+    assert "storage_fold(" in code and ".skew(" in code
+    a = np.random.default_rng(n).random((n, n))
+    got = np.zeros((n, n))
+    tessel.build(s, [A, out], target=target)(a, got)
+    np.testing.assert_array_equal(got, _seidel_ref(a, steps))
