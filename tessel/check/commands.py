@@ -163,19 +163,22 @@ def fold_violation(sch: Schedule, lost: Overwrite, propose: bool = True, fixes: 
                 f"of {(lost.by or folded).name} overwrote the element: the storage holds fewer values than are live at once")
     v = Violation(ViolationKind.DEPENDENCE_ORDER, stage, text, (stage, folded), _loops(command))
     v.dependence = dep  # type: ignore[attr-defined]
-    if propose and proposing() and stage is folded and getattr(command, "folded", False):
+    recurrence = bool(getattr(folded.op, "definitions", ()))
+    if propose and proposing() and stage is folded and (getattr(command, "folded", False) or recurrence):
         fixes = {} if fixes is None else fixes
         if id(folded) not in fixes:
             fixes[id(folded)] = _wider_fold(undone(sch, stage, command), folded, command)
         fix = fixes[id(folded)]
         if fix is not None:
             v.proposed = fix
-            v.explanation += f". The least fold that keeps every value until it is read: {fix.code}"
+            instead = "" if getattr(command, "folded", False) else f" (in a temporary, instead of the {what})"
+            v.explanation += f". The least fold that keeps every value until it is read{instead}: {fix.code}"
     return v
 
 
 def _wider_fold(before: Schedule, st: Stage, cmd: Any) -> Any:
-    """``storage_fold`` of the same axis by the least factor (up to 64) that is legal.
+    """``storage_fold`` of the same axis by the least factor (up to 64) that is legal (of a
+    recurrence stored elsewhere without a fold, its step axis: its first).
 
     Each candidate is replayed and checked (``record``), so whatever is offered is legal. The
     search asks the widest first: a fold keeps the values of the last ``f`` steps, and a value
@@ -184,6 +187,11 @@ def _wider_fold(before: Schedule, st: Stage, cmd: Any) -> Any:
     tried all 63 factors: 8.5 s). Were a narrower fold legal where a wider one is not, the fix
     offered would only be wider than it need be."""
     k = next((n for n, x in enumerate(cmd.indices) if isinstance(x, E.FloorMod)), None)
+    if cmd.parts:  # arrays taking turns: their first index chooses the array, the rest are the axes'
+        k = next((n - 1 for n, x in enumerate(cmd.indices) if n and isinstance(x, E.FloorMod)), None)
+        k = 0 if k is None else k
+    if k is None and getattr(st.op, "definitions", ()):
+        k = 0
     if k is None:
         return None
     axis = st.op.axis[k]

@@ -102,8 +102,13 @@ def test_one_array_for_both_turns_is_refused_with_the_read():
     A, B, h, _ = _jacobi(13, 3)
     s = te.create_schedule(h.op)
     s[h].store_in([A, B], lambda s_, i: (0, i))
-    with pytest.raises(ScheduleError, match="would read A|B after another value of h overwrote the element"):
+    with pytest.raises(ScheduleError, match="would read A|B after another value of h overwrote the element") as e:
         tessel.build(s, [A, B])
+    # the fix offered was checked: the least fold of the steps that keeps every value, which
+    # takes the store's place
+    assert e.value.fix == "s[h].storage_fold(h.op.axis[0], 2)"
+    e.value.fix_steps.apply(s)
+    assert not s.violations() and s[h].storage.folded
 
 
 def test_a_later_read_of_an_input_it_overwrote_is_refused():
