@@ -134,6 +134,10 @@ def _gesummv_define(n: Sizes) -> Program:
     # y first holds B*x, then is scaled and combined with tmp in the same array, as in PolyBench
     y = te.recurrence((N,), [te.define(y_sum), te.define(lambda h, i: alpha * tmp[i] + beta * h[i])], name="y")
     s = te.create_schedule(y.op)
+    for t in (tmp, y.op.definitions[0]):  # eight rows' sums side by side: independent chains, each in order
+        io, ii = s[t].split(t.op.axis[0], 8)
+        s[t].reorder(io, t.op.reduce_axis[0], ii)
+        s[t].unroll(ii)
     return Program(s, [alpha, beta, A, B, tmp, x, y], ["alpha", "beta", "A", "B", "tmp", "x", "y"], ["tmp", "y"])
 
 

@@ -281,8 +281,17 @@ def _mvt_define(n: Sizes) -> Program:
     s = te.create_schedule([o1.op, o2.op])
     s[o1].store_in(x1)  # both vectors accumulate in place
     s[o2].store_in(x2)
-    s[o1].parallel(o1.op.axis[0])  # each element is its own sum
-    s[o2].parallel(o2.op.axis[0])
+    # eight elements' sums at a time, each still over j in order: inside the loop over j they
+    # are eight independent chains (x1: rows of A side by side) or one vector (x2: a row of A
+    # is eight consecutive elements' terms), which is how gcc vectorizes PolyBench's x2 loop
+    for o, j in ((o1, j1), (o2, j2)):
+        io, ii = s[o].split(o.op.axis[0], 8)
+        s[o].reorder(io, j, ii)
+        s[o].parallel(io)
+        if o is o2:
+            s[o].vectorize(ii)
+        else:
+            s[o].unroll(ii)
     return Program(s, [A, x1, x2, y1, y2], ["A", "x1", "x2", "y_1", "y_2"], ["x1", "x2"])
 
 
