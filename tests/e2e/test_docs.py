@@ -106,13 +106,26 @@ def target_rows() -> list[tuple[str, list[str], str, bool]]:
 
     rows = []
     for kind, back in sorted(backends._BACKENDS.items()):
-        gen = back.generate
-        called = [n for n in gen.__code__.co_names if inspect.isfunction(gen.__globals__.get(n))] \
-            if gen.__name__ == "<lambda>" else [gen.__name__]
+        gen, load = back.generate, back.load
         mod = sys.modules[gen.__module__]
-        rows.append((kind, [_where(mod, n) for n in called], _where(sys.modules[back.load.__module__],
-                                                                    back.load.__name__), back.memo))
+        made = _called(gen, lambda n: n.startswith("generate_") or n in ("device_pipeline", "as_cpu"))
+        loads = _called(load, lambda n: n.startswith("load_"))
+        rows.append((kind, [_where(mod, n) for n in made],
+                     ", ".join(_where(sys.modules[load.__module__], n) for n in loads), back.memo))
     return rows
+
+
+def _called(fn, shown) -> list[str]:
+    """The functions of the backend table's entry ``fn`` that ``shown`` names, found through the
+    table's own helpers (a lambda, or a private function of backends.py, is looked into)."""
+    if fn.__name__ != "<lambda>" and not fn.__name__.startswith("_"):
+        return [fn.__name__]
+    out: list[str] = []
+    for n in fn.__code__.co_names:
+        f = fn.__globals__.get(n)
+        if inspect.isfunction(f):
+            out += [x for x in _called(f, shown) if x not in out] if n.startswith("_") else [n] if shown(n) else []
+    return out
 
 
 def render(block: str) -> str:

@@ -1,4 +1,6 @@
-"""target="cuda-sim": the device IR run with GPU semantics on the CPU, and its race detector.
+"""target="cuda-sim -features=check": the checking simulator, the device IR run with GPU
+semantics on the CPU thread by thread, and its race detector (plain ``cuda-sim`` compiles the
+kernels as CPU loops instead: tests/passes/test_serial_kernels.py).
 
 Two kinds of kernels: schedules lowered as usual (``bind`` makes thread-bound loops), and
 device IR written by hand (a PrimFunc of thread-bound loops, barriers and shuffles), which is
@@ -20,6 +22,9 @@ from tessel.errors import BuildError, DivergentBarrierError, KernelRuntimeError,
 from tessel.ir import expr as E
 from tessel.ir import op as O
 from tessel.ir import stmt as S
+
+CHECK = "cuda-sim -features=check"
+CHECK_NO_BARRIERS = "cuda-sim -features=check,no_barriers"
 
 # ---- hand-written device IR ----------------------------------------------------------------
 
@@ -57,7 +62,7 @@ def reverse_in_blocks(blocks: int, threads: int, with_barrier: bool) -> S.PrimFu
 
 def run(func: S.PrimFunc, *arrays: np.ndarray) -> None:
     """Run hand-written device IR as written: the CUDA target's barrier insertion switched off."""
-    build_func(func, "cuda-sim -features=no_barriers")(*arrays)
+    build_func(func, CHECK_NO_BARRIERS)(*arrays)
 
 
 # ---- schedules -----------------------------------------------------------------------------
@@ -66,14 +71,14 @@ def run(func: S.PrimFunc, *arrays: np.ndarray) -> None:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_schedules_equal_numpy(case):
     s, args, inputs, expected = CASES[case]()
-    f = check(s, args, inputs, expected, targets=("cuda-sim",))["cuda-sim"]
+    f = check(s, args, inputs, expected, targets=(CHECK,))[CHECK]
     assert f.target == "cuda-sim" and "_launch(" in f.source
 
 
 def test_block_order_does_not_change_a_correct_kernel():
     M, N, K = 33, 18, 5
     s, args, (a, b), _ = tiled_matmul(M, N, K)
-    f = tessel.build(s, args, target="cuda-sim")
+    f = tessel.build(s, args, target=CHECK)
     outs = []
     for seed in (0, 1, 7):
         f.block_order_seed = seed
@@ -96,7 +101,7 @@ def test_redundant_shared_fill_with_one_value_is_not_a_race():
     jo, ji = s[B].split(B.op.axis[1], factor=16)
     s[B].bind(ji, te.thread_axis("threadIdx.x"))
     s[AS].compute_at(s[B], B.op.axis[0])
-    f = tessel.build(s, [A, B], target="cuda-sim")
+    f = tessel.build(s, [A, B], target=CHECK)
     a = rand(5, 48)
     b = garbage_like(a)
     f(a, b)
@@ -107,7 +112,7 @@ def test_cooperative_fetch_without_barriers_is_a_race():
     """The shared tiles of a GEMM are filled by all the block's threads and read by others:
     with barrier insertion switched off, the first read of another thread's element is caught."""
     s, args, inputs, _ = shared_gemm()
-    f = tessel.build(s, args, target="cuda-sim -features=no_barriers")
+    f = tessel.build(s, args, target=CHECK_NO_BARRIERS)
     with pytest.raises(RaceError) as info:
         f(*inputs, np.zeros((40, 36), "float32"))
     err = info.value
@@ -127,7 +132,7 @@ def test_reduction_axis_bound_to_threads_without_rfactor_is_a_race():
     s[B].bind(B.op.axis[0], te.thread_axis("blockIdx.x"))
     _, ki = s[B].split(k, factor=8)
     s[B].bind(ki, te.thread_axis("threadIdx.x"))
-    f = tessel.build(s, [A, B], target="cuda-sim")
+    f = tessel.build(s, [A, B], target=CHECK)
     with pytest.raises(RaceError) as info:
         f(rand(5, 40), np.zeros(5, "float32"))
     assert info.value.buffer == "B"
@@ -144,7 +149,7 @@ def test_vectorized_loads_in_a_thread():
     s[B].bind(ii, te.thread_axis("threadIdx.x"))
     _, ji = s[B].split(B.op.axis[1], factor=4)
     s[B].vectorize(ji)
-    f = tessel.build(s, [A, B], target="cuda-sim")
+    f = tessel.build(s, [A, B], target=CHECK)
     a = rand(11, 8)
     b = garbage_like(a)
     f(a, b)
@@ -164,7 +169,7 @@ def test_shared_exchange_with_a_barrier_is_correct():
 def test_barrier_insertion_makes_the_exchange_correct():
     a = rand(2 * 48)
     b = garbage_like(a)
-    f = build_func(reverse_in_blocks(2, 48, with_barrier=False), "cuda-sim")
+    f = build_func(reverse_in_blocks(2, 48, with_barrier=False), CHECK)
     assert "yield (0," in f.source  # the barrier the CUDA target inserted
     f(a, b)
     np.testing.assert_array_equal(b, a.reshape(2, 48)[:, ::-1].reshape(-1))
@@ -326,12 +331,12 @@ def test_thread_extent_known_only_inside_the_kernel_is_refused():
         return S.For(v, O.const(0), b + 1, "thread_binding", store, "threadIdx.x")
 
     with pytest.raises(BuildError, match="known only inside the kernel"):
-        build_func(S.PrimFunc("late", [A], [], bound("blockIdx.x", 8, block)), "cuda-sim")
+        build_func(S.PrimFunc("late", [A], [], bound("blockIdx.x", 8, block)), CHECK)
 
 
 def test_softmax_is_four_launches():
     s, args, _, _ = softmax_launches()
-    assert tessel.build(s, args, target="cuda-sim").source.count("_launch(") == 4  # one per stage
+    assert tessel.build(s, args, target=CHECK).source.count("_launch(") == 4  # one per stage
 
 
 def test_user_names_stay_data():

@@ -63,12 +63,12 @@ EXAMPLES = {"gemm": gemm_case, "conv2d": conv2d_case, "row_reduce": row_reduce_c
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_example_equals_numpy_under_cuda_sim(name):
     s, args, inputs, expected = EXAMPLES[name]()
-    check(s, args, inputs, expected, targets=("cuda-sim",), rtol=1e-4, atol=1e-5)
+    check(s, args, inputs, expected, targets=("cuda-sim", "cuda-sim -features=check"), rtol=1e-4, atol=1e-5)
 
 
 def test_gemm_blocks_run_in_any_order():
     s, args, inputs, _ = gemm_case(k=5)
-    f = tessel.build(s, args, target="cuda-sim")
+    f = tessel.build(s, args, target="cuda-sim -features=check")
     outs = []
     for seed in (0, 3):
         f.block_order_seed = seed
@@ -83,7 +83,7 @@ def test_example_without_its_barriers_is_a_race(name):
     """The same kernels with the CUDA target's barrier insertion switched off: the shared tiles
     are read by other threads than the ones that fetched them, and the detector says where."""
     s, args, inputs, expected = EXAMPLES[name]()
-    f = tessel.build(s, args, target="cuda-sim -features=no_barriers")
+    f = tessel.build(s, args, target="cuda-sim -features=check,no_barriers")
     with pytest.raises(RaceError) as info:
         f(*inputs, *[np.zeros_like(e) for e in expected])
     assert info.value.buffer.endswith(".shared")

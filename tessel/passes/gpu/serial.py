@@ -1,0 +1,218 @@
+"""GPU kernels as CPU loops: the fast simulator of the ``cuda-sim`` target.
+
+The device IR (``device_pipeline``'s kernels, the very code the CUDA target compiles) means:
+every statement runs on every thread of every block; a loop bound to a launch tag is
+``var = min + index`` (skipped by threads past its extent); a barrier
+(``tvm_storage_sync``) waits for every thread of the block. CPU back ends for CUDA (MCUDA,
+CuPBoP, POCL's work-item loops) run such a kernel as a loop over its blocks, and inside a
+block, each stretch of code between two barriers as a loop over the block's threads: the
+barrier is then where one thread loop ends and the next begins. Here that loop nest is tessel
+IR, which the C generator compiles like any other kernel, blocks in parallel on OpenMP threads.
+
+What crosses a barrier must live outside the thread loops: a thread's own temporary (scope
+``local``) whose life spans a barrier becomes one array of them per block, indexed by the
+thread; a ``let`` of a thread's value is recomputed where it is used (only values with no
+loads, which a barrier cannot change). Control flow around a barrier must be the same for every
+thread of a block (uniform), as CUDA requires. Kernels outside these rules -- a barrier under a
+thread-dependent condition, warp shuffles (threads exchanging registers), a thread's loaded
+value live across a barrier -- are refused with :class:`NotSerial`, and the target runs them on
+the checking simulator instead, which also catches races and divergent barriers.
+"""
+
+from __future__ import annotations
+
+from ...errors import BuildError
+from ...ir import expr as E
+from ...ir import op as O
+from ...ir import stmt as S
+from ...ir.functor import Mutator, collect, free_vars, substitute
+from ...ir.stmt import BLOCK_TAGS, THREAD_TAGS, LoopKind
+from .kernel import Kernel
+
+BARRIER = "tvm_storage_sync"
+#: calls by which threads of a warp exchange values: no order of threads one by one runs them
+WARP_CALLS = ("tvm_warp_shuffle", "tvm_warp_shuffle_down", "tvm_warp_shuffle_up", "tvm_warp_activemask")
+
+
+class NotSerial(BuildError):
+    """A kernel the fast simulator cannot run as loops (the reason says why)."""
+
+
+def as_cpu(func: S.PrimFunc, kernels: list[Kernel]) -> S.PrimFunc:
+    """``func`` with each launch replaced by its kernel (``kernels``, in launch order) as CPU
+    loops: the whole program as one function for the C generator."""
+    todo = list(kernels)
+
+    def host(s: S.Stmt) -> S.Stmt:
+        if isinstance(s, S.SeqStmt):
+            return S.seq(*[host(x) for x in s.seq])
+        if isinstance(s, S.AttrStmt):
+            return S.AttrStmt(s.node, s.key, s.value, host(s.body))
+        if isinstance(s, S.Allocate):
+            return S.Allocate(s.buffer, host(s.body))
+        if isinstance(s, S.For) and s.kind == LoopKind.THREAD_BINDING:
+            return serial_kernel(todo.pop(0))
+        return s
+
+    body = host(func.body)
+    if todo:
+        raise NotSerial(f"kernel {func.name!r}: {len(todo)} launch(es) not found on the host side")
+    return func.with_body(body)
+
+
+def serial_kernel(kernel: Kernel) -> S.Stmt:
+    """``kernel`` as loops: its blocks in parallel, each block's threads in turn between barriers."""
+    for c in collect(kernel.body, lambda n: isinstance(n, E.Call) and n.op in WARP_CALLS):
+        raise NotSerial(f"kernel {kernel.name!r}: its threads exchange values through {c.op} (a warp shuffle)")
+    index = {tag: E.Var(tag.replace(".", "_"), "int32") for tag in (*BLOCK_TAGS, *THREAD_TAGS)}
+    extent = {tag: O.cast(kernel.extent(tag), "int32") for tag in (*BLOCK_TAGS, *THREAD_TAGS)}
+    host = {id(v) for v in kernel.scalars}
+    for tag, ext in extent.items():
+        if any(id(v) not in host for v in free_vars(ext)):
+            raise NotSerial(f"kernel {kernel.name!r}: the extent of {tag} ({ext}) is known only inside the kernel")
+    body = _Bound(index, extent).visit(kernel.body)
+    threads = [(index[t], extent[t]) for t in reversed(THREAD_TAGS)]  # z outermost, x innermost
+    tid = O.add(O.mul(O.add(O.mul(index["threadIdx.z"], extent["threadIdx.y"]), index["threadIdx.y"]),
+                      extent["threadIdx.x"]), index["threadIdx.x"])
+    count = O.mul(O.mul(extent["threadIdx.x"], extent["threadIdx.y"]), extent["threadIdx.z"])
+    varying = {id(index[t]) for t in THREAD_TAGS}
+    block = _Threads(threads, tid, count, varying, kernel.name).wrap(body)
+    # the blocks: one parallel loop over all of them, each block's indices from its number
+    nbx, nby, nbz = (extent[t] for t in BLOCK_TAGS)
+    b = E.Var("block", "int32")
+    lets = [(index["blockIdx.x"], O.floormod(b, nbx)),
+            (index["blockIdx.y"], O.floormod(O.floordiv(b, nbx), nby)),
+            (index["blockIdx.z"], O.floordiv(b, O.mul(nbx, nby)))]
+    for var, value in reversed(lets):
+        block = S.LetStmt(var, value, block)
+    return S.For(b, 0, O.mul(O.mul(nbx, nby), nbz), LoopKind.PARALLEL, block)
+
+
+class _Bound(Mutator):
+    """Each loop bound to a launch tag as what it means for one thread: its variable is
+    ``min + index``, and a thread past its extent skips its body."""
+
+    statements_only = True
+
+    def __init__(self, index: dict[str, E.Var], extent: dict[str, E.PrimExpr]):
+        self.index, self.extent = index, extent
+
+    def visit_For(self, s: S.For) -> S.Stmt:
+        body = self.visit(s.body)
+        if s.kind != LoopKind.THREAD_BINDING:
+            return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
+        if s.thread_tag not in self.index:  # a virtual thread left by the pipeline: a loop of each thread
+            return S.For(s.loop_var, s.min, s.extent, LoopKind.SERIAL, body)
+        idx = self.index[s.thread_tag]
+        out = substitute(body, {s.loop_var: O.add(O.cast(s.min, s.loop_var.dtype), O.cast(idx, s.loop_var.dtype))})
+        full = self.extent[s.thread_tag]
+        if not (isinstance(full, E.IntImm) and isinstance(s.extent, E.IntImm) and full.value <= s.extent.value):
+            out = S.IfThenElse(O.lt(idx, O.cast(s.extent, "int32")), out)
+        return out
+
+
+def _is_barrier(s: S.Stmt) -> bool:
+    return isinstance(s, S.Evaluate) and isinstance(s.value, E.Call) and s.value.op == BARRIER
+
+
+def _has_barrier(s: S.Stmt) -> bool:
+    return bool(collect(s, _is_barrier, statements_only=True))
+
+
+class _Threads:
+    """A block's body with a loop over its threads around each stretch between barriers."""
+
+    def __init__(self, threads: list[tuple[E.Var, E.PrimExpr]], tid: E.PrimExpr, count: E.PrimExpr,
+                 varying: set[int], name: str):
+        self.threads, self.tid, self.count, self.varying, self.name = threads, tid, count, varying, name
+
+    def loops(self, s: S.Stmt) -> S.Stmt:
+        for var, ext in reversed(self.threads):  # x innermost: consecutive threads touch consecutive data
+            s = S.For(var, 0, ext, LoopKind.SERIAL, s)
+        return s
+
+    def uniform(self, *exprs: object) -> bool:
+        return not any(id(v) in self.varying for e in exprs for v in free_vars(e))
+
+    def refuse(self, what: str) -> NotSerial:
+        return NotSerial(f"kernel {self.name!r}: {what} around a barrier differs from thread to thread")
+
+    def wrap(self, s: S.Stmt) -> S.Stmt:
+        if not _has_barrier(s):
+            return self.loops(s)
+        if _is_barrier(s):
+            return S.Evaluate(0)
+        if isinstance(s, S.SeqStmt):
+            out, run = [], []
+            for x in s.seq:
+                if _has_barrier(x):
+                    if run:
+                        out.append(self.loops(S.seq(*run)))
+                        run = []
+                    out.append(self.wrap(x))
+                else:
+                    run.append(x)
+            if run:
+                out.append(self.loops(S.seq(*run)))
+            return S.seq(*out)
+        if isinstance(s, S.For):
+            if not self.uniform(s.min, s.extent):
+                raise self.refuse(f"the loop over {s.loop_var.name}")
+            kind = LoopKind.SERIAL if s.kind == LoopKind.PARALLEL else s.kind
+            return S.For(s.loop_var, s.min, s.extent, kind, self.wrap(s.body), s.thread_tag)
+        if isinstance(s, S.IfThenElse):
+            if not self.uniform(s.condition):
+                raise self.refuse("a condition")
+            return S.IfThenElse(s.condition, self.wrap(s.then_case),
+                                self.wrap(s.else_case) if s.else_case is not None else None)
+        if isinstance(s, S.LetStmt):
+            if self.uniform(s.value):
+                return type(s)(s.var, s.value, self.wrap(s.body))
+            if collect(s.value, lambda n: isinstance(n, E.BufferLoad | E.Call)):
+                raise NotSerial(f"kernel {self.name!r}: {s.var.name}, a value each thread loads, is live across a "
+                                "barrier")
+            return self.wrap(substitute(s.body, {s.var: s.value}))
+        if isinstance(s, S.AttrStmt):
+            return S.AttrStmt(s.node, s.key, s.value, self.wrap(s.body))
+        if isinstance(s, S.Allocate):
+            if s.buffer.scope in ("shared", "global", ""):  # the block's own: one per block
+                return S.Allocate(s.buffer, self.wrap(s.body))
+            return self.per_thread(s)
+        raise NotSerial(f"kernel {self.name!r}: a {type(s).__name__} around a barrier")
+
+    def per_thread(self, s: S.Allocate) -> S.Stmt:
+        """A thread's temporary whose life spans a barrier: one per thread, side by side."""
+        old = s.buffer
+        size: E.PrimExpr = E.IntImm(1, "int32")
+        for d in old.shape:  # flat accesses over the whole shape
+            size = O.mul(size, O.cast(d, "int32"))
+        new = S.Buffer(old.name, old.dtype, (O.mul(self.count, O.cast(size, "int32")),), "local")
+        base = O.mul(self.tid, O.cast(size, "int32"))
+        return S.Allocate(new, self.wrap(_Moved(old, new, base).visit(s.body)))
+
+
+class _Moved(Mutator):
+    """Accesses of ``old`` made to ``new`` at ``base`` further on (the thread's own slice)."""
+
+    def __init__(self, old: S.Buffer, new: S.Buffer, base: E.PrimExpr):
+        self.old, self.new, self.base = old, new, base
+
+    def _index(self, idx: E.PrimExpr) -> E.PrimExpr:
+        if isinstance(idx, E.Ramp):
+            return E.Ramp(O.add(idx.base, O.cast(self.base, idx.base.dtype)), idx.stride, idx.lanes)
+        return O.add(idx, O.cast(self.base, idx.dtype))
+
+    def visit_BufferLoad(self, e: E.BufferLoad):
+        e = self.generic_visit(e)
+        if e.buffer is not self.old:
+            return e
+        return E.BufferLoad(self.new, [self._index(e.indices[0])])
+
+    def visit_BufferStore(self, s: S.BufferStore):
+        s = self.generic_visit(s)
+        if s.buffer is not self.old:
+            return s
+        return S.BufferStore(self.new, s.value, [self._index(s.indices[0])])
+
+
+__all__ = ["NotSerial", "as_cpu", "serial_kernel"]
