@@ -20,12 +20,14 @@ import os
 import re
 import shutil
 import subprocess
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import BuildError
+from ..errors import BuildError, NoDeviceError, TesselWarning
 from ..ir import stmt as S
 from .args import ArgSpec, eval_int
 from .cubin import cubin_instructions
@@ -235,10 +237,14 @@ def occupancy(arch: str, threads: int, registers: int, shared_bytes: int) -> dic
 
 
 class CudaModule(Kernel):
-    """A compiled CUDA program: inspectable everywhere, callable where a CUDA device is."""
+    """A compiled CUDA program: inspectable everywhere, callable where a CUDA device is; where
+    none is, a call runs ``simulator()`` (the same kernels on the CPU) instead when one was
+    given, saying so on the first call (``simulated`` tells afterwards)."""
 
     target = "cuda"
     threaded = False
+    simulator: Callable[[], Kernel] | None = None
+    simulated = False
 
     def __init__(self, func: S.PrimFunc, gen, spec: ArgSpec, built: Built, arch: str):
         super().__init__(func, gen.source, spec)
@@ -295,7 +301,17 @@ class CudaModule(Kernel):
     def _run(self, arrays: tuple[np.ndarray, ...], ptrs: list[int], sizes: list[int], threads: int) -> None:
         from .cuda_driver import run_kernels
 
-        run_kernels(self, arrays, sizes)
+        if not self.simulated:
+            try:
+                run_kernels(self, arrays, sizes)
+                return
+            except NoDeviceError as e:
+                if self.simulator is None:
+                    raise
+                warnings.warn(f"kernel {self.name!r}: {str(e).split(',')[0]}; it runs on the simulator (cuda-sim) "
+                              "instead", TesselWarning, stacklevel=3)
+                self._simulation, self.simulated = self.simulator(), True
+        self._simulation._run(arrays, ptrs, sizes, threads)
 
 
 def load_cuda(func: S.PrimFunc, gen, target, finish=None) -> CudaModule:

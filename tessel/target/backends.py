@@ -20,11 +20,11 @@ from ..passes.gpu import device_pipeline
 from ..passes.gpu.serial import NotSerial, as_cpu
 from ..passes.memory import hoist_allocations, promote_registers
 from ..passes.simplify import simplify_stmt
-from ..runtime.cuda import load_cuda
+from ..runtime.cuda import find_nvcc, load_cuda
 from ..runtime.cuda_sim import load_cuda_sim
 from ..runtime.loader import load_c, load_python
 from .host import host
-from .target import Target
+from .target import Target, as_target
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,9 @@ class Backend:
 _BACKENDS: dict[str, Backend] = {
     "c": Backend(generate_c, load_c, memo=True),
     "python": Backend(generate_python, load_python),
-    "cuda": Backend(lambda func, target: generate_cuda(func, device_pipeline(func, target), target), load_cuda),
+    # compiled by nvcc, launched on the GPU; where there is none (or no nvcc), on the simulator
+    "cuda": Backend(lambda func, target: generate_cuda(func, device_pipeline(func, target), target),
+                    lambda *a, **k: _load_cuda(*a, **k)),
     # the same kernels run on the CPU with GPU semantics, races refused
     # the kernels compiled as CPU loops, or (feature "check") run thread by thread with races refused
     "cuda-sim": Backend(lambda func, target: _generate_sim(func, target), lambda *a, **k: _load_sim(*a, **k)),
@@ -65,6 +67,33 @@ def _generate_sim(func, target) -> Generated:
             warnings.warn(f"{e}; it runs on the checking simulator (target 'cuda-sim -features=check')",
                           TesselWarning, stacklevel=4)
     return generate_cuda_sim(func, kernels, target)
+
+
+#: the ``cuda`` feature that keeps a kernel on the GPU: a call with no device raises
+#: ``NoDeviceError`` rather than running on the simulator
+NO_SIMULATOR = "no_simulator"
+
+
+def _load_cuda(func, gen: Generated, target, finish=None):
+    """nvcc's module, whose calls run on the simulator where there is no device; with no nvcc
+    at all, the simulator's kernel itself (saying so) -- unless the target has ``no_simulator``."""
+    stay = target is not None and target.has(NO_SIMULATOR)
+
+    def simulator():
+        sim = as_target("cuda-sim")
+        return _load_sim(func, _generate_sim(func, sim), sim)
+
+    if not stay:
+        try:
+            find_nvcc()
+        except BuildError as e:
+            warnings.warn(f"kernel {func.name!r}: {str(e).split(';')[0]}, so it runs on the simulator (cuda-sim)",
+                          TesselWarning, stacklevel=4)
+            return simulator()
+    module = load_cuda(func, gen, target, finish)
+    if not stay:
+        module.simulator = simulator
+    return module
 
 
 def _load_sim(func, gen: Generated, target, finish=None):

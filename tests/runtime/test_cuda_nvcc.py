@@ -5,6 +5,7 @@ module runs it on a CUDA device or says clearly that there is none."""
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from cuda_helpers import elementwise, need_nvcc
 import tessel
 from examples.gpu import conv2d, gemm, row_reduce, softmax
 from tessel import te
-from tessel.errors import BuildError, NoDeviceError
+from tessel.errors import BuildError, NoDeviceError, TesselWarning
 from tessel.runtime.cubin import cubin_instructions
 from tessel.runtime.cuda import occupancy, parse_ptx, parse_resources
 
@@ -77,7 +78,7 @@ def test_instruction_counts_see_the_shuffles_and_barriers():
 def test_calling_without_a_device_says_so_and_points_at_the_simulator():
     need_nvcc()
     s, args = elementwise(1000, lambda A, i: A[i] * 2.0 + 1.0, 128)
-    mod = tessel.build(s, args, target="cuda")
+    mod = tessel.build(s, args, target="cuda -features=no_simulator")  # the GPU or nothing
     a = np.random.default_rng(1).standard_normal(1000).astype("float32")
     b = np.full(1000, np.nan, "float32")
     try:
@@ -88,6 +89,23 @@ def test_calling_without_a_device_says_so_and_points_at_the_simulator():
     else:  # a machine with a CUDA device: the values are checked
         np.testing.assert_allclose(b, a * 2 + 1, rtol=1e-6)
     assert mod.launch_dims([]) == [((8, 1, 1), (128, 1, 1))]
+
+
+def test_a_call_with_no_device_runs_on_the_simulator_and_says_so():
+    """TVM's GPU tutorials build for target="cuda" and call the module: with no device (or no
+    nvcc) the kernels run on the fast simulator, the first call saying so; on a GPU, on it."""
+    s, args = elementwise(1000, lambda A, i: A[i] * 2.0 + 1.0, 128)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", TesselWarning)
+        mod = tessel.build(s, args, target="cuda")
+        a = np.random.default_rng(2).standard_normal(1000).astype("float32")
+        for _ in range(2):
+            b = np.full(1000, np.nan, "float32")
+            mod(a, b)
+            np.testing.assert_allclose(b, a * 2 + 1, rtol=1e-6)
+    simulated = getattr(mod, "simulated", True)  # without nvcc the build is the simulator's kernel
+    notes = [str(w.message) for w in said if "simulator" in str(w.message)]
+    assert len(notes) == (1 if simulated else 0)  # once, not per call
 
 
 def test_symbolic_launch_extents_are_evaluated_per_call():

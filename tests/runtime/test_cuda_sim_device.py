@@ -17,6 +17,8 @@ from helpers import garbage_like
 import tessel
 from tessel.errors import NoDeviceError
 
+#: the GPU or nothing: a call with no device raises instead of running on the simulator
+ON_DEVICE = "cuda -features=no_simulator"
 
 @pytest.fixture(scope="module")
 def device() -> None:
@@ -25,7 +27,7 @@ def device() -> None:
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on the PATH, so no CUDA kernel can be built")
     s, args, inputs, expected = elementwise(5)
-    f = tessel.build(s, args, target="cuda")
+    f = tessel.build(s, args, target=ON_DEVICE)
     try:
         f(*inputs, np.zeros_like(expected[0]))
     except NoDeviceError as e:
@@ -55,7 +57,7 @@ def _cases() -> dict:
 @pytest.mark.parametrize("case", sorted(_cases()))
 def test_device_agrees_with_cuda_sim(case, device):
     s, args, inputs, expected = _cases()[case]()
-    on_gpu = _run(tessel.build(s, args, target="cuda"), inputs, expected)
+    on_gpu = _run(tessel.build(s, args, target=ON_DEVICE), inputs, expected)
     simulated = _run(tessel.build(s, args, target="cuda-sim"), inputs, expected)
     for k, (g, c, want) in enumerate(zip(on_gpu, simulated, expected)):
         # the device contracts a*b+c into FMAs and may use its own exp: float32 rounding differs
