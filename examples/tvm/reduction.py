@@ -1,7 +1,8 @@
 """Reductions, as TVM's reduction tutorial schedules them, checked against NumPy.
 
 A row sum over symbolic sizes; the same with the row and the reduction axes split; rfactor,
-which turns part of the reduction into a data-parallel axis (here run in parallel); a 2-d
+which turns part of the reduction into a data-parallel axis (here run in parallel, then over GPU
+threads that combine their partial sums, built for ``"cuda"``); a 2-d
 convolution written as a reduction over two axes; and a product reducer made with
 ``te.comm_reducer``.
 """
@@ -49,6 +50,25 @@ xo, xi = s[B].split(s[B].op.axis[0], factor=32)
 s[BF].compute_at(s[B], xo)
 s[BF].parallel(s[BF].op.axis[0])
 run(s, "rfactor, the factored axis in parallel")
+
+# a cross-thread reduction on a GPU: rows over blockIdx.x and threadIdx.y, the factored axis over
+# threadIdx.x, whose threads combine their partial sums; one thread stores each row's sum
+s = te.create_schedule(B.op)
+ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+BF = s.rfactor(B, ki)
+xo, xi = s[B].split(s[B].op.axis[0], factor=32)
+s[B].bind(xo, te.thread_axis("blockIdx.x"))
+s[B].bind(xi, te.thread_axis("threadIdx.y"))
+tx = te.thread_axis("threadIdx.x")
+s[B].bind(s[B].op.reduce_axis[0], tx)
+s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+s[B].set_store_predicate(tx.var.equal(0))
+fcuda = tvm.build(s, [A, B], "cuda")
+print(fcuda.imported_modules[0].get_source()[:300])
+gpu = tvm.cuda(0)
+b = tvm.nd.array(np.full(nn, np.nan, dtype=B.dtype), gpu)
+fcuda(tvm.nd.array(a.numpy(), gpu), b)  # on the GPU, or on the simulator where there is none
+tvm.testing.assert_allclose(b.numpy(), np.sum(a.numpy(), axis=1), rtol=1e-4)
 
 # a convolution as a reduction over two axes
 n = te.var("n")

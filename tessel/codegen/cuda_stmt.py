@@ -22,6 +22,7 @@ from ..errors import BuildError, GpuError
 from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
+from ..ir.functor import collect
 from ..ir.names import comment
 from ..ir.stmt import LoopKind
 from .c_expr import ATOM, RESERVED
@@ -52,6 +53,17 @@ class CudaWriter(CStmtWriter):
         self.ana = Analyzer()
         self.vector_moves = 0
         self.shared_bytes = 0
+        # a thread's variable read outside its loop is the thread's index (TVM's meaning: the init
+        # of a cross-thread reduction tests threadIdx.x == 0 before the loop bound to it)
+        self.thread_vars = {id(x.loop_var): x for x in collect(
+            kernel.body, lambda n: isinstance(n, S.For) and n.kind == LoopKind.THREAD_BINDING
+            and n.thread_tag in LAUNCH_TAGS)}
+
+    def visit_Var(self, e: E.Var) -> tuple[str, int]:
+        loop = self.thread_vars.get(id(e))
+        if loop is not None and id(e) not in self.bound and _is_zero(loop.min):
+            return f"(({ctype(e.dtype)}){loop.thread_tag})", ATOM
+        return super().visit_Var(e)
 
     # ---- loops -------------------------------------------------------------------------
     def visit_For(self, s: S.For) -> None:

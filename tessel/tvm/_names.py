@@ -25,9 +25,8 @@ _WHAT = ("tessel implements TVM's tensor-expression language: tvm.te (compute, s
 _GRAPH = "it has no graph-level IR: write each operator with te.compute and build it with tvm.build"
 _TUNE = ("its tuner speaks AutoTVM's template API (tvm.autotvm, tessel.tune); otherwise schedule by hand "
          "(split, tile, reorder, vectorize, parallel ...)")
-_GPU = ("kernels of the TVM namespace run on the CPU only: use tvm.cpu(0) and the target 'llvm' "
-        "(s[T].bind(...) runs as serial loops where threads do not communicate); GPU schedules build "
-        "with tessel.build(s, args, target='cuda') (nvcc) and run on the CPU with target='cuda-sim'")
+_GPU = ("tessel's GPU target is CUDA: build for 'cuda' and hold the arrays on tvm.cuda(0) (the kernels run "
+        "on the GPU, or on the simulator where there is none), or build for 'llvm' and use tvm.cpu(0)")
 _ELSEWHERE = ("tessel has it under TVM's other spelling: te.scan, te.extern, te.gradient, te.decl_tensor_intrin, "
               "tvm.tir.call_packed / call_extern / call_pure_extern / decl_buffer / ir_builder, tvm.register_func")
 
@@ -43,7 +42,7 @@ ADVICE: dict[str, str] = {
     "rpc": "kernels run in this process; there is no RPC: export with export_library and load the file "
            "where it runs (tvm.runtime.load_module)",
     "micro": "there is no microTVM: export_library writes a shared library for this machine",
-    "cuda": _GPU, "gpu": _GPU, "rocm": _GPU, "opencl": _GPU, "cl": _GPU, "metal": _GPU, "vulkan": _GPU,
+    "rocm": _GPU, "opencl": _GPU, "cl": _GPU, "metal": _GPU, "vulkan": _GPU,
     "vpi": _GPU, "hexagon": _GPU, "webgpu": _GPU, "ext_dev": _GPU, "nvptx": _GPU,
     "hybrid": "there is no hybrid script: write te.compute",
     "scan": _ELSEWHERE, "extern": _ELSEWHERE, "gradient": _ELSEWHERE, "decl_tensor_intrin": _ELSEWHERE,

@@ -2,8 +2,10 @@
 
 A :class:`NDArray` owns one C-contiguous NumPy array; a compiled kernel writes its outputs
 into it in place, and ``.numpy()`` returns a copy, as TVM's does. Devices follow TVM's
-``Device(device_type, device_id)``; tessel has the CPU only, so an array asked for on any
-other device is refused with what to use.
+``Device(device_type, device_id)``. Arrays live on the CPU; an array "on" a CUDA device
+(``tvm.cuda(0)``) is one too, since a module built for ``"cuda"`` runs its kernels on the GPU
+where there is one (copying in and out) and on the simulator where there is none. An array asked
+for on any other device is refused with what to use.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ class Device:
 
     @property
     def exist(self) -> bool:
-        return self.device_type == 1
+        """The CPU, and CUDA: its kernels run on the GPU or on the simulator (``cuda-sim``)."""
+        return self.device_type in (1, 2)
 
     def sync(self) -> None:
         """Kernels run synchronously on the CPU: nothing to wait for."""
@@ -60,9 +63,17 @@ def cpu(dev_id: int = 0) -> Device:
     return Device(1, dev_id)
 
 
+def cuda(dev_id: int = 0) -> Device:
+    """``tvm.cuda(0)`` (``tvm.gpu`` before TVM 0.8): arrays for modules built for ``"cuda"``."""
+    return Device(2, dev_id)
+
+
+gpu = cuda
+
+
 def _on_cpu(dev: Device | None, what: str) -> None:
     if dev is not None and (not isinstance(dev, Device) or not dev.exist):
-        raise ArgumentError(f"{what}: tessel's TVM arrays live on the CPU only, not on {dev}; "
+        raise ArgumentError(f"{what}: tessel's TVM arrays live on the CPU (or CUDA), not on {dev}; "
                             "pass tvm.cpu(0) or leave the device out")
 
 

@@ -43,6 +43,20 @@ def _unwrap(args: tuple) -> list:
     return [a._data if isinstance(a, NDArray) else a for a in args]
 
 
+class DeviceModule(RefusesMissing):
+    """The device half of a CUDA build (TVM's imported ``cuda`` module): its source and PTX."""
+
+    _tvm_name = "tvm.runtime.Module"
+    type_key = "cuda"
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self.imported_modules: list = []
+
+    def get_source(self, fmt: str = "") -> str:
+        return getattr(self.kernel, "ptx", "") if fmt == "ptx" else self.kernel.source
+
+
 class Module(RefusesMissing):
     """A compiled kernel under TVM's Module interface (one function; ``entry_name`` names it)."""
 
@@ -51,7 +65,9 @@ class Module(RefusesMissing):
     def __init__(self, kernel: Kernel, target=None):
         self.kernel = kernel
         self.target = target
-        self.imported_modules: list = []  # device code modules: tessel's kernels are host code only
+        # device code: a CUDA build's kernels, as TVM's host module imports them (their source is
+        # ``imported_modules[0].get_source()``); a CPU kernel has none
+        self.imported_modules: list = [DeviceModule(kernel)] if kernel.target == "cuda" else []
 
     @property
     def entry_name(self) -> str:

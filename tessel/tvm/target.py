@@ -4,8 +4,11 @@
 ``"llvm -mcpu=skylake-avx512"`` compiles for that CPU (``-march=``); ``-mattr=+avx2,+fma``
 becomes the compiler's ``-mavx2 -mfma``; ``-mtriple`` is accepted when it names this
 machine's architecture (tessel does not cross-compile). ``"c"`` and ``"python"`` are tessel's
-own target strings and take tessel's options. GPU kinds make a Target (TVM allows that without
-a GPU) that refuses to build, saying why.
+own target strings and take tessel's options. ``"cuda"`` is tessel's cuda target (nvcc, run on
+the GPU where there is one and on the simulator where there is none; TVM's options for it --
+``-arch``, ``-max_num_threads`` and the like -- are read as the GPU's description and do not
+change the code). Other GPU kinds make a Target (TVM allows that without a GPU) that refuses to
+build, saying why.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import shlex
 
 from .. import target as _tt
 from ..errors import BuildError
+from ..target.target import CUDA_ARCHS
 from ._names import ADVICE, RefusesMissing, missing_names
 
 _GPU_KINDS = frozenset({"cuda", "rocm", "opencl", "metal", "vulkan", "nvptx", "hexagon", "webgpu"})
@@ -62,7 +66,7 @@ class Target(RefusesMissing):
     def tessel(self) -> _tt.Target:
         """The tessel target this one builds for (refused for a GPU kind, which tessel lacks)."""
         if self._tessel is None:
-            raise BuildError(f"target {self.text!r}: tessel does not offer a {self.kind.name} target; {ADVICE['cuda']}")
+            raise BuildError(f"target {self.text!r}: tessel does not offer a {self.kind.name} target; {ADVICE['rocm']}")
         return self._tessel
 
     @staticmethod
@@ -99,6 +103,9 @@ def _split(text: str) -> list[str]:
 
 def _map(words: list[str], text: str) -> _tt.Target | None:
     kind = words[0]
+    if kind == "cuda":  # TVM's cuda options describe the GPU; tessel's cuda target reads -arch only
+        arch = next((w.partition("=")[2] for w in words[1:] if w.startswith("-arch=")), "")
+        return _tt.Target("cuda", mcpu=arch if arch in CUDA_ARCHS else None)
     if kind in _GPU_KINDS:
         return None
     if kind in _tt.KINDS:

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("owner, name, advice", [
     (tvm, "relay", "te.compute"),
     (tvm, "auto_scheduler", "schedule by hand"),
-    (tvm, "cuda", "tvm.cpu(0)"),
+    (tvm, "rocm", "tvm.cuda(0)"),
     (tvm.tir, "Schedule", "te.create_schedule"),
     (tvm.te, "no_such_thing", "dir() of a module"),
     (tvm.nd, "from_dlpack", "tvm.nd arrays"),

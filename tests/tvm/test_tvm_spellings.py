@@ -59,12 +59,13 @@ def test_nd_arrays_copy_in_and_out():
     assert (a.shape, a.dtype, str(a.device)) == ((3, 4), "float32", "cpu(0)")
 
 
-def test_devices_are_the_cpu_only():
+def test_devices_are_the_cpu_and_cuda():
     assert tvm.device("llvm", 0) == tvm.cpu(0) == tvm.device("cpu")
-    gpu = tvm.device("cuda", 0)
-    assert not gpu.exist
-    with pytest.raises(ArgumentError, match="CPU only"):
-        tvm.nd.array(np.zeros(3), gpu)
+    assert tvm.device("cuda", 0).exist  # its kernels run on the GPU or on the simulator
+    other = tvm.device("rocm", 0)
+    assert not other.exist
+    with pytest.raises(ArgumentError, match="live on the CPU"):
+        tvm.nd.array(np.zeros(3), other)
     with pytest.raises(ArgumentError, match="unknown device"):
         tvm.device("tpu")
 
@@ -92,12 +93,18 @@ def test_target_strings_tessel_cannot_honour_are_refused(text, match):
         tvm.target.Target(text)
 
 
-def test_gpu_targets_exist_but_refuse_to_build():
-    t = tvm.target.Target("cuda")
-    assert t.kind.name == "cuda" and t.keys == ("gpu",)
+def test_gpu_targets_other_than_cuda_exist_but_refuse_to_build():
+    t = tvm.target.Target("rocm")
+    assert t.kind.name == "rocm" and t.keys == ("gpu",)
     A, B, C = _vector_add()
-    with pytest.raises(BuildError, match="CPU only"):
+    with pytest.raises(BuildError, match="tessel's GPU target is CUDA"):
         tvm.build(te.create_schedule(C.op), [A, B, C], t)
+
+
+def test_a_cuda_build_needs_its_loops_bound_to_threads():
+    A, B, C = _vector_add()
+    with pytest.raises(BuildError, match="computed outside every thread_binding loop"):
+        tvm.build(te.create_schedule(C.op), [A, B, C], "cuda")
 
 
 def test_build_of_a_lowered_module_is_the_lowered_kernel():

@@ -44,6 +44,10 @@ def _reduction_store(loop: S.For) -> tuple[S.BufferStore, E.PrimExpr, list[S.Stm
         body = body.body
     seq = list(body.seq) if isinstance(body, S.SeqStmt) else [body]
     last = seq[-1]
+    if (isinstance(last, S.IfThenElse) and last.else_case is None and isinstance(last.condition, E.EQ)
+            and last.condition.a is loop.loop_var and _is_zero(last.condition.b)):
+        last = last.then_case  # TVM's store predicate (set_store_predicate(tx.equal(0))): one thread writes the
+        # reduced value, which is what the rewrite does anyway
     if not isinstance(last, S.BufferStore) or type(last.value) not in _COMBINE:
         return None
     a, b = last.value.a, last.value.b

@@ -70,7 +70,13 @@ def serial_kernel(kernel: Kernel) -> S.Stmt:
     for tag, ext in extent.items():
         if any(id(v) not in host for v in free_vars(ext)):
             raise NotSerial(f"kernel {kernel.name!r}: the extent of {tag} ({ext}) is known only inside the kernel")
-    body = _Bound(index, extent).visit(kernel.body)
+    # a thread's variable is its index wherever it is read, inside its loop or not (TVM's
+    # meaning: the init of a cross-thread reduction tests threadIdx.x == 0 outside its loop)
+    bound = collect(kernel.body, lambda n: isinstance(n, S.For) and n.kind == LoopKind.THREAD_BINDING
+                    and n.thread_tag in index)
+    body = substitute(kernel.body, {x.loop_var: O.add(O.cast(x.min, x.loop_var.dtype),
+                                                       O.cast(index[x.thread_tag], x.loop_var.dtype)) for x in bound})
+    body = _Bound(index, extent).visit(body)
     threads = [(index[t], extent[t]) for t in reversed(THREAD_TAGS)]  # z outermost, x innermost
     tid = O.add(O.mul(O.add(O.mul(index["threadIdx.z"], extent["threadIdx.y"]), index["threadIdx.y"]),
                       extent["threadIdx.x"]), index["threadIdx.x"])
@@ -104,7 +110,7 @@ class _Bound(Mutator):
         if s.thread_tag not in self.index:  # a virtual thread left by the pipeline: a loop of each thread
             return S.For(s.loop_var, s.min, s.extent, LoopKind.SERIAL, body)
         idx = self.index[s.thread_tag]
-        out = substitute(body, {s.loop_var: O.add(O.cast(s.min, s.loop_var.dtype), O.cast(idx, s.loop_var.dtype))})
+        out = body  # its variable is already its index (serial_kernel)
         full = self.extent[s.thread_tag]
         if not (isinstance(full, E.IntImm) and isinstance(s.extent, E.IntImm) and full.value <= s.extent.value):
             out = S.IfThenElse(O.lt(idx, O.cast(s.extent, "int32")), out)
