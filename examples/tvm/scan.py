@@ -1,6 +1,6 @@
-"""Recurrences with ``te.scan`` (TVM's scan tutorial): a cumulative sum over rows, a scan
-whose update has two stages, and a scan carrying two states. Each is checked against NumPy.
-Needs te.scan (branch tegrad).
+"""Recurrences with ``te.scan`` (TVM's scan tutorial): a cumulative sum over rows (on the CPU,
+then built for ``"cuda"`` with the host launching one kernel per step), a scan whose update has
+two stages, and a scan carrying two states. Each is checked against NumPy.
 """
 
 import numpy as np
@@ -28,6 +28,19 @@ a_np = rng.uniform(size=(mm, nn)).astype(s_scan.dtype)
 a = tvm.nd.array(a_np, dev)
 b = tvm.nd.array(np.zeros((mm, nn), dtype=s_scan.dtype), dev)
 fscan(a, b)
+tvm.testing.assert_allclose(b.numpy(), np.cumsum(a_np, axis=0), rtol=1e-5)
+
+# the same scan on a GPU: the init and each step one kernel over blocks of 256 threads, the steps
+# launched one after another by the host (on the simulator where there is no GPU)
+s = te.create_schedule(s_scan.op)
+for stage in (s_init, s_update):
+    xo, xi = s[stage].split(stage.op.axis[1], factor=256)
+    s[stage].bind(xo, te.thread_axis("blockIdx.x"))
+    s[stage].bind(xi, te.thread_axis("threadIdx.x"))
+fscan = tvm.build(s, [X, s_scan], "cuda", name="myscan")
+gpu = tvm.cuda(0)
+b = tvm.nd.array(np.zeros((mm, nn), dtype=s_scan.dtype), gpu)
+fscan(tvm.nd.array(a_np, gpu), b)
 tvm.testing.assert_allclose(b.numpy(), np.cumsum(a_np, axis=0), rtol=1e-5)
 
 # an update of two stages, the first computed inside the second

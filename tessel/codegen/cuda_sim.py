@@ -28,6 +28,7 @@ from ..ir import stmt as S
 from ..ir.functor import collect, free_vars
 from ..ir.names import comment, python_string
 from ..ir.stmt import LoopKind
+from ..passes.gpu.kernel import host_loop
 from . import Generated
 from .common import check_func, written_buffers
 from .python import _ATOM, _namespace, _np_name, _PyGen
@@ -227,10 +228,33 @@ class _SimGen(_PyGen):
             text = python_string(b.name)
             self.emit(1, f"{self.names.get(b, b.name)} = _SimBuf(_empty({size}, {_np_name(b.dtype)}, {text}, "
                          f"_sim), {text}, _sim)")
-        for k in kernels:
+        todo = list(kernels)
+        self._host(self.func.body, 1, todo)
+        for k in todo:  # launches the host walk did not meet (hand-built kernels): in order
             self._launch(k, 1)
         self.emit(1, "return")
         return "\n".join(self.lines) + "\n"
+
+    def _host(self, s: S.Stmt, depth: int, todo: list) -> None:
+        """The host's program: its launches in order, inside the loops it runs around them."""
+        if isinstance(s, S.SeqStmt):
+            for x in s.seq:
+                self._host(x, depth, todo)
+        elif isinstance(s, S.AttrStmt | S.Allocate):
+            self._host(s.body, depth, todo)
+        elif _is_launch_loop(s) and todo:
+            self._launch(todo.pop(0), depth)
+        elif host_loop(s):  # a scan's steps: one launch (or several) per iteration
+            v = s.loop_var
+            lo, ext = self._loop_bound(s.min), self._loop_bound(s.extent)
+            self.bound.add(id(v))
+            name = self.names.get(v, v.name)
+            self.emit(depth, f"for {name} in _loop({_np_name(v.dtype)}, {lo}, {ext}):  # on the host")
+            mark = len(self.lines)
+            self._host(s.body, depth + 1, todo)
+            if len(self.lines) == mark:
+                self.emit(depth + 1, "pass")
+            self.bound.discard(id(v))
 
 
 def _one_line(node) -> str:

@@ -54,7 +54,28 @@ def schedule_ops(ctx: BoundContext, exact: ExactPlan | None = None) -> S.Stmt:
             continue
         body = builder.pipeline(st, body)
     body = inline_lets(body)
-    return merge_nested_threads(body) if ctx.binds else body
+    return merge_nested_threads(_scan_inits_in_place(ctx, body)) if ctx.binds else body
+
+
+def _scan_inits_in_place(ctx: BoundContext, body: S.Stmt) -> S.Stmt:
+    """On a GPU, a scan's init stage computes straight into the scan's output, as TVM lowers it:
+    the copy of the init into the output (``ScanOp.build_provide``) would be a loop on the host,
+    which a GPU target has no code for; redirected, it stores each element onto itself and the
+    simplifier drops it. Only where that is the same program: the output is the program's (the
+    caller's array, bound wherever it is stored), not folded, and nothing else reads the init."""
+    from ..te.scan import Redirect, ScanOp
+
+    tmap = {}
+    for st in ctx.order:
+        op = st.op
+        if not isinstance(op, ScanOp) or st.scan_fold is not None:
+            continue
+        for init, out in zip(op.init, op.outputs):
+            init_stage = ctx.sch.stage_map.get(init.op)
+            readers = ctx.consumers.get(init_stage, ()) if init_stage is not None else ()
+            if st.is_output and readers and all(r.op is op for r in readers):
+                tmap[init] = out
+    return Redirect(tmap).visit(body) if tmap else body
 
 
 class _Builder:

@@ -103,12 +103,13 @@ def run_kernels(module, arrays: tuple[np.ndarray, ...], sizes: list[int]) -> Non
             host = np.ascontiguousarray(a)
             _check(lib, lib.cuMemcpyHtoD_v2(dev[id(buf)], host.ctypes.data_as(ctypes.c_void_p),
                                             ctypes.c_size_t(a.nbytes)), "cuMemcpyHtoD")
-        for kernel, fn in zip(module.kernels, fns):
+        for kernel in module.kernels:
             for t in kernel.temporaries:
                 if id(t) not in dev:
                     n = math.prod(eval_int(d, env, func.name) for d in t.shape)
                     dev[id(t)] = _alloc(lib, n * max(t.dtype.bits // 8, 1), held)
-            _launch(lib, module, kernel, fn, dev, env)
+        plan = getattr(module, "host", None) or tuple(("launch", k) for k in range(len(module.kernels)))
+        _host(plan, env, func.name, lambda k: _launch(lib, module, module.kernels[k], fns[k], dev, env))
         _check(lib, lib.cuCtxSynchronize(), "cuCtxSynchronize (a kernel failed while running)")
         for k in module._spec.outputs:
             a = arrays[k]
@@ -119,6 +120,20 @@ def run_kernels(module, arrays: tuple[np.ndarray, ...], sizes: list[int]) -> Non
     finally:
         for ptr in held:
             lib.cuMemFree_v2(ptr)
+
+
+def _host(plan: tuple, env: dict, name: str, launch) -> None:
+    """Run the host's program (``passes.gpu.kernel.host_plan``): launches, and loops around
+    them whose variable each launch inside receives as a scalar."""
+    for step in plan:
+        if step[0] == "launch":
+            launch(step[1])
+            continue
+        _, var, lo, ext, inner = step
+        first = eval_int(lo, env, name)
+        for value in range(first, first + eval_int(ext, env, name)):
+            env[id(var)] = value
+            _host(inner, env, name, launch)
 
 
 def _launch(lib: ctypes.CDLL, module, kernel, fn, dev: dict, env: dict) -> None:

@@ -17,6 +17,7 @@ from ..codegen.cuda_sim import generate_cuda_sim
 from ..codegen.python import generate_python
 from ..errors import BuildError, TesselWarning
 from ..passes.gpu import device_pipeline
+from ..passes.gpu.kernel import host_plan
 from ..passes.gpu.serial import NotSerial, as_cpu
 from ..passes.memory import hoist_allocations, promote_registers
 from ..passes.simplify import simplify_stmt
@@ -91,6 +92,7 @@ def _load_cuda(func, gen: Generated, target, finish=None):
                           TesselWarning, stacklevel=4)
             return simulator()
     module = load_cuda(func, gen, target, finish)
+    module.host = host_plan(func)  # the launches in order, inside the host's loops (a scan's steps)
     if not stay:
         module.simulator = simulator
     return module

@@ -5,11 +5,14 @@ simulator, saying so."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from gpu_cases import shared_gemm, softmax_launches, tiled_matmul
 from helpers import check, rand
 
+import tessel
 from tessel.driver import build_func, lower_steps
 from tessel.errors import DivergentBarrierError, TesselWarning
 from tessel.ir import expr as E
@@ -113,3 +116,48 @@ def test_the_checking_simulator_is_a_feature_away():
     s, args, inputs, expected = tiled_matmul()
     f = check(s, args, inputs, expected, targets=("cuda-sim -features=check",))["cuda-sim -features=check"]
     assert f.target == "cuda-sim" and "_launch(" in f.source
+
+
+def _cumsum_on_threads():
+    """TVM's scan tutorial on a GPU: the init and each step a kernel over blocks of threads, the
+    host looping over the steps."""
+    from tessel import te
+
+    m, n = te.var("m"), te.var("n")
+    X = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n))
+    init = te.compute((1, n), lambda _, i: X[0, i])
+    update = te.compute((m, n), lambda t, i: state[t - 1, i] + X[t, i])
+    scan = te.scan(init, update, state, inputs=[X])
+    s = te.create_schedule(scan.op)
+    for stage in (init, update):
+        xo, xi = s[stage].split(stage.op.axis[1], factor=32)
+        s[stage].bind(xo, te.thread_axis("blockIdx.x"))
+        s[stage].bind(xi, te.thread_axis("threadIdx.x"))
+    return s, [X, scan]
+
+
+@pytest.mark.parametrize("target", ["cuda-sim", "cuda-sim -features=check", "cuda"])
+@pytest.mark.parametrize(("m", "n"), [(9, 70), (3, 33)])
+def test_a_scan_launches_one_kernel_per_step_from_a_host_loop(target, m, n):
+    s, args = _cumsum_on_threads()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TesselWarning)  # "cuda" with no GPU: on the simulator
+        f = tessel.build(s, args, target=target)
+        x = rand(m, n)
+        out = np.full((m, n), np.nan, "float32")
+        f(x, out)
+    np.testing.assert_allclose(out, np.cumsum(x, axis=0), rtol=1e-5, atol=1e-5)
+
+
+def test_the_scans_init_is_computed_into_its_output_and_the_host_only_loops():
+    from tessel.passes.gpu.kernel import host_plan, split_kernels
+
+    s, args = _cumsum_on_threads()
+    func, _ = lower_steps(s, args, target="cuda-sim")
+    kernels = split_kernels(func)
+    assert len(kernels) == 2  # the init, and the step (launched once per step)
+    assert not any(b.name == "compute" for k in kernels for b in k.params)  # no copy of the init: it is the output's
+    (first, (kind, var, _, _, inner)) = host_plan(func)
+    assert first == ("launch", 0) and kind == "loop" and inner == (("launch", 1),)
+    assert var in kernels[1].scalars  # the step's index handed to its kernel

@@ -7,9 +7,11 @@ threads), so the CUDA generator and the simulator read one IR: each binds ``var 
 and a thread whose index is past the loop's extent skips its body. The launch extent of a tag
 is the largest extent of its loops in the kernel.
 
-The host side may only sequence kernels: ``produce`` markers, sequences and allocations of
-global temporaries (which the runtime allocates on the device). Work outside every bound loop
-would run on the host, which a GPU target has no code for; it is refused with what to bind.
+The host side may only sequence kernels: ``produce`` markers, sequences, allocations of
+global temporaries (which the runtime allocates on the device) and serial loops around launches
+(a scan's steps: one launch per step, the loop's variable handed to the kernel as a scalar).
+Work outside every bound loop would run on the host, which a GPU target has no code for; it is
+refused with what to bind.
 """
 
 from __future__ import annotations
@@ -82,32 +84,63 @@ def _launch_tag(tag: str) -> bool:
 
 def split_kernels(func: S.PrimFunc) -> list[Kernel]:
     """The kernels of ``func`` in launch order, each with its launch extents and parameters."""
-    groups: list[S.For] = []
+    groups: list[tuple[S.For, tuple[E.Var, ...]]] = []
     temps: list[S.Buffer] = []
     _host(func.body, func, groups, temps)
     kernels = []
-    for k, loop in enumerate(groups):
+    for k, (loop, around) in enumerate(groups):
         name = identifier(f"{func.name}_kernel{k}", "c", frozenset(), ("tsl_",))
-        kernels.append(_kernel(name, loop, func, temps))
+        kernels.append(_kernel(name, loop, func, temps, around))
     return kernels
 
 
-def _host(s: S.Stmt, func: S.PrimFunc, groups: list[S.For], temps: list[S.Buffer]) -> None:
-    """Walk the host side: collect launch groups; refuse anything the host would have to run."""
+def host_plan(func: S.PrimFunc) -> tuple:
+    """The host's program as data, for a runtime that launches the kernels itself: a tuple of
+    steps, each ``("launch", k)`` (the ``k``-th kernel of ``split_kernels``) or ``("loop", var,
+    min, extent, steps)`` (a host loop: ``steps`` once per value of ``var``)."""
+    count = [0]
+
+    def walk(s: S.Stmt) -> list:
+        if isinstance(s, S.SeqStmt):
+            return [x for y in s.seq for x in walk(y)]
+        if isinstance(s, S.AttrStmt | S.Allocate):
+            return walk(s.body)
+        if isinstance(s, S.For) and s.kind == LoopKind.THREAD_BINDING:
+            count[0] += 1
+            return [("launch", count[0] - 1)]
+        if host_loop(s):
+            return [("loop", s.loop_var, s.min, s.extent, tuple(walk(s.body)))]
+        return []
+
+    return tuple(walk(func.body))
+
+
+def host_loop(s: S.Stmt) -> bool:
+    """Whether ``s`` is a loop the host runs around launches (see the module's note)."""
+    return (isinstance(s, S.For) and s.kind in (LoopKind.SERIAL, LoopKind.UNROLLED)
+            and bool(collect(s.body, lambda n: isinstance(n, S.For) and n.kind == LoopKind.THREAD_BINDING,
+                             statements_only=True)))
+
+
+def _host(s: S.Stmt, func: S.PrimFunc, groups: list, temps: list[S.Buffer], around: tuple = ()) -> None:
+    """Walk the host side: collect launch groups (each with the host loops around it); refuse
+    anything the host would have to run."""
     if isinstance(s, S.SeqStmt):
         for x in s.seq:
-            _host(x, func, groups, temps)
+            _host(x, func, groups, temps, around)
     elif isinstance(s, S.AttrStmt):
-        _host(s.body, func, groups, temps)
+        _host(s.body, func, groups, temps, around)
     elif isinstance(s, S.Allocate) and s.buffer.scope in ("global", ""):
         temps.append(s.buffer)
-        _host(s.body, func, groups, temps)
+        _host(s.body, func, groups, temps, around)
+    elif host_loop(s):
+        _host(s.body, func, groups, temps, (*around, s.loop_var))
     elif isinstance(s, S.For) and s.kind == LoopKind.THREAD_BINDING:
         if not _launch_tag(s.thread_tag):
             raise GpuError(f"kernel {func.name!r}: loop {s.loop_var.name!r} is bound to {s.thread_tag!r} outside any "
                            "blockIdx/threadIdx loop; a vthread or other tag must sit inside a launch "
                            "(bind an outer axis to blockIdx.x)")
-        groups.append(s)
+        groups.append((s, around))
     elif isinstance(s, S.Evaluate) and isinstance(s.value, E.IntImm | E.FloatImm):
         return
     else:
@@ -124,7 +157,7 @@ def _unbound_message(s: S.Stmt, func: S.PrimFunc) -> str:
             "(s[T].bind(axis, te.thread_axis('blockIdx.x'))), or compute it inside a bound loop (compute_at)")
 
 
-def _kernel(name: str, loop: S.For, func: S.PrimFunc, temps: list[S.Buffer]) -> Kernel:
+def _kernel(name: str, loop: S.For, func: S.PrimFunc, temps: list[S.Buffer], around: tuple = ()) -> Kernel:
     launch = _launch_extents(loop, func.name)
     touched = {id(n.buffer) for n in collect(loop, lambda n: isinstance(n, S.BufferStore | E.BufferLoad))}
     touched |= {id(a.args[0].buffer) for a in collect(loop, lambda n: isinstance(n, E.Call) and n.op == "address_of")}
@@ -135,7 +168,7 @@ def _kernel(name: str, loop: S.For, func: S.PrimFunc, temps: list[S.Buffer]) -> 
     used |= {id(v) for _, ext in launch for v in free_vars(ext)}
     for b in params:
         used |= {id(v) for d in b.shape for v in free_vars(d)}
-    scalars = tuple(v for v in func.size_vars if id(v) in used)
+    scalars = tuple(v for v in (*func.size_vars, *around) if id(v) in used)
     used_temps = tuple(b for b in temps if id(b) in touched)
     return Kernel(name, params, scalars, launch, loop, used_temps)
 
@@ -181,4 +214,5 @@ def check_launch(kernel: Kernel) -> None:
                        f"the limit of {MAX_THREADS_PER_BLOCK}; bind smaller inner splits to threadIdx")
 
 
-__all__ = ["BLOCK_TAGS", "LAUNCH_TAGS", "THREAD_TAGS", "Kernel", "check_launch", "split_kernels", "thread_loops"]
+__all__ = ["BLOCK_TAGS", "LAUNCH_TAGS", "THREAD_TAGS", "Kernel", "check_launch", "host_loop", "host_plan", "split_kernels",
+           "thread_loops"]

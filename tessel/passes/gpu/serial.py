@@ -27,7 +27,7 @@ from ...ir import op as O
 from ...ir import stmt as S
 from ...ir.functor import Mutator, collect, free_vars, substitute
 from ...ir.stmt import BLOCK_TAGS, THREAD_TAGS, LoopKind
-from .kernel import Kernel
+from .kernel import Kernel, host_loop
 
 BARRIER = "tvm_storage_sync"
 #: calls by which threads of a warp exchange values: no order of threads one by one runs them
@@ -52,6 +52,8 @@ def as_cpu(func: S.PrimFunc, kernels: list[Kernel]) -> S.PrimFunc:
             return S.Allocate(s.buffer, host(s.body))
         if isinstance(s, S.For) and s.kind == LoopKind.THREAD_BINDING:
             return serial_kernel(todo.pop(0))
+        if host_loop(s):  # a loop of the host around launches (a scan's steps)
+            return S.For(s.loop_var, s.min, s.extent, s.kind, host(s.body))
         return s
 
     body = host(func.body)
