@@ -409,8 +409,10 @@ def _save_probes(comp: Compiler) -> None:
         pass
 
 
-def compile_shared(comp: Compiler, source: str, out_path: str, flags: list[str], name: str) -> None:
-    """Compile ``source`` into the shared object ``out_path``, or raise BuildError.
+def compile_shared(comp: Compiler, source: str, out_path: str, flags: list[str], name: str,
+                   object_only: bool = False) -> None:
+    """Compile ``source`` into the shared object ``out_path`` (``object_only``: an object file
+    to link later, TVM's ``Module.save``), or raise BuildError.
 
     ``name`` is the user's kernel name: it appears in messages only, never in a path or argument
     (a name is data: ``-v``, ``../../x`` or ``/etc/x`` must not become options or file names)."""
@@ -418,7 +420,10 @@ def compile_shared(comp: Compiler, source: str, out_path: str, flags: list[str],
         # a fixed relative file name keeps the object file identical across processes
         fname = "kernel.c"
         Path(tmp, fname).write_bytes(encode_text(source))
-        cmd = [*comp.argv, *flags, fname, "-o", os.path.abspath(out_path), "-lm"]
+        if object_only:
+            cmd = [*comp.argv, *(f for f in flags if f != "-shared"), "-c", fname, "-o", os.path.abspath(out_path)]
+        else:
+            cmd = [*comp.argv, *flags, fname, "-o", os.path.abspath(out_path), "-lm"]
         res = _run(cmd, what=f"compiling kernel {name!r}", cwd=tmp)
     if res.returncode != 0 or not os.path.exists(out_path) or os.path.getsize(out_path) == 0:
         message = (res.stderr or res.stdout).strip() or (

@@ -47,8 +47,10 @@ def _contract(kernel: CKernel) -> dict:
             "params": params, "scalar_positions": [pos for pos, _ in scalars], "ir": ir, "source": kernel.source}
 
 
-def export_library(kernel: Kernel, path: str | os.PathLike) -> Path:
-    """Write ``kernel`` (built for the C target) as the shared library ``path``; see the module doc."""
+def export_library(kernel: Kernel, path: str | os.PathLike, object_only: bool = False) -> Path:
+    """Write ``kernel`` (built for the C target) as the shared library ``path``; see the module doc.
+    ``object_only``: an object file instead, carrying the same contract, for the system's linker
+    to make a library of (TVM's ``save`` then ``tvm.contrib.cc.create_shared``)."""
     if not kernel.exportable:
         raise BuildError(f"export_library: kernel {kernel.name!r} was built for the {kernel.target} target, whose "
                          "code lives in this process only; build it with target='c' (TVM's 'llvm') to export it")
@@ -61,15 +63,18 @@ def export_library(kernel: Kernel, path: str | os.PathLike) -> Path:
         raise BuildError(f"export_library: kernel {kernel.name!r} calls functions outside it (te.extern, call_packed, "
                          "call_extern), which are found by name in the process that runs it; exporting such a "
                          "kernel is not offered yet: export the parts around the call instead")
-    if kernel.compiler is None:  # loaded by load_module: the library already is what we would write
+    if kernel.compiler is None and not object_only:  # loaded by load_module: the library is what we would write
         _place(Path(kernel.lib_path), out)
         return out
+    if kernel.compiler is None:
+        raise BuildError(f"save: kernel {kernel.name!r} was loaded from a library, whose object code is gone; "
+                         "export it with export_library instead")
     meta = json.dumps(_contract(kernel), ensure_ascii=True).encode("ascii")
     source = (f"{kernel.source}\n\n/* the calling contract, read back by tessel.runtime.load_module */\n"
               f"const char {META_SYMBOL}[] =\n{c_bytes_literal(meta)};\n")
     with scratch_dir("tessel-export-") as tmp:
-        so = os.path.join(tmp, "kernel.so")
-        compile_shared(kernel.compiler, source, so, list(kernel.compile_flags), kernel.name)
+        so = os.path.join(tmp, "kernel.o" if object_only else "kernel.so")
+        compile_shared(kernel.compiler, source, so, list(kernel.compile_flags), kernel.name, object_only)
         _place(Path(so), out)
     return out
 

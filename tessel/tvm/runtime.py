@@ -91,6 +91,14 @@ class Module(RefusesMissing):
     def get_source(self, fmt: str = "") -> str:
         return self.kernel.source
 
+    def save(self, file_name, fmt: str = "") -> None:
+        """TVM's ``save``: the kernel as an object file (C target), with its calling contract, for
+        ``tvm.contrib.cc.create_shared`` to link into a library that ``load_module`` reads."""
+        if self.kernel.target != "c":
+            raise ArgumentError(f"save: the {self.kernel.target} module has no object code to save; build for "
+                                "'llvm' (tessel's C target)")
+        _export.export_library(self.kernel, file_name, object_only=True)
+
     def export_library(self, file_name, fcompile=None, **kwargs) -> None:
         """Write the kernel as one shared library (C target only); ``tvm.runtime.load_module`` reads it."""
         if fcompile is not None or kwargs:

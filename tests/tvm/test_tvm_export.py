@@ -172,3 +172,38 @@ def test_c_bytes_literal_escapes_every_byte():
     assert re.fullmatch(r"(?:[^\\]|\\[0-7]{3})*", body)  # every backslash starts an octal escape
     decoded = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), body.encode("ascii"))
     assert decoded == data
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_save_then_create_shared_then_load_module(tmp_path, parallel):
+    """TVM's getting-started route: ``fadd.save("x.o")``, ``cc.create_shared("x.so", ["x.o"])``,
+    ``load_module("x.so")``: the object carries the calling contract, the library computes the
+    same values and checks its arguments as the kernel did."""
+    from tessel.tvm.contrib import cc
+
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 3.0 - 1.0, name="B")
+    s = te.create_schedule(B.op)
+    if parallel:
+        outer, _ = s[B].split(B.op.axis[0], factor=16)
+        s[B].parallel(outer)
+    fadd = tvm.build(s, [A, B], "llvm")
+    fadd.save(str(tmp_path / "add.o"))
+    cc.create_shared(str(tmp_path / "add.so"), [str(tmp_path / "add.o")])
+    again = tvm.runtime.load_module(str(tmp_path / "add.so"))
+    a = rand(77)
+    b = tvm.nd.array(np.full(77, np.nan, "float32"))
+    again(tvm.nd.array(a), b)
+    np.testing.assert_allclose(b.numpy(), a * 3 - 1, rtol=1e-6)
+    with pytest.raises(ArgumentError):
+        again(tvm.nd.array(a), tvm.nd.array(np.zeros(5, "float32")))
+
+
+def test_create_shared_takes_paths_as_data(tmp_path):
+    from tessel.tvm.contrib import cc
+
+    with pytest.raises(BuildError, match="linking failed"):
+        cc.create_shared(str(tmp_path / "x.so"), ["-v"])  # a file named -v, not the option
+    with pytest.raises(BuildError, match="options and cc are not taken"):
+        cc.create_shared(str(tmp_path / "x.so"), [], options=["-O0"])
