@@ -17,7 +17,7 @@ The TVM-0.6-era top-level names of the seeds (``tvm.placeholder``, ``tvm.compute
 
 from __future__ import annotations
 
-from . import autotvm, contrib, error, ir, nd, runtime, target, te, testing, tir
+from . import autotvm, contrib, error, ir, nd, runtime, target, te, testing, tir, transform
 from ._driver import IRModule, build, lower
 from ._names import install_missing_modules, missing_names
 from .nd import Device, cpu, cuda, device, gpu

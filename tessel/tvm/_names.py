@@ -52,7 +52,6 @@ ADVICE: dict[str, str] = {
             "load it with tvm.runtime.load_module",
     "import_module": _GPU,
     "ir_builder": _ELSEWHERE,
-    "transform": "tessel's passes run inside tvm.lower/tvm.build and are not offered one by one",
 }
 
 

@@ -10,6 +10,7 @@ tessel's top level (where TE features are added), else refused with what to use.
 from __future__ import annotations
 
 from ...ir import expr as _E
+from ...ir.stmt import LoopKind as ForKind  # TVM spells it tvm.tir.ForKind.SERIAL ...
 from ...te import *
 from ...te import cast, const, select
 from ...te import var as _var

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ...ir.functor import post_order_visit, substitute
+from ...ir.functor import ir_transform, post_order_visit, substitute
 from .._names import missing_names
 
-__all__ = ["post_order_visit", "substitute"]
+__all__ = ["ir_transform", "post_order_visit", "substitute"]
 
 __getattr__ = missing_names(__name__, ("tessel.ir.functor",))
