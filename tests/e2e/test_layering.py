@@ -55,7 +55,8 @@ ALLOWED: dict[str, set[str]] = {
     "demo": _FRONT | {"driver", "viz", "target", "autosched"},
     "cli": _FRONT | {"driver", "viz", "target", "runtime", "codegen", "demo", "tvm", "tune"},
     # TVM's spellings over everything a TVM user reaches: a face like the package's own __init__
-    "tvm": _FRONT | {"driver", "viz", "target", "runtime", "tune"},
+    # (its PassContext adds a user's passes to the pipeline's lists)
+    "tvm": _FRONT | {"pipeline", "driver", "viz", "target", "runtime", "tune"},
     # the automatic scheduler writes schedules from rules and the Target's model, lowers them to
     # check them, and hands its knobs to the tuner's search (a template of tessel.tune)
     "autosched": _FRONT | {"driver", "target", "tune"},
