@@ -33,8 +33,6 @@ _ELSEWHERE = ("tessel has it under TVM's other spelling: te.scan, te.extern, te.
 # the last part of a dotted TVM name -> what to use instead
 ADVICE: dict[str, str] = {
     "relay": _GRAPH, "relax": _GRAPH, "frontend": _GRAPH, "graph_executor": _GRAPH, "graph_runtime": _GRAPH,
-    "topi": "it has no operator library (topi): write the operator with te.compute (a convolution is a "
-            "te.sum over reduce axes)",
     "auto_scheduler": _TUNE, "meta_schedule": _TUNE,
     "script": "it has no TVMScript: write te.compute and a te schedule",
     "Schedule": "TensorIR schedules are not offered: use te.create_schedule(op) and the stage primitives",
