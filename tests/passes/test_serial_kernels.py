@@ -161,3 +161,50 @@ def test_the_scans_init_is_computed_into_its_output_and_the_host_only_loops():
     (first, (kind, var, _, _, inner)) = host_plan(func)
     assert first == ("launch", 0) and kind == "loop" and inner == (("launch", 1),)
     assert var in kernels[1].scalars  # the step's index handed to its kernel
+
+
+def test_a_cross_thread_sum_through_warp_shuffles_runs_as_loops():
+    """A row sum over 32 threads per row (TVM's cross-thread reduction: five shuffles down):
+    each shuffle's statement is two thread loops, the operands stored side by side, then read
+    from the source lane."""
+    from examples.gpu.row_reduce import schedule
+
+    for rows, cols in ((12, 100), (5, 33)):
+        s, args = schedule(rows, cols)
+        x = rand(rows, cols)
+        f = check(s, args, [x], [x.sum(axis=1)], targets=("cuda-sim",), rtol=1e-4, atol=1e-4)["cuda-sim"]
+        assert _fast(f)
+
+
+@pytest.mark.parametrize("width", [32, 16, 4])
+def test_the_source_lanes_are_the_checkers(width):
+    """The loop form's shuffle (an index expression) reads the lane the checking simulator's
+    does, for every thread of a 64-thread block, every kind and every offset."""
+    from tessel.arith import Analyzer
+    from tessel.passes.gpu.serial import _source
+    from tessel.runtime.cuda_sim import _source_lane
+
+    tid = E.Var("tid", "int32")
+    ana = Analyzer()
+    for kind in (0, 1, 2):
+        for arg in (0, 1, 3, width - 1):
+            expr = _source(tid, kind, O.const(arg, "int32"), width)
+            for t in range(64):
+                got = ana.simplify(tessel.ir.functor.substitute(expr, {tid: O.const(t, "int32")}))
+                assert int(got.value) == _source_lane(t, kind, arg, width), (kind, arg, t)
+
+
+def test_a_shuffle_under_a_condition_the_lanes_of_a_warp_disagree_on_is_refused():
+    """Half a warp shuffling reads lanes that take no part: no loop form, the checker's case."""
+    A, B = S.Buffer("A", "float32", (32,)), S.Buffer("B", "float32", (32,))
+
+    def thread(t):
+        mask = E.Call("uint32", "tvm_warp_activemask", [])
+        down = E.Call("float32", "tvm_warp_shuffle_down", [mask, E.BufferLoad(A, (t,)), O.const(1), O.const(32),
+                                                            O.const(32)])
+        return S.IfThenElse(O.lt(t, O.const(16)), S.BufferStore(B, down, (t,)))
+
+    func = S.PrimFunc("half", [A, B], [], _bound("blockIdx.x", 1, lambda b: _bound("threadIdx.x", 32, thread)))
+    kernel = device_pipeline(func, resolve(as_target("cuda-sim -features=no_barriers")))[0]
+    with pytest.raises(NotSerial, match="a condition around a barrier differs from thread to thread"):
+        serial_kernel(kernel)

@@ -9,14 +9,20 @@ block, each stretch of code between two barriers as a loop over the block's thre
 barrier is then where one thread loop ends and the next begins. Here that loop nest is tessel
 IR, which the C generator compiles like any other kernel, blocks in parallel on OpenMP threads.
 
+A warp shuffle (``tvm_warp_shuffle``, ``_down``, ``_up``: the lanes of a warp read each other's
+values, which is how a cross-thread reduction sums) is a barrier too: the statement holding it
+becomes two thread loops, the first storing each thread's operand in a per-block array, the
+second reading the source lane's from it (lanes are linear thread ids modulo 32, a source
+outside the lane's segment of ``width`` lanes is the lane itself, as CUDA's).
+
 What crosses a barrier must live outside the thread loops: a thread's own temporary (scope
 ``local``) whose life spans a barrier becomes one array of them per block, indexed by the
 thread; a ``let`` of a thread's value is recomputed where it is used (only values with no
 loads, which a barrier cannot change). Control flow around a barrier must be the same for every
-thread of a block (uniform), as CUDA requires. Kernels outside these rules -- a barrier under a
-thread-dependent condition, warp shuffles (threads exchanging registers), a thread's loaded
-value live across a barrier -- are refused with :class:`NotSerial`, and the target runs them on
-the checking simulator instead, which also catches races and divergent barriers.
+thread of a block (uniform), as CUDA requires. Kernels outside these rules -- a barrier or a
+shuffle under a thread-dependent condition, a shuffle in a ``let``, a thread's loaded value
+live across a barrier -- are refused with :class:`NotSerial`, and the target runs them on the
+checking simulator instead, which also catches races and divergent barriers.
 """
 
 from __future__ import annotations
@@ -30,8 +36,10 @@ from ...ir.stmt import BLOCK_TAGS, THREAD_TAGS, LoopKind
 from .kernel import Kernel, host_loop
 
 BARRIER = "tvm_storage_sync"
-#: calls by which threads of a warp exchange values: no order of threads one by one runs them
-WARP_CALLS = ("tvm_warp_shuffle", "tvm_warp_shuffle_down", "tvm_warp_shuffle_up", "tvm_warp_activemask")
+#: the shuffles, by the source lane each reads: 0 a lane of the segment, 1 lanes down, 2 lanes up
+SHUFFLES = {"tvm_warp_shuffle": 0, "tvm_warp_shuffle_down": 1, "tvm_warp_shuffle_up": 2}
+ACTIVEMASK = "tvm_warp_activemask"
+WARP = 32
 
 
 class NotSerial(BuildError):
@@ -64,8 +72,6 @@ def as_cpu(func: S.PrimFunc, kernels: list[Kernel]) -> S.PrimFunc:
 
 def serial_kernel(kernel: Kernel) -> S.Stmt:
     """``kernel`` as loops: its blocks in parallel, each block's threads in turn between barriers."""
-    for c in collect(kernel.body, lambda n: isinstance(n, E.Call) and n.op in WARP_CALLS):
-        raise NotSerial(f"kernel {kernel.name!r}: its threads exchange values through {c.op} (a warp shuffle)")
     index = {tag: E.Var(tag.replace(".", "_"), "int32") for tag in (*BLOCK_TAGS, *THREAD_TAGS)}
     extent = {tag: O.cast(kernel.extent(tag), "int32") for tag in (*BLOCK_TAGS, *THREAD_TAGS)}
     host = {id(v) for v in kernel.scalars}
@@ -76,7 +82,8 @@ def serial_kernel(kernel: Kernel) -> S.Stmt:
     # meaning: the init of a cross-thread reduction tests threadIdx.x == 0 outside its loop)
     bound = collect(kernel.body, lambda n: isinstance(n, S.For) and n.kind == LoopKind.THREAD_BINDING
                     and n.thread_tag in index)
-    body = substitute(kernel.body, {x.loop_var: O.add(O.cast(x.min, x.loop_var.dtype),
+    body = _Replaced({}).visit(kernel.body)  # the active mask: every lane takes part
+    body = substitute(body, {x.loop_var: O.add(O.cast(x.min, x.loop_var.dtype),
                                                        O.cast(index[x.thread_tag], x.loop_var.dtype)) for x in bound})
     body = _Bound(index, extent).visit(body)
     threads = [(index[t], extent[t]) for t in reversed(THREAD_TAGS)]  # z outermost, x innermost
@@ -123,8 +130,13 @@ def _is_barrier(s: S.Stmt) -> bool:
     return isinstance(s, S.Evaluate) and isinstance(s.value, E.Call) and s.value.op == BARRIER
 
 
+def _is_shuffle(n) -> bool:
+    return isinstance(n, E.Call) and n.op in SHUFFLES
+
+
 def _has_barrier(s: S.Stmt) -> bool:
-    return bool(collect(s, _is_barrier, statements_only=True))
+    """Whether ``s`` holds a point every thread of the block waits at: a barrier or a shuffle."""
+    return bool(collect(s, _is_barrier, statements_only=True)) or bool(collect(s, _is_shuffle))
 
 
 class _Threads:
@@ -133,8 +145,15 @@ class _Threads:
     def __init__(self, threads: list[tuple[E.Var, E.PrimExpr]], tid: E.PrimExpr, count: E.PrimExpr,
                  varying: set[int], name: str):
         self.threads, self.tid, self.count, self.varying, self.name = threads, tid, count, varying, name
+        self.guards: list[E.PrimExpr] = []  # conditions each thread tests inside the loops (warp-uniform ones)
+        x_var, x_ext = threads[-1]
+        # a condition free of threadIdx.x is the same for the 32 lanes of a warp when a row of the
+        # block is whole warps: shuffles under it are exchanged by all of a warp's lanes or none
+        self.lane_var = x_var if isinstance(x_ext, E.IntImm) and x_ext.value % WARP == 0 else None
 
     def loops(self, s: S.Stmt) -> S.Stmt:
+        if self.guards:
+            s = S.IfThenElse(O.all_(*self.guards) if len(self.guards) > 1 else self.guards[0], s)
         for var, ext in reversed(self.threads):  # x innermost: consecutive threads touch consecutive data
             s = S.For(var, 0, ext, LoopKind.SERIAL, s)
         return s
@@ -170,7 +189,7 @@ class _Threads:
             return S.For(s.loop_var, s.min, s.extent, kind, self.wrap(s.body), s.thread_tag)
         if isinstance(s, S.IfThenElse):
             if not self.uniform(s.condition):
-                raise self.refuse("a condition")
+                return self.guarded(s)
             return S.IfThenElse(s.condition, self.wrap(s.then_case),
                                 self.wrap(s.else_case) if s.else_case is not None else None)
         if isinstance(s, S.LetStmt):
@@ -186,7 +205,49 @@ class _Threads:
             if s.buffer.scope in ("shared", "global", ""):  # the block's own: one per block
                 return S.Allocate(s.buffer, self.wrap(s.body))
             return self.per_thread(s)
+        if isinstance(s, S.BufferStore | S.Evaluate):
+            return self.exchange(s)
         raise NotSerial(f"kernel {self.name!r}: a {type(s).__name__} around a barrier")
+
+    def guarded(self, s: S.IfThenElse) -> S.Stmt:
+        """A thread's own condition around shuffles (no barrier): tested by each thread inside
+        every loop its branches become, when the lanes of a warp agree on it (a row of a block
+        past the tensor's end: every lane of its warps skips)."""
+        cond = s.condition
+        barrier = bool(collect(s, _is_barrier, statements_only=True))
+        lane_free = self.lane_var is not None and all(v is not self.lane_var for v in free_vars(cond))
+        if barrier or not lane_free:
+            raise self.refuse("a condition")
+        parts = []
+        for branch, test in ((s.then_case, cond), (s.else_case, O.logical_not(cond))):
+            if branch is None:
+                continue
+            self.guards.append(test)
+            try:
+                parts.append(self.wrap(branch))
+            finally:
+                self.guards.pop()
+        return S.seq(*parts)
+
+    def exchange(self, s: S.Stmt) -> S.Stmt:
+        """A statement holding warp shuffles: each thread's operands stored side by side, then
+        the statement with each shuffle reading its source lane's."""
+        calls = collect(s, _is_shuffle)
+        if any(collect(c.args[1], _is_shuffle) for c in calls):
+            raise NotSerial(f"kernel {self.name!r}: a shuffle of a shuffle's value")
+        stores, sub, bufs = [], {}, []
+        for k, c in enumerate(calls):
+            _, value, arg, width, _ = c.args
+            if not (isinstance(width, E.IntImm) and self.uniform(arg)):
+                raise self.refuse("a shuffle's source lane")
+            buf = S.Buffer(f"shfl{k}", value.dtype, (self.count,), "local")
+            bufs.append(buf)
+            stores.append(S.BufferStore(buf, value, [self.tid]))
+            sub[id(c)] = E.BufferLoad(buf, [_source(self.tid, SHUFFLES[c.op], arg, width.value)])
+        out = S.seq(self.loops(S.seq(*stores)), self.loops(_Replaced(sub).visit(s)))
+        for buf in reversed(bufs):
+            out = S.Allocate(buf, out)
+        return out
 
     def per_thread(self, s: S.Allocate) -> S.Stmt:
         """A thread's temporary whose life spans a barrier: one per thread, side by side."""
@@ -197,6 +258,33 @@ class _Threads:
         new = S.Buffer(old.name, old.dtype, (O.mul(self.count, O.cast(size, "int32")),), "local")
         base = O.mul(self.tid, O.cast(size, "int32"))
         return S.Allocate(new, self.wrap(_Moved(old, new, base).visit(s.body)))
+
+
+def _source(tid: E.PrimExpr, kind: int, arg: E.PrimExpr, width: int) -> E.PrimExpr:
+    """The thread whose value a shuffle of ``kind`` reads in thread ``tid`` (see the module)."""
+    lane = O.floormod(tid, WARP)
+    pos = O.floormod(lane, width)
+    base = O.sub(tid, pos)
+    arg = O.cast(arg, "int32")
+    if kind == 0:
+        return O.add(base, O.floormod(arg, width))
+    src = O.add(pos, arg) if kind == 1 else O.sub(pos, arg)
+    inside = O.logical_and(O.ge(src, 0), O.lt(src, width))
+    return O.select(inside, O.add(base, src), tid)
+
+
+class _Replaced(Mutator):
+    """Each call in ``sub`` (by identity) replaced by its value; the active mask is every lane."""
+
+    def __init__(self, sub: dict[int, E.PrimExpr]):
+        self.sub = sub
+
+    def visit_Call(self, e: E.Call):
+        if id(e) in self.sub:
+            return self.sub[id(e)]
+        if e.op == ACTIVEMASK:  # every lane's bit set
+            return O.const((1 << e.dtype.bits) - 1 if e.dtype.is_uint else -1, e.dtype)
+        return self.generic_visit(e)
 
 
 class _Moved(Mutator):
