@@ -22,6 +22,16 @@ def assert_allclose(actual, desired, rtol: float = 1e-7, atol: float = 1e-7) -> 
     np.testing.assert_allclose(a, d, rtol=rtol, atol=atol, verbose=True)
 
 
+def assert_prim_expr_equal(lhs, rhs) -> None:
+    """That two integer expressions are equal for every value of their variables (the analyzer
+    proves it), as TVM's does after simplifying both."""
+    from ..arith import Analyzer
+    from ..ir.op import convert
+
+    if not Analyzer().can_prove_equal(convert(lhs), convert(rhs)):
+        raise AssertionError(f"{lhs} is not provably equal to {rhs}")
+
+
 def main() -> None:
     """``tvm.testing.main()``, the last line of TVM's test files: run this file's tests with
     pytest (in this process, so under ``tessel tvm`` its ``import tvm`` still means tessel)."""

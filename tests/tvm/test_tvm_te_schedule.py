@@ -71,3 +71,23 @@ def test_a_stage_knows_its_innermost_group_and_the_group_moves_together():
     g2.compute_at(s[x2], x2.op.axis[0])
     bounds = tvm.te.schedule.InferBound(s.normalize())
     assert bounds[x1.op.axis[0]].extent.value == 1 and str(bounds[x1.op.axis[1]].extent) == "n"
+
+
+def test_infer_bound_is_a_tvm_container_map_and_prim_exprs_compare_by_proof():
+    import tessel.tvm as tvm
+
+    m, n = tvm.te.var("m"), tvm.te.var("n")
+    A = tvm.te.placeholder((m, n), name="A")
+    B = tvm.te.compute((m, n), lambda i, j: A[i, j] + 1.0, name="B")
+    C = tvm.te.compute((m, n), lambda i, j: B[i, j] * 2.0, name="C")
+    s = tvm.te.create_schedule(C.op)
+    xo, _ = s[C].split(C.op.axis[0], 8)
+    s[B].compute_at(s[C], xo)
+    bounds = tvm.te.schedule.InferBound(s)
+    assert isinstance(bounds, tvm.container.Map) and not isinstance(bounds, tvm.container.Array)
+    assert isinstance(list(bounds), tvm.container.Array) and not isinstance("ab", tvm.container.Array)
+    assert bounds[B.op.axis[0]].extent.value == 8
+    tvm.testing.assert_prim_expr_equal(bounds[B.op.axis[1]].extent, n)
+    tvm.testing.assert_prim_expr_equal((m + 1) * 2, 2 * m + 2)
+    with pytest.raises(AssertionError, match="not provably equal"):
+        tvm.testing.assert_prim_expr_equal(m, n)
