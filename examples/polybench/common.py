@@ -63,12 +63,16 @@ class Kernel:
     notes: str = field(default="")
 
 
-def product_rows(s: object, t: object) -> None:
-    """A matrix product's rows in parallel, each built from whole rows of its right operand
-    (loops ``i, k, j``, ``j`` as vector code): the order gcc's vectorizer gives PolyBench's C."""
+def product_rows(s: object, t: object, rows: int = 4) -> None:
+    """A matrix product's rows in parallel, ``rows`` at a time, built from whole rows of its right
+    operand (loops ``i.outer, k, i.inner, j``, ``i.inner`` unrolled, ``j`` as vector code): the
+    order gcc's vectorizer gives PolyBench's C, with each row of the right operand read once for
+    ``rows`` rows of the product (each sum still in order over ``k``)."""
     i, j = t.op.axis
-    s[t].reorder(i, t.op.reduce_axis[0], j)
-    s[t].parallel(i)
+    io, ii = s[t].split(i, rows)
+    s[t].reorder(io, t.op.reduce_axis[0], ii, j)
+    s[t].unroll(ii)
+    s[t].parallel(io)
     s[t].vectorize(j)
 
 
