@@ -34,6 +34,14 @@ _TVM_ITER_TYPE = {LoopKind.SERIAL: E.IterVar.DataPar, LoopKind.THREAD_BINDING: E
                   LoopKind.TENSORIZED: E.IterVar.Tensorized}
 
 
+class _Key(str):
+    """A pragma's name: the str it is, and ``.value`` for code written against TVM."""
+
+    @property
+    def value(self) -> str:
+        return str(self)
+
+
 @dataclass
 class IterVarAttr:
     """Annotations of one loop: its kind (serial, parallel, vectorized, unrolled) and binding."""
@@ -51,8 +59,9 @@ class IterVarAttr:
 
     @property
     def pragma_keys(self) -> tuple[str, ...]:
-        """The pragmas on the loop, in the order given (TVM's ``IterVarAttr.pragma_keys``)."""
-        return tuple(self.pragmas)
+        """The pragmas on the loop, in the order given (TVM's ``IterVarAttr.pragma_keys``; each a
+        str that also answers ``.value``, as TVM's StringImm keys do)."""
+        return tuple(_Key(k) for k in self.pragmas)
 
     @property
     def pragma_values(self) -> tuple:

@@ -18,6 +18,9 @@ from ..schedule.relations import Fuse, Rebase, Singleton, Split
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 
+#: TVM's ``tvm.te.schedule.IterVar`` (its iter types: ``IterVar.Unrolled``, ``IterVar.Vectorized`` ...)
+IterVar = E.IterVar
+
 
 def InferBound(sch: Schedule) -> dict[E.IterVar, E.Range]:
     """The range of every loop of every stage that is not inlined (TVM's ``Map<IterVar, Range>``)."""
@@ -42,4 +45,4 @@ def _check(sch, what: str) -> None:
                               f"got {type(sch).__name__}")
 
 
-__all__ = ["Fuse", "InferBound", "Rebase", "Schedule", "ScheduleOps", "Singleton", "Split", "Stage", "create_schedule"]
+__all__ = ["Fuse", "InferBound", "IterVar", "Rebase", "Schedule", "ScheduleOps", "Singleton", "Split", "Stage", "create_schedule"]

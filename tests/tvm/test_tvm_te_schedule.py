@@ -91,3 +91,20 @@ def test_infer_bound_is_a_tvm_container_map_and_prim_exprs_compare_by_proof():
     tvm.testing.assert_prim_expr_equal((m + 1) * 2, 2 * m + 2)
     with pytest.raises(AssertionError, match="not provably equal"):
         tvm.testing.assert_prim_expr_equal(m, n)
+
+
+def test_iter_types_and_pragma_keys_as_tvm_spells_them():
+    import tessel.tvm as tvm
+
+    A = tvm.te.placeholder((40, 30), name="A")
+    T = tvm.te.compute((40, 30), lambda i, j: A[i, j] * 2.0, name="T")
+    s = tvm.te.create_schedule(T.op)
+    xo, yo, xi, yi = s[T].tile(T.op.axis[0], T.op.axis[1], x_factor=10, y_factor=5)
+    s[T].vectorize(yi)
+    s[T].unroll(xi)
+    s[T].pragma(xo, "my_hint")
+    attrs = s[T].iter_var_attrs
+    assert attrs[xi].iter_type == tvm.te.schedule.IterVar.Unrolled
+    assert attrs[yi].iter_type == tvm.te.schedule.IterVar.Vectorized
+    key = attrs[xo].pragma_keys[0]
+    assert key == "my_hint" and key.value == "my_hint"
