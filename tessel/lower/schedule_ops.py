@@ -29,7 +29,7 @@ from ..ir import expr as E
 from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.buffer import DimAlign
-from ..ir.functor import collect, free_vars, inline_lets, substitute
+from ..ir.functor import collect, free_vars, inline_lets, ir_transform, substitute
 from ..ir.stmt import AttrKey, LoopKind
 from ..poly.astgen import AstReader, condition, scan
 from ..poly.exact import ExactPlan, StageSets, drop, mentions
@@ -62,10 +62,16 @@ def _scan_inits_in_place(ctx: BoundContext, body: S.Stmt) -> S.Stmt:
     the copy of the init into the output (``ScanOp.build_provide``) would be a loop on the host,
     which a GPU target has no code for; redirected, it stores each element onto itself and the
     simplifier drops it. Only where that is the same program: the output is the program's (the
-    caller's array, bound wherever it is stored), not folded, and nothing else reads the init."""
+    caller's array, bound wherever it is stored) or realized over a region fixed by the sizes
+    alone (its storage is then moved out around the whole program, so that the init's stores are
+    inside it), not folded, and nothing else reads the init."""
     from ..te.scan import Redirect, ScanOp
 
-    tmap = {}
+    realizes: dict[int, list[S.ProducerRealize]] = defaultdict(list)
+    for n in collect(body, lambda n: isinstance(n, S.ProducerRealize), statements_only=True):
+        realizes[id(n.producer)].append(n)
+    loop_vars = {id(n.loop_var) for n in collect(body, lambda n: isinstance(n, S.For), statements_only=True)}
+    tmap, lifted = {}, []
     for st in ctx.order:
         op = st.op
         if not isinstance(op, ScanOp) or st.scan_fold is not None:
@@ -73,9 +79,23 @@ def _scan_inits_in_place(ctx: BoundContext, body: S.Stmt) -> S.Stmt:
         for init, out in zip(op.init, op.outputs):
             init_stage = ctx.sch.stage_map.get(init.op)
             readers = ctx.consumers.get(init_stage, ()) if init_stage is not None else ()
-            if st.is_output and readers and all(r.op is op for r in readers):
+            if not (readers and all(r.op is op for r in readers)):
+                continue
+            found = realizes.get(id(out), [])
+            if st.is_output and not found:
                 tmap[init] = out
-    return Redirect(tmap).visit(body) if tmap else body
+            elif len(found) == 1 and not any(id(v) in loop_vars for r in found[0].bounds for v in free_vars(r)):
+                tmap[init] = out  # one storage, whose region the sizes fix: moved out around everything
+                lifted.append(found[0])
+    if not tmap:
+        return body
+    body = Redirect(tmap).visit(body)
+    if lifted:
+        gone = {id(r.producer) for r in lifted}  # by tensor: the redirect rebuilt the nodes
+        body = ir_transform(body, None, lambda n: n.body if id(n.producer) in gone else None, ["ProducerRealize"])
+        for r in lifted:
+            body = S.ProducerRealize(r.producer, r.bounds, body, r.scope)
+    return body
 
 
 class _Builder:

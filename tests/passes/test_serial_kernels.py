@@ -208,3 +208,31 @@ def test_a_shuffle_under_a_condition_the_lanes_of_a_warp_disagree_on_is_refused(
     kernel = device_pipeline(func, resolve(as_target("cuda-sim -features=no_barriers")))[0]
     with pytest.raises(NotSerial, match="a condition around a barrier differs from thread to thread"):
         serial_kernel(kernel)
+
+
+@pytest.mark.parametrize("target", ["cuda-sim", "cuda-sim -features=check", "cuda", "c", "python"])
+def test_a_scan_read_by_a_later_stage_keeps_its_init_in_its_storage(target):
+    """A scan that is not the program's output: on a GPU its init still computes into the scan's
+    storage (moved out around the program), not through a copy the host cannot run; the CPU
+    targets run the same bound loops serially and agree."""
+    from tessel import te
+
+    m, n = te.var("m"), te.var("n")
+    X = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n))
+    init = te.compute((1, n), lambda _, i: X[0, i])
+    update = te.compute((m, n), lambda t, i: state[t - 1, i] + X[t, i])
+    scan = te.scan(init, update, state, inputs=[X])
+    Y = te.compute((m, n), lambda t, i: scan[t, i] * 2.0, name="Y")
+    s = te.create_schedule(Y.op)
+    for stage in (init, update, Y):
+        xo, xi = s[stage].split(stage.op.axis[1], factor=32)
+        s[stage].bind(xo, te.thread_axis("blockIdx.x"))
+        s[stage].bind(xi, te.thread_axis("threadIdx.x"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TesselWarning)
+        f = tessel.build(s, [X, Y], target=target)
+        x = rand(7, 45)
+        y = np.full((7, 45), np.nan, "float32")
+        f(x, y)
+    np.testing.assert_allclose(y, 2 * np.cumsum(x, axis=0), rtol=1e-5, atol=1e-5)
