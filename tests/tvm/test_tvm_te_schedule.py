@@ -108,3 +108,15 @@ def test_iter_types_and_pragma_keys_as_tvm_spells_them():
     assert attrs[yi].iter_type == tvm.te.schedule.IterVar.Vectorized
     key = attrs[xo].pragma_keys[0]
     assert key == "my_hint" and key.value == "my_hint"
+
+
+def test_schedule_to_module_is_the_lowered_module():
+    import tessel.tvm as tvm
+    from tessel.tvm.driver.build_module import schedule_to_module
+
+    A = tvm.te.placeholder((9, 7), name="A")
+    B = tvm.te.compute((9, 7), lambda i, j: A[i, j] + 1.0, name="B")
+    s = tvm.te.create_schedule(B.op)
+    mod = schedule_to_module(s, [A, B])
+    assert isinstance(mod["main"], tvm.tir.PrimFunc)
+    assert str(mod) == str(tvm.lower(s, [A, B]))
