@@ -61,3 +61,25 @@ def heat_steps_ref(a, steps: int):
     for _ in range(1, steps):
         a = five_point(a)
     return a
+
+
+def cross_thread_row_sum(n, m):
+    """TVM's reduction tutorial's last schedule: B = A.sum(axis=1), rows over blockIdx.x and
+    threadIdx.y, the factored reduction over threadIdx.x, one thread storing each row's sum
+    (set_store_predicate). ``(s, A, B, BF)``."""
+    from tessel import te
+
+    A = te.placeholder((n, m), name="A")
+    k = te.reduce_axis((0, m), "k")
+    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    _, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+    BF = s.rfactor(B, ki)
+    xo, xi = s[B].split(s[B].op.axis[0], factor=32)
+    s[B].bind(xo, te.thread_axis("blockIdx.x"))
+    s[B].bind(xi, te.thread_axis("threadIdx.y"))
+    tx = te.thread_axis("threadIdx.x")
+    s[B].bind(s[B].op.reduce_axis[0], tx)
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    s[B].set_store_predicate(tx.var == 0)
+    return s, A, B, BF

@@ -33,6 +33,9 @@ from .simplify import simplify_stmt, unless_itself
 #: a loop this short whose body tests its variable for a value runs each iteration apart (the
 #: cases of a field index: ``if_then_else(f == 0, ey, if_then_else(f == 1, ex, hz))``)
 SPLIT_WHOLE = 4
+#: loops of one kernel whose residues run apart: each copies its body up to SPLIT_WHOLE times,
+#: so nested ones multiply; past this many the rest keep their tests (still right, only slower)
+MAX_RESIDUE_SPLITS = 8
 
 
 def peel_borders(stmt: S.Stmt) -> S.Stmt:
@@ -46,13 +49,17 @@ def peel_borders(stmt: S.Stmt) -> S.Stmt:
 class _Peel(Mutator):
     statements_only = True
 
+    def __init__(self) -> None:
+        self.residue_splits = 0
+
     def visit_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:  # a piece peeled to nothing leaves no trace
         return S.seq(*[self.visit(x) for x in s.seq])
 
     def visit_For(self, s: S.For) -> S.Stmt:
         ends = _tested_ends(s)
-        k = None if ends else _tested_modulus(s)
+        k = None if ends or self.residue_splits >= MAX_RESIDUE_SPLITS else _tested_modulus(s)
         if k is not None:
+            self.residue_splits += 1
             return S.seq(*[self.visit(p) for p in _residues(s, k)])
         if not ends:
             body = self.visit(s.body)

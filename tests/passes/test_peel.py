@@ -162,3 +162,25 @@ def test_a_store_of_an_elements_own_value_leaves_nothing_behind():
     out = peel_borders(loop)
     stores = collect(out, lambda x: isinstance(x, S.BufferStore))
     assert len(stores) == 1 and _run(out, n) == _run(loop, n) == [-1.0] + [2.0] * (n - 1)
+
+
+def test_residue_splits_are_bounded_per_kernel():
+    """Nested loops each testing their variable's parity would copy the body 2^depth times: past
+    MAX_RESIDUE_SPLITS the inner ones keep their tests, and the values are the same."""
+    from tessel.passes.peel import MAX_RESIDUE_SPLITS
+
+    depth = MAX_RESIDUE_SPLITS + 2
+    vs = [E.Var(f"i{d}", "int32") for d in range(depth)]
+    buf = S.Buffer("X", "float32", (4,))
+    cond = E.EQ(E.FloorMod(vs[0], E.IntImm(2, "int32")), E.IntImm(0, "int32"))
+    for v in vs[1:]:
+        cond = E.And(cond, E.EQ(E.FloorMod(v, E.IntImm(2, "int32")), E.IntImm(0, "int32")))
+    body = S.BufferStore(buf, E.Select(cond, E.FloatImm(1.0, "float32"), E.FloatImm(2.0, "float32")),
+                         [E.IntImm(0, "int32")])
+    for v in reversed(vs):
+        body = S.For(v, E.IntImm(0, "int32"), E.IntImm(4, "int32"), "serial", body)
+    out = peel_borders(body)
+    # at most MAX_RESIDUE_SPLITS loops split in all (copies included): the code grows linearly
+    stores = collect(out, lambda x: isinstance(x, S.BufferStore))
+    assert len(stores) <= 2 * (MAX_RESIDUE_SPLITS + 1)
+    assert collect(out, lambda x: isinstance(x, E.Select))  # the innermost kept their tests

@@ -118,9 +118,10 @@ def test_the_checking_simulator_is_a_feature_away():
     assert f.target == "cuda-sim" and "_launch(" in f.source
 
 
-def _cumsum_on_threads():
+def _cumsum_on_threads(doubled: bool = False):
     """TVM's scan tutorial on a GPU: the init and each step a kernel over blocks of threads, the
-    host looping over the steps."""
+    host looping over the steps; ``doubled``: a stage after the scan reads it (``2 * scan`` is
+    then the output, the scan an intermediate)."""
     from tessel import te
 
     m, n = te.var("m"), te.var("n")
@@ -129,12 +130,13 @@ def _cumsum_on_threads():
     init = te.compute((1, n), lambda _, i: X[0, i])
     update = te.compute((m, n), lambda t, i: state[t - 1, i] + X[t, i])
     scan = te.scan(init, update, state, inputs=[X])
-    s = te.create_schedule(scan.op)
-    for stage in (init, update):
+    out = te.compute((m, n), lambda t, i: scan[t, i] * 2.0, name="Y") if doubled else scan
+    s = te.create_schedule(out.op)
+    for stage in (init, update, *([out] if doubled else [])):
         xo, xi = s[stage].split(stage.op.axis[1], factor=32)
         s[stage].bind(xo, te.thread_axis("blockIdx.x"))
         s[stage].bind(xi, te.thread_axis("threadIdx.x"))
-    return s, [X, scan]
+    return s, [X, out]
 
 
 @pytest.mark.parametrize("target", ["cuda-sim", "cuda-sim -features=check", "cuda"])
@@ -215,23 +217,10 @@ def test_a_scan_read_by_a_later_stage_keeps_its_init_in_its_storage(target):
     """A scan that is not the program's output: on a GPU its init still computes into the scan's
     storage (moved out around the program), not through a copy the host cannot run; the CPU
     targets run the same bound loops serially and agree."""
-    from tessel import te
-
-    m, n = te.var("m"), te.var("n")
-    X = te.placeholder((m, n), name="X")
-    state = te.placeholder((m, n))
-    init = te.compute((1, n), lambda _, i: X[0, i])
-    update = te.compute((m, n), lambda t, i: state[t - 1, i] + X[t, i])
-    scan = te.scan(init, update, state, inputs=[X])
-    Y = te.compute((m, n), lambda t, i: scan[t, i] * 2.0, name="Y")
-    s = te.create_schedule(Y.op)
-    for stage in (init, update, Y):
-        xo, xi = s[stage].split(stage.op.axis[1], factor=32)
-        s[stage].bind(xo, te.thread_axis("blockIdx.x"))
-        s[stage].bind(xi, te.thread_axis("threadIdx.x"))
+    s, args = _cumsum_on_threads(doubled=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TesselWarning)
-        f = tessel.build(s, [X, Y], target=target)
+        f = tessel.build(s, args, target=target)
         x = rand(7, 45)
         y = np.full((7, 45), np.nan, "float32")
         f(x, y)

@@ -10,7 +10,7 @@ loops serially and must compute NumPy's values; where they do, the CPU build is 
 from __future__ import annotations
 
 import pytest
-from helpers import TARGETS, check, rand
+from helpers import TARGETS, check, cross_thread_row_sum, rand
 
 import tessel
 from tessel import te
@@ -322,19 +322,7 @@ def test_env_threads_checks_its_arguments():
 
 def test_cross_thread_reduction_lowers_and_is_refused_on_the_cpu():
     # TVM's reduction tutorial: rfactor, then the reduction bound to threadIdx.x
-    A = te.placeholder((37, 50), name="A")
-    k = te.reduce_axis((0, 50), "k")
-    B = te.compute((37,), lambda i: te.sum(A[i, k], axis=k), name="B")
-    s = te.create_schedule(B.op)
-    ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
-    BF = s.rfactor(B, ki)
-    xo, xi = s[B].split(s[B].op.axis[0], factor=32)
-    s[B].bind(xo, te.thread_axis("blockIdx.x"))
-    s[B].bind(xi, te.thread_axis("threadIdx.y"))
-    tx = te.thread_axis("threadIdx.x")
-    s[B].bind(s[B].op.reduce_axis[0], tx)
-    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
-    s[B].set_store_predicate(tx.var == 0)
+    s, A, B, BF = cross_thread_row_sum(37, 50)
     assert s.verify() is s
     b = tessel.infer_bound(s)
     assert _ext(b, BF.op.axis[0]) == 1  # B.rf is local: one partial sum per thread

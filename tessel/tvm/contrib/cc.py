@@ -15,6 +15,9 @@ from collections.abc import Sequence
 from ...errors import BuildError
 from ...runtime.compiler import find_compiler
 
+#: a link never takes minutes: past this it is stuck (a file that never ends, a hung tool)
+LINK_TIMEOUT_S = 120.0
+
 
 def _path(p, what: str) -> str:
     if not isinstance(p, str | os.PathLike):
@@ -34,7 +37,10 @@ def create_shared(output, objects: Sequence | str, options: Sequence[str] | None
     openmp = ["-fopenmp"] if comp.supports("openmp") else []
     cmd = [*comp.argv, "-shared", "-fPIC", *openmp, *(_path(o, "an object") for o in objs), "-o",
            _path(output, "output"), "-lm"]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=LINK_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise BuildError(f"tvm.contrib.cc.create_shared: the linker ran past {LINK_TIMEOUT_S:.0f} s; stopped") from None
     if res.returncode != 0:
         raise BuildError(f"tvm.contrib.cc.create_shared: linking failed:\n{(res.stderr or res.stdout).strip()}")
 

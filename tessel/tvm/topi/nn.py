@@ -62,17 +62,26 @@ def _out(size, before: int, after: int, k: int, stride: int, dilation: int):
     return O.add(O.floordiv(O.sub(O.add(O.add(size, before), after), (k - 1) * dilation + 1), stride), 1)
 
 
+def _window(Input, h: int, kernel: tuple[int, int], stride, padding, dilation):
+    """What both layouts of conv2d share: ``Input`` padded along its axes ``h, h + 1``, the
+    output's height and width, the reduce axes over the window, strides and dilations."""
+    (sh, sw), (dh, dw) = _pair(stride), _pair(dilation)
+    kh, kw = kernel
+    top, left, bottom, right = get_pad_tuple(padding, kernel)
+    before, after = [0] * len(Input.shape), [0] * len(Input.shape)
+    before[h:h + 2], after[h:h + 2] = (top, left), (bottom, right)
+    padded = pad(Input, tuple(before), tuple(after), name="pad_temp")
+    oh, ow = _out(Input.shape[h], top, bottom, kh, sh, dh), _out(Input.shape[h + 1], left, right, kw, sw, dw)
+    ry, rx = reduce_axis((0, kh), name="ry"), reduce_axis((0, kw), name="rx")
+    return padded, oh, ow, ry, rx, (sh, sw, dh, dw)
+
+
 def conv2d_hwcn(Input, Filter, stride, padding, dilation, out_dtype=None):
     """Input [H, W, C, N], Filter [KH, KW, C, F] -> [OH, OW, F, N]."""
-    sh, sw = _pair(stride)
-    dh, dw = _pair(dilation)
-    kh, kw = int(Filter.shape[0]), int(Filter.shape[1])
-    top, left, bottom, right = get_pad_tuple(padding, (kh, kw))
     dt = out_dtype or Input.dtype
-    padded = pad(Input, (top, left, 0, 0), (bottom, right, 0, 0), name="pad_temp")
-    oh, ow = _out(Input.shape[0], top, bottom, kh, sh, dh), _out(Input.shape[1], left, right, kw, sw, dw)
+    kernel = (int(Filter.shape[0]), int(Filter.shape[1]))
+    padded, oh, ow, ry, rx, (sh, sw, dh, dw) = _window(Input, 0, kernel, stride, padding, dilation)
     rc = reduce_axis((0, Input.shape[2]), name="rc")
-    ry, rx = reduce_axis((0, kh), name="ry"), reduce_axis((0, kw), name="rx")
     return compute((oh, ow, Filter.shape[3], Input.shape[3]),
                    lambda y, x, f, n: _sum_reduce(
                        (padded[y * sh + ry * dh, x * sw + rx * dw, rc, n] * Filter[ry, rx, rc, f]).astype(dt),
@@ -82,15 +91,10 @@ def conv2d_hwcn(Input, Filter, stride, padding, dilation, out_dtype=None):
 
 def conv2d_nchw(Input, Filter, stride, padding, dilation, out_dtype=None):
     """Input [N, C, H, W], Filter [F, C, KH, KW] -> [N, F, OH, OW]."""
-    sh, sw = _pair(stride)
-    dh, dw = _pair(dilation)
-    kh, kw = int(Filter.shape[2]), int(Filter.shape[3])
-    top, left, bottom, right = get_pad_tuple(padding, (kh, kw))
     dt = out_dtype or Input.dtype
-    padded = pad(Input, (0, 0, top, left), (0, 0, bottom, right), name="pad_temp")
-    oh, ow = _out(Input.shape[2], top, bottom, kh, sh, dh), _out(Input.shape[3], left, right, kw, sw, dw)
+    kernel = (int(Filter.shape[2]), int(Filter.shape[3]))
+    padded, oh, ow, ry, rx, (sh, sw, dh, dw) = _window(Input, 2, kernel, stride, padding, dilation)
     rc = reduce_axis((0, Input.shape[1]), name="rc")
-    ry, rx = reduce_axis((0, kh), name="ry"), reduce_axis((0, kw), name="rx")
     return compute((Input.shape[0], Filter.shape[0], oh, ow),
                    lambda n, f, y, x: _sum_reduce(
                        (padded[n, rc, y * sh + ry * dh, x * sw + rx * dw] * Filter[f, rc, ry, rx]).astype(dt),
