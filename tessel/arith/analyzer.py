@@ -17,7 +17,6 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import DefinitionError
 from ..ir import expr as E
-from ..ir import op
 from ..ir.functor import StructKey, structural_equal
 from . import const_bound as cb
 from .canonical import Simplifier, is_index_dtype
@@ -49,7 +48,7 @@ def _expr(x: Any) -> Any:
     if isinstance(x, E.IterVar):
         return x.var
     if isinstance(x, int | float | bool):
-        return op.convert(x)
+        return E.convert(x)
     return x
 
 
@@ -133,23 +132,23 @@ class Analyzer:
         if isinstance(value, E.Range) and isinstance(value.min, E.IntImm) and isinstance(value.extent, E.IntImm):
             # most loops: what the general case gives, without asking the simplifier about constants
             if value.extent.value == 1:
-                self._subst[v] = op.cast(value.min, v.dtype)
+                self._subst[v] = E.cast(value.min, v.dtype)
             else:
-                self._bind_interval(v, value.min, op.sub(op.add(value.min, value.extent), 1))
+                self._bind_interval(v, value.min, E.sub(E.add(value.min, value.extent), 1))
         elif isinstance(value, E.Range):
             lo = self.simplify(value.min)
             extent = self.simplify(value.extent)
             if isinstance(extent, E.IntImm) and extent.value == 1:
-                self._subst[v] = op.cast(lo, v.dtype)
+                self._subst[v] = E.cast(lo, v.dtype)
                 return
-            self._bind_interval(v, lo, self.simplify(op.sub(op.add(value.min, value.extent), 1)))
+            self._bind_interval(v, lo, self.simplify(E.sub(E.add(value.min, value.extent), 1)))
         elif isinstance(value, Interval):
             if value.is_single_point():
-                self._subst[v] = op.cast(self.simplify(value.min_value), v.dtype)
+                self._subst[v] = E.cast(self.simplify(value.min_value), v.dtype)
             else:
                 self._bind_interval(v, value.min_value, value.max_value)
         else:
-            self._subst[v] = op.cast(self.simplify(op.convert(value)), v.dtype)
+            self._subst[v] = E.cast(self.simplify(E.convert(value)), v.dtype)
 
     def _bind_interval(self, v: E.Var, lo: E.PrimExpr | None, hi: E.PrimExpr | None) -> None:
         blo = self._bound(lo)[0] if lo is not None else -cb.INF
@@ -161,9 +160,9 @@ class Analyzer:
         self._state = None if prev is None else _state_number(("bind", prev, StructKey(v), self._bounds[v], None, ()))
         facts = []
         if lo is not None and not isinstance(lo, E.IntImm):
-            facts.append(self.simplify(op.sub(lo, v)))
+            facts.append(self.simplify(E.sub(lo, v)))
         if hi is not None and not isinstance(hi, E.IntImm):
-            facts.append(self.simplify(op.sub(v, hi)))
+            facts.append(self.simplify(E.sub(v, hi)))
         if facts:
             self._var_facts[v] = facts
 
@@ -181,7 +180,7 @@ class Analyzer:
     def constraint_scope(self, cond: Any) -> Iterator[None]:
         """Assume ``cond`` (e.g. ``i < n`` or ``i*4 + j < 30``) inside the with-block."""
         saved = self._snapshot()
-        self._assume(self.simplify(op.convert(cond)))
+        self._assume(self.simplify(E.convert(cond)))
         try:
             yield
         finally:
@@ -189,7 +188,7 @@ class Analyzer:
 
     def assume(self, cond: Any) -> None:
         """Assume ``cond`` from now on (a user's promise about the sizes, ``s.assume``)."""
-        self._assume(self.simplify(op.convert(cond)))
+        self._assume(self.simplify(E.convert(cond)))
 
     def _snapshot(self) -> tuple:
         """What is known, with its memo key (restored as it was, the key is still right)."""
@@ -235,9 +234,9 @@ class Analyzer:
         a, b = c.a, c.b
         if isinstance(c, E.GT | E.GE):
             a, b = b, a
-        forms = [op.sub(a, b)] if not isinstance(c, E.EQ) else [op.sub(a, b), op.sub(b, a)]
+        forms = [E.sub(a, b)] if not isinstance(c, E.EQ) else [E.sub(a, b), E.sub(b, a)]
         if isinstance(c, E.LT | E.GT):
-            forms = [op.add(forms[0], 1)]
+            forms = [E.add(forms[0], 1)]
         for f in forms:
             f = self.simplify(f)
             self._facts.append(f)
@@ -250,7 +249,7 @@ class Analyzer:
         if not (isinstance(a, E.FloorMod | E.Mod) and isinstance(a.a, E.Var) and isinstance(a.b, E.IntImm)
                 and isinstance(b, E.IntImm) and a.b.value > 0):
             return
-        if isinstance(a, E.Mod) and not self.can_prove(op.ge(a.a, 0)):
+        if isinstance(a, E.Mod) and not self.can_prove(E.ge(a.a, 0)):
             return
         k, r = a.b.value, b.value
         if not 0 <= r < k:
@@ -339,23 +338,23 @@ class Analyzer:
         ``linear.affine_terms`` reads the same off an expression as written, without proofs."""
         from ..ir.functor import substitute
 
-        e0 = self.simplify(substitute(e, {v: op.const(0, v.dtype)}))
-        a = self.simplify(op.sub(self.simplify(substitute(e, {v: op.const(1, v.dtype)})), e0))
+        e0 = self.simplify(substitute(e, {v: E.const(0, v.dtype)}))
+        a = self.simplify(E.sub(self.simplify(substitute(e, {v: E.const(1, v.dtype)})), e0))
         if not isinstance(a, E.IntImm):
             return None
-        check = self.simplify(op.sub(e, op.add(e0, op.mul(a, op.cast(v, e.dtype)))))
+        check = self.simplify(E.sub(e, E.add(e0, E.mul(a, E.cast(v, e.dtype)))))
         return (a.value, e0) if E.is_const_int(check, 0) else None
 
     def can_prove_equal(self, a: Any, b: Any) -> bool:
-        a, b = op.convert(_expr(a)), op.convert(_expr(b))
+        a, b = E.convert(_expr(a)), E.convert(_expr(b))
         if is_index_dtype(a.dtype) and is_index_dtype(b.dtype):
-            d = self.simplify(op.sub(a, b))
+            d = self.simplify(E.sub(a, b))
             return isinstance(d, E.IntImm) and d.value == 0
         return structural_equal(self.simplify(a), self.simplify(b))
 
     def const_int_bound(self, e: Any) -> tuple[int | None, int | None]:
         """Inclusive constant bounds of ``e``; ``None`` marks an unbounded end."""
-        e = op.convert(_expr(e))
+        e = E.convert(_expr(e))
         s = Simplifier(self)
         if is_index_dtype(e.dtype):
             b = s.lin_bound(s.lin(e))

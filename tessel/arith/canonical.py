@@ -18,7 +18,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..ir import expr as E
-from ..ir import op
 from ..ir import stmt as S
 from ..ir.dtype import DType
 from ..ir.functor import Mutator, StructKey, memoized, structural_equal
@@ -98,7 +97,7 @@ class Simplifier(Mutator):
         """Children simplified, the node itself only constant-folded where its value fits: an
         index whose value leaves the dtype is exact until the index_dtype step widens it."""
         if isinstance(e, E.BinaryOp):
-            return op.binary_exact(type(e), self.expr(e.a), self.expr(e.b))
+            return E.binary_exact(type(e), self.expr(e.a), self.expr(e.b))
         return self.generic_visit(e)
 
     # ---- atoms and forms ----------------------------------------------------------------
@@ -331,7 +330,7 @@ class Simplifier(Mutator):
             c = b.const
             if cls in (E.Div, E.Mod) and not self.prove_le0(-a):
                 ea = self.from_lin(a, dt)
-                return self.atom(op.binary(cls, ea, E.IntImm(c, dt)))
+                return self.atom(E.binary(cls, ea, E.IntImm(c, dt)))
             if cls in (E.FloorDiv, E.Div):
                 return self.floordiv_const(a, c, dt)
             return self.floormod_const(a, c, dt)
@@ -340,7 +339,7 @@ class Simplifier(Mutator):
             return Lin() if cls in (E.FloorDiv, E.Div) else a  # 0 <= a < b
         if isinstance(eb, E.IntImm) and eb.value == 0:  # left for the program to fail at run time
             return self.intern(cls(ea, eb))
-        return self.atom(op.binary(cls, ea, eb))
+        return self.atom(E.binary(cls, ea, eb))
 
     def _residue(self, R: Lin, c: int) -> int | None:
         """``x`` with ``R == x (mod c)`` when the analyzer's modular facts decide it (every
@@ -539,12 +538,12 @@ class Simplifier(Mutator):
         if t in _CMP:
             if is_index_dtype(e.a.dtype):
                 return self.compare(t, self.lin(e.a), self.lin(e.b), e.a.dtype)
-            return op.binary(t, self.expr(e.a), self.expr(e.b))
+            return E.binary(t, self.expr(e.a), self.expr(e.b))
         if t is E.And or t is E.Or:
             a, b = self.expr(e.a), self.expr(e.b)
             if structural_equal(a, b):
                 return a
-            return op.logical_and(a, b) if t is E.And else op.logical_or(a, b)
+            return E.logical_and(a, b) if t is E.And else E.logical_or(a, b)
         if t is E.Not:
             return self.negate(self.expr(e.a))
         if t is E.Select:
@@ -552,14 +551,14 @@ class Simplifier(Mutator):
             if isinstance(c, E.IntImm):
                 return self.expr(e.true_value if c.value else e.false_value)
             tv, fv = self.expr(e.true_value), self.expr(e.false_value)
-            return tv if structural_equal(tv, fv) else op.select(c, tv, fv)
+            return tv if structural_equal(tv, fv) else E.select(c, tv, fv)
         if t is E.Cast:
-            return op.cast(self.expr(e.value), e.dtype)
+            return E.cast(self.expr(e.value), e.dtype)
         if t is E.Var:
             sub = self.ana.substitution(e)
             return self.expr(sub) if sub is not None else e
         if issubclass(t, E.BinaryOp):
-            return op.binary(t, self.expr(e.a), self.expr(e.b))
+            return E.binary(t, self.expr(e.a), self.expr(e.b))
         if t in (E.IntImm, E.FloatImm, E.StringImm):
             return e
         return self.generic_visit(e)

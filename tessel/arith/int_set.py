@@ -14,7 +14,6 @@ from typing import Any
 
 from ..errors import BoundError
 from ..ir import expr as E
-from ..ir import op
 from ..ir.functor import structural_equal, uses_var
 from . import const_bound as cb
 from .analyzer import Analyzer
@@ -33,18 +32,18 @@ class IntSet:
     # ---- construction -------------------------------------------------------------------
     @staticmethod
     def interval(lo: Any, hi: Any) -> IntSet:
-        return IntSet(None if lo is None else op.convert(lo), None if hi is None else op.convert(hi))
+        return IntSet(None if lo is None else E.convert(lo), None if hi is None else E.convert(hi))
 
     @staticmethod
     def single_point(e: Any) -> IntSet:
-        e = op.convert(e)
+        e = E.convert(e)
         return IntSet(e, e)
 
     @staticmethod
     def from_range(r: E.Range) -> IntSet:
         if isinstance(r.extent, E.IntImm) and r.extent.value == 1:
             return IntSet(r.min, r.min)
-        return IntSet(r.min, Analyzer().simplify(op.sub(op.add(r.min, r.extent), 1)))
+        return IntSet(r.min, Analyzer().simplify(E.sub(E.add(r.min, r.extent), 1)))
 
     @staticmethod
     def everything() -> IntSet:
@@ -83,16 +82,16 @@ class IntSet:
         """The smallest Range holding the set; an unbounded end takes the default's end."""
         ana = Analyzer()
         if self.is_nothing():
-            return E.Range(default.min, op.const(0, default.extent.dtype))
+            return E.Range(default.min, E.const(0, default.extent.dtype))
         lo = self.min_value if self.min_value is not None else default.min
         if self.max_value is not None:
             hi = self.max_value
         else:
-            hi = op.sub(op.add(default.min, default.extent), 1)
+            hi = E.sub(E.add(default.min, default.extent), 1)
         lo = ana.simplify(lo)
         if self.is_single_point():
-            return E.Range(lo, op.const(1, lo.dtype))
-        return E.Range(lo, ana.simplify(op.add(op.sub(hi, lo), 1)))
+            return E.Range(lo, E.const(1, lo.dtype))
+        return E.Range(lo, ana.simplify(E.add(E.sub(hi, lo), 1)))
 
     def to_range(self) -> E.Range:
         if not (self.has_lower_bound() and self.has_upper_bound()):
@@ -121,7 +120,7 @@ def _as_set(x: Any) -> IntSet:
 
 def _pick(ana: Analyzer, a: E.PrimExpr, b: E.PrimExpr, take_min: bool) -> E.PrimExpr:
     """min/max of two ends, resolved to one of them when provable."""
-    return ana.simplify(op.min_(a, b) if take_min else op.max_(a, b))
+    return ana.simplify(E.min_(a, b) if take_min else E.max_(a, b))
 
 
 def union(sets: Iterable[IntSet], analyzer: Analyzer | None = None) -> IntSet:
@@ -148,7 +147,7 @@ def intersect(sets: Iterable[IntSet], analyzer: Analyzer | None = None) -> IntSe
             lo = s.min_value if lo is None else _pick(ana, lo, s.min_value, False)
         if s.max_value is not None:
             hi = s.max_value if hi is None else _pick(ana, hi, s.max_value, True)
-    if lo is not None and hi is not None and ana.can_prove(op.lt(hi, lo)):
+    if lo is not None and hi is not None and ana.can_prove(E.lt(hi, lo)):
         return IntSet.nothing()
     return IntSet(lo, hi)
 
@@ -164,7 +163,7 @@ def eval_set(e: Any, dom_map: Mapping[Any, Any], analyzer: Analyzer | None = Non
     """
     ana = analyzer or Analyzer()
     dom = {(k.var if isinstance(k, E.IterVar) else k): _as_set(v) for k, v in dom_map.items()}
-    e = ana.simplify(op.convert(e)) if presimplify else op.convert(e)
+    e = ana.simplify(E.convert(e)) if presimplify else E.convert(e)
     s = _SetEval(ana, dom).eval(e)
     if s.is_nothing():
         return IntSet.nothing()
@@ -175,7 +174,7 @@ def eval_set(e: Any, dom_map: Mapping[Any, Any], analyzer: Analyzer | None = Non
 def _add(a: End, b: End, sub: bool = False) -> End:
     if a is None or b is None:
         return None
-    return op.sub(a, b) if sub else op.add(a, b)
+    return E.sub(a, b) if sub else E.add(a, b)
 
 
 class _SetEval:
@@ -193,9 +192,9 @@ class _SetEval:
             return 1
         if hi is not None and hi <= 0:
             return -1
-        if self.ana.can_prove(op.ge(e, 0)):
+        if self.ana.can_prove(E.ge(e, 0)):
             return 1
-        return -1 if self.ana.can_prove(op.le(e, 0)) else 0
+        return -1 if self.ana.can_prove(E.le(e, 0)) else 0
 
     def eval(self, e: E.PrimExpr) -> IntSet:
         if not self.relaxed(e):
@@ -220,8 +219,8 @@ class _SetEval:
         lo, hi = cb.ConstBound(var_bound)(e)
         if not (e.dtype.is_integer or e.dtype.is_bool):
             return IntSet.everything()
-        lo_e = None if lo == -cb.INF else op.const(int(lo), e.dtype)
-        return IntSet(lo_e, None if hi == cb.INF else op.const(int(hi), e.dtype))
+        lo_e = None if lo == -cb.INF else E.const(int(lo), e.dtype)
+        return IntSet(lo_e, None if hi == cb.INF else E.const(int(hi), e.dtype))
 
     def ev_Add(self, e: E.Add) -> IntSet | None:
         a, b = self.eval(e.a), self.eval(e.b)
@@ -231,12 +230,12 @@ class _SetEval:
         a, b = self.eval(e.a), self.eval(e.b)
         return _empty_or(a, b) or IntSet(_add(a.min_value, b.max_value, True), _add(a.max_value, b.min_value, True))
 
-    def _scale(self, s: IntSet, k: E.PrimExpr, sign: int, fn=op.mul) -> IntSet | None:
+    def _scale(self, s: IntSet, k: E.PrimExpr, sign: int, fn=E.mul) -> IntSet | None:
         if sign == 0:  # unknown sign: both products are candidates for either end
-            if s.min_value is None or s.max_value is None or fn is not op.mul:
+            if s.min_value is None or s.max_value is None or fn is not E.mul:
                 return None
             p, q = fn(s.min_value, k), fn(s.max_value, k)
-            return IntSet(op.min_(p, q), op.max_(p, q))
+            return IntSet(E.min_(p, q), E.max_(p, q))
         lo = None if s.min_value is None else fn(s.min_value, k)
         hi = None if s.max_value is None else fn(s.max_value, k)
         return IntSet(lo, hi) if sign > 0 else IntSet(hi, lo)
@@ -251,7 +250,7 @@ class _SetEval:
             return self._scale(b, a.point_value(), self.sign(a.point_value()))
         ends = (a.min_value, a.max_value, b.min_value, b.max_value)
         if all(x is not None for x in ends) and self.sign(a.min_value) > 0 and self.sign(b.min_value) > 0:
-            return IntSet(op.mul(a.min_value, b.min_value), op.mul(a.max_value, b.max_value))
+            return IntSet(E.mul(a.min_value, b.min_value), E.mul(a.max_value, b.max_value))
         return None
 
     def _divisor(self, e: E.BinaryOp) -> tuple[IntSet, E.PrimExpr, int] | None:
@@ -259,16 +258,16 @@ class _SetEval:
         if not b.is_single_point():
             return None
         d = b.point_value()
-        sd = self.sign(op.sub(d, 1))  # d >= 1 ?
-        return (a, d, 1) if sd > 0 else (a, d, -1) if self.sign(op.add(d, 1)) < 0 else None
+        sd = self.sign(E.sub(d, 1))  # d >= 1 ?
+        return (a, d, 1) if sd > 0 else (a, d, -1) if self.sign(E.add(d, 1)) < 0 else None
 
     def ev_FloorDiv(self, e: E.FloorDiv) -> IntSet | None:
         got = self._divisor(e)
-        return None if got is None else self._scale(got[0], got[1], got[2], op.floordiv)
+        return None if got is None else self._scale(got[0], got[1], got[2], E.floordiv)
 
     def ev_Div(self, e: E.Div) -> IntSet | None:
         got = self._divisor(e)  # truncation is monotone in the dividend as well
-        return None if got is None else self._scale(got[0], got[1], got[2], op.truncdiv)
+        return None if got is None else self._scale(got[0], got[1], got[2], E.truncdiv)
 
     def _mod(self, e: E.BinaryOp, div, mod) -> IntSet | None:
         got = self._divisor(e)
@@ -277,27 +276,27 @@ class _SetEval:
         a, d, _ = got
         lo, hi = a.min_value, a.max_value
         nonneg = lo is not None and self.sign(lo) > 0
-        if lo is not None and hi is not None and (div is op.floordiv or nonneg):
+        if lo is not None and hi is not None and (div is E.floordiv or nonneg):
             if self.ana.can_prove_equal(div(lo, d), div(hi, d)):  # one period: no wrap-around
                 return IntSet(mod(lo, d), mod(hi, d))
-        top = op.sub(d, 1)
-        if div is op.floordiv or nonneg:
-            return IntSet(op.const(0, e.dtype), top)
+        top = E.sub(d, 1)
+        if div is E.floordiv or nonneg:
+            return IntSet(E.const(0, e.dtype), top)
         if hi is not None and self.sign(hi) < 0:
-            return IntSet(op.neg(top), op.const(0, e.dtype))
-        return IntSet(op.neg(top), top)
+            return IntSet(E.neg(top), E.const(0, e.dtype))
+        return IntSet(E.neg(top), top)
 
     def ev_FloorMod(self, e: E.FloorMod) -> IntSet | None:
-        return self._mod(e, op.floordiv, op.floormod)
+        return self._mod(e, E.floordiv, E.floormod)
 
     def ev_Mod(self, e: E.Mod) -> IntSet | None:
-        return self._mod(e, op.truncdiv, op.truncmod)
+        return self._mod(e, E.truncdiv, E.truncmod)
 
     def _minmax(self, e: E.BinaryOp, take_min: bool) -> IntSet:
         a, b = self.eval(e.a), self.eval(e.b)
         if a.is_nothing() or b.is_nothing():
             return b if a.is_nothing() else a
-        fn = op.min_ if take_min else op.max_
+        fn = E.min_ if take_min else E.max_
 
         def both(x: End, y: End, none_wins: bool) -> End:
             if x is None or y is None:
@@ -316,7 +315,7 @@ class _SetEval:
     def ev_Select(self, e: E.Select) -> IntSet:
         if self.ana.can_prove(e.condition):
             return self.eval(e.true_value)
-        if self.ana.can_prove(op.logical_not(e.condition)):
+        if self.ana.can_prove(E.logical_not(e.condition)):
             return self.eval(e.false_value)
         return union([self.eval(e.true_value), self.eval(e.false_value)], self.ana)
 
@@ -327,7 +326,7 @@ class _SetEval:
         s = self.eval(e.value)
         if s.is_nothing():
             return s
-        return IntSet(*(None if x is None else op.cast(x, dt) for x in (s.min_value, s.max_value)))
+        return IntSet(*(None if x is None else E.cast(x, dt) for x in (s.min_value, s.max_value)))
 
     def ev_Let(self, e: E.Let) -> IntSet:
         inner = _SetEval(self.ana, {**self.dom, e.var: self.eval(e.value)})

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir.functor import free_vars
 from ..tunables import current
 
@@ -121,7 +120,7 @@ def affine_terms(e: E.PrimExpr, vs: set[E.Var] | None = None) -> tuple[dict[E.Va
     if vs is not None and not free_vars(e) & vs:
         return {}, e
     if isinstance(e, E.Var):
-        return {e: 1}, O.const(0, e.dtype)
+        return {e: 1}, E.const(0, e.dtype)
     if isinstance(e, E.IntImm):
         return {}, e
     if isinstance(e, E.Add | E.Sub):
@@ -132,7 +131,7 @@ def affine_terms(e: E.PrimExpr, vs: set[E.Var] | None = None) -> tuple[dict[E.Va
         coeffs = dict(a[0])
         for v, c in b[0].items():
             coeffs[v] = coeffs.get(v, 0) + sign * c
-        rest = O.add(a[1], b[1]) if sign == 1 else O.sub(a[1], b[1])
+        rest = E.add(a[1], b[1]) if sign == 1 else E.sub(a[1], b[1])
         return {v: c for v, c in coeffs.items() if c}, rest
     if isinstance(e, E.Mul):
         a, b = affine_terms(e.a, vs), affine_terms(e.b, vs)
@@ -140,11 +139,11 @@ def affine_terms(e: E.PrimExpr, vs: set[E.Var] | None = None) -> tuple[dict[E.Va
             return None
         for (terms, rest), (other, k) in ((a, b), (b, a)):
             if not other and isinstance(k, E.IntImm):
-                return {v: c * k.value for v, c in terms.items() if c * k.value}, O.mul(rest, k)
+                return {v: c * k.value for v, c in terms.items() if c * k.value}, E.mul(rest, k)
         return None
     if isinstance(e, E.Cast) and e.dtype.is_integer and e.value.dtype.is_integer and e.dtype.bits >= e.value.dtype.bits:
         inner = affine_terms(e.value, vs)
-        return None if inner is None else (inner[0], O.cast(inner[1], e.dtype))
+        return None if inner is None else (inner[0], E.cast(inner[1], e.dtype))
     return None
 
 # ---- integer forms and their solutions in a box (the dependence test of passes/carried.py) ----

@@ -25,7 +25,6 @@ from contextlib import ExitStack
 from ..arith import Analyzer, IntSet, eval_set
 from ..errors import BoundError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir.functor import Visitor
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
@@ -75,7 +74,7 @@ def check_reads_in_bounds(sch: Schedule, bodies: dict,
             v.visit(b)
         with ExitStack() as scope:
             for iv in ivs:  # a read happens only if the domain is not empty
-                scope.enter_context(ana.constraint_scope(O.ge(iv.dom.extent, 1)))
+                scope.enter_context(ana.constraint_scope(E.ge(iv.dom.extent, 1)))
             _check_loads(st, [ld for ld in v.loads if select is None or select(ld)], dom, ana, states)
 
 
@@ -91,8 +90,8 @@ def _check_loads(st: Stage, loads: list[E.ProducerLoad], dom: dict, ana: Analyze
             below = above = True
             for s in (eval_set(idx, dom, ana), eval_set(idx, dom, ana, presimplify=False)):
                 lo, hi = s.min_value, s.max_value
-                below = below and lo is not None and ana.can_prove(O.lt(lo, 0))
-                above = above and hi is not None and ana.can_prove(O.ge(hi, size))
+                below = below and lo is not None and ana.can_prove(E.lt(lo, 0))
+                above = above and hi is not None and ana.can_prove(E.ge(hi, size))
             if below or above:
                 shown = ", ".join(str(i) for i in load.indices)
                 raise BoundError(

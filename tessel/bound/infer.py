@@ -27,7 +27,6 @@ import heapq
 from ..arith import Analyzer, IntSet, eval_set
 from ..errors import InternalError, ScheduleError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir.functor import substitute
 from ..schedule.commands import seen_by_caller
 from ..schedule.dataflow import py_name
@@ -216,7 +215,7 @@ def _consumer_root_sets(ctx: BoundContext, c: Stage, inside: set[int], scope: st
         r = up[iv].cover_range(ctx.rmap[iv]) if iv in up else ctx.rmap[iv]
         if relax:
             lo = eval_set(r.min, relax).min_value
-            hi = eval_set(O.sub(O.add(r.min, r.extent), 1), relax).max_value
+            hi = eval_set(E.sub(E.add(r.min, r.extent), 1), relax).max_value
             if rebased:  # back to the loop variables lowering has
                 lo, hi = (None if x is None else ctx.analyzer.simplify(substitute(x, rebased)) for x in (lo, hi))
             dom_map[iv.var] = IntSet.interval(lo, hi)
@@ -266,7 +265,7 @@ def _relax_sets(ctx: BoundContext, c: Stage, inside: set[int], scope: str) -> tu
         pr = ctx.rmap[iv]
         if relax:
             got = IntSet.interval(eval_set(pr.min, relax).min_value,
-                                  eval_set(O.sub(O.add(pr.min, pr.extent), 1), relax).max_value)
+                                  eval_set(E.sub(E.add(pr.min, pr.extent), 1), relax).max_value)
         else:
             got = IntSet.from_range(pr)
         relax[iv.var] = got
@@ -296,12 +295,12 @@ def _leaf_sets(ctx: BoundContext, c: Stage, inside: set[int], scope: str,
         elif E.is_const_int(ctx.analyzer.simplify(r.extent), 1):
             up[iv] = IntSet.single_point(r.min)
         elif thread is not None:  # the thread's variable counts from zero, as the loop does
-            point = thread.var if E.is_const_int(r.min, 0) else O.add(O.cast(thread.var, r.min.dtype), r.min)
+            point = thread.var if E.is_const_int(r.min, 0) else E.add(E.cast(thread.var, r.min.dtype), r.min)
             up[iv] = IntSet.from_range(r) if relaxes(scope, thread) else IntSet.single_point(point)
         elif id(iv) in inside and rebase and not E.is_const_int(r.min, 0):
             rel = E.Var(iv.var.name + ".rel", iv.var.dtype)
-            rebased[rel] = O.sub(iv.var, r.min)
-            up[iv] = IntSet.single_point(O.add(rel, r.min))
+            rebased[rel] = E.sub(iv.var, r.min)
+            up[iv] = IntSet.single_point(E.add(rel, r.min))
         elif id(iv) in inside:
             up[iv] = IntSet.single_point(iv.var)
         else:

@@ -14,7 +14,6 @@ import math
 from ..arith import Analyzer
 from ..errors import BuildError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import collect
 from ..ir.names import comment
@@ -157,7 +156,7 @@ class CStmtWriter(CExprWriter):
         """``min + extent``, simplified when that is shorter: a tail loop's bounds are written
         as what came before it plus what remains, and the two halves usually cancel."""
         plain = f"{self.expr(s.min, 6)} + {self.expr(s.extent, 6)}"
-        folded = self.expr(Analyzer().simplify(O.add(s.min, s.extent)), 6)
+        folded = self.expr(Analyzer().simplify(E.add(s.min, s.extent)), 6)
         return folded if len(folded) < len(plain) else plain
 
     def visit_For(self, s: S.For, per_thread: tuple[S.Buffer, ...] = ()) -> None:

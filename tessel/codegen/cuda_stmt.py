@@ -20,7 +20,6 @@ import math
 from ..arith import Analyzer
 from ..errors import BuildError, GpuError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import collect
 from ..ir.names import comment
@@ -84,7 +83,7 @@ class CudaWriter(CStmtWriter):
         self.open("")
         self.emit(f"const {ctype(v.dtype)} {name} = {index}{lo};  // bound to {tag}")
         launch = self.kernel.extent(tag)
-        if self.ana.can_prove(O.ge(s.extent, launch)):
+        if self.ana.can_prove(E.ge(s.extent, launch)):
             self.stmt(s.body)
         else:
             self.open(f"if ({index} < {self.expr(s.extent, 5)})")
@@ -167,7 +166,7 @@ class CudaWriter(CStmtWriter):
         if not (_is_one(idx.stride) and _is_one(src.stride)):
             return None
         for base in (idx.base, src.base):
-            if not self.ana.can_prove(O.eq(O.floormod(base, E.IntImm(lanes, base.dtype)), E.IntImm(0, base.dtype))):
+            if not self.ana.can_prove(E.eq(E.floormod(base, E.IntImm(lanes, base.dtype)), E.IntImm(0, base.dtype))):
                 return None
         dst_name = self.names.get(s.buffer, s.buffer.name)
         src_name = self.names.get(load.buffer, load.buffer.name)
@@ -187,7 +186,7 @@ def lane_of(e: E.PrimExpr, lane: int) -> E.PrimExpr:
     if e.dtype.lanes == 1 and not isinstance(e, E.Ramp | E.Broadcast):
         return e
     if isinstance(e, E.Ramp):
-        return O.add(e.base, O.mul(e.stride, E.IntImm(lane, e.stride.dtype))) if lane else e.base
+        return E.add(e.base, E.mul(e.stride, E.IntImm(lane, e.stride.dtype))) if lane else e.base
     if isinstance(e, E.Broadcast):
         return e.value
     if isinstance(e, E.BufferLoad):

@@ -38,6 +38,9 @@ from .expr import (
     StringImm,
     Sub,
     Var,
+    cast,
+    const,
+    convert,
 )
 from .functor import (
     Mutator,
@@ -51,7 +54,6 @@ from .functor import (
     structural_hash,
     substitute,
 )
-from .op import cast, const, convert
 from .printer import to_text
 from .serialize import load_json, save_json
 from .stmt import (

@@ -20,7 +20,6 @@ from collections.abc import Sequence
 
 from ..errors import DefinitionError
 from . import expr as E
-from . import op as O
 from .dtype import DTypeLike
 from .dtype import dtype as to_dtype
 from .stmt import Buffer, BufferStore
@@ -54,14 +53,14 @@ class DeclBuffer(Buffer):
         if strides:
             if len(strides) != len(self.shape):
                 raise DefinitionError(f"decl_buffer {name}: {len(strides)} strides for {len(self.shape)} dimensions")
-            self.strides = tuple(O.convert(s) for s in strides)
+            self.strides = tuple(E.convert(s) for s in strides)
         else:
             self.strides = _compact_strides(self.shape)
         if not isinstance(offset_factor, int) or offset_factor < 0:
             raise DefinitionError(f"decl_buffer {name}: offset_factor must be an int >= 0, got {offset_factor!r}")
         if elem_offset is None:
-            elem_offset = O.const(0) if offset_factor == 0 else E.Var(f"{name}_elem_offset", "int32")
-        self.elem_offset = O.convert(elem_offset)
+            elem_offset = E.const(0) if offset_factor == 0 else E.Var(f"{name}_elem_offset", "int32")
+        self.elem_offset = E.convert(elem_offset)
         self.offset_factor = offset_factor
         self.data_alignment = data_alignment
         self.writes = True
@@ -78,20 +77,20 @@ class DeclBuffer(Buffer):
             raise DefinitionError(f"buffer {self.name} has {self.ndim} dimension(s), indexed with {len(indices)}")
         off = self.elem_offset
         for i, s in zip(indices, self.strides):
-            off = O.add(off, O.mul(i, s))
+            off = E.add(off, E.mul(i, s))
         return off
 
     @property
     def data(self) -> E.PrimExpr:
         """The start of the bound storage (TVM's ``buffer.data``), before ``elem_offset``."""
-        return address_of(self, O.const(0), "rw" if self.writes else "r")
+        return address_of(self, E.const(0), "rw" if self.writes else "r")
 
     def access_ptr(self, access_mask="rw", ptr_type: str = "handle", content_lanes: int = 1, offset=0,
                    extent=None) -> E.PrimExpr:
         """The address of the view's first element (plus ``offset`` elements), for an extern call
         (``extent``, TVM's hint of how much is touched, changes nothing here)."""
         mask = _mask_text(access_mask, self.name)
-        return address_of(self, O.add(self.elem_offset, offset), mask)
+        return address_of(self, E.add(self.elem_offset, offset), mask)
 
     def vload(self, begin, dtype: DTypeLike | None = None) -> E.PrimExpr:
         """The element at ``begin`` (one index per dimension)."""
@@ -102,7 +101,7 @@ class DeclBuffer(Buffer):
 
     def vstore(self, begin, value) -> BufferStore:
         """A store of ``value`` at ``begin``: a statement for an extern's or intrinsic's body."""
-        value = O.cast(value, self.dtype)
+        value = E.cast(value, self.dtype)
         return BufferStore(self, value, (self.offset_of(begin),))
 
     def __getitem__(self, indices) -> E.PrimExpr:
@@ -113,10 +112,10 @@ class DeclBuffer(Buffer):
 
 def _compact_strides(shape) -> tuple[E.PrimExpr, ...]:
     out: list[E.PrimExpr] = []
-    acc: E.PrimExpr = O.const(1)
+    acc: E.PrimExpr = E.const(1)
     for n in reversed(shape):
         out.append(acc)
-        acc = O.mul(acc, n)
+        acc = E.mul(acc, n)
     return tuple(reversed(out))
 
 
@@ -131,15 +130,15 @@ def _mask_text(mask, name: str) -> str:
 
 def address_of(buf: Buffer, offset, mask: str = "rw") -> E.PrimExpr:
     """A pointer to element ``offset`` of ``buf`` (the load is never executed, only its address)."""
-    return E.Call("handle", ADDRESS_OF, (E.BufferLoad(buf, (O.convert(offset),)), E.StringImm(mask)))
+    return E.Call("handle", ADDRESS_OF, (E.BufferLoad(buf, (E.convert(offset),)), E.StringImm(mask)))
 
 
 def array_arg(buf: DeclBuffer) -> E.PrimExpr:
     """A whole view as one argument of a packed call: data, shape and strides (a DLTensor)."""
     first = E.BufferLoad(buf, (buf.elem_offset,))
     mask = E.StringImm("rw" if buf.writes else "r")
-    return E.Call("handle", ARRAY, (first, mask, *(O.cast(n, "int64") for n in buf.shape),
-                                    *(O.cast(s, "int64") for s in buf.strides)))
+    return E.Call("handle", ARRAY, (first, mask, *(E.cast(n, "int64") for n in buf.shape),
+                                    *(E.cast(s, "int64") for s in buf.strides)))
 
 
 def array_parts(call: E.Call) -> tuple[E.BufferLoad, str, Sequence[E.PrimExpr], Sequence[E.PrimExpr]]:
@@ -183,13 +182,13 @@ def aligned_strides(extents, align: dict[int, tuple[int, int]]) -> tuple[list, o
     """Row-major strides of ``extents`` with the strides of the dimensions in ``align`` padded
     up to ``k*factor + offset``; and the number of elements the layout spans."""
     strides: list = [None] * len(extents)
-    acc = O.const(1, extents[-1].dtype) if extents else O.const(1)
+    acc = E.const(1, extents[-1].dtype) if extents else E.const(1)
     for k in range(len(extents) - 1, -1, -1):
         if k in align:
             f, off = align[k]
-            acc = O.add(acc, O.floormod(O.sub(O.const(f + off, acc.dtype), O.floormod(acc, f)), f))
+            acc = E.add(acc, E.floormod(E.sub(E.const(f + off, acc.dtype), E.floormod(acc, f)), f))
         strides[k] = acc
-        acc = O.mul(acc, extents[k])
+        acc = E.mul(acc, extents[k])
     return strides, acc
 
 

@@ -19,8 +19,8 @@ import numpy as np
 from ..errors import DefinitionError
 from . import expr as E
 from .dtype import DType
+from .expr import convert, float_max, float_min, fold_int, wrap_int
 from .intrinsics import lookup
-from .op import convert, float_max, float_min, fold_int, wrap_int
 
 Value = int | float | bool
 
@@ -81,12 +81,6 @@ def _float_floor_op(cls: type, a: float, b: float, dt: DType) -> float:
     fn = np.floor_divide if cls is E.FloorDiv else np.remainder
     with np.errstate(all="ignore"):
         return float(fn(t(a), t(b)))
-
-
-_CMP = {
-    E.EQ: lambda x, y: x == y, E.NE: lambda x, y: x != y, E.LT: lambda x, y: x < y,
-    E.LE: lambda x, y: x <= y, E.GT: lambda x, y: x > y, E.GE: lambda x, y: x >= y,
-}
 
 
 class _Evaluator:
@@ -184,8 +178,8 @@ class _Evaluator:
 
 
 def _scalar_binop(cls: type, dt: DType, a: Value, b: Value) -> Value:
-    if cls in _CMP:
-        return bool(_CMP[cls](a, b))
+    if issubclass(cls, E.CmpOp):
+        return bool(cls.exact(a, b))
     if dt.is_float and cls in (E.FloorDiv, E.FloorMod):
         return _float_floor_op(cls, float(a), float(b), dt)
     if dt.is_float:

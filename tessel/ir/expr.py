@@ -1,20 +1,356 @@
-"""Scalar expression nodes.
+"""Scalar expressions: their nodes, and how expressions are built from user values.
 
 Nodes are plain immutable objects. Each class lists its constructor arguments in ``_fields``
 so that one generic visitor, mutator, printer and structural comparison serve every node.
 Raw constructors do no type conversion: both operands of a binary node must already share a
-dtype. The operator overloads (and :mod:`tessel.ir.op`) are where Python numbers are converted
-and dtypes promoted, so that passes rebuilding nodes never change types behind one's back.
+dtype. The builders below (``convert``, ``cast``, ``add`` ..., which the operator overloads
+call) are the one place where Python numbers become IR constants and operands of different
+dtypes are reconciled (``promote``), so that passes rebuilding nodes never change types
+behind one's back. Folding here is exact for the operand dtype (integers wrap as they would
+in C), so the IR never holds a constant its dtype cannot hold.
+
+The nodes and their builders are one module because each needs the other: ``a + b`` builds
+through ``add``, which builds an ``Add``.
 """
 
 from __future__ import annotations
 
+import math
+import operator
+from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
 from ..errors import DefinitionError, InternalError
-from .dtype import DType, DTypeLike, bool_
+from .dtype import DType, DTypeLike, bool_, int64, promote
 from .dtype import dtype as to_dtype
+from .printer import to_text
+
+
+def wrap_int(value: int, dt: DType) -> int:
+    """Two's-complement wraparound of ``value`` to the width of integer dtype ``dt``."""
+    if dt.is_bool:
+        return int(bool(value))
+    mask = (1 << dt.bits) - 1
+    v = int(value) & mask
+    if dt.is_int and v >= 1 << (dt.bits - 1):
+        v -= 1 << dt.bits
+    return v
+
+
+def const(value, dtype: DTypeLike | None = None) -> PrimExpr:
+    """A constant; without a dtype, ints are int32 (int64 when they do not fit) and floats float32."""
+    if dtype is None:
+        if isinstance(value, bool):
+            dtype = "bool"
+        elif isinstance(value, int):
+            dtype = "int32" if -(2**31) <= value < 2**31 else "int64"
+        elif isinstance(value, float):
+            dtype = "float32"
+        else:
+            raise DefinitionError(f"cannot make a constant from {value!r}")
+    dt = to_dtype(dtype)
+    if dt.lanes > 1:
+        return Broadcast(const(value, dt.element), dt.lanes)
+    if dt.is_float:
+        return FloatImm(float(value), dt)
+    if isinstance(value, float) and not value.is_integer():
+        raise DefinitionError(f"constant {value} does not fit integer dtype {dt}")
+    v = int(value)
+    if not dt.is_bool and not (dt.min_value() <= v <= dt.max_value()):
+        raise DefinitionError(f"constant {v} does not fit dtype {dt}")
+    return IntImm(v, dt)
+
+
+def convert(x) -> PrimExpr:
+    """Turn a Python number, IterVar or expression into a PrimExpr."""
+    if isinstance(x, PrimExpr):
+        return x
+    if isinstance(x, IterVar):
+        return x.var
+    if isinstance(x, bool | int | float):
+        return const(x)
+    if hasattr(x, "asobject"):  # a te.TensorSlice (``A[i]`` of a 2-d A, completed by ``[j]``)
+        return convert(x.asobject())
+    try:
+        import numpy as np
+
+        if isinstance(x, np.generic):
+            return const(x.item(), to_dtype(x.dtype))
+    except ImportError:  # pragma: no cover
+        pass
+    raise DefinitionError(f"cannot use {x!r} (of type {type(x).__name__}) in a tensor expression")
+
+
+def _literal_like(value, other: PrimExpr) -> PrimExpr:
+    """A Python literal adopts the dtype of the expression it is combined with (when it fits)."""
+    dt = other.dtype
+    if isinstance(value, bool):
+        return const(value, dt if (dt.is_bool or dt.is_integer or dt.is_float) else "bool")
+    if isinstance(value, int):
+        if dt.is_float:
+            return const(value, dt)
+        if dt.is_integer and dt.min_value() <= value <= dt.max_value():
+            return const(value, dt)
+        return const(value)
+    if isinstance(value, float):
+        return const(value, dt if dt.is_float else "float32")
+    return convert(value)
+
+
+def match_types(a, b) -> tuple[PrimExpr, PrimExpr]:
+    """Convert both operands to PrimExprs of one dtype."""
+    if not isinstance(a, PrimExpr | IterVar) and isinstance(b, PrimExpr | IterVar):
+        b = convert(b)
+        a = _literal_like(a, b)
+    elif not isinstance(b, PrimExpr | IterVar) and isinstance(a, PrimExpr | IterVar):
+        a = convert(a)
+        b = _literal_like(b, a)
+    else:
+        a, b = convert(a), convert(b)
+    if a.dtype != b.dtype:
+        t = promote(a.dtype, b.dtype)
+        a, b = cast(a, t), cast(b, t)
+    return a, b
+
+
+def cast(x, dtype: DTypeLike) -> PrimExpr:
+    x = convert(x)
+    dt = to_dtype(dtype)
+    if x.dtype == dt:
+        return x
+    if isinstance(x, IntImm) and dt.lanes == 1:
+        if dt.is_float:
+            return FloatImm(float(x.value), dt)
+        return IntImm(wrap_int(x.value, dt), dt)
+    if isinstance(x, FloatImm) and dt.lanes == 1:
+        if dt.is_float:
+            return FloatImm(x.value, dt)
+        if math.isfinite(x.value):
+            return IntImm(wrap_int(int(x.value), dt), dt)
+    if dt.lanes > 1 and x.dtype.lanes == 1:
+        return Broadcast(cast(x, dt.element), dt.lanes)
+    return Cast(dt, x)
+
+
+def fold_int(cls: type, a: int, b: int) -> int | None:
+    """Exact integer value of ``cls(a, b)`` (before wrapping to a dtype); None for a zero
+    divisor or a node with no integer meaning. Each class carries its meaning (``exact``), so
+    the folder, the evaluator and the size guards share one definition."""
+    exact = getattr(cls, "exact", None)
+    if exact is None or (b == 0 and cls.divides):
+        return None
+    return exact(a, b)
+
+
+def _trunc_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _trunc_mod(a: int, b: int) -> int:
+    return a - b * _trunc_div(a, b)
+
+
+def float_min(a: float, b: float) -> float:
+    """``min`` as NumPy's ``minimum``: a NaN operand gives NaN, whatever the order. Python's
+    ``min`` keeps the first operand on an unordered comparison, so the answer would depend on
+    the order of a reduction (and so on the schedule); every target follows this one rule."""
+    return a if (a < b or a != a) else b
+
+
+def float_max(a: float, b: float) -> float:
+    """``max`` as NumPy's ``maximum``: a NaN operand gives NaN (see ``float_min``)."""
+    return a if (a > b or a != a) else b
+
+
+def binary(cls: type, a, b) -> PrimExpr:
+    """Build ``cls(a, b)`` after type matching, folding constants and trivial identities."""
+    a, b = match_types(a, b)
+    dt = a.dtype
+    ca, cb = const_value(a), const_value(b)
+    if ca is not None and cb is not None:
+        if issubclass(cls, CmpOp):
+            return IntImm(int(cls.exact(ca, cb)), bool_)
+        if dt.is_integer or dt.is_bool:
+            v = fold_int(cls, int(ca), int(cb))
+            if v is not None:
+                return IntImm(wrap_int(v, dt), dt)
+        elif cls in (Add, Sub, Mul, Min, Max) or (cls is Div and cb != 0):
+            fn = {Add: lambda: ca + cb, Sub: lambda: ca - cb, Mul: lambda: ca * cb,
+                  Min: lambda: float_min(ca, cb), Max: lambda: float_max(ca, cb), Div: lambda: ca / cb}
+            return FloatImm(fn[cls](), dt)
+    if dt.is_integer:
+        if cls is Add:
+            if cb == 0:
+                return a
+            if ca == 0:
+                return b
+        elif cls is Sub and cb == 0:
+            return a
+        elif cls is Mul:
+            if cb == 1:
+                return a
+            if ca == 1:
+                return b
+            if ca == 0 or cb == 0:
+                return IntImm(0, dt)
+        elif cls in (FloorDiv, Div) and cb == 1:
+            return a
+        elif cls in (FloorMod, Mod) and cb == 1:
+            return IntImm(0, dt)
+    if cls in (FloorDiv, FloorMod, Div, Mod) and cb == 0 and not dt.is_float:
+        raise DefinitionError(f"division by the constant zero in `{a} {cls.symbol} {b}`")
+    return cls(a, b)
+
+
+def binary_exact(cls: type, a, b) -> PrimExpr:
+    """``binary`` for index arithmetic, whose integers are exact until the index_dtype step.
+
+    Folding two constants wraps to their dtype, which is right for data (C and NumPy wrap) but
+    wrong for an index: ``49999*50000`` as an int32 row offset must not become -1795017296.
+    So a result that does not fit the dtype (but fits the widest index dtype) stays an unfolded
+    node; ``tessel.passes.index_dtype`` later computes it in a dtype that holds it.
+    """
+    a, b = match_types(a, b)
+    if isinstance(a, IntImm) and isinstance(b, IntImm) and a.dtype.is_int:
+        v = fold_int(cls, a.value, b.value)
+        if v is not None and not a.dtype.min_value() <= v <= a.dtype.max_value() \
+                and int64.min_value() <= v <= int64.max_value():
+            return cls(a, b)
+    return binary(cls, a, b)
+
+
+def add(a, b):
+    return binary(Add, a, b)
+
+
+def sub(a, b):
+    return binary(Sub, a, b)
+
+
+def mul(a, b):
+    return binary(Mul, a, b)
+
+
+def floordiv(a, b):
+    return binary(FloorDiv, a, b)
+
+
+def floormod(a, b):
+    return binary(FloorMod, a, b)
+
+
+def truncdiv(a, b):
+    return binary(Div, a, b)
+
+
+def truncmod(a, b):
+    return binary(Mod, a, b)
+
+
+def min_(a, b):
+    return binary(Min, a, b)
+
+
+def max_(a, b):
+    return binary(Max, a, b)
+
+
+def true_div(a, b):
+    """``a / b``: true division for floats; an error for two integers (ambiguous rounding)."""
+    a2, b2 = match_types(a, b)
+    if not a2.dtype.is_float:
+        raise DefinitionError(
+            f"`{a2} / {b2}` divides integers: write `//` (floor division), te.truncdiv for C-style "
+            "truncation, or cast to a float type first"
+        )
+    return binary(Div, a2, b2)
+
+
+def neg(a):
+    a = convert(a)
+    if isinstance(a, IntImm):
+        return IntImm(wrap_int(-a.value, a.dtype), a.dtype)
+    if isinstance(a, FloatImm):
+        return FloatImm(-a.value, a.dtype)
+    return binary(Sub, _literal_like(0, a), a)
+
+
+def eq(a, b):
+    return binary(EQ, a, b)
+
+
+def ne(a, b):
+    return binary(NE, a, b)
+
+
+def lt(a, b):
+    return binary(LT, a, b)
+
+
+def le(a, b):
+    return binary(LE, a, b)
+
+
+def gt(a, b):
+    return binary(GT, a, b)
+
+
+def ge(a, b):
+    return binary(GE, a, b)
+
+
+def _as_bool(x) -> PrimExpr:
+    x = convert(x)
+    if not x.dtype.element.is_bool:
+        raise DefinitionError(f"`{x}` has dtype {x.dtype}; a logical operation needs bool operands")
+    return x
+
+
+def logical_and(a, b):
+    a, b = _as_bool(a), _as_bool(b)
+    if isinstance(a, IntImm):
+        return b if a.value else a
+    if isinstance(b, IntImm):
+        return a if b.value else b
+    return And(a, b)
+
+
+def logical_or(a, b):
+    a, b = _as_bool(a), _as_bool(b)
+    if isinstance(a, IntImm):
+        return a if a.value else b
+    if isinstance(b, IntImm):
+        return b if b.value else a
+    return Or(a, b)
+
+
+def logical_not(a):
+    a = _as_bool(a)
+    if isinstance(a, IntImm):
+        return IntImm(1 - a.value, a.dtype)
+    return Not(a)
+
+
+def select(cond, t, f) -> PrimExpr:
+    cond = _as_bool(cond)
+    t, f = match_types(t, f)
+    if isinstance(cond, IntImm):
+        return t if cond.value else f
+    return Select(cond, t, f)
+
+
+def all_(*conds) -> PrimExpr:
+    out: PrimExpr = const(True)
+    for c in conds:
+        out = logical_and(out, c)
+    return out
+
+
+def _swapped(fn: Callable) -> Callable:
+    """The reflected operator of ``fn`` (``3 - x`` is ``sub(3, x)``)."""
+    return lambda self, o: fn(o, self)
 
 
 class Node:
@@ -37,8 +373,6 @@ class Node:
         return self._getter(self)
 
     def __repr__(self) -> str:
-        from .printer import to_text
-
         return to_text(self)
 
     __str__ = __repr__
@@ -54,93 +388,32 @@ def _fields_getter(names: tuple[str, ...]):
         return lambda node: (get(node),)
     return attrgetter(*names)
 
-
 class ExprOp:
-    """Python operators that build expression nodes (shared by PrimExpr and IterVar)."""
+    """Python operators that build expression nodes (shared by PrimExpr and IterVar): each is
+    the builder of the same meaning, so ``a + b`` folds and promotes as ``add(a, b)`` does."""
 
     __slots__ = ()
 
-    def __add__(self, o):
-        return _op().add(self, o)
-
-    def __radd__(self, o):
-        return _op().add(o, self)
-
-    def __sub__(self, o):
-        return _op().sub(self, o)
-
-    def __rsub__(self, o):
-        return _op().sub(o, self)
-
-    def __mul__(self, o):
-        return _op().mul(self, o)
-
-    def __rmul__(self, o):
-        return _op().mul(o, self)
-
-    def __truediv__(self, o):
-        return _op().true_div(self, o)
-
-    def __rtruediv__(self, o):
-        return _op().true_div(o, self)
-
-    def __floordiv__(self, o):
-        return _op().floordiv(self, o)
-
-    def __rfloordiv__(self, o):
-        return _op().floordiv(o, self)
-
-    def __mod__(self, o):
-        return _op().floormod(self, o)
-
-    def __rmod__(self, o):
-        return _op().floormod(o, self)
-
-    def __neg__(self):
-        return _op().neg(self)
-
-    def __lt__(self, o):
-        return _op().lt(self, o)
-
-    def __le__(self, o):
-        return _op().le(self, o)
-
-    def __gt__(self, o):
-        return _op().gt(self, o)
-
-    def __ge__(self, o):
-        return _op().ge(self, o)
-
-    def __eq__(self, o):  # type: ignore[override]
-        return _op().eq(self, o)
-
-    def __ne__(self, o):  # type: ignore[override]
-        return _op().ne(self, o)
-
-    def __and__(self, o):
-        return _op().logical_and(self, o)
-
-    def __rand__(self, o):
-        return _op().logical_and(o, self)
-
-    def __or__(self, o):
-        return _op().logical_or(self, o)
-
-    def __ror__(self, o):
-        return _op().logical_or(o, self)
-
-    def __invert__(self):
-        return _op().logical_not(self)
-
+    __add__, __radd__ = add, _swapped(add)
+    __sub__, __rsub__ = sub, _swapped(sub)
+    __mul__, __rmul__ = mul, _swapped(mul)
+    __truediv__, __rtruediv__ = true_div, _swapped(true_div)
+    __floordiv__, __rfloordiv__ = floordiv, _swapped(floordiv)
+    __mod__, __rmod__ = floormod, _swapped(floormod)
+    __and__, __rand__ = logical_and, _swapped(logical_and)
+    __or__, __ror__ = logical_or, _swapped(logical_or)
+    __lt__, __le__, __gt__, __ge__ = lt, le, gt, ge
+    __eq__, __ne__ = eq, ne  # type: ignore[assignment]
+    __neg__, __invert__ = neg, logical_not
     __hash__ = object.__hash__
 
     def equal(self, o):
         """``self == o`` as an expression (TVM's spelling, where ``==`` of two expressions may
         mean object identity)."""
-        return _op().eq(self, o)
+        return eq(self, o)
 
     def astype(self, dtype: DTypeLike):
-        return _op().cast(self, dtype)
+        return cast(self, dtype)
 
     def __bool__(self) -> bool:
         raise DefinitionError(
@@ -148,12 +421,6 @@ class ExprOp:
             "use te.if_then_else / te.select for a data-dependent choice, "
             "or tessel.arith.Analyzer().can_prove(...) to reason about it"
         )
-
-
-def _op():
-    from . import op
-
-    return op
 
 
 class PrimExpr(Node, ExprOp):
@@ -217,9 +484,13 @@ class StringImm(PrimExpr):
 
 
 class BinaryOp(PrimExpr):
+    """``exact``: the operation on Python numbers before any wrapping (a comparison's on
+    floats too); ``divides``: a zero right operand has no value."""
+
     __slots__ = ("a", "b")
     _fields = ("a", "b")
     symbol = "?"
+    divides = False
 
     def __init__(self, a: PrimExpr, b: PrimExpr):
         if a.dtype != b.dtype:
@@ -234,16 +505,19 @@ class BinaryOp(PrimExpr):
 
 class Add(BinaryOp):
     __slots__ = ()
+    exact = staticmethod(operator.add)
     symbol = "+"
 
 
 class Sub(BinaryOp):
     __slots__ = ()
+    exact = staticmethod(operator.sub)
     symbol = "-"
 
 
 class Mul(BinaryOp):
     __slots__ = ()
+    exact = staticmethod(operator.mul)
     symbol = "*"
 
 
@@ -251,6 +525,8 @@ class Div(BinaryOp):
     """Division that truncates toward zero for integers (C semantics); true division for floats."""
 
     __slots__ = ()
+    exact = staticmethod(_trunc_div)
+    divides = True
     symbol = "/"
 
 
@@ -258,25 +534,33 @@ class Mod(BinaryOp):
     """Remainder with the sign of the dividend (C semantics)."""
 
     __slots__ = ()
+    exact = staticmethod(_trunc_mod)
+    divides = True
     symbol = "%"
 
 
 class FloorDiv(BinaryOp):
     __slots__ = ()
+    exact = staticmethod(operator.floordiv)
+    divides = True
     symbol = "//"
 
 
 class FloorMod(BinaryOp):
     __slots__ = ()
+    exact = staticmethod(operator.mod)
+    divides = True
     symbol = "%"
 
 
 class Min(BinaryOp):
     __slots__ = ()
+    exact = staticmethod(min)
 
 
 class Max(BinaryOp):
     __slots__ = ()
+    exact = staticmethod(max)
 
 
 class CmpOp(BinaryOp):
@@ -289,6 +573,7 @@ class CmpOp(BinaryOp):
 
 class EQ(CmpOp):
     __slots__ = ()
+    exact = staticmethod(operator.eq)
     symbol = "=="
 
     def __bool__(self) -> bool:  # lets `iv in some_list` and dict lookups work by identity
@@ -297,6 +582,7 @@ class EQ(CmpOp):
 
 class NE(CmpOp):
     __slots__ = ()
+    exact = staticmethod(operator.ne)
     symbol = "!="
 
     def __bool__(self) -> bool:
@@ -305,21 +591,25 @@ class NE(CmpOp):
 
 class LT(CmpOp):
     __slots__ = ()
+    exact = staticmethod(operator.lt)
     symbol = "<"
 
 
 class LE(CmpOp):
     __slots__ = ()
+    exact = staticmethod(operator.le)
     symbol = "<="
 
 
 class GT(CmpOp):
     __slots__ = ()
+    exact = staticmethod(operator.gt)
     symbol = ">"
 
 
 class GE(CmpOp):
     __slots__ = ()
+    exact = staticmethod(operator.ge)
     symbol = ">="
 
 
@@ -441,15 +731,11 @@ class Range(Node):
     _fields = ("min", "extent")
 
     def __init__(self, min: PrimExpr, extent: PrimExpr):
-        from .op import convert
-
         self.min = convert(min)
         self.extent = convert(extent)
 
     @staticmethod
     def from_begin_end(begin, end) -> Range:
-        from .op import convert, sub
-
         begin = convert(begin)
         return Range(begin, sub(end, begin))
 
@@ -505,13 +791,6 @@ class CommReducer(Node):
         self.result, self.identity = tuple(result), tuple(identity)
         self.name = name
 
-    def combine(self, a, b) -> tuple[PrimExpr, ...]:
-        """The combined value(s) of accumulator(s) ``a`` with new value(s) ``b``."""
-        from .functor import substitute
-
-        vmap = dict(zip(self.lhs, a)) | dict(zip(self.rhs, b))
-        return tuple(substitute(r, vmap) for r in self.result)
-
 
 class Reduce(PrimExpr):
     """A reduction of ``source`` over ``axis``; ``value_index`` selects one output of a tuple.
@@ -533,7 +812,6 @@ class Reduce(PrimExpr):
         self.init = tuple(init)
         self.finish, self.acc = finish, acc
         self.dtype = self.source[value_index].dtype
-
 
 def is_const_int(e: Any, value: int | None = None) -> bool:
     return isinstance(e, IntImm) and (value is None or e.value == value)

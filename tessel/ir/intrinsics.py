@@ -38,7 +38,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import expr as E
-from . import op as O
 
 
 @dataclass(frozen=True)
@@ -211,11 +210,11 @@ def _c(x: E.PrimExpr, v: float) -> E.PrimExpr:
 
 
 def _recip(x: E.PrimExpr) -> E.PrimExpr:
-    return O.true_div(_c(x, 1.0), x)
+    return E.true_div(_c(x, 1.0), x)
 
 
 def _sq(x: E.PrimExpr) -> E.PrimExpr:
-    return O.mul(x, x)
+    return E.mul(x, x)
 
 
 def _zero(*args: E.PrimExpr) -> tuple[E.PrimExpr, ...]:
@@ -231,54 +230,54 @@ def _derivatives() -> dict[str, Callable[..., tuple[E.PrimExpr, ...]]]:
     ln2, ln10 = math.log(2.0), math.log(10.0)
 
     def one_minus_sq(x):
-        return O.sub(_c(x, 1.0), _sq(x))
+        return E.sub(_c(x, 1.0), _sq(x))
 
     def pow_(x, y):
-        return (O.mul(y, _call("pow", x, O.sub(y, _c(y, 1.0)))), O.mul(_call("pow", x, y), _call("log", x)))
+        return (E.mul(y, _call("pow", x, E.sub(y, _c(y, 1.0)))), E.mul(_call("pow", x, y), _call("log", x)))
 
     def atan2(y, x):
-        r = O.add(_sq(x), _sq(y))
-        return O.true_div(x, r), O.true_div(O.neg(y), r)
+        r = E.add(_sq(x), _sq(y))
+        return E.true_div(x, r), E.true_div(E.neg(y), r)
 
     def hypot(a, b):
         h = _call("hypot", a, b)
-        return O.true_div(a, h), O.true_div(b, h)
+        return E.true_div(a, h), E.true_div(b, h)
 
     def sigmoid(x):
         s = _call("sigmoid", x)
-        return (O.mul(s, O.sub(_c(x, 1.0), s)),)
+        return (E.mul(s, E.sub(_c(x, 1.0), s)),)
 
     return {
         "exp": lambda x: (_call("exp", x),),
-        "exp2": lambda x: (O.mul(_call("exp2", x), _c(x, ln2)),),
-        "exp10": lambda x: (O.mul(_call("exp10", x), _c(x, ln10)),),
+        "exp2": lambda x: (E.mul(_call("exp2", x), _c(x, ln2)),),
+        "exp10": lambda x: (E.mul(_call("exp10", x), _c(x, ln10)),),
         "expm1": lambda x: (_call("exp", x),),
         "log": lambda x: (_recip(x),),
-        "log2": lambda x: (_recip(O.mul(x, _c(x, ln2))),),
-        "log10": lambda x: (_recip(O.mul(x, _c(x, ln10))),),
-        "log1p": lambda x: (_recip(O.add(x, _c(x, 1.0))),),
-        "sqrt": lambda x: (O.true_div(_c(x, 0.5), _call("sqrt", x)),),
-        "rsqrt": lambda x: (O.true_div(O.mul(_c(x, -0.5), _call("rsqrt", x)), x),),
-        "cbrt": lambda x: (_recip(O.mul(_c(x, 3.0), _sq(_call("cbrt", x)))),),
+        "log2": lambda x: (_recip(E.mul(x, _c(x, ln2))),),
+        "log10": lambda x: (_recip(E.mul(x, _c(x, ln10))),),
+        "log1p": lambda x: (_recip(E.add(x, _c(x, 1.0))),),
+        "sqrt": lambda x: (E.true_div(_c(x, 0.5), _call("sqrt", x)),),
+        "rsqrt": lambda x: (E.true_div(E.mul(_c(x, -0.5), _call("rsqrt", x)), x),),
+        "cbrt": lambda x: (_recip(E.mul(_c(x, 3.0), _sq(_call("cbrt", x)))),),
         "sin": lambda x: (_call("cos", x),),
-        "cos": lambda x: (O.neg(_call("sin", x)),),
+        "cos": lambda x: (E.neg(_call("sin", x)),),
         "tan": lambda x: (_recip(_sq(_call("cos", x))),),
         "asin": lambda x: (_call("rsqrt", one_minus_sq(x)),),
-        "acos": lambda x: (O.neg(_call("rsqrt", one_minus_sq(x))),),
-        "atan": lambda x: (_recip(O.add(_c(x, 1.0), _sq(x))),),
+        "acos": lambda x: (E.neg(_call("rsqrt", one_minus_sq(x))),),
+        "atan": lambda x: (_recip(E.add(_c(x, 1.0), _sq(x))),),
         "sinh": lambda x: (_call("cosh", x),),
         "cosh": lambda x: (_call("sinh", x),),
         "tanh": lambda x: (one_minus_sq(_call("tanh", x)),),
-        "asinh": lambda x: (_call("rsqrt", O.add(_sq(x), _c(x, 1.0))),),
-        "acosh": lambda x: (_call("rsqrt", O.sub(_sq(x), _c(x, 1.0))),),
+        "asinh": lambda x: (_call("rsqrt", E.add(_sq(x), _c(x, 1.0))),),
+        "acosh": lambda x: (_call("rsqrt", E.sub(_sq(x), _c(x, 1.0))),),
         "atanh": lambda x: (_recip(one_minus_sq(x)),),
         "sigmoid": sigmoid,
-        "erf": lambda x: (O.mul(_c(x, 2.0 / math.sqrt(math.pi)), _call("exp", O.neg(_sq(x)))),),
+        "erf": lambda x: (E.mul(_c(x, 2.0 / math.sqrt(math.pi)), _call("exp", E.neg(_sq(x)))),),
         "pow": pow_,
-        "fmod": lambda a, b: (_c(a, 1.0), O.neg(_call("trunc", O.true_div(a, b)))),
+        "fmod": lambda a, b: (_c(a, 1.0), E.neg(_call("trunc", E.true_div(a, b)))),
         "atan2": atan2,
         "hypot": hypot,
-        "copysign": lambda a, b: (O.mul(_sign(a), _sign(b)), _c(b, 0.0)),
+        "copysign": lambda a, b: (E.mul(_sign(a), _sign(b)), _c(b, 0.0)),
         "fabs": lambda x: (_sign(x),),
         "abs": lambda x: (_sign(x),),
         **{n: _zero for n in ("floor", "ceil", "round", "nearbyint", "trunc")},

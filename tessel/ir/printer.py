@@ -10,26 +10,28 @@ shown by :func:`tessel.ir.names.shown` (in full), so no name can break a line of
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import expr as E
-from . import stmt as S
+from .kinds import AttrKey, LoopKind
 from .names import shown
-from .stmt import AttrKey, LoopKind
+
+if TYPE_CHECKING:
+    from .expr import Var
+    from .stmt import Stmt
 
 _PREC = {
-    E.Or: 1, E.And: 2,
-    E.EQ: 3, E.NE: 3, E.LT: 3, E.LE: 3, E.GT: 3, E.GE: 3,
-    E.Add: 4, E.Sub: 4,
-    E.Mul: 5, E.Div: 5, E.Mod: 5, E.FloorDiv: 5, E.FloorMod: 5,
+    "Or": 1, "And": 2,
+    "EQ": 3, "NE": 3, "LT": 3, "LE": 3, "GT": 3, "GE": 3,
+    "Add": 4, "Sub": 4,
+    "Mul": 5, "Div": 5, "Mod": 5, "FloorDiv": 5, "FloorMod": 5,
 }
 _ATOM = 9
 
 
 class Printer:
     def __init__(self) -> None:
-        self.names: dict[E.Var, str] = {}
-        self.taken: dict[str, E.Var] = {}
+        self.names: dict[Var, str] = {}
+        self.taken: dict[str, Var] = {}
         self.storage: dict[int, str] = {}
         self.storage_taken: dict[str, object] = {}
         self.op_names: dict[int, str] = {}
@@ -38,7 +40,7 @@ class Printer:
         self.indent = 0
 
     # ---- names -------------------------------------------------------------------------
-    def name(self, v: E.Var) -> str:
+    def name(self, v: Var) -> str:
         if v in self.names:
             return self.names[v]
         base = shown(v.name, None) or "v"
@@ -65,7 +67,7 @@ class Printer:
         return names[key]
 
     @contextmanager
-    def scoped(self, v: E.Var):
+    def scoped(self, v: Var):
         """A loop or let variable: its name is free again once its scope ends."""
         fresh = v not in self.names
         name = self.name(v)
@@ -80,68 +82,84 @@ class Printer:
         return f"({text})" if prec < parent else text
 
     def _expr(self, e: Any) -> tuple[str, int]:
-        if isinstance(e, E.Var | E.IterVar | E.IntImm | E.FloatImm | E.StringImm):
-            return self._leaf(e)
-        if isinstance(e, E.Min | E.Max):
-            fn = "min" if isinstance(e, E.Min) else "max"
-            return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
-        if isinstance(e, E.Div | E.Mod) and not e.dtype.is_float:
-            fn = "truncdiv" if isinstance(e, E.Div) else "truncmod"
-            return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
-        if isinstance(e, E.BinaryOp):
-            p = _PREC[type(e)]
-            # left-associative: the right operand needs parentheses at equal precedence
-            sep = e.symbol if p == 5 else f" {e.symbol} "
-            return f"{self.expr(e.a, p)}{sep}{self.expr(e.b, p + 1)}", p
-        if isinstance(e, E.Not):
-            return f"!{self.expr(e.a, _ATOM)}", 6
-        if isinstance(e, E.Select):
-            return f"select({self.expr(e.condition)}, {self.expr(e.true_value)}, {self.expr(e.false_value)})", _ATOM
-        if isinstance(e, E.Cast):
-            return f"{e.dtype}({self.expr(e.value)})", _ATOM
-        if isinstance(e, E.Call):
-            return f"{e.op}({', '.join(self.expr(a) for a in e.args)})", _ATOM
-        if isinstance(e, E.Let):
-            return f"let {self.name(e.var)} = {self.expr(e.value)} in {self.expr(e.body)}", 0
-        if isinstance(e, E.Ramp):
-            return f"ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _ATOM
-        if isinstance(e, E.Broadcast):
-            return f"x{e.lanes}({self.expr(e.value)})", _ATOM
-        if isinstance(e, E.ProducerLoad):
-            return f"{self.sname(e.producer)}[{', '.join(self.expr(i) for i in e.indices)}]", _ATOM
-        if isinstance(e, E.BufferLoad):
-            return f"{self.sname(e.buffer)}[{', '.join(self.expr(i) for i in e.indices)}]", _ATOM
-        if isinstance(e, E.Reduce):
-            src = ", ".join(self.expr(s) for s in e.source)
-            axes = ", ".join(self.name(a.var) for a in e.axis)
-            text = f"{shown(e.combiner.name, None)}({src}, axis=[{axes}]"
-            if not (isinstance(e.condition, E.IntImm) and e.condition.value):
-                text += f", where={self.expr(e.condition)}"
-            if len(e.source) > 1:
-                text += f", value_index={e.value_index}"
-            if e.finish is not None:
-                text += f", then {self.name(e.acc)} -> {self.expr(e.finish)}"
-            return text + ")", _ATOM
-        if isinstance(e, E.Range):
-            return f"range(min={self.expr(e.min)}, ext={self.expr(e.extent)})", _ATOM
-        if isinstance(e, S.Buffer):
-            return self.sname(e), _ATOM
-        return repr(e) if not isinstance(e, E.Node) else type(e).__name__, _ATOM
+        fn = _dispatch(type(self), type(e), "_e_")
+        if fn is not None:
+            return fn(self, e)
+        return repr(e) if not hasattr(e, "fields") else type(e).__name__, _ATOM
 
-    def _leaf(self, e: Any) -> tuple[str, int]:
-        """A variable or a literal, spelled so that its dtype can be read back."""
-        if isinstance(e, E.Var):
-            return self.name(e), _ATOM
-        if isinstance(e, E.IterVar):
-            return self.name(e.var), _ATOM
-        if isinstance(e, E.StringImm):
-            return repr(e.value), _ATOM
-        if isinstance(e, E.IntImm):
-            if e.dtype.is_bool:
-                return ("True" if e.value else "False"), _ATOM
-            if e.dtype == "int32":
-                return str(e.value), _ATOM if e.value >= 0 else 6
-            return f"{e.dtype}({e.value})", _ATOM
+    def _e_BinaryOp(self, e: Any) -> tuple[str, int]:
+        name = type(e).__name__
+        if name in ("Min", "Max") or (name in ("Div", "Mod") and not e.dtype.is_float):
+            fn = {"Min": "min", "Max": "max", "Div": "truncdiv", "Mod": "truncmod"}[name]
+            return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
+        p = _PREC[name]
+        # left-associative: the right operand needs parentheses at equal precedence
+        sep = e.symbol if p == 5 else f" {e.symbol} "
+        return f"{self.expr(e.a, p)}{sep}{self.expr(e.b, p + 1)}", p
+
+    def _e_Not(self, e: Any) -> tuple[str, int]:
+        return f"!{self.expr(e.a, _ATOM)}", 6
+
+    def _e_Select(self, e: Any) -> tuple[str, int]:
+        return f"select({self.expr(e.condition)}, {self.expr(e.true_value)}, {self.expr(e.false_value)})", _ATOM
+
+    def _e_Cast(self, e: Any) -> tuple[str, int]:
+        return f"{e.dtype}({self.expr(e.value)})", _ATOM
+
+    def _e_Call(self, e: Any) -> tuple[str, int]:
+        return f"{e.op}({', '.join(self.expr(a) for a in e.args)})", _ATOM
+
+    def _e_Let(self, e: Any) -> tuple[str, int]:
+        return f"let {self.name(e.var)} = {self.expr(e.value)} in {self.expr(e.body)}", 0
+
+    def _e_Ramp(self, e: Any) -> tuple[str, int]:
+        return f"ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _ATOM
+
+    def _e_Broadcast(self, e: Any) -> tuple[str, int]:
+        return f"x{e.lanes}({self.expr(e.value)})", _ATOM
+
+    def _e_ProducerLoad(self, e: Any) -> tuple[str, int]:
+        return f"{self.sname(e.producer)}[{', '.join(self.expr(i) for i in e.indices)}]", _ATOM
+
+    def _e_BufferLoad(self, e: Any) -> tuple[str, int]:
+        return f"{self.sname(e.buffer)}[{', '.join(self.expr(i) for i in e.indices)}]", _ATOM
+
+    def _e_Reduce(self, e: Any) -> tuple[str, int]:
+        src = ", ".join(self.expr(s) for s in e.source)
+        axes = ", ".join(self.name(a.var) for a in e.axis)
+        text = f"{shown(e.combiner.name, None)}({src}, axis=[{axes}]"
+        if not (type(e.condition).__name__ == "IntImm" and e.condition.value):
+            text += f", where={self.expr(e.condition)}"
+        if len(e.source) > 1:
+            text += f", value_index={e.value_index}"
+        if e.finish is not None:
+            text += f", then {self.name(e.acc)} -> {self.expr(e.finish)}"
+        return text + ")", _ATOM
+
+    def _e_Range(self, e: Any) -> tuple[str, int]:
+        return f"range(min={self.expr(e.min)}, ext={self.expr(e.extent)})", _ATOM
+
+    def _e_Buffer(self, e: Any) -> tuple[str, int]:
+        return self.sname(e), _ATOM
+
+    # a variable or a literal, spelled so that its dtype can be read back
+    def _e_Var(self, e: Any) -> tuple[str, int]:
+        return self.name(e), _ATOM
+
+    def _e_IterVar(self, e: Any) -> tuple[str, int]:
+        return self.name(e.var), _ATOM
+
+    def _e_StringImm(self, e: Any) -> tuple[str, int]:
+        return repr(e.value), _ATOM
+
+    def _e_IntImm(self, e: Any) -> tuple[str, int]:
+        if e.dtype.is_bool:
+            return ("True" if e.value else "False"), _ATOM
+        if e.dtype == "int32":
+            return str(e.value), _ATOM if e.value >= 0 else 6
+        return f"{e.dtype}({e.value})", _ATOM
+
+    def _e_FloatImm(self, e: Any) -> tuple[str, int]:
         r = repr(e.value)
         if r in ("inf", "-inf", "nan"):
             return f"{e.dtype}({r})", _ATOM
@@ -155,7 +173,7 @@ class Printer:
     def emit(self, text: str) -> None:
         self.lines.append("  " * self.indent + text)
 
-    def block(self, head: str, body: S.Stmt) -> None:
+    def block(self, head: str, body: Stmt) -> None:
         self.emit(head + " {")
         self.indent += 1
         self.stmt(body)
@@ -163,80 +181,110 @@ class Printer:
         self.emit("}")
 
     def stmt(self, s: Any) -> None:
-        if isinstance(s, S.SeqStmt):
-            for x in s.seq:
-                self.stmt(x)
-        elif isinstance(s, S.For):
-            kw = {LoopKind.SERIAL: "for", LoopKind.PARALLEL: LoopKind.PARALLEL, LoopKind.VECTORIZED: LoopKind.VECTORIZED,
-                  LoopKind.UNROLLED: LoopKind.UNROLLED, LoopKind.THREAD_BINDING: f"launch[{s.thread_tag}]"}[s.kind]
-            with self.scoped(s.loop_var) as v:
-                self.block(f"{kw} ({v}, {self.expr(s.min)}, {self.expr(s.extent)})", s.body)
-        elif isinstance(s, S.IfThenElse):
-            self.block(f"if ({self.expr(s.condition)})", s.then_case)
-            if s.else_case is not None:
-                self.lines[-1] += " else {"
-                self.indent += 1
-                self.stmt(s.else_case)
-                self.indent -= 1
-                self.emit("}")
-        elif isinstance(s, S.LetStmt):
-            value = self.expr(s.value)
-            with self.scoped(s.var) as v:
-                self.emit(f"let {v} = {value}")
-                self.stmt(s.body)
-        elif isinstance(s, S.AttrStmt):
-            if s.key == AttrKey.PRODUCE:
-                self.block(f"produce {self.sname(s.node, ops=True)}", s.body)
-            elif s.key in (AttrKey.HEAP, AttrKey.REGISTERS):  # the c target's decisions (passes/memory.py)
-                where = {"once": "allocated here, once", "per_thread": "allocated once by each thread of the loop below"}
-                said = where.get(s.value, "") if s.key == AttrKey.HEAP else \
-                    "kept in registers: " + ", ".join(f"[{b}:{b + n}]" if n > 1 else f"[{b}]" for b, n in s.value)
-                self.emit(f"// {shown(s.node.name, None)}: {said}")
-                self.stmt(s.body)
-            else:
-                node = shown(getattr(s.node, "name", None) or self.expr(s.node), None)
-                value = self.expr(s.value) if isinstance(s.value, E.Node) else repr(s.value)
-                self.emit(f"// attr [{node}] {shown(s.key, None)} = {value}")
-                self.stmt(s.body)
-        elif isinstance(s, S.Evaluate):
-            self.emit(self.expr(s.value))
-        elif isinstance(s, S.ProducerStore):
-            idx = ", ".join(self.expr(i) for i in s.indices)
-            self.emit(f"{self.sname(s.producer)}[{idx}] = {self.expr(s.value)}")
-        elif isinstance(s, S.BufferStore):
-            idx = ", ".join(self.expr(i) for i in s.indices)
-            self.emit(f"{self.sname(s.buffer)}[{idx}] = {self.expr(s.value)}")
-        elif isinstance(s, S.ProducerRealize):
-            bounds = ", ".join(f"[{self.expr(r.min)}, {self.expr(r.extent)}]" for r in s.bounds)
-            scope = "" if s.scope == "global" else f" scope={s.scope}"
-            self.block(f"realize {self.sname(s.producer)}({bounds}){scope}", s.body)
-        elif isinstance(s, S.Allocate):
-            b = s.buffer
-            size = " * ".join(self.expr(x, 6) for x in b.shape)
-            scope = "" if b.scope == "global" else f" scope={b.scope}"
-            self.emit(f"allocate {self.sname(b)}[{b.dtype} * {size}]{scope}")
-            self.stmt(s.body)
-        elif isinstance(s, S.PrimFunc):
-            params = []
-            for b in s.params:
-                params.append(f"{self.sname(b)}: {b.dtype}[{', '.join(self.expr(x) for x in b.shape)}]")
-            for k, v in s.scalar_args:  # passed by value, at their places in the call
-                params.insert(k, f"{self.name(v)}: {v.dtype}")
-            self.block(f"func {shown(s.name, None)}({', '.join(params)})", s.body)
+        fn = _dispatch(type(self), type(s), "_s_")
+        if fn is not None:
+            fn(self, s)
         else:
             self.emit(self.expr(s))
+
+    def _s_SeqStmt(self, s: Any) -> None:
+        for x in s.seq:
+            self.stmt(x)
+
+    def _s_For(self, s: Any) -> None:
+        kw = {LoopKind.SERIAL: "for", LoopKind.PARALLEL: LoopKind.PARALLEL, LoopKind.VECTORIZED: LoopKind.VECTORIZED,
+              LoopKind.UNROLLED: LoopKind.UNROLLED, LoopKind.THREAD_BINDING: f"launch[{s.thread_tag}]"}[s.kind]
+        with self.scoped(s.loop_var) as v:
+            self.block(f"{kw} ({v}, {self.expr(s.min)}, {self.expr(s.extent)})", s.body)
+
+    def _s_IfThenElse(self, s: Any) -> None:
+        self.block(f"if ({self.expr(s.condition)})", s.then_case)
+        if s.else_case is not None:
+            self.lines[-1] += " else {"
+            self.indent += 1
+            self.stmt(s.else_case)
+            self.indent -= 1
+            self.emit("}")
+
+    def _s_LetStmt(self, s: Any) -> None:
+        value = self.expr(s.value)
+        with self.scoped(s.var) as v:
+            self.emit(f"let {v} = {value}")
+            self.stmt(s.body)
+
+    def _s_AttrStmt(self, s: Any) -> None:
+        if s.key == AttrKey.PRODUCE:
+            return self.block(f"produce {self.sname(s.node, ops=True)}", s.body)
+        if s.key in (AttrKey.HEAP, AttrKey.REGISTERS):  # the c target's decisions (passes/memory.py)
+            where = {"once": "allocated here, once", "per_thread": "allocated once by each thread of the loop below"}
+            said = where.get(s.value, "") if s.key == AttrKey.HEAP else \
+                "kept in registers: " + ", ".join(f"[{b}:{b + n}]" if n > 1 else f"[{b}]" for b, n in s.value)
+            self.emit(f"// {shown(s.node.name, None)}: {said}")
+        else:
+            node = shown(getattr(s.node, "name", None) or self.expr(s.node), None)
+            value = self.expr(s.value) if hasattr(s.value, "fields") else repr(s.value)
+            self.emit(f"// attr [{node}] {shown(s.key, None)} = {value}")
+        self.stmt(s.body)
+
+    def _s_Evaluate(self, s: Any) -> None:
+        self.emit(self.expr(s.value))
+
+    def _s_ProducerStore(self, s: Any) -> None:
+        idx = ", ".join(self.expr(i) for i in s.indices)
+        self.emit(f"{self.sname(s.producer)}[{idx}] = {self.expr(s.value)}")
+
+    def _s_BufferStore(self, s: Any) -> None:
+        idx = ", ".join(self.expr(i) for i in s.indices)
+        self.emit(f"{self.sname(s.buffer)}[{idx}] = {self.expr(s.value)}")
+
+    def _s_ProducerRealize(self, s: Any) -> None:
+        bounds = ", ".join(f"[{self.expr(r.min)}, {self.expr(r.extent)}]" for r in s.bounds)
+        scope = "" if s.scope == "global" else f" scope={s.scope}"
+        self.block(f"realize {self.sname(s.producer)}({bounds}){scope}", s.body)
+
+    def _s_Allocate(self, s: Any) -> None:
+        b = s.buffer
+        size = " * ".join(self.expr(x, 6) for x in b.shape)
+        scope = "" if b.scope == "global" else f" scope={b.scope}"
+        self.emit(f"allocate {self.sname(b)}[{b.dtype} * {size}]{scope}")
+        self.stmt(s.body)
+
+    def _s_PrimFunc(self, s: Any) -> None:
+        params = []
+        for b in s.params:
+            params.append(f"{self.sname(b)}: {b.dtype}[{', '.join(self.expr(x) for x in b.shape)}]")
+        for k, v in s.scalar_args:  # passed by value, at their places in the call
+            params.insert(k, f"{self.name(v)}: {v.dtype}")
+        self.block(f"func {shown(s.name, None)}({', '.join(params)})", s.body)
+
+
+def _dispatch(printer: type, node: type, prefix: str):
+    """The printer's method for ``node``'s class or its nearest base that has one, by class
+    name (as the visitors of ``functor`` find theirs): the printer knows the nodes by their
+    names only, so every node module may use it for its ``repr`` without an import cycle."""
+    key = (node, prefix)
+    table = _METHODS.setdefault(printer, {})
+    if key not in table:
+        table[key] = next((getattr(printer, prefix + c.__name__) for c in node.__mro__
+                           if hasattr(printer, prefix + c.__name__)), None)
+    return table[key]
+
+
+_METHODS: dict[type, dict] = {}
+_STATEMENTS = frozenset(("Stmt", "PrimFunc"))
 
 
 def to_text(node: Any) -> str:
     p = Printer()
-    if isinstance(node, S.Stmt | S.PrimFunc):
+    kinds = {c.__name__ for c in type(node).__mro__}
+    if kinds & _STATEMENTS:
         p.stmt(node)
         return "\n".join(p.lines)
-    if isinstance(node, E.IterVar):
+    if "IterVar" in kinds:
         dom = p.expr(node.dom) if node.dom is not None else "None"
         return f"iter_var({p.name(node.var)}, {dom})"
-    if isinstance(node, S.Buffer):
+    if "Buffer" in kinds:
         return f"Buffer({shown(node.name, None)}, {node.dtype}, [{', '.join(p.expr(x) for x in node.shape)}])"
-    if isinstance(node, E.CommReducer):
+    if "CommReducer" in kinds:
         return f"comm_reducer({shown(node.name, None)})"
     return p.expr(node)

@@ -25,7 +25,6 @@ import islpy as isl
 from ..bound.infer import BoundContext
 from ..errors import LowerError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, substitute
 from ..ir.stmt import LoopKind
@@ -99,7 +98,7 @@ def _scan(ctx: BoundContext, model: Model) -> S.Stmt:
         kind = kinds.pop() if len(kinds) == 1 else LoopKind.SERIAL
         if kind not in (LoopKind.PARALLEL, LoopKind.VECTORIZED, LoopKind.UNROLLED):
             kind = LoopKind.SERIAL
-        return S.For(counter, O.const(0, extent.dtype), extent, kind, body)
+        return S.For(counter, E.const(0, extent.dtype), extent, kind, body)
 
     umap = None
     for s in model.statements:
@@ -135,7 +134,7 @@ def _as_typed(values: dict[E.Var, E.PrimExpr]) -> dict[E.Var, E.PrimExpr]:
     axis) widened; a wider one (isl's AST writes a skew of an int64 loop with an int32 one in
     int64) cast down, which the index dtype pass keeps only where it proves the value fits --
     else it refuses, saying which sizes to declare int64."""
-    return {v: x if x.dtype == v.dtype else O.cast(x, v.dtype) for v, x in values.items()}
+    return {v: x if x.dtype == v.dtype else E.cast(x, v.dtype) for v, x in values.items()}
 
 
 class _Stored(Mutator):
@@ -186,7 +185,7 @@ class _Stored(Mutator):
             buf, idx = self._moved(e.producer, indices)
             parts = self.parts.get(id(buf))
             if parts:  # every array holds an element there (one shape): a select of loads is safe
-                return _chosen(parts, idx[0], lambda t: E.ProducerLoad(t, idx[1:]), O.select)
+                return _chosen(parts, idx[0], lambda t: E.ProducerLoad(t, idx[1:]), E.select)
             return E.ProducerLoad(buf, idx)
         return E.ProducerLoad(e.producer, indices)
 
@@ -199,7 +198,7 @@ def _chosen(parts: tuple, slot: E.PrimExpr, access, choose):
         return access(parts[slot.value])
     out = access(parts[-1])
     for k in range(len(parts) - 2, -1, -1):
-        out = choose(O.eq(slot, O.const(k, slot.dtype)), access(parts[k]), out)
+        out = choose(E.eq(slot, E.const(k, slot.dtype)), access(parts[k]), out)
     return out
 
 

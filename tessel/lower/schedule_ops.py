@@ -26,7 +26,6 @@ from ..bound.infer import BoundContext
 from ..bound.propagate import pass_up_index
 from ..errors import LowerError, ScheduleError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.buffer import DimAlign
 from ..ir.functor import collect, free_vars, inline_lets, ir_transform, substitute
@@ -210,10 +209,10 @@ class _Builder:
             body = S.seq(*prefetches(attr.prefetch, var, body), body)
         thread = self.ctx.binds.get(iv) if kind == LoopKind.THREAD_BINDING else None
         if thread is not None:  # the loop is the thread: its variable, or its own index only
-            value = thread.var if relaxes(self.ctx.scopes[st], thread) else O.const(0, var.dtype)
-            body = self.rename(var, O.cast(value, var.dtype), body)
+            value = thread.var if relaxes(self.ctx.scopes[st], thread) else E.const(0, var.dtype)
+            body = self.rename(var, E.cast(value, var.dtype), body)
             var = thread.var
-        loop: S.Stmt = S.For(var, O.const(0, extent.dtype), extent, kind, body, tag)
+        loop: S.Stmt = S.For(var, E.const(0, extent.dtype), extent, kind, body, tag)
         pragmas = attr.pragmas if attr else {}
         if "debug_skip_region" in pragmas:
             return S.AttrStmt(st.op, AttrKey.PRAGMA_DEBUG_SKIP_REGION, iv.var.name, S.Evaluate(0))
@@ -292,12 +291,12 @@ class _Builder:
         preds: list[E.PrimExpr] = []
 
         def check(v: E.PrimExpr, lo: E.PrimExpr, ext: E.PrimExpr, lower: bool) -> None:
-            off = ana.simplify(O.sub(v, lo))
+            off = ana.simplify(E.sub(v, lo))
             s = eval_set(off, self.iset)
-            if lower and (s.min_value is None or not ana.can_prove(O.ge(s.min_value, 0))):
-                preds.append(O.ge(off, 0))
-            if s.max_value is None or not ana.can_prove(O.lt(s.max_value, ext)):
-                preds.append(O.lt(off, ext))
+            if lower and (s.min_value is None or not ana.can_prove(E.ge(s.min_value, 0))):
+                preds.append(E.ge(off, 0))
+            if s.max_value is None or not ana.can_prove(E.lt(s.max_value, ext)):
+                preds.append(E.lt(off, ext))
 
         for g in guards:  # checked here even where the split is exact: its outputs may not be
             check(g.index, g.min, g.extent, lower=False)
@@ -336,7 +335,7 @@ def prefetches(requests, var: E.Var, body: S.Stmt) -> list[S.Stmt]:
         loads = [ld for ld in collect(body, lambda n: isinstance(n, E.ProducerLoad)) if ld.producer is tensor]
         if not loads:
             continue
-        idx = [substitute(i, {**inner, var: O.add(var, O.cast(offset, var.dtype))}) for i in loads[0].indices]
+        idx = [substitute(i, {**inner, var: E.add(var, E.cast(offset, var.dtype))}) for i in loads[0].indices]
         at = E.Call("handle", "address_of", (E.ProducerLoad(tensor, idx), E.StringImm("r")))
         out.append(S.Evaluate(E.Call("int32", "prefetch", (at,))))
     return out
@@ -359,7 +358,7 @@ def _same(a, b) -> bool:
 def _guard(preds: list[E.PrimExpr], body: S.Stmt) -> S.Stmt:
     if not preds:
         return body
-    return S.IfThenElse(O.all_(*preds), body)
+    return S.IfThenElse(E.all_(*preds), body)
 
 
 __all__ = ["LowerError", "schedule_ops"]

@@ -41,7 +41,6 @@ from ..arith import Analyzer
 from ..arith import const_bound as cb
 from ..arith.linear import IntForm, add_terms, affine_terms, form_bounds, int_form, solvable_in_box
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import (
     StructKey,
@@ -153,7 +152,7 @@ def _by_residue(under: list[_Access], outer: tuple[S.For, ...], walk: _Accesses)
         if any(not _has_residue(loops[v], big, r) for v, r in at.items()):
             continue
         folded = {id(m): _mod_at(m, at) for m in mods}
-        vmap = {v: O.add(O.mul(E.IntImm(big, v.dtype), qs[v]), E.IntImm(r, v.dtype)) for v, r in at.items()}
+        vmap = {v: E.add(E.mul(E.IntImm(big, v.dtype), qs[v]), E.IntImm(r, v.dtype)) for v, r in at.items()}
         yield [replace(a, index=substitute(ir_transform(a.index, None, lambda n, f=folded: f.get(id(n))), vmap))
                for a in under], ranges
 
@@ -196,7 +195,7 @@ class _Accesses(Visitor):
     def visit_For(self, s: S.For) -> None:
         self.visit(s.min)
         self.visit(s.extent)
-        got = self._range(s.min, O.sub(O.add(s.min, s.extent), 1))
+        got = self._range(s.min, E.sub(E.add(s.min, s.extent), 1))
         if got is not None:
             self.ranges[id(s)] = got
         self.loops.append((s, tuple(self.stack)))
@@ -502,14 +501,14 @@ class _Loop:
         v = loop.loop_var
         ana.bind(v, E.Range(loop.min, loop.extent))
         d = E.Var("d", v.dtype)
-        ana.bind(d, E.Range(E.IntImm(1, v.dtype), O.sub(loop.extent, E.IntImm(1, loop.extent.dtype))))
+        ana.bind(d, E.Range(E.IntImm(1, v.dtype), E.sub(loop.extent, E.IntImm(1, loop.extent.dtype))))
         xi = _analyzer_side(ana, self.at, x, {})
-        yi = _analyzer_side(ana, self.at, y, {v: O.add(v, d)})
+        yi = _analyzer_side(ana, self.at, y, {v: E.add(v, d)})
         if xi is None or yi is None:
             return True
         if xi.dtype != yi.dtype:
-            xi, yi = O.cast(xi, "int64"), O.cast(yi, "int64")
-        diff = O.sub(xi, yi)
+            xi, yi = E.cast(xi, "int64"), E.cast(yi, "int64")
+        diff = E.sub(xi, yi)
         zero = E.IntImm(0, diff.dtype)
         return not (ana.can_prove(E.GT(diff, zero)) or ana.can_prove(E.LT(diff, zero)))
 
@@ -537,7 +536,7 @@ def _analyzer_side(ana: Analyzer, at: int, a: _Access, vmap: dict) -> E.PrimExpr
     elif isinstance(idx, E.Ramp):
         lane = E.Var("lane", idx.base.dtype)
         ana.bind(lane, E.Range(E.IntImm(0, lane.dtype), E.IntImm(idx.lanes, lane.dtype)))
-        idx = O.add(idx.base, O.mul(idx.stride, lane))
+        idx = E.add(idx.base, E.mul(idx.stride, lane))
     return substitute(idx, vmap) if idx.dtype.lanes == 1 else None
 
 

@@ -2,7 +2,7 @@
 
 Until this step, integer index arithmetic denotes exact integers whatever its dtype says: the
 simplifier reasons as if nothing overflowed (as TVM's does), and constants that leave their
-dtype stay unfolded (:func:`tessel.ir.op.binary_exact`). This step then gives every index
+dtype stay unfolded (:func:`tessel.ir.expr.binary_exact`). This step then gives every index
 computation a dtype that holds its value, so the C and python targets compute what the IR
 means. ``B[i*50000 + j]`` over a 50000x50000 tensor becomes ``B[int64(i)*int64(50000) +
 int64(j)]``: the operand is widened before the multiplication, not the product after it.
@@ -60,7 +60,6 @@ from ..arith import Analyzer, is_index_dtype
 from ..arith import const_bound as cb
 from ..errors import LowerError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.dtype import DType, int64
 from ..ir.functor import Mutator, memoized, replace_buffer
@@ -159,8 +158,8 @@ class _IndexDtype(Mutator):
         self.where = ("the bounds of loop", v)
         mn, ext = self.expr(s.min), self.expr(s.extent)
         first = self.plain.simplify(s.min)
-        end = self.plain.simplify(O.binary_exact(E.Add, s.min, s.extent))
-        last = self.plain.simplify(O.binary_exact(E.Sub, end, O.const(1, end.dtype)))
+        end = self.plain.simplify(E.binary_exact(E.Add, s.min, s.extent))
+        last = self.plain.simplify(E.binary_exact(E.Sub, end, E.const(1, end.dtype)))
         lo, hi = self.seed(first)[0], self.seed(end)[1]
         new = v
         if _narrow(v.dtype) and _finite((lo, hi)) and not _fits((lo, hi), v.dtype):
@@ -211,7 +210,7 @@ class _IndexDtype(Mutator):
             then = self.visit(s.then_case)
         els = s.else_case
         if els is not None:
-            with self.guards.assume(O.logical_not(s.condition)):
+            with self.guards.assume(E.logical_not(s.condition)):
                 els = self.visit(els)
         if cond is s.condition and then is s.then_case and els is s.else_case:
             return s
@@ -266,8 +265,8 @@ class _IndexDtype(Mutator):
         if not _narrow(e.dtype) or (a.dtype == e.dtype and b.dtype == e.dtype and _fits(self.seed(e), e.dtype)):
             return e if same else type(e)(a, b)  # the common case: nothing to widen
         cls = type(e)
-        # O.binary folds the constants that a promotion makes foldable (int64(49999)*int64(50000))
-        return self.arith(e, (e.a, e.b), (a, b), same, lambda x, y: cls(x, y) if x.dtype == e.dtype else O.binary(cls, x, y))
+        # E.binary folds the constants that a promotion makes foldable (int64(49999)*int64(50000))
+        return self.arith(e, (e.a, e.b), (a, b), same, lambda x, y: cls(x, y) if x.dtype == e.dtype else E.binary(cls, x, y))
 
     def _ramp(self, e: E.Ramp) -> E.PrimExpr:
         news = (self.expr(e.base), self.expr(e.stride))

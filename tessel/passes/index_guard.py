@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from ..arith import const_bound as cb
 from ..errors import LowerError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.dtype import int64
 from ..ir.functor import StructKey, free_vars, memoized
@@ -182,7 +181,7 @@ class GuardBuilder:
 
     def _ends(self, e: E.PrimExpr) -> Ends | None:
         if isinstance(e, E.IntImm):
-            c = O.const(e.value, int64)
+            c = E.const(e.value, int64)
             return c, c
         if isinstance(e, E.Var):
             return self._var(e)
@@ -193,36 +192,36 @@ class GuardBuilder:
             if inner is not None and e.dtype.element.bits >= e.value.dtype.element.bits:
                 return inner  # a widening keeps every value
             el = e.dtype.element
-            return O.const(el.min_value(), int64), O.const(el.max_value(), int64)
+            return E.const(el.min_value(), int64), E.const(el.max_value(), int64)
         if isinstance(e, E.Select):
             t, f = self.ends(e.true_value), self.ends(e.false_value)
-            return None if t is None or f is None else (O.min_(t[0], f[0]), O.max_(t[1], f[1]))
+            return None if t is None or f is None else (E.min_(t[0], f[0]), E.max_(t[1], f[1]))
         kids = [self.ends(x) for x in e.fields() if isinstance(x, E.PrimExpr)]
         if any(k is None for k in kids) or not kids:
             return None
         if isinstance(e, E.Ramp):
             (b0, b1), (s0, s1) = kids
-            step = O.const(e.lanes - 1, int64)
-            last = (O.mul(s0, step), O.mul(s1, step))
-            return O.min_(b0, O.add(b0, last[0])), O.max_(b1, O.add(b1, last[1]))
+            step = E.const(e.lanes - 1, int64)
+            last = (E.mul(s0, step), E.mul(s1, step))
+            return E.min_(b0, E.add(b0, last[0])), E.max_(b1, E.add(b1, last[1]))
         if not isinstance(e, E.BinaryOp) or isinstance(e, E.CmpOp | E.And | E.Or):
             return None
         (a0, a1), (b0, b1) = kids
         if isinstance(e, E.Add):
-            return O.add(a0, b0), O.add(a1, b1)
+            return E.add(a0, b0), E.add(a1, b1)
         if isinstance(e, E.Sub):
-            return O.sub(a0, b1), O.sub(a1, b0)
+            return E.sub(a0, b1), E.sub(a1, b0)
         if isinstance(e, E.Min):
-            return O.min_(a0, b0), O.min_(a1, b1)
+            return E.min_(a0, b0), E.min_(a1, b1)
         if isinstance(e, E.Max):
-            return O.max_(a0, b0), O.max_(a1, b1)
+            return E.max_(a0, b0), E.max_(a1, b1)
         if isinstance(e, E.Mul):
             return self._mul((a0, a1), (b0, b1))
         return self._div(e, (a0, a1), (b0, b1))
 
     def _var(self, v: E.Var) -> Ends | None:
         if v in self.sizes:
-            x = O.cast(v, int64)
+            x = E.cast(v, int64)
             return x, x
         f = next((f for f in reversed(self.frames) if f.var is v), None)
         if f is None:
@@ -239,31 +238,31 @@ class GuardBuilder:
         if _constant(b) is not None:
             a, b = b, a
         if _constant(a) is not None:  # a constant factor
-            p, q = O.mul(a[0], b[0]), O.mul(a[0], b[1])
+            p, q = E.mul(a[0], b[0]), E.mul(a[0], b[1])
             return (p, q) if a[0].value >= 0 else (q, p)
         if self._nonneg(a[0]) and self._nonneg(b[0]):  # both ranges start at 0 or above
-            return O.mul(a[0], b[0]), O.mul(a[1], b[1])
-        corners = [O.mul(x, y) for x in a for y in b]
+            return E.mul(a[0], b[0]), E.mul(a[1], b[1])
+        corners = [E.mul(x, y) for x in a for y in b]
         lo, hi = corners[0], corners[0]
         for c in corners[1:]:
-            lo, hi = O.min_(lo, c), O.max_(hi, c)
+            lo, hi = E.min_(lo, c), E.max_(hi, c)
         return lo, hi
 
     def _div(self, e: E.BinaryOp, a: Ends, b: Ends) -> Ends:
         """Division and remainder; a zero divisor gives 0 in both targets."""
-        zero = O.const(0, int64)
+        zero = E.const(0, int64)
         c = _constant(b)
         if c is not None and c > 0:
             if isinstance(e, E.FloorDiv | E.Div):  # monotone in the dividend
-                fn = O.floordiv if isinstance(e, E.FloorDiv) else O.truncdiv
+                fn = E.floordiv if isinstance(e, E.FloorDiv) else E.truncdiv
                 return fn(a[0], b[0]), fn(a[1], b[1])
-            top = O.const(c - 1, int64)
+            top = E.const(c - 1, int64)
             if isinstance(e, E.FloorMod) or self._nonneg(a[0]):
                 return zero, top
-            return O.neg(top), top
+            return E.neg(top), top
         # any divisor: the result is no larger in magnitude than the dividend
-        m = O.max_(O.max_(a[1], O.neg(a[0])), zero)
-        return O.neg(m), m
+        m = E.max_(E.max_(a[1], E.neg(a[0])), zero)
+        return E.neg(m), m
 
 
 def _offset(end: E.PrimExpr) -> tuple[E.PrimExpr, int]:

@@ -49,7 +49,6 @@ from functools import cached_property, reduce
 from ..arith import Analyzer, IntSet, eval_set
 from ..arith.budget import minmax_terms, proof_budget
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, StructKey, collect, free_vars, structural_equal, substitute
 from ..ir.stmt import LoopKind
@@ -113,12 +112,12 @@ def negative_form(c: E.PrimExpr) -> E.PrimExpr | None:
     if not isinstance(c, E.LT | E.LE | E.GT | E.GE) or not _index_type(c.a):
         return None
     if isinstance(c, E.LT):
-        return O.sub(c.a, c.b)
+        return E.sub(c.a, c.b)
     if isinstance(c, E.LE):
-        return O.sub(O.sub(c.a, c.b), 1)
+        return E.sub(E.sub(c.a, c.b), 1)
     if isinstance(c, E.GT):
-        return O.sub(c.b, c.a)
-    return O.sub(O.sub(c.b, c.a), 1)
+        return E.sub(c.b, c.a)
+    return E.sub(E.sub(c.b, c.a), 1)
 
 
 @dataclass
@@ -141,8 +140,8 @@ def split_point(lin: Linear, rmax: E.PrimExpr) -> tuple[E.PrimExpr, bool]:
     """Where ``coeff*x + rmax < 0`` starts (suffix) or stops (prefix) holding; True for a prefix."""
     a = lin.coeff
     if a > 0:  # x < ceil(-rmax / a)
-        return O.floordiv(O.sub(O.const(a - 1, rmax.dtype), rmax), O.const(a, rmax.dtype)), True
-    return O.add(O.floordiv(rmax, O.const(-a, rmax.dtype)), 1), False  # x > rmax / -a
+        return E.floordiv(E.sub(E.const(a - 1, rmax.dtype), rmax), E.const(a, rmax.dtype)), True
+    return E.add(E.floordiv(rmax, E.const(-a, rmax.dtype)), 1), False  # x > rmax / -a
 
 
 # ---- 1. specialisation of min(X, C) extents --------------------------------------------------
@@ -189,9 +188,9 @@ class _Specialize(Mutator):
         t = terms[0]
         self.done.append(t)
         x, c = (t.a, t.b) if isinstance(t.b, E.IntImm) else (t.b, t.a)
-        fast = _ReplaceExpr(t, O.cast(c, t.dtype)).visit(s)
-        slow = S.AttrStmt(t, SMALL, O.cast(c, t.dtype), self.visit(s))
-        return S.IfThenElse(O.ge(x, O.cast(c, x.dtype)), self.visit(fast), slow)
+        fast = _ReplaceExpr(t, E.cast(c, t.dtype)).visit(s)
+        slow = S.AttrStmt(t, SMALL, E.cast(c, t.dtype), self.visit(s))
+        return S.IfThenElse(E.ge(x, E.cast(c, x.dtype)), self.visit(fast), slow)
 
 
 # ---- hoisting loop-invariant conditions --------------------------------------------------------------
@@ -225,8 +224,8 @@ class _Hoist(Mutator):
                 inner = []
                 for x in parts:
                     rest = [c for c in conjuncts(x.condition) if StructKey(c) not in keys]
-                    inner.append(S.IfThenElse(O.all_(*rest), x.then_case) if rest else x.then_case)
-                return S.IfThenElse(O.all_(*common), S.seq(*inner))
+                    inner.append(S.IfThenElse(E.all_(*rest), x.then_case) if rest else x.then_case)
+                return S.IfThenElse(E.all_(*common), S.seq(*inner))
         return S.seq(*parts)
 
     def visit_For(self, s: S.For):
@@ -236,8 +235,8 @@ class _Hoist(Mutator):
             inv = [c for c in parts if s.loop_var not in free_vars(c)]
             if inv:
                 rest = [c for c in parts if s.loop_var in free_vars(c)]
-                inner = S.IfThenElse(O.all_(*rest), body.then_case) if rest else body.then_case
-                return S.IfThenElse(O.all_(*inv), S.For(s.loop_var, s.min, s.extent, s.kind, inner, s.thread_tag))
+                inner = S.IfThenElse(E.all_(*rest), body.then_case) if rest else body.then_case
+                return S.IfThenElse(E.all_(*inv), S.For(s.loop_var, s.min, s.extent, s.kind, inner, s.thread_tag))
         return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
 
 
@@ -256,7 +255,7 @@ class _Site:
 def _ranges(loops: Sequence[S.For]) -> dict[E.Var, IntSet]:
     """The loops' ranges, made only for a condition that may be cut on (most are not, for most
     of the loops around them: each loop of a nest looks at every condition inside it)."""
-    return {f.loop_var: IntSet.interval(f.min, O.sub(O.add(f.min, f.extent), 1)) for f in loops}
+    return {f.loop_var: IntSet.interval(f.min, E.sub(E.add(f.min, f.extent), 1)) for f in loops}
 
 
 def _sites(body: S.Stmt, borders: bool = False) -> list[_Site]:
@@ -299,7 +298,7 @@ class _ProveConjunct(Mutator):
         keep = [c for c in parts if StructKey(c) != self.key]
         then = self.visit(s.then_case)
         els = self.visit(s.else_case) if s.else_case is not None else None
-        cond = O.all_(*keep) if keep else O.const(True)
+        cond = E.all_(*keep) if keep else E.const(True)
         if len(keep) == len(parts):
             cond = s.condition
         return S.IfThenElse(cond, then, els)
@@ -322,7 +321,7 @@ class _Partition(Mutator):
         return s if s.key == SMALL else self.generic_visit(s)
 
     def visit_For(self, s: S.For, skip: frozenset = frozenset()):
-        if self.ana.can_prove(O.le(s.extent, 0)):
+        if self.ana.can_prove(E.le(s.extent, 0)):
             return s  # a piece that never runs (simplify drops it): no cut is spent on it
         # a vectorized loop is not cut on its own variable: both parts would have symbolic
         # extents, and tightening gives its tail one loop instead; but a border of a padded copy
@@ -359,12 +358,12 @@ class _Partition(Mutator):
             if point is None:
                 continue
             p, prefix = point
-            lo, hi = s.min, O.add(s.min, s.extent)
+            lo, hi = s.min, E.add(s.min, s.extent)
             proved = _ProveConjunct(site.cond)
-            if self.ana.can_prove(O.ge(p, hi) if prefix else O.le(p, lo)):
+            if self.ana.can_prove(E.ge(p, hi) if prefix else E.le(p, lo)):
                 # it holds on the whole loop: no cut, nothing duplicated
                 return self.visit_For(proved.visit(s), skip)
-            if self.ana.can_prove(O.le(p, lo) if prefix else O.ge(p, hi)):
+            if self.ana.can_prove(E.le(p, lo) if prefix else E.ge(p, hi)):
                 skip = skip | {key}  # it holds nowhere in the loop: cutting gains nothing
                 continue
             cuts.append((key, p, prefix, proved))
@@ -376,9 +375,9 @@ class _Partition(Mutator):
         if self.tails >= self.max_tail_depth and not isinstance(p, E.IntImm):
             return None  # a corner of symbolic size: tightened, not cut (see _tail)
         self.budget -= 1
-        lo, hi = s.min, O.add(s.min, s.extent)
-        first = S.For(x, lo, self.ana.simplify(O.sub(p, lo)), s.kind, s.body, s.thread_tag)
-        second = S.For(x, p, self.ana.simplify(O.sub(hi, p)), s.kind, s.body, s.thread_tag)
+        lo, hi = s.min, E.add(s.min, s.extent)
+        first = S.For(x, lo, self.ana.simplify(E.sub(p, lo)), s.kind, s.body, s.thread_tag)
+        second = S.For(x, p, self.ana.simplify(E.sub(hi, p)), s.kind, s.body, s.thread_tag)
         # the proved part gets a fresh loop variable; the other keeps x, so that `key` still
         # names the condition it must not be cut on again
         if prefix:
@@ -406,8 +405,8 @@ class _Partition(Mutator):
         p, prefix = split_point(lin, rmax)
         if free_vars(p) & self.threads:
             return None  # the threads of a block would leave the loop at different iterations
-        lo, hi = s.min, O.add(s.min, s.extent)
-        p = self.ana.simplify(O.max_(lo, O.min_(hi, O.cast(p, lo.dtype))))
+        lo, hi = s.min, E.add(s.min, s.extent)
+        p = self.ana.simplify(E.max_(lo, E.min_(hi, E.cast(p, lo.dtype))))
         if s.kind == LoopKind.VECTORIZED and not (isinstance(p, E.IntImm) and isinstance(s.extent, E.IntImm)):
             return None
         return p, prefix
@@ -431,7 +430,7 @@ class _Partition(Mutator):
         prefix = cuts[0][2]
         same = [c for c in cuts if c[2] == prefix]
         for c in same:
-            if all(o is c or self.ana.can_prove(O.le(c[1], o[1]) if prefix else O.ge(c[1], o[1])) for o in same):
+            if all(o is c or self.ana.can_prove(E.le(c[1], o[1]) if prefix else E.ge(c[1], o[1])) for o in same):
                 return c
         return cuts[0]
 
@@ -452,7 +451,7 @@ class _Partition(Mutator):
             rmax = eval_set(d, site.doms, self.ana).max_value
             if rmax is None or free_vars(rmax) & set(site.doms) or x not in free_vars(rmax):
                 continue
-            holds = self.ana.simplify(O.lt(rmax, O.const(0, rmax.dtype)))
+            holds = self.ana.simplify(E.lt(rmax, E.const(0, rmax.dtype)))
             if isinstance(holds, E.IntImm):
                 continue  # known either way: the cut or the tightening of an inner loop decides
             self.budget -= 1
@@ -485,7 +484,7 @@ class _Tighten(Mutator):
         if s.kind == LoopKind.THREAD_BINDING or not isinstance(body, S.IfThenElse) or body.else_case is not None:
             return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
         x = s.loop_var
-        lo, hi = s.min, O.add(s.min, s.extent)
+        lo, hi = s.min, E.add(s.min, s.extent)
         keep: list[E.PrimExpr] = []
         for c in conjuncts(body.condition):
             d = negative_form(c)
@@ -496,31 +495,31 @@ class _Tighten(Mutator):
                 keep.append(c)
                 continue
             p, prefix = split_point(lin, lin.rest)
-            p = O.cast(p, lo.dtype)
+            p = E.cast(p, lo.dtype)
             if prefix:
-                hi = O.min_(hi, p)
+                hi = E.min_(hi, p)
             else:
-                lo = O.max_(lo, p)
+                lo = E.max_(lo, p)
         if len(keep) == len(conjuncts(body.condition)):
             return S.For(x, s.min, s.extent, s.kind, body, s.thread_tag)
-        inner = body.then_case if not keep else S.IfThenElse(O.all_(*keep), body.then_case)
+        inner = body.then_case if not keep else S.IfThenElse(E.all_(*keep), body.then_case)
         lo = self.ana.simplify(lo)
-        return S.For(x, lo, self.ana.simplify(O.sub(hi, lo)), s.kind, inner, s.thread_tag)
+        return S.For(x, lo, self.ana.simplify(E.sub(hi, lo)), s.kind, inner, s.thread_tag)
 
     def _trim(self, s: S.For) -> S.For:
         """Drop the iterations at either end in which no statement of the body runs (see
         ``_live``): the empty last panel of a partial tile group."""
         live_lo, live_hi = _live(s, self.ana, self.threads)
-        lo, hi = s.min, O.add(s.min, s.extent)
+        lo, hi = s.min, E.add(s.min, s.extent)
         changed = False
-        if live_hi is not None and not self.ana.can_prove(O.ge(live_hi, hi)):
-            hi, changed = O.min_(hi, O.cast(live_hi, lo.dtype)), True
-        if live_lo is not None and not self.ana.can_prove(O.le(live_lo, lo)):
-            lo, changed = O.max_(lo, O.cast(live_lo, lo.dtype)), True
+        if live_hi is not None and not self.ana.can_prove(E.ge(live_hi, hi)):
+            hi, changed = E.min_(hi, E.cast(live_hi, lo.dtype)), True
+        if live_lo is not None and not self.ana.can_prove(E.le(live_lo, lo)):
+            lo, changed = E.max_(lo, E.cast(live_lo, lo.dtype)), True
         if not changed:
             return s
         lo = self.ana.simplify(lo)
-        extent = self.ana.simplify(O.sub(hi, lo))
+        extent = self.ana.simplify(E.sub(hi, lo))
         if s.kind in (LoopKind.UNROLLED, LoopKind.VECTORIZED) and isinstance(s.extent, E.IntImm) and not isinstance(extent, E.IntImm):
             return s  # a run-time extent would cost the unrolling (a register tile) to save a guard
         return S.For(s.loop_var, lo, extent, s.kind, s.body, s.thread_tag)
@@ -531,7 +530,7 @@ def _positive(extent: E.PrimExpr) -> list[E.PrimExpr]:
     ``a > 0`` and ``b > 0``)."""
     if isinstance(extent, E.Min):
         return _positive(extent.a) + _positive(extent.b)
-    return [] if isinstance(extent, E.IntImm) else [O.gt(extent, O.const(0, extent.dtype))]
+    return [] if isinstance(extent, E.IntImm) else [E.gt(extent, E.const(0, extent.dtype))]
 
 
 @dataclass
@@ -595,13 +594,13 @@ def _live(s: S.For, ana: Analyzer, threads: frozenset) -> tuple[E.PrimExpr | Non
                 continue
             p, prefix = split_point(lin, rmin)
             if prefix:
-                hi = p if hi is None else O.min_(hi, p)
+                hi = p if hi is None else E.min_(hi, p)
             else:
-                lo = p if lo is None else O.max_(lo, p)
+                lo = p if lo is None else E.max_(lo, p)
         his.append(hi)
         los.append(lo)
-    hi = None if any(v is None for v in his) else ana.simplify(reduce(O.max_, his))
-    lo = None if any(v is None for v in los) else ana.simplify(reduce(O.min_, los))
+    hi = None if any(v is None for v in his) else ana.simplify(reduce(E.max_, his))
+    lo = None if any(v is None for v in los) else ana.simplify(reduce(E.min_, los))
     return lo, hi
 
 

@@ -24,7 +24,6 @@ thread makes of its own index).
 from __future__ import annotations
 
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, collect, free_vars, substitute
 from ..ir.stmt import LoopKind
@@ -126,15 +125,15 @@ def _residues(s: S.For, k: int) -> list[S.Stmt]:
     variable, then the iterations left over."""
     v, lo = s.loop_var, s.min.value
     q = E.Var(f"{v.name}.turn", v.dtype)
-    first = O.add(O.const(lo, v.dtype), O.mul(q, O.const(k, v.dtype)))
-    copies = [substitute(s.body, {v: O.add(first, O.const(r, v.dtype))}) for r in range(k)]
-    whole = O.floordiv(s.extent, O.const(k, s.extent.dtype))
+    first = E.add(E.const(lo, v.dtype), E.mul(q, E.const(k, v.dtype)))
+    copies = [substitute(s.body, {v: E.add(first, E.const(r, v.dtype))}) for r in range(k)]
+    whole = E.floordiv(s.extent, E.const(k, s.extent.dtype))
     main = _Chosen().visit(simplify_stmt(S.For(q, E.IntImm(0, whole.dtype), whole, s.kind, S.seq(*copies), s.thread_tag),
                                          keep_unit_loops=True))
-    done = O.add(O.const(lo, v.dtype), O.mul(whole, O.const(k, v.dtype)))
+    done = E.add(E.const(lo, v.dtype), E.mul(whole, E.const(k, v.dtype)))
     if isinstance(s.extent, E.IntImm):
         return [main, *(_one(s, done.value + r) for r in range(s.extent.value % k))]
-    left = O.sub(s.extent, O.mul(whole, O.const(k, s.extent.dtype)))
+    left = E.sub(s.extent, E.mul(whole, E.const(k, s.extent.dtype)))
     return [main, S.For(v, done, left, s.kind, s.body, s.thread_tag)]
 
 

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 from ..arith import Analyzer
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, Substituter, moved, structural_equal
 from ..ir.stmt import LoopKind
@@ -48,7 +47,7 @@ class _Simplify(Mutator):
 
     def visit_For(self, s: S.For):
         mn, ext = self._expr(s.min), self._expr(s.extent)
-        if E.is_const_int(ext, 0) or (not isinstance(ext, E.IntImm) and self.ana.can_prove(O.le(ext, 0))):
+        if E.is_const_int(ext, 0) or (not isinstance(ext, E.IntImm) and self.ana.can_prove(E.le(ext, 0))):
             return S.Evaluate(0)  # a loop that cannot run (a tail the sizes or assumptions rule out)
         if E.is_const_int(ext, 1) and not self.keep_unit_loops and s.kind != LoopKind.THREAD_BINDING:
             self.sub.vmap[s.loop_var] = mn
@@ -75,7 +74,7 @@ class _Simplify(Mutator):
             then = self.visit(s.then_case)
         els = None
         if s.else_case is not None:
-            with self.ana.constraint_scope(O.logical_not(cond)):
+            with self.ana.constraint_scope(E.logical_not(cond)):
                 els = self.visit(s.else_case)
         return S.IfThenElse(cond, then, els)
 

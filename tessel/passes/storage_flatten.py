@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from ..errors import LowerError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.buffer import BufferBind, DimAlign, aligned_strides
 from ..ir.functor import Mutator, free_vars, replace_buffer
@@ -22,8 +21,8 @@ def flat_index(indices, shape) -> E.PrimExpr:
     an offset beyond int32 that must not wrap (the index_dtype step gives it a dtype)."""
     idx: E.PrimExpr | None = None
     for i, n in zip(indices, shape):
-        idx = i if idx is None else O.binary_exact(E.Add, O.binary_exact(E.Mul, idx, n), i)
-    return idx if idx is not None else O.const(0, "int32")
+        idx = i if idx is None else E.binary_exact(E.Add, E.binary_exact(E.Mul, idx, n), i)
+    return idx if idx is not None else E.const(0, "int32")
 
 
 class _Flatten(Mutator):
@@ -47,12 +46,12 @@ class _Flatten(Mutator):
     def _index(self, tensor, indices, where: str):
         buf, mins = self._lookup(tensor, where)
         if mins is not None:
-            indices = [O.sub(i, m) for i, m in zip(indices, mins)]
+            indices = [E.sub(i, m) for i, m in zip(indices, mins)]
         strides = self.strides.get(tensor) if tensor in self.live else None
         if strides is not None:
-            off = O.const(0, indices[0].dtype) if indices else O.const(0)
+            off = E.const(0, indices[0].dtype) if indices else E.const(0)
             for i, st in zip(indices, strides):
-                off = O.add(off, O.mul(i, O.cast(st, i.dtype)))
+                off = E.add(off, E.mul(i, E.cast(st, i.dtype)))
             return buf, off
         return buf, flat_index(indices, buf.shape)
 
@@ -103,7 +102,7 @@ class _Flatten(Mutator):
         bind: BufferBind = s.node
         region = [E.Range(self.visit(r.min), self.visit(r.extent)) for r in s.value]
         real, mins = self._lookup(bind.tensor, "bound to buffer " + bind.buffer.name)
-        starts = [r.min for r in region] if mins is None else [O.sub(r.min, m) for r, m in zip(region, mins)]
+        starts = [r.min for r in region] if mins is None else [E.sub(r.min, m) for r, m in zip(region, mins)]
         aligned = self.strides.get(bind.tensor) if bind.tensor in self.live else None
         strides = aligned or _row_major(real.shape)
         base = _dot(starts, aligned) if aligned else flat_index(starts, real.shape)
@@ -125,24 +124,24 @@ class _Flatten(Mutator):
             return self.generic_visit(e)
         load = at.args[0]
         buf, idx = self._index(load.producer, [self.visit(i) for i in load.indices], "prefetched")
-        last = flat_index([O.sub(n, 1) for n in buf.shape], buf.shape)  # exact, as every offset is
-        idx = O.max_(O.min_(idx, last), O.const(0, idx.dtype))
+        last = flat_index([E.sub(n, 1) for n in buf.shape], buf.shape)  # exact, as every offset is
+        idx = E.max_(E.min_(idx, last), E.const(0, idx.dtype))
         return E.Call(e.dtype, e.op, (E.Call(at.dtype, at.op, (E.BufferLoad(buf, (idx,)), *at.args[1:])),))
 
 
 def _dot(indices, strides) -> E.PrimExpr:
-    out: E.PrimExpr = O.const(0)
+    out: E.PrimExpr = E.const(0)
     for i, st in zip(indices, strides):
-        out = O.add(out, O.mul(i, st))
+        out = E.add(out, E.mul(i, st))
     return out
 
 
 def _row_major(shape) -> list[E.PrimExpr]:
     out: list[E.PrimExpr] = []
-    acc: E.PrimExpr = O.const(1, shape[-1].dtype if shape else "int32")
+    acc: E.PrimExpr = E.const(1, shape[-1].dtype if shape else "int32")
     for n in reversed(shape):
         out.append(acc)
-        acc = O.mul(acc, n)
+        acc = E.mul(acc, n)
     return out[::-1]
 
 
@@ -176,10 +175,10 @@ def bind_view(bind: BufferBind, region: list[E.Range], base: E.PrimExpr,
         actual = ana.simplify(actual)
         if isinstance(decl, E.Var) and decl not in region_vars and decl not in known:
             known[decl] = actual
-            lets.append((decl, O.cast(actual, decl.dtype)))
+            lets.append((decl, E.cast(actual, decl.dtype)))
             continue
         decl_v = ana.simplify(_subst(decl, known))
-        if not ana.can_prove_equal(decl_v, O.cast(actual, decl_v.dtype)):
+        if not ana.can_prove_equal(decl_v, E.cast(actual, decl_v.dtype)):
             hint = (" (declare the buffer with strides=[te.var(...), ..., 1] to accept any row length)"
                     if "stride" in label and buf.compact else "")
             hint = hint or (" (declare it with offset_factor=1 so that the offset is a variable)"

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from ..arith import Analyzer
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, collect, memoized, substitute_each
 from ..ir.stmt import LoopKind
@@ -102,7 +101,7 @@ class _Unroll(Mutator):
                 return S.For(s.loop_var, s.min, s.extent, LoopKind.SERIAL, body, s.thread_tag)
             if n <= self.max_extent and n * _size(body) <= self.max_copied:
                 v = s.loop_var
-                copies = substitute_each(body, v, [O.add(s.min, O.const(k, v.dtype)) for k in range(n)])
+                copies = substitute_each(body, v, [E.add(s.min, E.const(k, v.dtype)) for k in range(n)])
                 return S.seq(*[simplify_vector_stmt(c, self.memo, self.vectors) for c in copies])
         return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
 

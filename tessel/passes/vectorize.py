@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING
 
 from ..arith import Analyzer
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, StructKey, collect, structural_equal, substitute, uses_var
 from ..ir.intrinsics import lookup
@@ -137,14 +136,14 @@ class _VectorizeLoops(Mutator):
             return None
         o, i, L = s.loop_var, inner.loop_var, inner.extent
         x = E.Var(f"{o.name}.{i.name}.fused", o.dtype)
-        total = O.binary_exact(E.Mul, s.extent, O.cast(L, s.extent.dtype))  # widened later if it must be
-        body = substitute(inner.body, {o: O.floordiv(x, O.cast(L, x.dtype)), i: O.floormod(x, O.cast(L, x.dtype))})
-        with self.ana.scoped_bind(x, E.Range(O.const(0, x.dtype), total)):
+        total = E.binary_exact(E.Mul, s.extent, E.cast(L, s.extent.dtype))  # widened later if it must be
+        body = substitute(inner.body, {o: E.floordiv(x, E.cast(L, x.dtype)), i: E.floormod(x, E.cast(L, x.dtype))})
+        with self.ana.scoped_bind(x, E.Range(E.const(0, x.dtype), total)):
             body = simplify_stmt(body)
         if uses_var(body, lambda v: v is x) and collect(body, lambda n: isinstance(n, E.FloorDiv | E.FloorMod)
                                                         and uses_var(n, lambda v: v is x)):
             return None  # the body uses o or i apart from o*L + i: keep the loops as they are
-        return S.For(x, O.const(0, x.dtype), total, LoopKind.VECTORIZED, body, s.thread_tag)
+        return S.For(x, E.const(0, x.dtype), total, LoopKind.VECTORIZED, body, s.thread_tag)
 
     def vectorize_loop(self, s: S.For) -> S.Stmt:
         ext = self.ana.simplify(s.extent)
@@ -178,7 +177,7 @@ class _VectorizeLoops(Mutator):
         """A constant extent ``n`` as chunks of ``lanes``, the rest vectorized again with fewer."""
         chunks, tail = divmod(n, lanes)
         c = E.Var(s.loop_var.name + ".c", s.loop_var.dtype)
-        base = O.add(s.min, O.mul(c, O.const(lanes, c.dtype))) if chunks > 1 else s.min
+        base = E.add(s.min, E.mul(c, E.const(lanes, c.dtype))) if chunks > 1 else s.min
         try:
             vbody = _Vectorizer(s.loop_var, self.ana.simplify(base), lanes, self.ana, self.free).run(s.body)
         except NotVectorizable as why:
@@ -187,12 +186,12 @@ class _VectorizeLoops(Mutator):
             main = vbody
         else:
             kind = LoopKind.UNROLLED if chunks <= self.max_chunks else LoopKind.SERIAL
-            main = S.For(c, O.const(0, c.dtype), O.const(chunks, c.dtype), kind, vbody)
+            main = S.For(c, E.const(0, c.dtype), E.const(chunks, c.dtype), kind, vbody)
         if tail == 0:
             return main
-        rest_min = self.ana.simplify(O.add(s.min, O.const(chunks * lanes, s.min.dtype)))
+        rest_min = self.ana.simplify(E.add(s.min, E.const(chunks * lanes, s.min.dtype)))
         v = E.Var(s.loop_var.name, s.loop_var.dtype)
-        rest = S.For(v, rest_min, O.const(tail, s.extent.dtype), LoopKind.VECTORIZED,
+        rest = S.For(v, rest_min, E.const(tail, s.extent.dtype), LoopKind.VECTORIZED,
                      substitute(s.body, {s.loop_var: v}), s.thread_tag)
         return S.seq(main, self.vectorize_loop(rest))
 
@@ -214,17 +213,17 @@ class _VectorizeLoops(Mutator):
             if out is not None:
                 return out
         c = E.Var(s.loop_var.name + ".c", s.loop_var.dtype)
-        L = O.const(lanes, ext.dtype)
-        ext = self.ana.simplify(O.max_(ext, O.const(0, ext.dtype)))  # a negative extent runs nothing
-        chunks = self.ana.simplify(O.floordiv(ext, L))
+        L = E.const(lanes, ext.dtype)
+        ext = self.ana.simplify(E.max_(ext, E.const(0, ext.dtype)))  # a negative extent runs nothing
+        chunks = self.ana.simplify(E.floordiv(ext, L))
         try:
-            vbody = _Vectorizer(s.loop_var, self.ana.simplify(O.add(s.min, O.mul(c, L))), lanes, self.ana, self.free).run(s.body)
+            vbody = _Vectorizer(s.loop_var, self.ana.simplify(E.add(s.min, E.mul(c, L))), lanes, self.ana, self.free).run(s.body)
         except NotVectorizable as why:
             return _scalar(s, str(why))
-        main = S.For(c, O.const(0, c.dtype), chunks, LoopKind.SERIAL, vbody)
+        main = S.For(c, E.const(0, c.dtype), chunks, LoopKind.SERIAL, vbody)
         v = E.Var(s.loop_var.name, s.loop_var.dtype)
-        done = self.ana.simplify(O.mul(chunks, L))
-        rest = S.For(v, self.ana.simplify(O.add(s.min, done)), self.ana.simplify(O.sub(ext, done)), LoopKind.SERIAL,
+        done = self.ana.simplify(E.mul(chunks, L))
+        rest = S.For(v, self.ana.simplify(E.add(s.min, done)), self.ana.simplify(E.sub(ext, done)), LoopKind.SERIAL,
                      substitute(s.body, {s.loop_var: v}), s.thread_tag)
         return S.seq(main, rest)
 
@@ -251,7 +250,7 @@ class _VectorizeLoops(Mutator):
             if id(st.buffer) not in self.stream:
                 continue
             idx = st.indices[0]
-            step = self.ana.simplify(O.sub(substitute(idx, {v: O.cast(O.add(v, 1), v.dtype)}), idx))
+            step = self.ana.simplify(E.sub(substitute(idx, {v: E.cast(E.add(v, 1), v.dtype)}), idx))
             if E.is_const_int(step, 1):
                 return st
         return None
@@ -271,25 +270,25 @@ class _VectorizeLoops(Mutator):
         v, dt = s.loop_var, s.loop_var.dtype
         elem = max(store.buffer.dtype.bits // 8, 1)
         first = self.ana.simplify(substitute(store.indices[0], {v: s.min}))
-        ext = self.ana.simplify(O.max_(ext, O.const(0, ext.dtype)))
+        ext = self.ana.simplify(E.max_(ext, E.const(0, ext.dtype)))
         gap = E.Var(v.name + ".head", dt)
-        gap_value = E.Call(dt, ALIGN_GAP, (E.BufferLoad(store.buffer, (first,)), O.const(lanes * elem, dt)))
-        gap_value = O.min_(O.cast(ext, dt), gap_value)
+        gap_value = E.Call(dt, ALIGN_GAP, (E.BufferLoad(store.buffer, (first,)), E.const(lanes * elem, dt)))
+        gap_value = E.min_(E.cast(ext, dt), gap_value)
         c = E.Var(v.name + ".c", dt)
-        L = O.const(lanes, dt)
-        start = O.add(s.min, gap)
+        L = E.const(lanes, dt)
+        start = E.add(s.min, gap)
         try:
-            vbody = _Vectorizer(v, self.ana.simplify(O.add(start, O.mul(c, L))), lanes, self.ana, self.free).run(s.body)
+            vbody = _Vectorizer(v, self.ana.simplify(E.add(start, E.mul(c, L))), lanes, self.ana, self.free).run(s.body)
         except NotVectorizable:
             return None
-        rest = self.ana.simplify(O.sub(ext, gap))
-        chunks = self.ana.simplify(O.floordiv(rest, L))
-        done = self.ana.simplify(O.mul(chunks, L))
+        rest = self.ana.simplify(E.sub(ext, gap))
+        chunks = self.ana.simplify(E.floordiv(rest, L))
+        done = self.ana.simplify(E.mul(chunks, L))
         v1, v2 = E.Var(v.name, dt), E.Var(v.name, dt)
         head = S.For(v1, s.min, gap, LoopKind.SERIAL, substitute(s.body, {v: v1}), s.thread_tag)
         main = S.AttrStmt(store.buffer, AttrKey.STREAM_STORE, lanes,
-                          S.For(c, O.const(0, dt), chunks, LoopKind.SERIAL, vbody))
-        tail = S.For(v2, self.ana.simplify(O.add(start, done)), self.ana.simplify(O.sub(rest, done)), LoopKind.SERIAL,
+                          S.For(c, E.const(0, dt), chunks, LoopKind.SERIAL, vbody))
+        tail = S.For(v2, self.ana.simplify(E.add(start, done)), self.ana.simplify(E.sub(rest, done)), LoopKind.SERIAL,
                      substitute(s.body, {v: v2}), s.thread_tag)
         return S.LetStmt(gap, gap_value, S.seq(head, main, tail))
 
@@ -401,7 +400,7 @@ class _Vectorizer(Mutator):
     # ---- expressions ------------------------------------------------------------------------------
     def visit_Var(self, e: E.Var):
         if e is self.var:
-            return E.Ramp(self.base, O.const(1, e.dtype), self.lanes)
+            return E.Ramp(self.base, E.const(1, e.dtype), self.lanes)
         return self.vector_vars.get(e, e)
 
     def visit_BufferLoad(self, e: E.BufferLoad):

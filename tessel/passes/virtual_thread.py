@@ -26,7 +26,6 @@ import math
 
 from ..errors import LowerError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, Visitor, substitute
 from ..ir.stmt import LoopKind
@@ -155,12 +154,12 @@ class _Inject(Mutator):
     def visit_Allocate(self, s: S.Allocate):
         b = s.buffer
         if id(b) in self.touched:  # one copy per virtual thread
-            size = O.const(math.prod(int(d.value) for d in b.shape), "int32") if all(
+            size = E.const(math.prod(int(d.value) for d in b.shape), "int32") if all(
                 isinstance(d, E.IntImm) for d in b.shape) else None
             if size is None:
                 raise LowerError(f"virtual threads: buffer {b.name} has a symbolic size; it cannot be copied "
                                  "once per virtual thread")
-            copies = S.Buffer(b.name, b.dtype, (O.const(size.value * self.n, "int32"),), b.scope)
+            copies = S.Buffer(b.name, b.dtype, (E.const(size.value * self.n, "int32"),), b.scope)
             self.remap[id(b)] = (copies, size)
             return S.Allocate(copies, self.visit(s.body))
         return S.Allocate(b, self.visit(s.body))
@@ -176,9 +175,9 @@ class _Inject(Mutator):
         s = _Copies(self.remap, self.var).visit(s)
         innermost = not any(isinstance(x, S.For) for x in _stmts(s))
         if innermost and self.n < UNROLL_BELOW:
-            return S.seq(*[substitute(s, {self.var: O.const(k, self.var.dtype)}) for k in range(self.n)])
+            return S.seq(*[substitute(s, {self.var: E.const(k, self.var.dtype)}) for k in range(self.n)])
         v = E.Var(self.var.name + ".s", self.var.dtype)
-        return S.For(v, O.const(0, v.dtype), O.const(self.n, v.dtype), LoopKind.SERIAL, substitute(s, {self.var: v}))
+        return S.For(v, E.const(0, v.dtype), E.const(self.n, v.dtype), LoopKind.SERIAL, substitute(s, {self.var: v}))
 
 
 def _stmts(s: S.Stmt) -> list[S.Stmt]:
@@ -197,7 +196,7 @@ class _Copies(Mutator):
         copies, size = self.remap[id(buf)]
         if len(indices) != 1:
             raise LowerError(f"virtual threads: run after storage_flatten ({buf.name} has {len(indices)} indices)")
-        return copies, (O.add(indices[0], O.mul(O.cast(self.var, indices[0].dtype), O.cast(size, indices[0].dtype))),)
+        return copies, (E.add(indices[0], E.mul(E.cast(self.var, indices[0].dtype), E.cast(size, indices[0].dtype))),)
 
     def visit_BufferLoad(self, e: E.BufferLoad):
         e = self.generic_visit(e)
@@ -224,7 +223,7 @@ class _Outer(Mutator):
             return s
         if not isinstance(s.extent, E.IntImm):
             raise LowerError(f"virtual thread {s.loop_var.name}: its extent {s.extent} must be a constant")
-        body = s.body if E.is_const_int(s.min, 0) else substitute(s.body, {s.loop_var: O.add(s.loop_var, s.min)})
+        body = s.body if E.is_const_int(s.min, 0) else substitute(s.body, {s.loop_var: E.add(s.loop_var, s.min)})
         return _Inject(s.loop_var, s.extent.value, touched_by(body, s.loop_var)).visit(body)
 
 

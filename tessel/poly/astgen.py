@@ -23,7 +23,6 @@ import islpy as isl
 
 from ..errors import InternalError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import substitute
 from ..ir.stmt import LoopKind
@@ -37,13 +36,13 @@ TaggedLoopFn = Callable[[str, E.Var, E.PrimExpr, S.Stmt, frozenset[str]], S.Stmt
 
 _T = isl.ast_expr_op_type
 _BINARY = {
-    _T.add: O.add, _T.sub: O.sub, _T.mul: O.mul,
-    _T.div: O.floordiv, _T.fdiv_q: O.floordiv, _T.pdiv_q: O.floordiv,
-    _T.pdiv_r: O.floormod, _T.zdiv_r: O.floormod,
-    _T.eq: O.eq, _T.le: O.le, _T.lt: O.lt, _T.ge: O.ge, _T.gt: O.gt,
-    _T.and_: O.logical_and, _T.and_then: O.logical_and, _T.or_: O.logical_or, _T.or_else: O.logical_or,
+    _T.add: E.add, _T.sub: E.sub, _T.mul: E.mul,
+    _T.div: E.floordiv, _T.fdiv_q: E.floordiv, _T.pdiv_q: E.floordiv,
+    _T.pdiv_r: E.floormod, _T.zdiv_r: E.floormod,
+    _T.eq: E.eq, _T.le: E.le, _T.lt: E.lt, _T.ge: E.ge, _T.gt: E.gt,
+    _T.and_: E.logical_and, _T.and_then: E.logical_and, _T.or_: E.logical_or, _T.or_else: E.logical_or,
 }
-_NARY = {_T.min: O.min_, _T.max: O.max_}
+_NARY = {_T.min: E.min_, _T.max: E.max_}
 
 
 class AstReader:
@@ -108,10 +107,10 @@ class AstReader:
             del self.names[it]
             under = frozenset(self._open.pop())
         if last is None:  # one iteration (isl gives no condition for it)
-            extent: E.PrimExpr = O.const(1, counter.dtype)
+            extent: E.PrimExpr = E.const(1, counter.dtype)
         else:  # iterator in [init, last], every step-th value
-            extent = O.add(O.floordiv(O.sub(last, init), step), 1) if step != 1 else O.add(O.sub(last, init), 1)
-        value = O.add(init, O.mul(counter, step) if step != 1 else counter)
+            extent = E.add(E.floordiv(E.sub(last, init), step), 1) if step != 1 else E.add(E.sub(last, init), 1)
+        value = E.add(init, E.mul(counter, step) if step != 1 else counter)
         body = substitute(body, {here: value})
         if self.tagged is not None:
             return self.tagged(it, counter, extent, body, under)
@@ -126,19 +125,19 @@ class AstReader:
         if op in (_T.and_, _T.and_then):
             a = self._upper(cond.get_op_arg(0), it)
             b = self._upper(cond.get_op_arg(1), it)
-            return O.min_(a, b)
+            return E.min_(a, b)
         lhs = cond.get_op_arg(0)
         if op not in (_T.le, _T.lt) or lhs.get_type() != isl.ast_expr_type.id or lhs.get_id().get_name() != it:
             raise _internal(f"isl loop condition not of the form {it} <= bound: {cond.to_C_str()}")
         bound = self.expr(cond.get_op_arg(1))
-        return bound if op == _T.le else O.sub(bound, 1)
+        return bound if op == _T.le else E.sub(bound, 1)
 
     # ---- expressions ---------------------------------------------------------------------
     def expr(self, e: isl.AstExpr) -> E.PrimExpr:
         t = e.get_type()
         if t == isl.ast_expr_type.int:
             v = e.get_val().to_python()
-            return O.const(v, self.dtype if -(2**31) <= v < 2**31 else "int64")
+            return E.const(v, self.dtype if -(2**31) <= v < 2**31 else "int64")
         if t == isl.ast_expr_type.id:
             name = e.get_id().get_name()
             if name not in self.names:
@@ -154,9 +153,9 @@ class AstReader:
                 out = _NARY[op](out, a)
             return out
         if op == _T.minus:
-            return O.neg(args[0])
+            return E.neg(args[0])
         if op in (_T.select, _T.cond):
-            return O.select(args[0], args[1], args[2])
+            return E.select(args[0], args[1], args[2])
         raise _internal(f"isl AST expression {e.to_C_str()} has an operation tessel does not map")
 
 
@@ -169,7 +168,7 @@ def _internal(fact: str) -> InternalError:
 
 
 def _serial(it: str, counter: E.Var, extent: E.PrimExpr, body: S.Stmt) -> S.Stmt:
-    return S.For(counter, O.const(0, extent.dtype), extent, LoopKind.SERIAL, body)
+    return S.For(counter, E.const(0, extent.dtype), extent, LoopKind.SERIAL, body)
 
 
 def scan(schedule: isl.UnionMap, context: isl.Set, iterators: Sequence[str], reader: AstReader) -> S.Stmt:

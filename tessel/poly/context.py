@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 import islpy as isl
 
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir.functor import collect
 from ..schedule.schedule import Schedule
 from .space import Converter, NotAffine, set_space
@@ -40,7 +39,7 @@ def size_vars(sch: Schedule, extra: Iterable[E.PrimExpr] = ()) -> list[E.Var]:
 def context_conditions(sch: Schedule) -> list[E.PrimExpr]:
     """What holds of the sizes for any call: every symbolic dimension is at least zero, and the
     user's assumptions."""
-    out = [O.ge(n, 0) for st in sch.stages for t in st.op.outputs for n in t.shape if not isinstance(n, E.IntImm)]
+    out = [E.ge(n, 0) for st in sch.stages for t in st.op.outputs for n in t.shape if not isinstance(n, E.IntImm)]
     return out + sch.assumption_exprs()
 
 

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 
 from ..arith.budget import gave_up
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, collect, free_vars
 from ..ir.names import shown
@@ -53,10 +52,10 @@ class _Prune(Mutator):
         self.decided = 0  # guards replaced by their branch
 
     def visit_For(self, s: S.For):
-        if not isinstance(s.extent, E.IntImm) and _never(self.scope, O.ge(s.extent, 1)):
+        if not isinstance(s.extent, E.IntImm) and _never(self.scope, E.ge(s.extent, 1)):
             self.removed.append(s)
             return S.Evaluate(0)
-        inside = [O.ge(s.loop_var, s.min), O.lt(s.loop_var, O.add(s.min, s.extent))]
+        inside = [E.ge(s.loop_var, s.min), E.lt(s.loop_var, E.add(s.min, s.extent))]
         self.scope += inside
         try:
             return self.generic_visit(s)
@@ -73,7 +72,7 @@ class _Prune(Mutator):
         if _never(self.scope, s.condition):  # a guard that never holds: only its else part runs
             self.decided += 1
             return self.visit(s.else_case) if s.else_case is not None else S.Evaluate(0)
-        if _never(self.scope, O.logical_not(s.condition)):  # one that always holds
+        if _never(self.scope, E.logical_not(s.condition)):  # one that always holds
             self.decided += 1
             return self.visit(s.then_case)
         self.scope.append(s.condition)
@@ -83,7 +82,7 @@ class _Prune(Mutator):
             self.scope.pop()
         els = None
         if s.else_case is not None:
-            self.scope.append(O.logical_not(s.condition))
+            self.scope.append(E.logical_not(s.condition))
             try:
                 els = self.visit(s.else_case)
             finally:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from ..errors import BuildError, IndexOverflowError
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.op import fold_int
+from ..ir.expr import fold_int
 
 REMEMBERED = 64  # accepted size tuples kept (the oldest is forgotten first)
 _INFIX = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">=", E.EQ: "==",

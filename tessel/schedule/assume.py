@@ -14,10 +14,9 @@ from collections.abc import Sequence
 
 from ..errors import ScheduleError
 from ..ir import expr as E
-from ..ir import op as O
 
-_BIN = {ast.Add: O.add, ast.Sub: O.sub, ast.Mult: O.mul, ast.FloorDiv: O.floordiv, ast.Mod: O.floormod}
-_CMP = {ast.Lt: O.lt, ast.LtE: O.le, ast.Gt: O.gt, ast.GtE: O.ge, ast.Eq: O.eq, ast.NotEq: O.ne}
+_BIN = {ast.Add: E.add, ast.Sub: E.sub, ast.Mult: E.mul, ast.FloorDiv: E.floordiv, ast.Mod: E.floormod}
+_CMP = {ast.Lt: E.lt, ast.LtE: E.le, ast.Gt: E.gt, ast.GtE: E.ge, ast.Eq: E.eq, ast.NotEq: E.ne}
 
 
 def size_vars(sch) -> list[E.Var]:
@@ -59,13 +58,13 @@ class _Parse:
     def cond(self, node: ast.AST) -> E.PrimExpr:
         if isinstance(node, ast.BoolOp):
             parts = [self.cond(v) for v in node.values]
-            join = O.logical_and if isinstance(node.op, ast.And) else O.logical_or
+            join = E.logical_and if isinstance(node.op, ast.And) else E.logical_or
             out = parts[0]
             for p in parts[1:]:
                 out = join(out, p)
             return out
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return O.logical_not(self.cond(node.operand))
+            return E.logical_not(self.cond(node.operand))
         if isinstance(node, ast.Compare):
             left = self.value(node.left)
             out = None
@@ -75,7 +74,7 @@ class _Parse:
                     raise self.fail(f"the comparison {type(op).__name__} is not supported")
                 r = self.value(right)
                 c = fn(left, r)
-                out = c if out is None else O.logical_and(out, c)
+                out = c if out is None else E.logical_and(out, c)
                 left = r
             assert out is not None
             return out
@@ -83,7 +82,7 @@ class _Parse:
 
     def value(self, node: ast.AST) -> E.PrimExpr:
         if isinstance(node, ast.Constant) and type(node.value) is int:
-            return O.const(node.value)
+            return E.const(node.value)
         if isinstance(node, ast.Name):
             vs = self.by_name.get(node.id)
             if not vs:
@@ -92,7 +91,7 @@ class _Parse:
                 raise self.fail(f"two different sizes are named {node.id!r}")
             return vs[0]
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return O.neg(self.value(node.operand))
+            return E.neg(self.value(node.operand))
         if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
             return _BIN[type(node.op)](self.value(node.left), self.value(node.right))
         raise self.fail(f"`{ast.unparse(node)}` is not an integer expression of the sizes")

@@ -461,8 +461,8 @@ def _recurrence_storage(stage: Stage, what: str) -> None:
 
 
 def _indices(stage: Stage, buffer: Tensor, index: Callable | Sequence | None) -> tuple[E.PrimExpr, ...]:
+    from ..ir.expr import convert
     from ..ir.functor import free_vars
-    from ..ir.op import convert
 
     axes = [iv.var for iv in stage.op.axis]
     if index is None:

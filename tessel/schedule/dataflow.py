@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 
 from ..errors import InternalError, ScheduleError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir.functor import substitute, uses_var
 from ..ir.names import identifier
 from ..te.tensor import ComputeOp, Operation, Tensor
@@ -386,13 +385,13 @@ def _guarded_bodies(bodies: list, preds: list[E.PrimExpr]) -> list:
     them to its condition; an elementwise body gives 0 outside)."""
     if not preds:
         return bodies
-    guard = O.all_(*preds)
+    guard = E.all_(*preds)
     if isinstance(bodies[0], E.Reduce):
-        return [E.Reduce(b.combiner, b.source, b.axis, O.logical_and(b.condition, guard), b.value_index, b.init,
+        return [E.Reduce(b.combiner, b.source, b.axis, E.logical_and(b.condition, guard), b.value_index, b.init,
                          b.finish, b.acc) for b in bodies]
     from ..te.intrin import if_then_else
 
-    return [if_then_else(guard, b, O.const(0, b.dtype)) for b in bodies]
+    return [if_then_else(guard, b, E.const(0, b.dtype)) for b in bodies]
 
 
 def _note_cache_write_loops(sch: Schedule, stage: Stage, cstage: Stage, keep: set[int],
@@ -449,7 +448,7 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0
     init = tuple(substitute(i, renamed) for i in red.init)
     finish = substitute(red.finish, renamed) if red.finish is not None else None  # the total is finished as before
     new_op = ComputeOp(op.name, op.tag, op.attrs, new_axis,
-                       [E.Reduce(red.combiner, loads, (kv,), O.const(True), k, init, finish, red.acc)
+                       [E.Reduce(red.combiner, loads, (kv,), E.const(True), k, init, finish, red.acc)
                         for k in range(len(loads))],
                        substitute(op.where, {a.var: b.var for a, b in zip(op.axis, new_axis)}) if op.where is not None else None)
 
@@ -499,7 +498,7 @@ def _partial_op(stage: Stage, axis: E.IterVar, pos: int, touched: set[int]):
         if id(iv) in touched:
             value[iv] = fiv.var if iv is axis else iv.var
     if not E.is_const_int(rng[axis].min, 0):
-        value[axis] = O.add(fiv.var, rng[axis].min)
+        value[axis] = E.add(fiv.var, rng[axis].min)
     preds = _index_up(trels, rng, value)
     sub = {iv.var: value[iv] for iv in op.reduce_axis if id(iv) in touched}
     rest = [iv for iv in stage.leaf_iter_vars if id(iv) in touched and iv is not axis]
@@ -508,13 +507,13 @@ def _partial_op(stage: Stage, axis: E.IterVar, pos: int, touched: set[int]):
             raise InternalError(f"rfactor of {stage.name}: reduction loop {iv.name} was made without a domain")
     rf_reduce = [iv for iv in op.reduce_axis if id(iv) not in touched] + rest
     src = tuple(substitute(s, sub) for s in red.source)
-    cond = O.all_(substitute(red.condition, sub), *preds)
+    cond = E.all_(substitute(red.condition, sub), *preds)
     rf_axis = [*op.axis[:pos], fiv, *op.axis[pos:]]
     if rf_reduce:
         rf_bodies = [E.Reduce(red.combiner, src, rf_reduce, cond, k, ()) for k in range(len(src))]
     else:  # nothing left to reduce: one value per point, the identity where `where` is false
         ident = red.combiner.identity
-        rf_bodies = [s if E.is_const_int(cond, 1) else O.select(cond, s, i) for s, i in zip(src, ident)]
+        rf_bodies = [s if E.is_const_int(cond, 1) else E.select(cond, s, i) for s, i in zip(src, ident)]
     return ComputeOp(f"{op.name}.rf", op.tag, op.attrs, rf_axis, rf_bodies, op.where), fiv, rest
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ScheduleError
 from ..ir import expr as E
-from ..ir.op import convert
+from ..ir.expr import convert
 
 if TYPE_CHECKING:
     from .schedule import Schedule

@@ -38,7 +38,6 @@ from typing import ClassVar
 from ..arith import Analyzer, IntSet, eval_set
 from ..errors import InternalError
 from ..ir import expr as E
-from ..ir import op as O
 
 RangeMap = Mapping[E.IterVar, E.Range]
 #: a loop's position in execution order: coordinates compared lexicographically
@@ -49,12 +48,12 @@ ThreadBound = Callable[[E.IterVar], bool]
 def ceildiv(a: E.PrimExpr, b: E.PrimExpr) -> E.PrimExpr:
     """``ceil(a / b)`` for ``b > 0``; ``a + b - 1`` may pass the dtype (a factor near 2**31) and
     is kept exact (index_dtype widens it), never wrapped (issue 29, defect 7)."""
-    return O.floordiv(O.binary_exact(E.Sub, O.binary_exact(E.Add, a, b), 1), b)
+    return E.floordiv(E.binary_exact(E.Sub, E.binary_exact(E.Add, a, b), 1), b)
 
 
 def _plus_min(e: E.PrimExpr, r: E.Range) -> E.PrimExpr:
     """``e + min(r)``, leaving out a zero minimum so that indices stay as written."""
-    return e if E.is_const_int(r.min, 0) else O.add(e, r.min)
+    return e if E.is_const_int(r.min, 0) else E.add(e, r.min)
 
 
 def _divides(ext: E.PrimExpr, f: E.PrimExpr) -> bool:
@@ -66,7 +65,7 @@ def _matches(s: IntSet, r: E.Range, ana: Analyzer) -> bool:
     if s.is_everything() or s.min_value is None or s.max_value is None:
         return False
     return ana.can_prove_equal(s.min_value, r.min) and ana.can_prove_equal(
-        s.max_value, O.sub(O.add(r.min, r.extent), 1))
+        s.max_value, E.sub(E.add(r.min, r.extent), 1))
 
 
 def _fresh(like: E.IterVar, name: str, dtype=None, dom: E.Range | None = None) -> E.IterVar:
@@ -98,7 +97,7 @@ class Cut:
         if self.thread_bound(loop) or E.is_const_int(ext, 0):
             return amount
         if self.analyzer is not None:
-            return ext if self.analyzer.can_prove(O.lt(ext, amount)) else amount
+            return ext if self.analyzer.can_prove(E.lt(ext, amount)) else amount
         both = isinstance(ext, E.IntImm) and isinstance(amount, E.IntImm)
         return ext if both and ext.value < amount.value else amount
 
@@ -119,8 +118,8 @@ class Guard:
     needed: bool
 
     def predicate(self) -> E.PrimExpr:
-        end = self.extent if E.is_const_int(self.min, 0) else O.add(self.min, self.extent)
-        return O.lt(self.index, end)
+        end = self.extent if E.is_const_int(self.min, 0) else E.add(self.min, self.extent)
+        return E.lt(self.index, end)
 
 
 class Relation:
@@ -224,38 +223,38 @@ class Split(Relation):
             up[self.parent] = IntSet.from_range(pr)
             return
         f = rmap[self.inner].extent  # the inner loop's extent, not the factor (seed 000)
-        e = O.add(O.add(O.mul(self.outer.var, f), self.inner.var), pr.min)
+        e = E.add(E.add(E.mul(self.outer.var, f), self.inner.var), pr.min)
         up[self.parent] = eval_set(e, {self.outer.var: so, self.inner.var: si})
 
     def index_up(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
         if self.outer in value and self.inner in value:
             f = rmap[self.inner].extent
-            value[self.parent] = _plus_min(O.add(O.mul(value[self.outer], f), value[self.inner]), rmap[self.parent])
+            value[self.parent] = _plus_min(E.add(E.mul(value[self.outer], f), value[self.inner]), rmap[self.parent])
 
     def index_down(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
         if self.parent in value:
-            off = O.sub(value[self.parent], rmap[self.parent].min)
+            off = E.sub(value[self.parent], rmap[self.parent].min)
             f = rmap[self.inner].extent
-            value[self.outer] = O.floordiv(off, f)
-            value[self.inner] = O.floormod(off, f)
+            value[self.outer] = E.floordiv(off, f)
+            value[self.inner] = E.floormod(off, f)
 
     def time_down(self, rmap: RangeMap, value: dict[E.IterVar, TimeValue]) -> None:
         p = value.get(self.parent)
         if p is None or len(p) != 1:
             return
-        off = O.sub(p[0], rmap[self.parent].min)
+        off = E.sub(p[0], rmap[self.parent].min)
         # the factor, not the inner extent: a factor cut down to its parent (min(n, 16)) puts
         # every index in the same place, and stays a constant
         f = self.factor if self.factor is not None else rmap[self.inner].extent
-        value[self.outer] = (O.floordiv(off, f),)
-        value[self.inner] = (O.floormod(off, f),)
+        value[self.outer] = (E.floordiv(off, f),)
+        value[self.inner] = (E.floormod(off, f),)
 
     def guards(self, rmap: RangeMap, value: Mapping[E.IterVar, E.PrimExpr]) -> list[Guard]:
         if self.parent not in value or self.outer not in value or self.inner not in value:
             return []
         pr = rmap[self.parent]
         f = rmap[self.inner].extent
-        exact = _divides(pr.extent, f) and _divides(O.mul(rmap[self.outer].extent, f), pr.extent)
+        exact = _divides(pr.extent, f) and _divides(E.mul(rmap[self.outer].extent, f), pr.extent)
         return [Guard(self.parent, value[self.parent], pr.min, pr.extent, not exact)]
 
     def replay(self, axis_map: dict[E.IterVar, E.IterVar]) -> Split:
@@ -264,7 +263,7 @@ class Split(Relation):
         inner = self._output(axis_map, self.inner, lambda: _fresh(self.inner, p.name + ".inner", p.dtype))
 
         def amount(a: E.PrimExpr | None) -> E.PrimExpr | None:
-            return None if a is None else a if a.dtype == p.dtype else O.cast(a, p.dtype)
+            return None if a is None else a if a.dtype == p.dtype else E.cast(a, p.dtype)
 
         return Split(p, outer, inner, amount(self.factor), amount(self.nparts))
 
@@ -291,7 +290,7 @@ class Fuse(Relation):
 
     def pass_down(self, rmap: RangeMap, cut: Cut) -> list[tuple[E.IterVar, E.Range]]:
         # exact: a fused extent beyond the loop's dtype is widened later (index_dtype), not wrapped
-        ext = O.binary_exact(E.Mul, rmap[self.outer].extent, rmap[self.inner].extent)
+        ext = E.binary_exact(E.Mul, rmap[self.outer].extent, rmap[self.inner].extent)
         return [(self.fused, E.Range(0, ext))]
 
     def pass_up_domain(self, rmap: RangeMap, up: dict[E.IterVar, IntSet], ana: Analyzer) -> None:
@@ -301,25 +300,25 @@ class Fuse(Relation):
             up[self.outer], up[self.inner] = IntSet.from_range(ro), IntSet.from_range(ri)
         elif sf.is_single_point():
             v = sf.point_value()
-            up[self.outer] = IntSet.single_point(O.add(O.floordiv(v, ri.extent), ro.min))
-            up[self.inner] = IntSet.single_point(O.add(O.floormod(v, ri.extent), ri.min))
+            up[self.outer] = IntSet.single_point(E.add(E.floordiv(v, ri.extent), ro.min))
+            up[self.inner] = IntSet.single_point(E.add(E.floormod(v, ri.extent), ri.min))
         else:  # a run of fused indices: its rows, and (conservatively) every column
             fv = E.Var("fused", self.fused.dtype)
-            up[self.outer] = eval_set(O.add(O.floordiv(fv, ri.extent), ro.min), {fv: sf})
+            up[self.outer] = eval_set(E.add(E.floordiv(fv, ri.extent), ro.min), {fv: sf})
             up[self.inner] = IntSet.from_range(ri)
 
     def index_up(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
         if self.fused in value:
             v = value[self.fused]
             ro, ri = rmap[self.outer], rmap[self.inner]
-            value[self.outer] = O.add(O.floordiv(v, ri.extent), ro.min)
-            value[self.inner] = O.add(O.floormod(v, ri.extent), ri.min)
+            value[self.outer] = E.add(E.floordiv(v, ri.extent), ro.min)
+            value[self.inner] = E.add(E.floormod(v, ri.extent), ri.min)
 
     def index_down(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
         if self.outer in value and self.inner in value:
             ro, ri = rmap[self.outer], rmap[self.inner]
-            value[self.fused] = O.add(O.mul(O.sub(value[self.outer], ro.min), ri.extent),
-                                      O.sub(value[self.inner], ri.min))
+            value[self.fused] = E.add(E.mul(E.sub(value[self.outer], ro.min), ri.extent),
+                                      E.sub(value[self.inner], ri.min))
 
     def time_down(self, rmap: RangeMap, value: dict[E.IterVar, TimeValue]) -> None:
         o, i = value.get(self.outer), value.get(self.inner)
@@ -328,7 +327,7 @@ class Fuse(Relation):
         ext = rmap[self.inner].extent
         if len(o) == 1 and len(i) == 1 and isinstance(ext, E.IntImm):
             ro, ri = rmap[self.outer], rmap[self.inner]
-            value[self.fused] = (O.add(O.mul(O.sub(o[0], ro.min), ext), O.sub(i[0], ri.min)),)
+            value[self.fused] = (E.add(E.mul(E.sub(o[0], ro.min), ext), E.sub(i[0], ri.min)),)
         else:  # (outer, inner) runs in the fused loop's order without a symbolic product
             value[self.fused] = o + i
 
@@ -377,20 +376,20 @@ class Rebase(Relation):
         if _matches(sr, rmap[self.rebased], ana):
             up[self.parent] = IntSet.from_range(pr)
         else:
-            up[self.parent] = eval_set(O.add(self.rebased.var, pr.min), {self.rebased.var: sr})
+            up[self.parent] = eval_set(E.add(self.rebased.var, pr.min), {self.rebased.var: sr})
 
     def index_up(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
         if self.rebased in value:
-            value[self.parent] = O.add(value[self.rebased], rmap[self.parent].min)
+            value[self.parent] = E.add(value[self.rebased], rmap[self.parent].min)
 
     def index_down(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
         if self.parent in value:
-            value[self.rebased] = O.sub(value[self.parent], rmap[self.parent].min)
+            value[self.rebased] = E.sub(value[self.parent], rmap[self.parent].min)
 
     def time_down(self, rmap: RangeMap, value: dict[E.IterVar, TimeValue]) -> None:
         p = value.get(self.parent)
         if p is not None and len(p) == 1:
-            value[self.rebased] = (O.sub(p[0], rmap[self.parent].min),)
+            value[self.rebased] = (E.sub(p[0], rmap[self.parent].min),)
 
     def replay(self, axis_map: dict[E.IterVar, E.IterVar]) -> Rebase:
         (p,) = self._mapped_inputs(axis_map)
@@ -424,10 +423,10 @@ class Singleton(Relation):
         return None
 
     def index_down(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
-        value[self.iter_var] = O.const(0, self.iter_var.dtype)
+        value[self.iter_var] = E.const(0, self.iter_var.dtype)
 
     def time_down(self, rmap: RangeMap, value: dict[E.IterVar, TimeValue]) -> None:
-        value[self.iter_var] = (O.const(0, self.iter_var.dtype),)
+        value[self.iter_var] = (E.const(0, self.iter_var.dtype),)
 
     def replay(self, axis_map: dict[E.IterVar, E.IterVar]) -> Singleton:
         iv = self.iter_var
@@ -441,10 +440,10 @@ def _affine(row: tuple[int, ...], xs: list[E.PrimExpr], c: int = 0) -> E.PrimExp
     for k, x in zip(row, xs):
         if k == 0:
             continue
-        term = x if k == 1 else O.mul(x, k)
-        out = term if out is None else O.add(out, term)
-    out = O.const(0, xs[0].dtype) if out is None else out
-    return O.add(out, c) if c else out
+        term = x if k == 1 else E.mul(x, k)
+        out = term if out is None else E.add(out, term)
+    out = E.const(0, xs[0].dtype) if out is None else out
+    return E.add(out, c) if c else out
 
 
 class LoopMap(Relation):
@@ -497,25 +496,25 @@ class LoopMap(Relation):
         return ((e * det, -b * det), (-c * det, a * det))
 
     def params(self) -> dict[str, E.PrimExpr]:
-        return {k: O.const(v) for k, v in vars(self).items() if isinstance(v, int)}
+        return {k: E.const(v) for k, v in vars(self).items() if isinstance(v, int)}
 
     def _apply(self, xs: list[E.PrimExpr]) -> list[E.PrimExpr]:
         return [_affine(row, xs, c) for row, c in zip(self.matrix, self.offset)]
 
     def _unapply(self, ys: list[E.PrimExpr]) -> list[E.PrimExpr]:
-        back = [O.sub(y, c) if c else y for y, c in zip(ys, self.offset)]
+        back = [E.sub(y, c) if c else y for y, c in zip(ys, self.offset)]
         return [_affine(row, back) for row in self.inverse()]
 
     def pass_down(self, rmap: RangeMap, cut: Cut) -> list[tuple[E.IterVar, E.Range]]:
         ins = [rmap[iv] for iv in self.inputs]
         out = []
         for iv, row, c in zip(self.inputs, self.matrix, self.offset):
-            lo = [r.min if k > 0 else O.sub(O.add(r.min, r.extent), 1) for k, r in zip(row, ins)]
-            span = [O.mul(O.sub(r.extent, 1), abs(k)) for k, r in zip(row, ins) if k]
-            ext = span[0] if span else O.const(0, iv.dtype)
+            lo = [r.min if k > 0 else E.sub(E.add(r.min, r.extent), 1) for k, r in zip(row, ins)]
+            span = [E.mul(E.sub(r.extent, 1), abs(k)) for k, r in zip(row, ins) if k]
+            ext = span[0] if span else E.const(0, iv.dtype)
             for x in span[1:]:
-                ext = O.add(ext, x)
-            out.append((iv, E.Range(_affine(row, lo, c), O.add(ext, 1))))
+                ext = E.add(ext, x)
+            out.append((iv, E.Range(_affine(row, lo, c), E.add(ext, 1))))
         return out
 
     def pass_up_domain(self, rmap: RangeMap, up: dict[E.IterVar, IntSet], ana: Analyzer) -> None:

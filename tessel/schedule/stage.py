@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ScheduleError
 from ..ir import expr as E
-from ..ir.op import convert
+from ..ir.expr import convert
 from ..ir.stmt import LoopKind
 from .history import recorded
 from .kinds import (
@@ -186,7 +186,7 @@ class Stage(StageBase):
             )
         if isinstance(amount, E.IntImm) and amount.value > parent.dtype.max_value():  # a numpy integer
             return self._split_amount(parent, label, amount.value)
-        from ..ir.op import cast
+        from ..ir.expr import cast
 
         return cast(amount, parent.dtype)
 

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from ..arith import Analyzer
 from ..errors import DefinitionError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir.functor import StructKey, collect, substitute
 from . import reduce as R
 from .autodiff_rules import derivative, mul
@@ -42,8 +41,8 @@ def _check_head(output: Tensor, head: Tensor | None) -> Tensor:
         n = output.ndim
 
         def identity(*ij):
-            same = O.all_(*[O.eq(a, b) for a, b in zip(ij[:n], ij[n:])])
-            return O.select(same, E.FloatImm(1.0, output.dtype), E.FloatImm(0.0, output.dtype))
+            same = E.all_(*[E.eq(a, b) for a, b in zip(ij[:n], ij[n:])])
+            return E.select(same, E.FloatImm(1.0, output.dtype), E.FloatImm(0.0, output.dtype))
 
         return compute(shape, identity, name=f"{output.name}.identity")
     if not isinstance(head, Tensor):
@@ -69,7 +68,7 @@ def _terms(y: Tensor) -> list[tuple[E.PrimExpr, E.PrimExpr, tuple[E.IterVar, ...
         raise DefinitionError(f"te.gradient cannot differentiate through {op.name} ({type(op).__name__}); "
                               "only te.compute stages are differentiable")
     body = op.body[y.value_index]
-    true = O.const(True)
+    true = E.const(True)
     if not isinstance(body, E.Reduce):
         return [(body, true, op.axis)]
     comb = body.combiner
@@ -89,7 +88,7 @@ def _terms(y: Tensor) -> list[tuple[E.PrimExpr, E.PrimExpr, tuple[E.IterVar, ...
         if body.init:
             raise DefinitionError(f"te.gradient: {op.name} is a {comb.name} reduction with an init value; "
                                   "write the init as a separate te.max/te.min of two values")
-        hit = O.eq(src, E.ProducerLoad(y, [iv.var for iv in op.axis]))
+        hit = E.eq(src, E.ProducerLoad(y, [iv.var for iv in op.axis]))
         picked = E.Call(src.dtype, "if_then_else", (hit, src, E.FloatImm(0.0, src.dtype)))
         return [(picked, body.condition, domain)]
     raise DefinitionError(f"te.gradient: {op.name} reduces with the reducer {comb.name}; only sum, max and "
@@ -124,7 +123,7 @@ def _contribution(y: Tensor, adj_y: Tensor, x: Tensor, prefix, job, name: str) -
         for iv in fresh.values():
             ana.bind(iv.var, iv.dom)
         val = clamp_reads(substitute(mul(load, d), vmap), ana)
-        guard = O.all_(*[substitute(c, rename) for c in sol.conditions], substitute(cond, vmap))
+        guard = E.all_(*[substitute(c, rename) for c in sol.conditions], substitute(cond, vmap))
         if fresh:
             return R.sum(val, axis=list(fresh.values()), where=guard)
         if isinstance(guard, E.IntImm):
@@ -155,7 +154,7 @@ def _adjoint(x: Tensor, consumers: list[Tensor], adj: dict[Tensor, Tensor], pref
     def total(*a):
         out = parts[0][a]
         for t in parts[1:]:
-            out = O.add(out, t[a])
+            out = E.add(out, t[a])
         return out
 
     return compute(shape, total, name=f"{x.name}.grad")

@@ -17,7 +17,6 @@ from collections.abc import Callable
 
 from ..errors import DefinitionError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir.functor import Functor, substitute
 from ..ir.intrinsics import lookup
 
@@ -33,7 +32,7 @@ def add(a: D, b: D) -> D:
         return b
     if b is None:
         return a
-    return O.add(a, b)
+    return E.add(a, b)
 
 
 def mul(a: D, b: D) -> D:
@@ -44,18 +43,18 @@ def mul(a: D, b: D) -> D:
         return b
     if isinstance(b, E.FloatImm) and b.value == 1.0:
         return a
-    return O.mul(a, b)
+    return E.mul(a, b)
 
 
 def neg(a: D) -> D:
-    return None if a is None else O.neg(a)
+    return None if a is None else E.neg(a)
 
 
 def _select(cond: E.PrimExpr, t: D, f: D, like: E.PrimExpr) -> D:
     if t is None and f is None:
         return None
     zero = E.FloatImm(0.0, like.dtype)
-    return O.select(cond, zero if t is None else t, zero if f is None else f)
+    return E.select(cond, zero if t is None else t, zero if f is None else f)
 
 
 class Derivative(Functor):
@@ -97,8 +96,8 @@ class Derivative(Functor):
 
     def visit_Div(self, e: E.Div) -> D:
         da, db = self(e.a), self(e.b)
-        first = None if da is None else O.true_div(da, e.b)
-        second = None if db is None else O.true_div(O.mul(e.a, db), O.mul(e.b, e.b))
+        first = None if da is None else E.true_div(da, e.b)
+        second = None if db is None else E.true_div(E.mul(e.a, db), E.mul(e.b, e.b))
         return add(first, neg(second))
 
     def visit_FloorDiv(self, e: E.FloorDiv) -> D:
@@ -106,23 +105,23 @@ class Derivative(Functor):
 
     def visit_FloorMod(self, e: E.BinaryOp) -> D:
         # a - floor(a / b) * b, the floor held constant
-        return add(self(e.a), neg(mul(E.Call(e.dtype, "floor", (O.true_div(e.a, e.b),)), self(e.b))))
+        return add(self(e.a), neg(mul(E.Call(e.dtype, "floor", (E.true_div(e.a, e.b),)), self(e.b))))
 
     def visit_Mod(self, e: E.Mod) -> D:
-        return add(self(e.a), neg(mul(E.Call(e.dtype, "trunc", (O.true_div(e.a, e.b),)), self(e.b))))
+        return add(self(e.a), neg(mul(E.Call(e.dtype, "trunc", (E.true_div(e.a, e.b),)), self(e.b))))
 
     def visit_Min(self, e: E.Min) -> D:
-        return _select(O.le(e.a, e.b), self(e.a), self(e.b), e)
+        return _select(E.le(e.a, e.b), self(e.a), self(e.b), e)
 
     def visit_Max(self, e: E.Max) -> D:
-        return _select(O.ge(e.a, e.b), self(e.a), self(e.b), e)
+        return _select(E.ge(e.a, e.b), self(e.a), self(e.b), e)
 
     def visit_Select(self, e: E.Select) -> D:
         return _select(e.condition, self(e.true_value), self(e.false_value), e)
 
     def visit_Cast(self, e: E.Cast) -> D:
         d = self(e.value)
-        return None if d is None else O.cast(d, e.dtype)
+        return None if d is None else E.cast(d, e.dtype)
 
     def visit_Let(self, e: E.Let) -> D:
         return self(substitute(e.body, {e.var: e.value}))
@@ -151,7 +150,7 @@ class Derivative(Functor):
             return None
         partials = spec.derivative(*e.args)
         for p, d in zip(partials, dargs):
-            out = add(out, mul(O.cast(p, e.dtype) if p.dtype != e.dtype else p, d))
+            out = add(out, mul(E.cast(p, e.dtype) if p.dtype != e.dtype else p, d))
         return out
 
 

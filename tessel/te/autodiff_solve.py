@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from ..arith import Analyzer
 from ..arith.linear import affine_terms
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir.functor import Mutator, free_vars, substitute
 
 
@@ -68,12 +67,12 @@ def _unfold_division(sol: Solution, eq: E.PrimExpr, target: E.PrimExpr, ivs: dic
     ivs[new.var] = new
     sol.extra.append(new)
     ana.bind(new.var, dom)
-    c_ = O.const(c, dt)
+    c_ = E.const(c, dt)
     if isinstance(eq, E.FloorDiv):
-        return inner, O.add(O.mul(c_, O.cast(target, dt)), new.var)
-    t = O.cast(target, dt)
-    sol.conditions.append(O.logical_and(O.le(O.const(0, dt), t), O.lt(t, c_)))  # a remainder's range
-    return inner, O.add(O.mul(c_, new.var), t)
+        return inner, E.add(E.mul(c_, E.cast(target, dt)), new.var)
+    t = E.cast(target, dt)
+    sol.conditions.append(E.logical_and(E.le(E.const(0, dt), t), E.lt(t, c_)))  # a remainder's range
+    return inner, E.add(E.mul(c_, new.var), t)
 
 
 def _solve_one(sol: Solution, eq: E.PrimExpr, target: E.PrimExpr, ivs: dict[E.Var, E.IterVar],
@@ -83,20 +82,20 @@ def _solve_one(sol: Solution, eq: E.PrimExpr, target: E.PrimExpr, ivs: dict[E.Va
     terms = affine_terms(eq, set(ivs))
     v = None if terms is None else _pick(terms[0], ivs)
     if v is None:
-        sol.conditions.append(O.eq(eq, O.cast(target, eq.dtype)))
+        sol.conditions.append(E.eq(eq, E.cast(target, eq.dtype)))
         return
     coeffs, rest = terms
     c = coeffs[v]
-    num = O.sub(O.cast(target, eq.dtype), rest)
+    num = E.sub(E.cast(target, eq.dtype), rest)
     for o, k in coeffs.items():
         if o is not v:
-            num = O.sub(num, O.mul(O.const(k, o.dtype), o))
+            num = E.sub(num, E.mul(E.const(k, o.dtype), o))
     if abs(c) != 1:
-        sol.conditions.append(O.eq(O.floormod(num, O.const(abs(c), num.dtype)), O.const(0, num.dtype)))
-        num = O.floordiv(num, O.const(abs(c), num.dtype))
-    value = num if c > 0 else O.neg(num)
+        sol.conditions.append(E.eq(E.floormod(num, E.const(abs(c), num.dtype)), E.const(0, num.dtype)))
+        num = E.floordiv(num, E.const(abs(c), num.dtype))
+    value = num if c > 0 else E.neg(num)
     dom = ivs.pop(v).dom
-    sol.conditions.append(O.logical_and(O.le(dom.min, value), O.lt(value, O.add(dom.min, dom.extent))))
+    sol.conditions.append(E.logical_and(E.le(dom.min, value), E.lt(value, E.add(dom.min, dom.extent))))
     sol.values = {k: substitute(x, {v: value}) for k, x in sol.values.items()}
     sol.values[v] = value
 
@@ -140,9 +139,9 @@ class _Clamp(Mutator):
         idx = []
         for x, n in zip(e.indices, e.producer.shape):
             x = self.visit(x)
-            zero = O.const(0, x.dtype)
-            if not (self.ana.can_prove(O.le(zero, x)) and self.ana.can_prove(O.lt(x, O.cast(n, x.dtype)))):
-                x = O.max_(O.min_(x, O.sub(O.cast(n, x.dtype), 1)), zero)
+            zero = E.const(0, x.dtype)
+            if not (self.ana.can_prove(E.le(zero, x)) and self.ana.can_prove(E.lt(x, E.cast(n, x.dtype)))):
+                x = E.max_(E.min_(x, E.sub(E.cast(n, x.dtype), 1)), zero)
             idx.append(x)
         return E.ProducerLoad(e.producer, idx)
 

@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from ..arith import Analyzer, IntSet, union
 from ..errors import DefinitionError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir.functor import collect
 from .operation import Operation, post_dfs_order
 
@@ -65,11 +64,11 @@ def _resolve(op: Operation, readers: list[Operation], roots) -> None:
             raise DefinitionError(
                 f"compute {op.name}: dimension {k} ({iv.var.name}) has no declared size and its readers "
                 f"({', '.join(r.name for r in readers)}) do not bound it; give {op.name} a shape")
-        if not ana.can_prove(O.ge(lo, 0)):
+        if not ana.can_prove(E.ge(lo, 0)):
             raise DefinitionError(
                 f"compute {op.name}: a reader reads dimension {k} ({iv.var.name}) at {lo}, which may be negative; "
                 f"indices start at 0, so shift the reads or give {op.name} a shape")
-        shape.append(ana.simplify(O.add(hi, 1)))
+        shape.append(ana.simplify(E.add(hi, 1)))
     op.axis = tuple(E.IterVar(E.Range(0, n), iv.var, iv.iter_type, iv.thread_tag) for iv, n in zip(op.axis, shape))
     for t in op.outputs:
         t.shape = tuple(shape)

@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 
 from ..errors import DefinitionError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.buffer import BufferBind, DeclBuffer, array_arg, decl_buffer
 from ..ir.dtype import DTypeLike
@@ -126,7 +125,7 @@ def extern(shape, inputs, fcompute: Callable, name: str = "extern", dtype: DType
         b.writes = True
     body = fcompute(ins, outs)
     if isinstance(body, E.PrimExpr | int | float):
-        body = S.Evaluate(O.convert(body))
+        body = S.Evaluate(E.convert(body))
     if not isinstance(body, S.Stmt):
         raise DefinitionError(f"extern {name}: fcompute returned {body!r}; return a statement or a call "
                               "(e.g. tvm.tir.call_packed('my_func', ins[0], outs[0]))")
@@ -148,7 +147,7 @@ def _arg(a, what: str, packed: bool) -> E.PrimExpr:
                               "(the ins/outs te.extern gives fcompute)")
     if isinstance(a, str):
         return E.StringImm(a)
-    return O.convert(a)
+    return E.convert(a)
 
 
 def call_packed(*args) -> E.PrimExpr:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ..errors import DefinitionError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir.dtype import DTypeLike
 from ..ir.intrinsics import INTRINSICS, Intrinsic
 
@@ -18,27 +17,27 @@ size_var = var
 
 
 def const(value, dtype: DTypeLike | None = None) -> E.PrimExpr:
-    return O.const(value, dtype)
+    return E.const(value, dtype)
 
 
 def select(cond, t, f) -> E.PrimExpr:
     """``cond ? t : f``."""
-    return O.select(cond, t, f)
+    return E.select(cond, t, f)
 
 
 def if_then_else(cond, t, f) -> E.PrimExpr:
     """``cond ? t : f`` where only the chosen side is evaluated: use it to guard a read."""
-    cond = O.convert(cond)
+    cond = E.convert(cond)
     if not cond.dtype.is_bool:
         raise DefinitionError(f"if_then_else condition `{cond}` must be bool, not {cond.dtype}")
-    t, f = O.match_types(t, f)
+    t, f = E.match_types(t, f)
     if isinstance(cond, E.IntImm):
         return t if cond.value else f
     return E.Call(t.dtype, "if_then_else", (cond, t, f))
 
 
 def _float_args(name: str, args) -> list[E.PrimExpr]:
-    args = list(O.match_types(*args)) if len(args) > 1 else [O.convert(args[0])]
+    args = list(E.match_types(*args)) if len(args) > 1 else [E.convert(args[0])]
     if not args[0].dtype.is_float:
         raise DefinitionError(
             f"te.{name} needs a floating-point argument, but `{args[0]}` is {args[0].dtype}; cast it first, "
@@ -52,9 +51,9 @@ def _make(spec: Intrinsic):
     predicate of an integer is a constant)."""
     if spec.rule == "predicate":
         def fn(x):
-            x = O.convert(x)
+            x = E.convert(x)
             if not x.dtype.is_float:
-                return O.const(spec.name == "isfinite")
+                return E.const(spec.name == "isfinite")
             return E.Call("bool", spec.name, (x,))
     else:
         def fn(*args):
@@ -74,16 +73,16 @@ globals().update({n: _make(INTRINSICS[n]) for n in _FLOAT_UNARY})
 
 
 def abs(x) -> E.PrimExpr:
-    x = O.convert(x)
+    x = E.convert(x)
     if x.dtype.is_float:
         return E.Call(x.dtype, "fabs", (x,))
     if x.dtype.is_uint or x.dtype.is_bool:
         return x
-    return O.select(x < 0, -x, x)
+    return E.select(x < 0, -x, x)
 
 
 def pow(x, y) -> E.PrimExpr:
-    x, y = O.match_types(x, y)
+    x, y = E.match_types(x, y)
     if not x.dtype.is_float:
         raise DefinitionError(f"te.pow needs floating-point arguments, got {x.dtype}")
     return E.Call(x.dtype, "pow", (x, y))
@@ -93,43 +92,43 @@ power = pow
 
 
 def fmod(x, y) -> E.PrimExpr:
-    x, y = O.match_types(x, y)
+    x, y = E.match_types(x, y)
     return E.Call(x.dtype, "fmod", (x, y))
 
 
-floordiv = O.floordiv
-floormod = O.floormod
-truncdiv = O.truncdiv
-truncmod = O.truncmod
-indexdiv = O.floordiv
-indexmod = O.floormod
+floordiv = E.floordiv
+floormod = E.floormod
+truncdiv = E.truncdiv
+truncmod = E.truncmod
+indexdiv = E.floordiv
+indexmod = E.floormod
 
 
 def div(a, b) -> E.PrimExpr:
     """Truncating division for integers, true division for floats."""
-    return O.truncdiv(a, b)
+    return E.truncdiv(a, b)
 
 
 def popcount(x) -> E.PrimExpr:
     """The number of set bits of an integer (of its two's-complement pattern), in its dtype."""
-    x = O.convert(x)
+    x = E.convert(x)
     if not x.dtype.is_integer or x.dtype.lanes != 1:
         raise DefinitionError(f"te.popcount needs an integer argument, but `{x}` is {x.dtype}")
     return E.Call(x.dtype, "popcount", (x,))
 
 
 def cast(x, dtype: DTypeLike) -> E.PrimExpr:
-    return O.cast(x, dtype)
+    return E.cast(x, dtype)
 
 
 def all(*conds) -> E.PrimExpr:
-    return O.all_(*conds)
+    return E.all_(*conds)
 
 
 def any(*conds) -> E.PrimExpr:
-    out = O.const(False)
+    out = E.const(False)
     for c in conds:
-        out = O.logical_or(out, c)
+        out = E.logical_or(out, c)
     return out
 
 

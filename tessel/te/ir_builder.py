@@ -21,7 +21,6 @@ from contextlib import contextmanager
 
 from ..errors import DefinitionError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.buffer import DeclBuffer
 from ..ir.dtype import DTypeLike
@@ -48,17 +47,17 @@ class BufferVar:
         buf = self._buffer
         if isinstance(buf, DeclBuffer):
             if len(idx) == 1 and buf.ndim != 1:
-                return O.add(buf.elem_offset, idx[0])
+                return E.add(buf.elem_offset, idx[0])
             return buf.offset_of(tuple(idx))
         if len(idx) != 1:
             raise DefinitionError(f"ir_builder: the temporary {buf.name} is flat; index it with one index")
-        return O.convert(idx[0])
+        return E.convert(idx[0])
 
     def __getitem__(self, index) -> E.PrimExpr:
         return E.BufferLoad(self._buffer, (self._offset(index),))
 
     def __setitem__(self, index, value) -> None:
-        value = O.cast(value, self._buffer.dtype)
+        value = E.cast(value, self._buffer.dtype)
         self._builder.emit(S.BufferStore(self._buffer, value, (self._offset(index),)))
 
 
@@ -73,7 +72,7 @@ class IRBuilder:
         """Append a statement (an expression is evaluated for its effect; a function wraps all
         the statements that follow it in the current scope)."""
         if isinstance(stmt, E.PrimExpr | int):
-            stmt = S.Evaluate(O.convert(stmt))
+            stmt = S.Evaluate(E.convert(stmt))
         if not (isinstance(stmt, S.Stmt) or callable(stmt)):
             raise DefinitionError(f"ir_builder.emit: {stmt!r} is not a statement or an expression")
         self._seq[-1].append(stmt)
@@ -93,14 +92,14 @@ class IRBuilder:
         self._seq.append([])
         yield var
         body = self._pop()
-        begin, end = O.cast(begin, var.dtype), O.cast(end, var.dtype)
-        self.emit(S.For(var, begin, O.sub(end, begin), _KINDS[kind], body))
+        begin, end = E.cast(begin, var.dtype), E.cast(end, var.dtype)
+        self.emit(S.For(var, begin, E.sub(end, begin), _KINDS[kind], body))
 
     @contextmanager
     def if_scope(self, cond) -> Iterator[None]:
         self._seq.append([])
         yield
-        stmt = S.IfThenElse(O.convert(cond), self._pop())
+        stmt = S.IfThenElse(E.convert(cond), self._pop())
         self.emit(stmt)
         self._last_if = stmt
 
@@ -134,9 +133,9 @@ class IRBuilder:
 
 
 def _product(shape) -> E.PrimExpr:
-    out: E.PrimExpr = O.const(1)
+    out: E.PrimExpr = E.const(1)
     for n in shape:
-        out = O.mul(out, n)
+        out = E.mul(out, n)
     return out
 
 

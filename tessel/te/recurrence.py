@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from ..arith import Analyzer, IntSet
 from ..errors import DefinitionError, LowerError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.dtype import dtype as to_dtype
 from ..ir.functor import Mutator, children, collect, structural_equal
@@ -113,7 +112,7 @@ class DefinitionOp(ComputeOp):
         k = next((k for k, a in enumerate(self.axis) if a is iv), None)
         if k is None or self.directions[k] > 0:
             return x
-        return O.sub(O.add(O.add(iv.dom.min, iv.dom.min), O.sub(iv.dom.extent, 1)), x)
+        return E.sub(E.add(E.add(iv.dom.min, iv.dom.min), E.sub(iv.dom.extent, 1)), x)
 
     def replace_inputs(self, tmap: dict[Tensor, Tensor]) -> DefinitionOp:
         """The recurrence rebuilt whole over ``tmap``'s tensors (a rewrite upstream of it: a
@@ -296,7 +295,7 @@ def _self_offsets(op: DefinitionOp) -> list[tuple[E.ProducerLoad, list[int | Non
             with ExitStack() as scope:
                 for g in guards:
                     scope.enter_context(ana.constraint_scope(g))
-                offs = [_sign(ana, ana.simplify(O.sub(idx, O.cast(iv.var, idx.dtype))))
+                offs = [_sign(ana, ana.simplify(E.sub(idx, E.cast(iv.var, idx.dtype))))
                         for idx, iv in zip(ld.indices, op.axis)]
             if any(o != 0 for o in offs):
                 out.append((ld, offs))
@@ -320,7 +319,7 @@ def _guarded_loads(e: E.PrimExpr, me: Tensor) -> list[tuple[E.ProducerLoad, tupl
             c, t, f = (n.args if isinstance(n, E.Call) else (n.condition, n.true_value, n.false_value))
             walk(c, guards)
             walk(t, (*guards, c))
-            walk(f, (*guards, O.logical_not(c)))
+            walk(f, (*guards, E.logical_not(c)))
             return
         for x in children(n):
             walk(x, guards)
@@ -334,8 +333,8 @@ def _sign(ana: Analyzer, d: E.PrimExpr) -> int | None:
     (``h[min(i + 1, n - 1)]``); None: not known."""
     if isinstance(d, E.IntImm):
         return (d.value > 0) - (d.value < 0)
-    zero = O.const(0, d.dtype)
-    for sign, cond in ((1, O.gt(d, zero)), (-1, O.lt(d, zero)), (2, O.ge(d, zero)), (-2, O.le(d, zero))):
+    zero = E.const(0, d.dtype)
+    for sign, cond in ((1, E.gt(d, zero)), (-1, E.lt(d, zero)), (2, E.ge(d, zero)), (-2, E.le(d, zero))):
         if ana.can_prove(cond):
             return sign
     return None
@@ -380,10 +379,10 @@ def _one_definition(d: Definition, k: int, shape, name: str, dtype, prev: Tensor
     op.name = dname
     op.outputs = (Tensor(op, 0, shape, dtype),)
     probe = op.outputs[0]
-    value = O.convert(d.fcompute(probe, *[iv.var for iv in axis]))
+    value = E.convert(d.fcompute(probe, *[iv.var for iv in axis]))
     if value.dtype != dtype:
         if value.dtype.is_float == dtype.is_float and isinstance(value, E.IntImm | E.FloatImm):
-            value = O.cast(value, dtype)
+            value = E.cast(value, dtype)
         else:
             raise DefinitionError(f"te.recurrence {name}: definition {k} gives `{value}` of dtype {value.dtype}, but "
                                   f"the tensor is {dtype}; cast it (.astype(\"{dtype}\"))")
@@ -490,19 +489,19 @@ def _probe_dtype(d: Definition, shape, name: str) -> object:
     axes = [E.Var(n, s.dtype) for n, s in zip(names, shape)]
     first = to_dtype("float32")
     probe = placeholder(shape, first, "probe")
-    others = {x.producer.dtype for x in collect(O.convert(d.fcompute(probe, *axes)), lambda n: isinstance(n, E.ProducerLoad))
+    others = {x.producer.dtype for x in collect(E.convert(d.fcompute(probe, *axes)), lambda n: isinstance(n, E.ProducerLoad))
               if x.producer is not probe}
     if len(others) == 1 and others == {x for x in others if x.is_integer}:
         first = others.pop()  # the values it reads besides its own are of one integer dtype: its own too, if that settles
     dt, seen = first, []
     while dt not in seen:
         seen.append(dt)
-        value = O.convert(d.fcompute(placeholder(shape, dt, "probe"), *axes))
+        value = E.convert(d.fcompute(placeholder(shape, dt, "probe"), *axes))
         got = value
         for r in collect(value, lambda n: isinstance(n, E.Reduce)):
             for init in r.init:  # as given, before the reduction cast it to its source's dtype
                 given = init.value if isinstance(init, E.Cast) else init
-                got = O.add(got, given)  # the promotion any binary operation of the two applies
+                got = E.add(got, given)  # the promotion any binary operation of the two applies
         if got.dtype == dt:
             return dt
         dt = got.dtype

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from ..errors import DefinitionError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir.dtype import DType
 
 
@@ -105,8 +104,8 @@ class Reducer:
                 raise DefinitionError(
                     f"reducer {self.name}: combine and identity must give {len(dtypes)} value(s), one per input"
                 )
-            res = tuple(O.cast(r, t) for r, t in zip(res, dtypes))
-            ident = tuple(O.cast(v, t) for v, t in zip(ident, dtypes))
+            res = tuple(E.cast(r, t) for r, t in zip(res, dtypes))
+            ident = tuple(E.cast(v, t) for v, t in zip(ident, dtypes))
             self._cache[dtypes] = E.CommReducer(lhs, rhs, res, ident, self.name)
             _declare(self._cache[dtypes], self.properties)
         return self._cache[dtypes]
@@ -114,19 +113,19 @@ class Reducer:
     def __call__(self, expr, axis=None, where=None, init=None):
         if axis is not None and not isinstance(axis, E.IterVar | list | tuple):
             if where is None and init is None:
-                return self.fcombine(O.convert(expr), O.convert(axis))
+                return self.fcombine(E.convert(expr), E.convert(axis))
         if axis is None:
             raise DefinitionError(f"te.{self.name} needs axis=: the reduce_axis (or list of them) to reduce over")
         axes = tuple(axis) if isinstance(axis, list | tuple) else (axis,)
         for a in axes:
             if not isinstance(a, E.IterVar) or not a.is_reduce:
                 raise DefinitionError(f"te.{self.name}: axis {a} is not a reduce_axis; create it with te.reduce_axis")
-        sources = tuple(O.convert(e) for e in expr) if isinstance(expr, tuple | list) else (O.convert(expr),)
-        cond = O.const(True) if where is None else O.convert(where)
+        sources = tuple(E.convert(e) for e in expr) if isinstance(expr, tuple | list) else (E.convert(expr),)
+        cond = E.const(True) if where is None else E.convert(where)
         comb = self.combiner(tuple(s.dtype for s in sources))
         inits = ()
         if init is not None:
-            inits = tuple(O.cast(v, s.dtype) for v, s in zip(init if isinstance(init, tuple | list) else (init,), sources))
+            inits = tuple(E.cast(v, s.dtype) for v, s in zip(init if isinstance(init, tuple | list) else (init,), sources))
         outs = tuple(E.Reduce(comb, sources, axes, cond, k, inits) for k in range(len(sources)))
         return outs if len(outs) > 1 else outs[0]
 
@@ -152,16 +151,16 @@ def _builtin(fcombine: Callable, fidentity: Callable, name: str) -> Reducer:
 
 
 def _min_value(t: DType):
-    return O.const(t.min_value() if not t.is_float else -float("inf"), t)
+    return E.const(t.min_value() if not t.is_float else -float("inf"), t)
 
 
 def _max_value(t: DType):
-    return O.const(t.max_value() if not t.is_float else float("inf"), t)
+    return E.const(t.max_value() if not t.is_float else float("inf"), t)
 
 
-sum = _builtin(lambda x, y: x + y, lambda t: O.const(0, t), name="sum")
-min = _builtin(lambda x, y: O.min_(x, y), _max_value, name="min")
-max = _builtin(lambda x, y: O.max_(x, y), _min_value, name="max")
+sum = _builtin(lambda x, y: x + y, lambda t: E.const(0, t), name="sum")
+min = _builtin(lambda x, y: E.min_(x, y), _max_value, name="min")
+max = _builtin(lambda x, y: E.max_(x, y), _min_value, name="max")
 min.__doc__ = """``te.min(expr, axis=k)`` reduces, ``te.min(a, b)`` is elementwise. As NumPy's ``min`` and
 ``minimum``: a NaN operand makes the result NaN, whatever the order a schedule visits the
 axis in (split, reorder, rfactor, vectorize, parallel); integers as usual."""

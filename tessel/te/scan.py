@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from ..arith import Analyzer, IntSet, union
 from ..errors import DefinitionError, LowerError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.functor import Mutator, collect, structural_equal
 from ..ir.serialize import register
@@ -99,8 +98,8 @@ class ScanOp(Operation):
         mine = [(t, sets) for t, sets in requests if t.op is self]
         sdom = self.scan_axis.dom
         time = union([sets[0] for _, sets in mine]).cover_range(sdom)
-        end = analyzer.simplify(O.add(time.min, time.extent))
-        out = [(self.scan_axis, E.Range(sdom.min, analyzer.simplify(O.sub(end, sdom.min))))]
+        end = analyzer.simplify(E.add(time.min, time.extent))
+        out = [(self.scan_axis, E.Range(sdom.min, analyzer.simplify(E.sub(end, sdom.min))))]
         fixed = self._fixed_point()
         for i in range(len(self.update)):
             asked = [s for t, s in mine if t.value_index == i]  # each state has its own rank
@@ -174,10 +173,10 @@ class ScanOp(Operation):
         init, out = self.init[i], self.outputs[i]
         ranges = [E.Range(0, init.shape[0]), *[nest.range_of(iv) for iv in self._spatial(i)]]
         loop_vars = [E.Var(f"{out.name}.init{k}", r.extent.dtype) for k, r in enumerate(ranges)]
-        idx = [O.add(r.min, v) for r, v in zip(ranges, loop_vars)]
+        idx = [E.add(r.min, v) for r, v in zip(ranges, loop_vars)]
         stmt: S.Stmt = S.ProducerStore(out, E.ProducerLoad(init, idx), idx)
         for v, r in reversed(list(zip(loop_vars, ranges))):
-            stmt = S.For(v, O.const(0, r.extent.dtype), r.extent, LoopKind.SERIAL, stmt)
+            stmt = S.For(v, E.const(0, r.extent.dtype), r.extent, LoopKind.SERIAL, stmt)
         return stmt
 
     def _check_body_placement(self, stage) -> None:
@@ -214,17 +213,17 @@ class ScanOp(Operation):
             for ld in loads:
                 if id(ld.producer) not in states:
                     continue
-                back = ana.simplify(O.sub(op.axis[0].var, ld.indices[0]))
+                back = ana.simplify(E.sub(op.axis[0].var, ld.indices[0]))
                 if not isinstance(back, E.IntImm):
                     return 0, f"{op.name} reads {ld.producer.name}[{ld.indices[0]}, ...], not a constant step back"
                 if back.value + 1 > need:
                     need, why = back.value + 1, f"{op.name} reads {ld.producer.name} {back.value} step(s) back"
         dom = self.scan_axis.dom
-        last = O.sub(O.add(dom.min, dom.extent), 1) if dom is not None else None
+        last = E.sub(E.add(dom.min, dom.extent), 1) if dom is not None else None
         for op in readers:
             loads = [ld for b in getattr(op, "body", ()) for ld in collect(b, lambda n: isinstance(n, E.ProducerLoad))]
             for ld in [ld for ld in loads if ld.producer.op is self]:
-                back = ana.simplify(O.sub(last, ld.indices[0])) if last is not None else None
+                back = ana.simplify(E.sub(last, ld.indices[0])) if last is not None else None
                 if not isinstance(back, E.IntImm) or back.value < 0:
                     return 0, f"{op.name} reads {ld.producer.name}[{ld.indices[0]}, ...], not one of its last steps"
                 if back.value + 1 > need:
@@ -240,7 +239,7 @@ class ScanOp(Operation):
             tmap[upd] = tmap[st] = out
         body = Redirect(tmap).visit(body)
         sdom = rmap[self.scan_axis]
-        steps = E.Range(0, Analyzer().simplify(O.add(sdom.min, sdom.extent)))
+        steps = E.Range(0, Analyzer().simplify(E.add(sdom.min, sdom.extent)))
         fold = getattr(stage, "scan_fold", None)
         if fold is not None:
             body = _Folded({id(o) for o in self.outputs}, fold).visit(body)
@@ -258,7 +257,7 @@ class _Folded(Mutator):
         self.outs, self.fold = outs, fold
 
     def _at(self, idx) -> list:
-        return [O.floormod(idx[0], O.const(self.fold, idx[0].dtype)), *idx[1:]]
+        return [E.floormod(idx[0], E.const(self.fold, idx[0].dtype)), *idx[1:]]
 
     def visit_ProducerStore(self, s: S.ProducerStore):
         s = self.generic_visit(s)
@@ -350,7 +349,7 @@ def _check_reads_earlier_steps(op: ScanOp) -> None:
                 t = axis[0].var
                 ana.bind(t, op.scan_axis.dom)
                 step = ld.indices[0]
-                ok = ana.can_prove(O.lt(step, O.cast(t, step.dtype))) and ana.can_prove(O.ge(step, 0))
+                ok = ana.can_prove(E.lt(step, E.cast(t, step.dtype))) and ana.can_prove(E.ge(step, 0))
             if not ok:
                 shown = ", ".join(str(i) for i in ld.indices)
                 raise DefinitionError(
@@ -372,7 +371,7 @@ def scan(init, update, state_placeholder, inputs=None, name: str = "scan", tag: 
     inputs_l = _as_list(inputs, "inputs") if inputs is not None else []
     _check(init_l, update_l, state_l, name)
     begin = init_l[0].shape[0]
-    axis = E.IterVar(E.Range(begin, O.sub(O.cast(update_l[0].shape[0], begin.dtype), begin)),
+    axis = E.IterVar(E.Range(begin, E.sub(E.cast(update_l[0].shape[0], begin.dtype), begin)),
                      E.Var(f"{name}.idx", begin.dtype), E.IterVar.DATA_PAR)
     op = ScanOp(name, scoped_tag(tag, name), attrs, axis, init_l, update_l, state_l, inputs_l)
     _check_reads_earlier_steps(op)

@@ -19,8 +19,8 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import DType, DTypeLike
 from ..ir.dtype import dtype as to_dtype
+from ..ir.expr import convert
 from ..ir.functor import Mutator, collect, free_vars, ir_transform, substitute
-from ..ir.op import convert
 from ..ir.serialize import register
 from ..ir.stmt import LoopKind
 from .operation import LoopNest, Operation, Request, TensorList
@@ -267,7 +267,9 @@ def reduction_update(op: ComputeOp, red: E.Reduce, roots, idx) -> S.Stmt:
     outs = op.outputs
     src = tuple(substitute(s, roots) for s in red.source)
     acc = tuple(E.ProducerLoad(t, idx) for t in outs)
-    new = red.combiner.combine(acc, src)
+    comb = red.combiner
+    vmap = dict(zip(comb.lhs, acc)) | dict(zip(comb.rhs, src))
+    new = tuple(substitute(r, vmap) for r in comb.result)
     if len(outs) == 1:
         update: S.Stmt = S.ProducerStore(outs[0], new[0], idx)
     else:

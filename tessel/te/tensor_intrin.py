@@ -32,7 +32,6 @@ from collections.abc import Callable
 from ..arith import Analyzer, IntSet, eval_set, union
 from ..errors import DefinitionError, LowerError, ScheduleError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir import stmt as S
 from ..ir.buffer import DeclBuffer, decl_buffer
 from ..ir.functor import Mutator, free_vars, structural_equal, substitute
@@ -65,7 +64,7 @@ def _stmt(x, name: str) -> S.Stmt | None:
     if x is None or isinstance(x, S.Stmt):
         return x
     if isinstance(x, E.PrimExpr | int):
-        return S.Evaluate(O.convert(x))
+        return S.Evaluate(E.convert(x))
     raise DefinitionError(f"decl_tensor_intrin {name}: fcompute gave {x!r}; give statements or calls")
 
 
@@ -159,7 +158,7 @@ class _Tile:
             if end is None:
                 raise LowerError(f"{self.where}: the condition {p} depends on loops inside the tensorized one "
                                  "in a way tessel cannot bound; tensorize a loop whose tiles it can test whole")
-            out.append(O.lt(end, p.b) if isinstance(p, E.LT) else O.ge(end, p.b))
+            out.append(E.lt(end, p.b) if isinstance(p, E.LT) else E.ge(end, p.b))
         return out
 
 
@@ -185,7 +184,7 @@ class _Remap(Mutator):
         if e.producer not in self.in_map:
             return E.ProducerLoad(e.producer, idx)
         target, region, start = self.in_map[e.producer]
-        return E.ProducerLoad(target, [O.sub(i, r.min) for i, r in zip(idx[start:], region[start:])])
+        return E.ProducerLoad(target, [E.sub(i, r.min) for i, r in zip(idx[start:], region[start:])])
 
     def visit_Reduce(self, e: E.Reduce):
         src = tuple(self.visit(s) for s in e.source)
@@ -222,7 +221,7 @@ def _axes(t: _Tile, mine, theirs, what: str, vmap: dict, axis_map: dict, ana_var
             continue
         target = theirs[k - lead]
         _same_extent(t, r, iv, target)
-        vmap[iv.var] = O.add(target.var, r.min)
+        vmap[iv.var] = E.add(target.var, r.min)
         axis_map[iv] = target
         ana_vars[target.var] = target.dom
 
@@ -298,7 +297,7 @@ def _binds(t: _Tile, op: ComputeOp, stmt: S.Stmt, inputs: bool = True) -> S.Stmt
 
 def _choose(t: _Tile, conds: list[E.PrimExpr], fast: S.Stmt, slow: S.Stmt) -> S.Stmt:
     conds = [c for c in (t.ana.simplify(c) for c in conds) if not t.ana.can_prove(c)]
-    return S.IfThenElse(O.all_(*conds), fast, slow) if conds else fast
+    return S.IfThenElse(E.all_(*conds), fast, slow) if conds else fast
 
 
 def build_tensorized(op: ComputeOp, nest: LoopNest, stage, body: tuple) -> S.Stmt:

@@ -26,7 +26,7 @@ def assert_prim_expr_equal(lhs, rhs) -> None:
     """That two integer expressions are equal for every value of their variables (the analyzer
     proves it), as TVM's does after simplifying both."""
     from ..arith import Analyzer
-    from ..ir.op import convert
+    from ..ir.expr import convert
 
     if not Analyzer().can_prove_equal(convert(lhs), convert(rhs)):
         raise AssertionError(f"{lhs} is not provably equal to {rhs}")

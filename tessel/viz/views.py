@@ -18,7 +18,6 @@ from pathlib import Path
 from ..arith import Analyzer
 from ..errors import TesselError, ViewError
 from ..ir import expr as E
-from ..ir import op as O
 from ..ir.stmt import LoopKind
 from ..schedule.commands import describe
 from ..schedule.compute_at_pos import replay_origins
@@ -86,9 +85,9 @@ def range_text(r: E.Range | None) -> str:
     if E.is_const_int(r.min, 0):
         return f"[0, {r.extent})"
     try:
-        end = _ANA.simplify(O.add(r.min, r.extent))
+        end = _ANA.simplify(E.add(r.min, r.extent))
     except Exception:
-        end = O.add(r.min, r.extent)
+        end = E.add(r.min, r.extent)
     return f"[{r.min}, {end})"
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tessel.arith import Analyzer
-from tessel.ir import IterVar, Range, Var, op
+from tessel.ir import IterVar, Range, Var
+from tessel.ir import expr as E
 
 i, j, n = Var("i"), Var("j"), Var("n")
 u = Var("u", "uint32")
@@ -21,40 +22,40 @@ def ana():
 
 
 @pytest.mark.parametrize("e,expected", [
-    (op.const(7), (7, 7)),
+    (E.const(7), (7, 7)),
     (i, (0, 7)),
     (i + j, (-4, 11)),
     (i - j, (-4, 11)),
     (i * 3, (0, 21)),
     (i * j, (-28, 28)),
     (j * -2, (-8, 8)),
-    (op.floordiv(j, 4), (-1, 1)),
-    (op.floordiv(i, -2), (-4, 0)),
-    (op.floormod(j, 4), (0, 3)),
-    (op.floormod(i, 16), (0, 7)),
-    (op.floormod(i + 16, 16), (0, 7)),
-    (op.truncdiv(j, 3), (-1, 1)),
-    (op.truncmod(j, 3), (-2, 2)),
-    (op.truncmod(i, 3), (0, 2)),
-    (op.min_(i, j), (-4, 4)),
-    (op.max_(i, j), (0, 7)),
-    (op.select(i < 3, i, j + 100), (0, 104)),
-    (op.select(i < 100, i, j + 100), (0, 7)),
-    (op.cast(i, "int64"), (0, 7)),
-    (op.cast(i + 300, "int8"), (-128, 127)),
-    (op.cast(i, "uint8"), (0, 7)),
+    (E.floordiv(j, 4), (-1, 1)),
+    (E.floordiv(i, -2), (-4, 0)),
+    (E.floormod(j, 4), (0, 3)),
+    (E.floormod(i, 16), (0, 7)),
+    (E.floormod(i + 16, 16), (0, 7)),
+    (E.truncdiv(j, 3), (-1, 1)),
+    (E.truncmod(j, 3), (-2, 2)),
+    (E.truncmod(i, 3), (0, 2)),
+    (E.min_(i, j), (-4, 4)),
+    (E.max_(i, j), (0, 7)),
+    (E.select(i < 3, i, j + 100), (0, 104)),
+    (E.select(i < 100, i, j + 100), (0, 7)),
+    (E.cast(i, "int64"), (0, 7)),
+    (E.cast(i + 300, "int8"), (-128, 127)),
+    (E.cast(i, "uint8"), (0, 7)),
     (i < 8, (1, 1)),
     (i < 4, (0, 1)),
     (n, (None, None)),
     (n + i, (None, None)),
-    (op.floormod(n, 8), (0, 7)),
-    (op.floordiv(op.floormod(n, 8), 2), (0, 3)),
-    (op.min_(n, 5), (None, 5)),
-    (op.max_(n, 5), (5, None)),
+    (E.floormod(n, 8), (0, 7)),
+    (E.floordiv(E.floormod(n, 8), 2), (0, 3)),
+    (E.min_(n, 5), (None, 5)),
+    (E.max_(n, 5), (5, None)),
     (n * 0, (0, 0)),
     (n - n, (0, 0)),
     (u, (0, None)),
-    (op.cast(f, "int32"), (None, None)),
+    (E.cast(f, "int32"), (None, None)),
 ])
 def test_const_int_bound(ana, e, expected):
     assert ana.const_int_bound(e) == expected

@@ -6,10 +6,11 @@ import pytest
 
 from tessel.arith import Analyzer, IntSet, eval_set, intersect, union
 from tessel.errors import BoundError
-from tessel.ir import Range, Var, op
+from tessel.ir import Range, Var
+from tessel.ir import expr as E
 
 i, j, k, n, o = (Var(s) for s in "i j k n o".split())
-fd, fm = op.floordiv, op.floormod
+fd, fm = E.floordiv, E.floormod
 
 
 def ends(s: IntSet) -> tuple[str, str]:
@@ -27,12 +28,12 @@ def ends(s: IntSet) -> tuple[str, str]:
     (fm(i, 8), {i: Range(o * 8, 8)}, ("0", "7")),
     (fm(i, 8), {i: Range(o * 8 + 2, 4)}, ("2", "5")),
     (fm(i + k, 8), {i: Range(0, 4)}, ("0", "7")),
-    (op.truncdiv(i, 4), {i: Range(0, 16)}, ("0", "3")),
-    (op.truncmod(i, 4), {i: Range(-8, 16)}, ("-3", "3")),
-    (op.min_(i, 10), {i: Range(0, 16)}, ("0", "10")),
-    (op.max_(i, j), {i: Range(0, 16)}, ("max(j, 0)", "max(j, 15)")),
-    (op.select(k < 3, i, i + 100), {i: Range(0, 16)}, ("0", "115")),
-    (op.cast(i, "int64"), {i: Range(0, 16)}, ("int64(0)", "int64(15)")),
+    (E.truncdiv(i, 4), {i: Range(0, 16)}, ("0", "3")),
+    (E.truncmod(i, 4), {i: Range(-8, 16)}, ("-3", "3")),
+    (E.min_(i, 10), {i: Range(0, 16)}, ("0", "10")),
+    (E.max_(i, j), {i: Range(0, 16)}, ("max(j, 0)", "max(j, 15)")),
+    (E.select(k < 3, i, i + 100), {i: Range(0, 16)}, ("0", "115")),
+    (E.cast(i, "int64"), {i: Range(0, 16)}, ("int64(0)", "int64(15)")),
     (j + 1, {i: Range(0, 4)}, ("j + 1", "j + 1")),
     ((i * 8 + j) - i * 8, {i: Range(0, 4)}, ("j", "j")),
 ])

@@ -13,31 +13,32 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tessel.arith import Analyzer, IntSet, eval_set, simplify
-from tessel.ir import Range, Var, op
+from tessel.ir import Range, Var
+from tessel.ir import expr as E
 from tessel.ir.evaluate import evaluate
 
 I, J, K = Var("i"), Var("j"), Var("k")
 BOUNDS = {I: (0, 7), J: (-4, 4), K: (0, 19)}
 RANGES = {v: Range(lo, hi - lo + 1) for v, (lo, hi) in BOUNDS.items()}
 
-leaf = st.one_of(st.sampled_from([I, J, K]), st.integers(-9, 9).map(op.const))
+leaf = st.one_of(st.sampled_from([I, J, K]), st.integers(-9, 9).map(E.const))
 div_c = st.integers(1, 9)
 
 
 def _extend(sub):
     return st.one_of(
-        st.tuples(sub, sub).map(lambda t: op.add(*t)),
-        st.tuples(sub, sub).map(lambda t: op.sub(*t)),
-        st.tuples(sub, st.integers(-4, 8)).map(lambda t: op.mul(*t)),
-        st.tuples(sub, sub).map(lambda t: op.mul(*t)),
-        st.tuples(sub, div_c).map(lambda t: op.floordiv(*t)),
-        st.tuples(sub, div_c).map(lambda t: op.floormod(*t)),
-        st.tuples(sub, div_c).map(lambda t: op.truncdiv(*t)),
-        st.tuples(sub, div_c).map(lambda t: op.truncmod(*t)),
-        st.tuples(sub, st.integers(-9, -1)).map(lambda t: op.floordiv(*t)),
-        st.tuples(sub, sub).map(lambda t: op.min_(*t)),
-        st.tuples(sub, sub).map(lambda t: op.max_(*t)),
-        st.tuples(sub, sub, sub, sub).map(lambda t: op.select(op.lt(t[0], t[1]), t[2], t[3])),
+        st.tuples(sub, sub).map(lambda t: E.add(*t)),
+        st.tuples(sub, sub).map(lambda t: E.sub(*t)),
+        st.tuples(sub, st.integers(-4, 8)).map(lambda t: E.mul(*t)),
+        st.tuples(sub, sub).map(lambda t: E.mul(*t)),
+        st.tuples(sub, div_c).map(lambda t: E.floordiv(*t)),
+        st.tuples(sub, div_c).map(lambda t: E.floormod(*t)),
+        st.tuples(sub, div_c).map(lambda t: E.truncdiv(*t)),
+        st.tuples(sub, div_c).map(lambda t: E.truncmod(*t)),
+        st.tuples(sub, st.integers(-9, -1)).map(lambda t: E.floordiv(*t)),
+        st.tuples(sub, sub).map(lambda t: E.min_(*t)),
+        st.tuples(sub, sub).map(lambda t: E.max_(*t)),
+        st.tuples(sub, sub, sub, sub).map(lambda t: E.select(E.lt(t[0], t[1]), t[2], t[3])),
     )
 
 
@@ -56,7 +57,7 @@ def test_simplify_keeps_value(e, pts):
 
 
 @SETTINGS
-@given(exprs, exprs, st.sampled_from([op.lt, op.le, op.eq, op.ne, op.gt, op.ge]), st.lists(points, min_size=1, max_size=4))
+@given(exprs, exprs, st.sampled_from([E.lt, E.le, E.eq, E.ne, E.gt, E.ge]), st.lists(points, min_size=1, max_size=4))
 def test_simplify_keeps_comparisons(a, b, cmp, pts):
     e = cmp(a, b)
     s = simplify(e, RANGES)
@@ -114,7 +115,7 @@ def test_const_int_bound_contains_values(e, pts):
 def test_can_prove_is_sound(a, b, pts):
     ana = Analyzer()
     ana.bind(RANGES)
-    if ana.can_prove(op.le(a, b)):
+    if ana.can_prove(E.le(a, b)):
         for pt in pts:
             assert evaluate(a, pt) <= evaluate(b, pt), f"claimed {a} <= {b}; fails at {pt}"
 
@@ -131,7 +132,7 @@ def test_symbolic_range_facts_are_sound(e, pts):
     ana = Analyzer()
     ana.bind(N, Range(1, 12))
     ana.bind(I, Range(0, N))  # i < n is a fact, not a constant bound
-    for cand in (e, op.lt(e, N), op.floormod(e + I, N), op.min_(e, N - I)):
+    for cand in (e, E.lt(e, N), E.floormod(e + I, N), E.min_(e, N - I)):
         s = ana.simplify(cand)
         for pt in pts:
             assert evaluate(s, pt) == evaluate(cand, pt), f"{cand}  ->  {s}  at {pt}"

@@ -7,7 +7,7 @@ import numpy as np
 from tessel.driver import build_func
 from tessel.ir import expr as E
 from tessel.ir import stmt as S
-from tessel.ir.op import const
+from tessel.ir.expr import const
 
 TARGETS = ("python", "c")
 

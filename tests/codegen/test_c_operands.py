@@ -142,22 +142,21 @@ def test_only_loads_every_evaluation_reads_may_move_earlier():
     or on a side of a scalar ``?:`` is not read unless its statement gets there."""
     from tessel.codegen.c_operands import _always_read
     from tessel.ir import expr as E
-    from tessel.ir import op as O
     from tessel.ir import stmt as S
 
     a = S.Buffer("A", "float32", (64,))
     i, t = E.Var("i", "int32"), E.Var("t", "int32")
 
     def load(base: E.PrimExpr) -> E.BufferLoad:
-        return E.BufferLoad(a, [E.Ramp(base, O.const(1, "int32"), 8)])
+        return E.BufferLoad(a, [E.Ramp(base, E.const(1, "int32"), 8)])
 
     plain, in_let, in_branch = load(i), load(t), load(i + 8)
-    cond = O.lt(i, O.const(4, "int32"))
-    value = O.add(O.add(plain, E.Let(t, i + 16, in_let)), E.Select(cond, in_branch, plain))
+    cond = E.lt(i, E.const(4, "int32"))
+    value = E.add(E.add(plain, E.Let(t, i + 16, in_let)), E.Select(cond, in_branch, plain))
     got = [n for n in _always_read(value) if isinstance(n, E.BufferLoad)]
     assert any(n is plain for n in got)
     assert not any(n is in_let or n is in_branch for n in got)
-    right = E.And(cond, O.lt(E.BufferLoad(a, [i]), O.const(0.0, "float32")))
+    right = E.And(cond, E.lt(E.BufferLoad(a, [i]), E.const(0.0, "float32")))
     assert not any(isinstance(n, E.BufferLoad) for n in _always_read(right))
 
 

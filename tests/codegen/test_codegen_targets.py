@@ -12,9 +12,8 @@ from cg_util import assert_agree, elementwise, ld, loop, rand, run, st
 from tessel.driver import build_func
 from tessel.errors import BuildError
 from tessel.ir import expr as E
-from tessel.ir import op
 from tessel.ir import stmt as S
-from tessel.ir.op import const
+from tessel.ir.expr import const
 from tessel.runtime.module import KernelRuntimeError
 
 INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
@@ -56,7 +55,7 @@ def test_integer_dtypes_wrap_like_numpy(dt):
         (outs[1], lambda i: ld(A, i) * three + ld(B, i)),
         (outs[2], lambda i: ld(A, i) - ld(B, i)),
         (outs[3], lambda i: ld(A, i) * ld(B, i)),
-        (outs[4], lambda i: op.max_(ld(A, i), ld(B, i)) - op.min_(ld(A, i), ld(B, i))),
+        (outs[4], lambda i: E.max_(ld(A, i), ld(B, i)) - E.min_(ld(A, i), ld(B, i))),
     ], n)
     a, b = rand(64, dt, 1, full_range=True), rand(64, dt, 2, full_range=True)
     t = np.dtype(dt).type
@@ -76,7 +75,7 @@ def test_float_dtypes(dt):
         (outs[0], lambda i: ld(A, i)),
         (outs[1], lambda i: ld(A, i) * ld(B, i) + ld(A, i)),
         (outs[2], lambda i: ld(A, i) / ld(B, i) - const(0.25, dt)),
-        (outs[3], lambda i: op.select(ld(A, i) < ld(B, i), ld(A, i), -ld(B, i))),
+        (outs[3], lambda i: E.select(ld(A, i) < ld(B, i), ld(A, i), -ld(B, i))),
     ], n)
     a, b = rand(100, dt, 1), rand(100, dt, 2)
     t = np.dtype(dt).type
@@ -91,10 +90,10 @@ def test_bool_dtype():
     outs = [S.Buffer(f"O{k}", "bool", (n,)) for k in range(5)]
     f = elementwise("bools", [A, B], [
         (outs[0], lambda i: ld(A, i)),
-        (outs[1], lambda i: op.logical_not(ld(A, i))),
-        (outs[2], lambda i: op.logical_and(ld(A, i), ld(B, i))),
-        (outs[3], lambda i: op.logical_or(ld(A, i), op.logical_not(ld(B, i)))),
-        (outs[4], lambda i: op.eq(ld(A, i), ld(B, i))),
+        (outs[1], lambda i: E.logical_not(ld(A, i))),
+        (outs[2], lambda i: E.logical_and(ld(A, i), ld(B, i))),
+        (outs[3], lambda i: E.logical_or(ld(A, i), E.logical_not(ld(B, i)))),
+        (outs[4], lambda i: E.eq(ld(A, i), ld(B, i))),
     ], n)
     a, b = rand(50, "bool", 1), rand(50, "bool", 2)
     assert_agree(run(f, [a, b]), [a, ~a, a & b, a | ~b, a == b])
@@ -112,9 +111,9 @@ def test_casts_between_dtypes():
     outs = []
     for k, (src, dt) in enumerate(casts):
         buf = I if src == "I" else F
-        outs.append((S.Buffer(f"O{k}", dt, (n,)), lambda i, buf=buf, dt=dt: op.cast(ld(buf, i), dt)))
+        outs.append((S.Buffer(f"O{k}", dt, (n,)), lambda i, buf=buf, dt=dt: E.cast(ld(buf, i), dt)))
     back = S.Buffer("Back", "float32", (n,))  # bool -> float and double -> float
-    outs.append((back, lambda i: op.cast(op.cast(ld(F, i), "bool"), "float32") + op.cast(op.cast(ld(F, i), "float64"), "float32")))
+    outs.append((back, lambda i: E.cast(E.cast(ld(F, i), "bool"), "float32") + E.cast(E.cast(ld(F, i), "float64"), "float32")))
     f = elementwise("casts", [I, F], outs, n)
     ints = rand(80, "int32", 1, full_range=True)
     floats = rand(80, "float32", 2, low=-120.0, high=120.0)

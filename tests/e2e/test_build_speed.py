@@ -34,7 +34,6 @@ from tessel.arith.canonical import Simplifier
 from tessel.codegen import generate
 from tessel.driver import build_func, lower
 from tessel.ir import expr as E
-from tessel.ir import op as O
 from tessel.ir import stmt as S
 from tessel.ir.functor import forget_hashes, structural_equal, structural_hash
 from tessel.poly.analysis import analysis
@@ -96,7 +95,7 @@ KERNELS = {"matmul 29": lambda: _matmul(29), "matmul 32": lambda: _matmul(32, 4,
 
 def _fresh_simplify(self, e):
     """The analyzer's simplification before its memo: a fresh simplifier every time."""
-    return Simplifier(self).visit(e.var if isinstance(e, E.IterVar) else O.convert(e) if isinstance(e, int | float) else e)
+    return Simplifier(self).visit(e.var if isinstance(e, E.IterVar) else E.convert(e) if isinstance(e, int | float) else e)
 
 
 def _sources(make) -> dict[str, str]:
@@ -141,28 +140,28 @@ def test_a_shared_memo_never_serves_an_answer_made_under_other_facts():
     i = te.var("i")
     memo: dict = {}
     small, large = Analyzer(memo), Analyzer(memo)
-    small.bind(i, E.Range(O.const(0), O.const(4)))
-    large.bind(i, E.Range(O.const(0), O.const(8)))
-    cond = O.lt(i, 4)
+    small.bind(i, E.Range(E.const(0), E.const(4)))
+    large.bind(i, E.Range(E.const(0), E.const(8)))
+    cond = E.lt(i, 4)
     assert E.is_const_int(small.simplify(cond), 1)
-    assert not isinstance(large.simplify(O.lt(i, 4)), E.IntImm)  # the same structure, other facts
+    assert not isinstance(large.simplify(E.lt(i, 4)), E.IntImm)  # the same structure, other facts
     assert memo  # the memo was used
     ana = Analyzer(memo)
     assert not isinstance(ana.simplify(cond), E.IntImm)
-    with ana.scoped_bind(i, E.Range(O.const(0), O.const(2))):
+    with ana.scoped_bind(i, E.Range(E.const(0), E.const(2))):
         assert E.is_const_int(ana.simplify(cond), 1)
     assert not isinstance(ana.simplify(cond), E.IntImm)  # the loop's range is forgotten after it
-    with ana.constraint_scope(O.lt(i, 3)):
+    with ana.constraint_scope(E.lt(i, 3)):
         assert E.is_const_int(ana.simplify(cond), 1)
     assert not isinstance(ana.simplify(cond), E.IntImm)
-    ana.assume(O.le(i, 0))
+    ana.assume(E.le(i, 0))
     assert E.is_const_int(ana.simplify(cond), 1)
 
 
 def test_an_unchanged_expression_is_handed_back_itself_from_the_memo():
     i = te.var("i")
     memo: dict = {}
-    e1, e2 = O.add(O.mul(i, 4), 1), O.add(O.mul(i, 4), 1)
+    e1, e2 = E.add(E.mul(i, 4), 1), E.add(E.mul(i, 4), 1)
     assert Analyzer(memo).simplify(e1) is e1
     assert Analyzer(memo).simplify(e2) is e2  # a hit on e1's entry still answers with e2
 
@@ -173,20 +172,20 @@ def test_the_memo_tells_a_negative_zero_from_a_zero():
     i, x = te.var("i"), te.var("x", "float32")
     memo: dict = {}
     for c in (-0.0, 0.0, -0.0):
-        got = Analyzer(memo).simplify(E.Select(O.lt(i, O.add(i, 1)), O.const(c, "float32"), x))
+        got = Analyzer(memo).simplify(E.Select(E.lt(i, E.add(i, 1)), E.const(c, "float32"), x))
         assert isinstance(got, E.FloatImm) and math.copysign(1.0, got.value) == math.copysign(1.0, c), (c, got)
-    assert not structural_equal(O.const(0.0, "float32"), O.const(-0.0, "float32"))
-    assert structural_equal(O.const(-0.0, "float32"), O.const(-0.0, "float32"))
+    assert not structural_equal(E.const(0.0, "float32"), E.const(-0.0, "float32"))
+    assert structural_equal(E.const(-0.0, "float32"), E.const(-0.0, "float32"))
 
 
 def test_remembered_structural_hashes_agree_with_fresh_ones():
     i, j = te.var("i"), te.var("j")
-    exprs = [O.add(O.mul(i, 4), j), O.add(O.mul(i, 4), j), O.mul(O.add(i, 1), O.sub(j, 2))]
+    exprs = [E.add(E.mul(i, 4), j), E.add(E.mul(i, 4), j), E.mul(E.add(i, 1), E.sub(j, 2))]
     first = [structural_hash(e) for e in exprs]
     assert first[0] == first[1] and structural_equal(exprs[0], exprs[1])
     forget_hashes()
     assert [structural_hash(e) for e in exprs] == first
-    assert structural_hash(O.add(O.mul(j, 4), i)) != first[0]  # variables by identity
+    assert structural_hash(E.add(E.mul(j, 4), i)) != first[0]  # variables by identity
 
 
 def test_fields_lists_every_field_in_order():
@@ -196,8 +195,8 @@ def test_fields_lists_every_field_in_order():
         classes.append(c)
         todo.extend(c.__subclasses__())
     i = te.var("i")
-    samples = [O.add(i, 1), E.Range(O.const(0), O.const(3)), S.Evaluate(O.const(0)), E.Ramp(i, O.const(1), 8),
-               S.For(i, O.const(0), O.const(4), "serial", S.Evaluate(O.const(0)))]
+    samples = [E.add(i, 1), E.Range(E.const(0), E.const(3)), S.Evaluate(E.const(0)), E.Ramp(i, E.const(1), 8),
+               S.For(i, E.const(0), E.const(4), "serial", S.Evaluate(E.const(0)))]
     for x in samples:
         assert x.fields() == tuple(getattr(x, f) for f in x._fields)
     assert all(len(c._fields) == len(c._getter(_Dummy(c._fields))) for c in classes)

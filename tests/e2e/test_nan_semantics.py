@@ -15,7 +15,6 @@ from helpers import TARGETS, garbage_like, rand
 import tessel
 from tessel import te
 from tessel.ir import expr as E
-from tessel.ir import op as O
 from tessel.ir.evaluate import evaluate
 
 ROWS, COLS = 7, 37
@@ -165,21 +164,21 @@ def test_the_evaluator_and_constant_folding_propagate_nan_in_either_order():
     nan = float("nan")
     x = te.var("x", "float32")
     for a, b in ((nan, 1.0), (1.0, nan)):
-        for cls, fn in ((E.Max, O.max_), (E.Min, O.min_)):
-            assert np.isnan(evaluate(cls(x, O.const(b, "float32")), {x: a}))
-            folded = fn(O.const(a, "float32"), O.const(b, "float32"))
+        for cls, fn in ((E.Max, E.max_), (E.Min, E.min_)):
+            assert np.isnan(evaluate(cls(x, E.const(b, "float32")), {x: a}))
+            folded = fn(E.const(a, "float32"), E.const(b, "float32"))
             assert isinstance(folded, E.FloatImm) and np.isnan(folded.value)
-    assert evaluate(E.Max(x, O.const(2.0, "float32")), {x: -np.inf}) == 2.0
-    assert O.min_(O.const(3, "int32"), O.const(-4, "int32")).value == -4
+    assert evaluate(E.Max(x, E.const(2.0, "float32")), {x: -np.inf}) == 2.0
+    assert E.min_(E.const(3, "int32"), E.const(-4, "int32")).value == -4
 
 
 def test_the_simplifier_does_not_drop_a_nan_operand_of_max():
     from tessel.arith import Analyzer
 
     x = te.var("x", "float32")
-    e = Analyzer().simplify(te.max(te.max(x, O.const(float("nan"), "float32")), O.const(1.0, "float32")))
+    e = Analyzer().simplify(te.max(te.max(x, E.const(float("nan"), "float32")), E.const(1.0, "float32")))
     assert np.isnan(evaluate(e, {x: 5.0}))
-    e = Analyzer().simplify(te.min(O.const(float("nan"), "float32"), O.const(1.0, "float32")))
+    e = Analyzer().simplify(te.min(E.const(float("nan"), "float32"), E.const(1.0, "float32")))
     assert np.isnan(evaluate(e, {}))
 
 

@@ -241,15 +241,14 @@ def test_tile_then_split_of_the_inner_part_stays_in_bounds():
 def test_simplify_forgets_a_loop_range_after_the_loop():
     """After ``for (i, 0, min(q, 1))`` nothing says the loop ran, so ``q >= 1`` is unknown."""
     from tessel.ir import expr as E
-    from tessel.ir import op as O
     from tessel.ir import stmt as S
     from tessel.passes.simplify import simplify_stmt
 
     i, x = E.Var("i"), E.Var("x")
     buf = S.Buffer("B", "float32", (10,))
-    q = O.floordiv(O.sub(7, O.mul(x, 5)), 4)  # 1 for x = 0, 0 for x = 1
-    loop = S.For(i, 0, O.min_(q, 1), "serial", S.BufferStore(buf, O.const(1.0, "float32"), (i,)))
-    after = S.IfThenElse(O.ge(q, 1), S.BufferStore(buf, O.const(2.0, "float32"), (O.const(5),)))
+    q = E.floordiv(E.sub(7, E.mul(x, 5)), 4)  # 1 for x = 0, 0 for x = 1
+    loop = S.For(i, 0, E.min_(q, 1), "serial", S.BufferStore(buf, E.const(1.0, "float32"), (i,)))
+    after = S.IfThenElse(E.ge(q, 1), S.BufferStore(buf, E.const(2.0, "float32"), (E.const(5),)))
     out = simplify_stmt(S.For(x, 0, 2, "serial", S.seq(loop, after)))
     assert "if (" in str(out)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tessel.ir import expr as E
+from tessel.ir.expr import const
 from tessel.ir.functor import Functor
-from tessel.ir.op import const
 
 
 class _Kinds(Functor):

@@ -6,6 +6,7 @@ import tessel
 from tessel import te
 from tessel.ir import expr as E
 from tessel.ir import stmt as S
+from tessel.ir.expr import const
 from tessel.ir.functor import (
     children,
     collect,
@@ -14,7 +15,6 @@ from tessel.ir.functor import (
     substitute,
     substitute_each,
 )
-from tessel.ir.op import const
 
 
 def _kernel() -> S.Stmt:

@@ -149,15 +149,15 @@ def test_one_index_under_other_loops_is_not_a_reduction_into_its_element():
     """``for v { for u < 2 (unrolled) { for j in [2u, 2u + 2) { A[v + j] += 1 } } }`` after the
     unroll pass: the copies' ``A[v + j]`` read as one index, but over other values of j, so
     iteration v reads A[v + 2], which iteration v + 2 writes."""
-    from tessel.ir import op as O
+    from tessel.ir import expr as E
     from tessel.passes import simplify_stmt, unroll
 
     v, u, j = (E.Var(x, "int32") for x in "vuj")
     A = S.Buffer("A", "float32", (64,))
     two = E.IntImm(2, "int32")
-    idx = O.add(v, j)
+    idx = E.add(v, j)
     body = S.BufferStore(A, E.BufferLoad(A, (idx,)) + E.FloatImm(1.0, "float32"), (idx,))
-    nest = S.For(v, 0, 8, "serial", S.For(u, 0, 2, "unrolled", S.For(j, O.mul(u, two), two, "serial", body)))
+    nest = S.For(v, 0, 8, "serial", S.For(u, 0, 2, "unrolled", S.For(j, E.mul(u, two), two, "serial", body)))
     stmt = simplify_stmt(unroll(nest))
     assert isinstance(stmt, S.For) and stmt.loop_var is v
     assert id(stmt) in carrying_loops(S.PrimFunc("f", [A], [], stmt))

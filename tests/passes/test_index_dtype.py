@@ -17,7 +17,6 @@ from tessel.codegen.c import c_source
 from tessel.codegen.python import python_source
 from tessel.driver import lower_steps
 from tessel.ir import expr as E
-from tessel.ir import op as O
 from tessel.ir import stmt as S
 from tessel.ir.functor import collect
 from tessel.target import STREAMING_STORES, Target
@@ -98,11 +97,11 @@ def test_vector_accesses_of_a_large_tensor_take_an_int64_base():
 
 
 def test_exact_folding_keeps_an_index_constant_that_would_wrap():
-    wrapped = O.mul(49999, 50000)
-    kept = O.binary_exact(E.Mul, 49999, 50000)
+    wrapped = E.mul(49999, 50000)
+    kept = E.binary_exact(E.Mul, 49999, 50000)
     assert E.is_const_int(wrapped, -1795017296)  # data arithmetic wraps, as in C and NumPy
     assert isinstance(kept, E.Mul) and kept.dtype == "int32"
-    assert E.is_const_int(O.binary_exact(E.Mul, 3, 4), 12)
+    assert E.is_const_int(E.binary_exact(E.Mul, 3, 4), 12)
 
 
 # ---- correctness where intermediates leave int32 (small arrays, both targets vs NumPy) ----------
@@ -262,7 +261,7 @@ def test_a_scalar_size_no_shape_bounds_is_named_and_the_advice_can_be_followed(d
                                    te.define(lambda h, t, i: h[t - 1, i] * 0.5, where=lambda t, i: t >= 1)], name="h")
     O = te.compute((n,), lambda i: h[steps - 1, i], name="O")
     with pytest.raises(tessel.LowerError, match="S is a scalar argument no argument's shape bounds") as info:
-        tessel.build(te.create_schedule(O.op), [A, O, steps], target="python")
+        tessel.build(te.create_schedule(E.op), [A, O, steps], target="python")
     assert "declare the sizes int64" not in str(info.value)
     f = tessel.build(te.create_schedule(h.op), [A, h], target="python")  # the whole history: S is a size
     a = rand(7)

@@ -16,7 +16,6 @@ import tessel
 from tessel.driver import build_func, lower_steps
 from tessel.errors import DivergentBarrierError, TesselWarning
 from tessel.ir import expr as E
-from tessel.ir import op as O
 from tessel.ir import stmt as S
 from tessel.ir.functor import collect
 from tessel.passes.gpu import device_pipeline
@@ -72,7 +71,7 @@ def _barrier() -> S.Stmt:
 
 def _bound(tag: str, extent: int, body) -> S.For:
     v = E.Var(tag.replace(".", "_"), "int32")
-    return S.For(v, O.const(0), O.const(extent), "thread_binding", body(v), tag)
+    return S.For(v, E.const(0), E.const(extent), "thread_binding", body(v), tag)
 
 
 def test_a_barrier_some_threads_skip_runs_on_the_checker_which_refuses_it():
@@ -81,7 +80,7 @@ def test_a_barrier_some_threads_skip_runs_on_the_checker_which_refuses_it():
     A, B = S.Buffer("A", "float32", (16,)), S.Buffer("B", "float32", (16,))
 
     def thread(t):
-        return S.seq(S.IfThenElse(O.lt(t, O.const(4)), _barrier()), S.BufferStore(B, E.BufferLoad(A, (t,)), (t,)))
+        return S.seq(S.IfThenElse(E.lt(t, E.const(4)), _barrier()), S.BufferStore(B, E.BufferLoad(A, (t,)), (t,)))
 
     func = S.PrimFunc("diverge", [A, B], [], _bound("blockIdx.x", 2, lambda b: _bound("threadIdx.x", 16, thread)))
     with pytest.warns(TesselWarning, match="a condition around a barrier differs from thread to thread"):
@@ -97,7 +96,7 @@ def test_a_thread_local_value_loaded_before_a_barrier_and_used_after_is_refused(
     def thread(t):
         x = E.Var("x", "float32")
         return S.LetStmt(x, E.BufferLoad(A, (t,)), S.seq(
-            S.BufferStore(sh, x, (t,)), _barrier(), S.BufferStore(B, O.add(x, E.BufferLoad(sh, (O.const(7) - t,))), (t,))))
+            S.BufferStore(sh, x, (t,)), _barrier(), S.BufferStore(B, E.add(x, E.BufferLoad(sh, (E.const(7) - t,))), (t,))))
 
     block = _bound("blockIdx.x", 1, lambda b: S.Allocate(sh, _bound("threadIdx.x", 8, thread)))
     func = S.PrimFunc("live", [A, B], [], block)
@@ -190,9 +189,9 @@ def test_the_source_lanes_are_the_checkers(width):
     ana = Analyzer()
     for kind in (0, 1, 2):
         for arg in (0, 1, 3, width - 1):
-            expr = _source(tid, kind, O.const(arg, "int32"), width)
+            expr = _source(tid, kind, E.const(arg, "int32"), width)
             for t in range(64):
-                got = ana.simplify(tessel.ir.functor.substitute(expr, {tid: O.const(t, "int32")}))
+                got = ana.simplify(tessel.ir.functor.substitute(expr, {tid: E.const(t, "int32")}))
                 assert int(got.value) == _source_lane(t, kind, arg, width), (kind, arg, t)
 
 
@@ -202,9 +201,9 @@ def test_a_shuffle_under_a_condition_the_lanes_of_a_warp_disagree_on_is_refused(
 
     def thread(t):
         mask = E.Call("uint32", "tvm_warp_activemask", [])
-        down = E.Call("float32", "tvm_warp_shuffle_down", [mask, E.BufferLoad(A, (t,)), O.const(1), O.const(32),
-                                                            O.const(32)])
-        return S.IfThenElse(O.lt(t, O.const(16)), S.BufferStore(B, down, (t,)))
+        down = E.Call("float32", "tvm_warp_shuffle_down", [mask, E.BufferLoad(A, (t,)), E.const(1), E.const(32),
+                                                            E.const(32)])
+        return S.IfThenElse(E.lt(t, E.const(16)), S.BufferStore(B, down, (t,)))
 
     func = S.PrimFunc("half", [A, B], [], _bound("blockIdx.x", 1, lambda b: _bound("threadIdx.x", 32, thread)))
     kernel = device_pipeline(func, resolve(as_target("cuda-sim -features=no_barriers")))[0]

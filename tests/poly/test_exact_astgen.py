@@ -12,7 +12,6 @@ import pytest
 
 from tessel.errors import InternalError
 from tessel.ir import expr as E
-from tessel.ir import op as O
 from tessel.ir import stmt as S
 from tessel.ir.evaluate import evaluate
 from tessel.poly.astgen import AstReader, condition, scan
@@ -20,7 +19,7 @@ from tessel.poly.astgen import AstReader, condition, scan
 
 def _point(name, args):
     """A leaf of the test: a store whose indices are its statement's dimensions."""
-    return S.ProducerStore(name, O.const(0), args)
+    return S.ProducerStore(name, E.const(0), args)
 
 
 def _run(stmt, env, out):
@@ -100,7 +99,7 @@ def test_a_loop_annotated_by_the_caller_keeps_its_kind():
     v = E.Var("x", "int32")
 
     def loop(_it, counter, extent, body):
-        return S.For(counter, O.const(0), extent, "parallel", body)
+        return S.For(counter, E.const(0), extent, "parallel", body)
 
     stmt = scan(umap, isl.Set("{ : }"), ["c0"], AstReader({}, lambda *_: S.Evaluate(0), loop, {"c0": v}))
     assert isinstance(stmt, S.For) and stmt.kind == "parallel" and stmt.loop_var.name == "x"

@@ -20,7 +20,6 @@ from tessel import te
 from tessel.driver import build_func
 from tessel.errors import BuildError, DivergentBarrierError, KernelRuntimeError, RaceError
 from tessel.ir import expr as E
-from tessel.ir import op as O
 from tessel.ir import stmt as S
 
 CHECK = "cuda-sim -features=check"
@@ -32,7 +31,7 @@ CHECK_NO_BARRIERS = "cuda-sim -features=check,no_barriers"
 def bound(tag: str, extent: int, body, name: str | None = None) -> S.For:
     """``body(v)`` inside a loop bound to ``tag``."""
     v = E.Var(name or tag.replace(".", "_"), "int32")
-    return S.For(v, O.const(0), O.const(extent), "thread_binding", body(v), tag)
+    return S.For(v, E.const(0), E.const(extent), "thread_binding", body(v), tag)
 
 
 def barrier() -> S.Stmt:
@@ -40,7 +39,7 @@ def barrier() -> S.Stmt:
 
 
 def shuffle(op: str, value, lane, width: int = 32) -> E.PrimExpr:
-    return E.Call(value.dtype, op, [O.const(-1), value, O.convert(lane), O.const(width), O.const(32)])
+    return E.Call(value.dtype, op, [E.const(-1), value, E.convert(lane), E.const(width), E.const(32)])
 
 
 def reverse_in_blocks(blocks: int, threads: int, with_barrier: bool) -> S.PrimFunc:
@@ -53,7 +52,7 @@ def reverse_in_blocks(blocks: int, threads: int, with_barrier: bool) -> S.PrimFu
     def block(b):
         def thread(t):
             fill = S.BufferStore(sh, E.BufferLoad(A, (b * threads + t,)), (t,))
-            use = S.BufferStore(B, E.BufferLoad(sh, (O.const(threads - 1) - t,)), (b * threads + t,))
+            use = S.BufferStore(B, E.BufferLoad(sh, (E.const(threads - 1) - t,)), (b * threads + t,))
             return S.seq(fill, barrier() if with_barrier else None, use)
         return S.Allocate(sh, bound("threadIdx.x", threads, thread))
 
@@ -194,8 +193,8 @@ def test_unsafe_shared_write_of_different_values_is_a_race():
     sh = S.Buffer("one", "float32", (1,), "shared")
 
     def thread(t):
-        return S.seq(S.BufferStore(sh, E.BufferLoad(A, (t,)), (O.const(0),)), barrier(),
-                     S.BufferStore(B, E.BufferLoad(sh, (O.const(0),)), (t,)))
+        return S.seq(S.BufferStore(sh, E.BufferLoad(A, (t,)), (E.const(0),)), barrier(),
+                     S.BufferStore(B, E.BufferLoad(sh, (E.const(0),)), (t,)))
 
     func = S.PrimFunc("last_writer", [A, B], [], bound("blockIdx.x", 1, lambda b: S.Allocate(
         sh, bound("threadIdx.x", 32, thread))))
@@ -209,7 +208,7 @@ def test_two_blocks_writing_one_global_element_is_a_race():
     A, B = S.Buffer("A", "float32", (4,)), S.Buffer("B", "float32", (1,))
 
     def block(b):
-        return bound("threadIdx.x", 1, lambda t: S.BufferStore(B, E.BufferLoad(A, (b,)), (O.const(0),)))
+        return bound("threadIdx.x", 1, lambda t: S.BufferStore(B, E.BufferLoad(A, (b,)), (E.const(0),)))
 
     with pytest.raises(RaceError, match="in different blocks"):
         run(S.PrimFunc("blocks", [A, B], [], bound("blockIdx.x", 4, block)), rand(4), np.zeros(1, "float32"))
@@ -219,7 +218,7 @@ def test_barrier_reached_by_some_threads_only_is_divergent():
     A, B = S.Buffer("A", "float32", (16,)), S.Buffer("B", "float32", (16,))
 
     def thread(t):
-        return S.seq(S.IfThenElse(O.lt(t, O.const(4)), barrier()),
+        return S.seq(S.IfThenElse(E.lt(t, E.const(4)), barrier()),
                      S.BufferStore(B, E.BufferLoad(A, (t,)), (t,)))
 
     func = S.PrimFunc("diverge", [A, B], [], bound("blockIdx.x", 2, lambda b: bound("threadIdx.x", 16, thread)))
@@ -231,8 +230,8 @@ def test_threads_waiting_at_different_barriers_are_divergent():
     A = S.Buffer("A", "float32", (8,))
 
     def thread(t):
-        return S.IfThenElse(O.lt(t, O.const(4)), S.seq(barrier(), S.BufferStore(A, O.const(1.0, "float32"), (t,))),
-                            S.seq(barrier(), S.BufferStore(A, O.const(2.0, "float32"), (t,))))
+        return S.IfThenElse(E.lt(t, E.const(4)), S.seq(barrier(), S.BufferStore(A, E.const(1.0, "float32"), (t,))),
+                            S.seq(barrier(), S.BufferStore(A, E.const(2.0, "float32"), (t,))))
 
     func = S.PrimFunc("two_barriers", [A], [], bound("blockIdx.x", 1, lambda b: bound("threadIdx.x", 8, thread)))
     with pytest.raises(DivergentBarrierError, match="another one"):
@@ -250,14 +249,14 @@ def warp_sums(blocks: int, threads: int, width: int) -> S.PrimFunc:
 
     def thread(b, t):
         g = b * threads + t
-        steps = [S.BufferStore(red, E.BufferLoad(A, (g,)), (O.const(0),))]
+        steps = [S.BufferStore(red, E.BufferLoad(A, (g,)), (E.const(0),))]
         off = width // 2
         while off:
-            v = E.BufferLoad(red, (O.const(0),))
-            steps.append(S.BufferStore(red, v + shuffle("tvm_warp_shuffle_down", v, off, width), (O.const(0),)))
+            v = E.BufferLoad(red, (E.const(0),))
+            steps.append(S.BufferStore(red, v + shuffle("tvm_warp_shuffle_down", v, off, width), (E.const(0),)))
             off //= 2
-        steps.append(S.IfThenElse(O.eq(O.floormod(t, O.const(width)), O.const(0)),
-                                  S.BufferStore(B, E.BufferLoad(red, (O.const(0),)), (O.floordiv(g, O.const(width)),))))
+        steps.append(S.IfThenElse(E.eq(E.floormod(t, E.const(width)), E.const(0)),
+                                  S.BufferStore(B, E.BufferLoad(red, (E.const(0),)), (E.floordiv(g, E.const(width)),))))
         return S.Allocate(red, S.seq(*steps))
 
     body = bound("blockIdx.x", blocks, lambda b: bound("threadIdx.x", threads, lambda t: thread(b, t)))
@@ -302,7 +301,7 @@ def test_shuffle_from_a_lane_that_does_not_exist_is_refused():
 def test_out_of_bounds_in_a_kernel_names_the_thread():
     A = S.Buffer("A", "float32", (8,))
     func = S.PrimFunc("oob", [A], [], bound("blockIdx.x", 1, lambda b: bound(
-        "threadIdx.x", 9, lambda t: S.BufferStore(A, O.const(1.0, "float32"), (t,)))))
+        "threadIdx.x", 9, lambda t: S.BufferStore(A, E.const(1.0, "float32"), (t,)))))
     with pytest.raises(KernelRuntimeError, match=r"thread \(8, 0, 0\) writes A\[8\]"):
         run(func, np.zeros(8, "float32"))
 
@@ -313,8 +312,8 @@ def test_global_allocation_inside_a_kernel_is_each_threads_own():
     tmp = S.Buffer("T", "float32", (1,))
 
     def thread(t):
-        return S.Allocate(tmp, S.seq(S.BufferStore(tmp, E.BufferLoad(A, (t,)), (O.const(0),)),
-                                     S.BufferStore(B, E.BufferLoad(tmp, (O.const(0),)) * O.const(2.0, "float32"), (t,))))
+        return S.Allocate(tmp, S.seq(S.BufferStore(tmp, E.BufferLoad(A, (t,)), (E.const(0),)),
+                                     S.BufferStore(B, E.BufferLoad(tmp, (E.const(0),)) * E.const(2.0, "float32"), (t,))))
 
     a = rand(8)
     b = garbage_like(a)
@@ -327,8 +326,8 @@ def test_thread_extent_known_only_inside_the_kernel_is_refused():
 
     def block(b):
         v = E.Var("t", "int32")
-        store = S.BufferStore(A, O.const(1.0, "float32"), (b * 8 + v,))
-        return S.For(v, O.const(0), b + 1, "thread_binding", store, "threadIdx.x")
+        store = S.BufferStore(A, E.const(1.0, "float32"), (b * 8 + v,))
+        return S.For(v, E.const(0), b + 1, "thread_binding", store, "threadIdx.x")
 
     with pytest.raises(BuildError, match="known only inside the kernel"):
         build_func(S.PrimFunc("late", [A], [], bound("blockIdx.x", 8, block)), CHECK)
@@ -346,10 +345,10 @@ def test_user_names_stay_data():
 
     def thread(t):
         return S.seq(S.BufferStore(sh, E.BufferLoad(A, (t,)), (t,)), barrier(),
-                     S.BufferStore(A, E.BufferLoad(sh, (O.const(15) - t,)), (t,)))
+                     S.BufferStore(A, E.BufferLoad(sh, (E.const(15) - t,)), (t,)))
 
     v = E.Var(odd, "int32")
-    body = S.For(v, O.const(0), O.const(1), "thread_binding", S.Allocate(sh, bound("threadIdx.x", 16, thread)),
+    body = S.For(v, E.const(0), E.const(1), "thread_binding", S.Allocate(sh, bound("threadIdx.x", 16, thread)),
                  "blockIdx.x")
     a = rand(16)
     want = a[::-1].copy()
@@ -364,7 +363,7 @@ def neighbour_exchange(threads: int, sync: str | None) -> S.PrimFunc:
     sh = S.Buffer("xchg", "float32", (threads,), "shared")
 
     def thread(t):
-        other = O.add(O.sub(t, O.floormod(t, O.const(2))), O.sub(O.const(1), O.floormod(t, O.const(2))))
+        other = E.add(E.sub(t, E.floormod(t, E.const(2))), E.sub(E.const(1), E.floormod(t, E.const(2))))
         wait = None if sync is None else S.Evaluate(E.Call("int32", "tvm_storage_sync", [E.StringImm(sync)]))
         return S.seq(S.BufferStore(sh, E.BufferLoad(A, (t,)), (t,)), wait,
                      S.BufferStore(B, E.BufferLoad(sh, (other,)), (t,)))
@@ -391,7 +390,7 @@ def test_a_barrier_of_the_warp_does_not_order_two_warps():
     def thread(t):
         wait = S.Evaluate(E.Call("int32", "tvm_storage_sync", [E.StringImm("warp")]))
         return S.seq(S.BufferStore(sh, E.BufferLoad(A, (t,)), (t,)), wait,
-                     S.BufferStore(B, E.BufferLoad(sh, (O.const(63) - t,)), (t,)))
+                     S.BufferStore(B, E.BufferLoad(sh, (E.const(63) - t,)), (t,)))
 
     func = S.PrimFunc("mirror", [A, B], [], bound("blockIdx.x", 1, lambda b: S.Allocate(sh, bound(
         "threadIdx.x", 64, thread))))
@@ -404,10 +403,10 @@ def test_a_block_reading_what_another_block_writes_is_a_race():
     B = S.Buffer("B", "float32", (4,))
 
     def block(b):
-        prev = O.max_(O.sub(b, O.const(1)), O.const(0))
+        prev = E.max_(E.sub(b, E.const(1)), E.const(0))
         return bound("threadIdx.x", 1, lambda t: S.seq(
-            S.BufferStore(B, O.const(1.0, "float32"), (b,)),
-            S.BufferStore(B, E.BufferLoad(B, (prev,)) + O.const(1.0, "float32"), (b,))))
+            S.BufferStore(B, E.const(1.0, "float32"), (b,)),
+            S.BufferStore(B, E.BufferLoad(B, (prev,)) + E.const(1.0, "float32"), (b,))))
 
     with pytest.raises(RaceError, match="in different blocks") as info:
         run(S.PrimFunc("chain", [B], [], bound("blockIdx.x", 4, block)), np.zeros(4, "float32"))
@@ -420,7 +419,7 @@ def test_lanes_of_one_warp_at_different_shuffles_are_divergent():
 
     def thread(t):
         v = E.BufferLoad(A, (t,))
-        return S.IfThenElse(O.lt(t, O.const(16)),
+        return S.IfThenElse(E.lt(t, E.const(16)),
                             S.BufferStore(B, shuffle("tvm_warp_shuffle_down", v, 1), (t,)),
                             S.BufferStore(B, shuffle("tvm_warp_shuffle_up", v, 1), (t,)))
 
@@ -434,7 +433,7 @@ def test_active_mask_is_every_lane():
     store = S.BufferStore(M, E.Call("uint32", "tvm_warp_activemask", []), (E.Var("t", "int32"),))
     t = store.indices[0]
     func = S.PrimFunc("mask", [M], [], bound("blockIdx.x", 1, lambda _: S.For(
-        t, O.const(0), O.const(4), "thread_binding", store, "threadIdx.x")))
+        t, E.const(0), E.const(4), "thread_binding", store, "threadIdx.x")))
     m = np.zeros(4, "uint32")
     run(func, m)
     assert (m == 0xFFFFFFFF).all()

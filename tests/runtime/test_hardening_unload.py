@@ -20,7 +20,7 @@ from cg_util import elementwise, ld
 import tessel
 from tessel.driver import build_func
 from tessel.ir import stmt as S
-from tessel.ir.op import const
+from tessel.ir.expr import const
 from tessel.runtime import cache
 
 REPO = Path(tessel.__file__).resolve().parent.parent

@@ -12,7 +12,6 @@ import tessel
 from tessel import te
 from tessel.driver import _lower_schedule, lower
 from tessel.ir import expr as E
-from tessel.ir import op as O
 from tessel.ir import stmt as S
 from tessel.ir.dtype import DType
 from tessel.ir.fingerprint import Unhashable, fingerprint
@@ -100,12 +99,12 @@ def test_damaged_entries_are_ignored(fresh_cache):
 
 def test_fingerprint_sees_identity_dtype_and_every_slot():
     i, j = E.Var("i", "int32"), E.Var("i", "int32")
-    buf = S.Buffer("A", "float32", (O.const(8),))
+    buf = S.Buffer("A", "float32", (E.const(8),))
 
     def store(v, w, kind="serial", dtype="float32"):
-        b = buf if dtype == "float32" else S.Buffer("A", dtype, (O.const(8),))
-        body = S.BufferStore(b, O.cast(O.const(1.5), dtype), (w,))
-        return S.For(v, O.const(0), O.const(8), kind, body)
+        b = buf if dtype == "float32" else S.Buffer("A", dtype, (E.const(8),))
+        body = S.BufferStore(b, E.cast(E.const(1.5), dtype), (w,))
+        return S.For(v, E.const(0), E.const(8), kind, body)
 
     same = fingerprint(store(i, i))
     assert fingerprint(store(i, i)) == same
@@ -114,10 +113,10 @@ def test_fingerprint_sees_identity_dtype_and_every_slot():
     assert fingerprint(store(i, i, "unrolled")) != same
     assert fingerprint(store(i, i, dtype="float64")) != same
     # dtype is a slot of every expression, not a constructor field of a binary op
-    a, b = O.add(i, O.const(1)), E.Add(i, O.const(1))
+    a, b = E.add(i, E.const(1)), E.Add(i, E.const(1))
     b.dtype = DType("int64")
     assert fingerprint(a) != fingerprint(b)
-    assert fingerprint(O.const(1)) != fingerprint(O.const(1, "int64")) != fingerprint(O.const(True))
+    assert fingerprint(E.const(1)) != fingerprint(E.const(1, "int64")) != fingerprint(E.const(True))
     with pytest.raises(Unhashable):
         fingerprint(S.AttrStmt(object(), "x", 0, S.Evaluate(0)))
 

@@ -10,7 +10,7 @@ from tessel.driver import build_func
 from tessel.errors import ArgumentError, BuildError
 from tessel.ir import expr as E
 from tessel.ir import stmt as S
-from tessel.ir.op import const
+from tessel.ir.expr import const
 
 TARGETS = ["python", "c"]
 

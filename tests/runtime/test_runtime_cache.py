@@ -19,7 +19,7 @@ from tessel.driver import build_func
 from tessel.errors import BuildError
 from tessel.ir import expr as E
 from tessel.ir import stmt as S
-from tessel.ir.op import const
+from tessel.ir.expr import const
 from tessel.runtime import cache
 from tessel.runtime.compiler import format_compile_error
 from tessel.runtime.module import KernelRuntimeError
@@ -33,7 +33,7 @@ t0 = time.perf_counter()
 import numpy as np
 from tessel.driver import build_func
 from tessel.ir import expr as E, stmt as S
-from tessel.ir.op import const
+from tessel.ir.expr import const
 start = float(sys.argv[2])
 while time.time() < start:  # lets two processes start compiling at the same moment
     time.sleep(0.001)

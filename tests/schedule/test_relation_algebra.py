@@ -32,7 +32,6 @@ import tessel
 from tessel.arith import Analyzer, IntSet
 from tessel.errors import InternalError
 from tessel.ir import expr as E
-from tessel.ir import op as O
 from tessel.ir.evaluate import evaluate
 from tessel.schedule import relations as R
 
@@ -50,7 +49,7 @@ def chains(draw):
         k = draw(st.integers(0, len(leaves) - 1))
         iv = leaves[k]
         if kind.startswith("split"):
-            amount = O.const(draw(st.integers(1, 5)), "int32")
+            amount = E.const(draw(st.integers(1, 5)), "int32")
             outer, inner = E.IterVar(None, E.Var(f"{iv.name}.o{n}")), E.IterVar(None, E.Var(f"{iv.name}.i{n}"))
             by_factor = kind == "split_factor"
             rels.append(R.Split(iv, outer, inner, amount if by_factor else None, None if by_factor else amount))
@@ -192,7 +191,7 @@ def test_pass_up_of_a_leaf_box_covers_what_it_reaches(chain, data):
             lo = data.draw(st.sampled_from(span))
             hi = lo if shape == "point" else data.draw(st.integers(lo, span[-1]))
             box[iv] = range(lo, hi + 1)
-    up = {iv: IntSet.single_point(O.const(b[0], "int32")) if len(b) == 1 else IntSet.interval(b[0], b[-1])
+    up = {iv: IntSet.single_point(E.const(b[0], "int32")) if len(b) == 1 else IntSet.interval(b[0], b[-1])
           for iv, b in box.items()}
     R.pass_up_domain(rels, rmap, up, Analyzer())
     reached: dict[E.IterVar, set[int]] = {iv: set() for iv in roots}
@@ -236,7 +235,7 @@ def test_a_replayed_chain_has_the_same_ranges_and_index_maps(chain):
 
 def test_replay_needs_every_input_mapped():
     p, o, i = (E.IterVar(None, E.Var(k)) for k in "poi")
-    split = R.Split(p, o, i, O.const(4, "int32"), None)
+    split = R.Split(p, o, i, E.const(4, "int32"), None)
     with pytest.raises(InternalError, match="no loop for p"):
         split.replay({})
     q = E.IterVar(None, E.Var("q", "int64"))
@@ -246,10 +245,10 @@ def test_replay_needs_every_input_mapped():
 
 def test_a_nonzero_parent_min_is_added_back():
     p, o, i = (E.IterVar(None, E.Var(n)) for n in "poi")
-    rel = R.Split(p, o, i, O.const(4, "int32"), None)
+    rel = R.Split(p, o, i, E.const(4, "int32"), None)
     rmap = {p: E.Range(3, 10)}
     R.pass_down_domain([rel], rmap)
-    value = {o: O.const(2, "int32"), i: O.const(3, "int32")}
+    value = {o: E.const(2, "int32"), i: E.const(3, "int32")}
     (guard,) = R.pass_up_index([rel], rmap, value)
     assert evaluate(value[p], {}) == 2 * 4 + 3 + 3
     assert guard.needed and not evaluate(guard.predicate(), {})  # 14 is past the end, 3 + 10
@@ -306,7 +305,7 @@ def test_a_factor_larger_than_its_parent_is_cut_only_when_proved_and_never_on_a_
     """TVM v0.14: the inner loop gets the factor unless the parent is provably shorter."""
     n = E.Var("n")
     p, o, i = (E.IterVar(None, E.Var(k)) for k in "poi")
-    split = R.Split(p, o, i, O.const(16, "int32"), None)
+    split = R.Split(p, o, i, E.const(16, "int32"), None)
 
     def inner_extent(ext, cut):
         rmap = {p: E.Range(0, ext)}
@@ -342,7 +341,7 @@ def test_a_loop_map_passes_points_down_and_up_and_its_box_holds_them(k):
     box = dict(rel.pass_down(rmap, R.Cut()))
     seen = set()
     for x, y in itertools.product(range(2, 9), range(1, 14)):
-        down: dict = {i: O.const(x), j: O.const(y)}
+        down: dict = {i: E.const(x), j: E.const(y)}
         rel.index_down(rmap, down)
         got = tuple(evaluate(down[v]) for v in (i, j))
         for v, g in zip((i, j), got):
@@ -351,10 +350,10 @@ def test_a_loop_map_passes_points_down_and_up_and_its_box_holds_them(k):
             lo, ext = evaluate(box[v].min), evaluate(box[v].extent)
             assert lo <= g < lo + ext, (rel.text(), v.name, g)
         seen.add(got)
-        times: dict = {i: (O.const(x),), j: (O.const(y),)}
+        times: dict = {i: (E.const(x),), j: (E.const(y),)}
         rel.time_down(rmap, times)
         assert tuple(evaluate(times[v][0]) for v in (i, j)) == got
-        up: dict = {i: O.const(got[0]), j: O.const(got[1])}
+        up: dict = {i: E.const(got[0]), j: E.const(got[1])}
         rel.index_up(rmap, up)
         assert (evaluate(up[i]), evaluate(up[j])) == (x, y)
     assert len(seen) == 7 * 13

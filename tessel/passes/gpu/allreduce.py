@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from ...errors import GpuError
 from ...ir import expr as E
-from ...ir import op as O
 from ...ir import stmt as S
 from ...ir.functor import Mutator, collect, structural_equal, uses_var
 from ...ir.stmt import LoopKind
@@ -32,7 +31,7 @@ from .sync import barrier
 
 WARP = 32
 FULL_MASK = 0xFFFFFFFF
-_COMBINE = {E.Add: O.add, E.Mul: O.mul, E.Min: O.min_, E.Max: O.max_}
+_COMBINE = {E.Add: E.add, E.Mul: E.mul, E.Min: E.min_, E.Max: E.max_}
 
 
 def _reduction_store(loop: S.For) -> tuple[S.BufferStore, E.PrimExpr, list[S.Stmt]] | None:
@@ -116,7 +115,7 @@ class _Rewriter(Mutator):
         if n > WARP:
             stmts += self._across_warps(acc, cell, combine, r, n, dt)
         final = S.BufferStore(store.buffer, combine(store.value.a, cell), store.indices)
-        stmts.append(S.IfThenElse(O.eq(r, E.IntImm(0, r.dtype)), final))
+        stmts.append(S.IfThenElse(E.eq(r, E.IntImm(0, r.dtype)), final))
         body: S.Stmt = S.SeqStmt(stmts)
         for a in reversed(_allocs(loop.body)):
             body = S.Allocate(a, body)
@@ -137,9 +136,9 @@ class _Rewriter(Mutator):
                            f"warp) in a block that also uses {', '.join(others)} is not supported; reduce over at "
                            "most 32 threads per row, or bind the rows to blockIdx")
         part = S.Buffer(f"red_part{self.count}", dt, (E.IntImm(warps, "int32"),), scope="shared")
-        lane0 = O.eq(O.floormod(r, E.IntImm(WARP, r.dtype)), E.IntImm(0, r.dtype))
-        write = S.IfThenElse(lane0, S.BufferStore(part, cell, [O.floordiv(r, E.IntImm(WARP, r.dtype))]))
-        read = S.IfThenElse(O.lt(r, E.IntImm(warps, r.dtype)),
+        lane0 = E.eq(E.floormod(r, E.IntImm(WARP, r.dtype)), E.IntImm(0, r.dtype))
+        write = S.IfThenElse(lane0, S.BufferStore(part, cell, [E.floordiv(r, E.IntImm(WARP, r.dtype))]))
+        read = S.IfThenElse(E.lt(r, E.IntImm(warps, r.dtype)),
                             S.BufferStore(acc, E.BufferLoad(part, [r]), [E.IntImm(0, "int32")]))
         tree = _warp_tree(acc, cell, combine, warps, dt)
         self.parts.append(part)

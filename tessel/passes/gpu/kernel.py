@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from ...arith import Analyzer
 from ...errors import GpuError
 from ...ir import expr as E
-from ...ir import op as O
 from ...ir import stmt as S
 from ...ir.functor import collect, free_vars
 from ...ir.names import identifier
@@ -187,9 +186,9 @@ def _launch_extents(root: S.For, fname: str) -> tuple[tuple[str, E.PrimExpr], ..
             continue
         best = loops[0].extent
         for other in loops[1:]:
-            if ana.can_prove(O.ge(best, other.extent)):
+            if ana.can_prove(E.ge(best, other.extent)):
                 continue
-            if ana.can_prove(O.ge(other.extent, best)):
+            if ana.can_prove(E.ge(other.extent, best)):
                 best = other.extent
                 continue
             raise GpuError(f"kernel {fname!r}: {tag} is bound to loops {loops[0].loop_var.name!r} (extent "

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from ...errors import BuildError
 from ...ir import expr as E
-from ...ir import op as O
 from ...ir import stmt as S
 from ...ir.functor import Mutator, collect, free_vars, substitute
 from ...ir.stmt import BLOCK_TAGS, THREAD_TAGS, LoopKind
@@ -73,7 +72,7 @@ def as_cpu(func: S.PrimFunc, kernels: list[Kernel]) -> S.PrimFunc:
 def serial_kernel(kernel: Kernel) -> S.Stmt:
     """``kernel`` as loops: its blocks in parallel, each block's threads in turn between barriers."""
     index = {tag: E.Var(tag.replace(".", "_"), "int32") for tag in (*BLOCK_TAGS, *THREAD_TAGS)}
-    extent = {tag: O.cast(kernel.extent(tag), "int32") for tag in (*BLOCK_TAGS, *THREAD_TAGS)}
+    extent = {tag: E.cast(kernel.extent(tag), "int32") for tag in (*BLOCK_TAGS, *THREAD_TAGS)}
     host = {id(v) for v in kernel.scalars}
     for tag, ext in extent.items():
         if any(id(v) not in host for v in free_vars(ext)):
@@ -83,24 +82,24 @@ def serial_kernel(kernel: Kernel) -> S.Stmt:
     bound = collect(kernel.body, lambda n: isinstance(n, S.For) and n.kind == LoopKind.THREAD_BINDING
                     and n.thread_tag in index)
     body = _Replaced({}).visit(kernel.body)  # the active mask: every lane takes part
-    body = substitute(body, {x.loop_var: O.add(O.cast(x.min, x.loop_var.dtype),
-                                                       O.cast(index[x.thread_tag], x.loop_var.dtype)) for x in bound})
+    body = substitute(body, {x.loop_var: E.add(E.cast(x.min, x.loop_var.dtype),
+                                                       E.cast(index[x.thread_tag], x.loop_var.dtype)) for x in bound})
     body = _Bound(index, extent).visit(body)
     threads = [(index[t], extent[t]) for t in reversed(THREAD_TAGS)]  # z outermost, x innermost
-    tid = O.add(O.mul(O.add(O.mul(index["threadIdx.z"], extent["threadIdx.y"]), index["threadIdx.y"]),
+    tid = E.add(E.mul(E.add(E.mul(index["threadIdx.z"], extent["threadIdx.y"]), index["threadIdx.y"]),
                       extent["threadIdx.x"]), index["threadIdx.x"])
-    count = O.mul(O.mul(extent["threadIdx.x"], extent["threadIdx.y"]), extent["threadIdx.z"])
+    count = E.mul(E.mul(extent["threadIdx.x"], extent["threadIdx.y"]), extent["threadIdx.z"])
     varying = {id(index[t]) for t in THREAD_TAGS}
     block = _Threads(threads, tid, count, varying, kernel.name).wrap(body)
     # the blocks: one parallel loop over all of them, each block's indices from its number
     nbx, nby, nbz = (extent[t] for t in BLOCK_TAGS)
     b = E.Var("block", "int32")
-    lets = [(index["blockIdx.x"], O.floormod(b, nbx)),
-            (index["blockIdx.y"], O.floormod(O.floordiv(b, nbx), nby)),
-            (index["blockIdx.z"], O.floordiv(b, O.mul(nbx, nby)))]
+    lets = [(index["blockIdx.x"], E.floormod(b, nbx)),
+            (index["blockIdx.y"], E.floormod(E.floordiv(b, nbx), nby)),
+            (index["blockIdx.z"], E.floordiv(b, E.mul(nbx, nby)))]
     for var, value in reversed(lets):
         block = S.LetStmt(var, value, block)
-    return S.For(b, 0, O.mul(O.mul(nbx, nby), nbz), LoopKind.PARALLEL, block)
+    return S.For(b, 0, E.mul(E.mul(nbx, nby), nbz), LoopKind.PARALLEL, block)
 
 
 class _Bound(Mutator):
@@ -122,7 +121,7 @@ class _Bound(Mutator):
         out = body  # its variable is already its index (serial_kernel)
         full = self.extent[s.thread_tag]
         if not (isinstance(full, E.IntImm) and isinstance(s.extent, E.IntImm) and full.value <= s.extent.value):
-            out = S.IfThenElse(O.lt(idx, O.cast(s.extent, "int32")), out)
+            out = S.IfThenElse(E.lt(idx, E.cast(s.extent, "int32")), out)
         return out
 
 
@@ -153,7 +152,7 @@ class _Threads:
 
     def loops(self, s: S.Stmt) -> S.Stmt:
         if self.guards:
-            s = S.IfThenElse(O.all_(*self.guards) if len(self.guards) > 1 else self.guards[0], s)
+            s = S.IfThenElse(E.all_(*self.guards) if len(self.guards) > 1 else self.guards[0], s)
         for var, ext in reversed(self.threads):  # x innermost: consecutive threads touch consecutive data
             s = S.For(var, 0, ext, LoopKind.SERIAL, s)
         return s
@@ -219,7 +218,7 @@ class _Threads:
         if barrier or not lane_free:
             raise self.refuse("a condition")
         parts = []
-        for branch, test in ((s.then_case, cond), (s.else_case, O.logical_not(cond))):
+        for branch, test in ((s.then_case, cond), (s.else_case, E.logical_not(cond))):
             if branch is None:
                 continue
             self.guards.append(test)
@@ -254,23 +253,23 @@ class _Threads:
         old = s.buffer
         size: E.PrimExpr = E.IntImm(1, "int32")
         for d in old.shape:  # flat accesses over the whole shape
-            size = O.mul(size, O.cast(d, "int32"))
-        new = S.Buffer(old.name, old.dtype, (O.mul(self.count, O.cast(size, "int32")),), "local")
-        base = O.mul(self.tid, O.cast(size, "int32"))
+            size = E.mul(size, E.cast(d, "int32"))
+        new = S.Buffer(old.name, old.dtype, (E.mul(self.count, E.cast(size, "int32")),), "local")
+        base = E.mul(self.tid, E.cast(size, "int32"))
         return S.Allocate(new, self.wrap(_Moved(old, new, base).visit(s.body)))
 
 
 def _source(tid: E.PrimExpr, kind: int, arg: E.PrimExpr, width: int) -> E.PrimExpr:
     """The thread whose value a shuffle of ``kind`` reads in thread ``tid`` (see the module)."""
-    lane = O.floormod(tid, WARP)
-    pos = O.floormod(lane, width)
-    base = O.sub(tid, pos)
-    arg = O.cast(arg, "int32")
+    lane = E.floormod(tid, WARP)
+    pos = E.floormod(lane, width)
+    base = E.sub(tid, pos)
+    arg = E.cast(arg, "int32")
     if kind == 0:
-        return O.add(base, O.floormod(arg, width))
-    src = O.add(pos, arg) if kind == 1 else O.sub(pos, arg)
-    inside = O.logical_and(O.ge(src, 0), O.lt(src, width))
-    return O.select(inside, O.add(base, src), tid)
+        return E.add(base, E.floormod(arg, width))
+    src = E.add(pos, arg) if kind == 1 else E.sub(pos, arg)
+    inside = E.logical_and(E.ge(src, 0), E.lt(src, width))
+    return E.select(inside, E.add(base, src), tid)
 
 
 class _Replaced(Mutator):
@@ -283,7 +282,7 @@ class _Replaced(Mutator):
         if id(e) in self.sub:
             return self.sub[id(e)]
         if e.op == ACTIVEMASK:  # every lane's bit set
-            return O.const((1 << e.dtype.bits) - 1 if e.dtype.is_uint else -1, e.dtype)
+            return E.const((1 << e.dtype.bits) - 1 if e.dtype.is_uint else -1, e.dtype)
         return self.generic_visit(e)
 
 
@@ -295,8 +294,8 @@ class _Moved(Mutator):
 
     def _index(self, idx: E.PrimExpr) -> E.PrimExpr:
         if isinstance(idx, E.Ramp):
-            return E.Ramp(O.add(idx.base, O.cast(self.base, idx.base.dtype)), idx.stride, idx.lanes)
-        return O.add(idx, O.cast(self.base, idx.dtype))
+            return E.Ramp(E.add(idx.base, E.cast(self.base, idx.base.dtype)), idx.stride, idx.lanes)
+        return E.add(idx, E.cast(self.base, idx.dtype))
 
     def visit_BufferLoad(self, e: E.BufferLoad):
         e = self.generic_visit(e)

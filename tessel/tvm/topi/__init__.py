@@ -17,7 +17,6 @@ from collections.abc import Sequence
 
 from ...errors import DefinitionError
 from ...ir import expr as E
-from ...ir import op as O
 from ...te import compute, reduce_axis
 from ...te import max as _max_reduce
 from ...te import min as _min_reduce
@@ -76,8 +75,8 @@ add = _binary(lambda a, b: a + b, "add")
 subtract = _binary(lambda a, b: a - b, "subtract")
 multiply = _binary(lambda a, b: a * b, "multiply")
 divide = _binary(lambda a, b: a / b, "divide")
-maximum = _binary(O.max_, "maximum")
-minimum = _binary(O.min_, "minimum")
+maximum = _binary(E.max_, "maximum")
+minimum = _binary(E.min_, "minimum")
 power = _binary(lambda a, b: _power(a, b), "power")
 
 

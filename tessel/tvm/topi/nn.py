@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ...errors import DefinitionError
 from ...ir import expr as E
-from ...ir import op as O
 from ...te import all as _all
 from ...te import compute, const, exp, if_then_else, reduce_axis
 from ...te import max as _max_reduce
@@ -13,7 +12,7 @@ from ...te import sum as _sum_reduce
 
 def relu(x):
     """``max(x, 0)``, elementwise."""
-    return compute(x.shape, lambda *i: O.max_(x[i], const(0, x.dtype)), name="T_relu", tag="elemwise")
+    return compute(x.shape, lambda *i: E.max_(x[i], const(0, x.dtype)), name="T_relu", tag="elemwise")
 
 
 def pad(data, pad_before, pad_after=None, pad_value=0.0, name: str = "PadInput"):
@@ -22,12 +21,12 @@ def pad(data, pad_before, pad_after=None, pad_value=0.0, name: str = "PadInput")
     pad_after = pad_before if pad_after is None else pad_after
     if len(pad_before) != n or len(pad_after) != n:
         raise DefinitionError(f"topi.nn.pad: {n} dimensions, but {len(pad_before)} and {len(pad_after)} paddings")
-    shape = tuple(O.add(O.add(d, int(b)), int(a)) for d, b, a in zip(data.shape, pad_before, pad_after))
+    shape = tuple(E.add(E.add(d, int(b)), int(a)) for d, b, a in zip(data.shape, pad_before, pad_after))
 
     def value(*i):
-        inside = [O.logical_and(O.ge(x, int(b)), O.lt(x, O.add(d, int(b))))
+        inside = [E.logical_and(E.ge(x, int(b)), E.lt(x, E.add(d, int(b))))
                   for x, b, d in zip(i, pad_before, data.shape)]
-        src = tuple(O.sub(x, int(b)) for x, b in zip(i, pad_before))
+        src = tuple(E.sub(x, int(b)) for x, b in zip(i, pad_before))
         return if_then_else(_all(*inside), data[src], const(pad_value, data.dtype))
 
     return compute(shape, value, name=name, tag="injective,pad")
@@ -59,7 +58,7 @@ def _pair(x) -> tuple[int, int]:
 
 
 def _out(size, before: int, after: int, k: int, stride: int, dilation: int):
-    return O.add(O.floordiv(O.sub(O.add(O.add(size, before), after), (k - 1) * dilation + 1), stride), 1)
+    return E.add(E.floordiv(E.sub(E.add(E.add(size, before), after), (k - 1) * dilation + 1), stride), 1)
 
 
 def _window(Input, h: int, kernel: tuple[int, int], stride, padding, dilation):
