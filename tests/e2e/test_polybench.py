@@ -10,8 +10,8 @@ from examples.polybench import KERNELS, check, footprint
 
 #: kernels whose tessel program needs more memory than PolyBench's arrays, and why (issue 33)
 OVER_FOOTPRINT: dict[str, str] = {
-    "durbin": "each step's beta, alpha and y are one recurrence's row (a recurrence has one storage), "
-              "kept to two rows and copied into y",
+    "durbin": "beta, alpha and y are a scan's three states: y's two rows (PolyBench's y and z), its init "
+              "row, and the last row copied into y (a scan's state is not stored in the caller's arrays)",
     "gramschmidt": "the state (nrm, R, A) is one temporary updated step by step (a recurrence has one "
                    "storage; PolyBench's state is three arrays), copied into A, R and Q",
 }
