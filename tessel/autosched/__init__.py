@@ -27,7 +27,7 @@ from ..schedule.schedule import Schedule
 from ..target import Target, as_target, resolve
 from ..te.tensor import Operation, Tensor
 from ..tune.api import seconds_limit
-from . import rules
+from . import report, rules
 from .plan import Knob, Plan, make_plan
 from .search import refine
 
@@ -50,6 +50,14 @@ class AutoResult:
     knobs: dict[str, object]
     level: str
     tuned: object | None = None                 # tessel.tune's TuneResult
+
+    def summary(self) -> list[str]:
+        """What was chosen and why: a line for the whole, then one per stage (report.py)."""
+        return report.summary(self)
+
+    def report(self) -> str:
+        """``schedule.python()`` followed by the summary, as comments."""
+        return report.report(self)
 
 
 def _outputs(outputs) -> list[Tensor]:

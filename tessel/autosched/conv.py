@@ -142,7 +142,8 @@ def transposed_copy(s: Schedule, operand: Tensor, dim: int, readers: list[Tensor
     s[c].reorder(*[iv for k, iv in enumerate(axes) if k != dim], axes[dim])
     t = s.cache_write(c, "global")
     s[c].compute_inline()
-    s[t].parallel(s[t].op.axis[0])
+    if (extent(s[t].op.axis[0]) or 2) >= 2:  # never a parallel loop of one iteration (rules.in_threads)
+        s[t].parallel(s[t].op.axis[0])
     s[t].vectorize(s[t].op.axis[-1])
     return t
 

@@ -313,7 +313,10 @@ def _tile_knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
 
 def _plain_knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
     name = g.label(a.op)
-    knobs = [Knob(f"{name}.chunk", (1, 2, 4, 8, 16, 32, 64, 4096, 65536), _chunk(g, a, target),
+    # a chunk that leaves the threads one whole chunk writes what no chunk writes (rules._one_chunk)
+    rows = A.extent(a.op.axis[0]) if a.op.axis else None
+    chunks = tuple(c for c in (1, 2, 4, 8, 16, 32, 64, 4096, 65536) if c == 1 or rows is None or rows // c >= 2)
+    knobs = [Knob(f"{name}.chunk", chunks, _chunk(g, a, target),
                   lambda kn, split=f"{name}.split_k": not int(kn.get(split, 0)))]  # a split reduction has no chunks
     for op in [a.op, *a.members]:
         info = g.infos[op]

@@ -65,8 +65,25 @@ def _parallel_prefix(s: Schedule, op, loops: list[E.IterVar]) -> E.IterVar | Non
     exts = [rng[lp].extent if lp in rng else None for lp in loops]
     k = loops_for_threads([e.value if isinstance(e, E.IntImm) else None for e in exts])
     top = s[op].fuse(*loops[:k]) if k > 1 else loops[0]
-    s[op].parallel(top)
+    in_threads(s, op, top)
     return top
+
+
+def in_threads(s: Schedule, op, loop: E.IterVar) -> bool:
+    """Mark ``loop`` parallel unless it is known to run fewer than twice: such a loop costs the
+    threads' fork and join and runs on one core (a search once kept a softmax whose every row
+    was one chunk, issue 37). Every parallel loop the rules write goes through here."""
+    ext = trips(s, op, loop)
+    if ext is not None and ext < 2:
+        return False
+    s[op].parallel(loop)
+    return True
+
+
+def trips(s: Schedule, op, loop: E.IterVar) -> int | None:
+    """``loop``'s trip count in ``op``'s stage as written so far, when it is a constant."""
+    rng = loop_ranges(s[op], s[op].op.root_iter_vars).get(loop)
+    return rng.extent.value if rng is not None and isinstance(rng.extent, E.IntImm) else None
 
 
 # ---- register tiles ------------------------------------------------------------------------
@@ -191,17 +208,16 @@ def _plain(s: Schedule, plan: Plan, a: Anchor, kn: dict, fuse: bool = True) -> N
     if not axes:
         return
     if len(axes) == 1 and not info.is_reduction and not a.members:  # a stream
-        ext = A.extent(axes[0])
-        if ext is None or ext > chunk:
+        if not _one_chunk(axes[0], chunk):
             xo, xi = s[op].split(axes[0], factor=chunk)
-            s[op].parallel(xo)
+            in_threads(s, op, xo)
             s[op].vectorize(xi)
         else:
             s[op].vectorize(axes[0])
         return
-    if chunk > 1:
+    if chunk > 1 and not _one_chunk(axes[0], chunk):
         outer, _ = s[op].split(axes[0], factor=chunk)
-        s[op].parallel(outer)
+        in_threads(s, op, outer)
     else:  # leading loops too short for the threads (a batch of 1) are fused with the next
         outer = _parallel_prefix(s, op, axes[:-1] or axes)
     hint = row_prefetch(a, name, kn, plan.target) if fuse else None
@@ -213,6 +229,15 @@ def _plain(s: Schedule, plan: Plan, a: Anchor, kn: dict, fuse: bool = True) -> N
     if fuse:
         for m in a.members:
             _member(s, plan, m, op, outer, kn, hint if hinted is m else None)
+
+
+def _one_chunk(axis: E.IterVar, chunk: int) -> bool:
+    """Whether chunks of ``chunk`` rows leave the threads fewer than two whole chunks of
+    ``axis``: a last partial chunk runs apart, after the parallel loop (loop_partition), so 3
+    rows in chunks of 2 are one parallel iteration, which lowering drops. The leading loops are
+    then fused for the threads instead, as with no chunk (a stream is then vectorized alone)."""
+    ext = A.extent(axis)
+    return ext is not None and ext // chunk < 2
 
 
 def _member(s: Schedule, plan: Plan, m: ComputeOp, anchor: ComputeOp, at: E.IterVar, kn: dict,
@@ -262,7 +287,7 @@ def _split_reduction(s: Schedule, op, parts: int, v: int) -> None:
     reduced in ``v`` vector partials, and the few results per row are summed at the end."""
     kp, _ = s[op].split(s[op].op.reduce_axis[-1], nparts=parts)
     pieces = s.rfactor(op.output(0), kp)
-    s[pieces].parallel(s[pieces].op.axis[0])
+    in_threads(s, pieces.op, s[pieces].op.axis[0])
     if v:
         rf = _rfactor(s, pieces.op, v)
         _attach_partials(s, pieces.op, rf, pieces.op, s[pieces].op.axis[0])
