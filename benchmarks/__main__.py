@@ -133,7 +133,7 @@ def _tessel(case: Case, inputs: list[np.ndarray]):
     t0 = time.perf_counter()
     f = tessel.build(s, args)
     cached = time.perf_counter() - t0
-    out = aligned_empty(case.out_shape)
+    out = aligned_empty(case.out_shape, dtype=case.out_dtype)
     kw = {"num_threads": case.threads} if case.threads else {}
     return (lambda: f(*inputs, out, **kw)), (lambda: out), cold, cc, cached
 
@@ -156,7 +156,7 @@ def _auto(case: Case, inputs: list[np.ndarray], row: Row, budget: int, seconds: 
         return {}
     row.auto_s = row.tune_s["auto"] = time.perf_counter() - t0
     row.auto_knobs = dict(r.knobs)  # in the JSON: which point of its space the auto contender is
-    out = aligned_empty(case.out_shape)
+    out = aligned_empty(case.out_shape, dtype=case.out_dtype)
     kw = {"num_threads": case.threads} if case.threads else {}
     return {"auto": ((lambda: f(*inputs, out, **kw)), (lambda: out))}
 

@@ -137,11 +137,23 @@ def row_sum(rows: int, cols: int) -> Definition:
     return Definition("row sum", [A], [B], lambda g: [_f32(g, rows, cols)], lambda a: a.sum(axis=1), 1e-4, 1e-3)
 
 
+def argmax(rows: int, cols: int) -> Definition:
+    """The index of each row's maximum (te.argmax: NumPy's first index, under any schedule);
+    the maximum itself is the same operation's other output, left to the kernel."""
+    A = te.placeholder((rows, cols), name="A")
+    k = te.reduce_axis((0, cols), name="k")
+    index, _ = te.compute((rows,), lambda i: te.argmax((k, A[i, k]), axis=k), name="B")
+    return Definition("argmax", [A], [index], lambda g: [_f32(g, rows, cols)],
+                      lambda a: a.argmax(axis=1).astype("int32"), 0, 0)
+
+
 def suite(small: bool = True) -> list[Definition]:
     """Every kernel of the benchmark suite (and the conv2d variants), at awkward small sizes
     for tests or at the benchmark's sizes."""
     if small:
         return [matmul(37, 45, 29), conv2d(5, 12, 9, 19), conv2d(7, 10, 6, 21, kernel=1), depthwise(6, 7, 19),
-                blur(21, 35), softmax(7, 203), layernorm(9, 131), add(1003), row_sum(5, 333), row_sum(3, 4099)]
+                blur(21, 35), softmax(7, 203), layernorm(9, 131), add(1003), row_sum(5, 333), row_sum(3, 4099),
+                argmax(6, 333)]
     return [matmul(1024), conv2d(64, 64, 56, 56), conv2d(64, 64, 56, 56, kernel=1), depthwise(64, 56, 56),
-            blur(4096, 4096), softmax(4096, 4096), layernorm(4096, 4096), add(1 << 24), row_sum(4096, 4096)]
+            blur(4096, 4096), softmax(4096, 4096), layernorm(4096, 4096), add(1 << 24), row_sum(4096, 4096),
+            argmax(4096, 4096)]

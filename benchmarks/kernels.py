@@ -37,6 +37,7 @@ class Case:
     atol: float = 1e-4
     threads: int | None = None                    # None: every core
     auto: Callable[[], definitions.Definition] | None = None  # the bare definition tessel.auto_schedule gets
+    out_dtype: str = "float32"
 
 
 def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
@@ -245,10 +246,22 @@ def row_sum(n: int) -> Case:
         rtol=1e-4, atol=1e-3, auto=lambda: definitions.row_sum(n, n))
 
 
+def argmax(n: int) -> Case:
+    """The index of each row's maximum; NumPy's into an index array of its own (intp)."""
+    def fast(a: np.ndarray) -> Callable[[], np.ndarray]:
+        out = aligned_empty((a.shape[0],), dtype=np.dtype(np.intp).name)
+        return lambda: np.argmax(a, axis=1, out=out)
+    return Case(
+        "argmax", f"{n}x{n}", "GB/s", 4.0 * n * n,
+        lambda rng: [_f32(rng, n, n)], (n,), lambda a: a.argmax(axis=1), fast, lambda: fast_rows.argmax(n, n),
+        {"torch": peers.torch_argmax}, rtol=0, atol=0, auto=lambda: definitions.argmax(n, n), out_dtype="int32")
+
+
 def cases(quick: bool) -> list[Case]:
     if quick:
         return [matmul(256), matmul(256, threads=1), blur(512), conv2d(16, 28), conv2d_1x1(16, 28),
-                conv2d_depthwise(16, 28), softmax(512), layernorm(512), add(1 << 20), row_sum(512)]
+                conv2d_depthwise(16, 28), softmax(512), layernorm(512), add(1 << 20), row_sum(512),
+                argmax(512)]
     return [matmul(512), matmul(1024), matmul(2048), matmul(1024, threads=1), blur(4096), conv2d(64, 56),
             conv2d_1x1(64, 56), conv2d_depthwise(64, 56), softmax(4096), layernorm(4096), add(1 << 24),
-            row_sum(4096)]
+            row_sum(4096), argmax(4096)]

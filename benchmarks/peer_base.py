@@ -42,11 +42,11 @@ def divisor(n: int, at_most: int) -> int:
     return max(d for d in range(1, max(at_most, 1) + 1) if n % d == 0)
 
 
-def aligned_empty(shape: tuple[int, ...], align: int = 128) -> np.ndarray:
-    """A float32 array whose data starts on an ``align``-byte boundary, as Halide allocates its
-    own buffers: code Li2018 schedules stores whole vectors to the output assuming that, and
-    crashes (SIGSEGV) on a NumPy array that is only 16-byte aligned."""
-    n = int(np.prod(shape))
-    raw = np.empty(n + align // 4, "float32")
-    start = (-raw.ctypes.data % align) // 4
+def aligned_empty(shape: tuple[int, ...], align: int = 128, dtype: str = "float32") -> np.ndarray:
+    """An array (float32 unless said) whose data starts on an ``align``-byte boundary, as Halide
+    allocates its own buffers: code Li2018 schedules stores whole vectors to the output assuming
+    that, and crashes (SIGSEGV) on a NumPy array that is only 16-byte aligned."""
+    n, size = int(np.prod(shape)), np.dtype(dtype).itemsize
+    raw = np.empty(n + align // size, dtype)
+    start = (-raw.ctypes.data % align) // size
     return raw[start:start + n].reshape(shape)

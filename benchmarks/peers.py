@@ -37,6 +37,7 @@ from .peers_halide import (
 )
 from .peers_torch import (
     torch_add,
+    torch_argmax,
     torch_blur,
     torch_conv2d,
     torch_depthwise,
@@ -61,7 +62,7 @@ __all__ = ["AUTOSCHEDULERS", "PARTIALS", "TARGET", "V", "PeerRun", "PeerUnavaila
            "halide_add", "halide_blur", "halide_conv2d", "halide_depthwise", "halide_layernorm", "halide_matmul", "halide_row_sum",
            "halide_softmax", "metaschedule_missing", "torch_add", "torch_blur", "torch_conv2d", "torch_depthwise",
            "torch_layernorm",
-           "torch_matmul", "torch_row_sum", "torch_softmax", "tvm_add", "tvm_blur", "tvm_conv2d", "tvm_depthwise", "tvm_layernorm",
+           "torch_argmax", "torch_matmul", "torch_row_sum", "torch_softmax", "tvm_add", "tvm_blur", "tvm_conv2d", "tvm_depthwise", "tvm_layernorm",
            "tvm_matmul", "tvm_row_sum", "tvm_softmax"]
 
 

@@ -111,3 +111,11 @@ def torch_row_sum(a: np.ndarray) -> PeerRun:
     out = aligned_empty((a.shape[0],))
     ta, to = _t(a), _t(out)
     return _torch_run(None, lambda: torch.sum(ta, dim=1, out=to), lambda: out)
+
+
+def torch_argmax(a: np.ndarray) -> PeerRun:
+    import torch
+
+    out = aligned_empty((a.shape[0],), dtype="int64")  # torch's indices are int64
+    ta, to = _t(a), _t(out)
+    return _torch_run(None, lambda: to.copy_(torch.argmax(ta, dim=1)), lambda: out)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..ir import expr as E
 from ..ir.functor import collect
+from ..schedule.reducer_checks import reorderable
 from ..te.tensor import ComputeOp, Operation, Tensor
 
 # calls a recomputation would repeat at a cost (exp, log, sqrt ...): a producer using one is
@@ -171,11 +172,13 @@ def tileable(info: OpInfo) -> bool:
 
 def row_reduction(info: OpInfo) -> bool:
     """A reduction whose innermost reduction axis is the unit-step last index of every read
-    using it (a row sum): vectorizable along the reduction, after rfactor."""
-    if not info.is_reduction or not info.single_output:
+    using it (a row sum, an argmax): vectorizable along the reduction, after rfactor, when its
+    reducer gives the same result combined in another order (``reducer_checks.reorderable``:
+    auto_schedule never changes what a kernel computes, ties of an argmax included)."""
+    if not info.is_reduction:
         return False
     body = info.op.body[0]
-    if not isinstance(body, E.Reduce):
+    if not isinstance(body, E.Reduce) or not reorderable(body.combiner):
         return False
     k = info.op.reduce_axis[-1].var
     used = [r for r in info.reads if k in r.all_vars()]

@@ -270,7 +270,8 @@ def _rfactor(s: Schedule, op, v: int):
     vector lane, combined at the end (the reassociation that vectorizes a row reduction)."""
     red = s[op].op.reduce_axis
     _, ki = s[op].split(red[-1], factor=v)
-    return s.rfactor(op.output(0), ki)
+    rf = s.rfactor(op.output(0), ki)
+    return rf[0] if isinstance(rf, list | tuple) else rf  # an argmax's partials: one stage, two outputs
 
 
 def _attach_partials(s: Schedule, op, rf, anchor, at: E.IterVar) -> None:

@@ -383,6 +383,9 @@ class _Vectorizer(Mutator):
         return self.generic_visit(s)
 
     def visit_LetStmt(self, s: S.LetStmt):
+        # the value's own unconditional loads are made in every lane anyway (a tuple reduction's
+        # combine is a let per part: argmax's select reads the accumulators it chooses between)
+        self.safe_loads = {StructKey(ld) for ld in _unconditional_loads(s.value)}
         value = self.visit(s.value)
         if value.dtype.lanes == 1:
             body = self.visit(s.body)

@@ -143,6 +143,14 @@ def _reorder_refusal(comb: E.CommReducer) -> tuple[str | None, str | None]:
     return (None, found) if props.trusted else (found, None)
 
 
+def reorderable(comb: E.CommReducer) -> bool:
+    """Whether partial results of ``comb`` may be combined in another order with nothing to
+    doubt: what tessel may do on its own (``auto_schedule``), where a user's rfactor is taken
+    on their word. A naive argmax (``select(x >= y, ...)``, another index of a tied maximum
+    once reordered) is not; one that breaks ties by the index is."""
+    return _reorder_refusal(comb) == (None, None)
+
+
 def check_reducer_reorderable(stage: Stage, comb: E.CommReducer, axis: E.IterVar) -> None:
     """rfactor combines partial results in another order: refuse reducers for which that matters.
 

@@ -22,7 +22,19 @@ from .intrin import (
 )
 from .operation import TensorList
 from .recurrence import Definition, DefinitionOp, define, recurrence
-from .reduce import Reducer, comm_reducer, max, max_value, min, min_value, reduce_axis, sum, thread_axis
+from .reduce import (
+    Reducer,
+    argmax,
+    argmin,
+    comm_reducer,
+    max,
+    max_value,
+    min,
+    min_value,
+    reduce_axis,
+    sum,
+    thread_axis,
+)
 from .scan import ScanOp, scan
 from .tag import TagScope, tag_scope
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor, TensorSlice, compute, placeholder
@@ -38,7 +50,7 @@ def create_schedule(ops):
 __all__ = [
     "ComputeOp", "ExternOp", "IterVar", "Operation", "PlaceholderOp", "Range", "Reduce", "Reducer", "Tensor",
     "TensorIntrin", "TensorList", "TensorSlice", "Var",
-    "abs", "all", "any", "call_extern", "call_packed", "call_pure_extern", "cast", "comm_reducer", "compute",
+    "abs", "all", "any", "argmax", "argmin", "call_extern", "call_packed", "call_pure_extern", "cast", "comm_reducer", "compute",
     "const", "create_schedule", "decl_buffer", "decl_tensor_intrin", "div", "extern", "gradient", "ir_builder",
     "popcount",
     "if_then_else", "max", "max_value", "min", "min_value", "placeholder", "pow", "reduce_axis",

@@ -169,6 +169,34 @@ max.__doc__ = """``te.max(expr, axis=k)`` reduces, ``te.max(a, b)`` is elementwi
 axis in (split, reorder, rfactor, vectorize, parallel); integers as usual."""
 
 
+def _arg_reducer(better: Callable, best: Callable, far: Callable, name: str) -> Reducer:
+    """An index-and-value reducer that answers as NumPy's ``argmax``/``argmin`` do: the first
+    index of the best value, a NaN counted best (the first NaN's index), whatever the order a
+    schedule combines in. Ties go to the smaller index, so the combine commutes and associates
+    and rfactor, vector partials and threads give the index the serial loop gives (the naive
+    ``select(x >= y, ...)`` of TVM's tutorial does not: another index of a tied value once
+    reordered). The identity's index is the largest, so a real element always wins a tie."""
+
+    def combine(x, y):
+        (xi, xv), (yi, yv) = x, y
+        first = E.lt(xi, yi)
+        nan_x = E.ne(xv, xv)
+        pick_x = E.logical_or(E.logical_or(better(xv, yv), E.logical_and(E.eq(xv, yv), first)),
+                              E.logical_and(nan_x, E.logical_or(E.eq(yv, yv), first)))
+        return E.select(pick_x, xi, yi), best(xv, yv)
+
+    return _builtin(combine, lambda ti, tv: (E.const(ti.max_value(), ti), far(tv)), name)
+
+
+argmax = _arg_reducer(E.gt, E.max_, _min_value, "argmax")
+argmin = _arg_reducer(E.lt, E.min_, _max_value, "argmin")
+argmax.__doc__ = """``I, V = te.compute(shape, lambda i: te.argmax((k, A[i, k]), axis=k))``: the index (the first
+where the maximum is, as NumPy's ``argmax``; a NaN is the maximum) and the maximum itself, the
+same under any schedule."""
+argmin.__doc__ = """``te.argmin((k, A[i, k]), axis=k)``: the first index of the minimum (NumPy's ``argmin``) and
+the minimum, the same under any schedule."""
+
+
 def min_value(dtype) -> E.PrimExpr:
     from ..ir.dtype import dtype as to_dtype
 

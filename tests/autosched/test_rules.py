@@ -15,7 +15,8 @@ import pytest
 from helpers import check
 
 import tessel
-from tessel.autosched import make_plan, rules
+from tessel import te
+from tessel.autosched import auto_schedule_result, make_plan, rules
 from tessel.ir import stmt as S
 from tessel.ir.expr import IntImm
 from tessel.ir.functor import collect
@@ -78,3 +79,21 @@ def test_rows_that_give_the_threads_too_little_still_compute_right(rows):
         sch = rules.build(plan, {name: chunk} if name else {}, level)
         assert all(t is None or t >= 2 for t in _parallel_trips(sch, d.params + d.outputs))
         check(sch, d.params + d.outputs, ins, [d.reference(*ins)], targets=("c",), rtol=d.rtol, atol=d.atol)
+
+
+def test_an_argmax_gets_vector_partials_and_a_naive_one_stays_serial():
+    d = definitions.argmax(9, 517)
+    r = auto_schedule_result(d.outputs, target=AVX2, budget=0)
+    rf = [st for st in r.schedule.stages if st.name == "B.rf"]
+    assert rf and any(a.kind == S.LoopKind.VECTORIZED for a in rf[0].iter_var_attrs.values())
+    ins = d.inputs(np.random.default_rng(2))
+    ins[0][4, 100:103] = ins[0][4].max() + 1  # a tie the serial loop resolves to index 100
+    check(r.schedule, d.params + d.outputs, ins, [d.reference(*ins)], rtol=0, atol=0)
+    A = d.params[0]
+    naive = te.comm_reducer(lambda x, y: (te.select(x[1] >= y[1], x[0], y[0]), te.max(x[1], y[1])),
+                            lambda ti, tv: (te.const(-1, ti), te.min_value(tv)), name="naive")
+    k = te.reduce_axis((0, 517), name="k")
+    idx, _ = te.compute((9,), lambda i: naive((k, A[i, k]), axis=k), name="N")
+    r = auto_schedule_result(idx, target=AVX2, budget=0)
+    assert [st.name for st in r.schedule.stages if not st.op.is_placeholder] == ["N"]  # no partials
+    check(r.schedule, [A, idx], ins, [d.reference(*ins)], rtol=0, atol=0)
