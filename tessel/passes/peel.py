@@ -14,15 +14,25 @@ taking turns of ``store_in([A, B], ...)``, chosen by the step's parity) has its 
 apart the same way: the loop steps by the modulus, with one copy of the body per residue, in
 which the test is a constant.
 
+A serial loop whose body compares its variable with a value the loop does not change (``r ==
+k + 1``, ``j > k``, ``r > 17``: a solver's row of the pivot, the triangle past it, one array's
+rows of a state that holds several) is split where that value falls inside it -- before it, at
+it and after it for an equality, below and from it for an order -- when the enclosing loops'
+ranges prove it inside; each piece is simplified knowing its range, in which the test is a
+constant (Polly's index-set splitting, for the tests loop partitioning does not see: those of
+a value's choices, ``if_then_else``, rather than of an ``if``).
+
 The iterations run in the same order as before, so nothing the schedule proved changes; only
-loops of constant bounds are peeled (a body is copied at most three times per loop, or once per
-iteration of a loop of at most ``SPLIT_WHOLE``), only when the test is on the loop's own
-variable, and never a loop bound to a GPU thread (``if (threadIdx.x == 0)`` is a test each
-thread makes of its own index).
+loops of constant bounds have their ends peeled (a body is copied at most three times per loop,
+or once per iteration of a loop of at most ``SPLIT_WHOLE``), a kernel's splits at inner points
+are at most ``MAX_POINT_SPLITS``, only when the test is on the loop's own variable, and never a
+loop bound to a GPU thread (``if (threadIdx.x == 0)`` is a test each thread makes of its own index).
 """
 
 from __future__ import annotations
 
+from ..arith import Analyzer
+from ..arith.budget import proof_budget
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.functor import Mutator, collect, free_vars, substitute
@@ -35,14 +45,19 @@ SPLIT_WHOLE = 4
 #: loops of one kernel whose residues run apart: each copies its body up to SPLIT_WHOLE times,
 #: so nested ones multiply; past this many the rest keep their tests (still right, only slower)
 MAX_RESIDUE_SPLITS = 8
+#: splits of one kernel's loops at a point inside them (each copies a body two or three times)
+MAX_POINT_SPLITS = 24
 
 
 def peel_borders(stmt: S.Stmt) -> S.Stmt:
     """``stmt`` with the border iterations its tests single out run apart (see the module).
-    One walk first: most kernels test no equality, and then no loop's body is searched."""
-    if not collect(stmt, lambda n: isinstance(n, E.CmpOp) and _var_and_constant(n)):
+    One walk first: most kernels test nothing of a loop's variable, and then no loop's body is
+    searched."""
+    loops = {lp.loop_var for lp in collect(stmt, lambda n: isinstance(n, S.For), statements_only=True)}
+    if not collect(stmt, lambda n: isinstance(n, E.CmpOp) and (_var_and_constant(n) or n.a in loops or n.b in loops)):
         return stmt
-    return _Peel().visit(stmt)
+    with proof_budget("border peeling"):
+        return _Peel().visit(stmt)
 
 
 class _Peel(Mutator):
@@ -50,6 +65,9 @@ class _Peel(Mutator):
 
     def __init__(self) -> None:
         self.residue_splits = 0
+        self.point_splits = 0
+        self.around: list[S.For] = []  # the loops around the one visited, outermost first
+        self.ana = Analyzer()
 
     def visit_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:  # a piece peeled to nothing leaves no trace
         return S.seq(*[self.visit(x) for x in s.seq])
@@ -61,7 +79,16 @@ class _Peel(Mutator):
             self.residue_splits += 1
             return S.seq(*[self.visit(p) for p in _residues(s, k)])
         if not ends:
-            body = self.visit(s.body)
+            cut = self._inner_point(s) if self.point_splits < MAX_POINT_SPLITS else None
+            if cut is not None:
+                self.point_splits += 1
+                return S.seq(*[self.visit(p) for p in self._split(s, *cut)])
+            self.around.append(s)
+            try:
+                with self.ana.scoped_bind(s.loop_var, E.Range(s.min, s.extent)):
+                    body = self.visit(s.body)
+            finally:
+                self.around.pop()
             return s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
         lo, n = s.min.value, s.extent.value
         if n <= SPLIT_WHOLE:  # a short loop over cases (a field index): each iteration apart
@@ -77,6 +104,56 @@ class _Peel(Mutator):
         if last:
             pieces.append(_one(s, lo + n - 1))
         return S.seq(*[self.visit(p) for p in pieces])
+
+
+    def _inner_point(self, s: S.For) -> tuple[E.PrimExpr, bool] | None:
+        """Where to split ``s`` (see the module): the first value of its variable from which a
+        test of it against a value ``s`` does not change flips, and whether the test is an
+        equality (true at that value alone); None when no such point lies provably inside."""
+        if s.kind != LoopKind.SERIAL:
+            return None
+        v, end = s.loop_var, E.add(s.min, s.extent)
+        inner = _bound_inside(s.body)
+        for c in _conditions(s.body):
+            for atom in collect(c, lambda n: isinstance(n, E.CmpOp) and not isinstance(n, E.NE)):
+                if atom.a.dtype.is_float or (atom.a is v) == (atom.b is v):
+                    continue
+                op, e = (type(atom), atom.b) if atom.a is v else (_MIRROR.get(type(atom), type(atom)), atom.a)
+                if v in free_vars(e) or free_vars(e) & inner:
+                    continue
+                at = E.add(e, 1) if op in (E.LE, E.GT) else e
+                # inside for every value of the loops around (an order's point may be an end: a
+                # piece then runs no iteration for those values, and the test is decided in both)
+                hi_ok = E.lt(at, end) if op is E.EQ else E.le(at, end)
+                if self.ana.can_prove(E.le(s.min, at)) and self.ana.can_prove(hi_ok):
+                    return self.ana.simplify(at), op is E.EQ
+        return None
+
+    def _split(self, s: S.For, at: E.PrimExpr, point: bool) -> list[S.Stmt]:
+        """``s`` as the loops below ``at`` and from it (from past it, with ``at`` alone in
+        between, for an equality), each simplified knowing its range and the loops around."""
+        v, end = s.loop_var, E.add(s.min, s.extent)
+        facts = [f for lp in self.around for f in (E.ge(lp.loop_var, lp.min), E.lt(lp.loop_var, E.add(lp.min, lp.extent)))]
+        after = E.add(at, 1) if point else at
+        pieces = [S.For(v, s.min, self.ana.simplify(E.sub(at, s.min)), s.kind, s.body, s.thread_tag)]
+        if point:
+            pieces.append(S.For(v, at, E.const(1, s.extent.dtype), s.kind, s.body, s.thread_tag))
+        pieces.append(S.For(v, after, self.ana.simplify(E.sub(end, after)), s.kind, s.body, s.thread_tag))
+        return [_Chosen().visit(simplify_stmt(p, assume=facts)) for p in pieces]
+
+
+def _conditions(body: S.Stmt) -> list[E.PrimExpr]:
+    """The conditions of the choices in ``body``: its ``if``s, selects and ``if_then_else``s."""
+    conds = [n.condition for n in collect(body, lambda n: isinstance(n, S.IfThenElse | E.Select))]
+    return conds + [n.args[0] for n in collect(body, lambda n: isinstance(n, E.Call) and n.op == "if_then_else")]
+
+
+def _bound_inside(body: S.Stmt) -> set[E.Var]:
+    """The variables ``body`` binds itself (its loops' and lets'): a value made of them changes
+    inside the loop, so the loop is not split at it."""
+    out = {n.loop_var for n in collect(body, lambda n: isinstance(n, S.For), statements_only=True)}
+    out |= {n.var for n in collect(body, lambda n: isinstance(n, S.LetStmt | E.Let))}
+    return out
 
 
 def _one(s: S.For, at: int) -> S.Stmt:

@@ -5,9 +5,11 @@ per lane; the unchosen lanes might read out of bounds")."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from helpers import TARGETS, check, five_point, rand
 
+import tessel
 from tessel import te
 from tessel.ir import expr as E
 from tessel.ir import stmt as S
@@ -47,18 +49,16 @@ def _loop_with_test(k: int, n: int = 8) -> S.Stmt:
     return S.For(i, E.IntImm(0, "int32"), E.IntImm(n, "int32"), "serial", S.BufferStore(buf, value, [i]))
 
 
-@pytest.mark.parametrize(("k", "loops"), [(0, 1), (7, 1), (3, 0)])
-def test_only_the_first_and_last_iterations_are_peeled(k, loops):
-    """A test of the first or last value peels it (the loop left has no test); a test of a
-    value inside the loop leaves the loop as it was."""
+@pytest.mark.parametrize(("k", "extents"), [(0, [7]), (7, [7]), (3, [3, 4])])
+def test_the_tested_iteration_runs_apart(k, extents):
+    """A test of the first or last value peels it; a test of a value inside the loop splits the
+    loop there (before it, it, after it). No piece tests anything."""
     out = peel_borders(_loop_with_test(k))
     fors = collect(out, lambda n: isinstance(n, S.For), statements_only=True)
-    selects = collect(out, lambda n: isinstance(n, E.Select))
-    if loops:
-        assert len(fors) == 1 and not selects
-        assert fors[0].extent.value == 7
-    else:
-        assert out is not None and len(selects) == 1
+    assert [f.extent.value for f in fors] == extents
+    assert not collect(out, lambda n: isinstance(n, E.Select))
+    stores = collect(out, lambda n: isinstance(n, S.BufferStore), statements_only=True)
+    assert [x.value.value for x in stores if not collect(x.indices[0], lambda n: isinstance(n, E.Var))] == [1.0]
 
 
 @pytest.mark.parametrize("k", [0, 1, 2])
@@ -136,7 +136,8 @@ def test_a_symbolic_loop_keeps_its_leftover_iterations_in_a_loop_that_still_test
     (E.LT, 7, {7}), (E.LE, 6, {7}), (E.GT, 0, {0}), (E.GE, 1, {0}), (E.LT, 1, {0}), (E.LT, 4, set())])
 def test_a_comparison_that_singles_out_an_end_peels_it(op, k, peeled):
     """``i < n - 1`` (the last row a stencil skips) is false at the last iteration only: that
-    one runs apart and the loop left tests nothing; a comparison true on a range inside is kept."""
+    one runs apart and the loop left tests nothing; a comparison true on a range inside splits
+    the loop where it changes (``i < 4``: [0, 4) and [4, 8)). No piece tests anything."""
     n = 8
     i = E.Var("i", "int32")
     buf = S.Buffer("X", "float32", (n,))
@@ -145,9 +146,8 @@ def test_a_comparison_that_singles_out_an_end_peels_it(op, k, peeled):
     out = peel_borders(loop)
     assert _run(out, n) == _run(loop, n)
     left = collect(out, lambda x: isinstance(x, S.For))
-    assert len(left) == 1
-    assert bool(collect(left[0], lambda x: isinstance(x, E.Select))) == (not peeled)
-    assert left[0].extent.value == n - len(peeled)
+    assert not collect(out, lambda x: isinstance(x, E.Select))
+    assert [lp.extent.value for lp in left] == ([n - len(peeled)] if peeled else [k, n - k])
 
 
 def test_a_store_of_an_elements_own_value_leaves_nothing_behind():
@@ -184,3 +184,34 @@ def test_residue_splits_are_bounded_per_kernel():
     stores = collect(out, lambda x: isinstance(x, S.BufferStore))
     assert len(stores) <= 2 * (MAX_RESIDUE_SPLITS + 1)
     assert collect(out, lambda x: isinstance(x, E.Select))  # the innermost kept their tests
+
+
+@pytest.mark.parametrize("n", [1, 2, 13])
+def test_a_triangle_tested_against_an_outer_loop_is_split_there(n):
+    """``j == k`` and ``j > k`` (a solver's pivot and the triangle past it) test the inner loop
+    against the outer one: the inner loop is split at ``k`` (before, at, after), each piece
+    knows which choice it makes, and nothing is tested per element."""
+    A = te.placeholder((n, n), name="A", dtype="float64")
+    B = te.compute((n, n), lambda k, j: te.if_then_else(
+        j == k, A[k, j] * 2, te.if_then_else(j > k, A[k, j] + 1, A[k, j] - 1)), name="B")
+    s = te.create_schedule(B.op)
+    body = tessel.lower(s, [A, B]).body
+    if n > 1:  # (one element: no loop to split, the choices made by constants)
+        assert not collect(body, lambda x: isinstance(x, E.Call) and x.op == "if_then_else")
+    a = rand(n, n, dtype="float64")
+    k, j = np.indices((n, n))
+    want = np.where(j == k, a * 2, np.where(j > k, a + 1, a - 1))
+    check(s, [A, B], [a], [want], targets=TARGETS, rtol=1e-12, atol=1e-12)
+
+
+def test_a_point_not_proved_inside_the_loop_is_not_split():
+    """``j == k + 5`` may lie past the row's end (k runs to 9, the row has 8): the loop keeps its
+    test, and the values are right."""
+    A = te.placeholder((10, 8), name="A", dtype="float64")
+    B = te.compute((10, 8), lambda k, j: te.if_then_else(j == k + 5, A[k, j] * 2, A[k, j]), name="B")
+    s = te.create_schedule(B.op)
+    body = tessel.lower(s, [A, B]).body
+    assert collect(body, lambda x: isinstance(x, E.Call) and x.op == "if_then_else")
+    a = rand(10, 8, dtype="float64")
+    k, j = np.indices((10, 8))
+    check(s, [A, B], [a], [np.where(j == k + 5, a * 2, a)], targets=TARGETS, rtol=1e-12, atol=1e-12)
