@@ -52,7 +52,7 @@ from tessel.tune.runner import warm_up
 from . import auto_peers, machine, peers_tvm
 from .kernels import Case, cases
 from .peer_base import PeerUnavailable, aligned_empty
-from .timing import rounds
+from .timing import between_calls, rounds
 
 PEERS = ("torch", "halide", "tvm")
 
@@ -329,6 +329,8 @@ def run_case(case: Case, repeat: int, peers_on: dict[str, bool], index: int = 0,
             row.copy_rate = bound
         else:
             row.peak_rounds = bound
+    if "numpy" in runners and "numpy" not in row.notes:  # tessel's kernel, each call after NumPy's
+        times["between"] = between_calls(fn, runners["numpy"][0], repeat)
     for name, ts in times.items():
         t = float(np.median(ts))
         row.seconds[name] = t
@@ -392,13 +394,13 @@ def _tuning(r: Row) -> str:
 
 def table(rows: list[Row], ms_trials: int = 0) -> str:
     head = ("| kernel | size | threads | unit | tessel | auto | NumPy | PyTorch | Halide | TVM | Halide auto "
-            f"| MetaSchedule ({ms_trials} trials) | tessel vs NumPy "
+            f"| MetaSchedule ({ms_trials} trials) | tessel between NumPy calls | between / alone | tessel vs NumPy "
             "| vs PyTorch | vs Halide | vs TVM | auto vs NumPy | auto vs tessel | auto vs Halide auto "
             "| auto vs MetaSchedule | tuning + build (s): auto / Halide auto / MetaSchedule "
             "| tessel / auto: % of peak or copy in its rounds | tessel cold build: total / cc (ms) "
             "| its CPU: tessel + cc (ms) | cached (ms) | cold with exact=False (ms) | exact analysis (ms) "
             "| Halide / TVM build (ms) |")
-    out = [head, "|" + "---|" * 28]
+    out = [head, "|" + "---|" * 30]
     for r in rows:
         builds = " / ".join(_ms(r.build_s.get(p)) for p in ("halide", "tvm"))
         winner = f" ({r.halide_auto})" if r.halide_auto else ""
@@ -406,6 +408,7 @@ def table(rows: list[Row], ms_trials: int = 0) -> str:
             f"| {r.kernel} | {r.size} | {r.threads} | {r.unit} | {_cell(r, 'tessel')} | {_cell(r, 'auto')} "
             f"| {_cell(r, 'numpy')} | {_cell(r, 'torch')} | {_cell(r, 'halide')} | {_cell(r, 'tvm')} "
             f"| {_cell(r, auto_peers.HALIDE_AUTO)}{winner} | {_cell(r, auto_peers.METASCHEDULE)} "
+            f"| {_cell(r, 'between')} | {_ratio(r, 'tessel', 'between')} "
             f"| {_ratio(r, 'numpy')} | {_ratio(r, 'torch')} | {_ratio(r, 'halide')} | {_ratio(r, 'tvm')} "
             f"| {_ratio(r, 'numpy', 'auto')} | {_ratio(r, 'tessel', 'auto')} "
             f"| {_ratio(r, auto_peers.HALIDE_AUTO, 'auto')} | {_ratio(r, auto_peers.METASCHEDULE, 'auto')} "

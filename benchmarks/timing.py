@@ -72,3 +72,19 @@ def rounds(runners: dict, repeat: int, yardstick: Callable[[], object] | None
                     yardstick()
                     yard_times.append(time.perf_counter() - t0)
     return times, yard_times
+
+
+def between_calls(fn: Callable[[], object], other: Callable[[], object], repeat: int) -> list[float]:
+    """Times of ``fn``'s calls, each right after a call of ``other`` (not timed): a kernel as it
+    runs in a program that alternates it with NumPy's own work (issue 37: after a NumPy matmul,
+    OpenBLAS's worker threads spin for ~100 ms and take the cores the kernel's threads need).
+    Unlike :func:`rounds`, nothing waits for the cores to go quiet in between: that is the point."""
+    settle()
+    warm_up(fn)
+    times = []
+    for _ in range(max(repeat, 3)):
+        other()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return times

@@ -60,7 +60,7 @@ def test_missing_peers_are_reported_not_fatal(monkeypatch):
     row = harness.run_case(case, repeat=2, peers_on={"torch": False, "halide": False, "tvm": False})
     automatic = [*auto_peers.halide_names(), "halide_auto", "metaschedule"]
     assert row.notes == {p: "not installed" for p in ("torch", "halide", "tvm", *automatic)}
-    assert set(row.rate) == {"tessel", "numpy"} and row.build_s["tessel"] > 0
+    assert set(row.rate) == {"tessel", "numpy", "between"} and row.build_s["tessel"] > 0
     assert row.cc_s is not None and 0 <= row.cc_s <= row.build_s["tessel"]
     assert row.cpu_s is not None and row.cpu_s[1] > 0  # the compiler ran, in a child process
     line = harness.table([row]).splitlines()[-1]
@@ -329,3 +329,31 @@ def test_a_point_whose_build_fails_is_a_row_and_the_table_goes_on(capsys, monkey
     assert "chain-root         10 failed: NameError: S" in out
     assert [line.split()[0] for line in out.splitlines() if line.split()[1:2] == ["10"] and "failed" not in line] \
         == ["chain-inline", "chain-at"]
+
+
+def test_between_numpy_calls_times_the_kernel_alone_each_right_after_numpys_call(monkeypatch):
+    """The "between NumPy calls" column: each timed call of the kernel follows an untimed call
+    of NumPy's own (nothing waits for NumPy's pool to go quiet in between), and only the kernel
+    is in the time."""
+    clock = [0.0]
+    calls: list[str] = []
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(timing, "settle", lambda: 0.0)
+    monkeypatch.setattr(timing, "warm_up", lambda fn: None)
+
+    def kernel():
+        calls.append("kernel")
+        clock[0] += 0.001
+
+    def numpy_call():
+        calls.append("numpy")
+        clock[0] += 0.05
+
+    times = timing.between_calls(kernel, numpy_call, 4)
+    assert times == pytest.approx([0.001] * 4)
+    assert calls == ["numpy", "kernel"] * 4
+    row = harness.Row("matmul", "64", "GFLOP/s", "2", seconds={"tessel": 0.001, "between": 0.002},
+                      rate={"tessel": 2.0, "between": 1.0})
+    head, _, line = harness.table([row]).splitlines()
+    cells = [c.strip() for c in line.split("|")]
+    assert cells[head.split("|").index(" between / alone ")] == "0.50x"
