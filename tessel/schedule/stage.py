@@ -365,6 +365,38 @@ class Stage(StageBase):
         self._annotate(iv, LoopKind.PARALLEL)
 
     @recorded
+    def distribute(self, iv: E.IterVar) -> None:
+        """Split root axis ``iv``'s range over MPI ranks in contiguous blocks (owner computes).
+
+        Only ``tessel.distributed`` reads this: it derives from the access relations which
+        elements every rank must receive from which (``tessel.distributed.plan``) and builds a
+        kernel per rank. ``tessel.build`` of the schedule ignores it, so one process computes
+        the whole range, the same values. An axis of the operation (``B.op.axis[0]``, or a
+        reduce axis: the rank's partial results are then combined by an Allreduce), not one a
+        split made: the ranks split the axis as defined, the other steps schedule each rank's
+        block.
+
+        **Loop nest** (rank ``r`` of ``P``, blocks of ``n`` rows differing by at most one)::
+
+            for i in 0..n: B[i] = ...   ->   (rank r) for i in lo(r)..hi(r): B[i] = ...
+        """
+        if not isinstance(iv, E.IterVar) or all(iv is not r for r in self.op.root_iter_vars):
+            roots = ", ".join(r.var.name for r in getattr(self.op, "root_iter_vars", ())) or "none"
+            name = iv.var.name if isinstance(iv, E.IterVar) else repr(iv)
+            raise ScheduleError(f"distribute on stage {self.name}: {name} is not an axis of the operation "
+                                f"(its axes: {roots}); distribute one of them, e.g. s[{self.name}].distribute("
+                                f"{self.name}.op.axis[0]), before or after splitting it")
+        if any(a.distributed for a in self.iter_var_attrs.values()):
+            raise ScheduleError(f"distribute on stage {self.name}: the stage is already distributed over another "
+                                "axis; tessel distributes one axis per stage (a 1-D grid of ranks)")
+        self.iter_var_attrs.setdefault(iv, IterVarAttr()).distributed = True
+
+    @property
+    def distributed_axis(self) -> E.IterVar | None:
+        """The axis ``distribute`` split over the ranks, if any."""
+        return next((iv for iv, a in self.iter_var_attrs.items() if a.distributed), None)
+
+    @recorded
     def bind(self, iv: E.IterVar, thread_iv: E.IterVar) -> None:
         self._check_leaf(iv, "bind")
         if not isinstance(thread_iv, E.IterVar) or thread_iv.iter_type != E.IterVar.THREAD:
