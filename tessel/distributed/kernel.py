@@ -201,7 +201,7 @@ class DistKernel:
         r = self.comm.rank
         part = p.part(r)
         outs = [t for t in self.args if not isinstance(t.op, PlaceholderOp)]
-        runs = any(part.instances.get(t.op.name) is not None for t in outs)
+        runs = any(_has_block(p, part.instances.get(t.op.name), t.op.name) for t in outs)
         views, copies = [], []
         for t in self.args:
             a = arrays[t.name]
@@ -231,6 +231,12 @@ class DistKernel:
                 a.local[...] = self.comm.allreduce(tmp, reducer_kind(t.op), self.deterministic)
             else:
                 a.view(box)[...] = tmp
+
+
+def _has_block(p: Plan, inst: dict | None, name: str) -> bool:
+    """Whether the rank runs some of stage ``name``: instances, and a part of its distributed
+    axis (a reduction's init alone, on a rank with no share of the reduce axis, is not work)."""
+    return inst is not None and (name not in p.axes or p.axes[name][0] in inst)
 
 
 def _identity(kind: str | None, dtype: np.dtype):

@@ -1,0 +1,140 @@
+"""The distributed programs the tests run, each with its NumPy reference, as SPMD functions of a
+communicator: ``run_case(name, comm, ...)`` gives rank 0 the max error against NumPy.
+
+Run in-process by tests/distributed/test_kernel.py (ranks as threads) and, as a script, under
+``mpirun -np K python tests/distributed_cases.py`` by tests/distributed/test_comm.py: the same
+code, so what the simulator checks is what MPI runs.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from tessel import te
+from tessel import distributed as dist
+
+
+def heat2d(n: int, m: int):
+    A = te.placeholder((n, m), name="A", dtype="float64")
+    inside = lambda i, j: te.all(i > 0, i < n - 1, j > 0, j < m - 1)  # noqa: E731
+    B = te.compute((n, m), lambda i, j: te.if_then_else(
+        inside(i, j), 0.6 * A[i, j] + 0.1 * (A[i - 1, j] + A[i + 1, j] + A[i, j - 1] + A[i, j + 1]), A[i, j]),
+        name="B")
+    s = te.create_schedule(B.op)
+    s[B].distribute(B.op.axis[0])
+    _, ji = s[B].split(B.op.axis[1], 4)
+    s[B].vectorize(ji)
+    return s, [A, B]
+
+
+def heat2d_ref(a: np.ndarray, steps: int) -> np.ndarray:
+    for _ in range(steps):
+        b = a.copy()
+        b[1:-1, 1:-1] = 0.6 * a[1:-1, 1:-1] + 0.1 * (a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:])
+        a = b
+    return a
+
+
+def heat3d(n: int, m: int, p: int):
+    A = te.placeholder((n, m, p), name="A", dtype="float64")
+    inside = lambda i, j, k: te.all(i > 0, i < n - 1, j > 0, j < m - 1, k > 0, k < p - 1)  # noqa: E731
+    B = te.compute((n, m, p), lambda i, j, k: te.if_then_else(
+        inside(i, j, k), 0.4 * A[i, j, k] + 0.1 * (A[i - 1, j, k] + A[i + 1, j, k] + A[i, j - 1, k]
+                                                   + A[i, j + 1, k] + A[i, j, k - 1] + A[i, j, k + 1]),
+        A[i, j, k]), name="B")
+    s = te.create_schedule(B.op)
+    s[B].distribute(B.op.axis[0])
+    return s, [A, B]
+
+
+def heat3d_ref(a: np.ndarray, steps: int) -> np.ndarray:
+    for _ in range(steps):
+        b = a.copy()
+        c = a[1:-1, 1:-1, 1:-1]
+        b[1:-1, 1:-1, 1:-1] = 0.4 * c + 0.1 * (a[:-2, 1:-1, 1:-1] + a[2:, 1:-1, 1:-1] + a[1:-1, :-2, 1:-1]
+                                                + a[1:-1, 2:, 1:-1] + a[1:-1, 1:-1, :-2] + a[1:-1, 1:-1, 2:])
+        a = b
+    return a
+
+
+def matmul(n: int, k: int, m: int):
+    A = te.placeholder((n, k), name="A", dtype="float64")
+    B = te.placeholder((k, m), name="B", dtype="float64")
+    r = te.reduce_axis((0, k), name="r")
+    C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    s = te.create_schedule(C.op)
+    s[C].distribute(C.op.axis[0])
+    return s, [A, B, C]
+
+
+def total(n: int, m: int):
+    X = te.placeholder((n, m), name="X", dtype="float64")
+    r = te.reduce_axis((0, n), name="r")
+    S = te.compute((m,), lambda j: te.sum(X[r, j], axis=r), name="S")
+    s = te.create_schedule(S.op)
+    s[S].distribute(r)
+    return s, [X, S]
+
+
+def _stencil(comm, make, ref, shape, steps: int, target: str):
+    g = np.random.default_rng(7).random(shape)
+    s, args = make(*shape)
+    k = dist.build(s, args, comm, target=target)
+    a = k.scatter("A", g if comm.rank == 0 else None)
+    b = k.empty_like(a, "B")
+    for _ in range(steps):
+        k(a, b)
+        a, b = b, a
+    out = k.gather(a)
+    return None if out is None else float(np.abs(out - ref(g, steps)).max())
+
+
+def run_case(name: str, comm, size: tuple[int, ...], target: str = "c", deterministic: bool = False):
+    """Rank 0: the max error against NumPy; other ranks: None."""
+    rng = np.random.default_rng(3)
+    if name == "heat2d":
+        return _stencil(comm, heat2d, heat2d_ref, size, 3, target)
+    if name == "heat3d":
+        return _stencil(comm, heat3d, heat3d_ref, size, 2, target)
+    if name == "matmul":
+        n, kk, m = size
+        a, b = rng.random((n, kk)), rng.random((kk, m))
+        s, args = matmul(n, kk, m)
+        k = dist.build(s, args, comm, target=target)
+        da, db = k.scatter("A", a if comm.rank == 0 else None), k.scatter("B", b if comm.rank == 0 else None)
+        dc = k.empty("C")
+        k(da, db, dc)
+        out = k.gather(dc)
+        return None if out is None else float(np.abs(out - a @ b).max())
+    if name == "sum":
+        x = rng.random(size)
+        s, args = total(*size)
+        k = dist.build(s, args, comm, target=target, deterministic=deterministic)
+        dx, ds = k.scatter("X", x if comm.rank == 0 else None), k.empty("S")
+        k(dx, ds)
+        out = k.gather(ds)
+        return None if out is None else float(np.abs(out - x.sum(axis=0)).max())
+    raise ValueError(name)
+
+
+CASES = [("heat2d", (13, 9)), ("heat2d", (3, 6)), ("heat3d", (7, 5, 6)), ("matmul", (7, 5, 6)),
+         ("matmul", (2, 3, 4)), ("sum", (11, 5)), ("sum", (3, 4))]
+
+
+def main() -> int:
+    """Every case on this process's world (under mpirun: MPI); rank 0 prints one line each."""
+    comm = dist.world()
+    bad = 0
+    for name, size in CASES:
+        err = run_case(name, comm, size)
+        if comm.rank == 0:
+            ok = err is not None and err < 1e-9
+            bad += not ok
+            print(f"{name} {size} ranks={comm.size} err={err} {'ok' if ok else 'WRONG'}", flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
