@@ -12,8 +12,8 @@ import sys
 
 import numpy as np
 
-from tessel import te
 from tessel import distributed as dist
+from tessel import te
 
 
 def heat2d(n: int, m: int):
