@@ -1,0 +1,91 @@
+"""Distributed kernels against NumPy on 1-4 simulated ranks (threads of one process, no MPI),
+at sizes no rank count divides, including fewer rows than ranks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from distributed_cases import CASES, heat2d, run_case
+
+import tessel
+from tessel import ArgumentError, ScheduleError, te
+from tessel import distributed as dist
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4])
+@pytest.mark.parametrize("name,size", CASES)
+def test_case_matches_numpy_on_the_c_target(name, size, ranks):
+    err = dist.run_ranks(lambda c: run_case(name, c, size), ranks)[0]
+    assert err is not None and err < 1e-9
+
+
+@pytest.mark.parametrize("name,size", [("heat2d", (7, 5)), ("sum", (5, 3))])
+def test_python_target_and_deterministic_allreduce(name, size):
+    err = dist.run_ranks(lambda c: run_case(name, c, size, target="python", deterministic=True), 3)[0]
+    assert err < 1e-9
+
+
+def test_one_process_without_mpi_is_one_rank_and_bitwise_equal_to_build():
+    s, (A, B) = heat2d(9, 6)
+    g = np.random.default_rng(1).random((9, 6))
+    k = dist.build(s, [A, B], dist.SelfComm())
+    a, b = k.scatter("A", g), k.empty("B")
+    k(a, b)
+    whole = np.zeros_like(g)
+    tessel.build(s, [A, B])(g, whole)  # distribute changes nothing for one process
+    assert np.array_equal(k.gather(b), whole)
+    assert k.plan({}).messages == [] and k.plan({}).ranks == 1
+
+
+def test_ranks_are_bitwise_equal_to_one_process():
+    g = np.random.default_rng(2).random((11, 7))
+
+    def run(c):
+        s, (A, B) = heat2d(11, 7)
+        k = dist.build(s, [A, B], c)
+        a = k.scatter("A", g if c.rank == 0 else None)
+        b = k.empty_like(a, "B")
+        for _ in range(4):
+            k(a, b)
+            a, b = b, a
+        return k.gather(a)
+
+    one = dist.run_ranks(run, 1)[0]
+    assert all(np.array_equal(one, dist.run_ranks(run, p)[0]) for p in (2, 3, 4))
+
+
+def test_distribute_is_a_recorded_step_that_replays_and_prints():
+    s, (A, B) = heat2d(8, 8)
+    code = s.python()
+    assert "s[B].distribute(i)" in code
+    again = s.history.replay()
+    assert again[again.outputs[0]].distributed_axis.var.name == "i"
+
+
+def test_distribute_refuses_an_axis_a_split_made():
+    A = te.placeholder((8, 8), name="A")
+    B = te.compute((8, 8), lambda i, j: A[i, j] + 1, name="B")
+    s = te.create_schedule(B.op)
+    io, _ = s[B].split(B.op.axis[0], 4)
+    with pytest.raises(ScheduleError, match=r"distribute on stage B: i.outer is not an axis of the operation "
+                                            r"\(its axes: i, j\).*s\[B\].distribute\(B.op.axis\[0\]\)"):
+        s[B].distribute(io)
+
+
+def test_a_reducer_mpi_cannot_combine_is_refused():
+    X = te.placeholder((6,), name="X")
+    r = te.reduce_axis((0, 6), name="r")
+    prod = te.comm_reducer(lambda a, b: a * b, lambda t: tessel.const(1, t), name="prod")
+    P = te.compute((1,), lambda _: prod(X[r], axis=r), name="P")
+    s = te.create_schedule(P.op)
+    s[P].distribute(r)
+    with pytest.raises(tessel.DistributionError, match=r"stage P, axis r:.*te.sum, te.max and te.min"):
+        dist.plan(s, [X, P], 2)
+
+
+def test_an_array_laid_out_for_another_tensor_is_refused():
+    s, (A, B) = heat2d(6, 4)
+    k = dist.build(s, [A, B], dist.SelfComm())
+    a = k.scatter("A", np.ones((6, 4)))
+    with pytest.raises(ArgumentError, match="distributed kernel takes 2 arrays"):
+        k(a)
