@@ -69,7 +69,7 @@ def test_world_without_a_launcher_is_one_rank(monkeypatch):
 
 def _mpirun(ranks: int, script: Path, timeout: float = 240) -> subprocess.CompletedProcess:
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1", PYTHONPATH=str(TESTS.parent), TESSEL_MPI_GRACE="4")
+               OMPI_MCA_rmaps_base_oversubscribe="1", PYTHONPATH=os.pathsep.join([str(TESTS.parent), str(TESTS)]), TESSEL_MPI_GRACE="4")
     return subprocess.run(["mpirun", "--oversubscribe", "-np", str(ranks), sys.executable, str(script)],
                           capture_output=True, text=True, timeout=timeout, env=env, cwd=TESTS)
 
