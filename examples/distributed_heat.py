@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 
-from tessel import te
 from tessel import distributed as dist
+from tessel import te
 
 
 def heat(n: int, m: int):

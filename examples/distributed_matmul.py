@@ -16,8 +16,8 @@ import sys
 
 import numpy as np
 
-from tessel import te
 from tessel import distributed as dist
+from tessel import te
 
 
 def matmul(n: int, k: int, m: int):

@@ -10,6 +10,7 @@ per set of sizes, from the global shapes the arrays carry, and kept.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -71,6 +72,8 @@ class DistKernel:
         self.ops = stage_order(list(s.history.origin.outputs))
         self._plans: dict[tuple, Plan] = {}
         self._kernels: dict[tuple, Any] = {}
+        #: seconds in the halo exchange, the rank's kernel and the Allreduce, calls and bytes sent
+        self.stats = {"exchange_s": 0.0, "compute_s": 0.0, "allreduce_s": 0.0, "calls": 0, "bytes_sent": 0}
 
     # ---- arrays ----------------------------------------------------------------------------
     def _tensor(self, name: str) -> Tensor:
@@ -172,8 +175,11 @@ class DistKernel:
                 raise ArgumentError(f"argument {t.name}: the array is laid out as {a.split}, the plan lays "
                                     f"{t.name} out as {p.splits[t.name]}; make it with kernel.scatter"
                                     f"({t.name!r}, ...) or kernel.empty({t.name!r})")
+        t0 = time.perf_counter()
         self._exchange(p, by_name)
+        self.stats["exchange_s"] += time.perf_counter() - t0
         self._compute(p, by_name, tuple(sorted((v.name, n) for v, n in p.sizes.items())))
+        self.stats["calls"] += 1
 
     def _exchange(self, p: Plan, arrays: dict[str, DistArray]) -> None:
         r, c = self.comm.rank, self.comm
@@ -186,6 +192,7 @@ class DistKernel:
         for m in p.sent(r):
             data = np.concatenate([arrays[m.tensor].view(b).ravel() for b in m.boxes])
             handles.append(c.send(data, m.dst, tags[m.tensor]))
+            self.stats["bytes_sent"] += data.nbytes
         for m in p.received(r):
             a = arrays[m.tensor]
             buf = np.empty(m.count, a.dtype)
@@ -224,13 +231,17 @@ class DistKernel:
             views.append(tmp)
             if tmp is not v:
                 copies.append((t, a, tmp, box))
+        t0 = time.perf_counter()
         if runs:
             self._kernel(p, key)(*views)
+        t1 = time.perf_counter()
+        self.stats["compute_s"] += t1 - t0
         for t, a, tmp, box in copies:
             if box is None:
                 a.local[...] = self.comm.allreduce(tmp, reducer_kind(t.op), self.deterministic)
             else:
                 a.view(box)[...] = tmp
+        self.stats["allreduce_s"] += time.perf_counter() - t1
 
 
 def _has_block(p: Plan, inst: dict | None, name: str) -> bool:

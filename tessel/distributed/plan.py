@@ -85,6 +85,21 @@ class Plan:
         """Elements received per call, over all ranks."""
         return sum(m.count for m in self.messages)
 
+    def whole_row_volume(self) -> int:
+        """Elements per call had every message carried whole rows (every element of the split
+        dimension's indices it touches), as a halo exchange of declared width does: what the
+        exact plan saves (a 5-point stencil: the two corner elements of each row)."""
+        total = 0
+        for m in self.messages:
+            split = self.splits[m.tensor]
+            d = split.dim if split.dim is not None else 0
+            rows = {x for b in m.boxes for x in range(b.lo[d], b.hi[d])}
+            rest = 1
+            for k, n in enumerate(split.shape):
+                rest *= n if k != d else 1
+            total += len(rows) * rest
+        return total
+
     def explain(self, rank: int | None = None) -> str:
         """Each message (of ``rank``'s receives, or all) in the model's words."""
         msgs = self.messages if rank is None else self.received(rank)
