@@ -175,15 +175,19 @@ class MPIComm(Comm):
     def __init__(self, comm: Any, MPI: Any, timeout: float = TIMEOUT):
         self.comm, self.MPI, self.timeout = comm, MPI, timeout
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self._spins = 0
 
     def _poll(self, what: str) -> None:
-        """Raise if another rank said it failed; then sleep a little."""
+        """Raise if another rank said it failed; then yield the core a little once the wait is
+        long (a short wait spins: a sleep's wake-up costs more than a halo message)."""
         st = self.MPI.Status()
         if self.comm.Iprobe(source=self.MPI.ANY_SOURCE, tag=_ABORT_TAG, status=st):
             msg = self.comm.recv(source=st.Get_source(), tag=_ABORT_TAG)
             raise DistributedError(f"rank {self.rank} of {self.size} stopped waiting for {what}: "
                                    f"rank {st.Get_source()} failed: {msg}")
-        time.sleep(0.0002)
+        self._spins += 1
+        if self._spins > 2000:
+            time.sleep(0.0001)
 
     def send(self, buf: np.ndarray, dest: int, tag: int) -> Any:
         data = np.ascontiguousarray(buf)
@@ -198,6 +202,7 @@ class MPIComm(Comm):
 
     def recv(self, buf: np.ndarray, source: int, tag: int, what: str) -> None:
         check = self._deadline(what)
+        self._spins = 0
         while not self.comm.Iprobe(source=source, tag=tag):
             self._poll(what)
             check()
