@@ -64,9 +64,9 @@ def _timed(comm, k, call, calls: int) -> dict:
     return {"ms": 1e3 * max(w for w, _ in slow) / calls, "comm": max(f for _, f in slow)}
 
 
-def heat(comm, n: int, m: int, steps: int) -> dict:
+def heat(comm, n: int, m: int, steps: int, overlap: bool = False) -> dict:
     s, args = _heat(n, m)
-    k = dist.build(s, args, comm)
+    k = dist.build(s, args, comm, overlap=overlap)
     g = np.random.default_rng(0).random((n, m)) if comm.rank == 0 else None
     a = k.scatter("A", g)
     b = k.empty_like(a, "B")
@@ -128,6 +128,7 @@ def child(quick: bool) -> None:
     p = comm.size
     n, steps = (258, 20) if quick else (2050, 50)
     rows = [("heat strong", f"{n}x{n - 2}", heat(comm, n, n - 2, steps)),
+            ("heat strong, overlap", f"{n}x{n - 2}", heat(comm, n, n - 2, steps, overlap=True)),
             ("heat weak", f"{128 * p}x1024", heat(comm, 128 * p if quick else 512 * p, 1024, steps)),
             ("column sum", f"{n}x{n}", column_sum(comm, n, n, 10)),
             ("matmul rows", f"{n // 4}x256x256", matmul(comm, n // 4, 256, 256, 5))]

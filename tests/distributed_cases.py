@@ -78,10 +78,10 @@ def total(n: int, m: int):
     return s, [X, S]
 
 
-def _stencil(comm, make, ref, shape, steps: int, target: str):
+def _stencil(comm, make, ref, shape, steps: int, target: str, overlap: bool):
     g = np.random.default_rng(7).random(shape)
     s, args = make(*shape)
-    k = dist.build(s, args, comm, target=target)
+    k = dist.build(s, args, comm, target=target, overlap=overlap)
     a = k.scatter("A", g if comm.rank == 0 else None)
     b = k.empty_like(a, "B")
     for _ in range(steps):
@@ -91,13 +91,14 @@ def _stencil(comm, make, ref, shape, steps: int, target: str):
     return None if out is None else float(np.abs(out - ref(g, steps)).max())
 
 
-def run_case(name: str, comm, size: tuple[int, ...], target: str = "c", deterministic: bool = False):
+def run_case(name: str, comm, size: tuple[int, ...], target: str = "c", deterministic: bool = False,
+             overlap: bool = False):
     """Rank 0: the max error against NumPy; other ranks: None."""
     rng = np.random.default_rng(3)
     if name == "heat2d":
-        return _stencil(comm, heat2d, heat2d_ref, size, 3, target)
+        return _stencil(comm, heat2d, heat2d_ref, size, 3, target, overlap)
     if name == "heat3d":
-        return _stencil(comm, heat3d, heat3d_ref, size, 2, target)
+        return _stencil(comm, heat3d, heat3d_ref, size, 2, target, overlap)
     if name == "matmul":
         n, kk, m = size
         a, b = rng.random((n, kk)), rng.random((kk, m))
@@ -121,18 +122,21 @@ def run_case(name: str, comm, size: tuple[int, ...], target: str = "c", determin
 
 CASES = [("heat2d", (13, 9)), ("heat2d", (3, 6)), ("heat3d", (7, 5, 6)), ("matmul", (7, 5, 6)),
          ("matmul", (2, 3, 4)), ("sum", (11, 5)), ("sum", (3, 4))]
+#: the stencils again, their blocks' cores computed while the halos travel
+OVERLAP = [("heat2d", (13, 9)), ("heat2d", (3, 6)), ("heat3d", (7, 5, 6))]
 
 
 def main() -> int:
     """Every case on this process's world (under mpirun: MPI); rank 0 prints one line each."""
     comm = dist.world()
     bad = 0
-    for name, size in CASES:
-        err = run_case(name, comm, size)
+    for (name, size), overlap in [(c, False) for c in CASES] + [(c, True) for c in OVERLAP]:
+        err = run_case(name, comm, size, overlap=overlap)
         if comm.rank == 0:
             ok = err is not None and err < 1e-9
             bad += not ok
-            print(f"{name} {size} ranks={comm.size} err={err} {'ok' if ok else 'WRONG'}", flush=True)
+            how = " overlap" if overlap else ""
+            print(f"{name} {size}{how} ranks={comm.size} err={err} {'ok' if ok else 'WRONG'}", flush=True)
     return 1 if bad else 0
 
 

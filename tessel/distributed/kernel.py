@@ -66,9 +66,11 @@ class DistKernel:
     """The distributed form of a schedule on one rank (see the module docstring)."""
 
     def __init__(self, s: Schedule, args: list[Tensor], comm: Comm, target: str, multi_hop: bool,
-                 deterministic: bool):
+                 deterministic: bool, overlap: bool):
         self.schedule, self.args, self.comm = s, list(args), comm
         self.target, self.multi_hop, self.deterministic = target, multi_hop, deterministic
+        self.overlap = overlap
+        self._tags = {t.name: 10 + k for k, t in enumerate(self.args)}
         self.ops = stage_order(list(s.history.origin.outputs))
         self._plans: dict[tuple, Plan] = {}
         self._kernels: dict[tuple, Any] = {}
@@ -144,14 +146,16 @@ class DistKernel:
         """The plan for these sizes on this communicator's ranks (made once per sizes)."""
         key = tuple(sorted((v.name, n) for v, n in (sizes or {}).items()))
         if key not in self._plans:
-            self._plans[key] = plan(self.schedule, self.args, self.comm.size, sizes or {}, multi_hop=self.multi_hop)
+            self._plans[key] = plan(self.schedule, self.args, self.comm.size, sizes or {}, multi_hop=self.multi_hop,
+                                    overlap=self.overlap)
         return self._plans[key]
 
-    def _kernel(self, p: Plan, key: tuple):
+    def _kernel(self, p: Plan, key: tuple, piece: dict | None):
+        key = (key, repr(piece))
         if key not in self._kernels:
             from ..driver import build
 
-            tensors = local_program(self.ops, p.part(self.comm.rank), p.sizes)
+            tensors = local_program(self.ops, p.part(self.comm.rank), p.sizes, piece)
             sch = local_schedule(self.schedule, tensors)
             self._kernels[key] = build(sch, [tensors[t.name] for t in self.args], target=self.target)
         return self._kernels[key]
@@ -175,40 +179,63 @@ class DistKernel:
                 raise ArgumentError(f"argument {t.name}: the array is laid out as {a.split}, the plan lays "
                                     f"{t.name} out as {p.splits[t.name]}; make it with kernel.scatter"
                                     f"({t.name!r}, ...) or kernel.empty({t.name!r})")
+        key = tuple(sorted((v.name, n) for v, n in p.sizes.items()))
+        part = p.part(self.comm.rank)
         t0 = time.perf_counter()
-        self._exchange(p, by_name)
-        self.stats["exchange_s"] += time.perf_counter() - t0
-        self._compute(p, by_name, tuple(sorted((v.name, n) for v, n in p.sizes.items())))
+        handles = self._send(p, by_name)
+        if self.overlap and (part.core or part.rim):
+            # the core reads only what this rank owns (poly.distribute proves it): computed while
+            # the messages travel; the rim once they are in
+            name = next(iter(p.axes))
+            self.stats["exchange_s"] += time.perf_counter() - t0
+            for piece in part.core:
+                self._compute(p, by_name, key, {name: piece})
+            t0 = time.perf_counter()
+            self._receive(p, by_name)
+            self.comm.wait_sends(handles)
+            self.stats["exchange_s"] += time.perf_counter() - t0
+            for piece in part.rim:
+                self._compute(p, by_name, key, {name: piece})
+        else:
+            self._receive(p, by_name)
+            self.comm.wait_sends(handles)
+            self.stats["exchange_s"] += time.perf_counter() - t0
+            self._compute(p, by_name, key)
         self.stats["calls"] += 1
 
-    def _exchange(self, p: Plan, arrays: dict[str, DistArray]) -> None:
+    def _send(self, p: Plan, arrays: dict[str, DistArray]) -> list:
+        """Grow the ghost zones the plan needs, then post every send of this rank."""
         r, c = self.comm.rank, self.comm
         for name, a in arrays.items():
             box = p.part(r).storage.get(name)
             if box is not None:
                 a.ensure(box)
-        tags = {t.name: 10 + k for k, t in enumerate(self.args)}
         handles = []
         for m in p.sent(r):
             data = np.concatenate([arrays[m.tensor].view(b).ravel() for b in m.boxes])
-            handles.append(c.send(data, m.dst, tags[m.tensor]))
+            handles.append(c.send(data, m.dst, self._tags[m.tensor]))
             self.stats["bytes_sent"] += data.nbytes
+        return handles
+
+    def _receive(self, p: Plan, arrays: dict[str, DistArray]) -> None:
+        """Every message of this rank, each into its ghost zone."""
+        r, c = self.comm.rank, self.comm
         for m in p.received(r):
             a = arrays[m.tensor]
             buf = np.empty(m.count, a.dtype)
-            c.recv(buf, m.src, tags[m.tensor], f"{', '.join(b.text(m.tensor) for b in m.boxes)} from rank {m.src}")
+            c.recv(buf, m.src, self._tags[m.tensor], f"{', '.join(b.text(m.tensor) for b in m.boxes)} from rank {m.src}")
             at = 0
             for b in m.boxes:
                 v = a.view(b)
                 v[...] = buf[at:at + v.size].reshape(v.shape)
                 at += v.size
-        c.wait_sends(handles)
 
-    def _compute(self, p: Plan, arrays: dict[str, DistArray], key: tuple) -> None:
+    def _compute(self, p: Plan, arrays: dict[str, DistArray], key: tuple, piece: dict | None = None) -> None:
+        """The rank's kernel (over ``piece``, one box of its block, if given), then Allreduce."""
         r = self.comm.rank
         part = p.part(r)
         outs = [t for t in self.args if not isinstance(t.op, PlaceholderOp)]
-        runs = any(_has_block(p, part.instances.get(t.op.name), t.op.name) for t in outs)
+        runs = piece is not None or any(_has_block(p, part.instances.get(t.op.name), t.op.name) for t in outs)
         views, copies = [], []
         for t in self.args:
             a = arrays[t.name]
@@ -217,7 +244,7 @@ class DistKernel:
                 views.append(np.ascontiguousarray(a.view(box)) if box is not None
                              else np.zeros((1,) * len(t.shape), a.dtype))
                 continue
-            inst = part.instances.get(t.op.name) or {}
+            inst = (piece or {}).get(t.op.name) or part.instances.get(t.op.name) or {}
             box = Box(tuple(inst.get(iv.var.name, (0, 1))[0] for iv in t.op.axis),
                       tuple(inst.get(iv.var.name, (0, 1))[1] for iv in t.op.axis))
             a.ensure(box if a.split.dim is not None else Box((0,) * len(a.shape), a.shape))
@@ -233,7 +260,7 @@ class DistKernel:
                 copies.append((t, a, tmp, box))
         t0 = time.perf_counter()
         if runs:
-            self._kernel(p, key)(*views)
+            self._kernel(p, key, piece)(*views)
         t1 = time.perf_counter()
         self.stats["compute_s"] += t1 - t0
         for t, a, tmp, box in copies:
@@ -258,11 +285,14 @@ def _identity(kind: str | None, dtype: np.dtype):
 
 
 def build(s: Schedule, args: list[Tensor], comm: Comm | None = None, target: str = "c", *,
-          multi_hop: bool = False, deterministic: bool = False) -> DistKernel:
+          multi_hop: bool = False, deterministic: bool = False, overlap: bool = False) -> DistKernel:
     """This rank's kernel of the distributed schedule ``s`` over ``comm`` (default: ``world()``,
     MPI's world under ``mpirun``, else one rank). ``deterministic``: partial results are combined
-    in rank order rather than by MPI's Allreduce, so the values do not depend on MPI's grouping."""
+    in rank order rather than by MPI's Allreduce, so the values do not depend on MPI's grouping.
+    ``multi_hop``: accept halos wider than a neighbour's block. ``overlap``: compute the core of
+    each rank's block (the instances whose reads need no message, proven on the sets) while the
+    messages travel, then the rim (a program of one distributed stage without reduction)."""
     if s.history is None:
         raise DistributedError("tessel.distributed.build needs a schedule that records its steps "
                                "(te.create_schedule makes one)")
-    return DistKernel(s, args, comm or world(), target, multi_hop, deterministic)
+    return DistKernel(s, args, comm or world(), target, multi_hop, deterministic, overlap)

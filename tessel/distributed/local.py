@@ -40,15 +40,16 @@ class _Localize(Mutator):
                         self.visit(r.condition), r.value_index, r.init, r.finish, r.acc)
 
 
-def _box_of(op: ComputeOp, part: RankPart) -> dict[str, tuple[int, int]]:
-    got = part.instances.get(op.name)
+def _box_of(op: ComputeOp, part: RankPart, piece: dict | None) -> dict[str, tuple[int, int]]:
+    got = piece[op.name] if piece is not None and op.name in piece else part.instances.get(op.name)
     if got is None:  # no instance here: a one-point placeholder box, never read
         return {iv.var.name: (0, 1) for iv in op.root_iter_vars}
     return got
 
 
-def local_program(ops: list, part: RankPart, sizes: dict[E.Var, int]) -> dict[str, Tensor]:
-    """The rank's tensors by name (placeholders and computes), producers first."""
+def local_program(ops: list, part: RankPart, sizes: dict[E.Var, int], piece: dict | None = None) -> dict[str, Tensor]:
+    """The rank's tensors by name (placeholders and computes), producers first; ``piece``
+    (stage name -> root-axis ranges) narrows a stage to one box of its block (a core or rim)."""
     consts = {v: E.IntImm(n, v.dtype) for v, n in sizes.items()}
     tmap: dict[Tensor, tuple[Tensor, Box]] = {}
     out: dict[str, Tensor] = {}
@@ -62,7 +63,7 @@ def local_program(ops: list, part: RankPart, sizes: dict[E.Var, int]) -> dict[st
         if not isinstance(op, ComputeOp):
             raise DistributionError(f"stage {op.name}: a {type(op).__name__} cannot be part of a distributed "
                                     "program yet; compute it before and pass it as an input")
-        ranges = _box_of(op, part)
+        ranges = _box_of(op, part, piece)
         vmap, raxes = dict(consts), {}
         new_axes = []
         for iv in op.root_iter_vars:

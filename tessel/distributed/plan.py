@@ -20,7 +20,7 @@ from ..arith.analyzer import Analyzer
 from ..errors import DistributionError
 from ..ir import expr as E
 from ..ir.functor import free_vars, substitute
-from ..poly.distribute import Box, Layout, Message, PlanData, RankPart, blocks, derive
+from ..poly.distribute import Box, Layout, Message, PlanData, RankPart, blocks, derive, overlap_refusal
 from ..poly.model import build as build_model
 from ..schedule.schedule import Schedule, create_schedule
 from ..te.tensor import ComputeOp, PlaceholderOp, Tensor
@@ -126,13 +126,14 @@ class Plan:
 
 
 def plan(s: Schedule, args: list[Tensor], ranks: int, sizes: dict | None = None, *,
-         shapes: dict | None = None, multi_hop: bool = False) -> Plan:
+         shapes: dict | None = None, multi_hop: bool = False, overlap: bool = False) -> Plan:
     """The plan of ``s`` (distributed with ``s[T].distribute(axis)``) on ``ranks`` ranks.
 
     ``sizes`` binds the symbolic sizes (``{n: 13}``, by Var or by name); ``shapes`` may give
     them instead as the global shape of argument tensors (``{"A": (13, 7)}``). Refuses, with a
     ``DistributionError`` naming the stage and axis, what cannot run as messages before the
-    kernel (see ``tessel.poly.distribute``)."""
+    kernel (see ``tessel.poly.distribute``). ``overlap``: also split each rank's block into the
+    core that reads only what the rank owns and the rim (``RankPart.core``/``rim``)."""
     if ranks < 1:
         raise DistributionError(f"a distributed plan needs at least one rank, got {ranks}")
     outputs = [op for op in s.outputs]
@@ -144,8 +145,12 @@ def plan(s: Schedule, args: list[Tensor], ranks: int, sizes: dict | None = None,
                                 "on the stage whose rows the ranks should share")
     splits = _splits(s, axes, bound)
     layout = Layout(ranks, {n: a for n, (a, _) in axes.items()}, {n: sp.dim for n, sp in splits.items()},
-                    {n: sp.shape for n, sp in splits.items()}, bound, multi_hop)
-    data = derive(build_model(fresh), layout)
+                    {n: sp.shape for n, sp in splits.items()}, bound, multi_hop, overlap)
+    model = build_model(fresh)
+    why = overlap_refusal(model, layout) if overlap else None
+    if why is not None:
+        raise DistributionError(f"overlap of computation with messages: {why}; build without overlap=True")
+    data = derive(model, layout)
     for name in axes:
         st = next(st for st in s.stages if st.op.name == name)
         splits[name] = _output_split(st.op, axes[name][0], bound, name in data.partial)

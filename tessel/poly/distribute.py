@@ -82,6 +82,8 @@ class Layout:
     shapes: dict[str, tuple[int, ...]]
     sizes: dict[E.Var, int]
     multi_hop: bool = False
+    #: also split each rank's block into a core (reads only what the rank owns) and a rim
+    overlap: bool = False
 
 
 @dataclass
@@ -93,6 +95,10 @@ class RankPart:
     instances: dict[str, dict[str, Interval] | None] = field(default_factory=dict)
     storage: dict[str, Box | None] = field(default_factory=dict)
     owned: dict[str, Box | None] = field(default_factory=dict)
+    #: with ``Layout.overlap``: the distributed stage's block as boxes of root-axis values whose
+    #: reads need no message (``core``, computed while messages travel) and the rest (``rim``)
+    core: list[dict[str, Interval]] = field(default_factory=list)
+    rim: list[dict[str, Interval]] = field(default_factory=list)
 
 
 @dataclass
@@ -196,7 +202,64 @@ def derive(model: Model, layout: Layout) -> PlanData:
         if st.is_placeholder:
             messages += _placeholder(st.op.name, model, layout, parts, doms, sets)
     partial = [name for name, ax in layout.axes.items() if _reduces_over(stmts, model, name, ax)]
+    if layout.overlap:
+        (axis,) = layout.axes.values()
+        for part, dom in zip(parts, doms):
+            _core_and_rim(model, part, dom, sets, axis)
     return PlanData(layout.ranks, parts, messages, partial)
+
+
+def overlap_refusal(model: Model, layout: Layout) -> str | None:
+    """Why the ranks' blocks cannot be split into core and rim (None: they can): one distributed
+    stage of one statement (no reduction), so that a box of its instances is a kernel's domain."""
+    comp = [st for st in model.sch.stages if not st.is_placeholder]
+    if len(comp) != 1 or comp[0].op.name not in layout.axes:
+        return "the program has several compute stages (overlap splits a program of one distributed stage)"
+    if len([s for s in model.statements if s.stage is comp[0]]) != 1:
+        return f"stage {comp[0].op.name} is a reduction (overlap splits a stage of one statement)"
+    return None
+
+
+def _core_and_rim(model: Model, part: RankPart, dom: dict[Statement, isl.Set], sets: _Sets, axis: str) -> None:
+    """``core``: the rank's rows (values of the distributed ``axis``) none of whose instances
+    reads an element the rank does not own; ``rim``: the other rows. Whole rows, so that a
+    stencil's block is one core and two rim boxes rather than one box per border element."""
+    (stmt, inst), = dom.items()
+    names = [v.name for v in stmt.dim_vars]
+    whole = bounding_box(inst)
+    if whole is None or axis not in names:
+        return
+    d = names.index(axis)
+    bad: set[int] = set()
+    for a in stmt.reads:
+        own = part.owned.get(a.tensor.name)
+        rel = sets.fixed(a.relation).intersect_domain(inst)
+        if own is not None:
+            rel = rel.subtract_range(_box_set(a.relation.get_tuple_name(isl.dim_type.out), own))
+        for b in boxes_of(rel.domain()):
+            bad.update(range(b.lo[d], b.hi[d]))
+    rows = range(whole.lo[d], whole.hi[d])
+    core = _runs([x for x in rows if x not in bad])
+    rim = _runs([x for x in rows if x in bad])
+    if len(core) + len(rim) <= MAX_PIECES:  # else too many kernel calls a step: no overlap here
+        box = {n: (lo, hi) for n, lo, hi in zip(names, whole.lo, whole.hi)}
+        part.core = [box | {axis: iv} for iv in core]
+        part.rim = [box | {axis: iv} for iv in rim]
+
+
+def _runs(xs: list[int]) -> list[Interval]:
+    """Sorted integers as maximal intervals ``[lo, hi)``."""
+    out: list[Interval] = []
+    for x in xs:
+        if out and out[-1][1] == x:
+            out[-1] = (out[-1][0], x + 1)
+        else:
+            out.append((x, x + 1))
+    return out
+
+
+#: the most boxes a rank's core and rim may take together (each is one kernel call per step)
+MAX_PIECES = 8
 
 
 def _axis_extent(stmts, model: Model, name: str, axis: str, sets: _Sets) -> int:

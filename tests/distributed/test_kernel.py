@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from distributed_cases import CASES, heat2d, run_case
+from distributed_cases import CASES, OVERLAP, heat2d, matmul, run_case
 
 import tessel
 from tessel import ArgumentError, ScheduleError, te
@@ -17,6 +17,19 @@ from tessel import distributed as dist
 def test_case_matches_numpy_on_the_c_target(name, size, ranks):
     err = dist.run_ranks(lambda c: run_case(name, c, size), ranks)[0]
     assert err is not None and err < 1e-9
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4])
+@pytest.mark.parametrize("name,size", OVERLAP)
+def test_overlapped_core_and_rim_match_numpy(name, size, ranks):
+    err = dist.run_ranks(lambda c: run_case(name, c, size, overlap=True), ranks)[0]
+    assert err is not None and err < 1e-9
+
+
+def test_overlap_needs_one_distributed_stage_without_reduction():
+    s, args = matmul(5, 4, 3)
+    with pytest.raises(tessel.DistributionError, match=r"overlap.*stage C is a reduction.*without overlap=True"):
+        dist.plan(s, args, 2, overlap=True)
 
 
 @pytest.mark.parametrize("name,size", [("heat2d", (7, 5)), ("sum", (5, 3))])

@@ -100,3 +100,21 @@ def test_reading_another_ranks_computed_value_is_refused():
     with pytest.raises(DistributionError, match=r"distribute on stage B: rank 1 runs C, which reads B\[i - 1\] "
                                                 r"\(C at i=4 reads B\[3\]\).*two distributed kernels"):
         dist.plan(s, [A, C], 2)
+
+
+@pytest.mark.parametrize("n,ranks", [(10, 3), (4, 4), (9, 2)])
+def test_core_rows_read_only_owned_elements_and_rim_rows_do_not(n, ranks):
+    offsets = [(-1, 0), (1, 0), (0, -1), (0, 1), (0, 0)]
+    m = 5
+    s, A, B = _stencil(n, m, offsets)
+    p = dist.plan(s, [A, B], ranks, overlap=True)
+    for r, (lo, hi) in enumerate(blocks(n, ranks)):
+        part = p.part(r)
+        core = {i for piece in part.core for i in range(*piece["i"])}
+        rim = {i for piece in part.rim for i in range(*piece["i"])}
+        assert core | rim == set(range(lo, hi)) and not core & rim
+
+        reads_local = {i for i in range(lo, hi) if all(
+            lo <= i + di < hi for j in range(m) for di, dj in
+            (offsets if all(0 <= i + a < n and 0 <= j + b < m for a, b in offsets) else [(0, 0)]))}
+        assert core == reads_local
