@@ -5,9 +5,10 @@ See docs/distributed.md."""
 
 from __future__ import annotations
 
+from ..poly.distribute import Box
 from .comm import Comm, MPIComm, SelfComm, ThreadComm, run_ranks, world
 from .kernel import DistArray, DistKernel, build
-from .plan import Plan, Split, plan
+from .plan import Plan, Split, Transfer, plan
 
-__all__ = ["Comm", "DistArray", "DistKernel", "MPIComm", "Plan", "SelfComm", "Split", "ThreadComm", "build", "plan",
-           "run_ranks", "world"]
+__all__ = ["Box", "Comm", "DistArray", "DistKernel", "MPIComm", "Plan", "SelfComm", "Split", "ThreadComm", "Transfer",
+           "build", "plan", "run_ranks", "world"]

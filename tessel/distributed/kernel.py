@@ -11,6 +11,7 @@ per set of sizes, from the global shapes the arrays carry, and kept.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from ..te.operation import stage_order
 from ..te.tensor import PlaceholderOp, Tensor
 from .comm import Comm, world
 from .local import local_program, local_schedule
-from .plan import Plan, Split, plan, reducer_kind, split_of
+from .plan import Plan, Split, Transfer, plan, reducer_kind, split_of
 
 
 class DistArray:
@@ -66,10 +67,10 @@ class DistKernel:
     """The distributed form of a schedule on one rank (see the module docstring)."""
 
     def __init__(self, s: Schedule, args: list[Tensor], comm: Comm, target: str, multi_hop: bool,
-                 deterministic: bool, overlap: bool):
+                 deterministic: bool, overlap: bool, transfers: Callable[[Plan], list[Transfer]] | None = None):
         self.schedule, self.args, self.comm = s, list(args), comm
         self.target, self.multi_hop, self.deterministic = target, multi_hop, deterministic
-        self.overlap = overlap
+        self.overlap, self.transfers = overlap, transfers
         self._tags = {t.name: 10 + k for k, t in enumerate(self.args)}
         self.ops = stage_order(list(s.history.origin.outputs))
         self._plans: dict[tuple, Plan] = {}
@@ -146,8 +147,9 @@ class DistKernel:
         """The plan for these sizes on this communicator's ranks (made once per sizes)."""
         key = tuple(sorted((v.name, n) for v, n in (sizes or {}).items()))
         if key not in self._plans:
-            self._plans[key] = plan(self.schedule, self.args, self.comm.size, sizes or {}, multi_hop=self.multi_hop,
-                                    overlap=self.overlap)
+            got = plan(self.schedule, self.args, self.comm.size, sizes or {}, multi_hop=self.multi_hop,
+                       overlap=self.overlap)
+            self._plans[key] = got if self.transfers is None else got.with_transfers(self.transfers(got))
         return self._plans[key]
 
     def _kernel(self, p: Plan, key: tuple, piece: dict | None):
@@ -285,14 +287,17 @@ def _identity(kind: str | None, dtype: np.dtype):
 
 
 def build(s: Schedule, args: list[Tensor], comm: Comm | None = None, target: str = "c", *,
-          multi_hop: bool = False, deterministic: bool = False, overlap: bool = False) -> DistKernel:
+          multi_hop: bool = False, deterministic: bool = False, overlap: bool = False,
+          transfers: Callable[[Plan], list[Transfer]] | None = None) -> DistKernel:
     """This rank's kernel of the distributed schedule ``s`` over ``comm`` (default: ``world()``,
     MPI's world under ``mpirun``, else one rank). ``deterministic``: partial results are combined
     in rank order rather than by MPI's Allreduce, so the values do not depend on MPI's grouping.
     ``multi_hop``: accept halos wider than a neighbour's block. ``overlap``: compute the core of
     each rank's block (the instances whose reads need no message, proven on the sets) while the
-    messages travel, then the rim (a program of one distributed stage without reduction)."""
+    messages travel, then the rim (a program of one distributed stage without reduction).
+    ``transfers``: the messages written by hand (a function of the derived plan, for its sizes
+    and ranks), used instead of the derived ones once checked against them (``Plan.with_transfers``)."""
     if s.history is None:
         raise DistributedError("tessel.distributed.build needs a schedule that records its steps "
                                "(te.create_schedule makes one)")
-    return DistKernel(s, args, comm or world(), target, multi_hop, deterministic, overlap)
+    return DistKernel(s, args, comm or world(), target, multi_hop, deterministic, overlap, transfers)

@@ -20,10 +20,31 @@ from ..arith.analyzer import Analyzer
 from ..errors import DistributionError
 from ..ir import expr as E
 from ..ir.functor import free_vars, substitute
-from ..poly.distribute import Box, Layout, Message, PlanData, RankPart, blocks, derive, overlap_refusal
+from ..poly.distribute import (
+    Box,
+    Layout,
+    Message,
+    PlanData,
+    RankPart,
+    blocks,
+    check_transfers,
+    derive,
+    overlap_refusal,
+)
 from ..poly.model import build as build_model
 from ..schedule.schedule import Schedule, create_schedule
 from ..te.tensor import ComputeOp, PlaceholderOp, Tensor
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """A message a user declares (Tiramisu's ``send``/``receive``): rank ``dst`` receives the
+    ``boxes`` of ``tensor`` (global indices) from rank ``src``; see ``Plan.with_transfers``."""
+
+    tensor: str
+    src: int
+    dst: int
+    boxes: tuple[Box, ...]
 
 
 @dataclass
@@ -84,6 +105,21 @@ class Plan:
     def volume(self) -> int:
         """Elements received per call, over all ranks."""
         return sum(m.count for m in self.messages)
+
+    def with_transfers(self, given: list[Transfer]) -> Plan:
+        """This plan with the user's messages (Tiramisu's explicit ``send``/``receive``) in place
+        of the derived ones, once checked against them: a ``DistributionError`` lists every
+        element needed and not brought, brought twice, sent by a rank that does not own it, or
+        brought and not needed, each with a witness."""
+        msgs = [Message(t.tensor, t.src, t.dst, tuple(t.boxes), sum(b.size for b in t.boxes), ("declared",))
+                for t in given]
+        problems = check_transfers(self.data, msgs)
+        if problems:
+            raise DistributionError("the declared transfers do not match the communication the accesses need:\n  "
+                                    + "\n  ".join(problems) + "\n(plan.explain() lists the messages needed)")
+        out = Plan(self.schedule, self.args, self.ranks, self.sizes, self.data, self.splits, self.axes)
+        out.data = PlanData(self.data.ranks, self.data.parts, msgs, self.data.partial)
+        return out
 
     def whole_row_volume(self) -> int:
         """Elements per call had every message carried whole rows (every element of the split

@@ -448,3 +448,53 @@ def _too_wide(name: str, dim: int, rank: int, q: int, got: isl.Set, parts, dom, 
         f"({sizes or 'none'} along dimension {dim}), because {reasons}: the halo is wider than a "
         "neighbour's block. Run on fewer ranks (larger blocks), or pass multi_hop=True to "
         "tessel.distributed.plan/build to let ranks receive from beyond their neighbours")
+
+
+def check_transfers(data: PlanData, given: list[Message]) -> list[str]:
+    """What is wrong with messages a user wrote (Tiramisu's explicit send/receive) against the
+    derived plan ``data``, one witness each: an element a rank needs that no message brings, one
+    brought twice, one sent by a rank that does not own it, one nobody needs. Empty: they are
+    exactly the plan's messages, possibly grouped otherwise."""
+    def as_set(boxes, name: str) -> isl.Set | None:
+        out = None
+        for b in boxes:
+            s = _box_set(f"T_{len(b.lo)}", b)
+            out = s if out is None else out.union(s)
+        return out
+
+    problems: list[str] = []
+    keys = {(m.tensor, m.dst) for m in data.messages} | {(m.tensor, m.dst) for m in given}
+    for tensor, dst in sorted(keys):
+        need = as_set([b for m in data.messages if (m.tensor, m.dst) == (tensor, dst) for b in m.boxes], tensor)
+        got = None
+        for m in (m for m in given if (m.tensor, m.dst) == (tensor, dst)):
+            s = as_set(m.boxes, tensor)
+            if s is None:
+                continue
+            own = data.parts[m.src].owned.get(tensor) if 0 <= m.src < data.ranks else None
+            foreign = s if own is None else s.subtract(_box_set(f"T_{len(own.lo)}", own))
+            if not foreign.is_empty():
+                problems.append(f"rank {m.src} sends {_element(foreign, tensor)} to rank {dst}, but does not own it")
+            if got is not None and not got.intersect(s).is_empty():
+                problems.append(f"rank {dst} receives {_element(got.intersect(s), tensor)} twice")
+            got = s if got is None else got.union(s)
+        if need is not None and (got is None or not need.is_subset(got)):
+            miss = need if got is None else need.subtract(got)
+            x = _coords(miss.sample_point())
+            why = next(m for m in data.messages if (m.tensor, m.dst) == (tensor, dst) and any(
+                all(a <= v < b for v, a, b in zip(x, bx.lo, bx.hi)) for bx in m.boxes))
+            problems.append(f"rank {dst} needs {tensor}[{', '.join(map(str, x))}] from rank {why.src} but no message "
+                            f"brings it ({'; '.join(why.reasons)})")
+        if got is not None and (need is None or not got.is_subset(need)):
+            extra = got if need is None else got.subtract(need)
+            problems.append(f"rank {dst} receives {_element(extra, tensor)}, which no instance it runs reads "
+                            "from another rank")
+    return problems
+
+
+def _coords(p: isl.Point) -> list[int]:
+    return [p.get_coordinate_val(isl.dim_type.set, d).to_python() for d in range(p.get_space().dim(isl.dim_type.set))]
+
+
+def _element(s: isl.Set, tensor: str) -> str:
+    return f"{tensor}[{', '.join(map(str, _coords(s.sample_point())))}]"
