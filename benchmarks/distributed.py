@@ -26,29 +26,10 @@ import time
 
 import numpy as np
 
+from examples.distributed_heat import heat as heat_program
+from examples.distributed_heat import reference
+from examples.distributed_matmul import column_sums, matmul
 from tessel import distributed as dist
-from tessel import te
-
-
-def _heat(n: int, m: int):
-    A = te.placeholder((n, m), name="A", dtype="float64")
-    inside = lambda i, j: te.all(i > 0, i < n - 1, j > 0, j < m - 1)  # noqa: E731
-    B = te.compute((n, m), lambda i, j: te.if_then_else(
-        inside(i, j), 0.6 * A[i, j] + 0.1 * (A[i - 1, j] + A[i + 1, j] + A[i, j - 1] + A[i, j + 1]), A[i, j]),
-        name="B")
-    s = te.create_schedule(B.op)
-    s[B].distribute(B.op.axis[0])
-    _, ji = s[B].split(B.op.axis[1], 8)
-    s[B].vectorize(ji)
-    return s, [A, B]
-
-
-def _heat_ref(a, steps):
-    for _ in range(steps):
-        b = a.copy()
-        b[1:-1, 1:-1] = 0.6 * a[1:-1, 1:-1] + 0.1 * (a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:])
-        a = b
-    return a
 
 
 def _timed(comm, k, call, calls: int) -> dict:
@@ -65,7 +46,7 @@ def _timed(comm, k, call, calls: int) -> dict:
 
 
 def heat(comm, n: int, m: int, steps: int, overlap: bool = False) -> dict:
-    s, args = _heat(n, m)
+    s, args = heat_program(n, m)
     k = dist.build(s, args, comm, overlap=overlap)
     g = np.random.default_rng(0).random((n, m)) if comm.rank == 0 else None
     a = k.scatter("A", g)
@@ -81,17 +62,13 @@ def heat(comm, n: int, m: int, steps: int, overlap: bool = False) -> dict:
     p = k.plan({})
     row.update(exact=p.volume(), rows=p.whole_row_volume())
     if comm.rank == 0:
-        row["err"] = float(np.abs(out - _heat_ref(g, steps + 1)).max())
+        row["err"] = float(np.abs(out - reference(g, steps + 1)).max())
     return row
 
 
 def column_sum(comm, n: int, m: int, calls: int) -> dict:
-    X = te.placeholder((n, m), name="X", dtype="float64")
-    r = te.reduce_axis((0, n), name="r")
-    S = te.compute((m,), lambda j: te.sum(X[r, j], axis=r), name="S")
-    s = te.create_schedule(S.op)
-    s[S].distribute(r)
-    k = dist.build(s, [X, S], comm)
+    s, args = column_sums(n, m)
+    k = dist.build(s, args, comm)
     x = np.random.default_rng(1).random((n, m)) if comm.rank == 0 else None
     dx, ds = k.scatter("X", x), k.empty("S")
     row = _timed(comm, k, lambda: k(dx, ds), calls)
@@ -102,16 +79,9 @@ def column_sum(comm, n: int, m: int, calls: int) -> dict:
     return row
 
 
-def matmul(comm, n: int, kk: int, m: int, calls: int) -> dict:
-    A = te.placeholder((n, kk), name="A", dtype="float64")
-    B = te.placeholder((kk, m), name="B", dtype="float64")
-    r = te.reduce_axis((0, kk), name="r")
-    C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
-    s = te.create_schedule(C.op)
-    s[C].distribute(C.op.axis[0])
-    _, ji = s[C].split(C.op.axis[1], 8)
-    s[C].vectorize(ji)
-    k = dist.build(s, [A, B, C], comm)
+def matmul_rows(comm, n: int, kk: int, m: int, calls: int) -> dict:
+    s, args = matmul(n, kk, m)
+    k = dist.build(s, args, comm)
     rng = np.random.default_rng(2)
     a, b = (rng.random((n, kk)), rng.random((kk, m))) if comm.rank == 0 else (None, None)
     da, db, dc = k.scatter("A", a), k.scatter("B", b), k.empty("C")
@@ -131,7 +101,7 @@ def child(quick: bool) -> None:
             ("heat strong, overlap", f"{n}x{n - 2}", heat(comm, n, n - 2, steps, overlap=True)),
             ("heat weak", f"{128 * p}x1024", heat(comm, 128 * p if quick else 512 * p, 1024, steps)),
             ("column sum", f"{n}x{n}", column_sum(comm, n, n, 10)),
-            ("matmul rows", f"{n // 4}x256x256", matmul(comm, n // 4, 256, 256, 5))]
+            ("matmul rows", f"{n // 4}x256x256", matmul_rows(comm, n // 4, 256, 256, 5))]
     if comm.rank == 0:
         for name, size, row in rows:
             print(json.dumps({"kernel": name, "size": size, "ranks": p, **row}), flush=True)

@@ -12,29 +12,14 @@ import sys
 
 import numpy as np
 
+from examples.distributed_heat import heat as heat2d
+from examples.distributed_heat import reference as heat2d_ref
+from examples.distributed_matmul import column_sums as total
+from examples.distributed_matmul import matmul
 from tessel import distributed as dist
 from tessel import te
 
-
-def heat2d(n: int, m: int):
-    A = te.placeholder((n, m), name="A", dtype="float64")
-    inside = lambda i, j: te.all(i > 0, i < n - 1, j > 0, j < m - 1)  # noqa: E731
-    B = te.compute((n, m), lambda i, j: te.if_then_else(
-        inside(i, j), 0.6 * A[i, j] + 0.1 * (A[i - 1, j] + A[i + 1, j] + A[i, j - 1] + A[i, j + 1]), A[i, j]),
-        name="B")
-    s = te.create_schedule(B.op)
-    s[B].distribute(B.op.axis[0])
-    _, ji = s[B].split(B.op.axis[1], 4)
-    s[B].vectorize(ji)
-    return s, [A, B]
-
-
-def heat2d_ref(a: np.ndarray, steps: int) -> np.ndarray:
-    for _ in range(steps):
-        b = a.copy()
-        b[1:-1, 1:-1] = 0.6 * a[1:-1, 1:-1] + 0.1 * (a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:])
-        a = b
-    return a
+__all__ = ["heat2d", "heat2d_ref", "matmul", "total"]  # the tests' names for the examples' programs
 
 
 def heat3d(n: int, m: int, p: int):
@@ -57,25 +42,6 @@ def heat3d_ref(a: np.ndarray, steps: int) -> np.ndarray:
                                                 + a[1:-1, 2:, 1:-1] + a[1:-1, 1:-1, :-2] + a[1:-1, 1:-1, 2:])
         a = b
     return a
-
-
-def matmul(n: int, k: int, m: int):
-    A = te.placeholder((n, k), name="A", dtype="float64")
-    B = te.placeholder((k, m), name="B", dtype="float64")
-    r = te.reduce_axis((0, k), name="r")
-    C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
-    s = te.create_schedule(C.op)
-    s[C].distribute(C.op.axis[0])
-    return s, [A, B, C]
-
-
-def total(n: int, m: int):
-    X = te.placeholder((n, m), name="X", dtype="float64")
-    r = te.reduce_axis((0, n), name="r")
-    S = te.compute((m,), lambda j: te.sum(X[r, j], axis=r), name="S")
-    s = te.create_schedule(S.op)
-    s[S].distribute(r)
-    return s, [X, S]
 
 
 def _stencil(comm, make, ref, shape, steps: int, target: str, overlap: bool):
