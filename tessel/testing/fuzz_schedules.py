@@ -2,7 +2,7 @@
 
 TE primitives (split by factor or nparts, non-divisible and larger than the extent included;
 fuse, reorder, tile, compute_at at a loop of a reader, compute_inline, compute_root,
-vectorize/unroll, parallel, pragma, set_scope, distribute, cache_read, cache_write, rfactor), seed 003's
+vectorize/unroll, parallel, pragma, set_scope, cache_read, cache_write, rfactor), seed 003's
 position primitives (compute_at by position in every mode, propagate, inline_at, inline_most,
 inline_all_at), seed 004's commands (shift, skew, reverse, interchange, after and before) and
 the storage commands (store_in, storage_fold). A primitive tessel refuses is left out of the
@@ -144,7 +144,7 @@ def apply_primitive(draw, prog: Program, positions: bool = False, commands: dict
     what = draw(st.sampled_from([
         "split", "split", "split", "fuse", "reorder", "reorder", "compute_at", "compute_at", "compute_at",
         "inline", "vectorize", "unroll", "parallel", "cache_read", "cache_write", "rfactor", "tile",
-        "compute_root", "pragma", "set_scope", "distribute",
+        "compute_root", "pragma", "set_scope",
     ]))
     if what == "split":
         k = draw(st.integers(0, n - 1))
@@ -192,10 +192,6 @@ def apply_primitive(draw, prog: Program, positions: bool = False, commands: dict
         if outer:
             k = draw(st.sampled_from(outer))
             prog.attempt(f"s[{name}].parallel({lv}[{k}])")
-    elif what == "distribute":  # for MPI ranks (tessel.distributed); one process lowers it unchanged
-        axes = getattr(stage.op, "axis", ())
-        if axes:
-            prog.attempt(f"s[{name}].distribute(s[{name}].op.axis[{draw(st.integers(0, len(axes) - 1))}])")
     elif what == "cache_read":
         src = draw(st.sampled_from([name, *prog.inputs]))  # a computed tensor or an input
         readers = _readers(prog, src)
