@@ -175,37 +175,32 @@ class MPIComm(Comm):
     def __init__(self, comm: Any, MPI: Any, timeout: float = TIMEOUT):
         self.comm, self.MPI, self.timeout = comm, MPI, timeout
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
-        self._spins = 0
 
-    def _poll(self, what: str) -> None:
-        """Raise if another rank said it failed; then yield the core a little once the wait is
-        long (a short wait spins: a sleep's wake-up costs more than a halo message)."""
-        st = self.MPI.Status()
-        if self.comm.Iprobe(source=self.MPI.ANY_SOURCE, tag=_ABORT_TAG, status=st):
-            msg = self.comm.recv(source=st.Get_source(), tag=_ABORT_TAG)
-            raise DistributedError(f"rank {self.rank} of {self.size} stopped waiting for {what}: "
-                                   f"rank {st.Get_source()} failed: {msg}")
-        self._spins += 1
-        if self._spins > 2000:
-            time.sleep(0.0001)
+    def _wait(self, done: Callable[[], bool], what: str) -> None:
+        """Poll ``done`` until it holds, raising if another rank said it failed or the deadline
+        passed; a short wait spins, a long one yields the core now and then (a sleep's wake-up
+        costs more than a halo message)."""
+        check, st, spins = self._deadline(what), self.MPI.Status(), 0
+        while not done():
+            if self.comm.Iprobe(source=self.MPI.ANY_SOURCE, tag=_ABORT_TAG, status=st):
+                msg = self.comm.recv(source=st.Get_source(), tag=_ABORT_TAG)
+                raise DistributedError(f"rank {self.rank} of {self.size} stopped waiting for {what}: "
+                                       f"rank {st.Get_source()} failed: {msg}")
+            spins += 1
+            if spins > 2000:
+                check()
+                time.sleep(0.0001)
 
     def send(self, buf: np.ndarray, dest: int, tag: int) -> Any:
         data = np.ascontiguousarray(buf)
         return (self.comm.Isend(data, dest=dest, tag=tag), data)
 
     def wait_sends(self, handles: list) -> None:
-        check = self._deadline("the end of its sends")
         reqs = [h[0] for h in handles]
-        while not self.MPI.Request.Testall(reqs):
-            self._poll("the end of its sends")
-            check()
+        self._wait(lambda: self.MPI.Request.Testall(reqs), "the end of its sends")
 
     def recv(self, buf: np.ndarray, source: int, tag: int, what: str) -> None:
-        check = self._deadline(what)
-        self._spins = 0
-        while not self.comm.Iprobe(source=source, tag=tag):
-            self._poll(what)
-            check()
+        self._wait(lambda: self.comm.Iprobe(source=source, tag=tag), what)
         tmp = np.empty(buf.shape, buf.dtype)
         self.comm.Recv(tmp, source=source, tag=tag)
         buf[...] = tmp
@@ -217,10 +212,7 @@ class MPIComm(Comm):
             if q == self.rank:
                 out.append(obj)
                 continue
-            check = self._deadline(f"rank {q}'s part of a collective operation")
-            while not self.comm.Iprobe(source=q, tag=_COLL_TAG):
-                self._poll(f"rank {q}'s part of a collective operation")
-                check()
+            self._wait(lambda q=q: self.comm.Iprobe(source=q, tag=_COLL_TAG), f"rank {q}'s part of a collective operation")
             out.append(self.comm.recv(source=q, tag=_COLL_TAG))
         self.wait_sends([(r, None) for r in reqs])
         return out
@@ -232,10 +224,7 @@ class MPIComm(Comm):
         out = np.empty_like(src)
         mop = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}[op]
         req = self.comm.Iallreduce(src, out, op=mop)
-        check = self._deadline("an Allreduce")
-        while not req.Test():
-            self._poll("an Allreduce")
-            check()
+        self._wait(req.Test, "an Allreduce")
         return out
 
     def notify_failure(self, text: str) -> None:
