@@ -20,7 +20,8 @@ import threading
 import time
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -191,21 +192,37 @@ class MPIComm(Comm):
                 check()
                 time.sleep(0.0001)
 
+    @contextmanager
+    def _status(self, what: str) -> Iterator[None]:
+        """An error MPI reports (mpi4py raises it, MPI's status checked) as a DistributedError."""
+        try:
+            yield
+        except self.MPI.Exception as err:
+            text = err.Get_error_string() if hasattr(err, "Get_error_string") else str(err)
+            raise DistributedError(f"rank {self.rank} of {self.size}: MPI failed in {what}: {text}") from err
+
     def send(self, buf: np.ndarray, dest: int, tag: int) -> Any:
         data = np.ascontiguousarray(buf)
-        return (self.comm.Isend(data, dest=dest, tag=tag), data)
+        with self._status(f"a send to rank {dest}"):
+            return (self.comm.Isend(data, dest=dest, tag=tag), data)
 
     def wait_sends(self, handles: list) -> None:
         reqs = [h[0] for h in handles]
-        self._wait(lambda: self.MPI.Request.Testall(reqs), "the end of its sends")
+        with self._status("waiting for its sends"):
+            self._wait(lambda: self.MPI.Request.Testall(reqs), "the end of its sends")
 
     def recv(self, buf: np.ndarray, source: int, tag: int, what: str) -> None:
-        self._wait(lambda: self.comm.Iprobe(source=source, tag=tag), what)
-        tmp = np.empty(buf.shape, buf.dtype)
-        self.comm.Recv(tmp, source=source, tag=tag)
+        with self._status(f"receiving {what}"):
+            self._wait(lambda: self.comm.Iprobe(source=source, tag=tag), what)
+            tmp = np.empty(buf.shape, buf.dtype)
+            self.comm.Recv(tmp, source=source, tag=tag)
         buf[...] = tmp
 
     def allgather(self, obj: Any) -> list:
+        with self._status("a collective operation"):
+            return self._allgather(obj)
+
+    def _allgather(self, obj: Any) -> list:
         reqs = [self.comm.isend(obj, dest=q, tag=_COLL_TAG) for q in range(self.size) if q != self.rank]
         out = []
         for q in range(self.size):
@@ -223,8 +240,9 @@ class MPIComm(Comm):
         src = np.ascontiguousarray(arr)
         out = np.empty_like(src)
         mop = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}[op]
-        req = self.comm.Iallreduce(src, out, op=mop)
-        self._wait(req.Test, "an Allreduce")
+        with self._status("an Allreduce"):
+            req = self.comm.Iallreduce(src, out, op=mop)
+            self._wait(req.Test, "an Allreduce")
         return out
 
     def notify_failure(self, text: str) -> None:

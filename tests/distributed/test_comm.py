@@ -59,6 +59,27 @@ def test_a_missing_message_times_out_with_what_was_awaited():
         dist.run_ranks(run, 2, timeout=0.3)
 
 
+def test_an_error_mpi_reports_becomes_a_distributed_error():
+    class Failed(Exception):
+        def Get_error_string(self):
+            return "MPI_ERR_RANK: invalid rank"
+
+    class Comm:
+        def Get_rank(self):
+            return 0
+
+        def Get_size(self):
+            return 2
+
+        def Isend(self, *args, **kwargs):
+            raise Failed()
+
+    fake = type("MPI", (), {"Exception": Failed})
+    comm = dist.MPIComm(Comm(), fake)
+    with pytest.raises(DistributedError, match=r"rank 0 of 2: MPI failed in a send to rank 7: MPI_ERR_RANK"):
+        comm.send(np.zeros(2), 7, 1)
+
+
 def test_world_without_a_launcher_is_one_rank(monkeypatch):
     for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"):
         monkeypatch.delenv(k, raising=False)
@@ -75,7 +96,7 @@ def _mpirun(ranks: int, script: Path, timeout: float = 240) -> subprocess.Comple
 
 
 @needs_mpi
-@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4])
 def test_cases_under_mpirun_match_numpy(ranks):
     got = _mpirun(ranks, TESTS / "distributed_cases.py")
     assert got.returncode == 0, got.stdout + got.stderr
