@@ -67,10 +67,11 @@ class DistKernel:
     """The distributed form of a schedule on one rank (see the module docstring)."""
 
     def __init__(self, s: Schedule, args: list[Tensor], comm: Comm, target: str, multi_hop: bool,
-                 deterministic: bool, overlap: bool, transfers: Callable[[Plan], list[Transfer]] | None = None):
+                 deterministic: bool, overlap: bool, transfers: Callable[[Plan], list[Transfer]] | None = None,
+                 placement: dict | None = None):
         self.schedule, self.args, self.comm = s, list(args), comm
         self.target, self.multi_hop, self.deterministic = target, multi_hop, deterministic
-        self.overlap, self.transfers = overlap, transfers
+        self.overlap, self.transfers, self.placement = overlap, transfers, placement
         self._tags = {t.name: 10 + k for k, t in enumerate(self.args)}
         self.ops = stage_order(list(s.history.origin.outputs))
         self._plans: dict[tuple, Plan] = {}
@@ -87,7 +88,7 @@ class DistKernel:
         return t
 
     def _split(self, t: Tensor, shape: tuple[int, ...]) -> Split:
-        return split_of(self.schedule, t, shape)
+        return split_of(self.schedule, t, shape, self.placement)
 
     def scatter(self, name: str, array: np.ndarray | None = None, root: int = 0) -> DistArray:
         """Rank ``root``'s global ``array`` for argument ``name``, as each rank's part."""
@@ -148,7 +149,7 @@ class DistKernel:
         key = tuple(sorted((v.name, n) for v, n in (sizes or {}).items()))
         if key not in self._plans:
             got = plan(self.schedule, self.args, self.comm.size, sizes or {}, multi_hop=self.multi_hop,
-                       overlap=self.overlap)
+                       overlap=self.overlap, placement=self.placement)
             self._plans[key] = got if self.transfers is None else got.with_transfers(self.transfers(got))
         return self._plans[key]
 
@@ -288,7 +289,8 @@ def _identity(kind: str | None, dtype: np.dtype):
 
 def build(s: Schedule, args: list[Tensor], comm: Comm | None = None, target: str = "c", *,
           multi_hop: bool = False, deterministic: bool = False, overlap: bool = False,
-          transfers: Callable[[Plan], list[Transfer]] | None = None) -> DistKernel:
+          transfers: Callable[[Plan], list[Transfer]] | None = None,
+          placement: dict[str, int | None] | None = None) -> DistKernel:
     """This rank's kernel of the distributed schedule ``s`` over ``comm`` (default: ``world()``,
     MPI's world under ``mpirun``, else one rank). ``deterministic``: partial results are combined
     in rank order rather than by MPI's Allreduce, so the values do not depend on MPI's grouping.
@@ -296,8 +298,9 @@ def build(s: Schedule, args: list[Tensor], comm: Comm | None = None, target: str
     each rank's block (the instances whose reads need no message, proven on the sets) while the
     messages travel, then the rim (a program of one distributed stage without reduction).
     ``transfers``: the messages written by hand (a function of the derived plan, for its sizes
-    and ranks), used instead of the derived ones once checked against them (``Plan.with_transfers``)."""
+    and ranks), used instead of the derived ones once checked against them (``Plan.with_transfers``).
+    ``placement``: where inputs live, declared (see ``plan``)."""
     if s.history is None:
         raise DistributedError("tessel.distributed.build needs a schedule that records its steps "
                                "(te.create_schedule makes one)")
-    return DistKernel(s, args, comm or world(), target, multi_hop, deterministic, overlap, transfers)
+    return DistKernel(s, args, comm or world(), target, multi_hop, deterministic, overlap, transfers, placement)

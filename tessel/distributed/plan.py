@@ -162,14 +162,17 @@ class Plan:
 
 
 def plan(s: Schedule, args: list[Tensor], ranks: int, sizes: dict | None = None, *,
-         shapes: dict | None = None, multi_hop: bool = False, overlap: bool = False) -> Plan:
+         shapes: dict | None = None, multi_hop: bool = False, overlap: bool = False,
+         placement: dict[str, int | None] | None = None) -> Plan:
     """The plan of ``s`` (distributed with ``s[T].distribute(axis)``) on ``ranks`` ranks.
 
     ``sizes`` binds the symbolic sizes (``{n: 13}``, by Var or by name); ``shapes`` may give
     them instead as the global shape of argument tensors (``{"A": (13, 7)}``). Refuses, with a
     ``DistributionError`` naming the stage and axis, what cannot run as messages before the
     kernel (see ``tessel.poly.distribute``). ``overlap``: also split each rank's block into the
-    core that reads only what the rank owns and the rim (``RankPart.core``/``rim``)."""
+    core that reads only what the rank owns and the rim (``RankPart.core``/``rim``).
+    ``placement`` declares where inputs live instead of inferring it: ``{"A": 1}`` splits
+    placeholder A's dimension 1 in blocks, ``{"W": None}`` copies W to every rank."""
     if ranks < 1:
         raise DistributionError(f"a distributed plan needs at least one rank, got {ranks}")
     outputs = [op for op in s.outputs]
@@ -180,6 +183,8 @@ def plan(s: Schedule, args: list[Tensor], ranks: int, sizes: dict | None = None,
         raise DistributionError("no stage of the schedule is distributed: call s[T].distribute(T.op.axis[k]) "
                                 "on the stage whose rows the ranks should share")
     splits = _splits(s, axes, bound)
+    for name, dim in _placement(s, placement).items():
+        splits[name] = Split(splits[name].shape, dim)
     layout = Layout(ranks, {n: a for n, (a, _) in axes.items()}, {n: sp.dim for n, sp in splits.items()},
                     {n: sp.shape for n, sp in splits.items()}, bound, multi_hop, overlap)
     model = build_model(fresh)
@@ -302,7 +307,22 @@ def _output_split(op: ComputeOp, axis: str, bound: dict[E.Var, int], partial: bo
     return Split(shape, None if partial or axis not in names else names.index(axis))
 
 
-def split_of(s: Schedule, t: Tensor, shape: tuple[int, ...]) -> Split:
+def _placement(s: Schedule, given: dict | None) -> dict[str, int | None]:
+    """The declared placement, checked: placeholders of the program, dimensions they have."""
+    inputs = {st.op.name: st.op for st in s.stages if isinstance(st.op, PlaceholderOp)}
+    for name, dim in (given or {}).items():
+        op = inputs.get(name)
+        if op is None:
+            raise DistributionError(f"placement of {name!r}: not an input (placeholder) of the program; its inputs: "
+                                    f"{', '.join(sorted(inputs)) or 'none'}")
+        nd = len(op.output(0).shape)
+        if dim is not None and not (isinstance(dim, int) and 0 <= dim < nd):
+            raise DistributionError(f"placement of {name}: dimension {dim!r} is not one of its {nd} dimensions "
+                                    "(0-based); give one, or None for a copy on every rank")
+    return dict(given or {})
+
+
+def split_of(s: Schedule, t: Tensor, shape: tuple[int, ...], placement: dict | None = None) -> Split:
     """How argument ``t`` of global ``shape`` is laid over the ranks (no sizes needed): what
     ``plan(...).splits[t.name]`` says, known before every size is."""
     for st in s.stages:
@@ -312,6 +332,9 @@ def split_of(s: Schedule, t: Tensor, shape: tuple[int, ...]) -> Split:
         if st.op is t.op:
             return Split(tuple(shape), None if iv in st.op.reduce_axis else
                          next((k for k, a in enumerate(st.op.axis) if a is iv), None))
+    declared = _placement(s, placement)
+    if t.name in declared:
+        return Split(tuple(shape), declared[t.name])
     dims: dict[str, int] = {}
     for st in s.stages:
         iv = getattr(st, "distributed_axis", None)

@@ -152,17 +152,42 @@ def bounding_box(s: isl.Set) -> Box | None:
 
 
 def boxes_of(s: isl.Set) -> tuple[Box, ...]:
-    """``s`` as disjoint boxes (a basic set that is not a box becomes its points)."""
+    """``s`` as few disjoint boxes: isl's disjoint pieces (one that is not a box becomes its
+    points), then neighbours that line up merged (a row cut in two by isl is one row again)."""
     out: list[Box] = []
     for bset in s.make_disjoint().get_basic_sets():
-        box = bounding_box(isl.Set.from_basic_set(bset))
+        piece = isl.Set.from_basic_set(bset)
+        box = bounding_box(piece)
         if box is None:
             continue
-        if _box_set(bset.get_tuple_name(), box).is_subset(isl.Set.from_basic_set(bset)):
+        if _box_set(bset.get_tuple_name(), box).is_subset(piece):
             out.append(box)
         else:
-            bset.foreach_point(lambda p: out.append(Box(*_point_box(p))))
-    return tuple(sorted(out, key=lambda b: (b.lo, b.hi)))
+            piece.foreach_point(lambda p: out.append(Box(*_point_box(p))))
+    return tuple(sorted(_merged(out), key=lambda b: (b.lo, b.hi)))
+
+
+def _merged(boxes: list[Box]) -> list[Box]:
+    """Join two boxes that are equal in all dimensions but one, where they touch, until none do."""
+    boxes = list(boxes)
+    joined = True
+    while joined:
+        joined = False
+        for x in range(len(boxes)):
+            for y in range(len(boxes)):
+                a, b = boxes[x], boxes[y]
+                if x == y:
+                    continue
+                diff = [d for d in range(len(a.lo)) if (a.lo[d], a.hi[d]) != (b.lo[d], b.hi[d])]
+                if len(diff) == 1 and a.hi[diff[0]] == b.lo[diff[0]]:
+                    d = diff[0]
+                    boxes[x] = Box(a.lo, a.hi[:d] + (b.hi[d],) + a.hi[d + 1:])
+                    del boxes[y]
+                    joined = True
+                    break
+            if joined:
+                break
+    return boxes
 
 
 def _point_box(p: isl.Point) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -435,7 +460,7 @@ def _reasons(got: isl.Set, dom, tname: str, sets: _Sets, name: str = "") -> tupl
             hit = sets.fixed(a.relation).intersect_domain(inst).intersect_range(got)
             if not hit.is_empty():
                 out.append(f"{s.label()} reads {a.text} (e.g. {_witness(hit, s, name or tname)})")
-    return tuple(out)
+    return tuple(dict.fromkeys(out))
 
 
 def _too_wide(name: str, dim: int, rank: int, q: int, got: isl.Set, parts, dom, tname: str, sets: _Sets):

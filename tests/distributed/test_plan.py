@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from distributed_cases import heat2d, heat2d_ref
+from distributed_cases import heat2d, heat2d_ref, matmul
 
 from tessel import DistributionError
 from tessel import distributed as dist
@@ -56,3 +56,29 @@ def test_declared_transfers_are_checked_with_witnesses():
     twice = [*_rows(p), _rows(p)[0]]
     with pytest.raises(DistributionError, match=r"rank 0 receives A\[4, \d\] twice"):
         p.with_transfers(twice)
+
+
+@pytest.mark.parametrize("placement", [{"A": None}, {"A": 1}])
+def test_a_declared_placement_is_exchanged_exactly(placement):
+    g = np.random.default_rng(6).random((9, 7))
+
+    def run(c):
+        s, args = heat2d(9, 7)
+        k = dist.build(s, args, c, placement=placement, multi_hop=True)  # columns: from every rank
+        a = k.scatter("A", g if c.rank == 0 else None)
+        b = k.empty("B")
+        k(a, b)
+        return k.gather(b), k.plan({}).volume()
+
+    (out, volume), *_ = dist.run_ranks(run, 3)
+    assert np.abs(out - heat2d_ref(g, 1)).max() < 1e-12
+    assert (volume == 0) == (placement["A"] is None)
+
+
+def test_a_declared_placement_is_checked():
+    s, args = matmul(5, 4, 3)
+    with pytest.raises(DistributionError, match=r"placement of 'C': not an input \(placeholder\) of the program; "
+                                                r"its inputs: A, B"):
+        dist.plan(s, args, 2, placement={"C": 0})
+    with pytest.raises(DistributionError, match=r"placement of B: dimension 2 is not one of its 2 dimensions"):
+        dist.plan(s, args, 2, placement={"B": 2})
