@@ -181,7 +181,7 @@ def _merged(boxes: list[Box]) -> list[Box]:
                 diff = [d for d in range(len(a.lo)) if (a.lo[d], a.hi[d]) != (b.lo[d], b.hi[d])]
                 if len(diff) == 1 and a.hi[diff[0]] == b.lo[diff[0]]:
                     d = diff[0]
-                    boxes[x] = Box(a.lo, a.hi[:d] + (b.hi[d],) + a.hi[d + 1:])
+                    boxes[x] = Box(a.lo, (*a.hi[:d], b.hi[d], *a.hi[d + 1:]))
                     del boxes[y]
                     joined = True
                     break
