@@ -25,15 +25,16 @@ from tessel import distributed as dist
 from tessel import te
 
 
-def heat(n: int, m: int):
-    """``B = 0.6 A + 0.1 (north + south + west + east)`` inside, ``A`` on the border."""
+def heat(n: int, m: int, block: int | None = None):
+    """``B = 0.6 A + 0.1 (north + south + west + east)`` inside, ``A`` on the border; rows in one
+    block per rank, or (``block``) block-cyclic."""
     A = te.placeholder((n, m), name="A", dtype="float64")
     inside = lambda i, j: te.all(i > 0, i < n - 1, j > 0, j < m - 1)  # noqa: E731
     B = te.compute((n, m), lambda i, j: te.if_then_else(
         inside(i, j), 0.6 * A[i, j] + 0.1 * (A[i - 1, j] + A[i + 1, j] + A[i, j - 1] + A[i, j + 1]), A[i, j]),
         name="B")
     s = te.create_schedule(B.op)
-    s[B].distribute(B.op.axis[0])
+    s[B].distribute(B.op.axis[0], **({"block": block} if block else {}))
     _, ji = s[B].split(B.op.axis[1], 8)
     s[B].vectorize(ji)
     return s, [A, B]

@@ -20,24 +20,24 @@ from tessel import distributed as dist
 from tessel import te
 
 
-def matmul(n: int, k: int, m: int):
+def matmul(n: int, k: int, m: int, block: int | None = None):
     A = te.placeholder((n, k), name="A", dtype="float64")
     B = te.placeholder((k, m), name="B", dtype="float64")
     r = te.reduce_axis((0, k), name="r")
     C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
     s = te.create_schedule(C.op)
-    s[C].distribute(C.op.axis[0])
+    s[C].distribute(C.op.axis[0], **({"block": block} if block else {}))
     _, ji = s[C].split(C.op.axis[1], 8)
     s[C].vectorize(ji)
     return s, [A, B, C]
 
 
-def column_sums(n: int, m: int):
+def column_sums(n: int, m: int, block: int | None = None):
     X = te.placeholder((n, m), name="X", dtype="float64")
     r = te.reduce_axis((0, n), name="r")
     S = te.compute((m,), lambda j: te.sum(X[r, j], axis=r), name="S")
     s = te.create_schedule(S.op)
-    s[S].distribute(r)
+    s[S].distribute(r, **({"block": block} if block else {}))
     return s, [X, S]
 
 

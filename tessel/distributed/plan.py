@@ -47,18 +47,36 @@ class Transfer:
     boxes: tuple[Box, ...]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Split:
-    """How one tensor is laid over the ranks: blocks of dimension ``dim`` of ``shape`` (None: a
-    full copy on every rank)."""
+    """How one tensor is laid over ``ranks`` ranks: dimension ``dim`` of ``shape`` in parts, one
+    contiguous block per rank, or (``block``) blocks of that many dealt to the ranks in turn,
+    part ``k`` to rank ``k % ranks``; ``dim`` None: a full copy on every rank."""
 
     shape: tuple[int, ...]
     dim: int | None
+    ranks: int
+    block: int | None = None
 
-    def block(self, rank: int, ranks: int) -> Box | None:
+    @property
+    def parts(self) -> int:
+        if self.dim is None or self.block is None:
+            return self.ranks
+        return max(1, -(-self.shape[self.dim] // self.block))
+
+    def parts_of(self, rank: int) -> list[int | None]:
+        """The parts rank ``rank`` holds (``[None]``: the whole copy)."""
         if self.dim is None:
+            return [None]
+        return [k for k in range(rank, self.parts, self.ranks) if self.box(k) is not None]
+
+    def box(self, part: int | None) -> Box | None:
+        """The elements of part ``part`` (None: the whole tensor), None if it has none."""
+        if self.dim is None or part is None:
             return Box(tuple(0 for _ in self.shape), self.shape)
-        lo, hi = blocks(self.shape[self.dim], ranks)[rank]
+        ext = self.shape[self.dim]
+        lo, hi = ((min(part * self.block, ext), min((part + 1) * self.block, ext)) if self.block is not None
+                  else blocks(ext, self.ranks)[part])
         if hi <= lo:
             return None
         return Box(tuple(lo if d == self.dim else 0 for d in range(len(self.shape))),
@@ -146,14 +164,17 @@ class Plan:
     def text(self) -> str:
         lines = [f"distributed plan: {self.ranks} rank(s), sizes "
                  + (", ".join(f"{v.name}={n}" for v, n in self.sizes.items()) or "fixed")]
+        block = next(iter(self.splits.values())).block if self.splits else None
         for name, (axis, extent) in self.axes.items():
-            lines.append(f"  {name}: axis {axis} ({extent}) in blocks "
-                         + " ".join(f"[{a}, {b})" for a, b in blocks(extent, self.ranks)))
-        for r in range(self.ranks):
+            how = (f"blocks of {block} dealt to the ranks in turn" if block is not None else
+                   "blocks " + " ".join(f"[{a}, {b})" for a, b in blocks(extent, self.ranks)))
+            lines.append(f"  {name}: axis {axis} ({extent}) in {how}")
+        for r in range(len(self.data.parts)):
             halos = ", ".join(f"{t} {self.halo(r, t)}" for t, sp in self.splits.items() if sp.dim is not None
                               and t in self.part(r).storage)
             got = sum(m.count for m in self.received(r))
-            lines.append(f"  rank {r}: partners {self.partners(r)}, ghost widths {halos or '-'}, receives {got}")
+            who = f"rank {r % self.ranks} block {r}" if block is not None else f"rank {r}"
+            lines.append(f"  {who}: partners {self.partners(r)}, ghost widths {halos or '-'}, receives {got}")
         lines += ["  " + m.explain() for m in self.messages]
         lines += [f"  {name}: partial on every rank, combined by Allreduce" for name in self.partial]
         return "\n".join(lines)
@@ -175,18 +196,23 @@ def plan(s: Schedule, args: list[Tensor], ranks: int, sizes: dict | None = None,
     placeholder A's dimension 1 in blocks, ``{"W": None}`` copies W to every rank."""
     if ranks < 1:
         raise DistributionError(f"a distributed plan needs at least one rank, got {ranks}")
-    outputs = [op for op in s.outputs]
-    fresh = create_schedule(outputs)
+    fresh = create_schedule(list(s.history.origin.outputs) if s.history is not None else s.outputs)
     bound = _bind(args, sizes or {}, shapes or {})
     axes = _distributed(s, bound)
     if not axes:
         raise DistributionError("no stage of the schedule is distributed: call s[T].distribute(T.op.axis[k]) "
                                 "on the stage whose rows the ranks should share")
-    splits = _splits(s, axes, bound)
+    block = block_of(s)
+    splits = _splits(s, axes, bound, ranks, block)
     for name, dim in _placement(s, placement).items():
-        splits[name] = Split(splits[name].shape, dim)
-    layout = Layout(ranks, {n: a for n, (a, _) in axes.items()}, {n: sp.dim for n, sp in splits.items()},
-                    {n: sp.shape for n, sp in splits.items()}, bound, multi_hop, overlap)
+        splits[name] = Split(splits[name].shape, dim, ranks, block)
+    parts = ranks
+    if block is not None:  # as many parts as the longest split extent has blocks
+        extents = [e for _, e in axes.values()] + [sp.shape[sp.dim] for sp in splits.values() if sp.dim is not None]
+        parts = max(1, max(-(-e // block) for e in extents))
+    layout = Layout(parts, {n: a for n, (a, _) in axes.items()}, {n: sp.dim for n, sp in splits.items()},
+                    {n: sp.shape for n, sp in splits.items()}, bound, multi_hop, overlap,
+                    {n: e for n, (_, e) in axes.items()}, block, ranks)
     model = build_model(fresh)
     why = overlap_refusal(model, layout) if overlap else None
     if why is not None:
@@ -194,8 +220,19 @@ def plan(s: Schedule, args: list[Tensor], ranks: int, sizes: dict | None = None,
     data = derive(model, layout)
     for name in axes:
         st = next(st for st in s.stages if st.op.name == name)
-        splits[name] = _output_split(st.op, axes[name][0], bound, name in data.partial)
+        splits[name] = _output_split(st.op, axes[name][0], bound, name in data.partial, ranks, block)
     return Plan(s, list(args), ranks, bound, data, splits, axes)
+
+
+def block_of(s: Schedule) -> int | None:
+    """The block size of the schedule's block-cyclic distribution (None: one block per rank);
+    every distributed stage must use the same (their parts line up, block k on rank k % P)."""
+    found = {st.distributed_block for st in s.stages if getattr(st, "distributed_axis", None) is not None}
+    if len(found) > 1:
+        raise DistributionError("distributed stages with different block sizes ("
+                                + ", ".join(sorted(str(b) for b in found)) + "): give every distribute the same "
+                                "block=, so that block k of every tensor is on the same rank")
+    return next(iter(found), None)
 
 
 def _const(e: E.PrimExpr, bound: dict[E.Var, int], what: str) -> int:
@@ -263,7 +300,8 @@ def _check_reducer(op: ComputeOp, iv: E.IterVar) -> None:
             "finishing step; distribute a data axis of this stage instead")
 
 
-def _splits(s: Schedule, axes: dict[str, tuple[str, int]], bound: dict[E.Var, int]) -> dict[str, Split]:
+def _splits(s: Schedule, axes: dict[str, tuple[str, int]], bound: dict[E.Var, int], ranks: int,
+            block: int | None) -> dict[str, Split]:
     """Each placeholder's dimension followed from a distributed axis (see the module docstring)."""
     dims: dict[str, int] = {}
     for st in s.stages:
@@ -275,7 +313,7 @@ def _splits(s: Schedule, axes: dict[str, tuple[str, int]], bound: dict[E.Var, in
         if isinstance(st.op, PlaceholderOp):
             t = st.op.output(0)
             shape = tuple(_const(e, bound, f"the shape of {t.name}") for e in t.shape)
-            out[t.name] = Split(shape, dims.get(t.name))
+            out[t.name] = Split(shape, dims.get(t.name), ranks, block)
     return out
 
 
@@ -301,10 +339,11 @@ def _loads(op: ComputeOp) -> list[E.ProducerLoad]:
     return out
 
 
-def _output_split(op: ComputeOp, axis: str, bound: dict[E.Var, int], partial: bool) -> Split:
+def _output_split(op: ComputeOp, axis: str, bound: dict[E.Var, int], partial: bool, ranks: int,
+                  block: int | None) -> Split:
     shape = tuple(_const(iv.dom.extent, bound, f"the shape of {op.name}") for iv in op.axis)
     names = [iv.var.name for iv in op.axis]
-    return Split(shape, None if partial or axis not in names else names.index(axis))
+    return Split(shape, None if partial or axis not in names else names.index(axis), ranks, block)
 
 
 def _placement(s: Schedule, given: dict | None) -> dict[str, int | None]:
@@ -322,7 +361,7 @@ def _placement(s: Schedule, given: dict | None) -> dict[str, int | None]:
     return dict(given or {})
 
 
-def split_of(s: Schedule, t: Tensor, shape: tuple[int, ...], placement: dict | None = None) -> Split:
+def split_of(s: Schedule, t: Tensor, shape: tuple[int, ...], ranks: int, placement: dict | None = None) -> Split:
     """How argument ``t`` of global ``shape`` is laid over the ranks (no sizes needed): what
     ``plan(...).splits[t.name]`` says, known before every size is."""
     for st in s.stages:
@@ -331,13 +370,13 @@ def split_of(s: Schedule, t: Tensor, shape: tuple[int, ...], placement: dict | N
             continue
         if st.op is t.op:
             return Split(tuple(shape), None if iv in st.op.reduce_axis else
-                         next((k for k, a in enumerate(st.op.axis) if a is iv), None))
+                         next((k for k, a in enumerate(st.op.axis) if a is iv), None), ranks, block_of(s))
     declared = _placement(s, placement)
     if t.name in declared:
-        return Split(tuple(shape), declared[t.name])
+        return Split(tuple(shape), declared[t.name], ranks, block_of(s))
     dims: dict[str, int] = {}
     for st in s.stages:
         iv = getattr(st, "distributed_axis", None)
         if iv is not None and isinstance(st.op, ComputeOp):
             _follow(st.op, iv.var, dims, set())
-    return Split(tuple(shape), dims.get(t.name))
+    return Split(tuple(shape), dims.get(t.name), ranks, block_of(s))

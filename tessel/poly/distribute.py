@@ -55,7 +55,8 @@ class Box:
 
 @dataclass(frozen=True)
 class Message:
-    """Rank ``dst`` receives ``boxes`` of ``tensor`` from rank ``src`` before it computes."""
+    """Part ``dst`` receives ``boxes`` of ``tensor`` from part ``src`` before it computes (a part
+    is a rank's block: the rank itself, or block ``k`` of rank ``k % ranks`` when block-cyclic)."""
 
     tensor: str
     src: int
@@ -63,10 +64,15 @@ class Message:
     boxes: tuple[Box, ...]
     count: int
     reasons: tuple[str, ...]
+    #: block-cyclic: the number of MPI ranks the parts are dealt to (0: a part is a rank)
+    ranks: int = 0
+
+    def who(self, part: int) -> str:
+        return f"rank {part % self.ranks} (block {part})" if self.ranks else f"rank {part}"
 
     def explain(self) -> str:
         what = ", ".join(b.text(self.tensor) for b in self.boxes)
-        return f"rank {self.dst} needs {what} from rank {self.src} because " + "; ".join(self.reasons)
+        return f"{self.who(self.dst)} needs {what} from {self.who(self.src)} because " + "; ".join(self.reasons)
 
 
 @dataclass
@@ -84,6 +90,15 @@ class Layout:
     multi_hop: bool = False
     #: also split each rank's block into a core (reads only what the rank owns) and a rim
     overlap: bool = False
+    #: the extent of each distributed stage's distributed axis
+    extents: dict[str, int] = field(default_factory=dict)
+    #: block-cyclic: blocks of this many values, ``ranks`` of them, block k on MPI rank k % mpi_ranks
+    block: int | None = None
+    mpi_ranks: int = 0
+
+    def who(self, part: int) -> str:
+        """How a message names part ``part``: its rank, and its block when block-cyclic."""
+        return f"rank {part % self.mpi_ranks} (block {part})" if self.block else f"rank {part}"
 
 
 @dataclass
@@ -110,9 +125,12 @@ class PlanData:
     partial: list[str]
 
 
-def blocks(extent: int, ranks: int) -> list[Interval]:
+def blocks(extent: int, ranks: int, block: int | None = None) -> list[Interval]:
     """Contiguous blocks of ``range(extent)`` whose sizes differ by at most one (the first
-    ``extent % ranks`` one larger), for any extent, including fewer elements than ranks."""
+    ``extent % ranks`` one larger), for any extent, including fewer elements than ranks; with
+    ``block``, blocks of that size (the last one shorter, any beyond the extent empty)."""
+    if block is not None:
+        return [(min(k * block, extent), min((k + 1) * block, extent)) for k in range(ranks)]
     q, rem = divmod(extent, ranks)
     out, lo = [], 0
     for r in range(ranks):
@@ -211,8 +229,7 @@ def derive(model: Model, layout: Layout) -> PlanData:
     sets = _Sets(model, layout.sizes)
     stmts = {st: [s for s in model.statements if s.stage is st] for st in model.sch.stages}
     parts = [RankPart(r) for r in range(layout.ranks)]
-    dist_blocks = {name: blocks(_axis_extent(stmts, model, name, ax, sets), layout.ranks)
-                   for name, ax in layout.axes.items()}
+    dist_blocks = {name: blocks(layout.extents[name], layout.ranks, layout.block) for name in layout.axes}
     doms: list[dict[Statement, isl.Set]] = [{} for _ in parts]
     for st in reversed(model.sch.stages):  # readers first: a stage's instances follow from theirs
         if st.is_placeholder:
@@ -285,21 +302,6 @@ def _runs(xs: list[int]) -> list[Interval]:
 
 #: the most boxes a rank's core and rim may take together (each is one kernel call per step)
 MAX_PIECES = 8
-
-
-def _axis_extent(stmts, model: Model, name: str, axis: str, sets: _Sets) -> int:
-    for st, ss in stmts.items():
-        if st.op.name != name:
-            continue
-        for s in ss:
-            names = [v.name for v in s.dim_vars]
-            if axis in names:
-                dom = sets.fixed(s.domain)
-                if dom.is_empty():
-                    return 0
-                d = names.index(axis)
-                return dom.dim_max_val(d).to_python() + 1
-    return 0
 
 
 def _reduces_over(stmts, model: Model, name: str, axis: str) -> bool:
@@ -407,7 +409,7 @@ def _placeholder(name: str, model: Model, layout: Layout, parts: list[RankPart],
         if dim is None:
             own = whole
         else:
-            lo, hi = blocks(shape[dim], layout.ranks)[part.rank]
+            lo, hi = blocks(shape[dim], layout.ranks, layout.block)[part.rank]
             own = Box(tuple(lo if d == dim else 0 for d in range(len(shape))),
                       tuple(hi if d == dim else s for d, s in enumerate(shape))) if hi > lo else None
         part.owned[name] = own
@@ -430,8 +432,9 @@ def _placeholder(name: str, model: Model, layout: Layout, parts: list[RankPart],
                 continue
             reasons = _reasons(got, dom, tname, sets, name)
             if not layout.multi_hop and q not in _neighbours(parts, name, part.rank):
-                _too_wide(name, dim, part.rank, q, got, parts, dom, tname, sets)
-            messages.append(Message(name, q, part.rank, boxes_of(got), got.count_val().to_python(), reasons))
+                _too_wide(name, dim, part.rank, q, got, parts, (dom, tname, sets), layout)
+            messages.append(Message(name, q, part.rank, boxes_of(got), got.count_val().to_python(), reasons,
+                                    layout.mpi_ranks if layout.block else 0))
     return messages
 
 
@@ -463,15 +466,17 @@ def _reasons(got: isl.Set, dom, tname: str, sets: _Sets, name: str = "") -> tupl
     return tuple(dict.fromkeys(out))
 
 
-def _too_wide(name: str, dim: int, rank: int, q: int, got: isl.Set, parts, dom, tname: str, sets: _Sets):
+def _too_wide(name: str, dim: int, rank: int, q: int, got: isl.Set, parts, reads: tuple, layout: Layout):
+    dom, tname, sets = reads
     near = sorted(_neighbours(parts, name, rank))
-    sizes = ", ".join(f"rank {n}: {parts[n].owned[name].hi[dim] - parts[n].owned[name].lo[dim]}" for n in near)
+    sizes = ", ".join(f"{layout.who(n)}: {parts[n].owned[name].hi[dim] - parts[n].owned[name].lo[dim]}" for n in near)
     reasons = "; ".join(_reasons(got, dom, tname, sets, name))
+    cure = "a larger block= for distribute" if layout.block else "fewer ranks (larger blocks)"
     raise DistributionError(
-        f"distributed placeholder {name} (dimension {dim}): rank {rank} needs "
-        f"{', '.join(b.text(name) for b in boxes_of(got))} from rank {q}, beyond its neighbours "
+        f"distributed placeholder {name} (dimension {dim}): {layout.who(rank)} needs "
+        f"{', '.join(b.text(name) for b in boxes_of(got))} from {layout.who(q)}, beyond its neighbours "
         f"({sizes or 'none'} along dimension {dim}), because {reasons}: the halo is wider than a "
-        "neighbour's block. Run on fewer ranks (larger blocks), or pass multi_hop=True to "
+        f"neighbour's block. Use {cure}, or pass multi_hop=True to "
         "tessel.distributed.plan/build to let ranks receive from beyond their neighbours")
 
 

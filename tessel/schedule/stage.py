@@ -365,8 +365,9 @@ class Stage(StageBase):
         self._annotate(iv, LoopKind.PARALLEL)
 
     @recorded
-    def distribute(self, iv: E.IterVar) -> None:
-        """Split root axis ``iv``'s range over MPI ranks in contiguous blocks (owner computes).
+    def distribute(self, iv: E.IterVar, block: int | None = None) -> None:
+        """Split root axis ``iv``'s range over MPI ranks in contiguous blocks (owner computes);
+        with ``block``, block-cyclic: blocks of ``block`` values dealt to the ranks in turn.
 
         Only ``tessel.distributed`` reads this: it derives from the access relations which
         elements every rank must receive from which (``tessel.distributed.plan``) and builds a
@@ -379,6 +380,7 @@ class Stage(StageBase):
         **Loop nest** (rank ``r`` of ``P``, blocks of ``n`` rows differing by at most one)::
 
             for i in 0..n: B[i] = ...   ->   (rank r) for i in lo(r)..hi(r): B[i] = ...
+            block=b:                      ->   (rank r) for k in r, r+P, ...: for i in k*b..(k+1)*b: B[i] = ...
         """
         if not isinstance(iv, E.IterVar) or all(iv is not r for r in self.op.root_iter_vars):
             roots = ", ".join(r.var.name for r in getattr(self.op, "root_iter_vars", ())) or "none"
@@ -389,12 +391,21 @@ class Stage(StageBase):
         if any(a.distributed for a in self.iter_var_attrs.values()):
             raise ScheduleError(f"distribute on stage {self.name}: the stage is already distributed over another "
                                 "axis; tessel distributes one axis per stage (a 1-D grid of ranks)")
-        self.iter_var_attrs.setdefault(iv, IterVarAttr()).distributed = True
+        if block is not None and (isinstance(block, bool) or not isinstance(block, int) or block < 1):
+            raise ScheduleError(f"distribute on stage {self.name}: block={block!r} is not a positive integer; give "
+                                "the number of values of each block dealt to the ranks in turn, or leave it out")
+        attr = self.iter_var_attrs.setdefault(iv, IterVarAttr())
+        attr.distributed, attr.block = True, block
 
     @property
     def distributed_axis(self) -> E.IterVar | None:
         """The axis ``distribute`` split over the ranks, if any."""
         return next((iv for iv, a in self.iter_var_attrs.items() if a.distributed), None)
+
+    @property
+    def distributed_block(self) -> int | None:
+        """``distribute``'s block size (block-cyclic), None for one contiguous block per rank."""
+        return next((a.block for a in self.iter_var_attrs.values() if a.distributed), None)
 
     @recorded
     def bind(self, iv: E.IterVar, thread_iv: E.IterVar) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distributed_cases import CASES, OVERLAP, heat2d
+from distributed_cases import CASES, CYCLIC, OVERLAP, heat2d
 
 from tessel import DistributedError
 from tessel import distributed as dist
@@ -101,7 +101,7 @@ def test_cases_under_mpirun_match_numpy(ranks):
     got = _mpirun(ranks, TESTS / "distributed_cases.py")
     assert got.returncode == 0, got.stdout + got.stderr
     lines = [ln for ln in got.stdout.splitlines() if f"ranks={ranks}" in ln]
-    assert len(lines) == len(CASES) + len(OVERLAP) and all(ln.endswith(" ok") for ln in lines), got.stdout
+    assert len(lines) == len(CASES) + len(OVERLAP) + len(CYCLIC) and all(ln.endswith(" ok") for ln in lines), got.stdout
 
 
 @needs_mpi
@@ -109,7 +109,7 @@ def test_a_failing_rank_under_mpirun_ends_every_rank_within_seconds(tmp_path):
     script = tmp_path / "fail.py"
     script.write_text(textwrap.dedent("""
         import numpy as np
-        from distributed_cases import CASES, OVERLAP, heat2d
+        from distributed_cases import CASES, CYCLIC, OVERLAP, heat2d
         from tessel import distributed as dist
         c = dist.world()
         s, (A, B) = heat2d(8, 5)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from distributed_cases import CASES, OVERLAP, heat2d, matmul, run_case
+from distributed_cases import CASES, CYCLIC, OVERLAP, heat2d, matmul, run_case
 
 import tessel
 from tessel import ArgumentError, ScheduleError, te
@@ -24,6 +24,31 @@ def test_case_matches_numpy_on_the_c_target(name, size, ranks):
 def test_overlapped_core_and_rim_match_numpy(name, size, ranks):
     err = dist.run_ranks(lambda c: run_case(name, c, size, overlap=True), ranks)[0]
     assert err is not None and err < 1e-9
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4])
+@pytest.mark.parametrize("name,size,block", CYCLIC)
+def test_block_cyclic_matches_numpy(name, size, block, ranks):
+    err = dist.run_ranks(lambda c: run_case(name, c, size, block=block), ranks)[0]
+    assert err is not None and err < 1e-9
+
+
+def test_block_cyclic_with_overlap_matches_numpy():
+    err = dist.run_ranks(lambda c: run_case("heat2d", c, (13, 9), block=2, overlap=True), 3)[0]
+    assert err < 1e-9
+
+
+def test_block_sizes_are_checked():
+    A = te.placeholder((8,), name="A")
+    B = te.compute((8,), lambda i: A[i] * 2, name="B")
+    C = te.compute((8,), lambda i: B[i] + 1, name="C")
+    s = te.create_schedule(C.op)
+    with pytest.raises(ScheduleError, match=r"distribute on stage B: block=0 is not a positive integer"):
+        s[B].distribute(B.op.axis[0], block=0)
+    s[B].distribute(B.op.axis[0], block=2)
+    s[C].distribute(C.op.axis[0], block=3)
+    with pytest.raises(tessel.DistributionError, match=r"different block sizes \(2, 3\).*the same block="):
+        dist.plan(s, [A, C], 2)
 
 
 def test_overlap_needs_one_distributed_stage_without_reduction():

@@ -19,7 +19,7 @@ def test_blocks_cover_once_and_differ_by_at_most_one(extent, ranks):
     assert max(sizes) - min(sizes) <= 1
 
 
-def _stencil(n, m, offsets):
+def _stencil(n, m, offsets, block=None):
     """B[i, j] = sum of A at the offsets, where all of them are inside (else A[i, j])."""
     A = te.placeholder((n, m), name="A", dtype="float64")
     at = lambda x, d: x if d == 0 else x + d if d > 0 else x - (-d)  # noqa: E731  (prints as i - 1)
@@ -31,13 +31,13 @@ def _stencil(n, m, offsets):
 
     B = te.compute((n, m), body, name="B")
     s = te.create_schedule(B.op)
-    s[B].distribute(B.op.axis[0])
+    s[B].distribute(B.op.axis[0], **({"block": block} if block else {}))
     return s, A, B
 
 
-def _brute(n, m, offsets, ranks):
-    """{(dst, src): elements} by enumerating every read of every rank's rows."""
-    bs = blocks(n, ranks)
+def _brute(n, m, offsets, ranks, block=None):
+    """{(dst, src): elements} by enumerating every read of every part's rows."""
+    bs = blocks(n, ranks) if block is None else blocks(n, -(-n // block), block)
     owner = {i: r for r, (lo, hi) in enumerate(bs) for i in range(lo, hi)}
     out: dict[tuple[int, int], set] = {}
     for r, (lo, hi) in enumerate(bs):
@@ -70,6 +70,18 @@ def test_messages_equal_brute_force_enumeration(n, m, ranks, offsets):
     s, A, B = _stencil(n, m, offsets)
     p = dist.plan(s, [A, B], ranks, multi_hop=True)
     assert _planned(p) == _brute(n, m, offsets, ranks)
+
+
+@pytest.mark.parametrize("n,m,block,offsets", [
+    (10, 4, 2, [(-1, 0), (1, 0), (0, -1), (0, 1), (0, 0)]),
+    (9, 3, 3, [(-2, 1), (1, -1), (0, 0)]),
+    (7, 3, 1, [(-1, -1), (1, 1)]),
+])
+def test_block_cyclic_messages_equal_brute_force_enumeration(n, m, block, offsets):
+    s, A, B = _stencil(n, m, offsets, block)
+    p = dist.plan(s, [A, B], 3, multi_hop=True)
+    assert _planned(p) == _brute(n, m, offsets, 3, block)
+    assert all(m.explain().startswith(f"rank {m.dst % 3} (block {m.dst}) needs") for m in p.messages)
 
 
 def test_five_point_halo_is_one_row_without_corners():
