@@ -147,6 +147,9 @@ class DistKernel:
         """A zero-filled part of a global array for argument ``name`` (an output, say)."""
         t = self._tensor(name)
         if shape is None:
+            if not all(hasattr(e, "value") for e in t.shape):
+                raise ArgumentError(f"empty({name!r}): {name}'s shape {tuple(t.shape)} has symbolic sizes; give "
+                                    f"the global shape, empty({name!r}, shape=(...)), or use empty_like")
             shape = tuple(int(e.value) for e in t.shape)
         return DistArray(name, tuple(shape), dtype or t.dtype, self._split(t, tuple(shape)), self.comm.rank)
 

@@ -202,6 +202,11 @@ def plan(s: Schedule, args: list[Tensor], ranks: int, sizes: dict | None = None,
     if not axes:
         raise DistributionError("no stage of the schedule is distributed: call s[T].distribute(T.op.axis[k]) "
                                 "on the stage whose rows the ranks should share")
+    for t in args:
+        if not isinstance(t.op, PlaceholderOp) and t.op.name not in axes:
+            raise DistributionError(f"argument {t.name}: a distributed kernel's arguments are its inputs and its "
+                                    f"distributed stages; distribute {t.name} too (s[{t.name}].distribute(...)) or "
+                                    "leave it out of the arguments")
     block = block_of(s)
     splits = _splits(s, axes, bound, ranks, block)
     for name, dim in _placement(s, placement).items():

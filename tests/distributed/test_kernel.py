@@ -127,3 +127,64 @@ def test_an_array_laid_out_for_another_tensor_is_refused():
     a = k.scatter("A", np.ones((6, 4)))
     with pytest.raises(ArgumentError, match="distributed kernel takes 2 arrays"):
         k(a)
+
+
+def test_symbolic_sizes_are_bound_from_the_global_arrays():
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A", dtype="float32")
+    B = te.compute((n, m), lambda i, j: te.if_then_else(i > 0, A[i, j] - A[i - 1, j], A[i, j]), name="B")
+    s = te.create_schedule(B.op)
+    s[B].distribute(B.op.axis[0])
+    g = np.random.default_rng(4).random((7, 5)).astype("float32")
+
+    def run(c):
+        k = dist.build(s, [A, B], c)
+        a = k.scatter("A", g if c.rank == 0 else None)
+        with pytest.raises(ArgumentError, match=r"empty\('B'\): B's shape .* has symbolic sizes"):
+            k.empty("B")
+        b = k.empty("B", shape=(7, 5))
+        k(a, b)
+        return k.gather(b)
+
+    want = g.copy()
+    want[1:] = g[1:] - g[:-1]
+    assert np.allclose(dist.run_ranks(run, 3)[0], want)
+
+
+def test_an_argument_that_is_neither_input_nor_distributed_is_refused():
+    A = te.placeholder((6,), name="A")
+    B = te.compute((6,), lambda i: A[i] * 2, name="B")
+    C = te.compute((6,), lambda i: B[i] + 1, name="C")
+    s = te.create_schedule(C.op)
+    s[C].distribute(C.op.axis[0])
+    with pytest.raises(tessel.DistributionError, match=r"argument B: .*distribute B too"):
+        dist.plan(s, [A, B, C], 2)
+    assert dist.plan(s, [A, C], 2).messages == []  # B computed by each rank where its C needs it
+
+
+@pytest.mark.parametrize("how", ["root", "inline", "compute_at"])
+def test_a_stage_between_input_and_distributed_output_is_computed_where_needed(how):
+    n, m = 11, 6
+    A = te.placeholder((n, m), name="A", dtype="float64")
+    Bx = te.compute((n, m - 2), lambda i, j: A[i, j] + A[i, j + 1] + A[i, j + 2], name="Bx")
+    By = te.compute((n - 2, m - 2), lambda i, j: Bx[i, j] + Bx[i + 1, j] + Bx[i + 2, j], name="By")
+    s = te.create_schedule(By.op)
+    s[By].distribute(By.op.axis[0])
+    if how == "inline":
+        s[Bx].compute_inline()
+    elif how == "compute_at":
+        s[Bx].compute_at(s[By], By.op.axis[0])
+    g = np.random.default_rng(8).random((n, m))
+
+    def run(c):
+        k = dist.build(s, [A, By], c)
+        a, b = k.scatter("A", g if c.rank == 0 else None), k.empty("By")
+        k(a, b)
+        return k.gather(b), k.plan({}).halo(c.rank, "A")
+
+    (out, halo), *rest = dist.run_ranks(run, 3)
+    bx = g[:, :-2] + g[:, 1:-1] + g[:, 2:]
+    assert np.abs(out - (bx[:-2] + bx[1:-1] + bx[2:])).max() < 1e-12
+    # By's rows in blocks of 9 ([0, 3) [3, 6) [6, 9)) read A's rows [lo, hi + 2); A's 11 rows are
+    # in blocks [0, 4) [4, 8) [8, 11): rank 0 lacks row 4, rank 1 row 3
+    assert halo == (0, 1) and rest[0][1] == (1, 0)
