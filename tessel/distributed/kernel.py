@@ -153,6 +153,17 @@ class DistKernel:
             shape = tuple(int(e.value) for e in t.shape)
         return DistArray(name, tuple(shape), dtype or t.dtype, self._split(t, tuple(shape)), self.comm.rank)
 
+    def fill(self, name: str, shape: tuple[int, ...], part_of: Callable[[tuple[slice, ...]], np.ndarray],
+             dtype: Any = None) -> DistArray:
+        """Each rank's part made where it lives, without a global array: ``part_of(index)``
+        gives the values of the global array at ``index`` (a tuple of slices), for each block
+        the rank owns (``lambda ix: np.fromfile(...)[ix]``, a formula of the indices ...)."""
+        out = self.empty(name, tuple(shape), dtype)
+        for seg in out.segments.values():
+            if seg.owned is not None:
+                seg.view(seg.owned)[...] = part_of(tuple(slice(a, b) for a, b in zip(seg.owned.lo, seg.owned.hi)))
+        return out
+
     def empty_like(self, a: DistArray, name: str | None = None) -> DistArray:
         """A zero-filled array laid out as ``a`` (for the other buffer of a time loop)."""
         out = DistArray(name or a.name, a.shape, a.dtype, a.split, a.rank)

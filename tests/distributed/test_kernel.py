@@ -188,3 +188,26 @@ def test_a_stage_between_input_and_distributed_output_is_computed_where_needed(h
     # By's rows in blocks of 9 ([0, 3) [3, 6) [6, 9)) read A's rows [lo, hi + 2); A's 11 rows are
     # in blocks [0, 4) [4, 8) [8, 11): rank 0 lacks row 4, rank 1 row 3
     assert halo == (0, 1) and rest[0][1] == (1, 0)
+
+
+@pytest.mark.parametrize("block", [None, 2])
+def test_parts_made_where_they_live_equal_a_scatter(block):
+    g = np.random.default_rng(9).random((10, 6))
+
+    def run(c):
+        s, (A, B) = heat2d(10, 6, block=block)
+        k = dist.build(s, [A, B], c)
+        a = k.fill("A", (10, 6), lambda ix: g[ix])
+        b = k.empty("B")
+        k(a, b)
+        return k.gather(b)
+
+    assert np.array_equal(dist.run_ranks(run, 3)[0], dist.run_ranks(lambda c: _heat_once(c, g, block), 3)[0])
+
+
+def _heat_once(c, g, block):
+    s, (A, B) = heat2d(*g.shape, block=block)
+    k = dist.build(s, [A, B], c)
+    a, b = k.scatter("A", g if c.rank == 0 else None), k.empty("B")
+    k(a, b)
+    return k.gather(b)
