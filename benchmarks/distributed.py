@@ -26,6 +26,7 @@ import time
 
 import numpy as np
 
+import tessel
 from examples.distributed_heat import heat as heat_program
 from examples.distributed_heat import reference
 from examples.distributed_matmul import column_sums, matmul
@@ -66,6 +67,20 @@ def heat(comm, n: int, m: int, steps: int, overlap: bool = False) -> dict:
     return row
 
 
+def one_process(n: int, m: int, steps: int) -> dict:
+    s, args = heat_program(n, m)
+    f = tessel.build(s, args)
+    g = np.random.default_rng(0).random((n, m))
+    pair = [g.copy(), np.empty_like(g)]
+    f(pair[0], pair[1])
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        f(pair[0], pair[1])
+        pair.reverse()
+    ms = 1e3 * (time.perf_counter() - t0) / steps
+    return {"ms": ms, "comm": 0.0, "exact": 0, "rows": 0, "err": float(np.abs(pair[0] - reference(g, steps)).max())}
+
+
 def column_sum(comm, n: int, m: int, calls: int) -> dict:
     s, args = column_sums(n, m)
     k = dist.build(s, args, comm)
@@ -99,9 +114,11 @@ def child(quick: bool) -> None:
     n, steps = (258, 20) if quick else (2050, 50)
     rows = [("heat strong", f"{n}x{n - 2}", heat(comm, n, n - 2, steps)),
             ("heat strong, overlap", f"{n}x{n - 2}", heat(comm, n, n - 2, steps, overlap=True)),
-            ("heat weak", f"{128 * p}x1024", heat(comm, 128 * p if quick else 512 * p, 1024, steps)),
+            ("heat weak", f"{(128 if quick else 512) * p}x1024", heat(comm, (128 if quick else 512) * p, 1024, steps)),
             ("column sum", f"{n}x{n}", column_sum(comm, n, n, 10)),
             ("matmul rows", f"{n // 4}x256x256", matmul_rows(comm, n // 4, 256, 256, 5))]
+    if p == 1:  # the same kernel built by tessel.build, called on whole arrays: what distributing costs
+        rows.insert(0, ("heat strong, tessel.build", f"{n}x{n - 2}", one_process(n, n - 2, steps)))
     if comm.rank == 0:
         for name, size, row in rows:
             print(json.dumps({"kernel": name, "size": size, "ranks": p, **row}), flush=True)
