@@ -94,6 +94,7 @@ class _World:
         self.cond = threading.Condition()
         self.boxes: dict[tuple[int, int, int], list] = {}
         self.rounds: dict[int, dict[int, Any]] = {}
+        self.taken: dict[int, int] = {}
         self.failed: str | None = None
 
 
@@ -134,7 +135,11 @@ class ThreadComm(Comm):
             slots[self.rank] = obj
             w.cond.notify_all()
             self._wait(lambda: len(slots) == self.size, "a collective operation")
-            return [slots[r] for r in range(self.size)]
+            out = [slots[r] for r in range(self.size)]
+            w.taken[k] = w.taken.get(k, 0) + 1
+            if w.taken[k] == self.size:  # every rank has its copy: the round is forgotten
+                del w.rounds[k], w.taken[k]
+            return out
 
 
 def run_ranks(fn: Callable[[Comm], Any], size: int, timeout: float = 30.0) -> list:
