@@ -60,7 +60,7 @@ def local_program(ops: list, part: RankPart, sizes: dict[E.Var, int], piece: dic
             new = make_placeholder(tuple(b - a for a, b in zip(box.lo, box.hi)), t.dtype, t.name)
             tmap[t], out[t.name] = (new, box), new
             continue
-        if not isinstance(op, ComputeOp):
+        if type(op) is not ComputeOp:  # a recurrence's definitions share a storage: not rebuilt as computes
             raise DistributionError(f"stage {op.name}: a {type(op).__name__} cannot be part of a distributed "
                                     "program yet; compute it before and pass it as an input")
         ranges = _box_of(op, part, piece)

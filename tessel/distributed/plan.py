@@ -197,6 +197,7 @@ def plan(s: Schedule, args: list[Tensor], ranks: int, sizes: dict | None = None,
     if ranks < 1:
         raise DistributionError(f"a distributed plan needs at least one rank, got {ranks}")
     fresh = create_schedule(list(s.history.origin.outputs) if s.history is not None else s.outputs)
+    _check_kinds(fresh)
     bound = _bind(args, sizes or {}, shapes or {})
     axes = _distributed(s, bound)
     if not axes:
@@ -227,6 +228,18 @@ def plan(s: Schedule, args: list[Tensor], ranks: int, sizes: dict | None = None,
         st = next(st for st in s.stages if st.op.name == name)
         splits[name] = _output_split(st.op, axes[name][0], bound, name in data.partial, ranks, block)
     return Plan(s, list(args), ranks, bound, data, splits, axes)
+
+
+def _check_kinds(fresh: Schedule) -> None:
+    """Only te.compute and te.placeholder: a rank's program is rebuilt from them; a recurrence's
+    definitions share one storage and a scan or extern stage has no box of its own to rebuild."""
+    for st in fresh.stages:
+        if type(st.op) is not ComputeOp and not isinstance(st.op, PlaceholderOp):
+            raise DistributionError(
+                f"stage {st.op.name}: a {type(st.op).__name__} cannot be part of a distributed program yet (only "
+                "te.compute and te.placeholder); write a time loop as a Python loop of distributed kernel calls "
+                "(one halo exchange per step, docs/distributed.md), or compute this stage before and pass it "
+                "as an input")
 
 
 def block_of(s: Schedule) -> int | None:
@@ -276,7 +289,7 @@ def _distributed(s: Schedule, bound: dict[E.Var, int]) -> dict[str, tuple[str, i
         iv = getattr(st, "distributed_axis", None)
         if iv is None:
             continue
-        if not isinstance(st.op, ComputeOp):
+        if type(st.op) is not ComputeOp:
             raise DistributionError(f"distribute on stage {st.name}: only te.compute stages are distributed here "
                                     f"(a {type(st.op).__name__} is not); run a time loop in Python, one "
                                     "distributed kernel call per step, which exchanges halos every step")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from distributed_cases import heat2d, heat2d_ref, matmul
 
-from tessel import DistributionError
+from tessel import DistributionError, te
 from tessel import distributed as dist
 from tessel.distributed import Box, Transfer
 
@@ -82,3 +82,14 @@ def test_a_declared_placement_is_checked():
         dist.plan(s, args, 2, placement={"C": 0})
     with pytest.raises(DistributionError, match=r"placement of B: dimension 2 is not one of its 2 dimensions"):
         dist.plan(s, args, 2, placement={"B": 2})
+
+
+def test_a_recurrence_is_refused_with_the_way_to_write_its_time_loop():
+    from helpers import heat_steps
+
+    A, h, out = heat_steps(4, 6, 5)
+    s = te.create_schedule(out.op)
+    s[out].distribute(out.op.axis[0])
+    with pytest.raises(DistributionError, match=r"stage h.*DefinitionOp cannot be part of a distributed program "
+                                                r"yet.*Python loop of distributed kernel calls"):
+        dist.plan(s, [A, out], 2)
