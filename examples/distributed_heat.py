@@ -56,10 +56,12 @@ def main(n: int = 258, m: int = 256, steps: int = 20) -> float | None:
     a = k.scatter("A", g)
     b = k.empty_like(a, "B")
     start = time.perf_counter()
-    for _ in range(steps):
+    for step in range(steps):
+        if step == 1:  # the first call built the rank's kernel: not timed
+            start = time.perf_counter()
         k(a, b)
         a, b = b, a
-    took = time.perf_counter() - start
+    took = (time.perf_counter() - start) * steps / max(1, steps - 1)
     out = k.gather(a)
     if comm.rank != 0:
         return None
