@@ -14,6 +14,8 @@ from .errors import (
     BoundError,
     BuildError,
     DefinitionError,
+    DistributedError,
+    DistributionError,
     IndexOverflowError,
     InternalError,
     LowerError,
@@ -37,7 +39,8 @@ _sys.modules[__name__ + ".error"] = error
 __version__ = "0.1.0"
 
 __all__ = [
-    "ArgumentError", "auto_schedule", "BoundError", "BuildError", "DefinitionError", "IndexOverflowError", "InternalError", "IterVar",
+    "ArgumentError", "auto_schedule", "BoundError", "BuildError", "DefinitionError", "DistributedError", "DistributionError", "IndexOverflowError",
+    "InternalError", "IterVar",
     "LowerError", "Range", "ScheduleError", "TVMError", "TesselError", "error", "build", "create_schedule",
     "get_global_func", "infer_bound", "list_global_func_names", "register_func", "remove_global_func",
     "ViewError", "lower", "te", "tune", "tunables", "viz", "compat", *compat.__all__,

@@ -43,6 +43,20 @@ class ScheduleError(TesselError):
         super().__init__(text)
 
 
+class DistributionError(ScheduleError):
+    """A distributed schedule that owner-computes with messages before each kernel cannot run
+    as asked (a halo wider than a neighbour's block, a read of a value another rank computes in
+    the same kernel, an axis or reducer the ranks cannot split): the message names the stage,
+    axis or tensor, gives a witness (the element, the instance reading it, the access) and what
+    to change."""
+
+
+class DistributedError(TesselError):
+    """A distributed run failed on some rank (an error there, a message that did not come in
+    time, MPI reporting a failure): raised on every rank, naming the rank and what it waited for,
+    instead of leaving the others to hang."""
+
+
 class BoundError(TesselError):
     """InferBound could not give a loop or a buffer a finite, well-defined range."""
 
@@ -139,7 +153,7 @@ class NotOfferedModuleError(TesselError, ImportError):
     an ImportError (so ``try: ... except ImportError`` still works) with the same message."""
 
 
-__all__ = ["AnalysisBudgetWarning", "ArgumentError", "BoundError", "BuildError", "DefinitionError", "DivergentBarrierError", "GpuError",
+__all__ = ["AnalysisBudgetWarning", "ArgumentError", "BoundError", "BuildError", "DefinitionError", "DistributedError", "DistributionError", "DivergentBarrierError", "GpuError",
            "IndexOverflowError", "InternalError", "KernelRuntimeError", "LowerError", "NoDeviceError", "NotOfferedError",
            "NotOfferedModuleError", "RaceError", "ScheduleError", "TuneError",
            "TVMError", "TesselError", "TesselWarning", "ViewError"]

@@ -51,6 +51,8 @@ class IterVarAttr:
     pragmas: dict = field(default_factory=dict)
     tensor_intrin: object = None  # kind "tensorized": the TensorIntrin replacing the loops from here in
     prefetch: tuple = ()  # (tensor, offset) pairs fetched at the top of this loop (see hints.py)
+    distributed: bool = False  # its range is split in blocks over MPI ranks (Stage.distribute)
+    block: int | None = None  # distributed block-cyclic, in blocks of this many (None: one block a rank)
 
     @property
     def iter_type(self) -> int:

@@ -365,6 +365,49 @@ class Stage(StageBase):
         self._annotate(iv, LoopKind.PARALLEL)
 
     @recorded
+    def distribute(self, iv: E.IterVar, block: int | None = None) -> None:
+        """Split root axis ``iv``'s range over MPI ranks in contiguous blocks (owner computes);
+        with ``block``, block-cyclic: blocks of ``block`` values dealt to the ranks in turn.
+
+        Only ``tessel.distributed`` reads this: it derives from the access relations which
+        elements every rank must receive from which (``tessel.distributed.plan``) and builds a
+        kernel per rank. ``tessel.build`` of the schedule ignores it, so one process computes
+        the whole range, the same values. An axis of the operation (``B.op.axis[0]``, or a
+        reduce axis: the rank's partial results are then combined by an Allreduce), not one a
+        split made: the ranks split the axis as defined, the other steps schedule each rank's
+        block.
+
+        **Loop nest** (rank ``r`` of ``P``, blocks of ``n`` rows differing by at most one)::
+
+            for i in 0..n: B[i] = ...   ->   (rank r) for i in lo(r)..hi(r): B[i] = ...
+            block=b:                      ->   (rank r) for k in r, r+P, ...: for i in k*b..(k+1)*b: B[i] = ...
+        """
+        if not isinstance(iv, E.IterVar) or all(iv is not r for r in self.op.root_iter_vars):
+            roots = ", ".join(r.var.name for r in getattr(self.op, "root_iter_vars", ())) or "none"
+            name = iv.var.name if isinstance(iv, E.IterVar) else repr(iv)
+            raise ScheduleError(f"distribute on stage {self.name}: {name} is not an axis of the operation "
+                                f"(its axes: {roots}); distribute one of them, e.g. s[{self.name}].distribute("
+                                f"{self.name}.op.axis[0]), before or after splitting it")
+        if any(a.distributed for a in self.iter_var_attrs.values()):
+            raise ScheduleError(f"distribute on stage {self.name}: the stage is already distributed over another "
+                                "axis; tessel distributes one axis per stage (a 1-D grid of ranks)")
+        if block is not None and (isinstance(block, bool) or not isinstance(block, int) or block < 1):
+            raise ScheduleError(f"distribute on stage {self.name}: block={block!r} is not a positive integer; give "
+                                "the number of values of each block dealt to the ranks in turn, or leave it out")
+        attr = self.iter_var_attrs.setdefault(iv, IterVarAttr())
+        attr.distributed, attr.block = True, block
+
+    @property
+    def distributed_axis(self) -> E.IterVar | None:
+        """The axis ``distribute`` split over the ranks, if any."""
+        return next((iv for iv, a in self.iter_var_attrs.items() if a.distributed), None)
+
+    @property
+    def distributed_block(self) -> int | None:
+        """``distribute``'s block size (block-cyclic), None for one contiguous block per rank."""
+        return next((a.block for a in self.iter_var_attrs.values() if a.distributed), None)
+
+    @recorded
     def bind(self, iv: E.IterVar, thread_iv: E.IterVar) -> None:
         self._check_leaf(iv, "bind")
         if not isinstance(thread_iv, E.IterVar) or thread_iv.iter_type != E.IterVar.THREAD:

@@ -62,6 +62,9 @@ ALLOWED: dict[str, set[str]] = {
     "autosched": _FRONT | {"driver", "target", "tune"},
     # checks against NumPy and the differential fuzzer: build programs, run them on every target
     "testing": _FRONT | {"driver", "target", "runtime"},
+    # distributed execution: the plan from the polyhedral model (poly/distribute.py), a rank's
+    # program rebuilt over its boxes and scheduled by the user's replayed steps, built by the driver
+    "distributed": {"errors", "ir", "arith", "te", "schedule", "poly", "driver"},
 }
 # modules that are the user's face on everything, and so may import any package
 FACADES = {"__init__", "__main__"}

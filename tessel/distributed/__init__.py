@@ -1,0 +1,14 @@
+"""Distributed execution over MPI ranks: ``s[T].distribute(axis)``, the exact communication
+plan (``plan``), per-rank kernels with halo exchanges and Allreduce (``build``), and the
+communicators they run over (MPI through mpi4py, one process, or in-process threads for tests).
+See docs/distributed.md."""
+
+from __future__ import annotations
+
+from ..poly.distribute import Box
+from .comm import Comm, MPIComm, SelfComm, ThreadComm, run_ranks, world
+from .kernel import DistArray, DistKernel, build
+from .plan import Plan, Split, Transfer, plan
+
+__all__ = ["Box", "Comm", "DistArray", "DistKernel", "MPIComm", "Plan", "SelfComm", "Split", "ThreadComm", "Transfer",
+           "build", "plan", "run_ranks", "world"]

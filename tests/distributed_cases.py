@@ -1,0 +1,115 @@
+"""The distributed programs the tests run, each with its NumPy reference, as SPMD functions of a
+communicator: ``run_case(name, comm, ...)`` gives rank 0 the max error against NumPy.
+
+Run in-process by tests/distributed/test_kernel.py (ranks as threads) and, as a script, under
+``mpirun -np K python tests/distributed_cases.py`` by tests/distributed/test_comm.py: the same
+code, so what the simulator checks is what MPI runs.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from examples.distributed_heat import heat as heat2d
+from examples.distributed_heat import reference as heat2d_ref
+from examples.distributed_matmul import column_sums as total
+from examples.distributed_matmul import matmul
+from tessel import distributed as dist
+from tessel import te
+
+__all__ = ["heat2d", "heat2d_ref", "matmul", "total"]  # the tests' names for the examples' programs
+
+
+def heat3d(n: int, m: int, p: int, block: int | None = None):
+    A = te.placeholder((n, m, p), name="A", dtype="float64")
+    inside = lambda i, j, k: te.all(i > 0, i < n - 1, j > 0, j < m - 1, k > 0, k < p - 1)  # noqa: E731
+    B = te.compute((n, m, p), lambda i, j, k: te.if_then_else(
+        inside(i, j, k), 0.4 * A[i, j, k] + 0.1 * (A[i - 1, j, k] + A[i + 1, j, k] + A[i, j - 1, k]
+                                                   + A[i, j + 1, k] + A[i, j, k - 1] + A[i, j, k + 1]),
+        A[i, j, k]), name="B")
+    s = te.create_schedule(B.op)
+    s[B].distribute(B.op.axis[0], **({"block": block} if block else {}))
+    return s, [A, B]
+
+
+def heat3d_ref(a: np.ndarray, steps: int) -> np.ndarray:
+    for _ in range(steps):
+        b = a.copy()
+        c = a[1:-1, 1:-1, 1:-1]
+        b[1:-1, 1:-1, 1:-1] = 0.4 * c + 0.1 * (a[:-2, 1:-1, 1:-1] + a[2:, 1:-1, 1:-1] + a[1:-1, :-2, 1:-1]
+                                                + a[1:-1, 2:, 1:-1] + a[1:-1, 1:-1, :-2] + a[1:-1, 1:-1, 2:])
+        a = b
+    return a
+
+
+def _stencil(comm, make, ref, shape, steps: int, target: str, overlap: bool, block: int | None):
+    g = np.random.default_rng(7).random(shape)
+    s, args = make(*shape, block=block)
+    k = dist.build(s, args, comm, target=target, overlap=overlap)
+    a = k.scatter("A", g if comm.rank == 0 else None)
+    b = k.empty_like(a, "B")
+    for _ in range(steps):
+        k(a, b)
+        a, b = b, a
+    out = k.gather(a)
+    return None if out is None else float(np.abs(out - ref(g, steps)).max())
+
+
+def run_case(name: str, comm, size: tuple[int, ...], target: str = "c", deterministic: bool = False,
+             overlap: bool = False, block: int | None = None):
+    """Rank 0: the max error against NumPy; other ranks: None. ``block``: block-cyclic."""
+    rng = np.random.default_rng(3)
+    if name == "heat2d":
+        return _stencil(comm, heat2d, heat2d_ref, size, 3, target, overlap, block)
+    if name == "heat3d":
+        return _stencil(comm, heat3d, heat3d_ref, size, 2, target, overlap, block)
+    if name == "matmul":
+        n, kk, m = size
+        a, b = rng.random((n, kk)), rng.random((kk, m))
+        s, args = matmul(n, kk, m, block=block)
+        k = dist.build(s, args, comm, target=target)
+        da, db = k.scatter("A", a if comm.rank == 0 else None), k.scatter("B", b if comm.rank == 0 else None)
+        dc = k.empty("C")
+        k(da, db, dc)
+        out = k.gather(dc)
+        return None if out is None else float(np.abs(out - a @ b).max())
+    if name == "sum":
+        x = rng.random(size)
+        s, args = total(*size, block=block)
+        k = dist.build(s, args, comm, target=target, deterministic=deterministic)
+        dx, ds = k.scatter("X", x if comm.rank == 0 else None), k.empty("S")
+        k(dx, ds)
+        out = k.gather(ds)
+        return None if out is None else float(np.abs(out - x.sum(axis=0)).max())
+    raise ValueError(name)
+
+
+CASES = [("heat2d", (13, 9)), ("heat2d", (3, 6)), ("heat3d", (7, 5, 6)), ("matmul", (7, 5, 6)),
+         ("matmul", (2, 3, 4)), ("sum", (11, 5)), ("sum", (3, 4))]
+#: the stencils again, their blocks' cores computed while the halos travel
+OVERLAP = [("heat2d", (13, 9)), ("heat2d", (3, 6)), ("heat3d", (7, 5, 6))]
+#: block-cyclic: (name, size, block size)
+CYCLIC = [("heat2d", (13, 9), 2), ("heat2d", (3, 6), 1), ("heat3d", (7, 5, 6), 3), ("matmul", (7, 5, 6), 2),
+          ("sum", (11, 5), 2)]
+
+
+def main() -> int:
+    """Every case on this process's world (under mpirun: MPI); rank 0 prints one line each."""
+    comm = dist.world()
+    bad = 0
+    runs = ([(n, z, False, None) for n, z in CASES] + [(n, z, True, None) for n, z in OVERLAP]
+            + [(n, z, False, b) for n, z, b in CYCLIC])
+    for name, size, overlap, block in runs:
+        err = run_case(name, comm, size, overlap=overlap, block=block)
+        if comm.rank == 0:
+            ok = err is not None and err < 1e-9
+            bad += not ok
+            how = " overlap" if overlap else f" block={block}" if block else ""
+            print(f"{name} {size}{how} ranks={comm.size} err={err} {'ok' if ok else 'WRONG'}", flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
