@@ -12,6 +12,7 @@ from ..bound.infer import run_infer_bound
 from ..errors import DefinitionError
 from ..ir import expr as E
 from ..ir import stmt as S
+from ..ir.buffer import DeclBuffer as Buffer
 from ..lower import schedule_ops as _schedule_ops
 from ..schedule import create_schedule
 from ..schedule.relations import Fuse, Rebase, Singleton, Split
@@ -45,4 +46,4 @@ def _check(sch, what: str) -> None:
                               f"got {type(sch).__name__}")
 
 
-__all__ = ["Fuse", "InferBound", "IterVar", "Rebase", "Schedule", "ScheduleOps", "Singleton", "Split", "Stage", "create_schedule"]
+__all__ = ["Buffer", "Fuse", "InferBound", "IterVar", "Rebase", "Schedule", "ScheduleOps", "Singleton", "Split", "Stage", "create_schedule"]
