@@ -24,7 +24,7 @@ from ...te import power as _power
 from ...te import sum as _sum_reduce
 from ...te.tensor import Tensor
 from .._names import missing_names
-from . import generic, nn, utils
+from . import cuda, generic, nn, utils
 
 
 def _is_one(d) -> bool:
@@ -131,7 +131,7 @@ sum = _reduce(_sum_reduce, "sum")
 max = _reduce(_max_reduce, "max")
 min = _reduce(_min_reduce, "min")
 
-__all__ = ["add", "broadcast_shape", "divide", "exp", "generic", "log", "max", "maximum", "min", "minimum", "multiply",
+__all__ = ["add", "broadcast_shape", "divide", "cuda", "exp", "generic", "log", "max", "maximum", "min", "minimum", "multiply",
            "negative", "nn", "power", "sigmoid", "sqrt", "subtract", "sum", "tanh", "utils"]
 
 __getattr__ = missing_names(__name__)
