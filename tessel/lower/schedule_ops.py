@@ -209,7 +209,10 @@ class _Builder:
             body = S.seq(*prefetches(attr.prefetch, var, body), body)
         thread = self.ctx.binds.get(iv) if kind == LoopKind.THREAD_BINDING else None
         if thread is not None:  # the loop is the thread: its variable, or its own index only
-            value = thread.var if relaxes(self.ctx.scopes[st], thread) else E.const(0, var.dtype)
+            # as TVM's MakeLoopNest: the stage's declared scope decides, not the one inferred for
+            # its storage (a stage under threadIdx.x is stored "local", yet a reduction of its
+            # bound to threadIdx.x reads each thread's partial at the thread's own index)
+            value = thread.var if not st.scope_given or relaxes(st.scope, thread) else E.const(0, var.dtype)
             body = self.rename(var, E.cast(value, var.dtype), body)
             var = thread.var
         loop: S.Stmt = S.For(var, E.const(0, extent.dtype), extent, kind, body, tag)

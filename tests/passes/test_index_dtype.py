@@ -261,7 +261,7 @@ def test_a_scalar_size_no_shape_bounds_is_named_and_the_advice_can_be_followed(d
                                    te.define(lambda h, t, i: h[t - 1, i] * 0.5, where=lambda t, i: t >= 1)], name="h")
     O = te.compute((n,), lambda i: h[steps - 1, i], name="O")
     with pytest.raises(tessel.LowerError, match="S is a scalar argument no argument's shape bounds") as info:
-        tessel.build(te.create_schedule(E.op), [A, O, steps], target="python")
+        tessel.build(te.create_schedule(O.op), [A, O, steps], target="python")
     assert "declare the sizes int64" not in str(info.value)
     f = tessel.build(te.create_schedule(h.op), [A, h], target="python")  # the whole history: S is a size
     a = rand(7)

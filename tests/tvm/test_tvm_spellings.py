@@ -240,3 +240,12 @@ def test_te_tensor_and_schedule_modules_hold_the_classes():
     seen = []
     D = te.extern(A.shape, [A], lambda ins, outs: seen.append(ins[0]) or tvm.tir.call_packed("f", ins[0].data))
     assert D.shape == A.shape and isinstance(seen[0], tvm.te.schedule.Buffer)
+
+
+def test_tir_stmt_holds_the_statement_classes():
+    A, B, C = _vector_add()
+    s = te.create_schedule(C.op)
+    body = tvm.lower(s, [A, B, C])["main"].body
+    fors = []
+    tvm.tir.stmt_functor.post_order_visit(body, lambda n: fors.append(n) if isinstance(n, tvm.tir.stmt.For) else None)
+    assert fors and tvm.tir.stmt.For is tessel.ir.stmt.For and tvm.tir.stmt.SeqStmt is tessel.ir.stmt.SeqStmt

@@ -12,7 +12,11 @@ loop (its body ends with the combining store, whose index does not use the loop 
   array, a barrier, and the first warp reduces those by shuffles again;
 * thread 0 of the axis combines the result with the initial value and stores it. The initial
   store just before the loop (``B[i] = 0``) is folded into that final store, so no other
-  thread can overwrite the result with the initial value late.
+  thread can overwrite the result with the initial value late. Where the reduction's result
+  is ``local`` (allocated outside the thread loop: a stage computed at a loop bound to
+  ``threadIdx.y``, one copy per thread), thread 0's sum is broadcast (a shuffle from lane 0,
+  or a shared cell across warps) and every thread stores it, as TVM's allreduce leaves the
+  result in every thread.
 
 The axis must be ``threadIdx.x`` with the block's x extent equal to the reduction's, a power of
 two up to 32 or a multiple of 32 up to 1024 (consecutive lanes of a warp are consecutive x
@@ -24,7 +28,7 @@ from __future__ import annotations
 from ...errors import GpuError
 from ...ir import expr as E
 from ...ir import stmt as S
-from ...ir.functor import Mutator, collect, structural_equal, uses_var
+from ...ir.functor import Mutator, collect, free_vars, structural_equal, uses_var
 from ...ir.stmt import LoopKind
 from .kernel import Kernel
 from .sync import barrier
@@ -52,8 +56,10 @@ def _reduction_store(loop: S.For) -> tuple[S.BufferStore, E.PrimExpr, list[S.Stm
     a, b = last.value.a, last.value.b
     if not (isinstance(a, E.BufferLoad) and a.buffer is last.buffer and structural_equal(a.indices[0], last.indices[0])):
         return None
-    if uses_var(last.indices[0], lambda v: v is loop.loop_var) or last.buffer.scope == "local":
+    if uses_var(last.indices[0], lambda v: v is loop.loop_var):
         return None
+    if last.buffer.scope == "local" and _under_thread_local_alloc(loop, last.buffer):
+        return None  # each thread's own accumulator: no other thread adds into it
     return last, b, seq[:-1]
 
 
@@ -95,7 +101,7 @@ class _Rewriter(Mutator):
         for st in collect(loop.body, lambda n: isinstance(n, S.BufferStore)):
             if st.buffer.scope == "local" or uses_var(st.indices[0], lambda v: v is r):
                 continue
-            if _reads_own_element(st) and not _under_thread_local_alloc(loop, st.buffer):
+            if _reads_own_element(st, loop.body) and not _under_thread_local_alloc(loop, st.buffer):
                 raise GpuError(f"kernel {self.kernel.name!r}: every thread of {loop.thread_tag} (loop "
                                f"{r.name!r}) updates {st.buffer.name}[{st.indices[0]}], a cross-thread reduction "
                                "this target can only make of a sum, product, min or max stored last in the loop; "
@@ -115,7 +121,11 @@ class _Rewriter(Mutator):
         if n > WARP:
             stmts += self._across_warps(acc, cell, combine, r, n, dt)
         final = S.BufferStore(store.buffer, combine(store.value.a, cell), store.indices)
-        stmts.append(S.IfThenElse(E.eq(r, E.IntImm(0, r.dtype)), final))
+        if store.buffer.scope == "local":  # every thread holds its own copy of the result
+            stmts += self._broadcast(acc, cell, r, n, dt)
+            stmts.append(final)
+        else:
+            stmts.append(S.IfThenElse(E.eq(r, E.IntImm(0, r.dtype)), final))
         body: S.Stmt = S.SeqStmt(stmts)
         for a in reversed(_allocs(loop.body)):
             body = S.Allocate(a, body)
@@ -144,6 +154,18 @@ class _Rewriter(Mutator):
         self.parts.append(part)
         return [write, barrier(), read, *tree]
 
+    def _broadcast(self, acc, cell, r, n: int, dt) -> list[S.Stmt]:
+        """Thread 0's sum into every thread's ``acc``: a shuffle from lane 0 within a warp, or
+        through one shared cell (between barriers) across warps."""
+        zero = E.IntImm(0, "int32")
+        if n <= WARP:
+            shfl = E.Call(dt, "tvm_warp_shuffle", [E.Call("uint32", "tvm_warp_activemask", []), cell, zero,
+                                                   E.IntImm(n, "int32"), E.IntImm(WARP, "int32")])
+            return [S.BufferStore(acc, shfl, [zero])]
+        part = self.parts[-1]  # the partials are read: the cell is free after a barrier
+        write = S.IfThenElse(E.eq(r, E.IntImm(0, r.dtype)), S.BufferStore(part, cell, [zero]))
+        return [barrier(), write, barrier(), S.BufferStore(acc, E.BufferLoad(part, [zero]), [zero])]
+
     def _extent(self, loop: S.For) -> int:
         ext = loop.extent
         block_x = self.kernel.extent("threadIdx.x")
@@ -158,9 +180,18 @@ class _Rewriter(Mutator):
                        "rfactor, and bind the inner axis to threadIdx.x)")
 
 
-def _reads_own_element(st: S.BufferStore) -> bool:
-    return bool(collect(st.value, lambda n: isinstance(n, E.BufferLoad) and n.buffer is st.buffer
-                        and structural_equal(n.indices[0], st.indices[0])))
+def _reads_own_element(st: S.BufferStore, where: S.Stmt) -> bool:
+    """Whether ``st``'s value reads the element it writes, itself or through the ``let``s of
+    ``where`` it uses (a tuple reduction's combiner binds each new value first)."""
+    lets = {x.var: x.value for x in collect(where, lambda n: isinstance(n, S.LetStmt), statements_only=True)}
+    values, todo = [st.value], [st.value]
+    while todo:
+        for v in free_vars(todo.pop()):
+            if v in lets:
+                values.append(lets.pop(v))
+                todo.append(values[-1])
+    return any(collect(v, lambda n: isinstance(n, E.BufferLoad) and n.buffer is st.buffer
+                       and structural_equal(n.indices[0], st.indices[0])) for v in values)
 
 
 def _under_thread_local_alloc(loop: S.For, buf: S.Buffer) -> bool:
