@@ -15,6 +15,7 @@ from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.expr import convert
 from ..ir.stmt import LoopKind
+from .groups import check_placement
 from .history import recorded
 from .kinds import (
     INLINE,
@@ -313,6 +314,7 @@ class Stage(StageBase):
                 f"(it was transformed into {made}); attach {self.name} at one of {parent.name}'s loops: "
                 f"{parent._leaf_names()}"
             )
+        check_placement(self, parent)
         self.placement = Placement.at(parent, scope)
 
     @recorded

@@ -1,6 +1,7 @@
 """``tvm.te.schedule``: the schedule classes, the IterVar relations and the two steps TVM's own
 tests call one by one, ``InferBound`` (a range for every loop) and ``ScheduleOps`` (the loop nest
-of a bounded schedule) — tessel's seed-000 InferBound and its ScheduleOps, unchanged.
+of a bounded schedule) — tessel's seed-000 InferBound and its ScheduleOps, unchanged — and the
+graph queries (``CreateReadGraph``, ``PostDFSOrder``, ``CreateAttachPath``, ``ScanGetBody``).
 
 ``ScheduleOps(s, bounds)`` lowers ``s`` with the ranges InferBound gives it; ``bounds`` is the
 map ``InferBound(s)`` returned for this schedule (TVM passes it along; a map edited by hand is
@@ -15,9 +16,13 @@ from ..ir import stmt as S
 from ..ir.buffer import DeclBuffer as Buffer
 from ..lower import schedule_ops as _schedule_ops
 from ..schedule import create_schedule
+from ..schedule.graph import attach_path
 from ..schedule.relations import Fuse, Rebase, Singleton, Split
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
+from ..te.operation import Operation
+from ..te.operation import create_read_graph as CreateReadGraph
+from ..te.operation import post_dfs_order as PostDFSOrder
 
 #: TVM's ``tvm.te.schedule.IterVar`` (its iter types: ``IterVar.Unrolled``, ``IterVar.Vectorized`` ...)
 IterVar = E.IterVar
@@ -40,10 +45,21 @@ def ScheduleOps(sch: Schedule, dom_map: dict, debug_keep_trivial_loop: bool = Fa
     return _schedule_ops(ctx)
 
 
+def CreateAttachPath(sch: Schedule) -> dict[Operation, list[E.IterVar]]:
+    """Each operation's enclosing loops, innermost first (TVM's attach paths)."""
+    _check(sch, "CreateAttachPath")
+    return {st.op: attach_path(st) for st in sch.stages}
+
+
+def ScanGetBody(scan: Operation) -> list[Operation]:
+    """The operations a scan runs once per step: those computed from its states."""
+    return list(scan.body_ops())
+
+
 def _check(sch, what: str) -> None:
     if not isinstance(sch, Schedule):
         raise DefinitionError(f"tvm.te.schedule.{what}: expected a schedule (te.create_schedule(...)), "
                               f"got {type(sch).__name__}")
 
 
-__all__ = ["Buffer", "Fuse", "InferBound", "IterVar", "Rebase", "Schedule", "ScheduleOps", "Singleton", "Split", "Stage", "create_schedule"]
+__all__ = ["Buffer", "CreateAttachPath", "CreateReadGraph", "Fuse", "InferBound", "IterVar", "PostDFSOrder", "Rebase", "ScanGetBody", "Schedule", "ScheduleOps", "Singleton", "Split", "Stage", "create_schedule"]
