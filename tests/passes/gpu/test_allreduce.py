@@ -72,3 +72,44 @@ def test_a_cross_thread_tuple_reduction_is_refused_not_computed_wrong():
     s[B0].set_store_predicate(tx.var.equal(0))
     with pytest.raises(tessel.errors.GpuError, match=r"every thread of threadIdx.x .* updates B.v0"):
         tessel.build(s, [A0, A1, B1], target="cuda-sim")
+
+
+@pytest.mark.parametrize(("m", "n"), [(12, 256), (10, 20), (9, 45)])
+@pytest.mark.parametrize("reducer", ["max", "sum", "min"])
+def test_each_thread_reduces_its_share_in_its_own_loops_first(m, n, reducer):
+    """The reduce axis split (no rfactor), its outer part bound to threadIdx.x: each thread runs
+    the inner loop (guarded past the end) into a register, then the threads combine."""
+    A = te.placeholder((m, n), name="A")
+    k = te.reduce_axis((0, n), name="k")
+    B = te.compute((m,), lambda i: getattr(te, reducer)(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B.op)
+    ko, _ = s[B].split(k, nparts=32)
+    s[B].bind(ko, te.thread_axis((0, 32), "threadIdx.x"))
+    xo, xi = s[B].split(B.op.axis[0], factor=4)
+    s[B].bind(xi, te.thread_axis((0, 4), "threadIdx.y"))
+    s[B].bind(xo, te.thread_axis("blockIdx.x"))
+    a, out = rand(m, n), np.zeros(m, "float32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tessel.build(s, [A, B], target="cuda-sim")(a, out)
+    np.testing.assert_allclose(out, getattr(np, reducer)(a, axis=1), rtol=1e-5)
+
+
+def test_a_single_thread_reducing_serially_is_no_cross_thread_reduction():
+    """threadIdx.x of extent 1 around a serial reduction (TVM's test_reduce_prims): nothing runs
+    beside that thread, so nothing is refused or rewritten."""
+    n, m = 9, 14
+    A = te.placeholder((n, m), name="A")
+    R = te.compute((n,), lambda i: te.select(i > 1, 1, 0), name="R")
+    k = te.reduce_axis((0, m), name="k")
+    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k, where=R[i] == 1), name="B")
+    s = te.create_schedule(B.op)
+    x0, x1 = s[B].split(B.op.axis[0], factor=1)
+    s[B].bind(x0, te.thread_axis("blockIdx.x"))
+    s[B].bind(x1, te.thread_axis("threadIdx.x"))
+    s[R].compute_inline()
+    a, out = rand(n, m), np.zeros(n, "float32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tessel.build(s, [A, B], target="cuda-sim")(a, out)
+    np.testing.assert_allclose(out, np.where(np.arange(n) > 1, a.sum(axis=1), 0), rtol=1e-5)
