@@ -168,4 +168,19 @@ def scan_group(sch: Schedule, scan: Stage, body: list[Stage]) -> StageGroup:
     return group
 
 
-__all__ = ["StageGroup", "check_placement", "create_group", "scan_group"]
+def copy_groups(groups: list[StageGroup], smap: dict[int, Stage], sch: Schedule) -> list[StageGroup]:
+    """The groups of a copied schedule (``Schedule.copy``), over its stages (``smap``: id of an
+    old stage -> its copy), each copy's ``group`` pointing at the new groups."""
+    gmap: dict[int, StageGroup] = {}
+    for g in groups:  # a group is made after the groups it holds: parents come later in the list
+        gmap[id(g)] = StageGroup(sch, [smap[id(m)] for m in g.members], None,
+                                 smap.get(id(g.anchor)) if g.anchor is not None else None)
+    for g in groups:
+        gmap[id(g)].group = gmap.get(id(g.group)) if g.group is not None else None
+    for st in smap.values():
+        if st.group is not None:
+            st.group = gmap.get(id(st.group), st.group)
+    return [gmap[id(g)] for g in groups]
+
+
+__all__ = ["StageGroup", "check_placement", "copy_groups", "create_group", "scan_group"]

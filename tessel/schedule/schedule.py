@@ -11,7 +11,7 @@ from ..te.domain import infer_shapes
 from ..te.operation import stage_order
 from ..te.tensor import Operation, Tensor
 from .checking import checker
-from .groups import create_group, scan_group
+from .groups import copy_groups, create_group, scan_group
 from .history import History, note_created, recorded
 from .kinds import ROOT, Placement
 from .stage import Stage
@@ -235,6 +235,7 @@ class Schedule:
             if c.attach_stage is not None:
                 c.placement = c.placement.moved(smap.get(id(c.attach_stage), c.attach_stage), c.attach_ivar)
         new.stage_map = {op: smap[id(st)] for op, st in self.stage_map.items()}
+        new.groups = copy_groups(self.groups, smap, new)
         new.orders = tuple(type(o)(smap.get(id(o.stage), o.stage), smap.get(id(o.anchor), o.anchor), o.level, o.before)
                            for o in self.orders)
         return new

@@ -72,3 +72,14 @@ def test_a_scan_body_is_a_group_its_stages_cannot_leave():
     for t in range(1, m):
         want[t] = (want[t - 1] + x[t]) * 0.5
     check(s, [X, res], [x], [want])
+
+
+def test_a_copy_has_its_own_groups_over_its_own_stages():
+    A, x, x1, x2 = _chain()
+    s = te.create_schedule(x2.op)
+    g = s.create_group(outputs=x1, inputs=A)
+    t = s.copy()
+    (tg,) = t.groups
+    assert tg is not g and tg.members == [t[x], t[x1]] and t[x].group is tg and s[x].group is g
+    tg.compute_at(t[x2], x2.op.axis[0])
+    assert t[x1].attach_stage is t[x2] and s[x1].attach_stage is None
