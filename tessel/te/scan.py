@@ -58,6 +58,10 @@ class ScanOp(Operation):
     def root_iter_vars(self) -> tuple[E.IterVar, ...]:
         return (self.scan_axis, *self.spatial_axis_)
 
+    def spatial_of(self, i: int) -> tuple[E.IterVar, ...]:
+        """The spatial axes of output ``i`` (its dimensions 1 on)."""
+        return self._spatial(i)
+
     def _spatial(self, i: int) -> tuple[E.IterVar, ...]:
         """The spatial axes of output ``i`` (its dimensions after the first)."""
         start = sum(u.ndim - 1 for u in self.update[:i])

@@ -23,6 +23,7 @@ from ..schedule.stage import Stage
 from ..te.operation import Operation
 from ..te.operation import create_read_graph as CreateReadGraph
 from ..te.operation import post_dfs_order as PostDFSOrder
+from ..te.scan_fixpoint import fixed_point_axes
 
 #: TVM's ``tvm.te.schedule.IterVar`` (its iter types: ``IterVar.Unrolled``, ``IterVar.Vectorized`` ...)
 IterVar = E.IterVar
@@ -56,10 +57,15 @@ def ScanGetBody(scan: Operation) -> list[Operation]:
     return list(scan.body_ops())
 
 
+def ScanFixPointAnalysis(scan: Operation) -> dict[E.IterVar, E.IntImm]:
+    """1 for each spatial axis of the scan that is a fixed point, else 0 (see scan_fixpoint.py)."""
+    return {iv: E.IntImm(int(fixed), "int32") for iv, fixed in fixed_point_axes(scan).items()}
+
+
 def _check(sch, what: str) -> None:
     if not isinstance(sch, Schedule):
         raise DefinitionError(f"tvm.te.schedule.{what}: expected a schedule (te.create_schedule(...)), "
                               f"got {type(sch).__name__}")
 
 
-__all__ = ["Buffer", "CreateAttachPath", "CreateReadGraph", "Fuse", "InferBound", "IterVar", "PostDFSOrder", "Rebase", "ScanGetBody", "Schedule", "ScheduleOps", "Singleton", "Split", "Stage", "create_schedule"]
+__all__ = ["Buffer", "CreateAttachPath", "CreateReadGraph", "Fuse", "InferBound", "IterVar", "PostDFSOrder", "Rebase", "ScanFixPointAnalysis", "ScanGetBody", "Schedule", "ScheduleOps", "Singleton", "Split", "Stage", "create_schedule"]
