@@ -209,10 +209,12 @@ class _Builder:
             body = S.seq(*prefetches(attr.prefetch, var, body), body)
         thread = self.ctx.binds.get(iv) if kind == LoopKind.THREAD_BINDING else None
         if thread is not None:  # the loop is the thread: its variable, or its own index only
-            # as TVM's MakeLoopNest: the stage's declared scope decides, not the one inferred for
-            # its storage (a stage under threadIdx.x is stored "local", yet a reduction of its
-            # bound to threadIdx.x reads each thread's partial at the thread's own index)
-            value = thread.var if not st.scope_given or relaxes(st.scope, thread) else E.const(0, var.dtype)
+            # storage private to the thread holds the thread's own slice of a data axis, its
+            # region starting at the thread's index (the loop is then its offset there, 0); a
+            # reduction axis has no region: bound to a thread it is a cross-thread reduction,
+            # each thread's share at the thread's own index
+            across = relaxes(self.ctx.scopes[st], thread) or iv.iter_type == E.IterVar.REDUCE
+            value = thread.var if across else E.const(0, var.dtype)
             body = self.rename(var, E.cast(value, var.dtype), body)
             var = thread.var
         loop: S.Stmt = S.For(var, E.const(0, extent.dtype), extent, kind, body, tag)
