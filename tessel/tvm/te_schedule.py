@@ -16,6 +16,9 @@ from ..ir import stmt as S
 from ..ir.buffer import DeclBuffer as Buffer
 from ..lower import schedule_ops as _schedule_ops
 from ..schedule import create_schedule
+from ..schedule.auto_inline import auto_inline_broadcast as AutoInlineBroadcast
+from ..schedule.auto_inline import auto_inline_elemwise as AutoInlineElemWise
+from ..schedule.auto_inline import auto_inline_injective as AutoInlineInjective
 from ..schedule.graph import attach_path
 from ..schedule.relations import Fuse, Rebase, Singleton, Split
 from ..schedule.schedule import Schedule
@@ -68,4 +71,4 @@ def _check(sch, what: str) -> None:
                               f"got {type(sch).__name__}")
 
 
-__all__ = ["Buffer", "CreateAttachPath", "CreateReadGraph", "Fuse", "InferBound", "IterVar", "PostDFSOrder", "Rebase", "ScanFixPointAnalysis", "ScanGetBody", "Schedule", "ScheduleOps", "Singleton", "Split", "Stage", "create_schedule"]
+__all__ = ["AutoInlineBroadcast", "AutoInlineElemWise", "AutoInlineInjective", "Buffer", "CreateAttachPath", "CreateReadGraph", "Fuse", "InferBound", "IterVar", "PostDFSOrder", "Rebase", "ScanFixPointAnalysis", "ScanGetBody", "Schedule", "ScheduleOps", "Singleton", "Split", "Stage", "create_schedule"]

@@ -76,3 +76,19 @@ def test_injective_schedule_per_target():
     f(a, out)
     np.testing.assert_allclose(out, np.exp(a), rtol=1e-5)
     assert topi.testing.get_broadcast_schedule("llvm") is topi.generic.schedule_injective
+
+
+def test_cuda_schedules_inline_the_chain_and_give_every_computed_stage_threads():
+    A, W = te.placeholder((1, 2, 7, 7), name="A"), te.placeholder((3, 2, 3, 3), name="W")
+    conv = topi.nn.conv2d_nchw(A, W, 1, 1, 1)
+    out = (conv + 1.0) * 2.0
+    compute, schedule = topi.testing.get_conv2d_nchw_implement("cuda")
+    assert compute is topi.nn.conv2d_nchw
+    s = schedule([out])
+    kinds = {st.name: st.attach_type for st in s.stages if not st.is_placeholder}
+    assert kinds["pad_temp"] == "inline" and kinds["T_add"] == "inline" and kinds["conv2d_nchw"] == "root"
+    f = tessel.build(s, [A, W, out], target="cuda-sim")
+    a, w = rand(1, 2, 7, 7), rand(3, 2, 3, 3, seed=1)
+    got = np.zeros((1, 3, 7, 7), "float32")
+    f(a, w, got)
+    np.testing.assert_allclose(got, (topi.testing.conv2d_nchw_python(a, w, 1, 1) + 1) * 2, rtol=1e-4, atol=1e-4)

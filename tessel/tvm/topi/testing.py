@@ -11,7 +11,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...errors import DefinitionError
 from . import cuda, generic, nn
 
 
@@ -65,10 +64,7 @@ get_broadcast_schedule = get_elemwise_schedule = get_injective_schedule
 
 def get_conv2d_nchw_implement(target) -> tuple[Callable, Callable]:
     """``(compute, schedule)`` of conv2d NCHW for ``target``."""
-    if _is_gpu(target):
-        raise DefinitionError("topi.testing.get_conv2d_nchw_implement: tessel's topi has no CUDA schedule of "
-                              "conv2d yet; build it for 'llvm', or bind its loops to threads yourself")
-    return nn.conv2d_nchw, generic.schedule_conv2d_nchw
+    return nn.conv2d_nchw, cuda.schedule_conv2d_nchw if _is_gpu(target) else generic.schedule_conv2d_nchw
 
 
 __all__ = ["conv2d_nchw_python", "conv2d_nhwc_python", "get_broadcast_schedule", "get_conv2d_nchw_implement",
