@@ -113,3 +113,26 @@ def test_a_single_thread_reducing_serially_is_no_cross_thread_reduction():
         warnings.simplefilter("ignore")
         tessel.build(s, [A, B], target="cuda-sim")(a, out)
     np.testing.assert_allclose(out, np.where(np.arange(n) > 1, a.sum(axis=1), 0), rtol=1e-5)
+
+
+def test_a_local_result_over_more_than_a_warp_reaches_every_thread():
+    """64 threads: the warps' sums meet in shared memory, and thread 0's total is handed to every
+    thread through one shared cell (the reduction's stage is declared local)."""
+    n, m = 5, 203
+    A = te.placeholder((n, m), name="A")
+    k = te.reduce_axis((0, m), name="k")
+    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    C = te.compute((n,), lambda i: B[i] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    s[C].bind(C.op.axis[0], te.thread_axis("blockIdx.x"))
+    s[B].compute_at(s[C], C.op.axis[0])
+    s[B].set_scope("local")
+    _, ki = s[B].split(k, factor=64)
+    BF = s.rfactor(B, ki)
+    s[B].bind(s[B].op.reduce_axis[0], te.thread_axis("threadIdx.x"))
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    a, out = rand(n, m), np.zeros(n, "float32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tessel.build(s, [A, C], target="cuda-sim")(a, out)
+    np.testing.assert_allclose(out, a.sum(axis=1) * 2, rtol=1e-5)
