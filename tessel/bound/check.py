@@ -73,8 +73,10 @@ def check_reads_in_bounds(sch: Schedule, bodies: dict,
         for b in bodies[st.op]:
             v.visit(b)
         with ExitStack() as scope:
-            for iv in ivs:  # a read happens only if the domain is not empty
+            for iv in ivs:  # a read happens only if the domain is not empty, at values in it
                 scope.enter_context(ana.constraint_scope(E.ge(iv.dom.extent, 1)))
+                scope.enter_context(ana.constraint_scope(E.logical_and(
+                    E.ge(iv.var, iv.dom.min), E.lt(iv.var, E.add(iv.dom.min, iv.dom.extent)))))
             _check_loads(st, [ld for ld in v.loads if select is None or select(ld)], dom, ana, states)
 
 

@@ -353,6 +353,16 @@ def _swapped(fn: Callable) -> Callable:
     return lambda self, o: fn(o, self)
 
 
+def _deferring(fn: Callable) -> Callable:
+    """``fn`` as an operator that leaves an operand declaring ``__tessel_defers__`` (a whole
+    tensor: ``n + A`` is a tensor) to its own reflected operator."""
+
+    def op(self, o):
+        return NotImplemented if getattr(o, "__tessel_defers__", False) else fn(self, o)
+
+    return op
+
+
 class Node:
     """Base of every IR node (expressions, statements, ranges, IterVars, buffers)."""
 
@@ -394,10 +404,10 @@ class ExprOp:
 
     __slots__ = ()
 
-    __add__, __radd__ = add, _swapped(add)
-    __sub__, __rsub__ = sub, _swapped(sub)
-    __mul__, __rmul__ = mul, _swapped(mul)
-    __truediv__, __rtruediv__ = true_div, _swapped(true_div)
+    __add__, __radd__ = _deferring(add), _swapped(add)
+    __sub__, __rsub__ = _deferring(sub), _swapped(sub)
+    __mul__, __rmul__ = _deferring(mul), _swapped(mul)
+    __truediv__, __rtruediv__ = _deferring(true_div), _swapped(true_div)
     __floordiv__, __rfloordiv__ = floordiv, _swapped(floordiv)
     __mod__, __rmod__ = floormod, _swapped(floormod)
     __and__, __rand__ = logical_and, _swapped(logical_and)

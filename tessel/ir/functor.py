@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .expr import IterVar, Node, PrimExpr, Range, Var
+from .expr import CommReducer, IterVar, Node, PrimExpr, Range, Var
 from .stmt import Buffer, Stmt
 
 _CHILD = (PrimExpr, Stmt, Range)
@@ -297,6 +297,20 @@ class Substituter(Mutator):
                 del self.vmap[s.var]
             else:
                 self.vmap[s.var] = saved
+
+    def visit_Reduce(self, r):
+        """A combiner may read variables besides its operands (``max(x + y, n)`` with ``n`` an
+        axis of the compute, as TE allows): they are substituted there too, one new combiner
+        per old one, so the outputs of a tuple reduction keep sharing theirs."""
+        out = self.generic_visit(r)
+        comb = r.combiner
+        done = self.__dict__.setdefault("_combiners", {})
+        if id(comb) not in done:
+            result, identity = tuple(self.visit(x) for x in comb.result), tuple(self.visit(x) for x in comb.identity)
+            same = all(a is b for a, b in zip((*result, *identity), (*comb.result, *comb.identity)))
+            done[id(comb)] = comb if same else CommReducer(comb.lhs, comb.rhs, result, identity, comb.name)
+        new = done[id(comb)]
+        return out if new is comb else type(out)(new, *out.fields()[1:])
 
     def visit_Allocate(self, s):
         old = s.buffer

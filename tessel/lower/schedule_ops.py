@@ -209,7 +209,12 @@ class _Builder:
             body = S.seq(*prefetches(attr.prefetch, var, body), body)
         thread = self.ctx.binds.get(iv) if kind == LoopKind.THREAD_BINDING else None
         if thread is not None:  # the loop is the thread: its variable, or its own index only
-            value = thread.var if relaxes(self.ctx.scopes[st], thread) else E.const(0, var.dtype)
+            # storage private to the thread holds the thread's own slice of a data axis, its
+            # region starting at the thread's index (the loop is then its offset there, 0); a
+            # reduction axis has no region: bound to a thread it is a cross-thread reduction,
+            # each thread's share at the thread's own index
+            across = relaxes(self.ctx.scopes[st], thread) or iv.iter_type == E.IterVar.REDUCE
+            value = thread.var if across else E.const(0, var.dtype)
             body = self.rename(var, E.cast(value, var.dtype), body)
             var = thread.var
         loop: S.Stmt = S.For(var, E.const(0, extent.dtype), extent, kind, body, tag)

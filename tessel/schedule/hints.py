@@ -1,5 +1,5 @@
-"""The rest of TVM's stage primitives: storage_align, set_store_predicate, prefetch,
-double_buffer and create_group. Each is a recorded step of the stage or schedule (see stage.py/schedule.py,
+"""The rest of TVM's stage primitives: storage_align, set_store_predicate, prefetch and
+double_buffer (groups are groups.py's). Each is a recorded step of the stage or schedule (see stage.py/schedule.py,
 which forward here), so a schedule using them replays like any other.
 
 * ``storage_align(axis, factor, offset)``: the stride of dimension ``axis`` of the stage's
@@ -12,9 +12,6 @@ which forward here), so a schedule using them replays like any other.
   never change).
 * ``double_buffer()``: two copies of the stage's storage on a GPU, one filled while the other is
   read (a hint the device pipeline acts on; ``attr double_buffer_scope`` in the IR).
-* ``create_group(outputs, inputs)``: the stages between ``inputs`` and ``outputs``, moved
-  together: ``compute_at``/``compute_root``/``compute_inline`` of the group is that primitive
-  on each member not already placed inside the group (each a step of its own).
 """
 
 from __future__ import annotations
@@ -26,7 +23,6 @@ from ..ir import expr as E
 from ..ir.expr import convert
 
 if TYPE_CHECKING:
-    from .schedule import Schedule
     from .stage import Stage
 
 
@@ -80,65 +76,4 @@ def prefetch(stage: Stage, tensor, var: E.IterVar, offset) -> None:
     attr.prefetch = (*attr.prefetch, (tensor, off))
 
 
-class StageGroup:
-    """Stages scheduled together (TVM's ``create_group``)."""
-
-    def __init__(self, schedule: Schedule, members: list[Stage]):
-        self.schedule, self.members = schedule, members
-
-    def _outside(self) -> list[Stage]:
-        """The members whose place is not already inside the group."""
-        return [m for m in self.members if m.attach_stage not in self.members]
-
-    def compute_at(self, parent, scope: E.IterVar) -> None:
-        for m in self._outside():
-            m.compute_at(parent, scope)
-
-    def compute_root(self) -> None:
-        for m in self._outside():
-            m.compute_root()
-
-    def compute_inline(self) -> None:
-        for m in self.members:
-            m.compute_inline()
-
-    @property
-    def name(self) -> str:
-        return "group(" + ", ".join(m.name for m in self.members) + ")"
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-def create_group(sch: Schedule, outputs, inputs, include_inputs: bool = False) -> StageGroup:
-    from ..te.tensor import Tensor
-
-    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
-    ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-    stop = {id(t.op) for t in ins}
-    members: list[Stage] = []
-    seen: set[int] = set()
-    stack = [sch[t].op for t in outs]
-    while stack:
-        op = stack.pop()
-        if id(op) in seen:
-            continue
-        seen.add(id(op))
-        if id(op) in stop:
-            if include_inputs:
-                members.append(sch[op])
-            continue
-        members.append(sch[op])
-        stack.extend(t.op for t in op.input_tensors() if not t.op.is_placeholder or id(t.op) in stop)
-    if not members:
-        raise ScheduleError("create_group: no stage lies between the inputs and the outputs given")
-    members.sort(key=sch.stages.index)  # producers first, as in the schedule
-    group = StageGroup(sch, members)
-    ids = {id(m) for m in members}
-    for m in members:  # a stage keeps a group made earlier inside this one: the innermost holds it
-        if m.group is None or not all(id(x) in ids for x in m.group.members):
-            m.group = group
-    return group
-
-
-__all__ = ["StageGroup", "create_group", "double_buffer", "prefetch", "set_store_predicate", "storage_align"]
+__all__ = ["double_buffer", "prefetch", "set_store_predicate", "storage_align"]

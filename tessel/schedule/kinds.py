@@ -97,6 +97,11 @@ class Placement:
         """``shared`` as a read-only map (made once: a placement never changes)."""
         return MappingProxyType(dict(self.shared))
 
+    def __getstate__(self) -> dict:
+        """Without the cached ``shared_map`` (a read-only view, which pickle cannot store): a
+        schedule pickles after it was lowered too (the shared root placement had cached one)."""
+        return {k: v for k, v in self.__dict__.items() if k != "shared_map"}
+
     def moved(self, stage: StageBase | None, loop: E.IterVar | None) -> Placement:
         """The same placement at another host or loop (the host was copied, or its loop remade)."""
         return dataclasses.replace(self, stage=stage, loop=loop)

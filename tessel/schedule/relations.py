@@ -302,10 +302,21 @@ class Fuse(Relation):
             v = sf.point_value()
             up[self.outer] = IntSet.single_point(E.add(E.floordiv(v, ri.extent), ro.min))
             up[self.inner] = IntSet.single_point(E.add(E.floormod(v, ri.extent), ri.min))
-        else:  # a run of fused indices: its rows, and (conservatively) every column
+        elif sf.min_value is None or sf.max_value is None:  # unbounded: its rows, and every column
             fv = E.Var("fused", self.fused.dtype)
             up[self.outer] = eval_set(E.add(E.floordiv(fv, ri.extent), ro.min), {fv: sf})
             up[self.inner] = IntSet.from_range(ri)
+        else:  # a run of fused indices: the rows it touches, as TVM's PassUpDomain of a fuse
+            lo, hi = sf.min_value, sf.max_value  # the quotient by an extent (never negative) is monotone
+            up[self.outer] = IntSet.interval(E.add(E.floordiv(lo, ri.extent), ro.min),
+                                             E.add(E.floordiv(hi, ri.extent), ro.min))
+            span = ana.simplify(E.add(E.sub(hi, lo), 1))
+            if ana.can_prove(E.eq(E.floormod(ri.extent, span), 0)) and ana.can_prove(E.eq(E.floormod(lo, span), 0)):
+                # aligned runs that divide a row never cross one: just their columns (``span`` of them)
+                first = E.add(E.floormod(lo, ri.extent), ri.min)
+                up[self.inner] = IntSet.interval(first, E.add(first, E.sub(span, 1)))
+            else:
+                up[self.inner] = IntSet.from_range(ri)
 
     def index_up(self, rmap: RangeMap, value: dict[E.IterVar, E.PrimExpr]) -> None:
         if self.fused in value:

@@ -11,6 +11,7 @@ from ..te.domain import infer_shapes
 from ..te.operation import stage_order
 from ..te.tensor import Operation, Tensor
 from .checking import checker
+from .groups import copy_groups, create_group, scan_group
 from .history import History, note_created, recorded
 from .kinds import ROOT, Placement
 from .stage import Stage
@@ -32,6 +33,7 @@ class Schedule:
             st.is_output = any(op is o for o in self.outputs)
             self.stages.append(st)
             self.stage_map[op] = st
+        self.groups: list = []  # every group, in the order made (TVM's Schedule.groups; see groups.py)
         self._attach_bodies()
         # IterVars that a dataflow rewrite moved or retired -> what to use instead (for errors)
         self.iv_notes: dict[E.IterVar, str] = {}
@@ -46,15 +48,18 @@ class Schedule:
     def _attach_bodies(self) -> None:
         """The stages of a recurrence's body (a scan's update and what it computes from the
         states) run inside the recurrence's loop, one step per iteration: attached there from
-        the start, as TVM's scan group is. Their own loops are scheduled as any stage's."""
+        the start, and a group of their own, as TVM's scan group is. Their own loops are
+        scheduled as any stage's."""
         for st in self.stages:
             axis = st.op.body_scope()
             if axis is None:
                 continue
-            for op in st.op.body_ops():
-                body = self.stage_map.get(op)
-                if body is not None and body.attach_type == ROOT:
-                    body.placement = Placement.at(st, axis)
+            body = [self.stage_map[op] for op in st.op.body_ops() if op in self.stage_map]
+            for b in body:
+                if b.attach_type == ROOT:
+                    b.placement = Placement.at(st, axis)
+            if body:
+                scan_group(self, st, sorted(body, key=self.stages.index))
 
     @classmethod
     def _detached(cls, outputs: list[Operation]) -> Schedule:
@@ -145,9 +150,7 @@ class Schedule:
     @recorded
     def create_group(self, outputs, inputs, include_inputs: bool = False):
         """The stages from ``inputs`` (exclusive unless ``include_inputs``) to ``outputs``, to move
-        together (see hints.py)."""
-        from .hints import create_group
-
+        together (see groups.py)."""
         return create_group(self, outputs, inputs, include_inputs)
 
     # ---- computeAt by position, propagation and inlining (seed 003; see inlining.py) ------
@@ -232,6 +235,7 @@ class Schedule:
             if c.attach_stage is not None:
                 c.placement = c.placement.moved(smap.get(id(c.attach_stage), c.attach_stage), c.attach_ivar)
         new.stage_map = {op: smap[id(st)] for op, st in self.stage_map.items()}
+        new.groups = copy_groups(self.groups, smap, new)
         new.orders = tuple(type(o)(smap.get(id(o.stage), o.stage), smap.get(id(o.anchor), o.anchor), o.level, o.before)
                            for o in self.orders)
         return new

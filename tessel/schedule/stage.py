@@ -15,6 +15,7 @@ from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.expr import convert
 from ..ir.stmt import LoopKind
+from .groups import check_placement
 from .history import recorded
 from .kinds import (
     INLINE,
@@ -313,6 +314,7 @@ class Stage(StageBase):
                 f"(it was transformed into {made}); attach {self.name} at one of {parent.name}'s loops: "
                 f"{parent._leaf_names()}"
             )
+        check_placement(self, parent)
         self.placement = Placement.at(parent, scope)
 
     @recorded
@@ -425,7 +427,8 @@ class Stage(StageBase):
           number at most ``n``;
         * ``"unroll_explicit", True``: accepted for TVM schedules; tessel always unrolls in the
           IR (``False``, leaving it to the C compiler, is refused);
-        * ``"debug_skip_region"``: the loop is not run at all, to time a kernel without it.
+        * ``"debug_skip_region"``: the loop is not run at all, to time a kernel without it;
+        * ``"unroll"``, ``"vectorize"``: the loop kind, as ``unroll(iv)`` / ``vectorize(iv)`` (TVM's).
 
         Any other key is kept, as TVM keeps it: an attribute ``pragma_<key>`` on the loop in the
         lowered IR (value 1 if none is given), for passes or readers of the IR. No tessel pass
@@ -436,6 +439,8 @@ class Stage(StageBase):
         if not isinstance(key, str) or not key:
             raise ScheduleError(f"stage {self.name}: pragma on {iv.var.name} needs a key that is a non-empty "
                                 f"str, e.g. 'auto_unroll_max_step'; got {key!r}")
+        if key in ("unroll", "vectorize"):  # TVM's pragma spells these two loop kinds so
+            return getattr(self, key)(iv)
         label = f"stage {self.name}: pragma({iv.var.name}, {key!r}"
         if key == "auto_unroll_max_step":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:

@@ -58,6 +58,10 @@ class ScanOp(Operation):
     def root_iter_vars(self) -> tuple[E.IterVar, ...]:
         return (self.scan_axis, *self.spatial_axis_)
 
+    def spatial_of(self, i: int) -> tuple[E.IterVar, ...]:
+        """The spatial axes of output ``i`` (its dimensions 1 on)."""
+        return self._spatial(i)
+
     def _spatial(self, i: int) -> tuple[E.IterVar, ...]:
         """The spatial axes of output ``i`` (its dimensions after the first)."""
         start = sum(u.ndim - 1 for u in self.update[:i])
@@ -183,8 +187,8 @@ class ScanOp(Operation):
         """A stage of the body must run inside the scan axis: each step reads the previous one."""
         body = {id(op) for op in self.body_ops()}
         for st in stage.schedule.stages:
-            if id(st.op) not in body and id(st.origin_op) not in body:
-                continue
+            if (id(st.op) not in body and id(st.origin_op) not in body) or st.attach_type == "inline":
+                continue  # an inlined stage runs inside its readers, which are checked themselves
             s, inside = st, False
             while s is not None and s.attach_type == "scope":
                 if s.attach_stage is stage:

@@ -27,6 +27,11 @@ from .operation import LoopNest, Operation, Request, TensorList
 from .tag import scoped_tag
 
 
+def _whole(fn: Callable, name: str) -> tuple[Callable, Callable]:
+    """An operator on whole tensors and its reflection (see ``broadcast_op``)."""
+    return (lambda self, o: broadcast_op(fn, self, o, name)), (lambda self, o: broadcast_op(fn, o, self, name))
+
+
 class Tensor:
     """The ``value_index``-th output of ``op``; ``shape`` and ``dtype`` are fixed at definition."""
 
@@ -78,6 +83,14 @@ class Tensor:
 
     def __iter__(self):
         raise DefinitionError(f"tensor {self.name} cannot be iterated; index it with {self.name}[...]")
+
+    # arithmetic on whole tensors (TVM's Tensor operators): a new stage, see ``broadcast_op``
+    __tessel_defers__ = True  # ``n + A`` with ``n`` an expression is this tensor's to build
+
+    __add__, __radd__ = _whole(E.add, "add")
+    __sub__, __rsub__ = _whole(E.sub, "subtract")
+    __mul__, __rmul__ = _whole(E.mul, "multiply")
+    __truediv__, __rtruediv__ = _whole(E.true_div, "divide")
 
 
 class TensorSlice(E.ExprOp):
@@ -469,3 +482,46 @@ register("te.ComputeOp", ComputeOp,
          lambda op: [op.name, op.tag, [[k, v] for k, v in sorted(op.attrs.items())], op.axis, op.body,
                      *([op.where] if op.where is not None else [])],
          lambda f: ComputeOp(str(f[0]), str(f[1]), _attrs_of(f[2]), f[3], f[4], f[5] if len(f) > 5 else None))
+
+
+# ---- arithmetic on whole tensors ---------------------------------------------------------
+def _is_one(d) -> bool:
+    return isinstance(d, E.IntImm) and d.value == 1
+
+
+def broadcast_shape(a: Sequence, b: Sequence) -> tuple:
+    """NumPy's broadcast of two shapes (aligned on the right; a dimension of 1 stretches)."""
+    out = []
+    for k in range(1, max(len(a), len(b)) + 1):
+        x = a[-k] if k <= len(a) else E.IntImm(1, "int32")
+        y = b[-k] if k <= len(b) else E.IntImm(1, "int32")
+        if _is_one(x):
+            out.append(y)
+        elif _is_one(y) or x is y or (isinstance(x, E.IntImm) and isinstance(y, E.IntImm) and x.value == y.value):
+            out.append(x)
+        elif isinstance(x, E.IntImm) and isinstance(y, E.IntImm):
+            raise DefinitionError(f"shapes {list(a)} and {list(b)} do not broadcast (dimension -{k}: "
+                                  f"{x.value} and {y.value})")
+        else:
+            out.append(x)  # two symbolic sizes: taken to be equal, as TVM does
+    return tuple(reversed(out))
+
+
+def _at(t, idx: tuple):
+    """``t`` read at output index ``idx`` under broadcasting (a scalar is itself)."""
+    if not isinstance(t, Tensor):
+        return t
+    own = idx[len(idx) - len(t.shape):]
+    return t[tuple(E.IntImm(0, i.dtype) if _is_one(d) else i for d, i in zip(t.shape, own))]
+
+
+def broadcast_op(fn: Callable, lhs, rhs, name: str) -> Tensor | E.PrimExpr:
+    """``fn`` of two operands, at least one a whole tensor, as a new stage ``T_<name>``: two
+    tensors broadcast as NumPy (tag ``broadcast``), a scalar (a number or an expression) meets
+    every element (tag ``elemwise``), as TVM's Tensor operators and topi's do."""
+    tensors = [t for t in (lhs, rhs) if isinstance(t, Tensor)]
+    if not tensors:
+        return fn(lhs, rhs)
+    shape = tensors[0].shape if len(tensors) == 1 else broadcast_shape(lhs.shape, rhs.shape)
+    tag = "broadcast" if len(tensors) == 2 else "elemwise"
+    return compute(shape, lambda *i: fn(_at(lhs, i), _at(rhs, i)), name=f"T_{name}", tag=tag)

@@ -83,9 +83,9 @@ class NDArray(RefusesMissing):
     _tvm_name = "tvm.nd.NDArray"
 
     def __init__(self, data: np.ndarray, dev: Device | None = None):
-        self._data = np.ascontiguousarray(data)
-        if self._data is data:  # always our own copy: TVM's arrays do not alias the NumPy source
-            self._data = data.copy()
+        # always our own C-ordered copy (TVM's arrays do not alias the NumPy source); not
+        # np.ascontiguousarray, which makes a 0-d array 1-d and so breaks rank-0 tensors
+        self._data = np.array(data, order="C", copy=True)
         self.device = dev or cpu(0)
 
     @property

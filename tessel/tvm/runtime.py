@@ -143,8 +143,16 @@ def load_module(path, fmt: str = "") -> Module:
 
 
 def convert(value):
-    """``tvm.runtime.convert(1024)``: a Python number as an expression constant."""
-    return const(value)
+    """``tvm.runtime.convert``: a Python number as an expression constant, and a dict or list
+    as TVM's Map or Array of converted values (here Python's own containers, see
+    :mod:`tessel.tvm.container`); an expression, tensor or other node is itself."""
+    if isinstance(value, dict):
+        return {k: convert(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [convert(v) for v in value]
+    if isinstance(value, bool | int | float):
+        return const(value)
+    return value
 
 
 def enabled(target: str) -> bool:

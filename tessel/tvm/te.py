@@ -14,13 +14,15 @@ from ..schedule.stage import Stage
 from ..te import *  # noqa: F403 (TVM's te is tessel's, name for name)
 from ..te import __all__ as _te_all
 from . import te_schedule as schedule
+from . import te_tensor as tensor
 from ._names import missing_names
 
-__all__ = [*_te_all, "Schedule", "Stage", "create_schedule", "schedule"]
+__all__ = [*_te_all, "Schedule", "Stage", "create_schedule", "schedule", "tensor"]
 
 # names of tessel.te that are its own plumbing, not TE vocabulary
 _PLUMBING = frozenset({"E", "O", "DTypeLike", "DefinitionError", "EXPORTED", "INTRINSICS", "Intrinsic"})
 __getattr__ = missing_names(__name__, ("tessel.te", "tessel.schedule"), hidden=_PLUMBING)
 
-# ``import tvm.te.schedule`` and ``from tvm.te.schedule import InferBound`` find it too
+# ``import tvm.te.schedule`` and ``from tvm.te.schedule import InferBound`` find them too
 sys.modules[f"{__name__}.schedule"] = schedule
+sys.modules[f"{__name__}.tensor"] = tensor

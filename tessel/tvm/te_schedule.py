@@ -1,6 +1,7 @@
 """``tvm.te.schedule``: the schedule classes, the IterVar relations and the two steps TVM's own
 tests call one by one, ``InferBound`` (a range for every loop) and ``ScheduleOps`` (the loop nest
-of a bounded schedule) — tessel's seed-000 InferBound and its ScheduleOps, unchanged.
+of a bounded schedule) — tessel's seed-000 InferBound and its ScheduleOps, unchanged — and the
+graph queries (``CreateReadGraph``, ``PostDFSOrder``, ``CreateAttachPath``, ``ScanGetBody``).
 
 ``ScheduleOps(s, bounds)`` lowers ``s`` with the ranges InferBound gives it; ``bounds`` is the
 map ``InferBound(s)`` returned for this schedule (TVM passes it along; a map edited by hand is
@@ -12,11 +13,20 @@ from ..bound.infer import run_infer_bound
 from ..errors import DefinitionError
 from ..ir import expr as E
 from ..ir import stmt as S
+from ..ir.buffer import DeclBuffer as Buffer
 from ..lower import schedule_ops as _schedule_ops
 from ..schedule import create_schedule
+from ..schedule.auto_inline import auto_inline_broadcast as AutoInlineBroadcast
+from ..schedule.auto_inline import auto_inline_elemwise as AutoInlineElemWise
+from ..schedule.auto_inline import auto_inline_injective as AutoInlineInjective
+from ..schedule.graph import attach_path
 from ..schedule.relations import Fuse, Rebase, Singleton, Split
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
+from ..te.operation import Operation
+from ..te.operation import create_read_graph as CreateReadGraph
+from ..te.operation import post_dfs_order as PostDFSOrder
+from ..te.scan_fixpoint import fixed_point_axes
 
 #: TVM's ``tvm.te.schedule.IterVar`` (its iter types: ``IterVar.Unrolled``, ``IterVar.Vectorized`` ...)
 IterVar = E.IterVar
@@ -39,10 +49,26 @@ def ScheduleOps(sch: Schedule, dom_map: dict, debug_keep_trivial_loop: bool = Fa
     return _schedule_ops(ctx)
 
 
+def CreateAttachPath(sch: Schedule) -> dict[Operation, list[E.IterVar]]:
+    """Each operation's enclosing loops, innermost first (TVM's attach paths)."""
+    _check(sch, "CreateAttachPath")
+    return {st.op: attach_path(st) for st in sch.stages}
+
+
+def ScanGetBody(scan: Operation) -> list[Operation]:
+    """The operations a scan runs once per step: those computed from its states."""
+    return list(scan.body_ops())
+
+
+def ScanFixPointAnalysis(scan: Operation) -> dict[E.IterVar, E.IntImm]:
+    """1 for each spatial axis of the scan that is a fixed point, else 0 (see scan_fixpoint.py)."""
+    return {iv: E.IntImm(int(fixed), "int32") for iv, fixed in fixed_point_axes(scan).items()}
+
+
 def _check(sch, what: str) -> None:
     if not isinstance(sch, Schedule):
         raise DefinitionError(f"tvm.te.schedule.{what}: expected a schedule (te.create_schedule(...)), "
                               f"got {type(sch).__name__}")
 
 
-__all__ = ["Fuse", "InferBound", "IterVar", "Rebase", "Schedule", "ScheduleOps", "Singleton", "Split", "Stage", "create_schedule"]
+__all__ = ["AutoInlineBroadcast", "AutoInlineElemWise", "AutoInlineInjective", "Buffer", "CreateAttachPath", "CreateReadGraph", "Fuse", "InferBound", "IterVar", "PostDFSOrder", "Rebase", "ScanFixPointAnalysis", "ScanGetBody", "Schedule", "ScheduleOps", "Singleton", "Split", "Stage", "create_schedule"]

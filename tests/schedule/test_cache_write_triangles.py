@@ -82,3 +82,29 @@ def test_symbolic_sizes():
         a = rand(size, size, dtype="float64")
         check(s, [A, S], [a], [np.array([a[i, i + 1:].sum() for i in range(size)])])
     assert tessel.lower(s, [A, S]) is not None
+
+
+def test_a_combiner_over_the_data_axes_is_remade_over_the_caches_axes():
+    """A reducer whose combine and identity read the compute's own axis (TVM's
+    test_loop_dep_reduce_cache_write): the cache's combiner reads ``i.c``; it kept ``i``, which
+    the kernel then used unbound (a BuildError)."""
+    n = 10
+    X = te.placeholder((n,), name="X")
+
+    def body(i):
+        rv = te.reduce_axis((0, i), name="rv")
+        init = lambda dt: te.select(i > 1, te.const(0, dt), i.astype(dt))  # noqa: E731
+        capped = te.comm_reducer(lambda x, y: te.max(x + y, i.astype("float32")), init, name="capped")
+        return capped(X[rv], axis=rv)
+
+    Y = te.compute((n,), body, name="Y")
+    s = te.create_schedule(Y.op)
+    s.cache_write(Y, "local")
+    x = rand(n)
+    want = np.zeros(n, "float32")
+    for i in range(n):
+        acc = np.float32(0 if i > 1 else i)
+        for r in range(i):
+            acc = max(acc + x[r], np.float32(i))
+        want[i] = acc
+    check(s, [X, Y], [x], [want])

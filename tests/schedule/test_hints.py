@@ -1,4 +1,4 @@
-"""storage_align, set_store_predicate, prefetch, create_group and popcount: each a recorded
+"""storage_align, set_store_predicate, prefetch, create_group (more in test_groups.py) and popcount: each a recorded
 step that replays (the suite replays every lowered schedule), checked on both targets."""
 
 from __future__ import annotations

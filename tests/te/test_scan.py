@@ -309,3 +309,26 @@ def test_cache_read_and_cache_write_around_the_update():
         tessel.lower(s, [X, res])
     s[UL].compute_at(s[res], res.op.scan_axis)
     check(s, [X, res], [x], [np.cumsum(x, axis=0)], rtol=1e-5)
+
+
+def test_a_stage_of_the_body_inlined_into_the_update():
+    """compute_inline of a stage of the body (TVM's test_scan_inline1): it runs inside its
+    reader, so it is inside the scan's loop; it was refused as moved out of it."""
+    m, n = 9, 4
+    X = te.placeholder((m, n), name="X")
+    s1, s2 = te.placeholder((m, n), name="s1"), te.placeholder((m, n), name="s2")
+    i1 = te.compute((1, n), lambda _, i: X[0, i], name="i1")
+    i2 = te.compute((1, n), lambda _, i: X[0, i] * 2.0, name="i2")
+    x1 = te.compute((m, n), lambda t, i: s1[t - 1, i] + X[t, i], name="x1")
+    x2 = te.compute((m, n), lambda t, i: s2[t - 1, i] * 0.5, name="x2")
+    u1 = te.compute((m, n), lambda t, i: x1[t, i], name="u1")
+    u2 = te.compute((m, n), lambda t, i: x2[t, i] + 1.0, name="u2")
+    r1, r2 = te.scan([i1, i2], [u1, u2], [s1, s2], inputs=[X], name="res")
+    s = te.create_schedule(r1.op)
+    s[x1].compute_inline()
+    x = rand(m, n)
+    w2 = np.zeros((m, n), "float32")
+    w2[0] = x[0] * 2
+    for t in range(1, m):
+        w2[t] = w2[t - 1] * 0.5 + 1
+    check(s, [X, r1, r2], [x], [np.cumsum(x, axis=0), w2], rtol=1e-5)

@@ -17,6 +17,7 @@ from helpers import check, rand
 import tessel
 from tessel import ScheduleError, te
 from tessel.errors import TesselWarning
+from tessel.ir.stmt import LoopKind
 
 # the suite's replay check runs every schedule's steps again, which warns again
 pytestmark = pytest.mark.filterwarnings("ignore:.*no tessel pass acts on this pragma")
@@ -100,3 +101,19 @@ def test_pragma_survives_replay_and_the_kept_attribute_on_a_parallel_loop():
     assert "pragma_parallel_stride_pattern" in text and "parallel (i" in text
     a = rand(8, 12)
     check(s, [A, C], [a], [np.float32(3) * a])
+
+
+def test_unroll_and_vectorize_pragmas_are_the_loop_kinds():
+    """TVM's Stage.pragma spells two loop kinds: ``pragma(x, "vectorize")`` is ``vectorize(x)``."""
+    n = 37
+    A = te.placeholder((n,), name="A")
+    C = te.compute((n,), lambda i: A[i] * 3.0, name="C")
+    s = te.create_schedule(C.op)
+    xo, xi = s[C].split(C.op.axis[0], factor=4)
+    s[C].pragma(xi, "vectorize")
+    s[C].pragma(xo, "unroll")
+    attrs = s[C].iter_var_attrs
+    assert attrs[xi].kind == LoopKind.VECTORIZED and attrs[xo].kind == LoopKind.UNROLLED
+    assert attrs[xi].pragma_keys == () and attrs[xo].pragma_keys == ()
+    a = rand(n)
+    check(s, [A, C], [a], [a * 3])

@@ -221,3 +221,31 @@ def test_tir_node_spellings_answer_isinstance_and_walks():
     tvm.tir.stmt_functor.post_order_visit(tvm.lower(s, [A, B, C])["main"].body,
                                           lambda node: loops.append(node) if isinstance(node, tvm.tir.For) else None)
     assert {str(f.loop_var) for f in loops} >= {"i.outer", "i.inner"}
+
+
+def test_rank_zero_arrays_stay_rank_zero_through_a_kernel():
+    A = te.placeholder((), name="A")
+    B = te.compute((), lambda: A() * 3.0, name="B")
+    f = tvm.build(te.create_schedule(B.op), [A, B], "llvm")
+    a, b = tvm.nd.array(np.array(1.5, "float32")), tvm.nd.array(np.array(0.0, "float32"))
+    assert a.shape == () and a.ndim == 0
+    f(a, b)
+    assert b.numpy().shape == () and b.numpy() == np.float32(4.5)
+
+
+def test_te_tensor_and_schedule_modules_hold_the_classes():
+    A, B, C = _vector_add()
+    assert isinstance(A.op, tvm.te.tensor.PlaceholderOp) and isinstance(C.op, tvm.te.tensor.ComputeOp)
+    assert isinstance(C, tvm.te.tensor.Tensor)
+    seen = []
+    D = te.extern(A.shape, [A], lambda ins, outs: seen.append(ins[0]) or tvm.tir.call_packed("f", ins[0].data))
+    assert D.shape == A.shape and isinstance(seen[0], tvm.te.schedule.Buffer)
+
+
+def test_tir_stmt_holds_the_statement_classes():
+    A, B, C = _vector_add()
+    s = te.create_schedule(C.op)
+    body = tvm.lower(s, [A, B, C])["main"].body
+    fors = []
+    tvm.tir.stmt_functor.post_order_visit(body, lambda n: fors.append(n) if isinstance(n, tvm.tir.stmt.For) else None)
+    assert fors and tvm.tir.stmt.For is tessel.ir.stmt.For and tvm.tir.stmt.SeqStmt is tessel.ir.stmt.SeqStmt

@@ -120,3 +120,24 @@ def test_schedule_to_module_is_the_lowered_module():
     mod = schedule_to_module(s, [A, B])
     assert isinstance(mod["main"], tvm.tir.PrimFunc)
     assert str(mod) == str(tvm.lower(s, [A, B]))
+
+
+def test_graph_queries_read_graph_post_order_attach_paths_and_a_scans_body():
+    m, n = te.var("m"), te.var("n")
+    x = te.compute((m, n), lambda i, j: te.const(1.0, "float32"), name="x")
+    state = te.placeholder((m, n), name="state")
+    init = te.compute((1, n), lambda _, i: x[0, i], name="init")
+    x_trans = te.compute((m, n), lambda i, j: x[i, j] + 1.0, name="x_trans")
+    up1 = te.compute((m, n), lambda t, i: state[t - 1, i] + 1.0, name="up1")
+    update = te.compute((m, n), lambda t, i: up1[t, i] + x_trans[t, i], name="update")
+    res = te.scan(init, update, state)
+    assert set(tvm.te.schedule.ScanGetBody(res.op)) == {update.op, up1.op}
+    s = te.create_schedule(res.op)
+    s[x_trans].compute_at(s[update], update.op.axis[0])
+    paths = tvm.te.schedule.CreateAttachPath(s)
+    assert paths[update.op] == [res.op.scan_axis]
+    assert paths[x_trans.op] == [update.op.axis[0], res.op.scan_axis]
+    g = tvm.te.schedule.CreateReadGraph([update.op])
+    assert g[update.op] == [up1, x_trans] and g[x_trans.op] == [x]
+    order = tvm.te.schedule.PostDFSOrder([update.op], g)
+    assert order.index(x.op) < order.index(x_trans.op) < order.index(update.op)

@@ -110,3 +110,56 @@ def test_an_operator_is_a_stage_to_schedule():
     s[B].parallel(B.op.axis[0])
     a = rand(64, 33)
     check(s, [A, B], [a], [np.exp(a)], targets=TARGETS, rtol=1e-5)
+
+
+def _pool_ref(a, kernel, stride, dilation, padding, pool_type, ceil_mode, count_include_pad):
+    """NumPy's NCHW pooling, one output at a time: a window of samples ``dilation`` apart."""
+    (kh, kw), (sh, sw), (dh, dw), (top, left, bottom, right) = kernel, stride, dilation, padding
+    n, c, h, w = a.shape
+
+    def size(length, before, after, k, s, d):
+        span = length + before + after - ((k - 1) * d + 1) + (s - 1 if ceil_mode else 0)
+        return span // s + 1
+
+    oh, ow = size(h, top, bottom, kh, sh, dh), size(w, left, right, kw, sw, dw)
+    pad_value = te.min_value(str(a.dtype)).value if pool_type == "max" else 0
+    out = np.zeros((n, c, oh, ow), a.dtype)
+    for y in range(oh):
+        for x in range(ow):
+            ys = [y * sh - top + r * dh for r in range(kh)]
+            xs = [x * sw - left + r * dw for r in range(kw)]
+            inside = [(p, q) for p in ys for q in xs if 0 <= p < h and 0 <= q < w]
+            # a window wholly in the padding (ceil_mode) reads only the pad value
+            vals = np.stack([a[:, :, p, q] for p, q in inside] or [np.full((n, c), pad_value, a.dtype)], axis=-1)
+            if pool_type == "max":
+                out[:, :, y, x] = vals.max(axis=-1)
+            else:
+                declared = [(p, q) for p in ys for q in xs if -top <= p < h + bottom and -left <= q < w + right]
+                out[:, :, y, x] = vals.sum(axis=-1) / max(len(declared) if count_include_pad else len(inside), 1)
+    return out
+
+
+@pytest.mark.parametrize(("pool_type", "ceil_mode", "count_include_pad"),
+                         [("max", False, True), ("max", True, True), ("avg", False, True), ("avg", True, False),
+                          ("avg", False, False)])
+def test_pool2d_max_and_average_as_numpy(pool_type, ceil_mode, count_include_pad):
+    A = te.placeholder((2, 3, 11, 9), name="A")
+    args = dict(kernel=(3, 2), stride=(2, 1), dilation=(1, 2), padding=(1, 0, 2, 1))
+    P = topi.nn.pool2d(A, pool_type=pool_type, ceil_mode=ceil_mode, count_include_pad=count_include_pad, **args)
+    a = rand(2, 3, 11, 9)
+    want = _pool_ref(a, args["kernel"], args["stride"], args["dilation"], args["padding"], pool_type, ceil_mode,
+                     count_include_pad)
+    assert tuple(int(d) for d in P.shape) == want.shape
+    _run([P], [A, P], [a], [want])
+
+
+def test_pool2d_in_nhwc_and_its_refusals():
+    A = te.placeholder((1, 7, 5, 4), name="A")
+    P = topi.nn.pool2d(A, 2, 1, 1, (0, 0, 0, 0), "max", layout="NHWC")
+    a = rand(1, 7, 5, 4)
+    want = _pool_ref(a.transpose(0, 3, 1, 2), (2, 2), (1, 1), (1, 1), (0, 0, 0, 0), "max", False, True)
+    _run([P], [A, P], [a], [want.transpose(0, 2, 3, 1)])
+    with pytest.raises(DefinitionError, match="pool_type 'sum'"):
+        topi.nn.pool2d(A, 2, 1, 1, (0, 0, 0, 0), "sum", layout="NHWC")
+    with pytest.raises(DefinitionError, match="H and W once each"):
+        topi.nn.pool2d(A, 2, 1, 1, (0, 0, 0, 0), "max", layout="NCHw")

@@ -12,7 +12,11 @@ loop (its body ends with the combining store, whose index does not use the loop 
   array, a barrier, and the first warp reduces those by shuffles again;
 * thread 0 of the axis combines the result with the initial value and stores it. The initial
   store just before the loop (``B[i] = 0``) is folded into that final store, so no other
-  thread can overwrite the result with the initial value late.
+  thread can overwrite the result with the initial value late. Where the reduction's result
+  is ``local`` (allocated outside the thread loop: a stage computed at a loop bound to
+  ``threadIdx.y``, one copy per thread), thread 0's sum is broadcast (a shuffle from lane 0,
+  or a shared cell across warps) and every thread stores it, as TVM's allreduce leaves the
+  result in every thread.
 
 The axis must be ``threadIdx.x`` with the block's x extent equal to the reduction's, a power of
 two up to 32 or a multiple of 32 up to 1024 (consecutive lanes of a warp are consecutive x
@@ -24,7 +28,7 @@ from __future__ import annotations
 from ...errors import GpuError
 from ...ir import expr as E
 from ...ir import stmt as S
-from ...ir.functor import Mutator, collect, structural_equal, uses_var
+from ...ir.functor import Mutator, collect, free_vars, structural_equal, uses_var
 from ...ir.stmt import LoopKind
 from .kernel import Kernel
 from .sync import barrier
@@ -34,27 +38,45 @@ FULL_MASK = 0xFFFFFFFF
 _COMBINE = {E.Add: E.add, E.Mul: E.mul, E.Min: E.min_, E.Max: E.max_}
 
 
-def _reduction_store(loop: S.For) -> tuple[S.BufferStore, E.PrimExpr, list[S.Stmt]] | None:
-    """The loop's final combining store, its partial value and the statements before it."""
+def _combining(st: S.Stmt, avoid) -> bool:
+    """Whether ``st`` is ``B[i] = B[i] (op) v`` with ``i`` free of the variables ``avoid`` holds."""
+    if not isinstance(st, S.BufferStore) or type(st.value) not in _COMBINE:
+        return False
+    a = st.value.a
+    return (isinstance(a, E.BufferLoad) and a.buffer is st.buffer and structural_equal(a.indices[0], st.indices[0])
+            and not uses_var(st.indices[0], lambda v: v in avoid))
+
+
+def _accumulating_nest(st: S.Stmt, avoid: set) -> S.BufferStore | None:
+    """The one combining store at the bottom of serial loops and guards (a thread's share of a
+    reduction whose other axes are its own loops: TVM's cross-thread reduction without rfactor)."""
+    if isinstance(st, S.For) and st.kind == LoopKind.SERIAL:
+        return _accumulating_nest(st.body, avoid | {st.loop_var})
+    if isinstance(st, S.IfThenElse) and st.else_case is None:
+        return _accumulating_nest(st.then_case, avoid)
+    return st if isinstance(st, S.BufferStore) and _combining(st, avoid) else None
+
+
+def _reduction_store(loop: S.For) -> tuple[S.BufferStore, E.PrimExpr, list[S.Stmt], S.Stmt | None] | None:
+    """The loop's final combining store, its partial value, the statements before it and, where
+    each thread first reduces its own share in loops, the nest that does (else None)."""
     body = loop.body
-    prefix: list[S.Stmt] = []
     while isinstance(body, S.Allocate):  # the rfactor stage's buffer lives around its use
-        prefix.append(body)
         body = body.body
     seq = list(body.seq) if isinstance(body, S.SeqStmt) else [body]
-    last = seq[-1]
+    last, nest = seq[-1], None
     if (isinstance(last, S.IfThenElse) and last.else_case is None and isinstance(last.condition, E.EQ)
             and last.condition.a is loop.loop_var and _is_zero(last.condition.b)):
         last = last.then_case  # TVM's store predicate (set_store_predicate(tx.equal(0))): one thread writes the
         # reduced value, which is what the rewrite does anyway
-    if not isinstance(last, S.BufferStore) or type(last.value) not in _COMBINE:
+    elif isinstance(last, S.For | S.IfThenElse):
+        found = _accumulating_nest(last, {loop.loop_var})
+        last, nest = (found, seq[-1]) if found is not None else (last, None)
+    if not _combining(last, {loop.loop_var}):
         return None
-    a, b = last.value.a, last.value.b
-    if not (isinstance(a, E.BufferLoad) and a.buffer is last.buffer and structural_equal(a.indices[0], last.indices[0])):
-        return None
-    if uses_var(last.indices[0], lambda v: v is loop.loop_var) or last.buffer.scope == "local":
-        return None
-    return last, b, seq[:-1]
+    if last.buffer.scope == "local" and _under_thread_local_alloc(loop, last.buffer):
+        return None  # each thread's own accumulator: no other thread adds into it
+    return last, last.value.b, seq[:-1], nest
 
 
 class _Rewriter(Mutator):
@@ -82,6 +104,8 @@ class _Rewriter(Mutator):
         loop = s if body is s.body else S.For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag)
         if s.kind != LoopKind.THREAD_BINDING or s.thread_tag not in S.THREAD_TAGS:
             return loop
+        if _is_one(s.extent):  # one thread: nothing runs beside it
+            return loop
         found = _reduction_store(loop)
         if found is None:
             self._refuse_other_accumulation(loop)
@@ -95,27 +119,38 @@ class _Rewriter(Mutator):
         for st in collect(loop.body, lambda n: isinstance(n, S.BufferStore)):
             if st.buffer.scope == "local" or uses_var(st.indices[0], lambda v: v is r):
                 continue
-            if _reads_own_element(st) and not _under_thread_local_alloc(loop, st.buffer):
+            if _reads_own_element(st, loop.body) and not _under_thread_local_alloc(loop, st.buffer):
                 raise GpuError(f"kernel {self.kernel.name!r}: every thread of {loop.thread_tag} (loop "
                                f"{r.name!r}) updates {st.buffer.name}[{st.indices[0]}], a cross-thread reduction "
                                "this target can only make of a sum, product, min or max stored last in the loop; "
                                "bind the reduction differently (rfactor with a supported combiner) or reduce "
                                "serially inside each thread")
 
-    def _rewrite(self, loop: S.For, store: S.BufferStore, value: E.PrimExpr, before: list[S.Stmt]) -> S.Stmt:
+    def _rewrite(self, loop: S.For, store: S.BufferStore, value: E.PrimExpr, before: list[S.Stmt],
+                 nest: S.Stmt | None) -> S.Stmt:
         n = self._extent(loop)
         self.count += 1
         dt = value.dtype
         acc = S.Buffer(f"red_buf{self.count}", dt, (E.IntImm(1, "int32"),), scope="local")
         r = loop.loop_var
-        cell = E.BufferLoad(acc, [E.IntImm(0, "int32")])
+        zero = E.IntImm(0, "int32")
+        cell = E.BufferLoad(acc, [zero])
         combine = _COMBINE[type(store.value)]
-        stmts = [*_strip_allocs(before), S.BufferStore(acc, value, [E.IntImm(0, "int32")])]
+        if nest is None:
+            share = [S.BufferStore(acc, value, [zero])]
+        else:  # the thread's share, reduced in its own loops into the register first
+            mine = S.BufferStore(acc, combine(cell, value), [zero])
+            share = [S.BufferStore(acc, _identity(type(store.value), dt), [zero]), _replace(nest, store, mine)]
+        stmts = [*_strip_allocs(before), *share]
         stmts += _warp_tree(acc, cell, combine, min(n, WARP), dt)
         if n > WARP:
             stmts += self._across_warps(acc, cell, combine, r, n, dt)
         final = S.BufferStore(store.buffer, combine(store.value.a, cell), store.indices)
-        stmts.append(S.IfThenElse(E.eq(r, E.IntImm(0, r.dtype)), final))
+        if store.buffer.scope == "local":  # every thread holds its own copy of the result
+            stmts += self._broadcast(acc, cell, r, n, dt)
+            stmts.append(final)
+        else:
+            stmts.append(S.IfThenElse(E.eq(r, E.IntImm(0, r.dtype)), final))
         body: S.Stmt = S.SeqStmt(stmts)
         for a in reversed(_allocs(loop.body)):
             body = S.Allocate(a, body)
@@ -144,6 +179,18 @@ class _Rewriter(Mutator):
         self.parts.append(part)
         return [write, barrier(), read, *tree]
 
+    def _broadcast(self, acc, cell, r, n: int, dt) -> list[S.Stmt]:
+        """Thread 0's sum into every thread's ``acc``: a shuffle from lane 0 within a warp, or
+        through one shared cell (between barriers) across warps."""
+        zero = E.IntImm(0, "int32")
+        if n <= WARP:
+            shfl = E.Call(dt, "tvm_warp_shuffle", [E.Call("uint32", "tvm_warp_activemask", []), cell, zero,
+                                                   E.IntImm(n, "int32"), E.IntImm(WARP, "int32")])
+            return [S.BufferStore(acc, shfl, [zero])]
+        part = self.parts[-1]  # the partials are read: the cell is free after a barrier
+        write = S.IfThenElse(E.eq(r, E.IntImm(0, r.dtype)), S.BufferStore(part, cell, [zero]))
+        return [barrier(), write, barrier(), S.BufferStore(acc, E.BufferLoad(part, [zero]), [zero])]
+
     def _extent(self, loop: S.For) -> int:
         ext = loop.extent
         block_x = self.kernel.extent("threadIdx.x")
@@ -158,9 +205,18 @@ class _Rewriter(Mutator):
                        "rfactor, and bind the inner axis to threadIdx.x)")
 
 
-def _reads_own_element(st: S.BufferStore) -> bool:
-    return bool(collect(st.value, lambda n: isinstance(n, E.BufferLoad) and n.buffer is st.buffer
-                        and structural_equal(n.indices[0], st.indices[0])))
+def _reads_own_element(st: S.BufferStore, where: S.Stmt) -> bool:
+    """Whether ``st``'s value reads the element it writes, itself or through the ``let``s of
+    ``where`` it uses (a tuple reduction's combiner binds each new value first)."""
+    lets = {x.var: x.value for x in collect(where, lambda n: isinstance(n, S.LetStmt), statements_only=True)}
+    values, todo = [st.value], [st.value]
+    while todo:
+        for v in free_vars(todo.pop()):
+            if v in lets:
+                values.append(lets.pop(v))
+                todo.append(values[-1])
+    return any(collect(v, lambda n: isinstance(n, E.BufferLoad) and n.buffer is st.buffer
+                       and structural_equal(n.indices[0], st.indices[0])) for v in values)
 
 
 def _under_thread_local_alloc(loop: S.For, buf: S.Buffer) -> bool:
@@ -211,6 +267,25 @@ def _fold_init(loop_stmt: S.Stmt, init: S.BufferStore, final: S.BufferStore) -> 
             return s
 
     return _Fold().visit(loop_stmt)
+
+
+def _identity(op: type, dt) -> E.PrimExpr:
+    """The value ``op`` leaves any other unchanged with (a thread with no share of the reduction)."""
+    if op in (E.Add, E.Mul):
+        return E.const(0 if op is E.Add else 1, dt)
+    if dt.is_float:
+        return E.const(float("-inf") if op is E.Max else float("inf"), dt)
+    return E.const(dt.min_value() if op is E.Max else dt.max_value(), dt)
+
+
+def _replace(nest: S.Stmt, old: S.BufferStore, new: S.BufferStore) -> S.Stmt:
+    class _Swap(Mutator):
+        statements_only = True
+
+        def visit_BufferStore(self, s: S.BufferStore) -> S.Stmt:
+            return new if s is old else s
+
+    return _Swap().visit(nest)
 
 
 def _is_one(e: E.PrimExpr) -> bool:

@@ -22,49 +22,14 @@ from ...te import max as _max_reduce
 from ...te import min as _min_reduce
 from ...te import power as _power
 from ...te import sum as _sum_reduce
-from ...te.tensor import Tensor
+from ...te.tensor import broadcast_op, broadcast_shape
 from .._names import missing_names
-from . import generic, nn, utils
-
-
-def _is_one(d) -> bool:
-    return isinstance(d, E.IntImm) and d.value == 1
-
-
-def broadcast_shape(a: Sequence, b: Sequence) -> tuple:
-    """NumPy's broadcast of two shapes (aligned on the right; a dimension of 1 stretches)."""
-    out = []
-    for k in range(1, builtins.max(len(a), len(b)) + 1):
-        x = a[-k] if k <= len(a) else E.IntImm(1, "int32")
-        y = b[-k] if k <= len(b) else E.IntImm(1, "int32")
-        if _is_one(x):
-            out.append(y)
-        elif _is_one(y) or x is y or (isinstance(x, E.IntImm) and isinstance(y, E.IntImm) and x.value == y.value):
-            out.append(x)
-        elif isinstance(x, E.IntImm) and isinstance(y, E.IntImm):
-            raise DefinitionError(f"topi: shapes {list(a)} and {list(b)} do not broadcast (dimension -{k}: "
-                                  f"{x.value} and {y.value})")
-        else:
-            out.append(x)  # two symbolic sizes: taken to be equal, as TVM does
-    return tuple(reversed(out))
-
-
-def _at(t, idx: tuple):
-    """``t`` read at output index ``idx`` under broadcasting (a scalar is itself)."""
-    if not isinstance(t, Tensor):
-        return t
-    shape = t.shape
-    own = idx[len(idx) - len(shape):]
-    return t[tuple(E.IntImm(0, i.dtype) if _is_one(d) else i for d, i in zip(shape, own))]
+from . import cuda, generic, nn, tag, utils
 
 
 def _binary(fn, name: str):
     def op(lhs, rhs):
-        shapes = [t.shape for t in (lhs, rhs) if isinstance(t, Tensor)]
-        if not shapes:
-            return fn(lhs, rhs)
-        shape = shapes[0] if len(shapes) == 1 else broadcast_shape(*shapes)
-        return compute(shape, lambda *i: fn(_at(lhs, i), _at(rhs, i)), name=f"T_{name}", tag="broadcast")
+        return broadcast_op(fn, lhs, rhs, name)
 
     op.__name__ = name
     op.__doc__ = f"``{name}`` of two tensors (or a tensor and a scalar), broadcast as NumPy does."
@@ -131,7 +96,7 @@ sum = _reduce(_sum_reduce, "sum")
 max = _reduce(_max_reduce, "max")
 min = _reduce(_min_reduce, "min")
 
-__all__ = ["add", "broadcast_shape", "divide", "exp", "generic", "log", "max", "maximum", "min", "minimum", "multiply",
-           "negative", "nn", "power", "sigmoid", "sqrt", "subtract", "sum", "tanh", "utils"]
+__all__ = ["add", "broadcast_shape", "divide", "cuda", "exp", "generic", "log", "max", "maximum", "min", "minimum", "multiply",
+           "negative", "nn", "power", "sigmoid", "sqrt", "subtract", "sum", "tag", "tanh", "utils"]
 
 __getattr__ = missing_names(__name__)

@@ -2,34 +2,18 @@
 
 from __future__ import annotations
 
-from ...errors import DefinitionError
-from ...ir import expr as E
-from ...te import all as _all
-from ...te import compute, const, exp, if_then_else, reduce_axis
-from ...te import max as _max_reduce
-from ...te import sum as _sum_reduce
+from ....errors import DefinitionError
+from ....ir import expr as E
+from ....te import compute, const, exp, reduce_axis
+from ....te import max as _max_reduce
+from ....te import sum as _sum_reduce
+from .pad import pad
+from .pooling import pool2d
 
 
 def relu(x):
     """``max(x, 0)``, elementwise."""
     return compute(x.shape, lambda *i: E.max_(x[i], const(0, x.dtype)), name="T_relu", tag="elemwise")
-
-
-def pad(data, pad_before, pad_after=None, pad_value=0.0, name: str = "PadInput"):
-    """``data`` with ``pad_before[k]`` and ``pad_after[k]`` elements of ``pad_value`` around axis k."""
-    n = len(data.shape)
-    pad_after = pad_before if pad_after is None else pad_after
-    if len(pad_before) != n or len(pad_after) != n:
-        raise DefinitionError(f"topi.nn.pad: {n} dimensions, but {len(pad_before)} and {len(pad_after)} paddings")
-    shape = tuple(E.add(E.add(d, int(b)), int(a)) for d, b, a in zip(data.shape, pad_before, pad_after))
-
-    def value(*i):
-        inside = [E.logical_and(E.ge(x, int(b)), E.lt(x, E.add(d, int(b))))
-                  for x, b, d in zip(i, pad_before, data.shape)]
-        src = tuple(E.sub(x, int(b)) for x, b in zip(i, pad_before))
-        return if_then_else(_all(*inside), data[src], const(pad_value, data.dtype))
-
-    return compute(shape, value, name=name, tag="injective,pad")
 
 
 def get_pad_tuple(padding, kernel) -> tuple[int, int, int, int]:
@@ -125,4 +109,4 @@ def softmax(x, axis: int = -1):
     return compute((n, m), lambda i, j: ex[i, j] / sm[i], name="T_softmax_norm", tag="softmax_output")
 
 
-__all__ = ["conv2d_hwcn", "conv2d_nchw", "dense", "get_pad_tuple", "pad", "relu", "softmax"]
+__all__ = ["conv2d_hwcn", "conv2d_nchw", "dense", "get_pad_tuple", "pad", "pool2d", "relu", "softmax"]
