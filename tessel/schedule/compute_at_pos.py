@@ -75,6 +75,8 @@ class Report:
     attached: list[tuple[str, str, str, int]] = field(default_factory=list)  # (stage, at stage, loop, pos)
     shared: list[tuple[str, str, str]] = field(default_factory=list)  # (stage, host, loop)
     made: list[tuple[str, object, str]] = field(default_factory=list)  # (stage, relation, replayed from)
+    #: best effort: (whose position, asked, given, why not deeper), in the order decided
+    lowered: list[tuple[str, int, int, str]] = field(default_factory=list)
 
     def to_text(self) -> str:
         lines = [self.call, f"  common consumer: {self.common_consumer or 'none'}",
@@ -82,6 +84,7 @@ class Report:
                  f"  replayed: {', '.join(self.replayed) or 'none'}"]
         lines += [f"  {a} computed at {b}'s loop {loop} (position {p})" for a, b, loop, p in self.attached]
         lines += [f"  {a} shares {b}'s loops down to {loop}" for a, b, loop in self.shared]
+        lines += [f"  lowered {a} from {p} to {q}: {why}" for a, p, q, why in self.lowered]
         return "\n".join(lines)
 
 
@@ -193,6 +196,7 @@ class Placer:
         self.g, self.refidx, self.host = g, refidx, host
         # for each stage: reference loop index -> (stage owning the loop, loop)
         self.owner: dict[int, dict[int, tuple[Stage, E.IterVar]]] = {}
+        self.lowered: list[tuple[str, int, int, str]] = []  # best effort: what place() lowered, and why
         if host is not None:
             self.owner[id(host)] = {r: (host, host.leaf_iter_vars[h]) for h, r in enumerate(refidx.get(id(host), []))}
 
@@ -248,6 +252,8 @@ class Placer:
             loops.append(loop)
         if limit < want and not best_effort and why is not None:
             return limit, why
+        if limit < want and why is not None:
+            self.lowered.append((f"{st.name}'s position", want, limit, why.text))
         mine = self.refidx.get(id(st), [])
         own = {r: loops[k] for k, r in enumerate(mine[:limit])}
         for k, r in enumerate(mine[limit:], start=limit):
@@ -353,68 +359,63 @@ def normalize_pos(st: Stage, pos, what: str) -> int:
 
 
 def compute_at_position(sch: Schedule, producer: Stage, consumer: Stage, pos, mode: str = "standard") -> Report:
-    """``s[P].compute_at(s[C], pos, mode)``: worked out on a copy, committed when legal."""
-    from .positions import commit, refuse
+    """``s[P].compute_at(s[C], pos, mode)``: worked out on a copy, committed when legal.
+
+    Standard mode refuses what it cannot honour (``promises.py``); best effort lowers the
+    position one loop at a time and records each step's reason in ``Report.lowered``."""
+    from .positions import refuse
 
     if mode not in MODES:
         raise ScheduleError(f"stage {producer.name}: compute_at mode must be one of {', '.join(MODES)}, got {mode!r}")
     p = normalize_pos(consumer, pos, "compute_at")
-    trial = sch.copy(record=False)
-    tp, tc = trial.stages[sch.stages.index(producer)], trial.stages[sch.stages.index(consumer)]
-    g = Graph(trial)
-    if not any(x is tc for x in g.downstream(tp)):
+    if not any(x is consumer for x in Graph(sch).downstream(producer)):
         raise ScheduleError(
             f"stage {producer.name}: compute_at({consumer.name}, {pos}) needs {consumer.name} to read "
             f"{producer.name}, directly or through other stages, but it does not; compute {producer.name} at "
-            f"one of its readers: {', '.join(c.name for c in g.consumers[id(tp)]) or 'none'}")
+            f"one of its readers: {', '.join(c.name for c in Graph(sch).consumers[id(producer)]) or 'none'}")
     if mode == "most_inlined":
-        p = len(tc.leaf_iter_vars)
+        p = len(consumer.leaf_iter_vars)
+    lowered: list[tuple[str, int, int, str]] = []
+    while True:
+        got = _attempt(sch, producer, consumer, pos, p, mode)
+        if isinstance(got, Report):
+            got.lowered[:0] = lowered
+            return got
+        if mode == "standard" or p == 0:
+            raise refuse(sch, got, producer, consumer, pos, p)
+        lowered.append((f"the position at {consumer.name}", p, p - 1, got.text))
+        p -= 1
+
+
+def _attempt(sch: Schedule, producer: Stage, consumer: Stage, pos, p: int, mode: str) -> Report | Refusal:
+    """One try at consumer position ``p``: the report, committed, or why it is refused."""
+    from .positions import commit
+    from .promises import short_of_request
+
+    trial = sch.copy(record=False)
+    tp, tc = trial.stages[sch.stages.index(producer)], trial.stages[sch.stages.index(consumer)]
+    g = Graph(trial)
     cc = common_consumer(g, tp, tc)
     selected = select(g, tp, cc)
     report = Report(f"s[{producer.name}].compute_at(s[{consumer.name}], {pos}, mode={mode!r})",
                     cc.name if cc is not None else None, [s.name for s in selected])
+    best = mode != "standard"
     try:
-        refidx = span_and_replay(g, tc, p, selected, report, best_effort=mode != "standard")
+        refidx = span_and_replay(g, tc, p, selected, report, best_effort=best)
     except FixedLoopsError as err:
-        why = Refusal("FIXED_LOOPS", err.target, str(err), max(err.target.compute_at_pos, err.target.max_producer_pos),
-                      (err.target,), tuple(err.target.leaf_iter_vars[:err.target.max_producer_pos]))
-        raise refuse(sch, why, producer, consumer, pos, p) from None
+        return Refusal("FIXED_LOOPS", err.target, str(err), max(err.target.compute_at_pos, err.target.max_producer_pos),
+                       (err.target,), tuple(err.target.leaf_iter_vars[:err.target.max_producer_pos]))
     g = Graph(trial)
-    refusal = _lost_to_a_broadcast(g, tp, refidx, p) if mode == "standard" else None
+    short = short_of_request(g, tp, tc, refidx, p)
+    if short is not None and not best:
+        return short
+    if short is not None:
+        report.lowered.append((f"{producer.name}'s position", p, short.limit, short.text))
+    refusal = place_all(g, refidx, selected, tc, best, report) or _still_illegal(trial)
     if refusal is not None:
-        raise refuse(sch, refusal, producer, consumer, pos, p)
-    refusal = place_all(g, refidx, selected, tc, mode != "standard", report)
-    if refusal is None:
-        refusal = _still_illegal(trial)
-    if refusal is not None and mode != "standard" and p > 0:  # best effort: a lower position
-        return compute_at_position(sch, producer, consumer, p - 1, "best_effort")
-    if refusal is not None:
-        raise refuse(sch, refusal, producer, consumer, pos, p)
+        return refusal
     commit(sch, trial)
     return report
-
-
-def _lost_to_a_broadcast(g: Graph, st: Stage, refidx: dict[int, list[int]], p: int) -> Refusal | None:
-    """Standard mode: the named stage reached through a reader that reads it as a broadcast along
-    one of the first ``p`` loops, while another reader reads its axis along that very loop
-    (nvFuser's ComputeAtFailDueToRootMapping: ``t2 = t1[None, :]``, ``t3 = t1[:, None]``,
-    ``t4 = t2 + t3``, ``t1.compute_at(t4, 1)``). Its position would silently drop below the
-    one asked for; nvFuser refuses, and so does tessel (best effort lowers it)."""
-    have = len(refidx.get(id(st), []))
-    if have >= p:
-        return None
-    for c in g.consumers[id(st)]:
-        cidx = refidx.get(id(c), [])
-        images = set(map(id, leaf_images(st, c, dict(g.map(st, c).p2c)).values()))
-        k = 0
-        while k < min(len(cidx), p) and cidx[k] == k and id(c.leaf_iter_vars[k]) in images:
-            k += 1
-        if k > have:
-            loop = c.leaf_iter_vars[have]
-            return Refusal("BROADCAST_TWO_WAYS", st, f"{c.name} reads {st.name}'s axis along its loop {loop.name}, "
-                           f"another reader reads {st.name} as a broadcast along that loop; {st.name} is broadcast "
-                           f"two different ways into stages that share loops", have, (st, c), (loop,))
-    return None
 
 
 def _still_illegal(trial: Schedule) -> Refusal | None:
@@ -458,6 +459,8 @@ def place_all(g: Graph, refidx: dict[int, list[int]], selected: list[Stage], ref
         if got and report is not None:
             report.attached.append((st.name, st.attach_stage.name, st.attach_ivar.name, got))
     update_producer_positions(g, selected)
+    if report is not None:
+        report.lowered += placer.lowered
     for sib in siblings:
         why = share_loops(placer, sib)
         if why is not None:
