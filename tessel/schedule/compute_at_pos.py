@@ -197,8 +197,8 @@ class Placer:
         # for each stage: reference loop index -> (stage owning the loop, loop)
         self.owner: dict[int, dict[int, tuple[Stage, E.IterVar]]] = {}
         self.lowered: list[tuple[str, int, int, str]] = []  # best effort: what place() lowered, and why
-        if host is not None:
-            self.owner[id(host)] = {r: (host, host.leaf_iter_vars[h]) for h, r in enumerate(refidx.get(id(host), []))}
+        if host is not None:  # a host sharing another stage's loops lends those (a later target)
+            self.owner[id(host)] = {r: resolve(host, host.leaf_iter_vars[h]) for h, r in enumerate(refidx.get(id(host), []))}
 
     def as_sibling(self, st: Stage) -> None:
         """A consumer that is not moved shares every reference loop the host has and it has."""
