@@ -33,6 +33,7 @@ from ..ir.stmt import LoopKind
 from .axis_map import Graph, common_consumer, reaches
 from .checking import checker
 from .kinds import ROOT, SCOPE, Placement
+from .max_position import inliner_limit
 from .transform_replay import (
     FixedLoopsError,
     leaf_images,
@@ -197,6 +198,7 @@ class Placer:
         # for each stage: reference loop index -> (stage owning the loop, loop)
         self.owner: dict[int, dict[int, tuple[Stage, E.IterVar]]] = {}
         self.lowered: list[tuple[str, int, int, str]] = []  # best effort: what place() lowered, and why
+        self.uninlinable: frozenset[int] = frozenset()  # ids of loops no stage may be inlined into
         if host is not None:  # a host sharing another stage's loops lends those (a later target)
             self.owner[id(host)] = {r: resolve(host, host.leaf_iter_vars[h]) for h, r in enumerate(refidx.get(id(host), []))}
 
@@ -243,6 +245,9 @@ class Placer:
         """The position ``st`` gets (at most ``want``) and why not deeper."""
         why = self_limit(self.g, st, want)
         limit = min(want, why.limit) if why is not None else want
+        rule = inliner_limit(self.g, st, limit, best_effort, self.uninlinable)
+        if rule is not None:
+            why, limit = rule, rule.limit
         loops: list[tuple[Stage, E.IterVar]] = []
         for k in range(limit):
             loop, bad = self.loop_for(st, k)
@@ -442,13 +447,15 @@ def choose_host(g: Graph, selected: list[Stage], ref: Stage, refidx: dict[int, l
 
 
 def place_all(g: Graph, refidx: dict[int, list[int]], selected: list[Stage], ref: Stage, best_effort: bool,
-              report: Report | None = None, caps: dict[str, int] | None = None) -> Refusal | None:
+              report: Report | None = None, caps: dict[str, int] | None = None,
+              uninlinable: frozenset[int] = frozenset()) -> Refusal | None:
     """Positions for the selected stages (consumers first), then the siblings' shared loops.
 
     ``caps``: the deepest position a stage (by name) may get, which a best-effort caller lowers
     after a refusal found only once the siblings are placed (a reader it would have to share)."""
     host, siblings = choose_host(g, selected, ref, refidx)
     placer = Placer(g, refidx, host)
+    placer.uninlinable = uninlinable
     for sib in siblings:
         placer.as_sibling(sib)
     for st in reversed(selected):

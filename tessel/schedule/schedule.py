@@ -159,18 +159,26 @@ class Schedule:
         return propagate(self, self[reference], pos, selector)
 
     @recorded
-    def inline_most(self, stages=None) -> dict[str, int]:
-        """Compute every stage (or those given) as deep inside its readers as is legal."""
+    def inline_most(self, stages=None, uninlinable=()) -> dict[str, int]:
+        """Compute every stage (or those given) as deep inside its readers as is legal, never
+        inside a loop of ``uninlinable`` (IterVars: nvFuser's uninlinable ids)."""
         from .inlining import inline_most
 
-        return inline_most(self, stages)
+        return inline_most(self, stages, uninlinable)
 
     @recorded
-    def inline_all_at(self, reference, pos: int = -1, best_effort: bool = False) -> dict[str, int]:
+    def inline_all_at(self, reference, pos: int = -1, best_effort: bool = False, uninlinable=()) -> dict[str, int]:
         """Compute every stage at ``reference``'s position ``pos``, mapped onto its own loops."""
         from .inlining import inline_all_at
 
-        return inline_all_at(self, self[reference], pos, best_effort)
+        return inline_all_at(self, self[reference], pos, best_effort, uninlinable)
+
+    def max_position(self, stage, uninlinable=()) -> int:
+        """The position ``s[T].inline_at(-1, best_effort=True)`` would give ``stage``, without
+        applying it (nvFuser's ``getMaxPosAll``): a question, so it is not recorded."""
+        from .max_position import max_position
+
+        return max_position(self, self[stage], uninlinable)
 
     # ---- the operational model's three structures, and legality --------------------------
     def dataflow_graph(self):
