@@ -34,6 +34,7 @@ from .axis_map import Graph, common_consumer, reaches
 from .checking import checker
 from .kinds import ROOT, SCOPE, Placement
 from .max_position import inliner_limit
+from .promises import Refusal, short_of_request
 from .transform_replay import (
     FixedLoopsError,
     leaf_images,
@@ -46,22 +47,6 @@ if TYPE_CHECKING:
     from .stage import Stage
 
 MODES = ("standard", "best_effort", "most_inlined")
-
-
-@dataclass
-class Refusal:
-    """Why a stage cannot be computed as deep as asked: its kind (a legality ViolationKind
-    name), the sentence, the stages and loops involved, and the deepest legal position."""
-
-    kind: str
-    stage: Stage
-    text: str
-    limit: int
-    stages: tuple = ()
-    loops: tuple = ()
-    #: (host, its loops in an order that would make the call legal, how many lead): the loops a
-    #: reader shares first, so that it runs inside only those (a candidate fix, tried first)
-    reorder: tuple = ()
 
 
 @dataclass
@@ -395,7 +380,6 @@ def compute_at_position(sch: Schedule, producer: Stage, consumer: Stage, pos, mo
 def _attempt(sch: Schedule, producer: Stage, consumer: Stage, pos, p: int, mode: str) -> Report | Refusal:
     """One try at consumer position ``p``: the report, committed, or why it is refused."""
     from .positions import commit
-    from .promises import short_of_request
 
     trial = sch.copy(record=False)
     tp, tc = trial.stages[sch.stages.index(producer)], trial.stages[sch.stages.index(consumer)]

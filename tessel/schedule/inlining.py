@@ -147,6 +147,13 @@ def _output_depth(sch: Schedule, st: Stage, g: Graph, t: Stage, p: int, best_eff
     return st.compute_at_pos
 
 
+def max_position(sch: Schedule, st: Stage, uninlinable=()) -> int:
+    """The position ``s[T].inline_at(-1, best_effort=True)`` would give ``st``; nothing changes."""
+    trial = sch.copy(record=False)
+    t = trial.stages[sch.stages.index(st)]
+    return inline_at(trial, t, -1, best_effort=True, uninlinable=uninlinable)  # a copy shares the IterVars
+
+
 def inline_most(sch: Schedule, stages=None, uninlinable=()) -> dict[str, int]:
     """Every stage (or ``stages``) as deep as legal, readers first; their positions by name.
     Outputs get the depth their own loops allow (nvFuser's full depth); ``uninlinable``: loops
@@ -236,4 +243,4 @@ def _selector(trial: Schedule, sch: Schedule, selector):
     return lambda y, x, d: x.name in names
 
 
-__all__ = ["inline_all_at", "inline_at", "inline_most", "propagate"]
+__all__ = ["inline_all_at", "inline_at", "inline_most", "max_position", "propagate"]

@@ -9,7 +9,7 @@ loops; a reader without the loop):
   would share stops ``best_effort`` and ``most_inlined`` (nvFuser's InlineRepro1803: a Welford
   read inside an unrolled loop stays outside it); standard mode may still ask for one.
 
-``max_position`` answers the deepest position ``inline_at(-1, best_effort=True)`` would give,
+``inlining.max_position`` answers the deepest position ``inline_at(-1, best_effort=True)`` would give,
 without applying it (nvFuser's ``getMaxPosAll``).
 """
 
@@ -18,19 +18,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..ir.stmt import LoopKind
+from .promises import Refusal
 from .transform_replay import leaf_images
 
 if TYPE_CHECKING:
     from .axis_map import Graph
-    from .compute_at_pos import Refusal
-    from .schedule import Schedule
     from .stage import Stage
 
 
 def inliner_limit(g: Graph, st: Stage, want: int, best_effort: bool, uninlinable: frozenset[int]) -> Refusal | None:
     """The first of ``st``'s first ``want`` loops the inliner may not share, and why."""
-    from .compute_at_pos import Refusal
-
     if not uninlinable and not best_effort:
         return None
     readers = [(c, leaf_images(st, c, dict(g.map(st, c).p2c))) for c in g.consumers[id(st)]]
@@ -47,13 +44,4 @@ def inliner_limit(g: Graph, st: Stage, want: int, best_effort: bool, uninlinable
     return None
 
 
-def max_position(sch: Schedule, st: Stage, uninlinable=()) -> int:
-    """The position ``s[T].inline_at(-1, best_effort=True)`` would give ``st``; nothing changes."""
-    from .inlining import inline_at
-
-    trial = sch.copy(record=False)
-    t = trial.stages[sch.stages.index(st)]
-    return inline_at(trial, t, -1, best_effort=True, uninlinable=uninlinable)  # a copy shares the IterVars
-
-
-__all__ = ["inliner_limit", "max_position"]
+__all__ = ["inliner_limit"]

@@ -13,6 +13,7 @@ hoists them out too). Best effort lowers instead and says what it lowered and wh
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .axis_map import Graph
@@ -20,8 +21,23 @@ from .dataflow import connected
 from .transform_replay import leaf_images
 
 if TYPE_CHECKING:
-    from .compute_at_pos import Refusal
     from .stage import Stage
+
+
+@dataclass
+class Refusal:
+    """Why a stage cannot be computed as deep as asked: its kind (a legality ViolationKind
+    name), the sentence, the stages and loops involved, and the deepest legal position."""
+
+    kind: str
+    stage: Stage
+    text: str
+    limit: int
+    stages: tuple = ()
+    loops: tuple = ()
+    #: (host, its loops in an order that would make the call legal, how many lead): the loops a
+    #: reader shares first, so that it runs inside only those (a candidate fix, tried first)
+    reorder: tuple = ()
 
 
 def tied_loops(g: Graph, producer: Stage, consumer: Stage, p: int) -> list[int]:
@@ -51,8 +67,6 @@ def short_of_request(g: Graph, producer: Stage, consumer: Stage, refidx: dict[in
 
 
 def _not_replayed(producer: Stage, consumer: Stage, have: list[int], k: int) -> Refusal:
-    from .compute_at_pos import Refusal
-
     loop = consumer.leaf_iter_vars[k]
     limit = len([j for j in have if j < k])
     text = (f"{consumer.name}'s loop {loop.name} is made from axes {producer.name}'s values flow into, but no loop "
@@ -66,8 +80,6 @@ def lost_to_a_broadcast(g: Graph, st: Stage, refidx: dict[int, list[int]], p: in
     first ``p`` loops, while another reader reads its axis along that very loop (nvFuser's
     ComputeAtFailDueToRootMapping: ``t2 = t1[None, :]``, ``t3 = t1[:, None]``, ``t4 = t2 + t3``,
     ``t1.compute_at(t4, 1)``): nvFuser refuses, and so does tessel."""
-    from .compute_at_pos import Refusal
-
     have = len(refidx.get(id(st), []))
     if have >= p:
         return None
@@ -85,4 +97,4 @@ def lost_to_a_broadcast(g: Graph, st: Stage, refidx: dict[int, list[int]], p: in
     return None
 
 
-__all__ = ["lost_to_a_broadcast", "short_of_request", "tied_loops"]
+__all__ = ["Refusal", "lost_to_a_broadcast", "short_of_request", "tied_loops"]

@@ -176,7 +176,7 @@ class Schedule:
     def max_position(self, stage, uninlinable=()) -> int:
         """The position ``s[T].inline_at(-1, best_effort=True)`` would give ``stage``, without
         applying it (nvFuser's ``getMaxPosAll``): a question, so it is not recorded."""
-        from .max_position import max_position
+        from .inlining import max_position
 
         return max_position(self, self[stage], uninlinable)
 

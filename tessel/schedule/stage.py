@@ -27,6 +27,7 @@ from .kinds import (
     PlacementView,
     StageBase,
 )
+from .positions import outside_positions
 from .relations import Fuse, Relation, Singleton, Split
 
 if TYPE_CHECKING:
@@ -148,7 +149,7 @@ class Stage(StageBase):
     @recorded
     def split(self, parent: E.IterVar, factor=None, nparts=None) -> tuple[E.IterVar, E.IterVar]:
         """Split ``parent`` into an outer and an inner loop; give exactly one of factor/nparts."""
-        self._check_leaf(parent, "split")
+        outside_positions(self, self._check_leaf(parent, "split"), "split")
         if (factor is None) == (nparts is None):
             raise ScheduleError(
                 f"stage {self.name}: split of {parent.name} needs exactly one of factor= or nparts="
@@ -202,7 +203,7 @@ class Stage(StageBase):
             self.leaf_iter_vars.insert(0, iv)
             return iv
         for a in args:
-            self._check_leaf(a, "fuse")
+            outside_positions(self, self._check_leaf(a, "fuse"), "fuse")
         if len({id(a) for a in args}) != len(args):
             raise ScheduleError(f"stage {self.name}: fuse was given the same axis twice")
         fused = args[0]
