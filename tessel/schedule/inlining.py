@@ -148,10 +148,14 @@ def _output_depth(sch: Schedule, st: Stage, g: Graph, t: Stage, p: int, best_eff
 
 
 def max_position(sch: Schedule, st: Stage, uninlinable=()) -> int:
-    """The position ``s[T].inline_at(-1, best_effort=True)`` would give ``st``; nothing changes."""
+    """The deepest position ``st`` can take, its readers inlined as deep as legal first (nvFuser's
+    ``getMaxPosAll``, which reads the loops the readers will share, not where they are now: a
+    producer can share a loop only once the stages between it and the loop's owner do). Worked
+    out on a copy: nothing changes."""
     trial = sch.copy(record=False)
     t = trial.stages[sch.stages.index(st)]
-    return inline_at(trial, t, -1, best_effort=True, uninlinable=uninlinable)  # a copy shares the IterVars
+    inline_most(trial, Graph(trial).downstream(t), uninlinable)  # a copy shares the IterVars
+    return inline_at(trial, t, -1, best_effort=True, uninlinable=uninlinable)
 
 
 def inline_most(sch: Schedule, stages=None, uninlinable=()) -> dict[str, int]:

@@ -174,8 +174,8 @@ class Schedule:
         return inline_all_at(self, self[reference], pos, best_effort, uninlinable)
 
     def max_position(self, stage, uninlinable=()) -> int:
-        """The position ``s[T].inline_at(-1, best_effort=True)`` would give ``stage``, without
-        applying it (nvFuser's ``getMaxPosAll``): a question, so it is not recorded."""
+        """The deepest position ``stage`` can take once its readers are inlined as deep as legal,
+        without applying anything (nvFuser's ``getMaxPosAll``): a question, so it is not recorded."""
         from .inlining import max_position
 
         return max_position(self, self[stage], uninlinable)
