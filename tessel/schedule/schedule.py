@@ -173,6 +173,14 @@ class Schedule:
 
         return inline_all_at(self, self[reference], pos, best_effort, uninlinable)
 
+    @recorded
+    def parallelize_all_like(self, reference, stages=None, kinds=None) -> dict[str, list[str]]:
+        """Annotate every stage's loops (or ``stages``') as the ``reference`` loops they map to
+        (nvFuser's parallelizeAllLike; see ``parallelize_like.py``)."""
+        from .parallelize_like import parallelize_all_like
+
+        return parallelize_all_like(self, self[reference], stages, kinds)
+
     def max_position(self, stage, uninlinable=()) -> int:
         """The deepest position ``stage`` can take once its readers are inlined as deep as legal,
         without applying anything (nvFuser's ``getMaxPosAll``): a question, so it is not recorded."""
