@@ -321,12 +321,13 @@ class Stage(StageBase):
         self.placement = ROOT_PLACEMENT
 
     @recorded
-    def inline_at(self, pos: int, best_effort: bool = False) -> int:
+    def inline_at(self, pos: int, best_effort: bool = False, uninlinable=()) -> int:
         """Compute this stage inside its readers' outer ``pos`` loops, as they are now (no replay;
-        seed 003's inlineAt). Never lowers a position it already has; returns the position."""
+        seed 003's inlineAt), never inside a loop of ``uninlinable``. Never lowers a position
+        it already has; returns the position."""
         from .inlining import inline_at
 
-        return inline_at(self.schedule, self, pos, best_effort)
+        return inline_at(self.schedule, self, pos, best_effort, uninlinable)
 
     @recorded
     def compute_inline(self) -> None:
