@@ -216,25 +216,49 @@ def _map_everywhere(g: Graph, ref: Stage, pos: int) -> dict[int, list[int]]:
     return refidx
 
 
-def propagate(sch: Schedule, ref: Stage, pos=-1, selector=None) -> list[str]:
+def propagate(sch: Schedule, ref: Stage, pos=-1, selector=None, direction: str = "both", to=None) -> list[str]:
     """Replay ``ref``'s first ``pos`` loops onto every connected stage the selector allows.
 
     ``selector``: None (every stage), tensors/stages that may be changed, or a function
-    ``(from_stage, to_stage, direction)`` with direction ``"PasC"`` or ``"CasP"``. Returns the
-    names of the stages whose loops were rebuilt."""
+    ``(from_stage, to_stage, direction)`` with direction ``"PasC"`` or ``"CasP"``.
+    ``direction``: ``"backward"`` (producers only), ``"forward"`` (readers only) or ``"both"``;
+    with ``to``, only the stages between ``ref`` and those (``to`` included) change: nvFuser's
+    BoundedDirectionalTransformPropagator. Returns the names of the stages whose loops were
+    rebuilt."""
     from .compute_at_pos import Report
 
     p = normalize_pos(ref, pos, "propagate")
     trial, t = _trial(sch, ref)
     assert t is not None
     g = Graph(trial)
-    allow = _selector(trial, sch, selector)
+    allow = _both(_selector(trial, sch, selector), _bounded(trial, t, direction, [sch[x] for x in to or ()], sch))
     report = Report(f"s.propagate({ref.name}, {pos})", None, [])
     span_and_replay(g, t, p, [], report, allow)
     _check_legal(trial, f"s.propagate({ref.name}, {pos})")
     commit(sch, trial)
     sch.position_log.append(report)
     return report.replayed
+
+
+def _both(a, b):
+    return lambda y, x, d: a(y, x, d) and b(y, x, d)
+
+
+def _bounded(trial: Schedule, ref: Stage, direction: str, to: list[Stage], sch: Schedule):
+    """The edges a directional propagation takes: backward along producers, forward along
+    readers, and with ``to`` only into stages on a path between ``ref`` and one of them."""
+    if direction not in ("both", "forward", "backward"):
+        raise ScheduleError(f"propagate({ref.name}): direction must be 'both', 'forward' or 'backward', got {direction!r}")
+    g = Graph(trial)
+    ends = [trial.stages[sch.stages.index(x)] for x in to]
+    if direction == "both" and ends:
+        raise ScheduleError(f"propagate({ref.name}): a bound (to=) needs direction='forward' or 'backward'")
+    between: set[int] | None = None
+    if ends:  # on a path from ref to an end: reached from ref, and reaching the end (or it)
+        near, back = (g.upstream, g.downstream) if direction == "backward" else (g.downstream, g.upstream)
+        between = {id(x) for x in near(ref) for e in ends if x is e or any(x is y for y in back(e))}
+    edge = {"backward": "PasC", "forward": "CasP"}.get(direction)
+    return lambda y, x, d: (edge is None or d == edge) and (between is None or id(x) in between)
 
 
 def _selector(trial: Schedule, sch: Schedule, selector):

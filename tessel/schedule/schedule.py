@@ -152,11 +152,12 @@ class Schedule:
 
     # ---- computeAt by position, propagation and inlining (seed 003; see inlining.py) ------
     @recorded
-    def propagate(self, reference, pos: int = -1, selector=None) -> list[str]:
-        """Replay ``reference``'s first ``pos`` loops onto every stage connected to it."""
+    def propagate(self, reference, pos: int = -1, selector=None, direction: str = "both", to=None) -> list[str]:
+        """Replay ``reference``'s first ``pos`` loops onto every stage connected to it (or only
+        backward/forward, bounded by ``to``: see ``inlining.propagate``)."""
         from .inlining import propagate
 
-        return propagate(self, self[reference], pos, selector)
+        return propagate(self, self[reference], pos, selector, direction, to)
 
     @recorded
     def inline_most(self, stages=None, uninlinable=()) -> dict[str, int]:
