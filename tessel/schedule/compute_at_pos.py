@@ -184,15 +184,17 @@ class Placer:
         self.owner: dict[int, dict[int, tuple[Stage, E.IterVar]]] = {}
         self.lowered: list[tuple[str, int, int, str]] = []  # best effort: what place() lowered, and why
         self.uninlinable: frozenset[int] = frozenset()  # ids of loops no stage may be inlined into
-        if host is not None:  # a host sharing another stage's loops lends those (a later target)
-            self.owner[id(host)] = {r: resolve(host, host.leaf_iter_vars[h]) for h, r in enumerate(refidx.get(id(host), []))}
+        if host is not None:
+            self.owner[id(host)] = {r: (host, host.leaf_iter_vars[h]) for h, r in enumerate(refidx.get(id(host), []))}
 
     def as_sibling(self, st: Stage) -> None:
-        """A consumer that is not moved shares every reference loop the host has and it has."""
+        """A consumer that is not moved shares every reference loop the host has and it has (a
+        host that itself shares this consumer's loops lends them back: nvFuser's
+        AdvancedComputeAt8, t7 sharing t4's loop as a later target)."""
         hown = self.owner.get(id(self.host), {}) if self.host is not None else {}
         own: dict[int, tuple[Stage, E.IterVar]] = {}
         for k, r in enumerate(self.refidx.get(id(st), [])):
-            own[r] = hown[r] if r in hown else (st, st.leaf_iter_vars[k])
+            own[r] = resolve(*hown[r]) if r in hown else (st, st.leaf_iter_vars[k])
         self.owner[id(st)] = own
 
     def loop_for(self, st: Stage, k: int) -> tuple[tuple[Stage, E.IterVar] | None, Refusal | None]:
@@ -217,7 +219,7 @@ class Placer:
                                      f"{st.name} is broadcast two different ways into stages that share loops",
                                      k, (st, c), (st.leaf_iter_vars[k],))
             loop = self.owner.get(id(c), {}).get(r) or resolve(c, c.leaf_iter_vars[leaf_at])
-            if found is not None and (found[1] is not loop[1]):
+            if found is not None and resolve(*found)[1] is not resolve(*loop)[1]:  # one loop, however reached
                 return None, Refusal("RECOMPUTE_REDUCTION", st, f"its readers {first.name} and {c.name} run "
                                      f"{st.name}'s loop {st.leaf_iter_vars[k].name} as two different loops "
                                      f"({found[0].name}'s {found[1].name} and {loop[0].name}'s {loop[1].name}), "
@@ -250,6 +252,7 @@ class Placer:
             own[r] = (st, st.leaf_iter_vars[k])
         self.owner[id(st)] = own
         if limit:
+            loops = [self._readers_own(st, lp) for lp in loops]
             at_stage, at_loop = loops[-1]
             shared = tuple((st.leaf_iter_vars[k], loops[k][1]) for k in range(limit)
                            if loops[k][0] is not st and exact_share(st, st.leaf_iter_vars[k], *loops[k]))
@@ -257,6 +260,14 @@ class Placer:
         else:  # where it was, at position 0
             st.placement = dataclasses.replace(st.placement, position=0)
         return limit, None
+
+
+    def _readers_own(self, st: Stage, loop: tuple[Stage, E.IterVar]) -> tuple[Stage, E.IterVar]:
+        """A host loop that is a reader's own loop, lent to the host (nvFuser's
+        AdvancedComputeAt8): ``st`` is attached at the reader's loop, so the schedule tree puts
+        it above that reader; other shared loops stay as reached."""
+        owner = resolve(*loop)
+        return owner if owner[0] is not loop[0] and any(owner[0] is c for c in self.g.consumers[id(st)]) else loop
 
 
 def resolve(st: Stage, leaf: E.IterVar) -> tuple[Stage, E.IterVar]:
