@@ -33,6 +33,8 @@ from ..ir.stmt import LoopKind
 from .axis_map import Graph, common_consumer, reaches
 from .checking import checker
 from .kinds import ROOT, SCOPE, Placement
+from .max_position import inliner_limit
+from .promises import Refusal, short_of_request
 from .transform_replay import (
     FixedLoopsError,
     leaf_images,
@@ -48,22 +50,6 @@ MODES = ("standard", "best_effort", "most_inlined")
 
 
 @dataclass
-class Refusal:
-    """Why a stage cannot be computed as deep as asked: its kind (a legality ViolationKind
-    name), the sentence, the stages and loops involved, and the deepest legal position."""
-
-    kind: str
-    stage: Stage
-    text: str
-    limit: int
-    stages: tuple = ()
-    loops: tuple = ()
-    #: (host, its loops in an order that would make the call legal, how many lead): the loops a
-    #: reader shares first, so that it runs inside only those (a candidate fix, tried first)
-    reorder: tuple = ()
-
-
-@dataclass
 class Report:
     """What one computeAt did, for the explorer and for users who ask (``s.position_log``)."""
 
@@ -75,6 +61,8 @@ class Report:
     attached: list[tuple[str, str, str, int]] = field(default_factory=list)  # (stage, at stage, loop, pos)
     shared: list[tuple[str, str, str]] = field(default_factory=list)  # (stage, host, loop)
     made: list[tuple[str, object, str]] = field(default_factory=list)  # (stage, relation, replayed from)
+    #: best effort: (whose position, asked, given, why not deeper), in the order decided
+    lowered: list[tuple[str, int, int, str]] = field(default_factory=list)
 
     def to_text(self) -> str:
         lines = [self.call, f"  common consumer: {self.common_consumer or 'none'}",
@@ -82,6 +70,7 @@ class Report:
                  f"  replayed: {', '.join(self.replayed) or 'none'}"]
         lines += [f"  {a} computed at {b}'s loop {loop} (position {p})" for a, b, loop, p in self.attached]
         lines += [f"  {a} shares {b}'s loops down to {loop}" for a, b, loop in self.shared]
+        lines += [f"  lowered {a} from {p} to {q}: {why}" for a, p, q, why in self.lowered]
         return "\n".join(lines)
 
 
@@ -193,15 +182,19 @@ class Placer:
         self.g, self.refidx, self.host = g, refidx, host
         # for each stage: reference loop index -> (stage owning the loop, loop)
         self.owner: dict[int, dict[int, tuple[Stage, E.IterVar]]] = {}
+        self.lowered: list[tuple[str, int, int, str]] = []  # best effort: what place() lowered, and why
+        self.uninlinable: frozenset[int] = frozenset()  # ids of loops no stage may be inlined into
         if host is not None:
             self.owner[id(host)] = {r: (host, host.leaf_iter_vars[h]) for h, r in enumerate(refidx.get(id(host), []))}
 
     def as_sibling(self, st: Stage) -> None:
-        """A consumer that is not moved shares every reference loop the host has and it has."""
+        """A consumer that is not moved shares every reference loop the host has and it has (a
+        host that itself shares this consumer's loops lends them back: nvFuser's
+        AdvancedComputeAt8, t7 sharing t4's loop as a later target)."""
         hown = self.owner.get(id(self.host), {}) if self.host is not None else {}
         own: dict[int, tuple[Stage, E.IterVar]] = {}
         for k, r in enumerate(self.refidx.get(id(st), [])):
-            own[r] = hown[r] if r in hown else (st, st.leaf_iter_vars[k])
+            own[r] = resolve(*hown[r]) if r in hown else (st, st.leaf_iter_vars[k])
         self.owner[id(st)] = own
 
     def loop_for(self, st: Stage, k: int) -> tuple[tuple[Stage, E.IterVar] | None, Refusal | None]:
@@ -226,7 +219,7 @@ class Placer:
                                      f"{st.name} is broadcast two different ways into stages that share loops",
                                      k, (st, c), (st.leaf_iter_vars[k],))
             loop = self.owner.get(id(c), {}).get(r) or resolve(c, c.leaf_iter_vars[leaf_at])
-            if found is not None and (found[1] is not loop[1]):
+            if found is not None and resolve(*found)[1] is not resolve(*loop)[1]:  # one loop, however reached
                 return None, Refusal("RECOMPUTE_REDUCTION", st, f"its readers {first.name} and {c.name} run "
                                      f"{st.name}'s loop {st.leaf_iter_vars[k].name} as two different loops "
                                      f"({found[0].name}'s {found[1].name} and {loop[0].name}'s {loop[1].name}), "
@@ -239,6 +232,9 @@ class Placer:
         """The position ``st`` gets (at most ``want``) and why not deeper."""
         why = self_limit(self.g, st, want)
         limit = min(want, why.limit) if why is not None else want
+        rule = inliner_limit(self.g, st, limit, best_effort, self.uninlinable)
+        if rule is not None:
+            why, limit = rule, rule.limit
         loops: list[tuple[Stage, E.IterVar]] = []
         for k in range(limit):
             loop, bad = self.loop_for(st, k)
@@ -248,12 +244,15 @@ class Placer:
             loops.append(loop)
         if limit < want and not best_effort and why is not None:
             return limit, why
+        if limit < want and why is not None:
+            self.lowered.append((f"{st.name}'s position", want, limit, why.text))
         mine = self.refidx.get(id(st), [])
         own = {r: loops[k] for k, r in enumerate(mine[:limit])}
         for k, r in enumerate(mine[limit:], start=limit):
             own[r] = (st, st.leaf_iter_vars[k])
         self.owner[id(st)] = own
         if limit:
+            loops = [self._readers_own(st, lp) for lp in loops]
             at_stage, at_loop = loops[-1]
             shared = tuple((st.leaf_iter_vars[k], loops[k][1]) for k in range(limit)
                            if loops[k][0] is not st and exact_share(st, st.leaf_iter_vars[k], *loops[k]))
@@ -261,6 +260,14 @@ class Placer:
         else:  # where it was, at position 0
             st.placement = dataclasses.replace(st.placement, position=0)
         return limit, None
+
+
+    def _readers_own(self, st: Stage, loop: tuple[Stage, E.IterVar]) -> tuple[Stage, E.IterVar]:
+        """A host loop that is a reader's own loop, lent to the host (nvFuser's
+        AdvancedComputeAt8): ``st`` is attached at the reader's loop, so the schedule tree puts
+        it above that reader; other shared loops stay as reached."""
+        owner = resolve(*loop)
+        return owner if owner[0] is not loop[0] and any(owner[0] is c for c in self.g.consumers[id(st)]) else loop
 
 
 def resolve(st: Stage, leaf: E.IterVar) -> tuple[Stage, E.IterVar]:
@@ -353,68 +360,62 @@ def normalize_pos(st: Stage, pos, what: str) -> int:
 
 
 def compute_at_position(sch: Schedule, producer: Stage, consumer: Stage, pos, mode: str = "standard") -> Report:
-    """``s[P].compute_at(s[C], pos, mode)``: worked out on a copy, committed when legal."""
-    from .positions import commit, refuse
+    """``s[P].compute_at(s[C], pos, mode)``: worked out on a copy, committed when legal.
+
+    Standard mode refuses what it cannot honour (``promises.py``); best effort lowers the
+    position one loop at a time and records each step's reason in ``Report.lowered``."""
+    from .positions import refuse
 
     if mode not in MODES:
         raise ScheduleError(f"stage {producer.name}: compute_at mode must be one of {', '.join(MODES)}, got {mode!r}")
     p = normalize_pos(consumer, pos, "compute_at")
-    trial = sch.copy(record=False)
-    tp, tc = trial.stages[sch.stages.index(producer)], trial.stages[sch.stages.index(consumer)]
-    g = Graph(trial)
-    if not any(x is tc for x in g.downstream(tp)):
+    if not any(x is consumer for x in Graph(sch).downstream(producer)):
         raise ScheduleError(
             f"stage {producer.name}: compute_at({consumer.name}, {pos}) needs {consumer.name} to read "
             f"{producer.name}, directly or through other stages, but it does not; compute {producer.name} at "
-            f"one of its readers: {', '.join(c.name for c in g.consumers[id(tp)]) or 'none'}")
+            f"one of its readers: {', '.join(c.name for c in Graph(sch).consumers[id(producer)]) or 'none'}")
     if mode == "most_inlined":
-        p = len(tc.leaf_iter_vars)
+        p = len(consumer.leaf_iter_vars)
+    lowered: list[tuple[str, int, int, str]] = []
+    while True:
+        got = _attempt(sch, producer, consumer, pos, p, mode)
+        if isinstance(got, Report):
+            got.lowered[:0] = lowered
+            return got
+        if mode == "standard" or p == 0:
+            raise refuse(sch, got, producer, consumer, pos, p)
+        lowered.append((f"the position at {consumer.name}", p, p - 1, got.text))
+        p -= 1
+
+
+def _attempt(sch: Schedule, producer: Stage, consumer: Stage, pos, p: int, mode: str) -> Report | Refusal:
+    """One try at consumer position ``p``: the report, committed, or why it is refused."""
+    from .positions import commit
+
+    trial = sch.copy(record=False)
+    tp, tc = trial.stages[sch.stages.index(producer)], trial.stages[sch.stages.index(consumer)]
+    g = Graph(trial)
     cc = common_consumer(g, tp, tc)
     selected = select(g, tp, cc)
     report = Report(f"s[{producer.name}].compute_at(s[{consumer.name}], {pos}, mode={mode!r})",
                     cc.name if cc is not None else None, [s.name for s in selected])
+    best = mode != "standard"
     try:
-        refidx = span_and_replay(g, tc, p, selected, report, best_effort=mode != "standard")
+        refidx = span_and_replay(g, tc, p, selected, report, best_effort=best)
     except FixedLoopsError as err:
-        why = Refusal("FIXED_LOOPS", err.target, str(err), max(err.target.compute_at_pos, err.target.max_producer_pos),
-                      (err.target,), tuple(err.target.leaf_iter_vars[:err.target.max_producer_pos]))
-        raise refuse(sch, why, producer, consumer, pos, p) from None
+        return Refusal("FIXED_LOOPS", err.target, str(err), max(err.target.compute_at_pos, err.target.max_producer_pos),
+                       (err.target,), tuple(err.target.leaf_iter_vars[:err.target.max_producer_pos]))
     g = Graph(trial)
-    refusal = _lost_to_a_broadcast(g, tp, refidx, p) if mode == "standard" else None
+    short = short_of_request(g, tp, tc, refidx, p)
+    if short is not None and not best:
+        return short
+    if short is not None:
+        report.lowered.append((f"{producer.name}'s position", p, short.limit, short.text))
+    refusal = place_all(g, refidx, selected, tc, best, report) or _still_illegal(trial)
     if refusal is not None:
-        raise refuse(sch, refusal, producer, consumer, pos, p)
-    refusal = place_all(g, refidx, selected, tc, mode != "standard", report)
-    if refusal is None:
-        refusal = _still_illegal(trial)
-    if refusal is not None and mode != "standard" and p > 0:  # best effort: a lower position
-        return compute_at_position(sch, producer, consumer, p - 1, "best_effort")
-    if refusal is not None:
-        raise refuse(sch, refusal, producer, consumer, pos, p)
+        return refusal
     commit(sch, trial)
     return report
-
-
-def _lost_to_a_broadcast(g: Graph, st: Stage, refidx: dict[int, list[int]], p: int) -> Refusal | None:
-    """Standard mode: the named stage reached through a reader that reads it as a broadcast along
-    one of the first ``p`` loops, while another reader reads its axis along that very loop
-    (nvFuser's ComputeAtFailDueToRootMapping: ``t2 = t1[None, :]``, ``t3 = t1[:, None]``,
-    ``t4 = t2 + t3``, ``t1.compute_at(t4, 1)``). Its position would silently drop below the
-    one asked for; nvFuser refuses, and so does tessel (best effort lowers it)."""
-    have = len(refidx.get(id(st), []))
-    if have >= p:
-        return None
-    for c in g.consumers[id(st)]:
-        cidx = refidx.get(id(c), [])
-        images = set(map(id, leaf_images(st, c, dict(g.map(st, c).p2c)).values()))
-        k = 0
-        while k < min(len(cidx), p) and cidx[k] == k and id(c.leaf_iter_vars[k]) in images:
-            k += 1
-        if k > have:
-            loop = c.leaf_iter_vars[have]
-            return Refusal("BROADCAST_TWO_WAYS", st, f"{c.name} reads {st.name}'s axis along its loop {loop.name}, "
-                           f"another reader reads {st.name} as a broadcast along that loop; {st.name} is broadcast "
-                           f"two different ways into stages that share loops", have, (st, c), (loop,))
-    return None
 
 
 def _still_illegal(trial: Schedule) -> Refusal | None:
@@ -441,13 +442,15 @@ def choose_host(g: Graph, selected: list[Stage], ref: Stage, refidx: dict[int, l
 
 
 def place_all(g: Graph, refidx: dict[int, list[int]], selected: list[Stage], ref: Stage, best_effort: bool,
-              report: Report | None = None, caps: dict[str, int] | None = None) -> Refusal | None:
+              report: Report | None = None, caps: dict[str, int] | None = None,
+              uninlinable: frozenset[int] = frozenset()) -> Refusal | None:
     """Positions for the selected stages (consumers first), then the siblings' shared loops.
 
     ``caps``: the deepest position a stage (by name) may get, which a best-effort caller lowers
     after a refusal found only once the siblings are placed (a reader it would have to share)."""
     host, siblings = choose_host(g, selected, ref, refidx)
     placer = Placer(g, refidx, host)
+    placer.uninlinable = uninlinable
     for sib in siblings:
         placer.as_sibling(sib)
     for st in reversed(selected):
@@ -458,6 +461,8 @@ def place_all(g: Graph, refidx: dict[int, list[int]], selected: list[Stage], ref
         if got and report is not None:
             report.attached.append((st.name, st.attach_stage.name, st.attach_ivar.name, got))
     update_producer_positions(g, selected)
+    if report is not None:
+        report.lowered += placer.lowered
     for sib in siblings:
         why = share_loops(placer, sib)
         if why is not None:

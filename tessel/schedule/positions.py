@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..errors import ScheduleError
 
 if TYPE_CHECKING:
-    from .compute_at_pos import Refusal
+    from .promises import Refusal
     from .schedule import Schedule
     from .stage import Stage
 
@@ -33,6 +33,32 @@ def commit(sch: Schedule, trial: Schedule) -> None:
         host = smap.get(id(t.attach_stage)) if t.attach_stage is not None else None
         s.placement = t.placement.moved(host, t.attach_ivar)  # the trial's host is the user's stage
     sch.iv_notes.update(trial.iv_notes)
+
+
+def outside_positions(st: Stage, iv, what: str):
+    """``iv``, after checking that ``what`` (a split or fuse) leaves the loops a position
+    primitive fixed alone: the first ``compute_at_pos`` loops of ``st`` are shared with its
+    readers and the first ``max_producer_pos`` enclose its producers (nvFuser refuses the same:
+    "Cannot split axis within compute at position"). TE's ``compute_at`` by IterVar fixes no
+    position, so splitting there stays allowed."""
+    k = next((j for j, x in enumerate(st.leaf_iter_vars) if x is iv), None)
+    if k is None:
+        return iv
+    fixed = []
+    if k < st.compute_at_pos:
+        fixed.append(f"its compute-at position {st.compute_at_pos} (it shares its first {st.compute_at_pos} loops "
+                     f"with the stages that read it)")
+    if k < st.max_producer_pos:
+        fixed.append(f"its max-producer position {st.max_producer_pos} (producers are computed inside its first "
+                     f"{st.max_producer_pos} loops)")
+    if not fixed:
+        return iv
+    raise ScheduleError(
+        f"stage {st.name}: cannot {what} axis {iv.name}: it is loop {k} of {st.name}, inside {' and '.join(fixed)}; "
+        f"the stages sharing it would no longer match. {what.capitalize()} it before the position primitive "
+        f"(which replays it onto them), or {what} one of the loops after position "
+        f"{max(st.compute_at_pos, st.max_producer_pos)}: "
+        f"{', '.join(x.name for x in st.leaf_iter_vars[max(st.compute_at_pos, st.max_producer_pos):]) or 'none'}")
 
 
 def refuse(sch: Schedule, why: Refusal, producer: Stage, consumer: Stage, pos, p: int) -> ScheduleError:
@@ -114,4 +140,4 @@ def _readers_instead(sch: Schedule, names, producer: Stage, consumer: Stage):
     return fix if fix.lines else None
 
 
-__all__ = ["commit", "refuse"]
+__all__ = ["commit", "outside_positions", "refuse"]

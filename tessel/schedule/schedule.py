@@ -155,25 +155,42 @@ class Schedule:
 
     # ---- computeAt by position, propagation and inlining (seed 003; see inlining.py) ------
     @recorded
-    def propagate(self, reference, pos: int = -1, selector=None) -> list[str]:
-        """Replay ``reference``'s first ``pos`` loops onto every stage connected to it."""
+    def propagate(self, reference, pos: int = -1, selector=None, direction: str = "both", to=None) -> list[str]:
+        """Replay ``reference``'s first ``pos`` loops onto every stage connected to it (or only
+        backward/forward, bounded by ``to``: see ``inlining.propagate``)."""
         from .inlining import propagate
 
-        return propagate(self, self[reference], pos, selector)
+        return propagate(self, self[reference], pos, selector, direction, to)
 
     @recorded
-    def inline_most(self, stages=None) -> dict[str, int]:
-        """Compute every stage (or those given) as deep inside its readers as is legal."""
+    def inline_most(self, stages=None, uninlinable=()) -> dict[str, int]:
+        """Compute every stage (or those given) as deep inside its readers as is legal, never
+        inside a loop of ``uninlinable`` (IterVars: nvFuser's uninlinable ids)."""
         from .inlining import inline_most
 
-        return inline_most(self, stages)
+        return inline_most(self, stages, uninlinable)
 
     @recorded
-    def inline_all_at(self, reference, pos: int = -1, best_effort: bool = False) -> dict[str, int]:
+    def inline_all_at(self, reference, pos: int = -1, best_effort: bool = False, uninlinable=()) -> dict[str, int]:
         """Compute every stage at ``reference``'s position ``pos``, mapped onto its own loops."""
         from .inlining import inline_all_at
 
-        return inline_all_at(self, self[reference], pos, best_effort)
+        return inline_all_at(self, self[reference], pos, best_effort, uninlinable)
+
+    @recorded
+    def parallelize_all_like(self, reference, stages=None, kinds=None) -> dict[str, list[str]]:
+        """Annotate every stage's loops (or ``stages``') as the ``reference`` loops they map to
+        (nvFuser's parallelizeAllLike; see ``parallelize_like.py``)."""
+        from .parallelize_like import parallelize_all_like
+
+        return parallelize_all_like(self, self[reference], stages, kinds)
+
+    def max_position(self, stage, uninlinable=()) -> int:
+        """The deepest position ``stage`` can take once its readers are inlined as deep as legal,
+        without applying anything (nvFuser's ``getMaxPosAll``): a question, so it is not recorded."""
+        from .inlining import max_position
+
+        return max_position(self, self[stage], uninlinable)
 
     # ---- the operational model's three structures, and legality --------------------------
     def dataflow_graph(self):

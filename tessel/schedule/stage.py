@@ -28,6 +28,7 @@ from .kinds import (
     PlacementView,
     StageBase,
 )
+from .positions import outside_positions
 from .relations import Fuse, Relation, Singleton, Split
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ class Stage(StageBase):
     @recorded
     def split(self, parent: E.IterVar, factor=None, nparts=None) -> tuple[E.IterVar, E.IterVar]:
         """Split ``parent`` into an outer and an inner loop; give exactly one of factor/nparts."""
-        self._check_leaf(parent, "split")
+        outside_positions(self, self._check_leaf(parent, "split"), "split")
         if (factor is None) == (nparts is None):
             raise ScheduleError(
                 f"stage {self.name}: split of {parent.name} needs exactly one of factor= or nparts="
@@ -203,7 +204,7 @@ class Stage(StageBase):
             self.leaf_iter_vars.insert(0, iv)
             return iv
         for a in args:
-            self._check_leaf(a, "fuse")
+            outside_positions(self, self._check_leaf(a, "fuse"), "fuse")
         if len({id(a) for a in args}) != len(args):
             raise ScheduleError(f"stage {self.name}: fuse was given the same axis twice")
         fused = args[0]
@@ -322,12 +323,13 @@ class Stage(StageBase):
         self.placement = ROOT_PLACEMENT
 
     @recorded
-    def inline_at(self, pos: int, best_effort: bool = False) -> int:
+    def inline_at(self, pos: int, best_effort: bool = False, uninlinable=()) -> int:
         """Compute this stage inside its readers' outer ``pos`` loops, as they are now (no replay;
-        seed 003's inlineAt). Never lowers a position it already has; returns the position."""
+        seed 003's inlineAt), never inside a loop of ``uninlinable``. Never lowers a position
+        it already has; returns the position."""
         from .inlining import inline_at
 
-        return inline_at(self.schedule, self, pos, best_effort)
+        return inline_at(self.schedule, self, pos, best_effort, uninlinable)
 
     @recorded
     def compute_inline(self) -> None:

@@ -60,8 +60,10 @@ def _same_params(a: Relation, b: Relation) -> bool:
 def leaf_images(ref: Stage, target: Stage, root_map: IVMap) -> IVMap:
     """Pair ref's loops with the target's existing ones: a target relation of the same kind over
     the paired inputs with equal parameters pairs its outputs (best effort; stops where the two
-    histories differ)."""
+    histories differ). A target fuse of an image with axes the ref lacks (broadcast axes) counts
+    as that image, as in nvFuser's loop map (``_forwarding``)."""
     m = dict(root_map)
+    fwd = _forwarding(target, root_map)
     for rel in ref.relations:
         mapped = [i for i in rel.inputs if i in m]
         if mapped and len(mapped) < len(rel.inputs) and len(rel.outputs) == 1:
@@ -70,33 +72,39 @@ def leaf_images(ref: Stage, target: Stage, root_map: IVMap) -> IVMap:
             continue
         ins = [m[i] for i in rel.inputs]
         for t in target.relations:
-            if type(t) is type(rel) and len(t.inputs) == len(ins) and all(a is b for a, b in zip(t.inputs, ins)) \
-                    and _same_params(t, rel):
+            if type(t) is type(rel) and len(t.inputs) == len(ins) and _same_params(t, rel) \
+                    and all(any(a is c for c in _chain(b, fwd)) for a, b in zip(t.inputs, ins)):
                 for o, to in zip(rel.outputs, t.outputs):
                     m[o] = to
                 break
-    _forward_size_one(target, m)
+    for k, v in list(m.items()):
+        m[k] = _chain(v, fwd)[-1]
     return m
 
 
-def _forward_size_one(target: Stage, m: IVMap) -> None:
-    """A target fuse of an image with axes of extent 1 the ref lacks (broadcast axes, as
-    nvFuser's are) runs over the same values as the image: it becomes the image (scenario 18,
-    InliningBroadcast). A broadcast axis of real extent is not forwarded through: sharing that
-    loop would recompute the ref once per broadcast value."""
+def _forwarding(target: Stage, root_map: IVMap) -> dict[int, E.IterVar]:
+    """nvFuser's broadcast forwarding: a target fuse of exactly one loop made from axes the ref
+    maps with loops made only from axes it lacks (its broadcast axes, of any extent) stands for
+    that loop. Sharing such a loop computes the ref again for every broadcast value, which
+    nvFuser accepts; the region a stage computes inside it is what InferBound gives."""
+    lacking = {id(r) for r in target.op.root_iter_vars} - {id(v) for v in root_map.values()}
+    fwd: dict[int, E.IterVar] = {}
     for rel in target.relations:
-        if len(rel.outputs) != 1 or len(rel.inputs) < 2:
+        if rel.inputs and all(id(i) in lacking for i in rel.inputs):
+            lacking.update(id(o) for o in rel.outputs)
             continue
-        imgs = [i for i in rel.inputs if any(v is i for v in m.values())]
-        rest = [i for i in rel.inputs if not any(i is x for x in imgs)]
-        if len(imgs) == 1 and all(_size_one_root(target, i) for i in rest):
-            for k in [k for k, v in m.items() if v is imgs[0]]:
-                m[k] = rel.outputs[0]
+        linked = [i for i in rel.inputs if id(i) not in lacking]
+        if len(rel.outputs) == 1 and len(rel.inputs) >= 2 and len(linked) == 1:
+            fwd[id(linked[0])] = rel.outputs[0]
+    return fwd
 
 
-def _size_one_root(st: Stage, iv: E.IterVar) -> bool:
-    ext = iv.dom.extent if iv.dom is not None else None
-    return any(iv is r for r in st.op.root_iter_vars) and isinstance(ext, E.IntImm) and ext.value == 1
+def _chain(iv: E.IterVar, fwd: dict[int, E.IterVar]) -> list[E.IterVar]:
+    """``iv`` and the fused loops it is forwarded to, innermost relation last."""
+    out = [iv]
+    while id(out[-1]) in fwd:
+        out.append(fwd[id(out[-1])])
+    return out
 
 
 def _count(ref_leaves: list[E.IterVar], target_leaves: list[E.IterVar], m: IVMap, linked: set[int],
@@ -129,10 +137,11 @@ def matched_prefix(ref: Stage, target: Stage, root_map: IVMap, ref_count: int) -
 
 
 def _linked(ref: Stage, root_map: IVMap) -> set[int]:
-    """Ids of ref's loops made (only) from axes the target has: those need an image there."""
+    """Ids of ref's loops made from axes the target has (a fuse with a broadcast axis included,
+    which forwards to the axis): those need an image there."""
     out = {id(r) for r in root_map}
     for rel in ref.relations:
-        if rel.inputs and all(id(i) in out for i in rel.inputs):
+        if rel.inputs and any(id(i) in out for i in rel.inputs):
             out.update(id(o) for o in rel.outputs)
     return out
 

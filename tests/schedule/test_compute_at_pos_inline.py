@@ -165,3 +165,41 @@ def test_unmappable_read_is_named():
     assert s[t1].inline_at(1, best_effort=True) == 0
     x = rand(40)
     check(s, [a, t2], [x], [x[::2] + 1])
+
+
+def _bounded_chain(n):
+    """nvFuser's BoundedDirectionSelection1: t1 = t0, t2 = t1, t3 = t2 + t1."""
+    t0 = te.placeholder((n, 40), name="t0")
+    t1 = te.compute((n, 40), lambda i, j: t0[i, j] * 1.0, name="t1")
+    t2 = te.compute((n, 40), lambda i, j: t1[i, j] + 2.0, name="t2")
+    t3 = te.compute((n, 40), lambda i, j: t2[i, j] + t1[i, j], name="t3")
+    return t0, t1, t2, t3
+
+
+def test_bounded_backward_propagation_reaches_what_lies_between():
+    """backward(t3, -1, to={t0, t2}): t2 follows and so does t1, which lies between t3 and t0."""
+    t0, t1, t2, t3 = _bounded_chain(te.var("n"))
+    s = te.create_schedule(t3.op)
+    _, ji = s[t3].split(t3.op.axis[1], factor=5)
+    s[t3].split(ji, factor=8)
+    changed = s.propagate(t3, -1, direction="backward", to=[t0, t2])
+    assert sorted(changed) == ["t1", "t2"]
+    assert len(s[t1].leaf_iter_vars) == len(s[t2].leaf_iter_vars) == 4
+    for n in (1, 6):
+        x = rand(n, 40)
+        check(s, [t0, t3], [x], [(x + 2) + x])
+
+
+def test_bounded_backward_stops_at_the_bound_and_forward_goes_only_to_readers():
+    t0, t1, t2, t3 = _bounded_chain(9)
+    s = te.create_schedule(t3.op)
+    s[t3].split(t3.op.axis[0], factor=4)
+    assert s.propagate(t3, -1, direction="backward", to=[t2]) == ["t2"]
+    s2 = te.create_schedule(t3.op)
+    s2[t1].split(t1.op.axis[0], factor=3)
+    assert sorted(s2.propagate(t1, -1, direction="forward")) == ["t2", "t3"]
+    with pytest.raises(ScheduleError, match="direction"):
+        s2.propagate(t1, -1, direction="sideways")
+    x = rand(9, 40)
+    check(s, [t0, t3], [x], [(x + 2) + x])
+    check(s2, [t0, t3], [x], [(x + 2) + x])

@@ -124,11 +124,14 @@ def test_inline_most_forwards_through_size_one_broadcasts():
     check(s, [t0, t4], [x], [ref], rtol=1e-4)
 
 
-def test_broadcast_of_real_extent_is_not_entered():
-    """Inside a fused data x broadcast loop t1 would be recomputed per broadcast value: kept out."""
+def test_broadcast_of_real_extent_is_forwarded_and_recomputed():
+    """nvFuser forwards through a fused data x broadcast loop whatever the broadcast's extent and
+    accepts the recomputation: t1 goes inside all three fused loops, computed once per
+    broadcast value (the region of t1 each iteration needs is one point)."""
     s, (t0, t1, t2, t3, t4), x, ref = broadcast_chain(2)
     got = s.inline_most()
-    assert got["t1"] == 0 and s[t1].attach_ivar is None and (got["t2"], got["t3"]) == (3, 3)
+    assert (got["t1"], got["t2"], got["t3"]) == (3, 3, 3)
+    assert s[t1].attach_ivar is s[t4].leaf_iter_vars[2]
     check(s, [t0, t4], [x], [ref], rtol=1e-4)
 
 

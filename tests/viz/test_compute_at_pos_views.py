@@ -44,3 +44,20 @@ def test_explorer_reports_the_compute_at_step():
     assert "replayed: t1, t2, t4" in text
     assert "t1 computed at t4's loop i.outer (position 1)" in text
     assert all("positions" not in st for st in steps if st["call"].startswith("s[t3].split"))
+
+
+def test_explorer_says_what_best_effort_lowered_and_why():
+    n = 21
+    t0 = te.placeholder((n, 6), name="t0")
+    t1 = te.compute((n, 6), lambda i, j: t0[i, j] + 1.0, name="t1")
+    k = te.reduce_axis((0, 6), name="k")
+    t2 = te.compute((n,), lambda i: te.sum(t1[i, k], axis=k), name="t2")
+    t3 = te.compute((n,), lambda i: t2[i] * 2.0, name="t3")
+    s = te.create_schedule(t3.op)
+    _, ii = s[t3].split(t3.op.axis[0], factor=4)
+    s[t3].unroll(ii)
+    s[t1].compute_at(s[t3], -1, mode="best_effort")
+    page = viz.explorer(s, [t0, t3], engine="python")
+    data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S).group(1))
+    step = next(st for st in data["schedules"][0]["steps"] if st["call"].startswith("s[t1].compute_at"))
+    assert "lowered t2's position from 2 to 1: t3's loop i.inner is unrolled" in step["positions"]
