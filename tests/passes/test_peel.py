@@ -215,3 +215,21 @@ def test_a_point_not_proved_inside_the_loop_is_not_split():
     a = rand(10, 8, dtype="float64")
     k, j = np.indices((10, 8))
     check(s, [A, B], [a], [np.where(j == k + 5, a * 2, a)], targets=TARGETS, rtol=1e-12, atol=1e-12)
+
+
+def test_a_triangle_of_symbolic_size_is_split_and_right_at_every_size():
+    """With ``n`` symbolic, ``k < n`` still proves the pivot ``j == k`` inside the row: the
+    split holds for every size, the one kernel checked at three."""
+    n = te.var("n")
+    A = te.placeholder((n, n), name="A", dtype="float64")
+    B = te.compute((n, n), lambda k, j: te.if_then_else(
+        j == k, A[k, j] * 2, te.if_then_else(j > k, A[k, j] + 1, A[k, j] - 1)), name="B")
+    s = te.create_schedule(B.op)
+    body = tessel.lower(s, [A, B]).body
+    assert not collect(body, lambda x: isinstance(x, E.Call) and x.op == "if_then_else")
+    kernels = None
+    for size in (1, 2, 13):
+        a = rand(size, size, dtype="float64")
+        k, j = np.indices((size, size))
+        want = np.where(j == k, a * 2, np.where(j > k, a + 1, a - 1))
+        kernels = check(s, [A, B], [a], [want], targets=TARGETS, rtol=1e-12, atol=1e-12, kernels=kernels)
