@@ -23,6 +23,7 @@ it was.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..errors import InternalError, ScheduleError
@@ -459,6 +460,8 @@ def rfactor(sch: Schedule, tensor: Tensor, axis: E.IterVar, factor_axis: int = 0
     stage.all_iter_vars = list(new_op.root_iter_vars)
     stage.leaf_iter_vars = list(new_op.root_iter_vars)
     stage.iter_var_attrs = {}
+    if stage.storage is not None:  # B's values are still B's to store: its index speaks of B's new axes
+        stage.storage = replace(stage.storage, indices=tuple(substitute(x, renamed) for x in stage.storage.indices))
     _insert_stage(sch, rfs, sch.stages.index(stage))
     apply_stage_ops(sch, plan)
     return rf_op.outputs if rf_op.num_outputs > 1 else rf_op.output(0)
