@@ -5,7 +5,6 @@ lowering stopped at a free variable ``i``)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from helpers import TARGETS, check, rand
 
