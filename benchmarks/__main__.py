@@ -529,6 +529,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--metaschedule-trials", type=int, default=None,
                     help="trials of TVM MetaSchedule per kernel (default: as many as --auto-budget; "
                          "--quick: 0, off)")
+    ap.add_argument("--share-blas-threads", action="store_true",
+                    help="run NumPy's OpenBLAS jobs on tessel's OpenMP pool (tessel.runtime.share_blas_threads)")
     ap.add_argument("--numpy-case", type=int, default=None, help=argparse.SUPPRESS)
     return ap
 
@@ -539,6 +541,10 @@ def main(argv: list[str] | None = None) -> int:
     if opts.auto_seconds is not None and not opts.auto_seconds > 0:  # NaN too
         ap.error(f"--auto-seconds: give the seconds as a number above zero; got {opts.auto_seconds}")
     repeat = opts.repeat or (6 if opts.quick else 30)
+    if opts.share_blas_threads:
+        from tessel.runtime import share_blas_threads
+
+        share_blas_threads()
     if opts.numpy_case is not None:
         print(json.dumps(numpy_times(cases(opts.quick)[opts.numpy_case], repeat)))
         return 0
