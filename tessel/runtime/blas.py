@@ -15,10 +15,10 @@ the one tessel's kernels use: one set of threads, so nothing spins against anyth
 machine: 0.83x in that loop, and 0.98-1.08x of the kernel's speed alone in `python -m
 benchmarks --only matmul --share-blas-threads`; NumPy's products bit for bit the same). It
 changes how NumPy runs, so it is the user's choice (``share_blas_threads()``), undone by
-``share_blas_threads(False)``, not a default: OpenMP's pool does not survive ``fork`` as
-OpenBLAS's does (a process forked after a parallel region that uses OpenMP again may hang, as
-with any OpenMP program), so a program that forks workers (``multiprocessing``'s default on
-Linux) should not share it. Without OpenBLAS, or with one too old, it says so and does nothing.
+``share_blas_threads(False)``, not a default. OpenMP's pool does not survive ``fork`` as
+OpenBLAS's does (a process forked after a parallel region that uses OpenMP again may hang), so
+the callback is taken off around every ``fork`` and a child's NumPy runs on OpenBLAS's own
+pool, as it would have. Without OpenBLAS, or with one too old, it says so and does nothing.
 """
 
 from __future__ import annotations
@@ -103,11 +103,20 @@ def share_blas_threads(on: bool = True) -> bool:
                           "nothing changed", TesselWarning, stacklevel=2)
             return False
         target = ctypes.cast(cb.tsl_blas_jobs, ctypes.c_void_p)
+    _set(libs, target)
+    _state["libs"], _state["on"] = libs, target
+    if not _state.get("fork_hooks"):  # a child gets OpenBLAS's own pool, which survives fork
+        os.register_at_fork(before=lambda: _set(_state["libs"], None),
+                            after_in_parent=lambda: _set(_state["libs"], _state["on"]))
+        _state["fork_hooks"] = True
+    return True
+
+
+def _set(libs: list[tuple[ctypes.CDLL, object]], target: object) -> None:
     for _, setter in libs:
         setter.argtypes = [ctypes.c_void_p]
         setter.restype = None
         setter(target)
-    return True
 
 
 __all__ = ["share_blas_threads"]

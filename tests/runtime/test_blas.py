@@ -41,3 +41,34 @@ def test_no_openblas_is_said_not_a_crash(monkeypatch):
     monkeypatch.setattr(blas, "_openblas", lambda: [])
     with pytest.warns(TesselWarning, match="NumPy must be imported first"):
         assert share_blas_threads() is False
+
+
+def test_a_forked_child_computes_on_openblas_own_pool():
+    """A child forked while the pool is shared runs NumPy on OpenBLAS's own pool (OpenMP's
+    does not survive fork): its product is right and it ends, where it could have hung."""
+    import os
+    import signal
+
+    if not blas._openblas():
+        pytest.skip("no OpenBLAS with a threads callback in this process")  # the first test covers this case
+    want = _products()[0]
+    share_blas_threads()
+    _products()  # the shared pool has run, in the parent
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover (the child)
+            ok = np.array_equal(_products()[0], want)
+            os._exit(0 if ok else 1)
+        for _ in range(600):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            __import__("time").sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child did not finish its product in 30 s")
+        assert os.waitstatus_to_exitcode(status) == 0
+        np.testing.assert_array_equal(_products()[0], want)  # the parent shares again after the fork
+    finally:
+        share_blas_threads(False)
