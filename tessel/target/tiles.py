@@ -151,7 +151,8 @@ def panel_group(target: Target, tile: RegisterTile, k_extent: int, itemsize: int
     holds that row block and the output). Given the ``panels`` there are: for panels narrower
     than :data:`REUSE_COLUMNS` columns, as many as leave :data:`MIN_GROUPS` groups (the loop
     the threads share), however large the group then is; for panels that wide, just those
-    that fit.
+    that fit; and never so many that fewer than :data:`MIN_GROUPS` groups are left (one panel
+    each where there are fewer panels).
 
     The row block is read from memory once per group and from L1/L2 for every panel after the
     first, while each panel is streamed, in order, once per row block. A group of narrow panels
@@ -161,14 +162,17 @@ def panel_group(target: Target, tile: RegisterTile, k_extent: int, itemsize: int
     fit in half of L2. A 64-column AVX-512 panel alone already uses each row block value for 64
     columns, and streaming more panels from L3 then costs more than it saves:
     on AVX-512 (Zen 5, 1 MiB L2) at 2048 one panel per group (512 KiB, in L2) ran 1.10x faster
-    than the 4 that left 8 groups (478 against 435 GFLOP/s, interleaved, two threads)."""
+    than the 4 that left 8 groups (478 against 435 GFLOP/s, interleaved, two threads). Wide
+    panels too leave :data:`MIN_GROUPS` groups where there are that many panels: on Zen 4 (2 MiB
+    L2) the 8 panels of a 512 product all fitted, so one group held them all and the threads'
+    loop ran once (188 GFLOP/s on two threads; 399 with groups of one panel; 1024 and 2048 went
+    from 335 and 349 to 367 and 409, `python -m benchmarks --only matmul --repeat 9 --no-auto`)."""
     panel = max(k_extent * tile.cols * itemsize, 1)
     fit = max(1, (target.l2_bytes // 2) // panel)
     if panels is None:
         return fit
-    if tile.cols >= REUSE_COLUMNS:
-        return min(fit, panels)
-    return min(max(fit, -(-panels // MIN_GROUPS)), panels)
+    group = fit if tile.cols >= REUSE_COLUMNS else max(fit, -(-panels // MIN_GROUPS))
+    return max(1, min(group, panels, panels // MIN_GROUPS))  # MIN_GROUPS groups left for the threads
 
 
 def strip_rows(target: Target, row_bytes: int, halo: int = 0) -> int:

@@ -199,6 +199,10 @@ def test_cache_blocks_follow_the_caches(name):
     assert panel_group(t, tile, 1024, panels=many) == (g if wide else 64 * g)
     assert panel_group(t, tile, 1024, panels=MIN_GROUPS * g) == g
     assert panel_group(t, tile, 1024, panels=1) == 1
+    # however much fits, the panels there are leave MIN_GROUPS groups (or one per panel) for the
+    # threads: a 512 product's 8 AVX-512 panels all fitted a 2 MiB L2, one group, one thread busy
+    for panels in (2, MIN_GROUPS, 3 * MIN_GROUPS):
+        assert -(-panels // panel_group(t, tile, 64, panels=panels)) >= min(panels, MIN_GROUPS)
     ty = strip_rows(t, 4094 * 4, halo=2)
     assert ty >= 1 and (ty + 2) * 4094 * 4 <= max(t.l2_bytes // 2, 3 * 4094 * 4)
     assert stream_chunk(t) * 4 == t.l2_bytes // 2
