@@ -16,7 +16,7 @@ substituted), so no primitive has to keep them in sync.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -145,6 +145,22 @@ class Graph:
         if key not in self._maps:
             self._maps[key] = read_map(producer, consumer, self.bodies[consumer.op])
         return self._maps[key]
+
+    def spread(self, ref: Stage) -> Iterator[tuple[Stage, Stage, dict]]:
+        """Every stage connected to ``ref`` through reads either way, breadth first, once each, as
+        ``(known, stage, root_map)``: ``known`` already reached, ``root_map`` from ``known``'s root
+        axes to ``stage``'s. What a walk from a reference stage carries (its positions, its loop
+        kinds) goes from ``known`` to ``stage`` through the map."""
+        seen, todo = {id(ref)}, [ref]
+        while todo:
+            y = todo.pop(0)
+            for x in self.producers[id(y)] + self.consumers[id(y)]:
+                if id(x) in seen or x.is_placeholder:
+                    continue
+                seen.add(id(x))
+                producer = any(x is q for q in self.producers[id(y)])
+                yield y, x, (self.map(x, y).c2p if producer else dict(self.map(y, x).p2c))
+                todo.append(x)
 
     def downstream(self, st: Stage) -> list[Stage]:
         """Every stage that reads ``st``, directly or through others (breadth first)."""

@@ -201,18 +201,9 @@ def inline_all_at(sch: Schedule, ref: Stage, pos, best_effort: bool = False, uni
 def _map_everywhere(g: Graph, ref: Stage, pos: int) -> dict[int, list[int]]:
     """Reference loop indices of every stage's leading loops, through the loops they share."""
     refidx: dict[int, list[int]] = {id(ref): list(range(pos))}
-    todo = [ref]
-    while todo:
-        y = todo.pop(0)
-        for x in g.producers[id(y)] + g.consumers[id(y)]:
-            if id(x) in refidx or x.is_placeholder:
-                continue
-            producer = any(x is q for q in g.producers[id(y)])
-            amap = g.map(x, y) if producer else g.map(y, x)
-            root_map = amap.c2p if producer else dict(amap.p2c)
-            idx = matched_prefix(y, x, root_map, len(refidx[id(y)]))
-            refidx[id(x)] = [refidx[id(y)][j] for j in idx]
-            todo.append(x)
+    for y, x, root_map in g.spread(ref):
+        idx = matched_prefix(y, x, root_map, len(refidx[id(y)]))
+        refidx[id(x)] = [refidx[id(y)][j] for j in idx]
     return refidx
 
 

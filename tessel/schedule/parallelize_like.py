@@ -31,17 +31,10 @@ _COPIED = (LoopKind.PARALLEL, LoopKind.VECTORIZED, LoopKind.UNROLLED, LoopKind.T
 def loop_maps(g: Graph, ref: Stage) -> dict[int, dict[int, E.IterVar]]:
     """For every stage connected to ``ref``: ref leaf (by id) -> the stage's leaf it maps to."""
     maps: dict[int, dict[int, E.IterVar]] = {id(ref): {id(iv): iv for iv in ref.leaf_iter_vars}}
-    todo = [ref]
-    while todo:
-        y = todo.pop(0)
-        for x in g.producers[id(y)] + g.consumers[id(y)]:
-            if id(x) in maps or x.is_placeholder:
-                continue
-            root_map = g.map(x, y).c2p if any(x is q for q in g.producers[id(y)]) else dict(g.map(y, x).p2c)
-            img = leaf_images(y, x, root_map)
-            leaves = {id(iv) for iv in x.leaf_iter_vars}
-            maps[id(x)] = {r: img[v] for r, v in maps[id(y)].items() if v in img and id(img[v]) in leaves}
-            todo.append(x)
+    for y, x, root_map in g.spread(ref):
+        img = leaf_images(y, x, root_map)
+        leaves = {id(iv) for iv in x.leaf_iter_vars}
+        maps[id(x)] = {r: img[v] for r, v in maps[id(y)].items() if v in img and id(img[v]) in leaves}
     return maps
 
 
