@@ -87,3 +87,22 @@ def test_the_reducers_are_reorderable_and_the_naive_one_is_not():
     _, ki = s[bad].split(k, factor=2)
     with pytest.warns(TesselWarning, match="not commutative"):
         s.rfactor(bad, ki)
+
+
+@pytest.mark.parametrize(("red", "ref"), [(te.argmax, np.argmax), (te.argmin, np.argmin)], ids=["argmax", "argmin"])
+def test_where_and_a_stored_producer_with_vector_partials(red, ref):
+    """``where=`` (every other column) and a producer computed per row, under vector partials
+    and threads: the first best index among the kept columns, as NumPy finds it."""
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n, m), name="A")
+    P = te.compute((n, m), lambda i, j: A[i, j] * 2 - 1, name="P")
+    k = te.reduce_axis((0, m), name="k")
+    index, _ = te.compute((n,), lambda i: red((k, P[i, k]), axis=k, where=k % 2 == 0), name="B")
+    s = te.create_schedule(index.op)
+    _vector_partials(s, index, 8)
+    s[P].compute_at(s[index], s[index].op.axis[0])
+    kernels = None
+    for rows, cols in ((3, 7), (6, 41)):
+        a = _data(rows, cols, rows, ref)  # ties, NaNs (kept or not), a row of the worst infinity
+        kept = np.where(np.arange(cols) % 2 == 0, a * 2 - 1, -np.inf if ref is np.argmax else np.inf)
+        kernels = check(s, [A, index], [a], [ref(kept, axis=1).astype("int32")], kernels=kernels)
