@@ -233,3 +233,30 @@ def test_a_triangle_of_symbolic_size_is_split_and_right_at_every_size():
         k, j = np.indices((size, size))
         want = np.where(j == k, a * 2, np.where(j > k, a + 1, a - 1))
         kernels = check(s, [A, B], [a], [want], targets=TARGETS, rtol=1e-12, atol=1e-12, kernels=kernels)
+
+
+@pytest.mark.parametrize("schedule", ["parallel", "tiled", "in_place"])
+def test_a_triangle_split_under_other_schedules(schedule):
+    """The pivot split under threads over the rows, under tiles whose inner loops see the pivot
+    only through the tile's index, and written in place into its input (``store_in``)."""
+    n = 11
+    A = te.placeholder((n, n), name="A", dtype="float64")
+    B = te.compute((n, n), lambda k, j: te.if_then_else(
+        j == k, A[k, j] * 2, te.if_then_else(j > k, A[k, j] + 1, A[k, j] - 1)), name="B")
+    s = te.create_schedule(B.op)
+    k, j = B.op.axis
+    if schedule == "parallel":
+        s[B].parallel(k)
+    elif schedule == "tiled":
+        s[B].tile(k, j, 4, 3)
+    a = rand(n, n, dtype="float64")
+    kk, jj = np.indices((n, n))
+    want = np.where(jj == kk, a * 2, np.where(jj > kk, a + 1, a - 1))
+    if schedule == "in_place":
+        s[B].store_in(A)
+        for target in TARGETS:
+            x = a.copy()
+            tessel.build(s, [A], target=target)(x)
+            np.testing.assert_allclose(x, want, rtol=1e-12, err_msg=target)
+        return
+    check(s, [A, B], [a], [want], targets=TARGETS, rtol=1e-12, atol=1e-12)
