@@ -206,7 +206,7 @@ def sanitizer_preload(comp: Compiler) -> str:
     process (islpy raises its errors so) stops it with a CHECK failure."""
     libs = []
     for name in ("libasan.so", "libstdc++.so"):
-        res = _run([*comp.argv, f"-print-file-name={name}"], what=f"asking the C compiler for {name}")
+        res = run_tool([*comp.argv, f"-print-file-name={name}"], what=f"asking the C compiler for {name}")
         path = res.stdout.strip()
         if res.returncode == 0 and os.path.isabs(path) and os.path.exists(path):
             libs.append(path)
@@ -257,7 +257,7 @@ def _locate(cc_env: str) -> Compiler:
     saved = _saved(stamp)
     if saved:
         return Compiler(tuple(argv), path, *saved)
-    version = _run([*argv, "--version"], what="asking the C compiler for its version").stdout.strip()
+    version = run_tool([*argv, "--version"], what="asking the C compiler for its version").stdout.strip()
     comp = Compiler(tuple(argv), path, version)
     _save_probes(comp)
     return comp
@@ -266,7 +266,7 @@ def _locate(cc_env: str) -> Compiler:
 _HUNG: dict[str, tuple[float, str]] = {}  # compiler -> (until when it is not asked again, what timed out)
 
 
-def _run(cmd: list[str], *, what: str, cwd: str | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
+def run_tool(cmd: list[str], *, what: str, cwd: str | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
     """Run the compiler in a session of its own; on timeout stop the whole session."""
     timeout = cc_timeout()
     hung = _HUNG.get(cmd[0])
@@ -321,7 +321,7 @@ def _probe(comp: Compiler, feature: str) -> bool | None:
         out = Path(tmp, "probe.so")
         cmd = [*comp.argv, "-fPIC", "-shared", *flags, str(src), "-o", str(out)]
         try:
-            res = _run(cmd, what=f"probing the C compiler for {feature}")
+            res = run_tool(cmd, what=f"probing the C compiler for {feature}")
         except CompilerTimeout:
             return None
         except BuildError:
@@ -347,7 +347,7 @@ def _probe_isa(comp: Compiler, march: str) -> dict | None:
     if march:
         cmd.insert(len(comp.argv), f"-march={march}")
     try:
-        res = _run(cmd, what="asking the C compiler for its vector width and features", stdin="")
+        res = run_tool(cmd, what="asking the C compiler for its vector width and features", stdin="")
     except CompilerTimeout:
         return None
     except BuildError:
@@ -424,7 +424,7 @@ def compile_shared(comp: Compiler, source: str, out_path: str, flags: list[str],
             cmd = [*comp.argv, *(f for f in flags if f != "-shared"), "-c", fname, "-o", os.path.abspath(out_path)]
         else:
             cmd = [*comp.argv, *flags, fname, "-o", os.path.abspath(out_path), "-lm"]
-        res = _run(cmd, what=f"compiling kernel {name!r}", cwd=tmp)
+        res = run_tool(cmd, what=f"compiling kernel {name!r}", cwd=tmp)
     if res.returncode != 0 or not os.path.exists(out_path) or os.path.getsize(out_path) == 0:
         message = (res.stderr or res.stdout).strip() or (
             f"(no message; exit status {res.returncode}, and no shared object was written: "

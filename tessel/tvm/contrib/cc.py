@@ -9,14 +9,10 @@ data: each is passed to the compiler as an absolute path, never as an option.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Sequence
 
 from ...errors import BuildError
-from ...runtime.compiler import find_compiler
-
-#: a link never takes minutes: past this it is stuck (a file that never ends, a hung tool)
-LINK_TIMEOUT_S = 120.0
+from ...runtime.compiler import find_compiler, run_tool
 
 
 def _path(p, what: str) -> str:
@@ -37,10 +33,7 @@ def create_shared(output, objects: Sequence | str, options: Sequence[str] | None
     openmp = ["-fopenmp"] if comp.supports("openmp") else []
     cmd = [*comp.argv, "-shared", "-fPIC", *openmp, *(_path(o, "an object") for o in objs), "-o",
            _path(output, "output"), "-lm"]
-    try:
-        res = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=LINK_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise BuildError(f"tvm.contrib.cc.create_shared: the linker ran past {LINK_TIMEOUT_S:.0f} s; stopped") from None
+    res = run_tool(cmd, what="tvm.contrib.cc.create_shared: linking")  # stopped past $TESSEL_CC_TIMEOUT
     if res.returncode != 0:
         raise BuildError(f"tvm.contrib.cc.create_shared: linking failed:\n{(res.stderr or res.stdout).strip()}")
 

@@ -7,16 +7,14 @@ temporary directory; its options are passed as separate arguments, never through
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 from pathlib import Path
 
 from ...errors import BuildError
+from ...runtime.compiler import run_tool
 from ...runtime.cuda import DEFAULT_ARCH, find_nvcc
 
 FORMATS = ("ptx", "cubin", "fatbin")
-#: one nvcc run never takes minutes: past this it is stuck
-COMPILE_TIMEOUT_S = 300.0
 
 
 def compile_cuda(code: str, target_format: str = "ptx", arch: str | list | None = None,
@@ -31,10 +29,7 @@ def compile_cuda(code: str, target_format: str = "ptx", arch: str | list | None 
         src, out = Path(tmp) / "my_kernel.cu", Path(path_target or Path(tmp) / f"my_kernel.{target_format}")
         src.write_text(code)
         cmd = [find_nvcc(), f"--{target_format}", "-O3", *(f"-arch={a}" for a in archs), *opts, "-o", str(out), str(src)]
-        try:
-            res = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=COMPILE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise BuildError(f"tvm.contrib.nvcc.compile_cuda: nvcc ran past {COMPILE_TIMEOUT_S:.0f} s; stopped") from None
+        res = run_tool(cmd, what="tvm.contrib.nvcc.compile_cuda")  # stopped past $TESSEL_CC_TIMEOUT
         if res.returncode != 0:
             raise BuildError(f"tvm.contrib.nvcc.compile_cuda: nvcc failed:\n{(res.stderr or res.stdout).strip()}")
         return bytearray(out.read_bytes())
