@@ -32,6 +32,7 @@ from ..ir.functor import collect, free_vars, inline_lets, ir_transform, substitu
 from ..ir.stmt import AttrKey, LoopKind
 from ..poly.astgen import AstReader, condition, scan
 from ..poly.exact import ExactPlan, StageSets, drop, mentions
+from ..schedule.dataflow import py_name
 from ..schedule.kinds import INLINE, SCOPE
 from ..schedule.relations import Rebase
 from ..schedule.stage import Stage
@@ -53,17 +54,21 @@ def schedule_ops(ctx: BoundContext, exact: ExactPlan | None = None) -> S.Stmt:
             continue
         body = builder.pipeline(st, body)
     body = inline_lets(body)
-    return merge_nested_threads(_scan_inits_in_place(ctx, body)) if ctx.binds else body
+    body = _scan_inits_in_place(ctx, body)
+    return merge_nested_threads(body) if ctx.binds else body
 
 
 def _scan_inits_in_place(ctx: BoundContext, body: S.Stmt) -> S.Stmt:
-    """On a GPU, a scan's init stage computes straight into the scan's output, as TVM lowers it:
+    """A scan's init stage computes straight into the scan's output, as TVM lowers it: on a GPU
     the copy of the init into the output (``ScanOp.build_provide``) would be a loop on the host,
-    which a GPU target has no code for; redirected, it stores each element onto itself and the
+    which a GPU target has no code for, and on any target the init would be a temporary of its
+    own (durbin's init row). Redirected, the copy stores each element onto itself and the
     simplifier drops it. Only where that is the same program: the output is the program's (the
     caller's array, bound wherever it is stored) or realized over a region fixed by the sizes
     alone (its storage is then moved out around the whole program, so that the init's stores are
-    inside it), not folded, and nothing else reads the init."""
+    inside it), and nothing else reads the init. Folded too: the init's steps are the first
+    ones, each kept at its own index (a fold keeps at least the init's steps). A caller's array
+    as the init is copied; on a GPU refused, with the fix."""
     from ..te.scan import Redirect, ScanOp
 
     realizes: dict[int, list[S.ProducerRealize]] = defaultdict(list)
@@ -73,11 +78,20 @@ def _scan_inits_in_place(ctx: BoundContext, body: S.Stmt) -> S.Stmt:
     tmap, lifted = {}, []
     for st in ctx.order:
         op = st.op
-        if not isinstance(op, ScanOp) or st.scan_fold is not None:
+        if not isinstance(op, ScanOp):
             continue
         for init, out in zip(op.init, op.outputs):
             init_stage = ctx.sch.stage_map.get(init.op)
-            readers = ctx.consumers.get(init_stage, ()) if init_stage is not None else ()
+            if init_stage is None or init_stage.is_placeholder:
+                if ctx.binds:  # the copy would be a host loop (it read the output, not init, before)
+                    raise LowerError(
+                        f"scan {op.name}: its init {init.name} is the caller's array, which is copied into "
+                        f"{out.name} before the steps, and on a GPU that copy has no thread to run it; copy it "
+                        f"through a stage you bind: {py_name(init.name)}_c = te.compute({py_name(init.name)}.shape, "
+                        f"lambda *i: {py_name(init.name)}(*i)), its axes bound to blockIdx.x / threadIdx.x, and "
+                        f"give that stage to te.scan as the init")
+                continue  # the caller's array: copied, never written
+            readers = ctx.consumers.get(init_stage, ())
             if not (readers and all(r.op is op for r in readers)):
                 continue
             found = realizes.get(id(out), [])

@@ -141,3 +141,58 @@ def test_a_fold_over_symbolic_sizes(target):
         got = np.zeros(size)
         f(x, got)
         np.testing.assert_allclose(got, _decay_ref(x), rtol=1e-12)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("fold", [None, 2])
+def test_the_init_is_computed_straight_into_the_scan_s_storage(target, fold):
+    """The init's values are the scan's first step: computed where that step is kept, as TVM
+    lowers a scan, not into a temporary of their own and then copied (durbin's init row was
+    a third of its temporaries), folded or not, whatever the sizes."""
+    T, n = te.var("T"), te.var("n")
+    X, res, O = _decay(T, n) if fold is None else _decay(7, 9)
+    s = te.create_schedule(O.op)
+    if fold is not None:
+        s[res].storage_fold(s[res].op.scan_axis, fold)
+    text = str(tessel.lower(s, [X, O]))
+    assert "allocate init" not in text and "produce init" in text
+    f = tessel.build(s, [X, O], target=target)
+    for steps, size in ((7, 9),) if fold is not None else ((6, 9), (3, 17)):
+        x = np.random.default_rng(steps).random((steps, size))
+        got = np.zeros(size)
+        f(x, got)
+        np.testing.assert_allclose(got, _decay_ref(x), rtol=1e-12)
+
+
+def test_a_caller_s_init_on_a_gpu_is_refused_with_a_fix_that_computes_right():
+    """A caller's array as the init is copied into the scan's first step; on a GPU that copy
+    had no thread, and lowering made it read the scan's own storage instead: every step wrong.
+    Refused, naming the fix, and the fix gives NumPy's values (on the simulator without a GPU)."""
+    m, n = 6, 32
+    X = te.placeholder((m, n), name="X")
+    st = te.placeholder((m, n), name="st")
+    upd = te.compute((m, n), lambda t, i: st[t - 1, i] * 0.5 + X[t, i], name="upd")
+
+    def schedule(init):
+        sc = te.scan(init, upd, st, name="sc")
+        s = te.create_schedule(sc.op)
+        for T in (upd, *([] if init.op.is_placeholder else [init])):
+            bx, tx = s[T].split(T.op.axis[1], factor=8)
+            s[T].bind(bx, te.thread_axis("blockIdx.x"))
+            s[T].bind(tx, te.thread_axis("threadIdx.x"))
+        return s, sc
+
+    init = te.placeholder((1, n), name="init")
+    s, sc = schedule(init)
+    with pytest.raises(tessel.LowerError, match=r"its init init is the caller's array.*init_c = te.compute"):
+        tessel.build(s, [X, init, sc], target="cuda")
+    s, sc = schedule(te.compute(init.shape, lambda *i: init(*i), name="init_c"))
+    rng = np.random.default_rng(5)
+    x, i0 = rng.random((m, n)).astype("float32"), rng.random((1, n)).astype("float32")
+    want = np.zeros_like(x)
+    want[0] = i0[0]
+    for t in range(1, m):
+        want[t] = want[t - 1] * 0.5 + x[t]
+    got = np.zeros_like(x)
+    tessel.build(s, [X, init, sc], target="cuda")(x, i0, got)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
