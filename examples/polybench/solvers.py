@@ -263,9 +263,10 @@ DURBIN = Kernel(
     "durbin", "linear-algebra/solvers",
     {"MINI": {"N": 40}, "ODD": {"N": 31}},
     _durbin_define, _durbin_init, _durbin_reference,
-    notes="beta, alpha and y are three states of one scan (two steps kept: y and PolyBench's z), y's "
-          "init row and the last row copied into y: 3 N + 6 doubles beyond r and y, where PolyBench keeps "
-          "z (N). Written as one recurrence's row per step it needed 2 (N + 2) and ran 1.7x slower.",
+    notes="beta, alpha and y are three states of one scan (two steps kept: y and PolyBench's z; the init "
+          "computed straight into the first), the last row copied into y: 2 N + 4 doubles beyond r and y, "
+          "where PolyBench keeps z (N). Written as one recurrence's row per step it needed 2 (N + 2) and "
+          "ran 1.7x slower.",
     c_loops="""
   double z[N], alpha, beta, sum;
   y[0] = -r[0];
