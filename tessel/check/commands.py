@@ -13,12 +13,13 @@ as it was before the command, leave it legal (``proposals.record``).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import islpy as isl
 
 from ..bound.infer import UNBOUNDED_READER
-from ..errors import ScheduleError, TesselError
+from ..errors import ScheduleError, TesselError, TesselWarning
 from ..ir import expr as E
 from ..poly.analysis import analysis
 from ..poly.commands import check_storage
@@ -26,10 +27,17 @@ from ..poly.legality import Conflict, distance_text
 from ..poly.order import Overwrite, fold_conflicts, order_conflicts
 from ..schedule.commands import Order
 from ..schedule.fixes import FixBuilder, Names, choose
+from ..schedule.kinds import INLINE
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from ..schedule.violation import Violation, ViolationKind
 from .proposals import Proposal, legalize_fusion, proposing, quiet, record, wavefront
+
+#: a schedule of more computed stages than this has its commands' dependences checked once, by
+#: ``verify`` at build, not after each command: each check builds the model of every stage, so
+#: checking each of many commands costs the square of the program's size (adi's time loop
+#: written out over 32 steps: 192 stages and as many store_in, minutes before the build began)
+EAGER_CHECK_STAGES = 40
 
 
 def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
@@ -37,7 +45,10 @@ def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
     it is answerable for (``involved``); the whole schedule is checked again at ``verify``, with
     the storage choices (a fold or a fresh buffer is declared before or after the fusion that
     makes it legal, so it is judged on the finished schedule). An isl.Error (no model while a
-    tree rule is broken) passes to the caller, which weighs it against the whole check."""
+    tree rule is broken) passes to the caller, which weighs it against the whole check. A large
+    schedule's commands are judged at build only (``EAGER_CHECK_STAGES``), which says so once."""
+    if _checked_at_build_only(sch, stage, command):
+        return
     try:
         found = order_conflicts(sch, involved(stage, command))
     except ScheduleError as err:
@@ -62,6 +73,20 @@ def check_command(sch: Schedule, stage: Stage, command: Any) -> None:
         return
     v = violation(sch, stage, command, found[0])
     raise v.error(len(found) - 1)
+
+
+def _checked_at_build_only(sch: Schedule, stage: Stage, command: Any) -> bool:
+    computed = sum(1 for st in sch.stages if not st.is_placeholder and st.attach_type != INLINE)
+    if computed <= EAGER_CHECK_STAGES:
+        return False
+    if not getattr(sch, "_said_checked_at_build", False):
+        sch._said_checked_at_build = True  # type: ignore[attr-defined]
+        warnings.warn(TesselWarning(
+            f"stage {stage.name}: {command.text()} and the commands after it are checked against the program's "
+            f"dependences once, when the schedule is built, not one by one: the schedule has {computed} computed "
+            f"stages (more than {EAGER_CHECK_STAGES}), and each check models every stage. A command that breaks "
+            "a dependence is refused then, with the same witness and fix"), stacklevel=2)
+    return True
 
 
 def _broken_before(sch: Schedule, stage: Stage, command: Any) -> bool:

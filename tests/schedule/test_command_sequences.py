@@ -15,7 +15,7 @@ from helpers import TARGETS, check, ir_text, loops, rand
 
 import tessel
 from tessel import te
-from tessel.errors import ScheduleError
+from tessel.errors import ScheduleError, TesselWarning
 
 
 def _fused_pair(n, m):
@@ -183,3 +183,32 @@ def test_a_command_moving_a_loop_the_init_shares_into_the_update_alone_is_refuse
     s[B].reorder(*[s[B].leaf_iter_vars[p] for p in [0, 4, 2, 3]])
     with pytest.raises(ScheduleError, match=r"interchange\(i.outer, i.inner\) moves loop i.outer, which B .* shares"):
         tessel.lower(s, [A, B])
+
+
+def _fused_pair_among_many(n, m, others):
+    """_fused_pair beside ``others`` independent stages (all outputs): a large schedule."""
+    A, B, C, _ = _fused_pair(n, m)
+    rest = [te.compute((n,), (lambda k: lambda i: A[i, 0] * k)(k), name=f"D{k}") for k in range(others)]
+    return A, B, C, rest, te.create_schedule([C.op, *[d.op for d in rest]])
+
+
+def test_a_large_schedule_s_commands_are_judged_at_build_with_the_same_refusal(recwarn):
+    """Past EAGER_CHECK_STAGES computed stages, a command is not checked on its own (each check
+    models every stage: many commands cost the square of the program); the build refuses the
+    same broken dependence, and the user is told once when the checks move there."""
+    from tessel.check.commands import EAGER_CHECK_STAGES
+
+    A, B, C, rest, s = _fused_pair_among_many(7, 13, EAGER_CHECK_STAGES)
+    with pytest.warns(TesselWarning, match="after\\(B, j\\) and the commands after it are checked against the "
+                                                  "program's dependences once, when the schedule is built"):
+        s[C].after(s[B], C.op.axis[1])
+    s[B].shift(B.op.axis[0], 1)  # refused at the call in a small schedule (the test above)
+    s[rest[0]].shift(rest[0].op.axis[0], 1)  # told once only
+    assert not [w for w in recwarn.list if "checked against the program" in str(w.message)][1:]
+    with pytest.raises(ScheduleError, match="flow dependence B -> C"):
+        tessel.build(s, [A, C, *rest], target="c")
+    small = _fused_pair_among_many(7, 13, EAGER_CHECK_STAGES - 3)[-1]  # 40 computed stages: checked at once
+    B2, C2 = (small.stages[[st.name for st in small.stages].index(n)] for n in "BC")
+    C2.after(B2, C2.op.axis[1])
+    with pytest.raises(ScheduleError, match="shift\\(i, 1\\) is refused"):
+        B2.shift(B2.op.axis[0], 1)
