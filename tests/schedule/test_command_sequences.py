@@ -188,7 +188,10 @@ def test_a_command_moving_a_loop_the_init_shares_into_the_update_alone_is_refuse
 def _fused_pair_among_many(n, m, others):
     """_fused_pair beside ``others`` independent stages (all outputs): a large schedule."""
     A, B, C, _ = _fused_pair(n, m)
-    rest = [te.compute((n,), (lambda k: lambda i: A[i, 0] * k)(k), name=f"D{k}") for k in range(others)]
+    def scaled(k: int):
+        return lambda i: A[i, 0] * k
+
+    rest = [te.compute((n,), scaled(k), name=f"D{k}") for k in range(others)]
     return A, B, C, rest, te.create_schedule([C.op, *[d.op for d in rest]])
 
 
