@@ -5,9 +5,9 @@ values earlier ones left: a ``te.recurrence`` written into PolyBench's array (``
 loop directions found from the reads (back substitution runs backwards by itself). A reduction
 must be a compute's whole value, so a division PolyBench applies after its sum is distributed
 over the sum's terms and its initial value (the same quotient, to rounding). durbin's
-beta, alpha and y are the states of one ``te.scan`` that advance together (two steps kept);
-gramschmidt's nrm, R and A are rows of one recurrence's state (folded to one step), copied
-into PolyBench's arrays at the end.
+beta, alpha and y, and gramschmidt's A, R and Q, are the states of one ``te.scan`` that
+advance together, each state in PolyBench's array, each step over the one before
+(``store_in(y, output=ys)``).
 """
 
 from __future__ import annotations
@@ -218,10 +218,11 @@ LUDCMP = Kernel(
 def _durbin_define(n: Sizes) -> Program:
     N = n["N"]
     r = te.placeholder((N,), F64, name="r")
+    y = te.placeholder((N,), F64, name="y")
     zero = te.const(0.0, F64)
-    # three states advancing together, step k: beta, alpha and y's row (PolyBench's z is the row
-    # before); alpha's sum reads the row before, y's row this step's alpha. Kept to two steps;
-    # the last row is the kernel's y
+    # three states advancing together, step k: beta, alpha and y; alpha's sum reads y's step
+    # before, z (PolyBench's) too, and y's new step is z and alpha. y lives in the caller's y,
+    # each step over the one before (every read of the step before runs first)
     sb = te.placeholder((N,), F64, name="beta")
     sa = te.placeholder((N,), F64, name="alpha")
     sy = te.placeholder((N, N), F64, name="ys")
@@ -233,14 +234,15 @@ def _durbin_define(n: Sizes) -> Program:
     alpha = te.compute((N,), lambda k: te.sum(r[k - i - 1] * sy[k - 1, i], axis=i, where=i < k, init=r[k]),
                        name="sum")
     alpha_k = te.compute((N,), lambda k: -alpha[k] / beta[k], name="alpha_k")
-    y_k = te.compute((N, N), lambda k, j: te.if_then_else(
-        j < k, sy[k - 1, j] + alpha_k[k] * sy[k - 1, k - j - 1], te.if_then_else(j == k, alpha_k[k], zero)),
-        name="y_k")
+    z = te.compute((N, N), lambda k, j: te.if_then_else(j < k, sy[k - 1, j] + alpha_k[k] * sy[k - 1, k - j - 1], zero),
+                   name="z")
+    y_k = te.compute((N, N), lambda k, j: te.if_then_else(j < k, z[k, j], te.if_then_else(j == k, alpha_k[k], zero)),
+                     name="y_k")
     _, _, ys = te.scan([b0, a0, y0], [beta, alpha_k, y_k], [sb, sa, sy], name="durbin")
-    out = te.compute((N,), lambda j: ys[N - 1, j], name="y")
-    s = te.create_schedule(out.op)
-    s[ys.op].storage_fold(ys.op.scan_axis, 2)
-    return Program(s, [r, out], ["r", "y"], ["y"])
+    s = te.create_schedule(ys.op)
+    s[ys.op].storage_fold(ys.op.scan_axis, 2)  # beta and alpha: two steps
+    s[ys.op].store_in(y, output=ys)
+    return Program(s, [r, y], ["r", "y"], ["y"])
 
 
 def _durbin_init(n: Sizes) -> Arrays:
@@ -263,10 +265,10 @@ DURBIN = Kernel(
     "durbin", "linear-algebra/solvers",
     {"MINI": {"N": 40}, "ODD": {"N": 31}},
     _durbin_define, _durbin_init, _durbin_reference,
-    notes="beta, alpha and y are three states of one scan (two steps kept: y and PolyBench's z; the init "
-          "computed straight into the first), the last row copied into y: 2 N + 4 doubles beyond r and y, "
-          "where PolyBench keeps z (N). Written as one recurrence's row per step it needed 2 (N + 2) and "
-          "ran 1.7x slower.",
+    notes="beta, alpha and y are three states of one scan; y lives in the caller's y, each step over the "
+          "one before (store_in(y, output=ys): every read of the step before runs first), z is a row of "
+          "each step, as PolyBench's. Written with y's two steps kept it needed 2 N more; as one "
+          "recurrence's row per step, 2 (N + 2), and ran 1.7x slower.",
     c_loops="""
   double z[N], alpha, beta, sum;
   y[0] = -r[0];
@@ -290,38 +292,31 @@ def _gramschmidt_define(n: Sizes) -> Program:
     A = te.placeholder((M, N), F64, name="A")
     R = te.placeholder((N, N), F64, name="R")
     Q = te.placeholder((M, N), F64, name="Q")
-
-    def step(h: te.Tensor, k: object, r: object, j: object) -> object:
-        # step k's state in one (1 + N + M, N) array: row 0 nrm (at j = k), rows 1.. R, rows
-        # N + 1.. A; only row 1 + k of R and A's columns after k change. The operations and their
-        # order are PolyBench's: its columns of nearly zero norm (M < N) amplify any other rounding
-        zero = te.const(0.0, F64)
-        rk = 1 + k  # R's row k
-
-        def prev_a(i: object, c: object) -> object:
-            return te.if_then_else(k > 0, h[k - 1, N + 1 + i, c], A[i, c])
-
-        prev = te.if_then_else(k > 0, h[k - 1, r, j], R[te.min(te.max(r - 1, 0), N - 1), j])
-        i = r - N - 1
-        # column k of A's row is this step's copy by the time j > k: the element already holds it
-        update = prev_a(i, j) - h[k, N + 1 + i, k] / h[k, rk, k] * h[k, rk, j]
-        value = te.if_then_else(r == 0, zero, te.if_then_else(
-            r == rk, te.if_then_else(j == k, te.sqrt(h[k, 0, k]), te.if_then_else(j > k, zero, prev)),
-            te.if_then_else(te.all(r > N, j > k), update, te.if_then_else(r > N, prev_a(i, j), prev))))
-        p = te.reduce_axis((0, M), name="i")
-        term = te.if_then_else(r == 0, prev_a(p, k) * prev_a(p, k), prev_a(p, k) / h[k, rk, k] * prev_a(p, j))
-        return te.sum(term, axis=p, where=te.any(te.all(r == 0, j == k), te.all(r == rk, j > k)), init=value)
-
-    h = te.recurrence((N, 1 + N + M, N), [te.define(step)], name="gramschmidt")
-    last = N - 1
-    a_out = te.compute((M, N), lambda i, j: h[last, N + 1 + i, j], name="A_out")
-    r_out = te.compute((N, N), lambda k, j: h[last, 1 + k, j], name="R_out")
-    q_out = te.compute((M, N), lambda i, k: h[last, N + 1 + i, k] / h[last, 1 + k, k], name="Q_out")
-    s = te.create_schedule([a_out.op, r_out.op, q_out.op])
-    s[h].storage_fold(h.op.axis[0], 1)  # one state, updated step by step as PolyBench's arrays
-    for t, buf in ((a_out, A), (r_out, R), (q_out, Q)):
-        s[t].store_in(buf)
+    # a scan over k (step t = k + 1) of three states, A, R and Q, each in the caller's array, each
+    # step over the one before: step k writes Q's column k, R's row k and A's columns after k
+    As, Rs, Qs = (te.placeholder((N + 1, *x.shape), F64, name=f"{x.name}s") for x in (A, R, Q))
+    first = [te.compute((1, *x.shape), _caller_values(x), name=f"{x.name}0") for x in (A, R, Q)]
+    i = te.reduce_axis((0, M), name="i")
+    nrm = te.compute((N + 1,), lambda t: te.sum(As[t - 1, i, t - 1] * As[t - 1, i, t - 1], axis=i), name="nrm")
+    q_k = te.compute((N + 1, M, N), lambda t, a, c: te.if_then_else(
+        c == t - 1, As[t - 1, a, c] / te.sqrt(nrm[t]), Qs[t - 1, a, c]), name="Q_k")
+    p = te.reduce_axis((0, M), name="i")
+    r_k = te.compute((N + 1, N, N), lambda t, r, j: te.sum(
+        q_k[t, p, t - 1] * As[t - 1, p, j], axis=p, where=te.all(r == t - 1, j > r),
+        init=te.if_then_else(r == t - 1, te.if_then_else(j == r, te.sqrt(nrm[t]), te.if_then_else(
+            j > r, te.const(0.0, F64), Rs[t - 1, r, j])), Rs[t - 1, r, j])), name="R_k")
+    a_k = te.compute((N + 1, M, N), lambda t, a, j: te.if_then_else(
+        j > t - 1, As[t - 1, a, j] - q_k[t, a, t - 1] * r_k[t, t - 1, j], As[t - 1, a, j]), name="A_k")
+    states = te.scan(first, [a_k, r_k, q_k], [As, Rs, Qs], name="gramschmidt")
+    s = te.create_schedule(states[0].op)
+    for state, home in zip(states, (A, R, Q)):
+        s[states[0].op].store_in(home, output=state)
     return Program(s, [A, R, Q], ["A", "R", "Q"], ["A", "R", "Q"])
+
+
+def _caller_values(x: te.Tensor):
+    """A state's first step: the caller's array as it is."""
+    return lambda t, a, b: x[a, b]
 
 
 def _gramschmidt_init(n: Sizes) -> Arrays:
@@ -364,8 +359,8 @@ GRAMSCHMIDT = Kernel(
       for (int i = 0; i < M; i++) A[i][j] = A[i][j] - Q[i][k] * R[k][j];
     }
   }""",
-    notes="The state (nrm, R, A) is one (1 + N + M, N) temporary updated in place step by step, A, R "
-          "and Q copied out after: a recurrence has one storage, PolyBench's state is three arrays. "
+    notes="A, R and Q are three states of one scan over k, each in the caller's array, each step over the "
+          "one before (store_in(A, output=...)): the lowered loops are PolyBench's. "
           "PolyBench's MINI (M = 20 < N = 30) is rank-deficient: its columns past the rank are "
           "rounding noise, which any change of rounding (gcc's multiply-add under -march=native) "
           "changes, so it is checked at two full-rank sizes instead.")

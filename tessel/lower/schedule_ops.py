@@ -28,7 +28,7 @@ from ..errors import LowerError, ScheduleError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.buffer import DimAlign
-from ..ir.functor import collect, free_vars, inline_lets, ir_transform, substitute
+from ..ir.functor import Mutator, collect, free_vars, inline_lets, ir_transform, substitute
 from ..ir.stmt import AttrKey, LoopKind
 from ..poly.astgen import AstReader, condition, scan
 from ..poly.exact import ExactPlan, StageSets, drop, mentions
@@ -54,7 +54,7 @@ def schedule_ops(ctx: BoundContext, exact: ExactPlan | None = None) -> S.Stmt:
             continue
         body = builder.pipeline(st, body)
     body = inline_lets(body)
-    body = _scan_inits_in_place(ctx, body)
+    body = _scan_states_in_place(ctx, _scan_inits_in_place(ctx, body))
     return merge_nested_threads(body) if ctx.binds else body
 
 
@@ -109,6 +109,45 @@ def _scan_inits_in_place(ctx: BoundContext, body: S.Stmt) -> S.Stmt:
         for r in lifted:
             body = S.ProducerRealize(r.producer, r.bounds, body, r.scope)
     return body
+
+
+def _scan_states_in_place(ctx: BoundContext, body: S.Stmt) -> S.Stmt:
+    """A scan's state kept in the caller's array (``store_in(Y, output=...)``,
+    ``schedule/scan_storage.py``): every access of the state's output -- the init's copy or
+    the init computed into it, the steps, the reads of its last step -- made one of ``Y`` at
+    the state's own indices, the output's storage dropped. The rule is judged again here, on
+    the finished schedule (a body stage moved into the update's loops after the command)."""
+    from ..schedule.scan_storage import in_place_refusal
+
+    homes: dict = {}
+    for st in ctx.order:
+        if not getattr(st, "scan_homes", ()):
+            continue
+        why = in_place_refusal(ctx.sch, st)
+        if why is not None:
+            raise ScheduleError(f"stage {st.name}: a state kept in the caller's array (store_in(..., output=)) is "
+                                f"refused: {why}")
+        for k, home in st.scan_homes:
+            homes[id(st.op.outputs[k])] = home
+    return _AtHome(homes).visit(body) if homes else body
+
+
+class _AtHome(Mutator):
+    def __init__(self, homes: dict):
+        self.homes = homes
+
+    def visit_ProducerRealize(self, s: S.ProducerRealize):
+        return self.visit(s.body) if id(s.producer) in self.homes else self.generic_visit(s)
+
+    def visit_ProducerStore(self, s: S.ProducerStore):
+        s = self.generic_visit(s)
+        home = self.homes.get(id(s.producer))
+        return s if home is None else S.ProducerStore(home, s.value, s.indices[1:])
+
+    def visit_ProducerLoad(self, e: E.ProducerLoad):
+        e = self.generic_visit(e)
+        home = self.homes.get(id(e.producer))
+        return e if home is None else E.ProducerLoad(home, e.indices[1:])
 
 
 class _Builder:

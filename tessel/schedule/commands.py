@@ -346,9 +346,18 @@ def between(stage: Stage, first: Any, first_level: Any, second: Any, second_leve
 
 
 # ---- storage ---------------------------------------------------------------------------------
-def store_in(stage: Stage, buffer: Any, index: Callable | Sequence | None = None, folded: bool = False) -> None:
+def store_in(stage: Stage, buffer: Any, index: Callable | Sequence | None = None, folded: bool = False,
+             output: Any = None) -> None:
+    from ..te.scan import ScanOp
     from ..te.tensor import Tensor
+    from .scan_storage import store_state
 
+    if isinstance(stage.op, ScanOp) and not folded:
+        store_state(stage, buffer, index, output)
+        return
+    if output is not None:
+        raise ScheduleError(f"stage {stage.name}: store_in(..., output=) names a state of a scan; {stage.name} is a "
+                            f"{type(stage.op).__name__} (give no output=)")
     _computed(stage, "store_in")
     parts: tuple = ()
     if isinstance(buffer, list | tuple):

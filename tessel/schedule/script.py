@@ -46,6 +46,7 @@ class _Printer:
         self.bound: dict[int, str] = {}        # id(IterVar or Tensor) -> variable
         self.lines: list[str] = []
         outs = [self._fresh(op.name) for op in self.shadow.outputs]
+        self.params: list[str] = list(outs)  # and the caller's arrays that only the steps name (foreign)
         names = []
         for st in self.shadow.stages:
             k = next((j for j, op in enumerate(self.shadow.outputs) if op is st.op), None)
@@ -125,8 +126,19 @@ class _Printer:
             return repr(value) if math.isfinite(value) else f"float({python_string(repr(value))})"
         if isinstance(handle, E.IntImm):
             return repr(handle.value)
+        if isinstance(handle, Tensor) and handle.op.is_placeholder:
+            return self.foreign(handle)
         raise ScheduleError(f"s.python(): a {type(handle).__name__} argument cannot be written as Python "
                             "(print the schedule's steps with s.history instead)")
+
+    def foreign(self, t: Tensor) -> str:
+        """A caller's array the steps name that no stage reads (``store_in(P)``): a parameter of
+        the function after the outputs, as the caller holds it."""
+        var = self.bound.get(id(t))
+        if var is None:
+            var = self.bound[id(t)] = self._fresh(t.name)
+            self.params.append(var)
+        return var
 
     # ---- steps -----------------------------------------------------------------------------
     def step(self, step: Step) -> None:
@@ -174,7 +186,8 @@ def python_source(sch: Schedule, func: str = "schedule") -> str:
             if step.error is None:
                 pr.step(step)
     body = [*pr.header[1:], *("    " + ln for ln in pr.lines), "    return s"]
+    head = f"def {func}({', '.join(pr.params)}):"
     steps = sum(1 for st in sch.history[1:] if st.error is None)
     doc = f'    """{steps} step{"" if steps == 1 else "s"}, as tessel recorded them; edit and call {func}(...)."""'
-    return "\n".join(["from tessel import te", "", "", pr.header[0], doc, *body]) + "\n"
+    return "\n".join(["from tessel import te", "", "", head, doc, *body]) + "\n"
 

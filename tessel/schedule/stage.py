@@ -68,6 +68,7 @@ class Stage(StageBase):
         self.commands: tuple = ()
         self.storage = None
         self.scan_fold: int | None = None  # a scan's steps kept (storage_fold of its scan axis; te/scan.py)
+        self.scan_homes: tuple = ()  # (output, the caller's array) of a scan's states kept in place (scan_storage.py)
 
     # ---- where it is computed: views of the one placement record -----------------------------
     # (TVM's Stage has attach_type/attach_stage/attach_ivar; code reads them, primitives replace
@@ -578,10 +579,12 @@ class Stage(StageBase):
         _commands().reverse(self, axis)
 
     @recorded
-    def store_in(self, buffer, index=None) -> None:
+    def store_in(self, buffer, index=None, output=None) -> None:
         """Store this stage's values in ``buffer`` at ``index(*axes)`` (a callable or a list of
-        expressions of the stage's axes; None: the same indices); reads follow."""
-        _commands().store_in(self, buffer, index)
+        expressions of the stage's axes; None: the same indices); reads follow. Of a scan, the
+        steps of its state ``output`` in the caller's array ``buffer``, each over the one before
+        (``schedule/scan_storage.py``)."""
+        _commands().store_in(self, buffer, index, output=output)
 
     @recorded
     def storage_fold(self, axis: E.IterVar, factor) -> None:
