@@ -172,3 +172,28 @@ def test_a_state_starting_from_the_caller_s_values_reads_them_in_its_init():
     s = te.create_schedule(other.op)
     with pytest.raises(tessel.ScheduleError, match="other reads Y, which holds res's steps"):
         s[res].store_in(Y, output=res)
+
+
+def test_a_state_in_the_caller_s_array_on_a_gpu():
+    """Each step's threads write the caller's array (the cuda target, on the simulator where
+    there is no GPU): the init's threads too, the steps a host loop around their launches."""
+    T, n = 6, 32
+    X = te.placeholder((T, n), "float32", name="X")
+    H = te.placeholder((n,), "float32", name="H")
+    st = te.placeholder((T, n), "float32", name="st")
+    init = te.compute((1, n), lambda t, i: X[0, i], name="init")
+    upd = te.compute((T, n), lambda t, i: st[t - 1, i] * 0.5 + X[t, i], name="upd")
+    res = te.scan(init, upd, st, name="res")
+    s = te.create_schedule(res.op)
+    for stage in (upd, init):
+        bx, tx = s[stage].split(stage.op.axis[1], factor=8)
+        s[stage].bind(bx, te.thread_axis("blockIdx.x"))
+        s[stage].bind(tx, te.thread_axis("threadIdx.x"))
+    s[res].store_in(H, output=res)
+    x = np.random.default_rng(7).random((T, n)).astype("float32")
+    want = x[0].copy()
+    for t in range(1, T):
+        want = want * 0.5 + x[t]
+    got = np.zeros(n, "float32")
+    tessel.build(s, [X, H], target="cuda")(x, got)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
