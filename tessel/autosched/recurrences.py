@@ -11,17 +11,23 @@ the innermost (its border iterations run apart: ``passes/peel.py``). A sweep in 
 whose loops is free (Gauss-Seidel: each point waits on its left neighbour's new value, one
 chain of additions and a division per row, bound by their latency) becomes a wavefront: the
 least skew of its last two loops after which the inner one carries nothing
-(``check.wavefront``), so that loop runs independent chains side by side.
+(``check.wavefront``), so that loop runs independent chains side by side. A sweep along a
+carried loop inside a free one (adi's rows, each a chain of divisions) runs a few rows side by
+side instead, the free loop split around the carried one and unrolled (unroll and jam).
 """
 
 from __future__ import annotations
 
 from ..errors import TesselError
+from ..ir import expr as E
+from ..schedule.dataflow import loop_ranges
 from ..schedule.schedule import Schedule
 
 #: definitions scheduled at most (each try is a legality check of the whole schedule; past this,
 #: a long unrolled program -- one recurrence per time step -- keeps the rest as written)
 MAX_DEFINITIONS = 12
+#: rows whose sweeps (chains along a carried loop) run side by side, unrolled (``_interleaved``)
+INTERLEAVED_ROWS = 8
 #: folds tried for a recurrence's first axis, least first
 FOLDS = (1, 2, 3, 4)
 
@@ -48,7 +54,7 @@ def schedule_recurrences(s: Schedule) -> Schedule:
     for k in defs[:MAX_DEFINITIONS]:
         leaves = list(s.stages[k].leaf_iter_vars)
         data = [n for n, iv in enumerate(leaves) if not iv.is_reduce]
-        par = None
+        par, before = None, s
         for n in data[:-1] if len(data) > 1 else data:
             kept = _kept(s, k, "parallel", n)
             if kept is not s:
@@ -58,8 +64,34 @@ def schedule_recurrences(s: Schedule) -> Schedule:
             vec = _kept(s, k, "vectorize", data[-1])
             if vec is s and par is None and len(data) > 2:  # nothing free: a wavefront over the last two
                 vec = _wavefront(s, k, data[-2], data[-1])
+            elif vec is s and par is not None and par == data[-1] - 1:  # free rows around a carried sweep
+                vec = _interleaved(before, k, par, s)
             s = vec
     return s
+
+
+def _interleaved(s: Schedule, k: int, free: int, otherwise: Schedule) -> Schedule:
+    """A copy of ``s`` with stage ``k``'s free loop ``free`` split into groups of
+    ``INTERLEAVED_ROWS`` run inside the carried loop after it, unrolled (unroll and jam), the
+    groups in parallel, if that is still legal; else ``otherwise``. Each row's sweep is a chain
+    (adi's divisions, a tridiagonal solve), bound by the latency of each step on the one before;
+    rows side by side hide it: PolyBench's adi 0.1x gcc -O3 (which does this itself) one row at
+    a time, 1.5x so."""
+    t = s.copy()
+    st = t.stages[k]
+    rows, sweep = st.leaf_iter_vars[free], st.leaf_iter_vars[free + 1]
+    try:
+        outer, inner = st.split(rows, INTERLEAVED_ROWS)
+        st.reorder(outer, sweep, inner)
+        st.unroll(inner)
+        groups = loop_ranges(st, st.op.root_iter_vars).get(outer)
+        if groups is None or not isinstance(groups.extent, E.IntImm) or groups.extent.value >= 2:
+            st.parallel(outer)  # never a parallel loop of one iteration (rules.in_threads)
+        if t.violations():
+            return otherwise
+    except TesselError:
+        return otherwise
+    return t
 
 
 def _wavefront(s: Schedule, k: int, outer: int, inner: int) -> Schedule:

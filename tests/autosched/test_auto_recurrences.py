@@ -127,3 +127,29 @@ def test_a_sweep_in_place_with_no_free_loop_becomes_a_wavefront(target, steps, n
     got = np.zeros((n, n))
     tessel.build(s, [A, out], target=target)(a, got)
     np.testing.assert_array_equal(got, _seidel_ref(a, steps))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(("n", "m"), [(21, 37), (5, 9)])
+def test_rows_of_a_carried_sweep_run_side_by_side(target, n, m):
+    """Each row's sweep along j is a chain of divisions (adi's, a tridiagonal solve's): the rows
+    are free, so groups of them run inside j, unrolled (unroll and jam), the groups in parallel
+    where there are two or more; right on both targets, the last partial group too."""
+    from tessel.autosched.recurrences import INTERLEAVED_ROWS
+
+    X = te.placeholder((n, m), "float64", name="X")
+    P = te.recurrence((n, m), [
+        te.define(lambda h, i, j: X[i, 0], where=lambda i, j: j == 0),
+        te.define(lambda h, i, j: X[i, j] / (0.5 * h[i, j - 1] + 2.0), where=lambda i, j: j >= 1)], name="P")
+    s = tessel.auto_schedule([P], target="c", budget=0)
+    code = s.python()
+    assert f"s[P].split(i_2, {INTERLEAVED_ROWS})" in code and "s[P].unroll(i_inner)" in code
+    assert ("s[P].parallel(i_outer)" in code) == (n > INTERLEAVED_ROWS)
+    x = np.random.default_rng(n).random((n, m)) + 0.5
+    want = np.zeros((n, m))
+    want[:, 0] = x[:, 0]
+    for j in range(1, m):
+        want[:, j] = x[:, j] / (0.5 * want[:, j - 1] + 2.0)
+    got = np.zeros((n, m))
+    tessel.build(s, [X, P], target=target)(x, got)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
