@@ -83,7 +83,8 @@ def _scan_inits_in_place(ctx: BoundContext, body: S.Stmt) -> S.Stmt:
         for init, out in zip(op.init, op.outputs):
             init_stage = ctx.sch.stage_map.get(init.op)
             if init_stage is None or init_stage.is_placeholder:
-                if ctx.binds:  # the copy would be a host loop (it read the output, not init, before)
+                if ctx.binds and not st.env_thread_axes:  # the copy would be a host loop (it read the output,
+                    # not init, before); under env_threads it runs in the scan's threads
                     raise LowerError(
                         f"scan {op.name}: its init {init.name} is the caller's array, which is copied into "
                         f"{out.name} before the steps, and on a GPU that copy has no thread to run it; copy it "
