@@ -94,16 +94,19 @@ def fold_conflicts(sch: Schedule) -> list[Overwrite]:
         first = next(st for st in chosen if st.storage.buffer is buf)
         if every_new is None:
             continue
+        others: dict[str, isl.Map] = {}  # per source statement: one for all of its dependences
         for d in base.dependences:
             src = d.source.name
             if d.kind != "flow" or src not in old_w:
                 continue
-            # later writes of another value into the element the source wrote (writes that shared
-            # the element in the program's own storage wrote the same value: a reduction's steps)
-            tensor = old_w[src].get_tuple_name(DIM.out)
-            same = union([w for w in old_w.values() if w.get_tuple_name(DIM.out) == tensor])
-            other = new_w[src].apply_range(every_new.reverse()).subtract(old_w[src].apply_range(same.reverse()))
-            other = other.intersect(lex(n, "lt"))
+            if src not in others:
+                # later writes of another value into the element the source wrote (writes that shared
+                # the element in the program's own storage wrote the same value: a reduction's steps)
+                tensor = old_w[src].get_tuple_name(DIM.out)
+                same = union([w for w in old_w.values() if w.get_tuple_name(DIM.out) == tensor])
+                other = new_w[src].apply_range(every_new.reverse()).subtract(old_w[src].apply_range(same.reverse()))
+                others[src] = other.intersect(lex(n, "lt"))
+            other = others[src]
             bad = time_pairs(d, scheds).range_product(other).intersect_range(lex(n, "gt").wrap())
             bad = bad.intersect_params(now.context)
             if not bad.is_empty():
