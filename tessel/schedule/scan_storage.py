@@ -138,8 +138,13 @@ def _body_reads(st: Any, ustage: Any, update: Any, loads: list, before_update: s
             return f"{st.name} reads {state.name}[{ld.indices[0]}, ...], not the step before"
     if st is ustage:
         own = [iv.var for iv in st.op.axis[1:]]
+        inside = Analyzer()  # over the update's domain (``i % n`` is ``i`` there)
+        for iv in st.op.axis:
+            if iv.dom is not None:
+                inside.bind(iv.var, iv.dom)
         for ld in loads:
-            if not all(structural_equal(i, v) for i, v in zip(ld.indices[1:], own, strict=True)):
+            if not all(structural_equal(i, v) or inside.can_prove_equal(i, v)
+                       for i, v in zip(ld.indices[1:], own, strict=True)):
                 where = ", ".join(str(i) for i in ld.indices)
                 return (f"the update {st.name} reads {state.name}[{where}], another element of the step before, "
                         "which its own loops may have overwritten by then")

@@ -197,3 +197,40 @@ def test_a_state_in_the_caller_s_array_on_a_gpu():
     got = np.zeros(n, "float32")
     tessel.build(s, [X, H], target="cuda")(x, got)
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_scans_in_place_are_refused_or_right(seed):
+    """Random steps (a side stage reading the step before at a shifted element or not, an update
+    reading its own element or a shifted one), random spatial schedules (a split, the side stage
+    inside the update's loops or not): each state in the caller's array is either refused, at
+    the command or at the build, or gives the values of the scan with every step kept."""
+    rng = np.random.default_rng(seed)
+    T, n = int(rng.integers(3, 7)), int(rng.integers(5, 14))
+    d_side, d_upd = (int(x) for x in rng.choice([0, 1, n - 1], size=2))
+    X = te.placeholder((T, n), F64, name="X")
+    st = te.placeholder((T, n), F64, name="st")
+    init = te.compute((1, n), lambda t, i: X[0, i], name="init")
+    side = te.compute((T, n), lambda t, i: st[t - 1, (i + d_side) % n] * 0.25, name="side")
+    upd = te.compute((T, n), lambda t, i: st[t - 1, (i + d_upd) % n] * 0.5 + side[t, i] + X[t, i], name="upd")
+    res = te.scan(init, upd, st, name="res")
+    H = te.placeholder((n,), F64, name="H")
+    s = te.create_schedule(res.op)
+    if rng.random() < 0.5:
+        s[upd].split(upd.op.axis[1], int(rng.integers(2, 5)))
+    if rng.random() < 0.4:
+        s[side].compute_at(s[upd], s[upd].leaf_iter_vars[-1])
+    x = rng.random((T, n))
+    h = x[0].copy()
+    for t in range(1, T):
+        h = np.roll(h, -d_upd) * 0.5 + np.roll(h, -d_side) * 0.25 + x[t]
+    try:
+        s[res].store_in(H, output=res)
+        f = tessel.build(s, [X, H], target="c")
+    except tessel.ScheduleError as err:
+        assert d_upd != 0 or "inside the loops of the update" in str(err), str(err)
+        return
+    assert d_upd == 0
+    got = np.zeros(n)
+    f(x, got)
+    np.testing.assert_allclose(got, h, rtol=1e-12)
