@@ -1,0 +1,254 @@
+"""Running a distributed recurrence over time: the step loop driven here, one halo exchange a step.
+
+``dist.build`` of a schedule whose distributed stage is a ``te.recurrence`` over ``(t, i, ...)``
+gives a :class:`StepKernel`. One call runs every step: step ``t`` calls the distributed kernel
+of its class's step program (``steps.py``) on the rank's planes ``h[t-1]``, ``h[t-2]``, ...
+(each exchanging exactly its plan's halo rows first) and writes plane ``h[t]``. A rank keeps
+the live steps only (``depth + 1`` planes of its block, reused in turn, in a :class:`Window`),
+whatever the recurrence's shape says; ``gather`` gives the last step (or another live one).
+
+Why the runtime drives the loop rather than MPI calls inside the generated C: each step is
+then an ordinary tessel kernel with the plan's exact messages around it, tested as such, and
+the cost per step is that of one call of the Python loop a user would write, with no MPI in
+the generated code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import ArgumentError, DistributionError
+from ..ir import expr as E
+from ..ir.functor import free_vars
+from ..schedule.schedule import Schedule
+from ..te.tensor import PlaceholderOp, Tensor
+from .comm import Comm
+from .kernel import DistArray, DistKernel
+from .plan import Plan, Split, _follow, _placement, plan
+from .steps import StepProgram, distributed_recurrence, step_program
+
+
+class Window:
+    """One rank's live steps of a distributed recurrence of global shape ``shape`` (steps
+    first): plane ``t % len(planes)`` holds step ``t`` of the rank's block (with ghost rows)."""
+
+    def __init__(self, name: str, shape: tuple[int, ...], planes: list[DistArray]):
+        self.name, self.shape, self.planes = name, tuple(shape), planes
+        #: the last step computed (-1: none yet)
+        self.last = -1
+
+    def plane(self, step: int) -> DistArray:
+        return self.planes[step % len(self.planes)]
+
+    def __repr__(self) -> str:
+        return f"<Window {self.name} {self.shape}: {len(self.planes)} live steps, last {self.last}>"
+
+
+class StepPlan:
+    """The plan of every step: one :class:`Plan` per class of steps (``program.of_step``)."""
+
+    def __init__(self, program: StepProgram, plans: list[Plan]):
+        self.program, self.plans = program, plans
+        self.ranks = plans[0].ranks
+
+    def of(self, step: int) -> Plan:
+        return self.plans[self.program.of_step[step]]
+
+    def volume(self, step: int | None = None) -> int:
+        """Elements received at ``step`` over all ranks (None: over every step of a call)."""
+        if step is not None:
+            return self.of(step).volume()
+        return sum(self.plans[c].volume() for c in self.program.of_step)
+
+    def whole_row_volume(self) -> int:
+        return sum(self.plans[c].whole_row_volume() for c in self.program.of_step)
+
+    def partners(self, rank: int) -> list[int]:
+        return sorted({q for p in self.plans for q in p.partners(rank)})
+
+    def halo(self, rank: int, d: int = 1) -> tuple[int, int]:
+        """Ghost widths of ``h[t - d]`` on ``rank`` (the widest over the classes of steps)."""
+        name = self.program.prev[d].name
+        got = [p.halo(rank, name) for p in self.plans if name in p.splits]
+        return (max((a for a, _ in got), default=0), max((b for _, b in got), default=0))
+
+    def _named(self, text: str) -> str:
+        for d, t in self.program.prev.items():
+            text = text.replace(f"{t.name}[", f"{self.program.name}[t-{d}, ")
+        return text
+
+    def explain(self, rank: int | None = None) -> str:
+        """Each class of steps with the messages every one of its steps exchanges."""
+        out = []
+        for c, p in enumerate(self.plans):
+            body = p.explain(rank)
+            out.append(f"{_steps_text(self.program.steps_of(c), self.program.name)}:\n  "
+                       + self._named(body).replace("\n", "\n  "))
+        return "\n".join(out)
+
+    def text(self) -> str:
+        sp = self.program
+        lines = [f"distributed recurrence {sp.name}: {sp.steps} steps over {sp.shape}, each rank keeps "
+                 f"{sp.window()} live steps of its block; step t reads "
+                 + ", ".join(f"{sp.name}[t-{d}]" for d in sp.prev)]
+        if sp.not_replayed:
+            lines.append("  not carried to the step program: " + "; ".join(sp.not_replayed))
+        for c, p in enumerate(self.plans):
+            lines.append(f"{_steps_text(sp.steps_of(c), sp.name)}:")
+            lines += ["  " + self._named(x) for x in p.text().splitlines()]
+        return "\n".join(lines)
+
+    __str__ = text
+
+
+def _steps_text(steps: list[int], name: str) -> str:
+    runs: list[list[int]] = []
+    for t in steps:
+        if runs and runs[-1][1] == t - 1:
+            runs[-1][1] = t
+        else:
+            runs.append([t, t])
+    shown = [f"{a}" if a == b else f"{a}..{b}" for a, b in runs[:6]] + (["..."] if len(runs) > 6 else [])
+    return f"step{'s' if len(steps) > 1 else ''} {', '.join(shown)} of {name}"
+
+
+def _class_args(sch: Schedule, prog: Tensor) -> list[Tensor]:
+    return [st.op.output(0) for st in sch.stages if isinstance(st.op, PlaceholderOp)] + [prog]
+
+
+def step_plans(s: Schedule, ranks: int, sizes: dict[E.Var, int], placement: dict | None = None,
+               multi_hop: bool = False) -> tuple[StepProgram, list[Plan], list[dict]]:
+    """The step programs of ``s`` for ``sizes`` and the plan of each class on ``ranks`` ranks."""
+    sp = step_program(s, sizes)
+    dims = input_dims(s, placement)
+    plans, places = [], []
+    for sch, prog in zip(sp.schedules, sp.programs):
+        args = _class_args(sch, prog)
+        place = {t.name: (sp.axis if t in sp.prev.values() else dims.get(t.name)) for t in args[:-1]}
+        plans.append(plan(sch, args, ranks, {}, placement=place, multi_hop=multi_hop))
+        places.append(place)
+    return sp, plans, places
+
+
+def input_dims(s: Schedule, placement: dict | None = None) -> dict[str, int | None]:
+    """Where each input of the recurrence lives: the dimension its reads index with the
+    distributed axis alone (split in blocks like it), else a copy on every rank; or declared."""
+    st = distributed_recurrence(s)
+    dims: dict[str, int] = {}
+    k = next(n for n, iv in enumerate(st.op.axis) if iv is st.distributed_axis)
+    for d in st.op.definitions:
+        _follow(d.op, d.op.axis[k].var, dims, set())
+    out: dict[str, int | None] = {n: v for n, v in dims.items()}
+    out.update(_placement(s, placement))
+    return out
+
+
+class StepKernel(DistKernel):
+    """The distributed form of a recurrence over time on one rank (see the module docstring)."""
+
+    def __init__(self, s: Schedule, args: list[Tensor], comm: Comm, target: str, multi_hop: bool,
+                 placement: dict | None = None):
+        super().__init__(s, args, comm, target, multi_hop, False, False, None, placement)
+        st = distributed_recurrence(s)
+        self.h = st.op.definitions[-1]
+        for t in args:
+            if not isinstance(t.op, PlaceholderOp) and t is not self.h:
+                raise ArgumentError(f"argument {t.name}: a distributed recurrence's arguments are its inputs and "
+                                    f"the recurrence {self.h.name} itself")
+        self.dims = input_dims(s, placement)
+        self._programs: dict[tuple, tuple[StepProgram, list[DistKernel]]] = {}
+
+    def _split(self, t: Tensor, shape: tuple[int, ...]) -> Split:
+        block = distributed_recurrence(self.schedule).distributed_block
+        if t is self.h:
+            sp_axis = next(n for n, iv in enumerate(t.op.axis)
+                           if iv is distributed_recurrence(self.schedule).distributed_axis) - 1
+            return Split(tuple(shape[1:]), sp_axis, self.comm.size, block)
+        return Split(tuple(shape), self.dims.get(t.name), self.comm.size, block)
+
+    def _sizes(self, pairs: list[tuple[Tensor, tuple[int, ...]]]) -> dict[E.Var, int]:
+        out: dict[E.Var, int] = {}
+        for t, shape in pairs:
+            for e, n in zip(t.shape, shape):
+                if isinstance(e, E.Var):
+                    out.setdefault(e, int(n))
+                elif free_vars(e):
+                    raise ArgumentError(f"argument {t.name}: its shape {tuple(t.shape)} is not made of sizes alone")
+        return out
+
+    def program(self, sizes: dict[E.Var, int]) -> tuple[StepProgram, list[DistKernel]]:
+        key = tuple(sorted((v.name, n) for v, n in sizes.items()))
+        if key not in self._programs:
+            sp = step_program(self.schedule, sizes)
+            kernels = []
+            for sch, prog in zip(sp.schedules, sp.programs):
+                args = _class_args(sch, prog)
+                place = {t.name: (sp.axis if t in sp.prev.values() else self.dims.get(t.name)) for t in args[:-1]}
+                kernels.append(DistKernel(sch, args, self.comm, self.target, self.multi_hop, False, False, None,
+                                          place))
+            self._programs[key] = (sp, kernels)
+        return self._programs[key]
+
+    def plan(self, sizes: dict | None = None) -> StepPlan:  # type: ignore[override]
+        sp, kernels = self.program(sizes or {})
+        return StepPlan(sp, [k.plan({}) for k in kernels])
+
+    def empty(self, name: str, shape: tuple[int, ...] | None = None, dtype: Any = None) -> Window | DistArray:
+        """An input's zero-filled part, or the recurrence's :class:`Window` of live steps
+        (``shape``: its global shape, steps first, where it has symbolic sizes)."""
+        t = self._tensor(name)
+        if t is not self.h:
+            return super().empty(name, shape, dtype)
+        if shape is None:
+            if not all(isinstance(e, E.IntImm) for e in t.shape):
+                raise ArgumentError(f"empty({name!r}): {name}'s shape {tuple(t.shape)} has symbolic sizes; give "
+                                    f"its global shape, steps first: empty({name!r}, shape=(...))")
+            shape = tuple(int(e.value) for e in t.shape)
+        sp, _ = self.program(self._sizes([(t, tuple(shape))]))
+        split = self._split(t, tuple(shape))
+        planes = [DistArray(name, tuple(shape[1:]), dtype or t.dtype, split, self.comm.rank)
+                  for _ in range(sp.window())]
+        return Window(name, tuple(shape), planes)
+
+    def gather(self, a: Any, root: int = 0, step: int | None = None) -> np.ndarray | None:
+        """The global array on rank ``root`` (None elsewhere); of a :class:`Window`, its last
+        step computed, or ``step`` while it is live."""
+        if not isinstance(a, Window):
+            return super().gather(a, root)
+        step = a.last if step is None else step
+        if a.last < 0 or not a.last - len(a.planes) < step <= a.last:
+            raise ArgumentError(f"gather of {a.name} at step {step}: the live steps are "
+                                f"{max(0, a.last - len(a.planes) + 1)}..{a.last} (each rank keeps "
+                                f"{len(a.planes)}); gather a live one")
+        return super().gather(a.plane(step), root)
+
+    def __call__(self, *arrays: Any) -> None:
+        if len(arrays) != len(self.args):
+            raise ArgumentError(f"distributed kernel takes {len(self.args)} arrays "
+                                f"({', '.join(t.name for t in self.args)}), got {len(arrays)}")
+        by_name: dict[str, Any] = {}
+        pairs = []
+        for t, a in zip(self.args, arrays):
+            want = Window if t is self.h else DistArray
+            if not isinstance(a, want):
+                raise ArgumentError(f"argument {t.name}: expected a {want.__name__} (kernel.scatter / kernel.empty), "
+                                    f"got {type(a).__name__}")
+            by_name[t.name] = a
+            pairs.append((t, a.shape))
+        sp, kernels = self.program(self._sizes(pairs))
+        window = by_name[self.h.name]
+        if len(window.planes) != sp.window() or window.shape[1:] != sp.shape:
+            raise ArgumentError(f"argument {self.h.name}: make its window with kernel.empty({self.h.name!r}) for "
+                                "these sizes")
+        calls = [[(t.name, None) for t in k.args] for k in kernels]
+        back = {p.name: d for d, p in sp.prev.items()}
+        for step, c in enumerate(sp.of_step):
+            k = kernels[c]
+            k(*[window.plane(step) if t is k.args[-1] else window.plane(step - back[n]) if n in back else by_name[n]
+                for t, (n, _) in zip(k.args, calls[c])])
+        window.last = sp.steps - 1
+        for key in self.stats:
+            self.stats[key] = sum(k.stats[key] for k in kernels)
+
