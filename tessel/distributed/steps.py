@@ -29,18 +29,21 @@ step read back), reused in turn.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 from ..arith.analyzer import Analyzer
 from ..errors import DistributionError
 from ..ir import expr as E
-from ..ir.functor import Mutator, free_vars, post_order_visit, substitute
+from ..ir.functor import Mutator, free_vars, substitute
 from ..schedule.history import AxisRef, StageRef, Step, apply_steps
 from ..schedule.schedule import Schedule, create_schedule
 from ..te.recurrence import DefinitionOp
 from ..te.tensor import ComputeOp, PlaceholderOp, Tensor
 from ..te.tensor import placeholder as make_placeholder
 
+#: the instances looked at for a refusal's witness
+_WITNESS_POINTS = 20000
 _BOOL = (E.CmpOp, E.And, E.Or, E.Not)
 #: the primitives of the recurrence's own stage that schedule a step's program too (on its data axes)
 _REPLAYED = {"split", "fuse", "reorder", "tile", "vectorize", "parallel", "unroll"}
@@ -110,7 +113,7 @@ def step_program(s: Schedule, sizes: dict[E.Var, int]) -> StepProgram:
     t = E.Var(op.axis[0].var.name, op.axis[0].var.dtype)
     data = [E.IterVar(E.Range(0, n), E.Var(iv.var.name, iv.var.dtype), E.IterVar.DATA_PAR)
             for iv, n in zip(op.axis[1:], shape[1:])]
-    rw = _Rewriter(h, {d.output(0) for d in defs}, t, shape[1:], consts)
+    rw = _Rewriter(h, defs, t, shape, consts)
     expr: E.PrimExpr | None = None
     for n, d in enumerate(defs):
         vmap = {d.axis[0].var: t, **{iv.var: x.var for iv, x in zip(d.axis[1:], data)}}
@@ -149,6 +152,10 @@ def step_program(s: Schedule, sizes: dict[E.Var, int]) -> StepProgram:
     return out
 
 
+def _true(x: E.PrimExpr) -> bool:
+    return isinstance(x, E.IntImm) and bool(x.value)
+
+
 def _zero(dtype) -> E.PrimExpr:
     return E.FloatImm(0.0, dtype) if dtype.is_float else E.IntImm(0, dtype)
 
@@ -156,13 +163,32 @@ def _zero(dtype) -> E.PrimExpr:
 class _Rewriter(Mutator):
     """A definition's body over the step's data axes: ``h[t - d, y]`` -> ``prev[d][y]``."""
 
-    def __init__(self, h: Tensor, mine: set, t: E.Var, shape: tuple[int, ...], consts: dict):
-        self.h, self.mine, self.t, self.shape, self.consts = h, mine, t, shape, consts
+    def __init__(self, h: Tensor, ops: list, t: E.Var, shape: tuple[int, ...], consts: dict):
+        self.h, self.ops, self.t, self.steps, self.shape, self.consts = h, ops, t, shape[0], shape[1:], consts
+        self.mine = {d.output(0) for d in ops}
         self.vmap: dict = {}
         self.definition = 0
         self.reads_self = False
         self.prev: dict[int, Tensor] = {}
         self.inputs: list[Tensor] = []
+
+    def _witness(self, e: E.ProducerLoad) -> str:
+        """`` (e.g. h at t=1, i=1, j=1 reads h[1, 0, 0])``: the first instance of the definition
+        (row-major, at most ``_WITNESS_POINTS`` looked at) whose read is inside the shape."""
+        op = self.ops[self.definition]
+        ana, names = Analyzer(), [iv.var for iv in op.axis]
+        shape = (self.steps, *self.shape)
+        for n, point in enumerate(itertools.product(*(range(x) for x in shape))):
+            if n >= _WITNESS_POINTS:
+                break
+            vmap = {v: E.IntImm(x, v.dtype) for v, x in zip(names, point)} | self.consts
+            if op.where is not None and not _true(ana.simplify(substitute(op.where, vmap))):
+                continue
+            idx = [ana.simplify(substitute(i, vmap)) for i in e.indices]
+            if all(isinstance(i, E.IntImm) and 0 <= i.value < x for i, x in zip(idx, shape)):
+                at = ", ".join(f"{v.name}={x}" for v, x in zip(names, point))
+                return f" (e.g. {self.h.name} at {at} reads {self.h.name}[{', '.join(str(i.value) for i in idx)}])"
+        return ""
 
     def plane(self, d: int) -> Tensor:
         if d not in self.prev:
@@ -185,7 +211,7 @@ class _Rewriter(Mutator):
                        "compute a step at once; use a Jacobi form (read only step t - 1), or run it on one process"
                        if same else "not a constant earlier step")
                 raise DistributionError(f"distributed recurrence {name}: definition {self.definition} reads "
-                                        f"{name}[{', '.join(map(str, idx))}], {why}")
+                                        f"{name}[{', '.join(map(str, idx))}]{self._witness(e)}, {why}")
             if any(t in free_vars(i) for i in idx[1:]):
                 raise DistributionError(f"distributed recurrence {name}: the read {name}[{', '.join(map(str, idx))}]"
                                         f" indexes the data axes with the step {t.name}; the step programs need "
@@ -329,8 +355,3 @@ def _shift(x, pos: int, me: int):
         return type(x)(_shift(y, pos, me) for y in x)
     return x
 
-
-def _loads(e: E.PrimExpr) -> list[E.ProducerLoad]:
-    out: list[E.ProducerLoad] = []
-    post_order_visit(e, lambda x: out.append(x) if isinstance(x, E.ProducerLoad) else None)
-    return out

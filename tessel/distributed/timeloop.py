@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentError, DistributionError
+from ..errors import ArgumentError
 from ..ir import expr as E
 from ..ir.functor import free_vars
 from ..schedule.schedule import Schedule
@@ -242,12 +242,12 @@ class StepKernel(DistKernel):
         if len(window.planes) != sp.window() or window.shape[1:] != sp.shape:
             raise ArgumentError(f"argument {self.h.name}: make its window with kernel.empty({self.h.name!r}) for "
                                 "these sizes")
-        calls = [[(t.name, None) for t in k.args] for k in kernels]
         back = {p.name: d for d, p in sp.prev.items()}
+        # per class, each argument's role: the step's plane (None), a plane d steps back, or an input
+        roles = [[None if t is k.args[-1] else back.get(t.name, by_name.get(t.name)) for t in k.args] for k in kernels]
         for step, c in enumerate(sp.of_step):
-            k = kernels[c]
-            k(*[window.plane(step) if t is k.args[-1] else window.plane(step - back[n]) if n in back else by_name[n]
-                for t, (n, _) in zip(k.args, calls[c])])
+            kernels[c](*[window.plane(step) if x is None else window.plane(step - x) if isinstance(x, int) else x
+                         for x in roles[c]])
         window.last = sp.steps - 1
         for key in self.stats:
             self.stats[key] = sum(k.stats[key] for k in kernels)
