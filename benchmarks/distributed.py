@@ -4,8 +4,9 @@
 
 Launches ``mpirun -np P`` of itself for each rank count (one rank in this process when
 ``mpirun`` or mpi4py is missing) and prints one table: a 2-D heat stencil over time at a fixed
-grid (strong scaling) and at fixed rows per rank (weak scaling), a distributed column sum (an
-Allreduce) and a row-distributed matmul. Per row: milliseconds per call (the slowest rank),
+grid (strong scaling; as a Python loop of one-step calls, with overlap, and as one recurrence
+over time whose steps the runtime runs) and at fixed rows per rank (weak scaling), a distributed column sum (an
+Allreduce) and a row-distributed matmul. Per row: milliseconds per call or step (the slowest rank),
 the share of it spent exchanging halos or in the Allreduce (the slowest rank's), elements
 received per call by the exact plan against a whole-row halo exchange, and the max error
 against NumPy. On a machine with fewer cores than ranks (``--oversubscribe``) the ranks share
@@ -29,6 +30,7 @@ import numpy as np
 import tessel
 from examples.distributed_heat import heat as heat_program
 from examples.distributed_heat import reference
+from examples.distributed_heat_time import heat_time
 from examples.distributed_matmul import column_sums, matmul
 from tessel import distributed as dist
 
@@ -64,6 +66,24 @@ def heat(comm, n: int, m: int, steps: int, overlap: bool = False) -> dict:
     row.update(exact=p.volume(), rows=p.whole_row_volume())
     if comm.rank == 0:
         row["err"] = float(np.abs(out - reference(g, steps + 1)).max())
+    return row
+
+
+def heat_in_program(comm, n: int, m: int, steps: int) -> dict:
+    """The same stencil written as one recurrence over time: one call runs every step (the
+    runtime drives the loop, one exact halo exchange a step); per step, to compare with the
+    Python loop of calls above."""
+    s, args = heat_time(steps, n, m)
+    k = dist.build(s, args, comm)
+    g = np.random.default_rng(0).random((n, m)) if comm.rank == 0 else None
+    a, w = k.scatter("A", g), k.empty("h")
+    row = _timed(comm, k, lambda: k(a, w), 1)
+    row["ms"] /= steps
+    out = k.gather(w)
+    p = k.plan({})
+    row.update(exact=p.volume(1), rows=p.of(1).whole_row_volume())
+    if comm.rank == 0:
+        row["err"] = float(np.abs(out - reference(g, steps)).max())
     return row
 
 
@@ -114,6 +134,7 @@ def child(quick: bool) -> None:
     n, steps = (258, 20) if quick else (2050, 50)
     rows = [("heat strong", f"{n}x{n - 2}", heat(comm, n, n - 2, steps)),
             ("heat strong, overlap", f"{n}x{n - 2}", heat(comm, n, n - 2, steps, overlap=True)),
+            ("heat strong, time loop in the program", f"{n}x{n - 2}", heat_in_program(comm, n, n - 2, steps)),
             ("heat weak", f"{(128 if quick else 512) * p}x1024", heat(comm, (128 if quick else 512) * p, 1024, steps)),
             ("column sum", f"{n}x{n}", column_sum(comm, n, n, 10)),
             ("matmul rows", f"{n // 4}x256x256", matmul_rows(comm, n // 4, 256, 256, 5))]

@@ -226,6 +226,12 @@ class DistKernel:
 
     def __call__(self, *arrays: DistArray) -> None:
         p, by_name = self._checked(arrays)
+        self.run(p, by_name)
+
+    def run(self, p: Plan, by_name: dict[str, DistArray]) -> None:
+        """One call with arrays already checked against plan ``p`` (``__call__`` checks them;
+        a caller that calls again with arrays of the same layouts, such as the step loop of a
+        distributed recurrence, skips the checks)."""
         key = tuple(sorted((v.name, n) for v, n in p.sizes.items()))
         mine = list(range(self.comm.rank, len(p.data.parts), self.comm.size))
         partials: dict[str, np.ndarray] = {}

@@ -242,13 +242,19 @@ class StepKernel(DistKernel):
         if len(window.planes) != sp.window() or window.shape[1:] != sp.shape:
             raise ArgumentError(f"argument {self.h.name}: make its window with kernel.empty({self.h.name!r}) for "
                                 "these sizes")
+        before = {key: sum(k.stats[key] for k in kernels) for key in self.stats}
         back = {p.name: d for d, p in sp.prev.items()}
         # per class, each argument's role: the step's plane (None), a plane d steps back, or an input
         roles = [[None if t is k.args[-1] else back.get(t.name, by_name.get(t.name)) for t in k.args] for k in kernels]
+        names = [[t.name for t in k.args] for k in kernels]
+        plans: list = [None] * len(kernels)
         for step, c in enumerate(sp.of_step):
-            kernels[c](*[window.plane(step) if x is None else window.plane(step - x) if isinstance(x, int) else x
-                         for x in roles[c]])
+            got = [window.plane(step) if x is None else window.plane(step - x) if isinstance(x, int) else x
+                   for x in roles[c]]
+            if plans[c] is None:  # a class's first step checks the arrays against its plan, once a call
+                plans[c], _ = kernels[c]._checked(tuple(got))
+            kernels[c].run(plans[c], dict(zip(names[c], got)))
         window.last = sp.steps - 1
-        for key in self.stats:
-            self.stats[key] = sum(k.stats[key] for k in kernels)
+        for key in self.stats:  # what this call's steps spent, added to the kernel's totals
+            self.stats[key] += sum(k.stats[key] for k in kernels) - before[key]
 
