@@ -97,6 +97,12 @@ class DistKernel:
         self.target, self.multi_hop, self.deterministic = target, multi_hop, deterministic
         self.overlap, self.transfers, self.placement = overlap, transfers, placement
         self._tags = {t.name: 10 + k for k, t in enumerate(self.args)}
+        #: the user's barriers (``s.barrier(after=...)``) and declared transfers (``s.transfer``)
+        self.barriers = {m[1] for m in s.messaging if m[0] == "barrier"}
+        self.declared = [Transfer(m[1], m[2], m[3], (Box(m[4], m[5]),)) for m in s.messaging if m[0] == "transfer"]
+        if self.declared and transfers is not None:
+            raise DistributionError("the schedule declares transfers (s.transfer) and build was given transfers=: "
+                                    "declare them one way")
         self.ops = stage_order(list(s.history.origin.outputs))
         self._plans: dict[tuple, Plan] = {}
         self._kernels: dict[tuple, Any] = {}
@@ -191,7 +197,8 @@ class DistKernel:
         if key not in self._plans:
             got = plan(self.schedule, self.args, self.comm.size, sizes or {}, multi_hop=self.multi_hop,
                        overlap=self.overlap, placement=self.placement)
-            self._plans[key] = got if self.transfers is None else got.with_transfers(self.transfers(got))
+            given = self.transfers(got) if self.transfers is not None else self.declared or None
+            self._plans[key] = got if given is None else got.with_transfers(given)
         return self._plans[key]
 
     def _kernel(self, p: Plan, key: tuple, k: int, piece: dict | None):
@@ -249,11 +256,15 @@ class DistKernel:
             t0 = time.perf_counter()
         self._receive(p, by_name, local)
         self.comm.wait_sends(handles)
+        if "exchange" in self.barriers:
+            self.comm.barrier()
         self.stats["exchange_s"] += time.perf_counter() - t0
         for k in mine:
             for piece in p.part(k).rim if k in split else [None]:
                 self._run(p, by_name, key, k, partials, None if piece is None else {name: piece})
         self._combine(p, by_name, partials)
+        if "compute" in self.barriers:
+            self.comm.barrier()
         self.stats["calls"] += 1
 
     def _send(self, p: Plan, arrays: dict[str, DistArray], mine: list[int]) -> tuple[list, dict]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, DistributionError
 from ..ir import expr as E
 from ..ir.functor import free_vars
 from ..schedule.schedule import Schedule
@@ -157,6 +157,9 @@ class StepKernel(DistKernel):
             if not isinstance(t.op, PlaceholderOp) and t is not self.h:
                 raise ArgumentError(f"argument {t.name}: a distributed recurrence's arguments are its inputs and "
                                     f"the recurrence {self.h.name} itself")
+        if self.declared:
+            raise DistributionError("transfers declared by hand (s.transfer) are for a kernel of one step; a "
+                                    "distributed recurrence's messages are derived for each step")
         self.dims = input_dims(s, placement)
         self._programs: dict[tuple, tuple[StepProgram, list[DistKernel]]] = {}
 
@@ -188,6 +191,7 @@ class StepKernel(DistKernel):
                 place = {t.name: (sp.axis if t in sp.prev.values() else self.dims.get(t.name)) for t in args[:-1]}
                 kernels.append(DistKernel(sch, args, self.comm, self.target, self.multi_hop, False, False, None,
                                           place))
+                kernels[-1].barriers = self.barriers  # the user's barriers, in every step
             self._programs[key] = (sp, kernels)
         return self._programs[key]
 
