@@ -35,10 +35,11 @@ from dataclasses import dataclass, field
 from ..arith.analyzer import Analyzer
 from ..errors import DistributionError
 from ..ir import expr as E
-from ..ir.functor import Mutator, free_vars, substitute
+from ..ir.functor import Mutator, free_vars, post_order_visit, substitute
 from ..schedule.history import AxisRef, StageRef, Step, apply_steps
 from ..schedule.schedule import Schedule, create_schedule
 from ..te.recurrence import DefinitionOp
+from ..te.scan import ScanOp
 from ..te.tensor import ComputeOp, PlaceholderOp, Tensor
 from ..te.tensor import placeholder as make_placeholder
 
@@ -51,23 +52,23 @@ _REPLAYED = {"split", "fuse", "reorder", "tile", "vectorize", "parallel", "unrol
 
 @dataclass
 class StepProgram:
-    """The recurrence ``name`` cut into ``steps`` steps over ``shape`` (its data axes)."""
+    """The recurrence or scan ``name`` cut into ``steps`` steps over ``shape`` (its data axes)."""
 
     name: str
-    recurrence: Tensor
+    #: the tensors the steps make, one per state (a recurrence: itself; a scan: its outputs)
+    states: list[Tensor]
     steps: int
     shape: tuple[int, ...]
-    dtype: str
     #: the data axis (index into ``shape``) distributed over the ranks, and its block size
     axis: int
     block: int | None
-    #: the farthest step read back: step t reads h[t - 1] .. h[t - depth]
+    #: the farthest step read back: step t reads states of steps t - 1 .. t - depth
     depth: int
     inputs: list[Tensor]
-    #: ``prev[d]``: the placeholder standing for ``h[t - d]`` in the step programs
-    prev: dict[int, Tensor]
-    #: per class: its step program's output; ``of_step[t]``: the class of step t
-    programs: list[Tensor] = field(default_factory=list)
+    #: ``prev[(k, d)]``: the placeholder standing for state k at step ``t - d`` in the step programs
+    prev: dict[tuple[int, int], Tensor]
+    #: per class: its step program's outputs (one per state); ``of_step[t]``: the class of step t
+    programs: list[list[Tensor]] = field(default_factory=list)
     schedules: list[Schedule] = field(default_factory=list)
     of_step: list[int] = field(default_factory=list)
     #: the user's steps that could not be carried to the step programs (said in the plan's text)
@@ -77,30 +78,88 @@ class StepProgram:
         return [t for t, k in enumerate(self.of_step) if k == c]
 
     def window(self) -> int:
-        """The planes of its block each rank keeps: the live steps."""
+        """The planes of its block each rank keeps per state: the live steps."""
         return self.depth + 1
 
 
+@dataclass
+class _Source:
+    """What a recurrence or a scan says a step computes, over the step's own variables: ``t``
+    and the data axes ``data``; per state, ``exprs`` for the steps from ``first`` on (their
+    conditions on ``t`` still to decide) and ``init[t]`` for each step before it."""
+
+    name: str
+    states: list[Tensor]
+    shape: tuple[int, ...]
+    axis: int
+    t: E.Var
+    data: list[E.IterVar]
+    rw: _Rewriter
+    exprs: list[E.PrimExpr]
+    first: int = 0
+    init: list[list[E.PrimExpr]] = field(default_factory=list)
+    #: the step ops' names, one per state
+    names: list[str] = field(default_factory=list)
+
+
 def distributed_recurrence(s: Schedule):
-    """The distributed stage of ``s`` if it is a definition of a recurrence (else None)."""
+    """The distributed stage of ``s`` if it is a definition of a recurrence or a scan (else None)."""
     for st in s.stages:
-        if getattr(st, "distributed_axis", None) is not None and isinstance(st.op, DefinitionOp):
+        if getattr(st, "distributed_axis", None) is not None and isinstance(st.op, DefinitionOp | ScanOp):
             return st
     return None
 
 
 def step_program(s: Schedule, sizes: dict[E.Var, int]) -> StepProgram:
-    """The recurrence of ``s`` as step programs for ``sizes`` (see the module's docstring)."""
+    """The recurrence or scan of ``s`` as step programs for ``sizes`` (see the module's docstring)."""
     st = distributed_recurrence(s)
+    consts = {v: E.IntImm(n, v.dtype) for v, n in sizes.items()}
+    src = (_scan if isinstance(st.op, ScanOp) else _recurrence)(st, consts)
+    t, rw = src.t, src.rw
+    conds = [c for e in src.exprs for c in _conditions(e, t, src.name)]
+    out = StepProgram(src.name, src.states, src.shape[0], src.shape[1:], src.axis, st.distributed_block,
+                      max((d for _, d in rw.prev), default=1), rw.inputs, {})
+    out.prev = {(k, d): rw.plane(k, d) for k in range(len(src.states)) for d in range(1, out.depth + 1)}
+    keys: dict[tuple, int] = {}
+    for step in range(out.steps):
+        key = ("init", step) if step < src.first else tuple(_value(c, t, step) for c in conds)
+        out.of_step.append(keys.setdefault(key, len(keys)))
+    for key in keys:
+        if key[:1] == ("init",):
+            exprs = src.init[key[1]]
+        else:
+            fold = _Fold(dict(zip(map(id, conds), key)))
+            exprs = [fold.visit(e) for e in src.exprs]
+        for e in exprs:
+            if t in free_vars(e):
+                raise DistributionError(
+                    f"distributed {src.name}: a step uses the step {t.name} as a value ({e}); the steps are run as "
+                    f"one program per class of steps, in which only conditions on {t.name} alone (t == 0, t >= 1) "
+                    "are decided: compute such a value as an input indexed by the step instead")
+        progs = _ops(src, exprs)
+        out.programs.append(progs)
+        out.schedules.append(_schedule(s, st, progs, out))
+    return out
+
+
+def _sizes_of(what: str, shape, consts: dict) -> tuple[int, ...]:
+    ext = [Analyzer().simplify(substitute(e, consts)) for e in shape]
+    if not all(isinstance(e, E.IntImm) for e in ext):
+        raise DistributionError(f"distributed {what}: its shape {tuple(shape)} needs every size; pass the arrays' "
+                                "global shapes (kernel.empty(name, shape=...))")
+    return tuple(int(e.value) for e in ext)
+
+
+def _data_axes(axes, shape) -> list[E.IterVar]:
+    return [E.IterVar(E.Range(0, n), E.Var(iv.var.name, iv.var.dtype), E.IterVar.DATA_PAR)
+            for iv, n in zip(axes, shape)]
+
+
+def _recurrence(st, consts: dict) -> _Source:
     op = st.op
     defs = [d.op for d in op.definitions]
     h = defs[-1].output(0)
-    consts = {v: E.IntImm(n, v.dtype) for v, n in sizes.items()}
-    ana = Analyzer()
-    ext = [ana.simplify(substitute(iv.dom.extent, consts)) for iv in op.axis]
-    if not all(isinstance(e, E.IntImm) for e in ext):
-        raise DistributionError(f"distributed recurrence {h.name}: its shape {tuple(h.shape)} needs every size; "
-                                "pass the arrays' global shapes (kernel.empty(name, shape=...))")
+    shape = _sizes_of(f"recurrence {h.name}", [iv.dom.extent for iv in op.axis], consts)
     k = next(n for n, iv in enumerate(op.axis) if iv is st.distributed_axis)
     if k == 0:
         raise DistributionError(
@@ -109,15 +168,13 @@ def step_program(s: Schedule, sizes: dict[E.Var, int]) -> StepProgram:
     if defs[0].base is not None and defs[0].base.op.is_placeholder and defs[0].base is not h:
         raise DistributionError(f"distributed recurrence {h.name} is written in place (inplace=...): build it as "
                                 "a recurrence of its own storage")
-    shape = tuple(int(e.value) for e in ext)
     t = E.Var(op.axis[0].var.name, op.axis[0].var.dtype)
-    data = [E.IterVar(E.Range(0, n), E.Var(iv.var.name, iv.var.dtype), E.IterVar.DATA_PAR)
-            for iv, n in zip(op.axis[1:], shape[1:])]
-    rw = _Rewriter(h, defs, t, shape, consts)
+    data = _data_axes(op.axis[1:], shape[1:])
+    rw = _Rewriter(f"recurrence {h.name}", {d.output(0): 0 for d in defs} | {h: 0}, {}, [h], t, shape, consts)
     expr: E.PrimExpr | None = None
     for n, d in enumerate(defs):
         vmap = {d.axis[0].var: t, **{iv.var: x.var for iv, x in zip(d.axis[1:], data)}}
-        rw.vmap, rw.definition = vmap, n
+        rw.vmap, rw.op, rw.reads_self = vmap, d, False
         body = rw.visit(d.body[0])
         if rw.reads_self and n < len(defs) - 1:
             raise DistributionError(
@@ -131,25 +188,74 @@ def step_program(s: Schedule, sizes: dict[E.Var, int]) -> StepProgram:
         else:
             expr = E.Call(body.dtype, "if_then_else", (where, body, expr if expr is not None else _zero(body.dtype)))
     assert expr is not None
-    conds = _conditions(expr, t, h.name)
-    out = StepProgram(h.name, h, shape[0], shape[1:], str(h.dtype), k - 1, st.distributed_block,
-                      max(rw.prev, default=1), rw.inputs, {})
-    out.prev = {d: rw.plane(d) for d in range(1, out.depth + 1)}
-    keys: dict[tuple, int] = {}
-    for step in range(out.steps):
-        key = tuple(_value(c, t, step) for c in conds)
-        out.of_step.append(keys.setdefault(key, len(keys)))
-    for key in keys:
-        resolved = _Fold(dict(zip(map(id, conds), key))).visit(expr)
-        if t in free_vars(resolved):
-            raise DistributionError(
-                f"distributed recurrence {h.name}: its definitions use the step {t.name} as a value ({resolved}); "
-                f"the steps are run as one program per class of steps, in which only conditions on {t.name} alone "
-                "(t == 0, t >= 1) are decided: compute such a value as an input indexed by the step instead")
-        prog = ComputeOp(h.name, "", None, data, [resolved], None).output(0)
-        out.programs.append(prog)
-        out.schedules.append(_schedule(s, st, prog, out))
-    return out
+    return _Source(f"recurrence {h.name}", [h], shape, k - 1, t, data, rw, [expr], names=[h.name])
+
+
+def _scan(st, consts: dict) -> _Source:
+    """A ``te.scan``: step t < init_len is the inits' row t, each later step the updates, which
+    read the states' earlier steps and (the same step) each other."""
+    op: ScanOp = st.op
+    states = list(op.outputs)
+    shapes = {_sizes_of(f"scan {op.name}", s.shape, consts) for s in states}
+    if len(shapes) != 1:
+        raise DistributionError(f"distributed scan {op.name}: its states have shapes {sorted(shapes)}; the ranks "
+                                "split states of one shape alike")
+    (shape,) = shapes
+    spatial = op.spatial_of(0)
+    if st.distributed_axis not in spatial:
+        names = ", ".join(iv.var.name for iv in spatial)
+        raise DistributionError(f"distribute on scan {op.name}: give a spatial axis of its first state ({names}: "
+                                f"s[{op.name}].op.spatial_axis_[k]), whose dimension the ranks split in every state")
+    k = list(spatial).index(st.distributed_axis)
+    upd = [u.op for u in op.update]
+    if any(not isinstance(u, ComputeOp) or type(u) is not ComputeOp for u in upd):
+        raise DistributionError(f"distributed scan {op.name}: its updates must be te.compute stages")
+    t = E.Var("t", op.scan_axis.var.dtype)
+    data = _data_axes(upd[0].axis[1:], shape[1:])
+    rw = _Rewriter(f"scan {op.name}", {p: j for j, p in enumerate(op.state_placeholder)},
+                   {u: j for j, u in enumerate(op.update)}, list(op.state_placeholder), t, shape, consts)
+    exprs = []
+    for u in upd:
+        rw.vmap, rw.op = {u.axis[0].var: t, **{iv.var: x.var for iv, x in zip(u.axis[1:], data)}}, u
+        exprs.append(rw.visit(u.body[0]))
+    first = _sizes_of(f"scan {op.name}", [op.init[0].shape[0]], consts)[0]
+    init = []
+    for step in range(first):
+        row = []
+        for i in op.init:
+            iop = i.op
+            if type(iop) is not ComputeOp:
+                raise DistributionError(f"distributed scan {op.name}: its init {i.name} must be a te.compute stage")
+            rw.vmap, rw.op = {iop.axis[0].var: E.IntImm(step, iop.axis[0].var.dtype),
+                              **{iv.var: x.var for iv, x in zip(iop.axis[1:], data)}}, iop
+            row.append(rw.visit(iop.body[0]))
+        init.append(row)
+    return _Source(f"scan {op.name}", states, shape, k, t, data, rw, exprs, first, init, [u.name for u in op.update])
+
+
+def _ops(src: _Source, exprs: list[E.PrimExpr]) -> list[Tensor]:
+    """The step's operations, one per state, each made after the states of this step it reads."""
+    made: dict[int, Tensor] = {}
+    while len(made) < len(exprs):
+        ready = [j for j in range(len(exprs)) if j not in made and src.rw.reads_now(exprs[j]) <= set(made)]
+        if not ready:
+            raise DistributionError(f"distributed {src.name}: its updates read each other's values of the same "
+                                    "step in a cycle")
+        for j in ready:
+            body = _Now(src.rw.current, made).visit(exprs[j])
+            made[j] = ComputeOp(src.names[j], "", None, src.data, [body], None).output(0)
+    return [made[j] for j in range(len(exprs))]
+
+
+class _Now(Mutator):
+    """Reads of another state's value at this step pointed at the step op computing it."""
+
+    def __init__(self, current: dict[int, Tensor], made: dict[int, Tensor]):
+        self.by = {id(t): made[j] for j, t in current.items() if j in made}
+
+    def visit_ProducerLoad(self, e: E.ProducerLoad):
+        idx = [self.visit(i) for i in e.indices]
+        return E.ProducerLoad(self.by.get(id(e.producer), e.producer), idx)
 
 
 def _true(x: E.PrimExpr) -> bool:
@@ -161,21 +267,81 @@ def _zero(dtype) -> E.PrimExpr:
 
 
 class _Rewriter(Mutator):
-    """A definition's body over the step's data axes: ``h[t - d, y]`` -> ``prev[d][y]``."""
+    """A step's body over the step's data axes: a state's earlier step ``S[t - d, y]`` becomes
+    ``prev[(k, d)][y]``, a scan's update of this very step ``U[t, y]`` a marker ``current[k]``
+    (pointed at the step's op of that state once it is made)."""
 
-    def __init__(self, h: Tensor, ops: list, t: E.Var, shape: tuple[int, ...], consts: dict):
-        self.h, self.ops, self.t, self.steps, self.shape, self.consts = h, ops, t, shape[0], shape[1:], consts
-        self.mine = {d.output(0) for d in ops}
+    def __init__(self, what: str, mine: dict, now: dict, states: list[Tensor], t: E.Var,
+                 shape: tuple[int, ...], consts: dict):
+        self.what, self.mine, self.now, self.t, self.consts = what, mine, now, t, consts
+        self.names = [x.name for x in states]
+        self.dtypes = [x.dtype for x in states]
+        self.steps, self.shape = shape[0], shape[1:]
         self.vmap: dict = {}
-        self.definition = 0
+        self.op = None
         self.reads_self = False
-        self.prev: dict[int, Tensor] = {}
+        self.prev: dict[tuple[int, int], Tensor] = {}
+        self.current: dict[int, Tensor] = {}
         self.inputs: list[Tensor] = []
 
+    def plane(self, k: int, d: int) -> Tensor:
+        if (k, d) not in self.prev:
+            self.prev[(k, d)] = make_placeholder(self.shape, self.dtypes[k], f"{self.names[k]}[t-{d}]")
+        return self.prev[(k, d)]
+
+    def reads_now(self, e: E.PrimExpr) -> set[int]:
+        marks = {id(m): k for k, m in self.current.items()}
+        found: set[int] = set()
+        post_order_visit(e, lambda x: found.add(marks[id(x.producer)])
+                         if isinstance(x, E.ProducerLoad) and id(x.producer) in marks else None)
+        return found
+
+    def visit_Var(self, v: E.Var):
+        return self.vmap.get(v, self.consts.get(v, v))
+
+    def _step_read(self, e: E.ProducerLoad, idx: list, now: bool) -> int:
+        """How far back the read of a state goes (0 for a scan's update of this step), checked."""
+        back = Analyzer().simplify(self.t - idx[0])
+        text = f"{e.producer.name}[{', '.join(map(str, idx))}]"
+        if not isinstance(back, E.IntImm) or back.value < (0 if now else 1) or (now and back.value != 0):
+            same = isinstance(back, E.IntImm) and back.value == 0
+            why = ("a value of the same step: the rows a neighbour computes in that step would be needed "
+                   "while it computes them (a Gauss-Seidel sweep, as seidel-2d), so the ranks cannot "
+                   "compute a step at once; use a Jacobi form (read only step t - 1), or run it on one process"
+                   if same else "not a constant earlier step")
+            raise DistributionError(f"distributed {self.what}: {self.op.name} reads {text}{self._witness(e)}, {why}")
+        if any(self.t in free_vars(i) for i in idx[1:]):
+            raise DistributionError(f"distributed {self.what}: the read {text} indexes the data axes with the step "
+                                    f"{self.t.name}; the step programs need the same accesses at every step of a class")
+        return int(back.value)
+
+    def visit_ProducerLoad(self, e: E.ProducerLoad):
+        idx = [self.visit(i) for i in e.indices]
+        if e.producer in self.now:
+            k = self.now[e.producer]
+            self._step_read(e, idx, True)
+            if k not in self.current:
+                self.current[k] = make_placeholder(self.shape, self.dtypes[k], f"{self.names[k]}@now")
+            return E.ProducerLoad(self.current[k], idx[1:])
+        if e.producer in self.mine:
+            self.reads_self = True
+            d = self._step_read(e, idx, False)
+            return E.ProducerLoad(self.plane(self.mine[e.producer], d), idx[1:])
+        if not isinstance(e.producer.op, PlaceholderOp):
+            raise DistributionError(f"distributed {self.what} reads {e.producer.name}, computed by another "
+                                    f"stage; compute {e.producer.name} before and pass it as an input")
+        if any(self.t in free_vars(i) for i in idx):
+            raise DistributionError(f"distributed {self.what}: the read {e.producer.name}"
+                                    f"[{', '.join(map(str, idx))}] depends on the step {self.t.name}; the inputs are "
+                                    "read alike at every step")
+        if all(x is not e.producer for x in self.inputs):
+            self.inputs.append(e.producer)
+        return E.ProducerLoad(e.producer, idx)
+
     def _witness(self, e: E.ProducerLoad) -> str:
-        """`` (e.g. h at t=1, i=1, j=1 reads h[1, 0, 0])``: the first instance of the definition
+        """`` (e.g. h at t=1, i=1, j=1 reads h[1, 0, 0])``: the first instance of the op
         (row-major, at most ``_WITNESS_POINTS`` looked at) whose read is inside the shape."""
-        op = self.ops[self.definition]
+        op = self.op
         ana, names = Analyzer(), [iv.var for iv in op.axis]
         shape = (self.steps, *self.shape)
         for n, point in enumerate(itertools.product(*(range(x) for x in shape))):
@@ -187,46 +353,9 @@ class _Rewriter(Mutator):
             idx = [ana.simplify(substitute(i, vmap)) for i in e.indices]
             if all(isinstance(i, E.IntImm) and 0 <= i.value < x for i, x in zip(idx, shape)):
                 at = ", ".join(f"{v.name}={x}" for v, x in zip(names, point))
-                return f" (e.g. {self.h.name} at {at} reads {self.h.name}[{', '.join(str(i.value) for i in idx)}])"
+                name = e.producer.name
+                return f" (e.g. {op.name} at {at} reads {name}[{', '.join(str(i.value) for i in idx)}])"
         return ""
-
-    def plane(self, d: int) -> Tensor:
-        if d not in self.prev:
-            self.prev[d] = make_placeholder(self.shape, self.h.dtype, f"{self.h.name}[t-{d}]")
-        return self.prev[d]
-
-    def visit_Var(self, v: E.Var):
-        return self.vmap.get(v, self.consts.get(v, v))
-
-    def visit_ProducerLoad(self, e: E.ProducerLoad):
-        idx = [self.visit(i) for i in e.indices]
-        name, t = self.h.name, self.t
-        if e.producer in self.mine or e.producer is self.h:
-            self.reads_self = True
-            back = Analyzer().simplify(t - idx[0])
-            if not isinstance(back, E.IntImm) or back.value < 1:
-                same = isinstance(back, E.IntImm) and back.value == 0
-                why = ("a value of the same step: the rows a neighbour computes in that step would be needed "
-                       "while it computes them (a Gauss-Seidel sweep, as seidel-2d), so the ranks cannot "
-                       "compute a step at once; use a Jacobi form (read only step t - 1), or run it on one process"
-                       if same else "not a constant earlier step")
-                raise DistributionError(f"distributed recurrence {name}: definition {self.definition} reads "
-                                        f"{name}[{', '.join(map(str, idx))}]{self._witness(e)}, {why}")
-            if any(t in free_vars(i) for i in idx[1:]):
-                raise DistributionError(f"distributed recurrence {name}: the read {name}[{', '.join(map(str, idx))}]"
-                                        f" indexes the data axes with the step {t.name}; the step programs need "
-                                        "the same accesses at every step of a class")
-            return E.ProducerLoad(self.plane(int(back.value)), idx[1:])
-        if not isinstance(e.producer.op, PlaceholderOp):
-            raise DistributionError(f"distributed recurrence {name} reads {e.producer.name}, computed by another "
-                                    f"stage; compute {e.producer.name} before and pass it as an input")
-        if any(t in free_vars(i) for i in idx):
-            raise DistributionError(f"distributed recurrence {name}: the read {e.producer.name}"
-                                    f"[{', '.join(map(str, idx))}] depends on the step {t.name}; the inputs are read "
-                                    "alike at every step")
-        if all(x is not e.producer for x in self.inputs):
-            self.inputs.append(e.producer)
-        return E.ProducerLoad(e.producer, idx)
 
 
 def _conditions(expr: E.PrimExpr, t: E.Var, name: str) -> list[E.PrimExpr]:
@@ -313,12 +442,21 @@ class _Fold(Mutator):
         return self.generic_visit(e)
 
 
-def _schedule(s: Schedule, st, prog: Tensor, sp: StepProgram) -> Schedule:
-    """The step program's schedule: distributed as the recurrence, with the user's steps on the
-    recurrence's stage that name its data axes (a split, vectorize, parallel ...) carried over."""
-    out = create_schedule(prog.op)
+def _schedule(s: Schedule, st, progs: list[Tensor], sp: StepProgram) -> Schedule:
+    """The step program's schedule: each state's op distributed as the recurrence or scan, with
+    the user's steps on the stage computing that state (a recurrence's own, a scan's update)
+    that name its data axes (a split, vectorize, parallel ...) carried over."""
+    out = create_schedule([p.op for p in progs])
+    users = [st] if isinstance(st.op, DefinitionOp) else [s[u] for u in st.op.update]
+    for user, prog in zip(users, progs):
+        _carry(s, user, out, prog, sp)
+        out[prog].distribute(prog.op.axis[sp.axis], **({"block": sp.block} if sp.block else {}))
+    return out
+
+
+def _carry(s: Schedule, user, out: Schedule, prog: Tensor, sp: StepProgram) -> None:
     me = out.stages.index(out[prog])
-    pos = s.stages.index(st)
+    pos = s.stages.index(user)
     for step in list(s.history)[1:]:
         if step.error is not None or step.target != StageRef(pos) or step.primitive == "distribute":
             continue
@@ -333,8 +471,6 @@ def _schedule(s: Schedule, st, prog: Tensor, sp: StepProgram) -> Schedule:
         moved = Step(step.primitive, StageRef(me), _shift(step.args, pos, me), {
             k: _shift(v, pos, me) for k, v in step.kwargs.items()})
         apply_steps(out, [moved])
-    out[prog].distribute(prog.op.axis[sp.axis], **({"block": sp.block} if sp.block else {}))
-    return out
 
 
 def _axis_refs(x) -> list[AxisRef]:

@@ -23,7 +23,8 @@ from ..errors import ArgumentError, DistributionError
 from ..ir import expr as E
 from ..ir.functor import free_vars
 from ..schedule.schedule import Schedule
-from ..te.tensor import PlaceholderOp, Tensor
+from ..te.recurrence import DefinitionOp
+from ..te.tensor import ComputeOp, PlaceholderOp, Tensor
 from .comm import Comm
 from .kernel import DistArray, DistKernel
 from .plan import Plan, Split, _follow, _placement, plan
@@ -68,15 +69,16 @@ class StepPlan:
     def partners(self, rank: int) -> list[int]:
         return sorted({q for p in self.plans for q in p.partners(rank)})
 
-    def halo(self, rank: int, d: int = 1) -> tuple[int, int]:
-        """Ghost widths of ``h[t - d]`` on ``rank`` (the widest over the classes of steps)."""
-        name = self.program.prev[d].name
+    def halo(self, rank: int, d: int = 1, state: int = 0) -> tuple[int, int]:
+        """Ghost widths of state ``state`` at step ``t - d`` on ``rank`` (the widest over the
+        classes of steps)."""
+        name = self.program.prev[(state, d)].name
         got = [p.halo(rank, name) for p in self.plans if name in p.splits]
         return (max((a for a, _ in got), default=0), max((b for _, b in got), default=0))
 
     def _named(self, text: str) -> str:
-        for d, t in self.program.prev.items():
-            text = text.replace(f"{t.name}[", f"{self.program.name}[t-{d}, ")
+        for t in self.program.prev.values():  # h[t-1][3, 1:6] -> h[t-1, 3, 1:6]
+            text = text.replace(f"{t.name}[", f"{t.name[:-1]}, ")
         return text
 
     def explain(self, rank: int | None = None) -> str:
@@ -90,9 +92,9 @@ class StepPlan:
 
     def text(self) -> str:
         sp = self.program
-        lines = [f"distributed recurrence {sp.name}: {sp.steps} steps over {sp.shape}, each rank keeps "
+        lines = [f"distributed {sp.name}: {sp.steps} steps over {sp.shape}, each rank keeps "
                  f"{sp.window()} live steps of its block; step t reads "
-                 + ", ".join(f"{sp.name}[t-{d}]" for d in sp.prev)]
+                 + ", ".join(t.name for t in sp.prev.values())]
         if sp.not_replayed:
             lines.append("  not carried to the step program: " + "; ".join(sp.not_replayed))
         for c, p in enumerate(self.plans):
@@ -114,8 +116,13 @@ def _steps_text(steps: list[int], name: str) -> str:
     return f"step{'s' if len(steps) > 1 else ''} {', '.join(shown)} of {name}"
 
 
-def _class_args(sch: Schedule, prog: Tensor) -> list[Tensor]:
-    return [st.op.output(0) for st in sch.stages if isinstance(st.op, PlaceholderOp)] + [prog]
+def _class_args(sch: Schedule, progs: list[Tensor]) -> list[Tensor]:
+    return [st.op.output(0) for st in sch.stages if isinstance(st.op, PlaceholderOp)] + list(progs)
+
+
+def _placement_of(sp: StepProgram, args: list[Tensor], dims: dict) -> dict[str, int | None]:
+    planes = {id(t) for t in sp.prev.values()}
+    return {t.name: (sp.axis if id(t) in planes else dims.get(t.name)) for t in args[:-len(sp.states)]}
 
 
 def step_plans(s: Schedule, ranks: int, sizes: dict[E.Var, int], placement: dict | None = None,
@@ -126,23 +133,34 @@ def step_plans(s: Schedule, ranks: int, sizes: dict[E.Var, int], placement: dict
     plans, places = [], []
     for sch, prog in zip(sp.schedules, sp.programs):
         args = _class_args(sch, prog)
-        place = {t.name: (sp.axis if t in sp.prev.values() else dims.get(t.name)) for t in args[:-1]}
+        place = _placement_of(sp, args, dims)
         plans.append(plan(sch, args, ranks, {}, placement=place, multi_hop=multi_hop))
         places.append(place)
     return sp, plans, places
 
 
 def input_dims(s: Schedule, placement: dict | None = None) -> dict[str, int | None]:
-    """Where each input of the recurrence lives: the dimension its reads index with the
+    """Where each input of the recurrence or scan lives: the dimension its reads index with the
     distributed axis alone (split in blocks like it), else a copy on every rank; or declared."""
     st = distributed_recurrence(s)
     dims: dict[str, int] = {}
-    k = next(n for n, iv in enumerate(st.op.axis) if iv is st.distributed_axis)
-    for d in st.op.definitions:
-        _follow(d.op, d.op.axis[k].var, dims, set())
+    k = state_axis(st) + 1
+    ops = [d.op for d in st.op.definitions] if isinstance(st.op, DefinitionOp) else [
+        t.op for t in (*st.op.update, *st.op.init)]
+    for op in ops:
+        if isinstance(op, ComputeOp) and len(op.axis) > k:
+            _follow(op, op.axis[k].var, dims, set())
     out: dict[str, int | None] = {n: v for n, v in dims.items()}
     out.update(_placement(s, placement))
     return out
+
+
+def state_axis(st) -> int:
+    """The dimension of a state's step (its data dimensions) the distributed axis splits."""
+    if isinstance(st.op, DefinitionOp):
+        return next(n for n, iv in enumerate(st.op.axis) if iv is st.distributed_axis) - 1
+    spatial = list(st.op.spatial_of(0))
+    return spatial.index(st.distributed_axis) if st.distributed_axis in spatial else 0
 
 
 class StepKernel(DistKernel):
@@ -152,11 +170,11 @@ class StepKernel(DistKernel):
                  placement: dict | None = None):
         super().__init__(s, args, comm, target, multi_hop, False, False, None, placement)
         st = distributed_recurrence(s)
-        self.h = st.op.definitions[-1]
+        self.states = [st.op.definitions[-1]] if isinstance(st.op, DefinitionOp) else list(st.op.outputs)
         for t in args:
-            if not isinstance(t.op, PlaceholderOp) and t is not self.h:
-                raise ArgumentError(f"argument {t.name}: a distributed recurrence's arguments are its inputs and "
-                                    f"the recurrence {self.h.name} itself")
+            if not isinstance(t.op, PlaceholderOp) and all(t is not x for x in self.states):
+                raise ArgumentError(f"argument {t.name}: a distributed recurrence's or scan's arguments are its "
+                                    f"inputs and what it computes ({', '.join(x.name for x in self.states)})")
         if self.declared:
             raise DistributionError("transfers declared by hand (s.transfer) are for a kernel of one step; a "
                                     "distributed recurrence's messages are derived for each step")
@@ -164,12 +182,10 @@ class StepKernel(DistKernel):
         self._programs: dict[tuple, tuple[StepProgram, list[DistKernel]]] = {}
 
     def _split(self, t: Tensor, shape: tuple[int, ...]) -> Split:
-        block = distributed_recurrence(self.schedule).distributed_block
-        if t is self.h:
-            sp_axis = next(n for n, iv in enumerate(t.op.axis)
-                           if iv is distributed_recurrence(self.schedule).distributed_axis) - 1
-            return Split(tuple(shape[1:]), sp_axis, self.comm.size, block)
-        return Split(tuple(shape), self.dims.get(t.name), self.comm.size, block)
+        st = distributed_recurrence(self.schedule)
+        if any(t is x for x in self.states):
+            return Split(tuple(shape[1:]), state_axis(st), self.comm.size, st.distributed_block)
+        return Split(tuple(shape), self.dims.get(t.name), self.comm.size, st.distributed_block)
 
     def _sizes(self, pairs: list[tuple[Tensor, tuple[int, ...]]]) -> dict[E.Var, int]:
         out: dict[E.Var, int] = {}
@@ -188,7 +204,7 @@ class StepKernel(DistKernel):
             kernels = []
             for sch, prog in zip(sp.schedules, sp.programs):
                 args = _class_args(sch, prog)
-                place = {t.name: (sp.axis if t in sp.prev.values() else self.dims.get(t.name)) for t in args[:-1]}
+                place = _placement_of(sp, args, self.dims)
                 kernels.append(DistKernel(sch, args, self.comm, self.target, self.multi_hop, False, False, None,
                                           place))
                 kernels[-1].barriers = self.barriers  # the user's barriers, in every step
@@ -203,7 +219,7 @@ class StepKernel(DistKernel):
         """An input's zero-filled part, or the recurrence's :class:`Window` of live steps
         (``shape``: its global shape, steps first, where it has symbolic sizes)."""
         t = self._tensor(name)
-        if t is not self.h:
+        if all(t is not x for x in self.states):
             return super().empty(name, shape, dtype)
         if shape is None:
             if not all(isinstance(e, E.IntImm) for e in t.shape):
@@ -235,30 +251,32 @@ class StepKernel(DistKernel):
         by_name: dict[str, Any] = {}
         pairs = []
         for t, a in zip(self.args, arrays):
-            want = Window if t is self.h else DistArray
+            want = Window if any(t is x for x in self.states) else DistArray
             if not isinstance(a, want):
                 raise ArgumentError(f"argument {t.name}: expected a {want.__name__} (kernel.scatter / kernel.empty), "
                                     f"got {type(a).__name__}")
             by_name[t.name] = a
             pairs.append((t, a.shape))
         sp, kernels = self.program(self._sizes(pairs))
-        window = by_name[self.h.name]
-        if len(window.planes) != sp.window() or window.shape[1:] != sp.shape:
-            raise ArgumentError(f"argument {self.h.name}: make its window with kernel.empty({self.h.name!r}) for "
-                                "these sizes")
+        windows = [by_name.get(x.name) for x in self.states]
+        for x, w in zip(self.states, windows):
+            if w is None or len(w.planes) != sp.window() or w.shape[1:] != sp.shape:
+                raise ArgumentError(f"argument {x.name}: pass its window, made by kernel.empty({x.name!r}) for these "
+                                    "sizes")
         before = {key: sum(k.stats[key] for k in kernels) for key in self.stats}
-        back = {p.name: d for d, p in sp.prev.items()}
-        # per class, each argument's role: the step's plane (None), a plane d steps back, or an input
-        roles = [[None if t is k.args[-1] else back.get(t.name, by_name.get(t.name)) for t in k.args] for k in kernels]
+        # per class, each argument's role: (state, steps back) for a plane, or the input's array
+        planes = {id(p): kd for kd, p in sp.prev.items()}
+        roles = [[planes.get(id(t), by_name.get(t.name)) for t in k.args[:-len(sp.states)]]
+                 + [(j, 0) for j in range(len(sp.states))] for k in kernels]
         names = [[t.name for t in k.args] for k in kernels]
         plans: list = [None] * len(kernels)
         for step, c in enumerate(sp.of_step):
-            got = [window.plane(step) if x is None else window.plane(step - x) if isinstance(x, int) else x
-                   for x in roles[c]]
+            got = [windows[x[0]].plane(step - x[1]) if isinstance(x, tuple) else x for x in roles[c]]
             if plans[c] is None:  # a class's first step checks the arrays against its plan, once a call
                 plans[c], _ = kernels[c]._checked(tuple(got))
             kernels[c].run(plans[c], dict(zip(names[c], got)))
-        window.last = sp.steps - 1
+        for w in windows:
+            w.last = sp.steps - 1
         for key in self.stats:  # what this call's steps spent, added to the kernel's totals
             self.stats[key] += sum(k.stats[key] for k in kernels) - before[key]
 
