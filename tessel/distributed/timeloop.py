@@ -116,6 +116,14 @@ def _steps_text(steps: list[int], name: str) -> str:
     return f"step{'s' if len(steps) > 1 else ''} {', '.join(shown)} of {name}"
 
 
+def _in_steps(sp: StepProgram, c: int, make):
+    """``make()``, a plan of class ``c``'s step program; a refusal says which steps it is about."""
+    try:
+        return make()
+    except DistributionError as err:
+        raise DistributionError(f"{_steps_text(sp.steps_of(c), sp.name)}: {err}") from err
+
+
 def _class_args(sch: Schedule, progs: list[Tensor]) -> list[Tensor]:
     return [st.op.output(0) for st in sch.stages if isinstance(st.op, PlaceholderOp)] + list(progs)
 
@@ -134,7 +142,8 @@ def step_plans(s: Schedule, ranks: int, sizes: dict[E.Var, int], placement: dict
     for sch, prog in zip(sp.schedules, sp.programs):
         args = _class_args(sch, prog)
         place = _placement_of(sp, args, dims)
-        plans.append(plan(sch, args, ranks, {}, placement=place, multi_hop=multi_hop))
+        plans.append(_in_steps(sp, len(plans), lambda sch=sch, args=args, place=place: plan(
+            sch, args, ranks, {}, placement=place, multi_hop=multi_hop)))
         places.append(place)
     return sp, plans, places
 
@@ -208,6 +217,7 @@ class StepKernel(DistKernel):
                 kernels.append(DistKernel(sch, args, self.comm, self.target, self.multi_hop, False, False, None,
                                           place))
                 kernels[-1].barriers = self.barriers  # the user's barriers, in every step
+                _in_steps(sp, len(kernels) - 1, lambda k=kernels[-1]: k.plan({}))
             self._programs[key] = (sp, kernels)
         return self._programs[key]
 

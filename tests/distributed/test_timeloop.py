@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from distributed_cases import heat2d_time, jacobi1d_time, one_process, run_case
+from distributed_cases import heat2d_time, jacobi1d_time, one_process, run_case, scan2_time
 
 import tessel
 from examples.polybench import stencils
@@ -16,7 +16,8 @@ from tessel import distributed as dist
 @pytest.mark.parametrize("ranks", [1, 2, 3, 4])
 @pytest.mark.parametrize("name,size,block", [("heat2d_time", (13, 9), None), ("heat2d_time", (3, 6), None),
                                              ("jacobi1d_time", (11,), None), ("jacobi1d_time", (11,), 2),
-                                             ("heat2d_time", (10, 5), 3)])
+                                             ("heat2d_time", (10, 5), 3), ("scan2_time", (9,), None),
+                                             ("scan2_time", (10,), 2)])
 def test_steps_are_bit_for_bit_one_process(name, size, block, ranks):
     assert dist.run_ranks(lambda c: run_case(name, c, size, block=block), ranks)[0] == 0.0
 
@@ -69,8 +70,8 @@ def test_the_plan_of_every_step_is_exact_and_explained():
     assert p.volume() == 5 * 20 and p.whole_row_volume() == 5 * 28  # steps 1..5
     assert p.partners(1) == [0, 2] and p.halo(1) == (1, 1) and p.halo(0) == (0, 1)
     text = p.explain(1)
-    assert "step 0 of h:\n  no messages" in text
-    assert ("steps 1..5 of h:\n  rank 1 needs h[t-1, 3, 1:6] from rank 0 because h reads h[t-1, i - 1, j] "
+    assert "step 0 of recurrence h:\n  no messages" in text
+    assert ("steps 1..5 of recurrence h:\n  rank 1 needs h[t-1, 3, 1:6] from rank 0 because h reads h[t-1, i - 1, j] "
             "(e.g. h at i=4, j=1 reads h[t-1, 3, 1])") in text
     assert "h[t-1, 8, 1:6] from rank 2" in text
 
@@ -110,7 +111,7 @@ def _recurrence(step, init=None, n: int = 8, steps: int = 4):
 
 
 @pytest.mark.parametrize("step,match", [
-    (lambda h, t, i: h[t - 1, i] * t, r"use the step t as a value"),
+    (lambda h, t, i: h[t - 1, i] * t, r"uses the step t as a value"),
     (lambda h, t, i: te.if_then_else(i < t, h[t - 1, i], 0.0), r"the condition `i < t` mixes the step t"),
     (lambda h, t, i: h[t - 1, te.min(i + t, 7)], r"indexes the data axes with the step t"),
 ])
@@ -182,3 +183,18 @@ def test_one_rank_without_mpi_runs_the_same_script():
     a, w = k.scatter("A", g), k.empty("h")
     k(a, w)
     assert np.array_equal(k.gather(w), one_process(s, args, g))
+
+
+def test_a_scan_of_two_states_exchanges_the_stencil_state_only():
+    s, args = scan2_time(4, 9)
+    p = dist.plan(s, args, 3)
+    assert p.volume(0) == 0 and p.halo(1, state=0) == (1, 1) and p.halo(1, state=1) == (0, 0)
+    assert "rank 1 needs U[t-1, 2] from rank 0 because uu reads U[t-1, i - 1]" in p.explain(1)
+    assert "V[t-1" not in p.explain()  # v reads its own point of the last step, and u of this step
+
+
+def test_a_scan_update_reading_another_ranks_value_of_the_same_step_is_refused():
+    s, args = scan2_time(4, 9, shift=1)  # v at i reads u at i - 1 of the same step: a neighbour's, mid-step
+    with pytest.raises(DistributionError, match=r"steps 1\.\.4 of scan sc: .*rank 1 runs vv, which reads "
+                       r"uu\[max\(i - 1, 0\)\] \(vv at i=3 reads uu\[2\]\), a value another rank computes"):
+        dist.plan(s, args, 3)
