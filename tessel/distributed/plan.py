@@ -243,10 +243,10 @@ def _check_kinds(fresh: Schedule) -> None:
     for st in fresh.stages:
         if type(st.op) is not ComputeOp and not isinstance(st.op, PlaceholderOp):
             raise DistributionError(
-                f"stage {st.op.name}: a {type(st.op).__name__} cannot be part of a distributed program yet (only "
-                "te.compute and te.placeholder); write a time loop as a Python loop of distributed kernel calls "
-                "(one halo exchange per step, docs/distributed.md), or compute this stage before and pass it "
-                "as an input")
+                f"stage {st.op.name}: a {type(st.op).__name__} cannot be part of a distributed program of other "
+                "stages (only te.compute and te.placeholder); distribute a recurrence or scan itself on a data "
+                "axis (its steps then run with a halo exchange each, docs/distributed.md), write the time loop "
+                "as a Python loop of distributed kernel calls, or compute this stage before and pass it as an input")
 
 
 def block_of(s: Schedule) -> int | None:
