@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..poly.distribute import Box
 from .comm import Comm, MPIComm, SelfComm, ThreadComm, run_ranks, world
 from .kernel import DistArray, DistKernel, build
-from .plan import Plan, Split, Transfer, plan
+from .plan import Plan, Split, Transfer, grid_shape, plan
 
 __all__ = ["Box", "Comm", "DistArray", "DistKernel", "MPIComm", "Plan", "SelfComm", "Split", "ThreadComm", "Transfer",
-           "build", "plan", "run_ranks", "world"]
+           "build", "grid_shape", "plan", "run_ranks", "world"]

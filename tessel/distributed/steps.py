@@ -113,6 +113,9 @@ def distributed_recurrence(s: Schedule):
 def step_program(s: Schedule, sizes: dict[E.Var, int]) -> StepProgram:
     """The recurrence or scan of ``s`` as step programs for ``sizes`` (see the module's docstring)."""
     st = distributed_recurrence(s)
+    if len(st.distributed_axes) > 1:
+        raise DistributionError(f"distribute on stage {st.op.name}: a time loop over a 2-D grid of ranks is not "
+                                "built; distribute one data axis of a recurrence or scan")
     consts = {v: E.IntImm(n, v.dtype) for v, n in sizes.items()}
     src = (_scan if isinstance(st.op, ScanOp) else _recurrence)(st, consts)
     t, rw = src.t, src.rw
