@@ -241,15 +241,7 @@ def plan(s: Schedule, args: list[Tensor], ranks: int, sizes: dict | None = None,
             raise DistributionError("placement= with a 2-D grid of ranks is not built: each input is split along "
                                     "the dimensions the distributed axes index")
         splits[name] = Split(splits[name].shape, dim, ranks, block)
-    parts = ranks
-    if block is not None:  # as many parts as the longest split extent has blocks
-        extents = [e for _, e in axes.values()] + [sp.shape[sp.dim] for sp in splits.values() if sp.dim is not None]
-        parts = max(1, max(-(-e // block) for e in extents))
-    layout = Layout(parts, {n: a for n, (a, _) in axes.items()}, {n: sp.dim for n, sp in splits.items()},
-                    {n: sp.shape for n, sp in splits.items()}, bound, multi_hop, overlap,
-                    {n: e for n, (_, e) in axes.items()}, block, ranks, shape_of,
-                    {n: a for n, (a, _) in axes2.items()}, {n: e for n, (_, e) in axes2.items()},
-                    {n: sp.dim2 for n, sp in splits.items()})
+    layout = _layout(splits, (axes, axes2), bound, ranks, block, shape_of, multi_hop, overlap)
     model = build_model(fresh)
     why = overlap_refusal(model, layout) if overlap else None
     if why is not None:
@@ -265,6 +257,21 @@ def plan(s: Schedule, args: list[Tensor], ranks: int, sizes: dict | None = None,
     out = Plan(s, list(args), ranks, bound, data, splits, axes)
     out.grid, out.axes2 = shape_of, axes2
     return out
+
+
+def _layout(splits: dict[str, Split], axes: tuple[dict, dict], bound: dict, ranks: int, block: int | None,
+            grid: tuple[int, ...], multi_hop: bool, overlap: bool) -> Layout:
+    """What ``derive`` is asked: with ``block``, as many parts as the longest split extent has blocks."""
+    first, second = axes
+    parts = ranks
+    if block is not None:
+        extents = [e for _, e in first.values()] + [sp.shape[sp.dim] for sp in splits.values() if sp.dim is not None]
+        parts = max(1, max(-(-e // block) for e in extents))
+    return Layout(parts, {n: a for n, (a, _) in first.items()}, {n: sp.dim for n, sp in splits.items()},
+                  {n: sp.shape for n, sp in splits.items()}, bound, multi_hop, overlap,
+                  {n: e for n, (_, e) in first.items()}, block, ranks, grid,
+                  {n: a for n, (a, _) in second.items()}, {n: e for n, (_, e) in second.items()},
+                  {n: sp.dim2 for n, sp in splits.items()})
 
 
 def grid_shape(ranks: int) -> tuple[int, int]:
