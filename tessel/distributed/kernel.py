@@ -390,14 +390,5 @@ def build(s: Schedule, args: list[Tensor], comm: Comm | None = None, target: str
     if s.history is None:
         raise DistributedError("tessel.distributed.build needs a schedule that records its steps "
                                "(te.create_schedule makes one)")
-    from .steps import distributed_recurrence
-
-    if distributed_recurrence(s) is not None:
-        if overlap or transfers is not None:
-            raise DistributionError("a distributed recurrence over time runs its steps with the derived messages; "
-                                    "overlap= and transfers= are for a kernel of one step (build without them)")
-        from .timeloop import StepKernel
-
-        return StepKernel(s, args, comm or world(), target, multi_hop, placement)
     return DistKernel(s, args, comm or world(), target, multi_hop, deterministic, overlap, transfers, placement,
                       grid)

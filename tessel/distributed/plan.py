@@ -213,13 +213,6 @@ def plan(s: Schedule, args: list[Tensor], ranks: int, sizes: dict | None = None,
     the (rows, columns) of ranks when two axes are distributed (default: ``grid_shape``)."""
     if ranks < 1:
         raise DistributionError(f"a distributed plan needs at least one rank, got {ranks}")
-    from .steps import distributed_recurrence
-
-    if distributed_recurrence(s) is not None:  # a time loop: one plan per class of steps
-        from .timeloop import StepPlan, step_plans
-
-        sp, plans, _ = step_plans(s, ranks, _bind(args, sizes or {}, shapes or {}), placement, multi_hop)
-        return StepPlan(sp, plans)  # type: ignore[return-value]
     fresh = create_schedule(list(s.history.origin.outputs) if s.history is not None else s.outputs)
     _check_kinds(fresh)
     bound = _bind(args, sizes or {}, shapes or {})

@@ -414,18 +414,19 @@ class _Fold(Mutator):
         return super().visit(node)
 
     def visit_And(self, e: E.And):
-        a, b = self.visit(e.a), self.visit(e.b)
-        for x, y in ((a, b), (b, a)):
-            if isinstance(x, E.IntImm):
-                return y if x.value else x
-        return e if a is e.a and b is e.b else E.And(a, b)
+        return self._logic(e, False)
 
     def visit_Or(self, e: E.Or):
+        return self._logic(e, True)
+
+    def _logic(self, e: E.And | E.Or, absorbing: bool):
+        """``x && y`` / ``x || y`` with a constant side folded (``absorbing``: the value that
+        decides alone, True for ``||``)."""
         a, b = self.visit(e.a), self.visit(e.b)
         for x, y in ((a, b), (b, a)):
             if isinstance(x, E.IntImm):
-                return x if x.value else y
-        return e if a is e.a and b is e.b else E.Or(a, b)
+                return x if bool(x.value) == absorbing else y
+        return e if a is e.a and b is e.b else type(e)(a, b)
 
     def visit_Not(self, e: E.Not):
         a = self.visit(e.a)
