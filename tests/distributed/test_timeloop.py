@@ -172,7 +172,7 @@ def test_window_arguments_are_checked():
 
     got = dist.run_ranks(run, 2)[0]
     assert got.shape == (7, 5)
-    with pytest.raises(DistributionError, match=r"overlap= and transfers= are for a kernel of one step"):
+    with pytest.raises(DistributionError, match=r"overlap=, transfers= and grid= are for a kernel of one step"):
         dist.build(s, args, dist.SelfComm(), overlap=True)
 
 
