@@ -23,6 +23,11 @@ all its points; the runtime runs, step after step, the points of every definitio
   a *class* of steps with its own program, in which the conditions are constants, so the
   class's accesses are those of every step in it, and its plan is exact for each of them.
 
+A ``te.scan`` is cut the same way: its steps before the init's length copy the inits' rows
+(each its own class), every later step runs all the updates, which read the states' earlier
+steps and may read each other's value of this same step (one step program of several stages,
+the existing plan refusing such a read where another rank computes it).
+
 Each rank keeps the live steps only: ``depth + 1`` planes of its block (``depth``: the farthest
 step read back), reused in turn.
 """
@@ -394,10 +399,36 @@ def _kids(x) -> list:
 
 
 def _value(cond: E.PrimExpr, t: E.Var, step: int) -> bool:
+    """The condition on ``t`` alone at ``step``: evaluated on Python integers (every step of a
+    long loop is asked), else by the simplifier."""
+    try:
+        return bool(_eval(cond, t, step))
+    except (_Unknown, ZeroDivisionError):
+        pass
     got = Analyzer().simplify(substitute(cond, {t: E.IntImm(step, t.dtype)}))
     if not isinstance(got, E.IntImm):
         raise DistributionError(f"the condition `{cond}` on the step did not reduce to a constant at step {step}")
     return bool(got.value)
+
+
+class _Unknown(Exception):
+    """An expression ``_eval`` does not evaluate (left to the simplifier)."""
+
+
+def _eval(e: E.PrimExpr, t: E.Var, step: int):
+    if isinstance(e, E.IntImm):
+        return e.value
+    if e is t:
+        return step
+    if isinstance(e, E.Not):
+        return not _eval(e.a, t, step)
+    if isinstance(e, E.And | E.Or):
+        a = bool(_eval(e.a, t, step))
+        return (a and bool(_eval(e.b, t, step))) if isinstance(e, E.And) else (a or bool(_eval(e.b, t, step)))
+    exact = getattr(type(e), "exact", None)
+    if isinstance(e, E.BinaryOp) and exact is not None and e.a.dtype.is_integer:
+        return exact(_eval(e.a, t, step), _eval(e.b, t, step))
+    raise _Unknown
 
 
 class _Fold(Mutator):

@@ -1,10 +1,10 @@
 """Running a distributed recurrence over time: the step loop driven here, one halo exchange a step.
 
 ``dist.build`` of a schedule whose distributed stage is a ``te.recurrence`` over ``(t, i, ...)``
-gives a :class:`StepKernel`. One call runs every step: step ``t`` calls the distributed kernel
+or a ``te.scan`` gives a :class:`StepKernel`. One call runs every step: step ``t`` calls the distributed kernel
 of its class's step program (``steps.py``) on the rank's planes ``h[t-1]``, ``h[t-2]``, ...
 (each exchanging exactly its plan's halo rows first) and writes plane ``h[t]``. A rank keeps
-the live steps only (``depth + 1`` planes of its block, reused in turn, in a :class:`Window`),
+the live steps only (``depth + 1`` planes of its block per state, reused in turn, in a :class:`Window`),
 whatever the recurrence's shape says; ``gather`` gives the last step (or another live one).
 
 Why the runtime drives the loop rather than MPI calls inside the generated C: each step is

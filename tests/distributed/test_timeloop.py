@@ -198,3 +198,23 @@ def test_a_scan_update_reading_another_ranks_value_of_the_same_step_is_refused()
     with pytest.raises(DistributionError, match=r"steps 1\.\.4 of scan sc: .*rank 1 runs vv, which reads "
                        r"uu\[max\(i - 1, 0\)\] \(vv at i=3 reads uu\[2\]\), a value another rank computes"):
         dist.plan(s, args, 3)
+
+
+def test_a_condition_on_the_parity_of_the_step_makes_classes_of_alternate_steps():
+    A, h, s = _recurrence(lambda h, t, i: te.if_then_else(t % 2 == 0, h[t - 1, te.max(i - 1, 0)] * 0.5,
+                                                          h[t - 1, te.min(i + 1, 7)] + 1.0), steps=7)
+    s[h].distribute(h.op.axis[1])
+    p = dist.plan(s, [A, h], 3)
+    assert [p.program.steps_of(c) for c in range(len(p.plans))] == [[0], [1, 3, 5], [2, 4, 6]]
+    assert p.partners(1) == [0, 2] and p.of(1).partners(1) == [2] and p.of(2).partners(1) == [0]
+    g = np.random.default_rng(9).random(8)
+    one = np.zeros((7, 8))
+    tessel.build(s, [A, h])(g, one)
+
+    def run(c):
+        k = dist.build(s, [A, h], c)
+        a, w = k.scatter("A", g if c.rank == 0 else None), k.empty("h")
+        k(a, w)
+        return k.gather(w)
+
+    assert np.array_equal(dist.run_ranks(run, 3)[0], one[-1])
