@@ -1,6 +1,7 @@
 """``python -m benchmarks.distributed``: distributed kernels on 1-4 MPI ranks.
 
     python -m benchmarks.distributed [--ranks 1,2,3,4] [--quick]
+    python -m benchmarks.distributed --per-step     # a step's cost on one process, time loop vs Python loop
 
 Launches ``mpirun -np P`` of itself for each rank count (one rank in this process when
 ``mpirun`` or mpi4py is missing) and prints one table: a 2-D heat stencil over time at a fixed
@@ -128,6 +129,41 @@ def matmul_rows(comm, n: int, kk: int, m: int, calls: int) -> dict:
     return row
 
 
+def per_step(n: int = 258, m: int = 256, steps: int = 100, reps: int = 30) -> None:
+    """The cost of a step on one process (``SelfComm``, no message): the recurrence's step loop
+    against a Python loop of one-step calls, alternating, ``reps`` runs of ``steps`` steps each;
+    the fastest and the median run, wall and the kernels alone, in ms per step."""
+    comm = dist.SelfComm()
+    g = np.random.default_rng(0).random((n, m))
+    s, args = heat_time(steps, n, m)
+    k = dist.build(s, args, comm)
+    a, w = k.scatter("A", g), k.empty("h")
+    s1, args1 = heat_program(n, m)
+    k1 = dist.build(s1, args1, comm)
+    pair = [k1.scatter("A", g)]
+    pair.append(k1.empty_like(pair[0], "B"))
+    k(a, w)
+    k1(*pair)
+    got: dict[str, list[float]] = {"in the program": [], "Python loop": [], "kernel, program": [], "kernel, loop": []}
+    for _ in range(reps):
+        for x in (k, k1):
+            x.stats["compute_s"] = 0
+        t0 = time.perf_counter()
+        k(a, w)
+        t1 = time.perf_counter()
+        for _ in range(steps):
+            k1(*pair)
+            pair.reverse()
+        t2 = time.perf_counter()
+        got["in the program"].append(t1 - t0)
+        got["Python loop"].append(t2 - t1)
+        got["kernel, program"].append(k.stats["compute_s"])
+        got["kernel, loop"].append(k1.stats["compute_s"])
+    print(f"# heat {n}x{m}, {steps} steps, {reps} runs, one process (load average {os.getloadavg()[0]:.1f})")
+    for name, xs in got.items():
+        print(f"{name}: fastest {1e3 * min(xs) / steps:.4f} ms/step, median {1e3 * float(np.median(xs)) / steps:.4f}")
+
+
 def child(quick: bool) -> None:
     comm = dist.world()
     p = comm.size
@@ -149,8 +185,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", default="1,2,3,4")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--per-step", action="store_true",
+                    help="only the cost of a step on one process: a time loop in the program against a Python loop")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.per_step:
+        per_step()
+        return
     if args.child:
         child(args.quick)
         return
