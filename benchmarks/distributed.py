@@ -1,11 +1,13 @@
 """``python -m benchmarks.distributed``: distributed kernels on 1-4 MPI ranks.
 
     python -m benchmarks.distributed [--ranks 1,2,3,4] [--quick]
+    python -m benchmarks.distributed --per-step     # a step's cost on one process, time loop vs Python loop
 
 Launches ``mpirun -np P`` of itself for each rank count (one rank in this process when
 ``mpirun`` or mpi4py is missing) and prints one table: a 2-D heat stencil over time at a fixed
-grid (strong scaling) and at fixed rows per rank (weak scaling), a distributed column sum (an
-Allreduce) and a row-distributed matmul. Per row: milliseconds per call (the slowest rank),
+grid (strong scaling; as a Python loop of one-step calls, with overlap, and as one recurrence
+over time whose steps the runtime runs) and at fixed rows per rank (weak scaling), a distributed column sum (an
+Allreduce) and a row-distributed matmul. Per row: milliseconds per call or step (the slowest rank),
 the share of it spent exchanging halos or in the Allreduce (the slowest rank's), elements
 received per call by the exact plan against a whole-row halo exchange, and the max error
 against NumPy. On a machine with fewer cores than ranks (``--oversubscribe``) the ranks share
@@ -29,6 +31,7 @@ import numpy as np
 import tessel
 from examples.distributed_heat import heat as heat_program
 from examples.distributed_heat import reference
+from examples.distributed_heat_time import heat_time
 from examples.distributed_matmul import column_sums, matmul
 from tessel import distributed as dist
 
@@ -64,6 +67,24 @@ def heat(comm, n: int, m: int, steps: int, overlap: bool = False) -> dict:
     row.update(exact=p.volume(), rows=p.whole_row_volume())
     if comm.rank == 0:
         row["err"] = float(np.abs(out - reference(g, steps + 1)).max())
+    return row
+
+
+def heat_in_program(comm, n: int, m: int, steps: int) -> dict:
+    """The same stencil written as one recurrence over time: one call runs every step (the
+    runtime drives the loop, one exact halo exchange a step); per step, to compare with the
+    Python loop of calls above."""
+    s, args = heat_time(steps, n, m)
+    k = dist.build(s, args, comm)
+    g = np.random.default_rng(0).random((n, m)) if comm.rank == 0 else None
+    a, w = k.scatter("A", g), k.empty("h")
+    row = _timed(comm, k, lambda: k(a, w), 1)
+    row["ms"] /= steps
+    out = k.gather(w)
+    p = k.plan({})
+    row.update(exact=p.volume(1), rows=p.of(1).whole_row_volume())
+    if comm.rank == 0:
+        row["err"] = float(np.abs(out - reference(g, steps)).max())
     return row
 
 
@@ -108,12 +129,48 @@ def matmul_rows(comm, n: int, kk: int, m: int, calls: int) -> dict:
     return row
 
 
+def per_step(n: int = 258, m: int = 256, steps: int = 100, reps: int = 30) -> None:
+    """The cost of a step on one process (``SelfComm``, no message): the recurrence's step loop
+    against a Python loop of one-step calls, alternating, ``reps`` runs of ``steps`` steps each;
+    the fastest and the median run, wall and the kernels alone, in ms per step."""
+    comm = dist.SelfComm()
+    g = np.random.default_rng(0).random((n, m))
+    s, args = heat_time(steps, n, m)
+    k = dist.build(s, args, comm)
+    a, w = k.scatter("A", g), k.empty("h")
+    s1, args1 = heat_program(n, m)
+    k1 = dist.build(s1, args1, comm)
+    pair = [k1.scatter("A", g)]
+    pair.append(k1.empty_like(pair[0], "B"))
+    k(a, w)
+    k1(*pair)
+    got: dict[str, list[float]] = {"in the program": [], "Python loop": [], "kernel, program": [], "kernel, loop": []}
+    for _ in range(reps):
+        for x in (k, k1):
+            x.stats["compute_s"] = 0
+        t0 = time.perf_counter()
+        k(a, w)
+        t1 = time.perf_counter()
+        for _ in range(steps):
+            k1(*pair)
+            pair.reverse()
+        t2 = time.perf_counter()
+        got["in the program"].append(t1 - t0)
+        got["Python loop"].append(t2 - t1)
+        got["kernel, program"].append(k.stats["compute_s"])
+        got["kernel, loop"].append(k1.stats["compute_s"])
+    print(f"# heat {n}x{m}, {steps} steps, {reps} runs, one process (load average {os.getloadavg()[0]:.1f})")
+    for name, xs in got.items():
+        print(f"{name}: fastest {1e3 * min(xs) / steps:.4f} ms/step, median {1e3 * float(np.median(xs)) / steps:.4f}")
+
+
 def child(quick: bool) -> None:
     comm = dist.world()
     p = comm.size
     n, steps = (258, 20) if quick else (2050, 50)
     rows = [("heat strong", f"{n}x{n - 2}", heat(comm, n, n - 2, steps)),
             ("heat strong, overlap", f"{n}x{n - 2}", heat(comm, n, n - 2, steps, overlap=True)),
+            ("heat strong, time loop in the program", f"{n}x{n - 2}", heat_in_program(comm, n, n - 2, steps)),
             ("heat weak", f"{(128 if quick else 512) * p}x1024", heat(comm, (128 if quick else 512) * p, 1024, steps)),
             ("column sum", f"{n}x{n}", column_sum(comm, n, n, 10)),
             ("matmul rows", f"{n // 4}x256x256", matmul_rows(comm, n // 4, 256, 256, 5))]
@@ -128,8 +185,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranks", default="1,2,3,4")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--per-step", action="store_true",
+                    help="only the cost of a step on one process: a time loop in the program against a Python loop")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.per_step:
+        per_step()
+        return
     if args.child:
         child(args.quick)
         return

@@ -32,7 +32,17 @@ def replayed_schedule(sch, args):
 def _fresh_args(args, sch, again, memo: dict) -> list:
     """The tensors found in the replayed schedule by their stage's position; a scalar argument
     (a te.var) is its copy among the fresh operations, when they use it."""
-    return [corresponding(a, sch, again) if isinstance(a, Tensor) else memo.get(id(a), a) for a in args]
+    return [_fresh_arg(a, sch, again) if isinstance(a, Tensor) else memo.get(id(a), a) for a in args]
+
+
+def _fresh_arg(a: Tensor, sch, again) -> Tensor:
+    """A storage a primitive made (``storage_fold``'s ``h.folded``, passed to build in place of
+    ``h``) is the replayed stage's own; any other tensor is found by its stage's position."""
+    for st, st2 in zip(sch.stages, again.stages):
+        got = getattr(st, "storage", None)
+        if got is not None and got.buffer is a and a.op not in sch.stage_map:
+            return st2.storage.buffer
+    return corresponding(a, sch, again)
 
 
 def replayed_lowering(sch, args) -> tuple[str, str]:

@@ -6,9 +6,12 @@ See docs/distributed.md."""
 from __future__ import annotations
 
 from ..poly.distribute import Box
+from .api import build, plan
 from .comm import Comm, MPIComm, SelfComm, ThreadComm, run_ranks, world
-from .kernel import DistArray, DistKernel, build
-from .plan import Plan, Split, Transfer, plan
+from .kernel import DistArray, DistKernel
+from .plan import Plan, Split, Transfer, grid_shape
+from .timeloop import StepKernel, StepPlan, Window
 
-__all__ = ["Box", "Comm", "DistArray", "DistKernel", "MPIComm", "Plan", "SelfComm", "Split", "ThreadComm", "Transfer",
-           "build", "plan", "run_ranks", "world"]
+__all__ = ["Box", "Comm", "DistArray", "DistKernel", "MPIComm", "Plan", "SelfComm", "Split", "StepKernel", "StepPlan",
+           "ThreadComm", "Transfer", "Window",
+           "build", "grid_shape", "plan", "run_ranks", "world"]

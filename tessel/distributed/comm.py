@@ -63,6 +63,11 @@ class Comm:
             _REDUCE[op](out, p, out=out)
         return out
 
+    def barrier(self) -> None:
+        """Every rank waits until all have come here (``s.barrier()``): an allgather of nothing,
+        so it is polled against the deadline and a failure notice like every other wait."""
+        self.allgather(None)
+
     def bcast(self, obj: Any, root: int = 0) -> Any:
         return self.allgather(obj if self.rank == root else None)[root]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentError, DistributedError
+from ..errors import ArgumentError, DistributedError, DistributionError
 from ..poly.distribute import Box
 from ..schedule.schedule import Schedule
 from ..te.operation import stage_order
@@ -64,7 +64,7 @@ class DistArray:
                 self.segments[k] = Segment(box, self.dtype)
 
     def segment(self, part: int | None) -> Segment:
-        return self.segments[None] if self.split.dim is None else self.segments[part]
+        return self.segments[None] if self.split.copied else self.segments[part]
 
     def view(self, part: int | None, box: Box) -> np.ndarray:
         return self.segment(part).view(box)
@@ -72,7 +72,7 @@ class DistArray:
     def ensure(self, part: int | None, box: Box) -> None:
         """Part ``part`` holds ``box`` (ghost zones grown; a part that owns none of the array
         but reads some of it gets a segment of ghosts only)."""
-        if self.split.dim is not None and part not in self.segments:
+        if not self.split.copied and part not in self.segments:
             self.segments[part] = Segment(None, self.dtype, box)
         self.segment(part).ensure(box)
 
@@ -92,11 +92,17 @@ class DistKernel:
 
     def __init__(self, s: Schedule, args: list[Tensor], comm: Comm, target: str, multi_hop: bool,
                  deterministic: bool, overlap: bool, transfers: Callable[[Plan], list[Transfer]] | None = None,
-                 placement: dict | None = None):
-        self.schedule, self.args, self.comm = s, list(args), comm
+                 placement: dict | None = None, grid: tuple[int, int] | None = None):
+        self.schedule, self.args, self.comm, self.grid = s, list(args), comm, grid
         self.target, self.multi_hop, self.deterministic = target, multi_hop, deterministic
         self.overlap, self.transfers, self.placement = overlap, transfers, placement
         self._tags = {t.name: 10 + k for k, t in enumerate(self.args)}
+        #: the user's barriers (``s.barrier(after=...)``) and declared transfers (``s.transfer``)
+        self.barriers = {m[1] for m in s.messaging if m[0] == "barrier"}
+        self.declared = [Transfer(m[1], m[2], m[3], (Box(m[4], m[5]),)) for m in s.messaging if m[0] == "transfer"]
+        if self.declared and transfers is not None:
+            raise DistributionError("the schedule declares transfers (s.transfer) and build was given transfers=: "
+                                    "declare them one way")
         self.ops = stage_order(list(s.history.origin.outputs))
         self._plans: dict[tuple, Plan] = {}
         self._kernels: dict[tuple, Any] = {}
@@ -112,7 +118,7 @@ class DistKernel:
         return t
 
     def _split(self, t: Tensor, shape: tuple[int, ...]) -> Split:
-        return split_of(self.schedule, t, shape, self.comm.size, self.placement)
+        return split_of(self.schedule, t, shape, self.comm.size, self.placement, self.grid)
 
     def scatter(self, name: str, array: np.ndarray | None = None, root: int = 0) -> DistArray:
         """Rank ``root``'s global ``array`` for argument ``name``, as each rank's part."""
@@ -126,7 +132,7 @@ class DistKernel:
         if c.rank == root:
             assert array is not None
             handles = []
-            targets = ([(k, k % c.size) for k in range(split.parts)] if split.dim is not None
+            targets = ([(k, k % c.size) for k in range(split.parts)] if not split.copied
                        else [(None, q) for q in range(c.size)])
             for k, q in targets:
                 box = split.box(k)
@@ -173,7 +179,7 @@ class DistKernel:
 
     def gather(self, a: DistArray, root: int = 0) -> np.ndarray | None:
         """The global array on rank ``root`` (None elsewhere)."""
-        if a.split.dim is None:
+        if a.split.copied:
             return a.local.copy() if self.comm.rank == root else None
         mine = [(seg.owned, seg.view(seg.owned).copy()) for seg in a.segments.values() if seg.owned is not None]
         parts = self.comm.gather(mine, root)
@@ -190,8 +196,9 @@ class DistKernel:
         key = tuple(sorted((v.name, n) for v, n in (sizes or {}).items()))
         if key not in self._plans:
             got = plan(self.schedule, self.args, self.comm.size, sizes or {}, multi_hop=self.multi_hop,
-                       overlap=self.overlap, placement=self.placement)
-            self._plans[key] = got if self.transfers is None else got.with_transfers(self.transfers(got))
+                       overlap=self.overlap, placement=self.placement, grid=self.grid)
+            given = self.transfers(got) if self.transfers is not None else self.declared or None
+            self._plans[key] = got if given is None else got.with_transfers(given)
         return self._plans[key]
 
     def _kernel(self, p: Plan, key: tuple, k: int, piece: dict | None):
@@ -226,6 +233,12 @@ class DistKernel:
 
     def __call__(self, *arrays: DistArray) -> None:
         p, by_name = self._checked(arrays)
+        self.run(p, by_name)
+
+    def run(self, p: Plan, by_name: dict[str, DistArray]) -> None:
+        """One call with arrays already checked against plan ``p`` (``__call__`` checks them;
+        a caller that calls again with arrays of the same layouts, such as the step loop of a
+        distributed recurrence, skips the checks)."""
         key = tuple(sorted((v.name, n) for v, n in p.sizes.items()))
         mine = list(range(self.comm.rank, len(p.data.parts), self.comm.size))
         partials: dict[str, np.ndarray] = {}
@@ -243,11 +256,15 @@ class DistKernel:
             t0 = time.perf_counter()
         self._receive(p, by_name, local)
         self.comm.wait_sends(handles)
+        if "exchange" in self.barriers:
+            self.comm.barrier()
         self.stats["exchange_s"] += time.perf_counter() - t0
         for k in mine:
             for piece in p.part(k).rim if k in split else [None]:
                 self._run(p, by_name, key, k, partials, None if piece is None else {name: piece})
         self._combine(p, by_name, partials)
+        if "compute" in self.barriers:
+            self.comm.barrier()
         self.stats["calls"] += 1
 
     def _send(self, p: Plan, arrays: dict[str, DistArray], mine: list[int]) -> tuple[list, dict]:
@@ -359,7 +376,7 @@ def _identity(kind: str | None, dtype: np.dtype):
 def build(s: Schedule, args: list[Tensor], comm: Comm | None = None, target: str = "c", *,
           multi_hop: bool = False, deterministic: bool = False, overlap: bool = False,
           transfers: Callable[[Plan], list[Transfer]] | None = None,
-          placement: dict[str, int | None] | None = None) -> DistKernel:
+          placement: dict[str, int | None] | None = None, grid: tuple[int, int] | None = None) -> DistKernel:
     """This rank's kernel of the distributed schedule ``s`` over ``comm`` (default: ``world()``,
     MPI's world under ``mpirun``, else one rank). ``deterministic``: partial results are combined
     in rank order rather than by MPI's Allreduce, so the values do not depend on MPI's grouping.
@@ -368,8 +385,10 @@ def build(s: Schedule, args: list[Tensor], comm: Comm | None = None, target: str
     messages travel, then the rim (a program of one distributed stage without reduction).
     ``transfers``: the messages written by hand (a function of the derived plan, for its sizes
     and ranks), used instead of the derived ones once checked against them (``Plan.with_transfers``).
-    ``placement``: where inputs live, declared (see ``plan``)."""
+    ``placement``: where inputs live, declared (see ``plan``). ``grid``: (rows, columns) of ranks
+    when two axes are distributed (default: the closest to a square, ``plan.grid_shape``)."""
     if s.history is None:
         raise DistributedError("tessel.distributed.build needs a schedule that records its steps "
                                "(te.create_schedule makes one)")
-    return DistKernel(s, args, comm or world(), target, multi_hop, deterministic, overlap, transfers, placement)
+    return DistKernel(s, args, comm or world(), target, multi_hop, deterministic, overlap, transfers, placement,
+                      grid)

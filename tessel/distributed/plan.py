@@ -30,6 +30,7 @@ from ..poly.distribute import (
     check_transfers,
     derive,
     overlap_refusal,
+    owned_box,
 )
 from ..poly.model import build as build_model
 from ..schedule.schedule import Schedule, create_schedule
@@ -57,6 +58,15 @@ class Split:
     dim: int | None
     ranks: int
     block: int | None = None
+    #: a 2-D grid of ranks (P0, P1): ``dim`` is split along its rows, ``dim2`` along its columns
+    #: (None: not split there, held by the ranks of column 0)
+    dim2: int | None = None
+    grid: tuple[int, ...] = ()
+
+    @property
+    def copied(self) -> bool:
+        """Whether every rank holds the whole tensor (split along no dimension)."""
+        return self.dim is None and self.dim2 is None
 
     @property
     def parts(self) -> int:
@@ -66,21 +76,16 @@ class Split:
 
     def parts_of(self, rank: int) -> list[int | None]:
         """The parts rank ``rank`` holds (``[None]``: the whole copy)."""
-        if self.dim is None:
+        if self.copied:
             return [None]
         return [k for k in range(rank, self.parts, self.ranks) if self.box(k) is not None]
 
     def box(self, part: int | None) -> Box | None:
         """The elements of part ``part`` (None: the whole tensor), None if it has none."""
-        if self.dim is None or part is None:
+        if self.copied or part is None:
             return Box(tuple(0 for _ in self.shape), self.shape)
-        ext = self.shape[self.dim]
-        lo, hi = ((min(part * self.block, ext), min((part + 1) * self.block, ext)) if self.block is not None
-                  else blocks(ext, self.ranks)[part])
-        if hi <= lo:
-            return None
-        return Box(tuple(lo if d == self.dim else 0 for d in range(len(self.shape))),
-                   tuple(hi if d == self.dim else s for d, s in enumerate(self.shape)))
+        dims = (self.dim, self.dim2) if self.grid else (self.dim,)
+        return owned_box(self.shape, dims, self.grid, part, self.ranks, self.block)
 
 
 class Plan:
@@ -90,6 +95,9 @@ class Plan:
                  splits: dict[str, Split], axes: dict[str, tuple[str, int]]):
         self.schedule, self.args, self.ranks, self.sizes = sch, args, ranks, sizes
         self.data, self.splits, self.axes = data, splits, axes
+        #: a 2-D grid of ranks (rows, columns) and each stage's second distributed axis (else empty)
+        self.grid: tuple[int, ...] = ()
+        self.axes2: dict[str, tuple[str, int]] = {}
 
     @property
     def messages(self) -> list[Message]:
@@ -111,13 +119,14 @@ class Plan:
     def partners(self, rank: int, tensor: str | None = None) -> list[int]:
         return sorted({m.src for m in self.received(rank) if tensor in (None, m.tensor)})
 
-    def halo(self, rank: int, tensor: str) -> tuple[int, int]:
-        """Ghost widths (below, above) of ``tensor`` on ``rank`` along its split dimension."""
+    def halo(self, rank: int, tensor: str, second: bool = False) -> tuple[int, int]:
+        """Ghost widths (below, above) of ``tensor`` on ``rank`` along its split dimension (on a
+        grid of ranks, ``second``: along the dimension split over its columns)."""
         split, part = self.splits[tensor], self.part(rank)
         own, kept = part.owned.get(tensor), part.storage.get(tensor)
-        if split.dim is None or own is None or kept is None:
+        d = split.dim2 if second else split.dim if split.dim is not None else split.dim2
+        if d is None or own is None or kept is None:
             return (0, 0)
-        d = split.dim
         return (max(0, own.lo[d] - kept.lo[d]), max(0, kept.hi[d] - own.hi[d]))
 
     def volume(self) -> int:
@@ -166,11 +175,18 @@ class Plan:
                  + (", ".join(f"{v.name}={n}" for v, n in self.sizes.items()) or "fixed")]
         block = next(iter(self.splits.values())).block if self.splits else None
         for name, (axis, extent) in self.axes.items():
+            if self.grid:
+                (axis2, extent2) = self.axes2[name]
+                lines.append(f"  {name}: axes {axis} ({extent}) x {axis2} ({extent2}) on a {self.grid[0]}x"
+                             f"{self.grid[1]} grid of ranks (rank r at row r // {self.grid[1]}, column r % "
+                             f"{self.grid[1]}): rows " + " ".join(f"[{a}, {b})" for a, b in blocks(extent, self.grid[0]))
+                             + ", columns " + " ".join(f"[{a}, {b})" for a, b in blocks(extent2, self.grid[1])))
+                continue
             how = (f"blocks of {block} dealt to the ranks in turn" if block is not None else
                    "blocks " + " ".join(f"[{a}, {b})" for a, b in blocks(extent, self.ranks)))
             lines.append(f"  {name}: axis {axis} ({extent}) in {how}")
         for r in range(len(self.data.parts)):
-            halos = ", ".join(f"{t} {self.halo(r, t)}" for t, sp in self.splits.items() if sp.dim is not None
+            halos = ", ".join(f"{t} {self.halo(r, t)}" + (f" x {self.halo(r, t, True)}" if self.grid else "") for t, sp in self.splits.items() if not sp.copied
                               and t in self.part(r).storage)
             got = sum(m.count for m in self.received(r))
             who = f"rank {r % self.ranks} block {r}" if block is not None else f"rank {r}"
@@ -184,7 +200,7 @@ class Plan:
 
 def plan(s: Schedule, args: list[Tensor], ranks: int, sizes: dict | None = None, *,
          shapes: dict | None = None, multi_hop: bool = False, overlap: bool = False,
-         placement: dict[str, int | None] | None = None) -> Plan:
+         placement: dict[str, int | None] | None = None, grid: tuple[int, int] | None = None) -> Plan:
     """The plan of ``s`` (distributed with ``s[T].distribute(axis)``) on ``ranks`` ranks.
 
     ``sizes`` binds the symbolic sizes (``{n: 13}``, by Var or by name); ``shapes`` may give
@@ -193,7 +209,8 @@ def plan(s: Schedule, args: list[Tensor], ranks: int, sizes: dict | None = None,
     kernel (see ``tessel.poly.distribute``). ``overlap``: also split each rank's block into the
     core that reads only what the rank owns and the rim (``RankPart.core``/``rim``).
     ``placement`` declares where inputs live instead of inferring it: ``{"A": 1}`` splits
-    placeholder A's dimension 1 in blocks, ``{"W": None}`` copies W to every rank."""
+    placeholder A's dimension 1 in blocks, ``{"W": None}`` copies W to every rank. ``grid``:
+    the (rows, columns) of ranks when two axes are distributed (default: ``grid_shape``)."""
     if ranks < 1:
         raise DistributionError(f"a distributed plan needs at least one rank, got {ranks}")
     fresh = create_schedule(list(s.history.origin.outputs) if s.history is not None else s.outputs)
@@ -209,16 +226,15 @@ def plan(s: Schedule, args: list[Tensor], ranks: int, sizes: dict | None = None,
                                     f"distributed stages; distribute {t.name} too (s[{t.name}].distribute(...)) or "
                                     "leave it out of the arguments")
     block = block_of(s)
-    splits = _splits(s, axes, bound, ranks, block)
+    axes2 = _distributed(s, bound, second=True)
+    shape_of = _grid(s, axes, axes2, ranks, grid)
+    splits = _splits(s, axes, bound, ranks, block, axes2, shape_of)
     for name, dim in _placement(s, placement).items():
+        if shape_of:
+            raise DistributionError("placement= with a 2-D grid of ranks is not built: each input is split along "
+                                    "the dimensions the distributed axes index")
         splits[name] = Split(splits[name].shape, dim, ranks, block)
-    parts = ranks
-    if block is not None:  # as many parts as the longest split extent has blocks
-        extents = [e for _, e in axes.values()] + [sp.shape[sp.dim] for sp in splits.values() if sp.dim is not None]
-        parts = max(1, max(-(-e // block) for e in extents))
-    layout = Layout(parts, {n: a for n, (a, _) in axes.items()}, {n: sp.dim for n, sp in splits.items()},
-                    {n: sp.shape for n, sp in splits.items()}, bound, multi_hop, overlap,
-                    {n: e for n, (_, e) in axes.items()}, block, ranks)
+    layout = _layout(splits, (axes, axes2), bound, ranks, block, shape_of, multi_hop, overlap)
     model = build_model(fresh)
     why = overlap_refusal(model, layout) if overlap else None
     if why is not None:
@@ -227,7 +243,60 @@ def plan(s: Schedule, args: list[Tensor], ranks: int, sizes: dict | None = None,
     for name in axes:
         st = next(st for st in s.stages if st.op.name == name)
         splits[name] = _output_split(st.op, axes[name][0], bound, name in data.partial, ranks, block)
-    return Plan(s, list(args), ranks, bound, data, splits, axes)
+        if shape_of:
+            names = [iv.var.name for iv in st.op.axis]
+            splits[name] = Split(splits[name].shape, splits[name].dim, ranks, None, names.index(axes2[name][0]),
+                                 shape_of)
+    out = Plan(s, list(args), ranks, bound, data, splits, axes)
+    out.grid, out.axes2 = shape_of, axes2
+    return out
+
+
+def _layout(splits: dict[str, Split], axes: tuple[dict, dict], bound: dict, ranks: int, block: int | None,
+            grid: tuple[int, ...], multi_hop: bool, overlap: bool) -> Layout:
+    """What ``derive`` is asked: with ``block``, as many parts as the longest split extent has blocks."""
+    first, second = axes
+    parts = ranks
+    if block is not None:
+        extents = [e for _, e in first.values()] + [sp.shape[sp.dim] for sp in splits.values() if sp.dim is not None]
+        parts = max(1, max(-(-e // block) for e in extents))
+    return Layout(parts, {n: a for n, (a, _) in first.items()}, {n: sp.dim for n, sp in splits.items()},
+                  {n: sp.shape for n, sp in splits.items()}, bound, multi_hop, overlap,
+                  {n: e for n, (_, e) in first.items()}, block, ranks, grid,
+                  {n: a for n, (a, _) in second.items()}, {n: e for n, (_, e) in second.items()},
+                  {n: sp.dim2 for n, sp in splits.items()})
+
+
+def grid_shape(ranks: int) -> tuple[int, int]:
+    """The 2-D grid of ``ranks`` ranks closest to a square (rows >= columns): 4 -> 2x2, 6 -> 3x2,
+    a prime p -> p x 1."""
+    cols = max(c for c in range(1, int(ranks ** 0.5) + 1) if ranks % c == 0)
+    return (ranks // cols, cols)
+
+
+def _grid(s: Schedule, axes: dict, axes2: dict, ranks: int, grid: tuple[int, int] | None) -> tuple[int, ...]:
+    """The grid of ranks (empty: one dimension), checked: every distributed stage on two data
+    axes when any is, blocks (not block-cyclic), ``grid`` (or its default) of ``ranks`` ranks."""
+    if not axes2:
+        if grid is not None:
+            raise DistributionError(f"grid={grid}: the schedule distributes one axis per stage; distribute two "
+                                    "(s[T].distribute(i); s[T].distribute(j)) for a 2-D grid of ranks")
+        return ()
+    one = sorted(set(axes) - set(axes2))
+    if one:
+        raise DistributionError(f"a 2-D grid of ranks: stage {one[0]} distributes one axis, others two; "
+                                "distribute two axes of every distributed stage")
+    for name in axes:
+        st = next(st for st in s.stages if st.op.name == name)
+        if any(iv in st.op.reduce_axis for iv in st.distributed_axes):
+            raise DistributionError(f"distribute on stage {name}: a 2-D grid of ranks over a reduce axis is not "
+                                    "built (its partial results would be combined per row of ranks); distribute "
+                                    "two data axes, or one axis")
+    got = tuple(grid) if grid is not None else grid_shape(ranks)
+    if len(got) != 2 or got[0] * got[1] != ranks or min(got) < 1:
+        raise DistributionError(f"grid={grid}: a 2-D grid of {ranks} ranks is (rows, columns) with rows * columns "
+                                f"= {ranks}, e.g. {grid_shape(ranks)}")
+    return got
 
 
 def _check_kinds(fresh: Schedule) -> None:
@@ -236,10 +305,10 @@ def _check_kinds(fresh: Schedule) -> None:
     for st in fresh.stages:
         if type(st.op) is not ComputeOp and not isinstance(st.op, PlaceholderOp):
             raise DistributionError(
-                f"stage {st.op.name}: a {type(st.op).__name__} cannot be part of a distributed program yet (only "
-                "te.compute and te.placeholder); write a time loop as a Python loop of distributed kernel calls "
-                "(one halo exchange per step, docs/distributed.md), or compute this stage before and pass it "
-                "as an input")
+                f"stage {st.op.name}: a {type(st.op).__name__} cannot be part of a distributed program of other "
+                "stages (only te.compute and te.placeholder); distribute a recurrence or scan itself on a data "
+                "axis (its steps then run with a halo exchange each, docs/distributed.md), write the time loop "
+                "as a Python loop of distributed kernel calls, or compute this stage before and pass it as an input")
 
 
 def block_of(s: Schedule) -> int | None:
@@ -283,10 +352,12 @@ def _bind(args: list[Tensor], sizes: dict, shapes: dict) -> dict[E.Var, int]:
     return out
 
 
-def _distributed(s: Schedule, bound: dict[E.Var, int]) -> dict[str, tuple[str, int]]:
+def _distributed(s: Schedule, bound: dict[E.Var, int], second: bool = False) -> dict[str, tuple[str, int]]:
+    """Per distributed stage, its (first, or ``second``) distributed axis and its extent."""
     out = {}
     for st in s.stages:
-        iv = getattr(st, "distributed_axis", None)
+        ivs = getattr(st, "distributed_axes", [])
+        iv = (ivs[1] if len(ivs) > 1 else None) if second else (ivs[0] if ivs else None)
         if iv is None:
             continue
         if type(st.op) is not ComputeOp:
@@ -319,20 +390,26 @@ def _check_reducer(op: ComputeOp, iv: E.IterVar) -> None:
 
 
 def _splits(s: Schedule, axes: dict[str, tuple[str, int]], bound: dict[E.Var, int], ranks: int,
-            block: int | None) -> dict[str, Split]:
-    """Each placeholder's dimension followed from a distributed axis (see the module docstring)."""
-    dims: dict[str, int] = {}
-    for st in s.stages:
-        if st.op.name in axes:
-            iv = next(a for a in st.op.root_iter_vars if a.var.name == axes[st.op.name][0])
-            _follow(st.op, iv.var, dims, set())
+            block: int | None, axes2: dict | None = None, grid: tuple[int, ...] = ()) -> dict[str, Split]:
+    """Each placeholder's dimension followed from a distributed axis (see the module docstring);
+    on a grid, its dimension followed from the second distributed axis too."""
+    dims, dims2 = _followed(s, axes), _followed(s, axes2 or {})
     out = {}
     for st in s.stages:
         if isinstance(st.op, PlaceholderOp):
             t = st.op.output(0)
             shape = tuple(_const(e, bound, f"the shape of {t.name}") for e in t.shape)
-            out[t.name] = Split(shape, dims.get(t.name), ranks, block)
+            out[t.name] = Split(shape, dims.get(t.name), ranks, block, dims2.get(t.name), grid)
     return out
+
+
+def _followed(s: Schedule, axes: dict[str, tuple[str, int]]) -> dict[str, int]:
+    dims: dict[str, int] = {}
+    for st in s.stages:
+        if st.op.name in axes:
+            iv = next(a for a in st.op.root_iter_vars if a.var.name == axes[st.op.name][0])
+            _follow(st.op, iv.var, dims, set())
+    return dims
 
 
 def _follow(op: ComputeOp, var: E.Var, dims: dict[str, int], seen: set) -> None:
@@ -379,22 +456,25 @@ def _placement(s: Schedule, given: dict | None) -> dict[str, int | None]:
     return dict(given or {})
 
 
-def split_of(s: Schedule, t: Tensor, shape: tuple[int, ...], ranks: int, placement: dict | None = None) -> Split:
+def split_of(s: Schedule, t: Tensor, shape: tuple[int, ...], ranks: int, placement: dict | None = None,
+             grid: tuple[int, int] | None = None) -> Split:
     """How argument ``t`` of global ``shape`` is laid over the ranks (no sizes needed): what
     ``plan(...).splits[t.name]`` says, known before every size is."""
+    two = any(len(getattr(st, "distributed_axes", [])) > 1 for st in s.stages)
+    shape_of = (tuple(grid) if grid is not None else grid_shape(ranks)) if two else ()
     for st in s.stages:
-        iv = getattr(st, "distributed_axis", None)
-        if iv is None:
-            continue
-        if st.op is t.op:
-            return Split(tuple(shape), None if iv in st.op.reduce_axis else
-                         next((k for k, a in enumerate(st.op.axis) if a is iv), None), ranks, block_of(s))
+        ivs = getattr(st, "distributed_axes", [])
+        if ivs and st.op is t.op:
+            at = [None if iv in st.op.reduce_axis else next((k for k, a in enumerate(st.op.axis) if a is iv), None)
+                  for iv in ivs]
+            return Split(tuple(shape), at[0], ranks, block_of(s), at[1] if two else None, shape_of)
     declared = _placement(s, placement)
     if t.name in declared:
         return Split(tuple(shape), declared[t.name], ranks, block_of(s))
-    dims: dict[str, int] = {}
+    dims: list[dict[str, int]] = [{}, {}]
     for st in s.stages:
-        iv = getattr(st, "distributed_axis", None)
-        if iv is not None and isinstance(st.op, ComputeOp):
-            _follow(st.op, iv.var, dims, set())
-    return Split(tuple(shape), dims.get(t.name), ranks, block_of(s))
+        if isinstance(st.op, ComputeOp):
+            for k, iv in enumerate(getattr(st, "distributed_axes", [])[:2]):
+                _follow(st.op, iv.var, dims[k], set())
+    return Split(tuple(shape), dims[0].get(t.name), ranks, block_of(s), dims[1].get(t.name) if two else None,
+                 shape_of)

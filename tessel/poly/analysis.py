@@ -13,6 +13,7 @@ its key alive and a tuner's thousands of candidates would never be freed.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -196,6 +197,8 @@ def _content_key(sch: Schedule) -> str | None:
 #: content keys of schedules found clean (no read outside, no illegal annotation), most recent last
 _CLEAN: dict[tuple[str, str], None] = {}
 _CLEAN_LIMIT = 256
+#: builds may run in several threads at once (tessel.distributed.run_ranks' ranks): one writer at a time
+_CLEAN_LOCK = threading.Lock()
 
 
 def known_clean(sch: Schedule, what: str) -> bool:
@@ -208,15 +211,17 @@ def remember_clean(sch: Schedule, what: str) -> None:
     key = content_key(sch)
     if key is None:
         return
-    _CLEAN[(key, what)] = None
-    while len(_CLEAN) > _CLEAN_LIMIT:
-        del _CLEAN[next(iter(_CLEAN))]
+    with _CLEAN_LOCK:
+        _CLEAN[(key, what)] = None
+        while len(_CLEAN) > _CLEAN_LIMIT:
+            del _CLEAN[next(iter(_CLEAN))]
 
 
 def forget() -> None:
     """Forget the schedules found clean and the analyses made (a cold build measured in a
     process that has built the same program before)."""
-    _CLEAN.clear()
+    with _CLEAN_LOCK:
+        _CLEAN.clear()
     retire("_memo_analysis")
 
 

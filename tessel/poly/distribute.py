@@ -95,6 +95,12 @@ class Layout:
     #: block-cyclic: blocks of this many values, ``ranks`` of them, block k on MPI rank k % mpi_ranks
     block: int | None = None
     mpi_ranks: int = 0
+    #: a 2-D grid of ranks (P0, P1), rank r at (r // P1, r % P1): each distributed stage's second
+    #: axis and extent, and each placeholder's dimension split along the grid's columns
+    grid: tuple[int, ...] = ()
+    axes2: dict[str, str] = field(default_factory=dict)
+    extents2: dict[str, int] = field(default_factory=dict)
+    placement2: dict[str, int | None] = field(default_factory=dict)
 
     def who(self, part: int) -> str:
         """How a message names part ``part``: its rank, and its block when block-cyclic."""
@@ -123,6 +129,30 @@ class PlanData:
     messages: list[Message]
     #: stages whose every rank writes partial results (reduced over a distributed axis)
     partial: list[str]
+
+
+def owned_box(shape: tuple[int, ...], dims: tuple[int | None, ...], grid: tuple[int, ...], part: int,
+              ranks: int, block: int | None = None) -> Box | None:
+    """The elements part ``part`` owns of a tensor of ``shape`` split along ``dims`` (one per
+    dimension of the grid of ranks; None: not split along that grid dimension, so copied along
+    it: every rank of a grid row holds the row's block); None if it owns none. ``grid`` empty:
+    one dimension of ``ranks`` parts (block-cyclic with ``block``)."""
+    lo, hi = [0] * len(shape), list(shape)
+    coords = divmod(part, grid[1]) if grid else (part,)
+    counts = grid or (ranks,)
+    for dim, c, n in zip(dims, coords, counts):
+        if dim is None:
+            continue
+        ext = shape[dim]
+        lo[dim], hi[dim] = ((min(c * block, ext), min((c + 1) * block, ext)) if block is not None
+                            else blocks(ext, n)[c])  # block-cyclic: part c is block c, whatever the ranks
+        if hi[dim] <= lo[dim]:
+            return None
+    return Box(tuple(lo), tuple(hi))
+
+
+def grid_coords(layout: Layout, part: int) -> tuple[int, ...]:
+    return divmod(part, layout.grid[1]) if layout.grid else (part,)
 
 
 def blocks(extent: int, ranks: int, block: int | None = None) -> list[Interval]:
@@ -229,14 +259,16 @@ def derive(model: Model, layout: Layout) -> PlanData:
     sets = _Sets(model, layout.sizes)
     stmts = {st: [s for s in model.statements if s.stage is st] for st in model.sch.stages}
     parts = [RankPart(r) for r in range(layout.ranks)]
-    dist_blocks = {name: blocks(layout.extents[name], layout.ranks, layout.block) for name in layout.axes}
+    rows = layout.grid[0] if layout.grid else layout.ranks
+    dist_blocks = {name: blocks(layout.extents[name], rows, layout.block) for name in layout.axes}
+    dist_blocks2 = {name: blocks(layout.extents2[name], layout.grid[1]) for name in layout.axes2}
     doms: list[dict[Statement, isl.Set]] = [{} for _ in parts]
     for st in reversed(model.sch.stages):  # readers first: a stage's instances follow from theirs
         if st.is_placeholder:
             continue
         for part, dom in zip(parts, doms):
             for s in stmts[st]:
-                dom[s] = _instances(s, st.op.name, layout, dist_blocks, part.rank, dom, sets)
+                dom[s] = _instances(s, st.op.name, layout, (dist_blocks, dist_blocks2), part.rank, dom, sets)
             part.instances[st.op.name] = _instance_box(stmts[st], dom)
     _check_computed_reads(model, layout, doms, sets)
     messages: list[Message] = []
@@ -255,6 +287,8 @@ def overlap_refusal(model: Model, layout: Layout) -> str | None:
     """Why the ranks' blocks cannot be split into core and rim (None: they can): one distributed
     stage of one statement (no reduction), so that a box of its instances is a kernel's domain."""
     comp = [st for st in model.sch.stages if not st.is_placeholder]
+    if layout.grid:
+        return "the ranks form a 2-D grid (overlap splits the blocks of one distributed axis)"
     if len(comp) != 1 or comp[0].op.name not in layout.axes:
         return "the program has several compute stages (overlap splits a program of one distributed stage)"
     if len([s for s in model.statements if s.stage is comp[0]]) != 1:
@@ -314,7 +348,9 @@ def _instances(s: Statement, name: str, layout: Layout, dist_blocks, rank: int,
                dom: dict[Statement, isl.Set], sets: _Sets) -> isl.Set:
     full = sets.fixed(s.domain)
     if name in layout.axes:
-        return _restrict(full, s, layout.axes[name], dist_blocks[name][rank])
+        c = grid_coords(layout, rank)
+        got = _restrict(full, s, layout.axes[name], dist_blocks[0][name][c[0]])
+        return _restrict(got, s, layout.axes2[name], dist_blocks[1][name][c[1]]) if name in layout.axes2 else got
     write = s.writes[0]
     needed = _reads_of(write.relation.get_tuple_name(isl.dim_type.out), dom, sets)
     if needed is None:
@@ -403,15 +439,11 @@ def _placeholder(name: str, model: Model, layout: Layout, parts: list[RankPart],
     st = next(st for st in model.sch.stages if st.op.name == name)
     tname = model.namer.known(st.op.output(0)) or f"unread_{len(shape)}"
     whole = Box(tuple(0 for _ in shape), tuple(shape))
-    dim = layout.placement.get(name)
+    dims = (layout.placement.get(name), layout.placement2.get(name)) if layout.grid else (layout.placement.get(name),)
+    dim = next((d for d in dims if d is not None), None)  # None: a copy on every rank
     have = []
     for part in parts:
-        if dim is None:
-            own = whole
-        else:
-            lo, hi = blocks(shape[dim], layout.ranks, layout.block)[part.rank]
-            own = Box(tuple(lo if d == dim else 0 for d in range(len(shape))),
-                      tuple(hi if d == dim else s for d, s in enumerate(shape))) if hi > lo else None
+        own = whole if dim is None else owned_box(shape, dims, layout.grid, part.rank, layout.ranks, layout.block)
         part.owned[name] = own
         have.append(_box_set(tname, own) if own is not None else None)
     messages: list[Message] = []
@@ -420,34 +452,50 @@ def _placeholder(name: str, model: Model, layout: Layout, parts: list[RankPart],
         own = part.owned[name]
         union = need if own is None else (have[part.rank] if need is None else need.union(have[part.rank]))
         box = bounding_box(union) if union is not None else None
-        part.storage[name] = _full_but(box, whole, dim) if box is not None else None
+        part.storage[name] = _full_but(box, whole, dims if dim is not None else None) if box is not None else None
         if need is None or dim is None:
             continue
         missing = need if have[part.rank] is None else need.subtract(have[part.rank])
-        for q in range(layout.ranks):
-            if q == part.rank or have[q] is None:
+        for q in _sources(layout, part.rank):
+            if have[q] is None:
                 continue
             got = missing.intersect(have[q])
             if got.is_empty():
                 continue
+            missing = missing.subtract(got)  # on a grid an input may have copies: the nearest sends it
             reasons = _reasons(got, dom, tname, sets, name)
-            if not layout.multi_hop and q not in _neighbours(parts, name, part.rank):
+            if not layout.multi_hop and q not in _neighbours(parts, name, part.rank, layout):
                 _too_wide(name, dim, part.rank, q, got, parts, (dom, tname, sets), layout)
             messages.append(Message(name, q, part.rank, boxes_of(got), got.count_val().to_python(), reasons,
                                     layout.mpi_ranks if layout.block else 0))
     return messages
 
 
-def _full_but(box: Box, whole: Box, dim: int | None) -> Box:
-    """The storage a rank keeps: the box along the split dimension, whole along the others."""
-    if dim is None:
+def _sources(layout: Layout, rank: int) -> list[int]:
+    """The other ranks, nearest first on a grid of ranks (where an input not split along one
+    grid dimension is copied along it, and the copy in the rank's own row or column sends)."""
+    others = [q for q in range(layout.ranks) if q != rank]
+    if not layout.grid:
+        return others
+    mine = grid_coords(layout, rank)
+    return sorted(others, key=lambda q: (sum(abs(a - b) for a, b in zip(grid_coords(layout, q), mine)), q))
+
+
+def _full_but(box: Box, whole: Box, dims: tuple[int | None, ...] | None) -> Box:
+    """The storage a rank keeps: the box along the split dimensions, whole along the others."""
+    if dims is None:
         return whole
-    return Box(tuple(box.lo[d] if d == dim else 0 for d in range(len(whole.lo))),
-               tuple(box.hi[d] if d == dim else whole.hi[d] for d in range(len(whole.lo))))
+    return Box(tuple(box.lo[d] if d in dims else 0 for d in range(len(whole.lo))),
+               tuple(box.hi[d] if d in dims else whole.hi[d] for d in range(len(whole.lo))))
 
 
-def _neighbours(parts: list[RankPart], name: str, rank: int) -> set[int]:
-    """The nearest ranks before and after ``rank`` that own some of ``name``."""
+def _neighbours(parts: list[RankPart], name: str, rank: int, layout: Layout | None = None) -> set[int]:
+    """The nearest ranks before and after ``rank`` that own some of ``name``; on a grid, the
+    (up to eight) ranks around it."""
+    if layout is not None and layout.grid:
+        mine = grid_coords(layout, rank)
+        return {p.rank for p in parts if p.rank != rank and p.owned.get(name) is not None
+                and all(abs(a - b) <= 1 for a, b in zip(grid_coords(layout, p.rank), mine))}
     nonempty = [p.rank for p in parts if p.owned.get(name) is not None]
     before = [q for q in nonempty if q < rank]
     after = [q for q in nonempty if q > rank]
@@ -468,7 +516,7 @@ def _reasons(got: isl.Set, dom, tname: str, sets: _Sets, name: str = "") -> tupl
 
 def _too_wide(name: str, dim: int, rank: int, q: int, got: isl.Set, parts, reads: tuple, layout: Layout):
     dom, tname, sets = reads
-    near = sorted(_neighbours(parts, name, rank))
+    near = sorted(_neighbours(parts, name, rank, layout))
     sizes = ", ".join(f"{layout.who(n)}: {parts[n].owned[name].hi[dim] - parts[n].owned[name].lo[dim]}" for n in near)
     reasons = "; ".join(_reasons(got, dom, tname, sets, name))
     cure = "a larger block= for distribute" if layout.block else "fewer ranks (larger blocks)"

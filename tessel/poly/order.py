@@ -11,6 +11,7 @@ Both are analyses; what is refused, and which commands repair it, is ``tessel.ch
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -218,6 +219,7 @@ class ProgramOrder:
 
 #: program-order analyses by content, most recent last (a few: one per schedule being edited)
 _BASE: dict = {}
+_BASE_LOCK = threading.Lock()  # builds in several threads (run_ranks' ranks) share it
 
 
 def moved(sch: Schedule) -> frozenset[int]:
@@ -258,16 +260,18 @@ def program_order(sch: Schedule, only: frozenset[int] | None = None) -> ProgramO
     plain.orders = ()
     ckey = content_key(plain)
     key = None if ckey is None else (ckey, commands_key(plain), only)
-    if key is not None and key in _BASE:
-        got = _BASE.pop(key)
-        _BASE[key] = got
-        return got
+    with _BASE_LOCK:
+        got = _BASE.pop(key, None) if key is not None else None
+        if got is not None:
+            _BASE[key] = got
+            return got
     model = analysis(plain).model
     got = ProgramOrder(model, program_dependences(model, only))
     if key is not None:
-        _BASE[key] = got
-        while len(_BASE) > 16:
-            del _BASE[next(iter(_BASE))]
+        with _BASE_LOCK:
+            _BASE[key] = got
+            while len(_BASE) > 16:
+                del _BASE[next(iter(_BASE))]
     return got
 
 

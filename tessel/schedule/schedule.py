@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ..deep import deep_stack
 from ..errors import ScheduleError
@@ -274,6 +274,41 @@ class Schedule:
 
         parse_assumption(condition, size_vars(self))  # refuse a bad one now, where it is written
         self.assumptions = (*self.assumptions, condition)
+        return self
+
+    #: what a distributed run does besides the derived messages, in the order given: ("barrier",
+    #: after) and ("transfer", tensor name, src, dst, lo, hi) (``barrier``, ``transfer``)
+    messaging: tuple[tuple, ...] = ()
+
+    @recorded
+    def barrier(self, after: str = "exchange") -> Schedule:
+        """Tiramisu's barrier: in a distributed run (``tessel.distributed``) every rank waits for
+        all the others at this point of each call, ``after="exchange"`` (every halo is in, nothing
+        computed yet) or ``after="compute"`` (the rank's kernel and any Allreduce are done). A
+        point where every rank agrees, e.g. before timing or reading results out of band; it
+        changes no value, and ``tessel.build`` (one process) ignores it."""
+        if after not in ("exchange", "compute"):
+            raise ScheduleError(f"barrier(after={after!r}): a barrier goes after the halo 'exchange' or after the "
+                                "'compute' of each distributed call")
+        self.messaging = (*self.messaging, ("barrier", after))
+        return self
+
+    @recorded
+    def transfer(self, tensor, src: int, dst: int, lo: Sequence[int], hi: Sequence[int]) -> Schedule:
+        """Tiramisu's ``send``/``recv`` pair: rank ``dst`` receives ``tensor[lo:hi]`` (a box of
+        global indices) from rank ``src`` before each distributed call computes. Once a program
+        declares one, its declared transfers replace the derived messages, after a check against
+        the derived plan for the run's rank count (``tessel.distributed.Plan.with_transfers``:
+        an element needed that none brings, one brought twice, sent by a rank that does not own
+        it or read by nobody is refused with a witness). ``tessel.build`` ignores it."""
+        name = getattr(tensor, "name", tensor)
+        lo, hi = tuple(int(x) for x in lo), tuple(int(x) for x in hi)
+        if not isinstance(name, str) or name not in {st.op.name for st in self.stages if st.op.is_placeholder}:
+            raise ScheduleError(f"transfer of {name!r}: a transfer carries an input (placeholder) of the program")
+        if len(lo) != len(hi) or any(a >= b for a, b in zip(lo, hi)) or min(src, dst) < 0 or src == dst:
+            raise ScheduleError(f"transfer of {name} from rank {src} to rank {dst}, [{lo}, {hi}): give two different "
+                                "ranks and a non-empty box (lo < hi in every dimension)")
+        self.messaging = (*self.messaging, ("transfer", name, int(src), int(dst), lo, hi))
         return self
 
     def assumption_exprs(self) -> list[E.PrimExpr]:

@@ -386,6 +386,9 @@ class Stage(StageBase):
 
             for i in 0..n: B[i] = ...   ->   (rank r) for i in lo(r)..hi(r): B[i] = ...
             block=b:                      ->   (rank r) for k in r, r+P, ...: for i in k*b..(k+1)*b: B[i] = ...
+
+        Called on two axes, the ranks form a 2-D grid (P0 x P1, rank r at row r // P1, column
+        r % P1; ``tessel.distributed.grid_shape``), each owning a block of both.
         """
         if not isinstance(iv, E.IterVar) or all(iv is not r for r in self.op.root_iter_vars):
             roots = ", ".join(r.var.name for r in getattr(self.op, "root_iter_vars", ())) or "none"
@@ -393,9 +396,13 @@ class Stage(StageBase):
             raise ScheduleError(f"distribute on stage {self.name}: {name} is not an axis of the operation "
                                 f"(its axes: {roots}); distribute one of them, e.g. s[{self.name}].distribute("
                                 f"{self.name}.op.axis[0]), before or after splitting it")
-        if any(a.distributed for a in self.iter_var_attrs.values()):
-            raise ScheduleError(f"distribute on stage {self.name}: the stage is already distributed over another "
-                                "axis; tessel distributes one axis per stage (a 1-D grid of ranks)")
+        done = [a for a in self.iter_var_attrs.values() if a.distributed]
+        if len(done) >= 2 or (done and (block is not None or done[0].block is not None)):
+            raise ScheduleError(f"distribute on stage {self.name}: the stage is already distributed over "
+                                f"{'two axes' if len(done) >= 2 else 'another axis'}; tessel distributes one axis "
+                                "(blocks or block-cyclic) or two (a 2-D grid of ranks, contiguous blocks) per stage")
+        if self.iter_var_attrs.get(iv) is not None and self.iter_var_attrs[iv].distributed:
+            raise ScheduleError(f"distribute on stage {self.name}: axis {iv.var.name} is already distributed")
         if block is not None and (isinstance(block, bool) or not isinstance(block, int) or block < 1):
             raise ScheduleError(f"distribute on stage {self.name}: block={block!r} is not a positive integer; give "
                                 "the number of values of each block dealt to the ranks in turn, or leave it out")
@@ -404,8 +411,15 @@ class Stage(StageBase):
 
     @property
     def distributed_axis(self) -> E.IterVar | None:
-        """The axis ``distribute`` split over the ranks, if any."""
-        return next((iv for iv, a in self.iter_var_attrs.items() if a.distributed), None)
+        """The (first) axis ``distribute`` split over the ranks, if any."""
+        return next(iter(self.distributed_axes), None)
+
+    @property
+    def distributed_axes(self) -> list[E.IterVar]:
+        """The axes ``distribute`` split over the ranks, in the operation's order (two: the
+        dimensions of a 2-D grid of ranks)."""
+        roots = getattr(self.op, "root_iter_vars", ())
+        return [iv for iv in roots if self.iter_var_attrs.get(iv) is not None and self.iter_var_attrs[iv].distributed]
 
     @property
     def distributed_block(self) -> int | None:

@@ -84,12 +84,13 @@ def test_a_declared_placement_is_checked():
         dist.plan(s, args, 2, placement={"B": 2})
 
 
-def test_a_recurrence_is_refused_with_the_way_to_write_its_time_loop():
+def test_a_recurrence_read_by_a_distributed_stage_is_refused_with_the_way_to_distribute_it():
     from helpers import heat_steps
 
     A, h, out = heat_steps(4, 6, 5)
     s = te.create_schedule(out.op)
     s[out].distribute(out.op.axis[0])
     with pytest.raises(DistributionError, match=r"stage h.*DefinitionOp cannot be part of a distributed program "
-                                                r"yet.*Python loop of distributed kernel calls"):
+                                                r"of other stages.*distribute a recurrence or scan itself on a data "
+                                                r"axis.*Python loop of distributed kernel calls"):
         dist.plan(s, [A, out], 2)
