@@ -54,8 +54,20 @@ from .files import (
 # -fno-math-errno: no kernel reads errno, and with it set a math call is not a pure function to
 # GCC: exp(-alpha) of a scalar argument was recomputed for every element (PolyBench's deriche,
 # 10x slower than its C) and sqrt kept a call to libm beside its instruction. Values are the same.
-BASE_FLAGS = ("-std=gnu11", "-O3", "-fno-math-errno", "-fPIC", "-shared", "-Wno-unknown-pragmas",
+BASE_FLAGS = ("-std=gnu11", "-fno-math-errno", "-fPIC", "-shared", "-Wno-unknown-pragmas",
               "-Werror=implicit-function-declaration")
+
+# The optimisation level. A kernel whose C holds tessel's own vector code was vectorized by its
+# schedule: its hot loops are vector statements already, and what -O3 adds is GCC's loop
+# vectorizer making vector copies (with versioning for aliasing and masked epilogues) of the
+# short scalar loops tessel left scalar on purpose (an alignment peel, a row's tail, a reduction
+# of the partials). That is about a third of the C compiler's time on a small kernel (the add
+# of examples/fast_streams: 92 -> 58 ms of CPU) and the kernels run the same (every benchmark
+# kernel at 1 thread, CPU time, within noise: docs/performance.md). A kernel without vector
+# code keeps -O3: GCC's vectorizer is then the only one it has. $TESSEL_CFLAGS comes last, so
+# ``TESSEL_CFLAGS=-O3`` restores -O3 everywhere.
+OPT_VECTORIZED = "-O2"
+OPT_SCALAR = "-O3"
 
 _PROBES = {
     # feature -> (source, extra flags, whether the result must also load into this process)
@@ -141,11 +153,13 @@ class Compiler:
             _save_probes(self)
         return self.features[key]
 
-    def flags(self, *, openmp: bool = False, guarded_loads: bool = False, march: str | None = None) -> list[str]:
+    def flags(self, *, openmp: bool = False, guarded_loads: bool = False, march: str | None = None,
+              vectorized: bool = False) -> list[str]:
         """Flags for one kernel: OpenMP only when it has parallel loops (it costs a thread pool);
         no loop if-conversion when it reads memory under a condition (see NO_IF_CONVERT);
-        ``-march=<march>`` when a target names its CPU, else this machine's."""
-        out = list(BASE_FLAGS)
+        ``-march=<march>`` when a target names its CPU, else this machine's; -O2 where its C
+        holds tessel's own vector code, else -O3 (see OPT_VECTORIZED)."""
+        out = [*BASE_FLAGS, OPT_VECTORIZED if vectorized else OPT_SCALAR]
         if march:
             out.append(f"-march={march}")
         elif os.environ.get("TESSEL_NO_MARCH_NATIVE") is None and self.supports("march_native"):
