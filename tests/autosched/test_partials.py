@@ -81,3 +81,19 @@ def test_argmax_is_numpys_index_with_ties_and_nan(rows, cols, v):
     out = np.full(rows, -1, "int32")
     tessel.build(s, args)(a, out)
     np.testing.assert_array_equal(out, np.argmax(a, axis=1))
+
+
+def test_the_reducer_is_checked_once_for_both_levels(monkeypatch):
+    """The sample-value search for a reducer that may not be reordered (thousands of
+    evaluations) runs once per reducer object, not once per rfactor."""
+    from tessel.schedule import reducer_checks
+
+    calls = []
+    real = reducer_checks._counterexample
+    monkeypatch.setattr(reducer_checks, "_counterexample", lambda comb: calls.append(comb) or real(comb))
+    s, args, stages = _argmax(6, 70, 2 * LANES)
+    assert len(stages) == 2 and len(calls) == 1
+    a = np.random.default_rng(1).standard_normal((6, 70), dtype="float32")
+    out = np.full(6, -1, "int32")
+    tessel.build(s, args)(a, out)
+    np.testing.assert_array_equal(out, np.argmax(a, axis=1))
