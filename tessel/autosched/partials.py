@@ -37,18 +37,21 @@ def factor(s: Schedule, R: Tensor, v: int, lanes: int = 0) -> list[Tensor]:
     if lanes > 1 and v > lanes and v % lanes == 0:
         _, li = s[R].split(s[R].op.reduce_axis[-1], factor=lanes)
         out.append(_one(s.rfactor(R, li)))
+        s[R].unroll(s[R].op.reduce_axis[-1])  # the last lanes, straight-line (see attach)
     return out
 
 
 def attach(s: Schedule, stages: list[Tensor], anchor, at: E.IterVar) -> None:
     """Each stage of partials computed at ``anchor``'s loop ``at``, its reduction outside its
     lanes, the lanes vectorized, in local memory."""
-    for rf in stages:
+    for level, rf in enumerate(stages):
         st = s[rf]
         st.compute_at(s[anchor], at)
         st.reorder(*st.op.reduce_axis, st.op.axis[0])
         st.vectorize(st.op.axis[0])
         st.set_scope("local")
+        if level:  # the few vector steps of the combine, straight-line: the first level's
+            st.unroll(st.op.reduce_axis[-1])  # partials are then read at constant offsets, kept in registers
 
 
 __all__ = ["attach", "factor"]
