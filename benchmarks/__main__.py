@@ -117,12 +117,16 @@ def _children_cpu() -> float:
 
 def _tessel(case: Case, inputs: list[np.ndarray]):
     import tessel
+    from tessel.driver import forget_lowerings
+    from tessel.poly.analysis import forget
     from tessel.runtime.cache import clear_memory_cache
 
     # cold: nothing on disk or in memory from earlier cases (matmul 1024 on one thread is the
     # kernel of matmul 1024 on two)
     os.environ["TESSEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="tessel-bench-cache-")
     clear_memory_cache()
+    forget()
+    forget_lowerings()
     s, args = case.tessel()
     with _CompilerClock() as cc:
         t0 = time.perf_counter()
@@ -418,6 +422,25 @@ def table(rows: list[Row], ms_trials: int = 0) -> str:
     return "\n".join(out)
 
 
+def cold_build_text(rows: list[Row]) -> str:
+    """The median of the kernels' cold builds and the slowest, in one line (wall time, and the
+    CPU time of tessel and of the C compiler: on a loaded machine the CPU is what the build
+    costs, the wall what the load added)."""
+    done = [r for r in rows if r.build_s.get("tessel") is not None]
+    if not done:
+        return ""
+    walls = [r.build_s["tessel"] for r in done]
+    slow = max(done, key=lambda r: r.build_s["tessel"])
+    text = (f"Cold builds of the {len(done)} kernels (tessel's hand schedules, from the schedule to the loaded "
+            f"kernel, nothing cached): median {_ms(float(np.median(walls)))} ms, slowest {slow.kernel} {slow.size} "
+            f"{_ms(slow.build_s['tessel'])} ms")
+    cpus = [r.cpu_s for r in done if r.cpu_s is not None]
+    if cpus:
+        text += (f"; CPU medians: tessel {_ms(float(np.median([c[0] for c in cpus])))} ms, "
+                 f"the C compiler {_ms(float(np.median([c[1] for c in cpus])))} ms")
+    return text + "."
+
+
 def exact_cost_text(rows: list[Row]) -> str:
     """What exact regions (on by default) add to the cold builds of the table, in one line."""
     done = [r for r in rows if r.interval_build_s is not None and r.analysis_s is not None]
@@ -582,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += ["## machine", "", machine_text(m), ""]
     if missing:
         lines += [f"Not installed: {', '.join(missing)} (`pip install .[peers]`).", ""]
-    lines += ["## results", "", text, "", exact_cost_text(rows), ""]
+    lines += ["## results", "", text, "", cold_build_text(rows), "", exact_cost_text(rows), ""]
     (out_dir / "benchmarks.md").write_text("\n".join(lines))
     (out_dir / "benchmarks.json").write_text(json.dumps(
         {"machine": asdict(m) if m else None, "rows": [asdict(r) for r in rows], "repeat": repeat,

@@ -21,6 +21,7 @@ import os
 import pstats
 import resource
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -102,6 +103,7 @@ KERNELS = [
     Kernel("row sum 4096 (examples/fast_streams)", _example("fast_streams", "row_sum", 4096, 4096)),
     Kernel("softmax 4096 (examples/fast_rows)", _example("fast_rows", "softmax", 4096, 4096)),
     Kernel("layernorm 4096 (examples/fast_rows)", _example("fast_rows", "layernorm", 4096, 4096)),
+    Kernel("argmax 4096 (examples/fast_rows)", _example("fast_rows", "argmax", 4096, 4096)),
     Kernel("blur 4096 (examples/fast_blur)", _example("fast_blur", "blur", 4096, 4096)),
     Kernel("matmul 512 (examples/fast_matmul)", _fast_matmul(512)),
     Kernel("matmul 1024 (examples/fast_matmul)", _fast_matmul(1024)),
@@ -194,12 +196,16 @@ def main(argv=None) -> int:
         return 0
     print(f"cold builds, best of {args.repeat} (load: {os.getloadavg()[0]:.2f})")
     print(f"{'kernel':<45} {'wall s':>7} {'tessel CPU s':>13} {'cc CPU s':>9}")
+    walls: list[float] = []
     for k in chosen:
         runs = [cold(k) for _ in range(args.repeat)]
         wall = min(r[0] for r in runs)
         ours = min(r[1] for r in runs)
         cc = min(r[2] for r in runs)
         print(f"{k.name:<45} {wall:7.3f} {ours:13.3f} {cc:9.3f}", flush=True)
+        walls.append(wall)
+    if walls:
+        print(f"median wall {statistics.median(walls):.3f} s, slowest {max(walls):.3f} s")
     return 0
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 import tessel
 from tessel import te
+from tessel.autosched import partials as partials_
 from tessel.target import Target, as_target, resolve
 from tessel.target.tiles import prefetch_step, reduction_lanes
 
@@ -34,16 +35,13 @@ def partials(target: str | Target | None = None) -> int:
     return reduction_lanes(resolve(as_target(target)))
 
 
-def _vector_reduce(s, R, O, v: int, at_self: bool = False) -> None:
-    """Reduce R's row with ``v`` partial results in vector lanes, at O's row loop (R's own
+def _vector_reduce(s, R, O, v: int, target, at_self: bool = False) -> None:
+    """Reduce R's row with ``v`` partial results in vector lanes, combined a vector at a time
+    into one vector before the lanes (``tessel.autosched.partials``), at O's row loop (R's own
     row loop when ``at_self``: R is the output)."""
-    _, ki = s[R].split(s[R].op.reduce_axis[0], factor=v)
-    RF = s.rfactor(R, ki)
-    RF = RF[0] if isinstance(RF, list | tuple) else RF  # a reduction of several outputs: one stage
-    s[RF].compute_at(s[O], s[O].op.axis[0])
-    s[RF].reorder(*s[RF].op.reduce_axis, s[RF].op.axis[0])
-    s[RF].vectorize(s[RF].op.axis[0])
-    s[RF].set_scope("local")
+    lanes = resolve(as_target(target)).vector_lanes(str(R.dtype))
+    stages = partials_.factor(s, R, v, lanes)
+    partials_.attach(s, stages, O, s[O].op.axis[0])  # O's loops as they are after the rfactor
     if not at_self:
         s[R].compute_at(s[O], s[O].op.axis[0])
 
@@ -87,13 +85,13 @@ def softmax(rows: int, cols: int, target: str | Target | None = None, v: int | N
     A, M, E, S, O = softmax_definition(rows, cols)
     s = te.create_schedule(O.op)
     _rowwise(s, O)
-    _vector_reduce(s, M, O, v)
+    _vector_reduce(s, M, O, v, target)
     s[E].compute_at(s[O], s[O].op.axis[0])
     step = prefetch_step(resolve(as_target(target)))
     jo, ji = s[E].split(s[E].op.axis[1], factor=step)
     s[E].vectorize(ji)
     s[E].prefetch(A, jo, -(-cols // step))  # a row on: the next row's line at this column
-    _vector_reduce(s, S, O, v)
+    _vector_reduce(s, S, O, v, target)
     return s, [A, O]
 
 
@@ -104,9 +102,9 @@ def layernorm(rows: int, cols: int, target: str | Target | None = None, v: int |
     A, G, Bt, S1, Mu, S2, R, O = layernorm_definition(rows, cols, eps)
     s = te.create_schedule(O.op)
     _rowwise(s, O)
-    _vector_reduce(s, S1, O, v)
+    _vector_reduce(s, S1, O, v, target)
     s[Mu].compute_at(s[O], s[O].op.axis[0])
-    _vector_reduce(s, S2, O, v)
+    _vector_reduce(s, S2, O, v, target)
     s[R].compute_at(s[O], s[O].op.axis[0])
     return s, [A, G, Bt, O]
 
@@ -115,15 +113,16 @@ def argmax(rows: int, cols: int, target: str | Target | None = None, v: int | No
     """The schedule and its arguments ``[A, I]``: I = the index of each row's maximum (the
     first, as NumPy's). ``te.argmax`` breaks ties by the index, so its partial results combine
     in any order: a row's ``v`` partials in vector lanes (an index vector and a value vector,
-    each lane keeping its best so far), combined once per row. Two vectors of partials, fewer
-    than a sum's: the final combine of each row is a chain of compares and selects, not one
-    add (AVX-512, 2048 x 2048, one thread: 0.85 ms with 32 partials, 0.93 with 128)."""
-    v = v or 2 * resolve(as_target(target)).vector_lanes("float32")
+    each lane keeping its best so far), combined once per row, a vector at a time first. Four
+    vectors of partials, fewer than a sum's: each combine is a chain of compares and selects,
+    not one add (Zen 5, 4096 x 4096, one thread, CPU time: 15.6 GB/s with 2 vectors, 21.8 with
+    4, 21.2 with 8; NumPy 26.5)."""
+    v = v or 4 * resolve(as_target(target)).vector_lanes("float32")
     A = te.placeholder((rows, cols), name="A")
     k = te.reduce_axis((0, cols), name="k")
     index, _ = te.compute((rows,), lambda i: te.argmax((k, A[i, k]), axis=k), name="B")
     s = te.create_schedule(index.op)
-    _vector_reduce(s, index, index, v, at_self=True)
+    _vector_reduce(s, index, index, v, target, at_self=True)
     s[index].parallel(s[index].op.axis[0])
     return s, [A, index]
 

@@ -17,6 +17,7 @@ import numpy as np
 
 import tessel
 from tessel import te
+from tessel.autosched import partials
 from tessel.target import Target, as_target, resolve
 from tessel.target.tiles import reduction_lanes, stream_chunk
 
@@ -59,13 +60,10 @@ def row_sum(rows: int, cols: int, target: str | Target | None = None, v: int | N
     k = te.reduce_axis((0, cols), name="k")
     B = te.compute((rows,), lambda i: te.sum(A[i, k], axis=k), name="B")
     s = te.create_schedule(B.op)
-    _, ki = s[B].split(k, factor=v)
-    BF = s.rfactor(B, ki)
+    lanes = resolve(as_target(target)).vector_lanes("float32")
+    stages = partials.factor(s, B, v, lanes)  # v partials, combined a vector at a time first
     s[B].parallel(s[B].op.axis[0])
-    s[BF].compute_at(s[B], s[B].op.axis[0])
-    s[BF].reorder(*s[BF].op.reduce_axis, s[BF].op.axis[0])
-    s[BF].vectorize(s[BF].op.axis[0])
-    s[BF].set_scope("local")
+    partials.attach(s, stages, B, s[B].op.axis[0])
     return s, [A, B]
 
 

@@ -323,8 +323,8 @@ def _plain_knobs(g: A.Graph, a: Anchor, target: Target) -> list[Knob]:
         if A.row_reduction(info):
             v = reduction_lanes(target, info.dtype)
             lanes = target.vector_lanes(info.dtype)
-            if not info.single_output:  # an argmax: each partial's final combine is compares and selects
-                v = min(v, 2 * lanes)
+            if not info.single_output:  # an argmax: each combine is a chain of compares and selects,
+                v = min(v, 4 * lanes)    # longer than an add (Zen 5, 4096^2, 1 thread: 4 vectors 1.4x 2)
             ext = A.extent(op.reduce_axis[-1])
             while ext is not None and v > lanes and v > ext // 2:
                 v //= 2

@@ -19,6 +19,7 @@ from ..schedule.dataflow import loop_ranges
 from ..schedule.schedule import Schedule
 from ..te.tensor import ComputeOp, Tensor
 from . import analysis as A
+from . import partials
 from .conv import transposed_copy, window_loops
 from .plan import Anchor, Plan, loops_for_threads, row_prefetch, tile_order
 from .recurrences import schedule_recurrences
@@ -201,9 +202,9 @@ def _plain(s: Schedule, plan: Plan, a: Anchor, kn: dict, fuse: bool = True) -> N
     chunk = int(kn.get(f"{name}.chunk", 1))
     v = int(kn.get(f"{name}.partials", 0))
     if int(kn.get(f"{name}.split_k", 0)):
-        _split_reduction(s, op, int(kn[f"{name}.split_k"]), v)
+        _split_reduction(s, op, int(kn[f"{name}.split_k"]), v, _lanes(plan, op))
         return
-    rf = _rfactor(s, op, v) if v else None
+    rf = partials.factor(s, op.output(0), v, _lanes(plan, op)) if v else None
     axes = list(s[op].op.axis)
     if not axes:
         return
@@ -225,7 +226,7 @@ def _plain(s: Schedule, plan: Plan, a: Anchor, kn: dict, fuse: bool = True) -> N
     if not info.is_reduction and len(axes) >= 2:
         _vector_rows(s, op, hint if hinted is op else None)
     if rf is not None:
-        _attach_partials(s, op, rf, op, outer)
+        partials.attach(s, rf, op, outer)
     if fuse:
         for m in a.members:
             _member(s, plan, m, op, outer, kn, hint if hinted is m else None)
@@ -244,10 +245,10 @@ def _member(s: Schedule, plan: Plan, m: ComputeOp, anchor: ComputeOp, at: E.Iter
             hint: tuple[Tensor, int, int] | None = None) -> None:
     """A producer computed once per chunk of its anchor, vectorized like the anchor."""
     v = int(kn.get(f"{plan.graph.label(m)}.partials", 0))
-    rf = _rfactor(s, m, v) if v else None
+    rf = partials.factor(s, m.output(0), v, _lanes(plan, m)) if v else None
     s[m].compute_at(s[anchor], at)
     if rf is not None:
-        _attach_partials(s, m, rf, anchor, at)
+        partials.attach(s, rf, anchor, at)
     elif not plan.graph.infos[m].is_reduction and len(m.axis) >= 2:
         _vector_rows(s, m, hint)
 
@@ -265,24 +266,12 @@ def _vector_rows(s: Schedule, op: ComputeOp, hint: tuple[Tensor, int, int] | Non
     st.prefetch(tensor, jo, ahead)
 
 
-def _rfactor(s: Schedule, op, v: int):
-    """Split the innermost reduction by ``v`` and factor it out: ``v`` partial results, one per
-    vector lane, combined at the end (the reassociation that vectorizes a row reduction)."""
-    red = s[op].op.reduce_axis
-    _, ki = s[op].split(red[-1], factor=v)
-    rf = s.rfactor(op.output(0), ki)
-    return rf[0] if isinstance(rf, list | tuple) else rf  # an argmax's partials: one stage, two outputs
+def _lanes(plan: Plan, op) -> int:
+    """Lanes of a vector of ``op``'s partials (its first output's type)."""
+    return plan.target.vector_lanes(str(op.outputs[0].dtype))
 
 
-def _attach_partials(s: Schedule, op, rf, anchor, at: E.IterVar) -> None:
-    st = s[rf]
-    st.compute_at(s[anchor], at)
-    st.reorder(*st.op.reduce_axis, st.op.axis[0])
-    st.vectorize(st.op.axis[0])
-    st.set_scope("local")
-
-
-def _split_reduction(s: Schedule, op, parts: int, v: int) -> None:
+def _split_reduction(s: Schedule, op, parts: int, v: int, lanes: int) -> None:
     """Few long rows: too few for the threads. The reduction is cut into ``parts`` pieces
     (``rfactor`` over the outer part of a split), the pieces are shared among threads, each
     reduced in ``v`` vector partials, and the few results per row are summed at the end."""
@@ -290,5 +279,5 @@ def _split_reduction(s: Schedule, op, parts: int, v: int) -> None:
     pieces = s.rfactor(op.output(0), kp)
     in_threads(s, pieces.op, s[pieces].op.axis[0])
     if v:
-        rf = _rfactor(s, pieces.op, v)
-        _attach_partials(s, pieces.op, rf, pieces.op, s[pieces].op.axis[0])
+        rf = partials.factor(s, pieces, v, lanes)
+        partials.attach(s, rf, pieces.op, s[pieces].op.axis[0])

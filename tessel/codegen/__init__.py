@@ -22,8 +22,9 @@ class Generated:
 
     ``symbol`` is the entry point in ``source``; ``outputs`` the indices of the parameters the
     code writes. The C target adds how to compile (``openmp``: parallel loops; ``guarded_loads``:
-    memory read under a condition; ``float16``: needs ``_Float16``); the python target the
-    globals its code runs with (``namespace``)."""
+    memory read under a condition; ``float16``: needs ``_Float16``; ``vectorized``: holds
+    vector code of tessel's own, so -O2 is enough); the python target the globals its code
+    runs with (``namespace``)."""
 
     kind: str
     name: str
@@ -33,13 +34,15 @@ class Generated:
     openmp: bool = False
     guarded_loads: bool = False
     float16: bool = False
+    vectorized: bool = False
     externs: tuple = ()  # the outside functions it calls: ExternSig per slot of its table
     namespace: Mapping | None = field(default=None, compare=False, repr=False)
 
     def plan(self) -> dict:
         """The JSON form remembered by the memo of generated code (C only: no namespace)."""
         return {"source": self.source, "symbol": self.symbol, "name": self.name, "openmp": self.openmp,
-                "guarded_loads": self.guarded_loads, "float16": self.float16, "outputs": list(self.outputs),
+                "guarded_loads": self.guarded_loads, "float16": self.float16, "vectorized": self.vectorized,
+                "outputs": list(self.outputs),
                 "externs": [x.as_json() for x in self.externs]}
 
     @classmethod
@@ -48,7 +51,7 @@ class Generated:
 
         return cls(kind, plan["name"], plan["symbol"], plan["source"], tuple(plan["outputs"]),
                    bool(plan["openmp"]), bool(plan["guarded_loads"]), bool(plan["float16"]),
-                   tuple(ExternSig.from_json(x) for x in plan.get("externs", ())))
+                   bool(plan["vectorized"]), tuple(ExternSig.from_json(x) for x in plan.get("externs", ())))
 
 
 def generate(generator: Callable, func: PrimFunc, target) -> Generated:

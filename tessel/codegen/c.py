@@ -184,7 +184,7 @@ def generate_c(func: S.PrimFunc, target=None) -> Generated:
     outputs = gen.written
     return Generated("c", func.name, gen.symbol, source, tuple(k for k, b in enumerate(func.params) if b in outputs),
                      openmp=gen.has_parallel, guarded_loads=facts.guarded_loads, float16=gen.uses_float16,
-                     externs=tuple(gen.externs))
+                     vectorized=bool(gen.vec.types), externs=tuple(gen.externs))
 
 
 __all__ = ["CTYPE", "c_source", "ctype", "generate_c", "has_guarded_loads"]

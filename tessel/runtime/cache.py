@@ -285,7 +285,7 @@ def clear_memory_cache() -> None:
 _LOWERED: dict[str, dict] = {}
 _LOWERED_KEEP = 512  # entries remembered in memory (the oldest is forgotten first)
 _LOWERED_FIELDS = {"source": str, "symbol": str, "name": str, "openmp": bool,
-                   "guarded_loads": bool, "float16": bool, "outputs": list,
+                   "guarded_loads": bool, "float16": bool, "vectorized": bool, "outputs": list,
                    # the table of outside functions: [name, kind, return dtype, [argument dtypes]]
                    "externs": list,
                    # the index guards of symbolic sizes (seed 002) and the sizes they speak of, as a

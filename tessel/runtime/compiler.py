@@ -54,8 +54,21 @@ from .files import (
 # -fno-math-errno: no kernel reads errno, and with it set a math call is not a pure function to
 # GCC: exp(-alpha) of a scalar argument was recomputed for every element (PolyBench's deriche,
 # 10x slower than its C) and sqrt kept a call to libm beside its instruction. Values are the same.
-BASE_FLAGS = ("-std=gnu11", "-O3", "-fno-math-errno", "-fPIC", "-shared", "-Wno-unknown-pragmas",
+BASE_FLAGS = ("-std=gnu11", "-fno-math-errno", "-fPIC", "-shared", "-Wno-unknown-pragmas",
               "-Werror=implicit-function-declaration")
+
+# The optimisation level. A kernel whose C holds tessel's own vector code was vectorized by its
+# schedule: its hot loops are vector statements already, and what GCC's loop vectorizer adds at
+# -O3 is vector copies (with versioning for aliasing and masked epilogues) of the short scalar
+# loops tessel left scalar on purpose (an alignment peel, a row's tail, the last combine of a
+# reduction): a sixth to a third of the C compiler's time on a small kernel (softmax 162 -> 117
+# ms of CPU, layernorm 179 -> 121, add 117 -> 97). Such a kernel is compiled at -O3 without it.
+# Plain -O2 compiled faster still but ran layernorm 1.13-1.18x slower at one thread (the hot
+# loops' code the same; -O3's other passes matter there), so it is not used. A kernel without
+# vector code keeps the whole of -O3: GCC's vectorizer is then the only one it has.
+# $TESSEL_CFLAGS comes last, so ``TESSEL_CFLAGS=-ftree-loop-vectorize`` gives it back.
+OPT_VECTORIZED = ("-O3", "-fno-tree-loop-vectorize")
+OPT_SCALAR = ("-O3",)
 
 _PROBES = {
     # feature -> (source, extra flags, whether the result must also load into this process)
@@ -141,11 +154,13 @@ class Compiler:
             _save_probes(self)
         return self.features[key]
 
-    def flags(self, *, openmp: bool = False, guarded_loads: bool = False, march: str | None = None) -> list[str]:
+    def flags(self, *, openmp: bool = False, guarded_loads: bool = False, march: str | None = None,
+              vectorized: bool = False) -> list[str]:
         """Flags for one kernel: OpenMP only when it has parallel loops (it costs a thread pool);
         no loop if-conversion when it reads memory under a condition (see NO_IF_CONVERT);
-        ``-march=<march>`` when a target names its CPU, else this machine's."""
-        out = list(BASE_FLAGS)
+        ``-march=<march>`` when a target names its CPU, else this machine's; no loop vectorizer
+        where its C holds tessel's own vector code (see OPT_VECTORIZED)."""
+        out = [*BASE_FLAGS, *(OPT_VECTORIZED if vectorized else OPT_SCALAR)]
         if march:
             out.append(f"-march={march}")
         elif os.environ.get("TESSEL_NO_MARCH_NATIVE") is None and self.supports("march_native"):

@@ -48,7 +48,8 @@ def load_c(func: PrimFunc, gen, target, finish: Callable | None = None) -> CKern
             "with target='python'"
         )
     spec = ArgSpec(func, {func.params[k] for k in gen.outputs})
-    flags = comp.flags(openmp=gen.openmp, guarded_loads=gen.guarded_loads, march=getattr(target, "mcpu", None))
+    flags = comp.flags(openmp=gen.openmp, guarded_loads=gen.guarded_loads, march=getattr(target, "mcpu", None),
+                       vectorized=gen.vectorized)
     flags += list(getattr(target, "flags", ()))
     table = ExternTable(gen.externs, "c", func.name) if gen.externs else None
     lib = load_or_build(gen.source, func.name, gen.symbol, comp, flags)

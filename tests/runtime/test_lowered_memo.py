@@ -69,6 +69,21 @@ def test_second_build_takes_the_code_from_the_memo(fresh_cache):
     assert f2._finish is None
 
 
+@pytest.mark.parametrize("vector", [True, False])
+def test_optimisation_level_follows_vector_code_also_from_the_memo(fresh_cache, monkeypatch, vector):
+    """-O3 without GCC's loop vectorizer where the C holds tessel's own vector code (its
+    schedule vectorized it), the whole of -O3 where GCC's vectorizer is all the kernel has; the
+    memo remembers which, so a build from it compiles the same way."""
+    monkeypatch.delenv("TESSEL_CFLAGS", raising=False)
+    f1 = tessel.build(*_tile_kernel(vector=vector))
+    assert ("vector_size(" in f1.source) == vector
+    assert "-O3" in f1.compile_flags and ("-fno-tree-loop-vectorize" in f1.compile_flags) == vector
+    clear_memory_cache()
+    f2 = tessel.build(*_tile_kernel(vector=vector))
+    assert f2._finish is not None and f2.compile_flags == f1.compile_flags
+    _run(f2)
+
+
 @pytest.mark.parametrize("change", [
     {"n": 38}, {"mr": 3}, {"nr": 8}, {"dtype": "float64"}, {"vector": False}, {"name": "D"},
 ])
