@@ -54,7 +54,9 @@ class Tensor:
     def __getitem__(self, indices) -> E.ProducerLoad | TensorSlice:
         if not isinstance(indices, tuple):
             indices = (indices,)
-        if len(indices) < self.ndim:  # TVM's A[i][j]: the rest of the indices follow
+        if len(indices) < self.ndim or any(isinstance(x, slice) for x in indices):
+            # TVM's A[i][j] (the rest of the indices follow), or a region A[i, 0:16] (an
+            # intrinsic's argument: te/tensor_compute.py)
             return TensorSlice(self, indices)
         return self._load(indices)
 
@@ -66,6 +68,9 @@ class Tensor:
             )
         conv = []
         for k, x in enumerate(indices):
+            if isinstance(x, slice):
+                raise DefinitionError(f"{self.name}[...]: dimension {k} is a slice, which names a region: only a "
+                                      "tensor intrinsic's call takes one (intrin(A[i, 0:16])); index one element")
             e = convert(x)
             if not (e.dtype.is_integer and e.dtype.lanes == 1):
                 raise DefinitionError(f"index {k} of {self.name} is `{e}` of dtype {e.dtype}; indices must be integers")
@@ -393,15 +398,34 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "", att
         axis = [E.IterVar(None, E.Var(n, "int32"), E.IterVar.DATA_PAR) for n in names]
     else:
         shape = _check_shape(shape, name)
-        names = _axis_names(fcompute, len(shape))
+        names = _intrinsic_call_names(fcompute, len(shape)) or _axis_names(fcompute, len(shape))
         axis = [E.IterVar(E.Range(0, s), E.Var(n, s.dtype), E.IterVar.DATA_PAR) for n, s in zip(names, shape)]
     result = fcompute(*[iv.var for iv in axis])
+    if type(result).__name__ == "TensorIntrinCall":  # intrin(A[i, 0:16], ...): te/tensor_compute.py
+        from .tensor_compute import tensor_compute
+
+        op = tensor_compute(name, scoped_tag(tag, name), attrs, axis, shape, result)
+        return op.outputs if len(op.outputs) > 1 else op.outputs[0]
+    if len(axis) != len(shape or axis):
+        _axis_names(fcompute, len(shape))  # refused: one argument per dimension
     bodies = list(result) if isinstance(result, list | tuple) else [result]
     bodies = [finished_reduction(name, convert(b)) for b in bodies]
     _check_body(name, bodies)
     cond = domain_condition(where, axis, name) if where is not None else None
     op = ComputeOp(name, scoped_tag(tag, name), attrs, axis, bodies, cond)
     return op.outputs if len(op.outputs) > 1 else op.outputs[0]
+
+
+def _intrinsic_call_names(fcompute: Callable, ndim: int) -> list[str] | None:
+    """The arguments of a function naming fewer axes than ``ndim`` (a tensor intrinsic's call
+    covers the rest: ``lambda i: vadd(A[i, 0:16], ...)``), else None."""
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) or len(params) >= ndim:
+        return None
+    return [p.name for p in params]
 
 
 def _arity(fcompute: Callable, name: str) -> int:

@@ -45,13 +45,23 @@ class TensorIntrin:
     """A micro-kernel: what it computes (``op``, over ``inputs``) and the statements that do
     it over ``buffers`` (inputs', then outputs' views)."""
 
-    def __init__(self, name: str, op: ComputeOp, inputs, buffers, body, reduce_init, reduce_update):
+    def __init__(self, name: str, op: ComputeOp, inputs, buffers, body, reduce_init, reduce_update,
+                 scalar_params=()):
         self.name, self.op = name, op
         self.inputs, self.buffers = tuple(inputs), tuple(buffers)
         self.body, self.reduce_init, self.reduce_update = body, reduce_init, reduce_update
+        self.scalar_params = tuple(scalar_params)
 
     def __repr__(self) -> str:
         return f"TensorIntrin({self.name})"
+
+    def __call__(self, *args, reduce_axis=()):
+        """``intrin(A[i, 0:16], B[i, 0:16])`` inside a compute's function: that compute is this
+        intrinsic called on those regions (see tensor_compute.py); other arguments are the
+        values of its ``scalar_params``, in order."""
+        from .tensor_compute import TensorIntrinCall
+
+        return TensorIntrinCall(self, args, reduce_axis)
 
     def lower_into(self, op: ComputeOp, nest: LoopNest, stage, body: tuple) -> S.Stmt:
         """``op``'s statements with this micro-kernel in place of the tensorized loop and those
@@ -79,9 +89,10 @@ def decl_tensor_intrin(op, fcompute: Callable, name: str = "tensor_intrin", bind
         op = op.op
     if not isinstance(op, ComputeOp):
         raise DefinitionError(f"decl_tensor_intrin {name}: op must be the operation of a te.compute, got {op!r}")
-    if scalar_params:
-        raise DefinitionError(f"decl_tensor_intrin {name}: scalar_params are not supported; pass loop-invariant "
-                              "values as constants of the intrinsic's calls")
+    scalar_params = tuple(scalar_params or ())
+    for v in scalar_params:
+        if not isinstance(v, E.Var):
+            raise DefinitionError(f"decl_tensor_intrin {name}: scalar_params must be variables (te.var), got {v!r}")
     inputs = op.input_tensors()
     for t in inputs:
         if not isinstance(t.op, PlaceholderOp):
@@ -97,13 +108,14 @@ def decl_tensor_intrin(op, fcompute: Callable, name: str = "tensor_intrin", bind
                                   f"dtype {t.dtype} and {t.ndim} dimension(s)")
         buf.writes = t.op is op
         buffers.append(buf)
-    got = fcompute(buffers[:len(inputs)], buffers[len(inputs):])
+    ins, outs = buffers[:len(inputs)], buffers[len(inputs):]
+    got = fcompute(ins, outs, list(scalar_params)) if scalar_params else fcompute(ins, outs)
     parts = list(got) if isinstance(got, list | tuple) else [got]
     if not 1 <= len(parts) <= 3:
         raise DefinitionError(f"decl_tensor_intrin {name}: fcompute gives a statement or (body, reduce_init, "
                               f"reduce_update), got {len(parts)} parts")
     parts = [_stmt(p, name) for p in parts] + [None] * (3 - len(parts))
-    return TensorIntrin(name, op, inputs, buffers, *parts)
+    return TensorIntrin(name, op, inputs, buffers, *parts, scalar_params=scalar_params)
 
 
 def check_tensorize(stage, var: E.IterVar, intrin) -> None:
@@ -112,7 +124,14 @@ def check_tensorize(stage, var: E.IterVar, intrin) -> None:
         raise ScheduleError(f"stage {stage.name}: tensorize({var.name}, ...) needs a tensor intrinsic made by "
                             f"decl_tensor_intrin, got {intrin!r}")
     if not isinstance(stage.op, ComputeOp):
+        what = getattr(getattr(stage.op, "intrin", None), "name", None)
+        if what is not None:  # a TensorComputeOp: already the call of an intrinsic per iteration
+            raise ScheduleError(f"stage {stage.name}: it is already computed by the intrinsic {what} (its compute "
+                                "calls it); tensorize replaces the loops of a te.compute written out")
         raise ScheduleError(f"stage {stage.name}: only a te.compute stage can be tensorized")
+    if intrin.scalar_params:
+        raise ScheduleError(f"stage {stage.name}: the intrinsic {intrin.name} takes scalar_params, which only a "
+                            "call gives (te.compute(shape, lambda i: intrin(x, A[i, 0:n]))); it cannot tensorize")
     for iv in stage.leaf_iter_vars:
         if iv is not var and stage.leaf_kind(iv) == LoopKind.TENSORIZED:
             raise ScheduleError(f"stage {stage.name}: loop {iv.name} is already tensorized; one tensorize per stage")

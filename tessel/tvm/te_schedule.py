@@ -27,6 +27,7 @@ from ..te.operation import Operation
 from ..te.operation import create_read_graph as CreateReadGraph
 from ..te.operation import post_dfs_order as PostDFSOrder
 from ..te.scan_fixpoint import fixed_point_axes
+from ._driver import without_produce_marks
 
 #: TVM's ``tvm.te.schedule.IterVar`` (its iter types: ``IterVar.Unrolled``, ``IterVar.Vectorized`` ...)
 IterVar = E.IterVar
@@ -46,7 +47,7 @@ def ScheduleOps(sch: Schedule, dom_map: dict, debug_keep_trivial_loop: bool = Fa
     if not isinstance(dom_map, dict) or any(k not in ctx.rmap for k in dom_map):
         raise DefinitionError("tvm.te.schedule.ScheduleOps(s, bounds): bounds must be the map "
                               "tvm.te.schedule.InferBound(s) returned for this schedule")
-    return _schedule_ops(ctx)
+    return without_produce_marks(_schedule_ops(ctx))
 
 
 def CreateAttachPath(sch: Schedule) -> dict[Operation, list[E.IterVar]]:
