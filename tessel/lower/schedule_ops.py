@@ -97,6 +97,12 @@ def _scan_inits_in_place(ctx: BoundContext, body: S.Stmt) -> S.Stmt:
     return body
 
 
+def loop_builder(ctx: BoundContext) -> _Builder:
+    """The loop builder of a bounded schedule, with nothing attached: for analyses that ask what
+    a stage's loops cover (tensorize's regions) without building its nest."""
+    return _Builder(ctx, {})
+
+
 class _Builder:
     """The loop builder an operation's ``build_provide`` writes its loop nest through."""
 

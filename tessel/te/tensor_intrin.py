@@ -34,7 +34,7 @@ from ..errors import DefinitionError, LowerError, ScheduleError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.buffer import DeclBuffer, decl_buffer
-from ..ir.functor import Mutator, free_vars, structural_equal, substitute
+from ..ir.functor import Mutator, free_vars, ir_transform, structural_equal, substitute
 from ..ir.stmt import LoopKind
 from .extern_op import bind_buffer
 from .operation import LoopNest
@@ -245,7 +245,9 @@ def _axes(t: _Tile, mine, theirs, what: str, vmap: dict, axis_map: dict, ana_var
         ana_vars[target.var] = target.dom
 
 
-def _match(t: _Tile, op: ComputeOp, body: tuple) -> None:
+def _match(t: _Tile, op: ComputeOp, body: tuple) -> list[E.PrimExpr]:
+    """The stage's body in the intrinsic's terms (TVM's MatchTensorizeBody), refused with what
+    differs unless it equals the intrinsic's."""
     intrin, iop = t.intrin, t.intrin.op
     inputs = op.input_tensors()
     if len(body) != len(iop.body):
@@ -270,10 +272,11 @@ def _match(t: _Tile, op: ComputeOp, body: tuple) -> None:
     for v, r in ana_vars.items():
         ana.bind(v, r)
     remap = _Remap(vmap, axis_map, in_map)
+    out = []
     for k, (b, want) in enumerate(zip(body, iop.body)):
         remap.combiner = want.combiner if isinstance(want, E.Reduce) else None
-        got = ana.simplify(remap.visit(b))
-        want = ana.simplify(want)
+        got = _as_select(ana.simplify(remap.visit(b)))
+        want = _as_select(ana.simplify(want))
         if got.dtype != want.dtype:
             raise LowerError(f"{t.where}: output {k} is {got.dtype}, the intrinsic's is {want.dtype}")
         if not structural_equal(got, want):
@@ -281,6 +284,31 @@ def _match(t: _Tile, op: ComputeOp, body: tuple) -> None:
             raise LowerError(f"{t.where}: the computation does not match the intrinsic's declaration: in the "
                              f"intrinsic's terms the stage computes `{got}`, the intrinsic declares `{want}` "
                              f"(they first differ at `{x}` vs `{y}`)")
+        out.append(got)
+    return out
+
+
+def tensorize_regions(stage, nest: LoopNest, body: tuple) -> tuple[dict, dict]:
+    """What one call of a tensorized stage's intrinsic covers: the range of each root axis and
+    the region of each tensor read (TVM's InferTensorizeRegion)."""
+    t = _Tile(stage.op, nest, stage, body)
+    return dict(t.out_dom), dict(t.in_region)
+
+
+def tensorize_body(stage, nest: LoopNest, body: tuple, out_dom: dict, in_region: dict, intrin) -> list:
+    """The stage's body over the given regions in ``intrin``'s terms, checked equal to its
+    declaration (TVM's MatchTensorizeBody)."""
+    t = _Tile(stage.op, nest, stage, body)
+    t.out_dom, t.in_region, t.intrin = dict(out_dom), dict(in_region), intrin
+    return _match(t, stage.op, body)
+
+
+def _as_select(e: E.PrimExpr) -> E.PrimExpr:
+    """``if_then_else(c, a, b)`` written as ``select(c, a, b)``: the same value (tessel's select
+    evaluates only the chosen side too), so a stage guarded one way matches an intrinsic
+    declared the other (cache_write guards a split's tail with if_then_else, TVM with Select)."""
+    return ir_transform(e, None, lambda n: E.Select(*n.args) if isinstance(n, E.Call) and n.op == "if_then_else"
+                        else None)
 
 
 def _first_difference(a, b) -> tuple:
@@ -385,4 +413,4 @@ def _split_reduction(t: _Tile, op: ComputeOp, nest: LoopNest, stage, red: E.Redu
     return nest.nest(stage, 0, first, S.seq(init, update))
 
 
-__all__ = ["TensorIntrin", "build_tensorized", "check_tensorize", "decl_tensor_intrin"]
+__all__ = ["TensorIntrin", "build_tensorized", "check_tensorize", "decl_tensor_intrin", "tensorize_body", "tensorize_regions"]
