@@ -246,7 +246,9 @@ def _build_reduction(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, roots,
         data_vars |= free_vars(i)
     loops = [iv for iv in leaves[first:] if iv.var in data_vars]
     init = reduction_init(op, nest, stage, red, idx, preds, loops, roots)
-    update = nest.nest(stage, first, len(leaves), nest.guarded(preds, reduction_update(op, red, roots, idx)))
+    across_threads = any(iv.is_reduce and stage.leaf_kind(iv) == LoopKind.THREAD_BINDING for iv in leaves)
+    update = reduction_update(op, red, roots, idx, operands=across_threads)
+    update = nest.nest(stage, first, len(leaves), nest.guarded(preds, update))
     if red.finish is None:
         return nest.nest(stage, begin, first, S.seq(init, update))
     finish = reduction_finish(op, nest, stage, red, idx, preds, loops, roots)
@@ -280,20 +282,24 @@ def finished_value(op: ComputeOp, red: E.Reduce, roots, idx) -> E.PrimExpr:
     return substitute(red.finish, {**roots, red.acc: E.ProducerLoad(op.outputs[0], idx)})
 
 
-def reduction_update(op: ComputeOp, red: E.Reduce, roots, idx) -> S.Stmt:
-    """``acc = combine(acc, source)`` under the reduction's ``where``."""
+def reduction_update(op: ComputeOp, red: E.Reduce, roots, idx, operands: bool = False) -> S.Stmt:
+    """``acc = combine(acc, source)`` under the reduction's ``where``. A tuple's new values are
+    bound first (each combines all of the old ones); with ``operands`` its sources are bound
+    before them, so that a cross-thread reduction can tell the thread's operand from the
+    combiner (``passes/gpu/allreduce.py``: 2n lets, then the n stores)."""
     outs = op.outputs
     src = tuple(substitute(s, roots) for s in red.source)
     acc = tuple(E.ProducerLoad(t, idx) for t in outs)
     comb = red.combiner
-    vmap = dict(zip(comb.lhs, acc)) | dict(zip(comb.rhs, src))
+    ops = [E.Var(f"{t.name}_r", t.dtype) for t in outs] if operands and len(outs) > 1 else []
+    vmap = dict(zip(comb.lhs, acc)) | dict(zip(comb.rhs, ops or src))
     new = tuple(substitute(r, vmap) for r in comb.result)
     if len(outs) == 1:
         update: S.Stmt = S.ProducerStore(outs[0], new[0], idx)
     else:
         tmps = [E.Var(f"{t.name}_v", t.dtype) for t in outs]
         update = S.seq(*[S.ProducerStore(t, v, idx) for t, v in zip(outs, tmps)])
-        for v, e in reversed(list(zip(tmps, new))):
+        for v, e in reversed([*zip(ops, src), *zip(tmps, new)]):
             update = S.LetStmt(v, e, update)
     cond = substitute(red.condition, roots)
     if not (isinstance(cond, E.IntImm) and cond.value):
