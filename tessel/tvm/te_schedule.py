@@ -17,11 +17,12 @@ from ..ir.buffer import DeclBuffer as Buffer
 from ..lower import schedule_ops as _schedule_ops
 from ..lower.schedule_ops import loop_builder
 from ..runtime.extern import register_func
-from ..schedule import create_schedule
+from ..schedule import create_schedule as _create_schedule
 from ..schedule.auto_inline import auto_inline_broadcast as AutoInlineBroadcast
 from ..schedule.auto_inline import auto_inline_elemwise as AutoInlineElemWise
 from ..schedule.auto_inline import auto_inline_injective as AutoInlineInjective
 from ..schedule.graph import attach_path
+from ..schedule.history import keep_records
 from ..schedule.relations import Fuse, Rebase, Singleton, Split
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
@@ -34,6 +35,17 @@ from ._driver import without_produce_marks
 
 #: TVM's ``tvm.te.schedule.IterVar`` (its iter types: ``IterVar.Unrolled``, ``IterVar.Vectorized`` ...)
 IterVar = E.IterVar
+
+
+def create_schedule(ops) -> Schedule:
+    """``te.create_schedule``; under ``PassContext(config={"te.keep_schedule_record": True})``
+    the schedule keeps TVM's record (``s.schedule_record``, ``s.primitive_record``)."""
+    from .transform import PassContext
+
+    sch = _create_schedule(ops)
+    if PassContext.current().config.get("te.keep_schedule_record"):
+        keep_records(sch)
+    return sch
 
 
 def InferBound(sch: Schedule) -> dict[E.IterVar, E.Range]:

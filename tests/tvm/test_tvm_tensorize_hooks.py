@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+import tessel
 import tessel.tvm as tvm
 from tessel.errors import LowerError, NotOfferedError
 from tessel.ir import stmt as S
@@ -93,3 +94,24 @@ def test_lowered_bodies_hold_the_loops_without_produce_marks():
     assert all(isinstance(x, S.For) for x in body.body) and len(body.body) == 2
     stmt = tvm.te.schedule.ScheduleOps(s, tvm.te.schedule.InferBound(s))
     assert "produce" not in str(stmt) and "produce" not in str(tvm.lower(s, [A, C]))
+
+
+def test_the_schedule_record_holds_the_schedule_after_each_primitive():
+    A = te.placeholder((32, 32), name="A")
+    k = te.reduce_axis((0, 32), name="k")
+    C = te.compute((32, 32), lambda i, j: te.sum(A[i, k] * A[k, j], axis=k), name="C")
+    assert te.create_schedule(C.op).schedule_record == []  # kept only when asked
+    with tvm.transform.PassContext(config={"te.keep_schedule_record": True}):
+        s = te.create_schedule(C.op)
+    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], 8, 8)
+    with pytest.raises(tessel.errors.ScheduleError):
+        s[C].split(C.op.axis[0], 2)  # refused: not a primitive applied, not recorded
+    s[C].vectorize(ji)
+    assert s.primitive_record == ["vanilla", "split", "split", "reorder", "vectorize"]
+    rec = s.schedule_record
+    assert [len(x[C].relations) for x in rec] == [0, 1, 2, 2, 2]
+    assert [iv.name for iv in rec[2][C].leaf_iter_vars][:2] == ["i.outer", "i.inner"]  # before the reorder
+    assert [iv.name for iv in rec[3][C].leaf_iter_vars][:2] == ["i.outer", "j.outer"]
+    assert not rec[3][C].iter_var_attrs and rec[4][C].iter_var_attrs
+    rec[1][C].split(rec[1][C].leaf_iter_vars[-1], 4)  # a copy: the record does not grow
+    assert len(s.schedule_record) == 5 and len(s[C].relations) == 2
