@@ -195,20 +195,7 @@ class ComputeOp(Operation):
                 for load in _loads(body) if load.producer.op is producer]
 
     def gather_bound(self, stage, requests: Sequence[Request], analyzer: Analyzer) -> list[tuple[E.IterVar, E.Range]]:
-        """Reduction loops run whole; each axis covers the union of the requests of its dimension
-        (dimension-wise, the over-approximation seed 000 names)."""
-        out = [(iv, self.root_domain(stage, iv)) for iv in self.reduce_axis]
-        per_dim: list[list[IntSet]] = [[] for _ in self.axis]
-        for _, sets in requests:
-            for j, s in enumerate(sets):
-                per_dim[j].append(s)
-        for iv, sets in zip(self.axis, per_dim):
-            if not sets:
-                out.append((iv, iv.dom))
-                continue
-            r = union(sets).cover_range(iv.dom)
-            out.append((iv, E.Range(analyzer.simplify(r.min), analyzer.simplify(r.extent))))
-        return out
+        return gather_axes(self, stage, requests, analyzer)
 
     # ---- lowering: ``out[axis] = body``, or a reduction's init and update ------------------------
     def build_provide(self, nest: LoopNest, stage, body: tuple) -> S.Stmt:
@@ -226,11 +213,33 @@ class ComputeOp(Operation):
         return _build_reduction(self, nest, stage, body[0], roots, idx, preds)
 
     def build_realize(self, stage, rmap: dict[E.IterVar, E.Range], body: S.Stmt) -> S.Stmt:
-        """Each output is stored over the region InferBound found for the axes."""
-        bounds = tuple(rmap[iv] for iv in self.axis)
-        for t in reversed(self.outputs):
-            body = S.ProducerRealize(t, bounds, body, stage.scope)
-        return body
+        return realize_axes(self, stage, rmap, body)
+
+
+def gather_axes(op: Operation, stage, requests: Sequence[Request], analyzer: Analyzer) -> list[tuple[E.IterVar, E.Range]]:
+    """Reduction loops run whole; each axis covers the union of the requests of its dimension
+    (dimension-wise, the over-approximation seed 000 names): a compute's bounds, and those of
+    any operation with data-parallel ``axis`` and ``reduce_axis``."""
+    out = [(iv, op.root_domain(stage, iv)) for iv in op.reduce_axis]
+    per_dim: list[list[IntSet]] = [[] for _ in op.axis]
+    for _, sets in requests:
+        for j, s in enumerate(sets):
+            per_dim[j].append(s)
+    for iv, sets in zip(op.axis, per_dim):
+        if not sets:
+            out.append((iv, iv.dom))
+            continue
+        r = union(sets).cover_range(iv.dom)
+        out.append((iv, E.Range(analyzer.simplify(r.min), analyzer.simplify(r.extent))))
+    return out
+
+
+def realize_axes(op: Operation, stage, rmap: dict[E.IterVar, E.Range], body: S.Stmt) -> S.Stmt:
+    """Each output stored over the region InferBound found for the axes."""
+    bounds = tuple(rmap[iv] for iv in op.axis)
+    for t in reversed(op.outputs):
+        body = S.ProducerRealize(t, bounds, body, stage.scope)
+    return body
 
 
 def _build_reduction(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, roots, idx, preds, begin: int = 0) -> S.Stmt:
@@ -407,9 +416,9 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "", att
         names = _intrinsic_call_names(fcompute, len(shape)) or _axis_names(fcompute, len(shape))
         axis = [E.IterVar(E.Range(0, s), E.Var(n, s.dtype), E.IterVar.DATA_PAR) for n, s in zip(names, shape)]
     result = fcompute(*[iv.var for iv in axis])
-    if type(result).__name__ == "TensorIntrinCall":  # intrin(A[i, 0:16], ...): te/tensor_compute.py
-        from .tensor_compute import tensor_compute
+    from .tensor_compute import TensorIntrinCall, tensor_compute  # it builds on this module
 
+    if isinstance(result, TensorIntrinCall):  # intrin(A[i, 0:16], ...): te/tensor_compute.py
         op = tensor_compute(name, scoped_tag(tag, name), attrs, axis, shape, result)
         return op.outputs if len(op.outputs) > 1 else op.outputs[0]
     if len(axis) != len(shape or axis):

@@ -34,7 +34,7 @@ from ..ir import stmt as S
 from ..ir.functor import free_vars, substitute
 from .extern_op import bind_buffer
 from .operation import LoopNest, Operation, Request, TensorList
-from .tensor import ComputeOp, Tensor, TensorSlice
+from .tensor import Tensor, TensorSlice, gather_axes, realize_axes
 
 
 class TensorIntrinCall:
@@ -148,13 +148,13 @@ class TensorComputeOp(Operation):
 
     def gather_bound(self, stage, requests, analyzer: Analyzer) -> list[tuple[E.IterVar, E.Range]]:
         """The stage's axes as a compute's; the intrinsic's own axes whole (it writes its whole tile)."""
-        got = dict(ComputeOp.gather_bound(self, stage, requests, analyzer))
+        got = dict(gather_axes(self, stage, requests, analyzer))
         for iv in self.axis[self.schedulable_ndim:]:
             got[iv] = iv.dom
         return [(iv, got[iv]) for iv in self.root_iter_vars]
 
     def build_realize(self, stage, rmap: dict[E.IterVar, E.Range], body: S.Stmt) -> S.Stmt:
-        return ComputeOp.build_realize(self, stage, rmap, body)
+        return realize_axes(self, stage, rmap, body)
 
     # ---- lowering: the intrinsic's statements per iteration ------------------------------------
     def build_provide(self, nest: LoopNest, stage, body: tuple) -> S.Stmt:
