@@ -10,10 +10,11 @@ from ..ir import expr as E
 from ..ir.functor import substitute
 from ..te.tensor import ComputeOp
 from ..te.tensor_compute import TensorComputeOp
-from .dataflow import _insert_stage, _move_loops, _unique_name, apply_stage_ops, plan_stage_op
+from .dataflow import _insert_stage, _move_loops, _unique_name, apply_stage_ops, check_scope, plan_stage_op
 
 
 def cache_write_intrinsic_call(sch, stage, op: TensorComputeOp, scope: str):
+    check_scope(scope, f"cache_write of {stage.name}")
     if stage.relations:
         raise ScheduleError(f"cache_write of {stage.name}: it is computed by the intrinsic {op.intrin.name} and its "
                             "loops were already split, fused or reordered; cache_write it first, then schedule "

@@ -293,13 +293,6 @@ def cache_write(sch: Schedule, tensor, scope: str):
     ``C.local``), and C's loops are reset to its original axes. Stages attached at, and
     annotations on, loops of C that disappear follow the loop into the cache stage.
     """
-    from ..te.tensor_compute import TensorComputeOp
-
-    if isinstance(tensor, Tensor) and isinstance(tensor.op, TensorComputeOp):
-        from .cache_intrinsic import cache_write_intrinsic_call
-
-        check_scope(scope, f"cache_write of {tensor.op.name}")
-        return cache_write_intrinsic_call(sch, sch[tensor], tensor.op, scope)
     stage, op, tensors = _cache_write_target(sch, tensor, scope)
     _in_place_refusal(stage, scope)
     red_ids = descendants(stage, op.reduce_axis)

@@ -136,8 +136,13 @@ class Schedule:
     @recorded
     def cache_write(self, tensor, scope: str):
         """A stage ``C.<scope>`` that computes C; C becomes a copy of it (all outputs of one op)."""
+        from ..te.tensor_compute import TensorComputeOp
         from .dataflow import cache_write
 
+        if isinstance(tensor, Tensor) and isinstance(tensor.op, TensorComputeOp):  # an intrinsic's call
+            from .cache_intrinsic import cache_write_intrinsic_call
+
+            return cache_write_intrinsic_call(self, self[tensor], tensor.op, scope)
         return cache_write(self, tensor, scope)
 
     @recorded

@@ -16,6 +16,7 @@ from ..ir import expr as E
 from ..ir.expr import convert
 from ..ir.stmt import LoopKind
 from .groups import check_placement
+from .hints import import_code
 from .history import recorded
 from .kinds import (
     INLINE,
@@ -454,9 +455,10 @@ class Stage(StageBase):
             if value is not None and not value:
                 raise ScheduleError(f"{label}, {value!r}): tessel always unrolls in the IR, so unrolled loops "
                                     "become straight-line code; drop the pragma or pass True")
-        elif key in ("import_llvm", "import_c"):  # the functions the stage's calls use
-            from ..runtime.imported import import_code
-
+        elif key in ("import_llvm", "import_c"):  # code whose functions the stage calls: built with the kernel
+            if not isinstance(value, str) or not value.strip():
+                raise ScheduleError(f"{label}, ...): the value must be the C or LLVM IR text of the functions, "
+                                    f"got {value!r:.60}")
             import_code(key, value, label)
         elif key != "debug_skip_region":
             value = self._kept_pragma(iv, key, value, label)

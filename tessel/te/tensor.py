@@ -416,10 +416,8 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "", att
         names = _intrinsic_call_names(fcompute, len(shape)) or _axis_names(fcompute, len(shape))
         axis = [E.IterVar(E.Range(0, s), E.Var(n, s.dtype), E.IterVar.DATA_PAR) for n, s in zip(names, shape)]
     result = fcompute(*[iv.var for iv in axis])
-    from .tensor_compute import TensorIntrinCall, tensor_compute  # it builds on this module
-
-    if isinstance(result, TensorIntrinCall):  # intrin(A[i, 0:16], ...): te/tensor_compute.py
-        op = tensor_compute(name, scoped_tag(tag, name), attrs, axis, shape, result)
+    if getattr(type(result), "is_intrinsic_call", False):  # intrin(A[i, 0:16]): te/tensor_compute.py,
+        op = result.operation(name, scoped_tag(tag, name), attrs, axis, shape)  # which builds on this module
         return op.outputs if len(op.outputs) > 1 else op.outputs[0]
     if len(axis) != len(shape or axis):
         _axis_names(fcompute, len(shape))  # refused: one argument per dimension

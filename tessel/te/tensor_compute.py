@@ -41,6 +41,11 @@ class TensorIntrinCall:
     """``intrin(A[i, 0:16], x, ..., reduce_axis=k)``: what a compute's function returns to make a
     :class:`TensorComputeOp` (regions of tensors, scalar arguments, reduction axes)."""
 
+    is_intrinsic_call = True  # what te.compute recognises (tensor.py cannot import this module)
+
+    def operation(self, name: str, tag: str, attrs, axis: list[E.IterVar], shape) -> TensorComputeOp:
+        return tensor_compute(name, tag, attrs, axis, shape, self)
+
     def __init__(self, intrin, args: Sequence, reduce_axis=()):
         self.intrin = intrin
         self.tensors: list[Tensor] = []

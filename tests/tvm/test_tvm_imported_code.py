@@ -65,7 +65,7 @@ def test_code_that_does_not_compile_or_is_not_text_is_refused():
     s, A, B = _scaled(2, 8, 8)
     with pytest.raises(BuildError, match="does not compile"):
         s[B].pragma(B.op.axis[0], "import_c", "int broken( {")
-    with pytest.raises(ScheduleError, match="C text"):
+    with pytest.raises(ScheduleError, match="C or LLVM IR text"):
         s[B].pragma(B.op.axis[0], "import_c", 42)
     with pytest.raises(BuildError, match="options are not taken"):
         tessel.tvm.contrib.clang.create_llvm("int f() { return 0; }", options=["-O3"])
