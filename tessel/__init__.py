@@ -32,6 +32,11 @@ from .schedule.checking import wire as _wire
 # the schedule asks the checks it needs through the interface it owns; this face, which knows
 # both layers, is the one place that connects them (schedule/checking.py says why)
 _wire(check.CHECKS)
+# likewise the code a pragma brings (import_llvm / import_c) is compiled by the runtime
+from .runtime.imported import import_code as _import_code  # noqa: E402
+from .schedule import hints as _hints  # noqa: E402
+
+_hints.CODE_IMPORTER = _import_code
 
 # `import tessel.error` and `from tessel.error import TVMError` as with tvm.error (one module, two names)
 _sys.modules[__name__ + ".error"] = error

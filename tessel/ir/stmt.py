@@ -64,6 +64,13 @@ class SeqStmt(Stmt):
     def __init__(self, seq):
         self.seq = tuple(seq)
 
+    def __getitem__(self, k: int) -> Stmt:
+        """The ``k``-th statement (TVM's ``SeqStmt`` is indexed so)."""
+        return self.seq[k]
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
 
 class IfThenElse(Stmt):
     __slots__ = ("condition", "then_case", "else_case")

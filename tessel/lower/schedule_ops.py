@@ -151,6 +151,12 @@ class _AtHome(Mutator):
         return e if home is None else E.ProducerLoad(home, e.indices[1:])
 
 
+def loop_builder(ctx: BoundContext) -> _Builder:
+    """The loop builder of a bounded schedule, with nothing attached: for analyses that ask what
+    a stage's loops cover (tensorize's regions) without building its nest."""
+    return _Builder(ctx, {})
+
+
 class _Builder:
     """The loop builder an operation's ``build_provide`` writes its loop nest through."""
 

@@ -12,7 +12,7 @@ from ..errors import LowerError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.buffer import BufferBind, DimAlign, aligned_strides
-from ..ir.functor import Mutator, free_vars, replace_buffer
+from ..ir.functor import Mutator, free_vars, replace_buffer, substitute
 from ..ir.stmt import AttrKey
 
 
@@ -31,6 +31,7 @@ class _Flatten(Mutator):
         self.live: dict = {}  # Tensor -> (Buffer, mins)
         self.strides: dict = {}  # Tensor -> its strides where storage_align padded them
         self.align: dict = {}  # Tensor -> storage_align's request, while its realize is visited
+        self.bind_lets: dict = {}  # Var -> value, set by the enclosing buffer binds (one let each)
 
     def _lookup(self, tensor, where: str):
         if tensor in self.live:
@@ -106,11 +107,14 @@ class _Flatten(Mutator):
         aligned = self.strides.get(bind.tensor) if bind.tensor in self.live else None
         strides = aligned or _row_major(real.shape)
         base = _dot(starts, aligned) if aligned else flat_index(starts, real.shape)
-        lets = bind_view(bind, region, base, strides)
+        lets = bind_view(bind, region, base, strides, self.bind_lets)
+        self.bind_lets.update(lets)
         body = replace_buffer(self.visit(s.body), bind.buffer, real)
-        for var, value in reversed(lets):
-            body = S.LetStmt(var, value, body)
-        return body
+        for var, _ in lets:
+            del self.bind_lets[var]
+        # the view's variables are replaced by their values, as TVM's binder does (its offset
+        # is then read where it is used: `address_of(A[i*16])`)
+        return substitute(body, dict(lets)) if lets else body
 
     def visit_ProducerLoad(self, e: E.ProducerLoad):
         buf, idx = self._index(e.producer, [self.visit(i) for i in e.indices], "read")
@@ -146,13 +150,15 @@ def _row_major(shape) -> list[E.PrimExpr]:
 
 
 def bind_view(bind: BufferBind, region: list[E.Range], base: E.PrimExpr,
-              strides: list[E.PrimExpr]) -> list[tuple[E.Var, E.PrimExpr]]:
+              strides: list[E.PrimExpr], outer: dict | None = None) -> list[tuple[E.Var, E.PrimExpr]]:
     """The variables of view ``bind.buffer`` (element offset, strides, sizes) set so that it
     stands for ``region`` of its tensor, whose flat storage starts the region at ``base`` with
     ``strides``; whatever is declared constant must match (else a LowerError saying what).
 
     The view's dimensions are the region's last ones; the region's leading extra dimensions
-    must have extent 1 (TVM's rule: a 16x16 tile of a 3-d tensor is one slice of it)."""
+    must have extent 1 (TVM's rule: a 16x16 tile of a 3-d tensor is one slice of it). A variable
+    an enclosing bind set (``outer``: two buffers of one intrinsic sized ``n``) is checked, not
+    set again."""
     from ..arith import Analyzer
 
     ana = Analyzer()
@@ -166,7 +172,7 @@ def bind_view(bind: BufferBind, region: list[E.Range], base: E.PrimExpr,
             raise LowerError(f"{what}: the region {_text(region)} has more dimensions than the buffer, and the "
                              f"extra leading ones must have extent 1 (this one is {r.extent})")
     lets: list[tuple[E.Var, E.PrimExpr]] = []
-    known: dict[E.Var, E.PrimExpr] = {}
+    known: dict[E.Var, E.PrimExpr] = dict(outer or {})
     wanted = [(buf.elem_offset, base, "element offset")]
     wanted += [(n, r.extent, f"size of dimension {k}") for k, (n, r) in enumerate(zip(buf.shape, region[lead:]))]
     wanted += [(st, real, f"stride of dimension {k}") for k, (st, real) in enumerate(zip(buf.strides, strides[lead:]))]

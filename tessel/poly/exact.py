@@ -294,7 +294,7 @@ def _stage(ctx: BoundContext, out: ExactPlan, st: Stage) -> None:
         why = why or "an index of its loops is not affine"
     # a reduction's loops do not bound its data-parallel loops: an empty sum still sets its init
     # (a loop that reaches an output index, a fused one too, sets the init as well)
-    outs = set().union(*(free_vars(value[iv]) for iv in st.op.axis))
+    outs = set().union(*(free_vars(value[iv]) for iv in st.op.axis if iv in value))
     red = {names.name(iv.var) for iv in st.leaf_iter_vars if iv.is_reduce and iv.var not in outs}
     def box() -> tuple[isl.Set, isl.Set, isl.Set]:
         context = _context(out, st)

@@ -1,5 +1,6 @@
 """How to compute: stages, IterVar relations and the schedule primitives."""
 
+from . import document
 from .kinds import INLINE, ROOT, SCOPE, IterVarAttr
 from .relations import Fuse, Rebase, Relation, Singleton, Split
 from .schedule import Schedule, create_schedule

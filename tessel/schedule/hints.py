@@ -77,3 +77,14 @@ def prefetch(stage: Stage, tensor, var: E.IterVar, offset) -> None:
 
 
 __all__ = ["double_buffer", "prefetch", "set_store_predicate", "storage_align"]
+
+
+#: compiles and registers code a pragma brings (``import_llvm`` / ``import_c``): the runtime's
+#: ``imported.import_code``, set by tessel's top level (a schedule does not import the runtime)
+CODE_IMPORTER = None
+
+
+def import_code(key: str, code: str, label: str) -> None:
+    if CODE_IMPORTER is None:
+        raise ScheduleError(f"{label}): no runtime is loaded to compile the code; import tessel")
+    CODE_IMPORTER(key, code, label)

@@ -434,26 +434,46 @@ def recorded(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(self, *args, **kwargs):
         sch = getattr(self, "schedule", self)
-        hist = getattr(sch, "history", None)
-        if getattr(_state, "depth", 0) or not isinstance(hist, History):
-            return fn(self, *args, **kwargs)
-        make = _HandleMaker(sch)
-        prefer = None if self is sch else self
-        step = Step(name, None if self is sch else make(self), make(args, prefer),
-                    {k: make(v, prefer) for k, v in kwargs.items()}, *_user_frame())
-        _state.depth = 1
-        try:
-            result = fn(self, *args, **kwargs)
-        except Exception as err:
-            step.error = err
-            hist.append_step(sch, step, (self, args, kwargs, None))
-            raise
-        finally:
-            _state.depth = 0
-        hist.append_step(sch, step, (self, args, kwargs, result))
-        return result
+        records = sch.__dict__.get("_records") if hasattr(sch, "__dict__") else None
+        if records is not None:  # TVM's schedule record: every primitive, those called inside one too
+            before = len(records)
+            result = _unrecorded_or_step(fn, name, self, sch, args, kwargs)
+            if len(records) == before:  # a primitive of its own (tile is its splits and reorder)
+                records.append((name, sch.copy(record=False)))
+            return result
+        return _unrecorded_or_step(fn, name, self, sch, args, kwargs)
 
     return wrapper
+
+
+def keep_records(sch: Schedule) -> None:
+    """Keep TVM's schedule record on ``sch`` from now on (``te.keep_schedule_record``): a copy of
+    the schedule after each primitive, those a primitive calls included (``tile``: split,
+    split, reorder), with its name; the first is the schedule as it is now ("vanilla").
+    Derived from the same calls as the history, which keeps one step per outermost call."""
+    sch.__dict__["_records"] = [("vanilla", sch.copy(record=False))]
+
+
+def _unrecorded_or_step(fn: Callable, name: str, self, sch, args, kwargs):
+    """Call the primitive; an outermost call of a schedule keeping a history becomes a step."""
+    hist = getattr(sch, "history", None)
+    if getattr(_state, "depth", 0) or not isinstance(hist, History):
+        return fn(self, *args, **kwargs)
+    make = _HandleMaker(sch)
+    prefer = None if self is sch else self
+    step = Step(name, None if self is sch else make(self), make(args, prefer),
+                {k: make(v, prefer) for k, v in kwargs.items()}, *_user_frame())
+    _state.depth = 1
+    try:
+        result = fn(self, *args, **kwargs)
+    except Exception as err:
+        step.error = err
+        hist.append_step(sch, step, (self, args, kwargs, None))
+        raise
+    finally:
+        _state.depth = 0
+    hist.append_step(sch, step, (self, args, kwargs, result))
+    return result
 
 
 @contextmanager

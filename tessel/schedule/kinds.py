@@ -25,8 +25,27 @@ class AttachKind(StrEnum):
     SCOPE = "scope"
     INLINE = "inline"
 
+    @property
+    def tvm_code(self) -> int:
+        """TVM's number for it (``AttachType``: kGroupRoot 1, kInline 2, kScope 4; tessel has no
+        kInlinedAlready 3, an inlined stage stays INLINE, nor kScanUpdate 5, a scan's body is
+        computed at the scan's loop, SCOPE)."""
+        return _TVM_ATTACH_CODE[self]
+
+    def __eq__(self, other) -> bool:
+        # code written against TVM compares attach_type with its enum's numbers
+        if isinstance(other, int) and not isinstance(other, bool):
+            return self.tvm_code == other
+        return str.__eq__(self, other)
+
+    def __ne__(self, other) -> bool:
+        return not self == other
+
+    __hash__ = str.__hash__
+
 
 ROOT, SCOPE, INLINE = AttachKind.ROOT, AttachKind.SCOPE, AttachKind.INLINE
+_TVM_ATTACH_CODE = {ROOT: 1, INLINE: 2, SCOPE: 4}
 
 
 _TVM_ITER_TYPE = {LoopKind.SERIAL: E.IterVar.DataPar, LoopKind.THREAD_BINDING: E.IterVar.DataPar, LoopKind.UNROLLED: E.IterVar.Unrolled,

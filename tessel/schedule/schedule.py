@@ -136,8 +136,13 @@ class Schedule:
     @recorded
     def cache_write(self, tensor, scope: str):
         """A stage ``C.<scope>`` that computes C; C becomes a copy of it (all outputs of one op)."""
+        from ..te.tensor_compute import TensorComputeOp
         from .dataflow import cache_write
 
+        if isinstance(tensor, Tensor) and isinstance(tensor.op, TensorComputeOp):  # an intrinsic's call
+            from .cache_intrinsic import cache_write_intrinsic_call
+
+            return cache_write_intrinsic_call(self, self[tensor], tensor.op, scope)
         return cache_write(self, tensor, scope)
 
     @recorded
@@ -229,6 +234,16 @@ class Schedule:
 
         return python_source(self, func)
 
+    @property
+    def schedule_record(self) -> list[Schedule]:
+        """TVM's record (``keep_records``): the schedule after each primitive; [] if not kept."""
+        return [x for _, x in self.__dict__.get("_records") or ()]
+
+    @property
+    def primitive_record(self) -> list[str]:
+        """The primitives of ``schedule_record``, by name ("vanilla" first)."""
+        return [n for n, _ in self.__dict__.get("_records") or ()]
+
     def copy(self, record: bool = True) -> Schedule:
         """An independent copy of the scheduling decisions, cheap because IR is immutable:
         operations and IterVars are shared, stages and everything a primitive changes are new.
@@ -246,6 +261,7 @@ class Schedule:
         new.iv_notes = dict(self.iv_notes)
         new.position_log = list(self.position_log)
         new.history = self.history.fork() if record and self.history is not None else None
+        new.__dict__.pop("_records", None)  # TVM's schedule record stays the original's
         smap = {id(st): st.copy_into(new) for st in self.stages}
         new.stages = [smap[id(st)] for st in self.stages]
         for c in new.stages:

@@ -16,6 +16,7 @@ from ..ir import expr as E
 from ..ir.expr import convert
 from ..ir.stmt import LoopKind
 from .groups import check_placement
+from .hints import import_code
 from .history import recorded
 from .kinds import (
     INLINE,
@@ -445,7 +446,9 @@ class Stage(StageBase):
         * ``"unroll_explicit", True``: accepted for TVM schedules; tessel always unrolls in the
           IR (``False``, leaving it to the C compiler, is refused);
         * ``"debug_skip_region"``: the loop is not run at all, to time a kernel without it;
-        * ``"unroll"``, ``"vectorize"``: the loop kind, as ``unroll(iv)`` / ``vectorize(iv)`` (TVM's).
+        * ``"unroll"``, ``"vectorize"``: the loop kind, as ``unroll(iv)`` / ``vectorize(iv)`` (TVM's);
+        * ``"import_llvm"`` / ``"import_c"``, code: its functions are compiled and registered for
+          the stage's calls (``runtime/imported.py``).
 
         Any other key is kept, as TVM keeps it: an attribute ``pragma_<key>`` on the loop in the
         lowered IR (value 1 if none is given), for passes or readers of the IR. No tessel pass
@@ -467,6 +470,11 @@ class Stage(StageBase):
             if value is not None and not value:
                 raise ScheduleError(f"{label}, {value!r}): tessel always unrolls in the IR, so unrolled loops "
                                     "become straight-line code; drop the pragma or pass True")
+        elif key in ("import_llvm", "import_c"):  # code whose functions the stage calls: built with the kernel
+            if not isinstance(value, str) or not value.strip():
+                raise ScheduleError(f"{label}, ...): the value must be the C or LLVM IR text of the functions, "
+                                    f"got {value!r:.60}")
+            import_code(key, value, label)
         elif key != "debug_skip_region":
             value = self._kept_pragma(iv, key, value, label)
         self.iter_var_attrs.setdefault(iv, IterVarAttr()).pragmas[key] = value

@@ -38,6 +38,7 @@ from .reduce import (
 from .scan import ScanOp, scan
 from .tag import TagScope, tag_scope
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor, TensorSlice, compute, placeholder
+from .tensor_compute import TensorComputeOp, TensorIntrinCall
 from .tensor_intrin import TensorIntrin, decl_tensor_intrin
 
 
@@ -49,7 +50,7 @@ def create_schedule(ops):
 
 __all__ = [
     "ComputeOp", "ExternOp", "IterVar", "Operation", "PlaceholderOp", "Range", "Reduce", "Reducer", "Tensor",
-    "TensorIntrin", "TensorList", "TensorSlice", "Var",
+    "TensorComputeOp", "TensorIntrin", "TensorIntrinCall", "TensorList", "TensorSlice", "Var",
     "abs", "all", "any", "argmax", "argmin", "call_extern", "call_packed", "call_pure_extern", "cast", "comm_reducer", "compute",
     "const", "create_schedule", "decl_buffer", "decl_tensor_intrin", "div", "extern", "gradient", "ir_builder",
     "popcount",

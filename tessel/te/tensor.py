@@ -54,7 +54,9 @@ class Tensor:
     def __getitem__(self, indices) -> E.ProducerLoad | TensorSlice:
         if not isinstance(indices, tuple):
             indices = (indices,)
-        if len(indices) < self.ndim:  # TVM's A[i][j]: the rest of the indices follow
+        if len(indices) < self.ndim or any(isinstance(x, slice) for x in indices):
+            # TVM's A[i][j] (the rest of the indices follow), or a region A[i, 0:16] (an
+            # intrinsic's argument: te/tensor_compute.py)
             return TensorSlice(self, indices)
         return self._load(indices)
 
@@ -66,6 +68,9 @@ class Tensor:
             )
         conv = []
         for k, x in enumerate(indices):
+            if isinstance(x, slice):
+                raise DefinitionError(f"{self.name}[...]: dimension {k} is a slice, which names a region: only a "
+                                      "tensor intrinsic's call takes one (intrin(A[i, 0:16])); index one element")
             e = convert(x)
             if not (e.dtype.is_integer and e.dtype.lanes == 1):
                 raise DefinitionError(f"index {k} of {self.name} is `{e}` of dtype {e.dtype}; indices must be integers")
@@ -190,20 +195,7 @@ class ComputeOp(Operation):
                 for load in _loads(body) if load.producer.op is producer]
 
     def gather_bound(self, stage, requests: Sequence[Request], analyzer: Analyzer) -> list[tuple[E.IterVar, E.Range]]:
-        """Reduction loops run whole; each axis covers the union of the requests of its dimension
-        (dimension-wise, the over-approximation seed 000 names)."""
-        out = [(iv, self.root_domain(stage, iv)) for iv in self.reduce_axis]
-        per_dim: list[list[IntSet]] = [[] for _ in self.axis]
-        for _, sets in requests:
-            for j, s in enumerate(sets):
-                per_dim[j].append(s)
-        for iv, sets in zip(self.axis, per_dim):
-            if not sets:
-                out.append((iv, iv.dom))
-                continue
-            r = union(sets).cover_range(iv.dom)
-            out.append((iv, E.Range(analyzer.simplify(r.min), analyzer.simplify(r.extent))))
-        return out
+        return gather_axes(self, stage, requests, analyzer)
 
     # ---- lowering: ``out[axis] = body``, or a reduction's init and update ------------------------
     def build_provide(self, nest: LoopNest, stage, body: tuple) -> S.Stmt:
@@ -221,11 +213,33 @@ class ComputeOp(Operation):
         return _build_reduction(self, nest, stage, body[0], roots, idx, preds)
 
     def build_realize(self, stage, rmap: dict[E.IterVar, E.Range], body: S.Stmt) -> S.Stmt:
-        """Each output is stored over the region InferBound found for the axes."""
-        bounds = tuple(rmap[iv] for iv in self.axis)
-        for t in reversed(self.outputs):
-            body = S.ProducerRealize(t, bounds, body, stage.scope)
-        return body
+        return realize_axes(self, stage, rmap, body)
+
+
+def gather_axes(op: Operation, stage, requests: Sequence[Request], analyzer: Analyzer) -> list[tuple[E.IterVar, E.Range]]:
+    """Reduction loops run whole; each axis covers the union of the requests of its dimension
+    (dimension-wise, the over-approximation seed 000 names): a compute's bounds, and those of
+    any operation with data-parallel ``axis`` and ``reduce_axis``."""
+    out = [(iv, op.root_domain(stage, iv)) for iv in op.reduce_axis]
+    per_dim: list[list[IntSet]] = [[] for _ in op.axis]
+    for _, sets in requests:
+        for j, s in enumerate(sets):
+            per_dim[j].append(s)
+    for iv, sets in zip(op.axis, per_dim):
+        if not sets:
+            out.append((iv, iv.dom))
+            continue
+        r = union(sets).cover_range(iv.dom)
+        out.append((iv, E.Range(analyzer.simplify(r.min), analyzer.simplify(r.extent))))
+    return out
+
+
+def realize_axes(op: Operation, stage, rmap: dict[E.IterVar, E.Range], body: S.Stmt) -> S.Stmt:
+    """Each output stored over the region InferBound found for the axes."""
+    bounds = tuple(rmap[iv] for iv in op.axis)
+    for t in reversed(op.outputs):
+        body = S.ProducerRealize(t, bounds, body, stage.scope)
+    return body
 
 
 def _build_reduction(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, roots, idx, preds, begin: int = 0) -> S.Stmt:
@@ -241,7 +255,9 @@ def _build_reduction(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, roots,
         data_vars |= free_vars(i)
     loops = [iv for iv in leaves[first:] if iv.var in data_vars]
     init = reduction_init(op, nest, stage, red, idx, preds, loops, roots)
-    update = nest.nest(stage, first, len(leaves), nest.guarded(preds, reduction_update(op, red, roots, idx)))
+    across_threads = any(iv.is_reduce and stage.leaf_kind(iv) == LoopKind.THREAD_BINDING for iv in leaves)
+    update = reduction_update(op, red, roots, idx, operands=across_threads)
+    update = nest.nest(stage, first, len(leaves), nest.guarded(preds, update))
     if red.finish is None:
         return nest.nest(stage, begin, first, S.seq(init, update))
     finish = reduction_finish(op, nest, stage, red, idx, preds, loops, roots)
@@ -275,20 +291,24 @@ def finished_value(op: ComputeOp, red: E.Reduce, roots, idx) -> E.PrimExpr:
     return substitute(red.finish, {**roots, red.acc: E.ProducerLoad(op.outputs[0], idx)})
 
 
-def reduction_update(op: ComputeOp, red: E.Reduce, roots, idx) -> S.Stmt:
-    """``acc = combine(acc, source)`` under the reduction's ``where``."""
+def reduction_update(op: ComputeOp, red: E.Reduce, roots, idx, operands: bool = False) -> S.Stmt:
+    """``acc = combine(acc, source)`` under the reduction's ``where``. A tuple's new values are
+    bound first (each combines all of the old ones); with ``operands`` its sources are bound
+    before them, so that a cross-thread reduction can tell the thread's operand from the
+    combiner (``passes/gpu/allreduce.py``: 2n lets, then the n stores)."""
     outs = op.outputs
     src = tuple(substitute(s, roots) for s in red.source)
     acc = tuple(E.ProducerLoad(t, idx) for t in outs)
     comb = red.combiner
-    vmap = dict(zip(comb.lhs, acc)) | dict(zip(comb.rhs, src))
+    ops = [E.Var(f"{t.name}_r", t.dtype) for t in outs] if operands and len(outs) > 1 else []
+    vmap = dict(zip(comb.lhs, acc)) | dict(zip(comb.rhs, ops or src))
     new = tuple(substitute(r, vmap) for r in comb.result)
     if len(outs) == 1:
         update: S.Stmt = S.ProducerStore(outs[0], new[0], idx)
     else:
         tmps = [E.Var(f"{t.name}_v", t.dtype) for t in outs]
         update = S.seq(*[S.ProducerStore(t, v, idx) for t, v in zip(outs, tmps)])
-        for v, e in reversed(list(zip(tmps, new))):
+        for v, e in reversed([*zip(ops, src), *zip(tmps, new)]):
             update = S.LetStmt(v, e, update)
     cond = substitute(red.condition, roots)
     if not (isinstance(cond, E.IntImm) and cond.value):
@@ -393,15 +413,32 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = "", att
         axis = [E.IterVar(None, E.Var(n, "int32"), E.IterVar.DATA_PAR) for n in names]
     else:
         shape = _check_shape(shape, name)
-        names = _axis_names(fcompute, len(shape))
+        names = _intrinsic_call_names(fcompute, len(shape)) or _axis_names(fcompute, len(shape))
         axis = [E.IterVar(E.Range(0, s), E.Var(n, s.dtype), E.IterVar.DATA_PAR) for n, s in zip(names, shape)]
     result = fcompute(*[iv.var for iv in axis])
+    if getattr(type(result), "is_intrinsic_call", False):  # intrin(A[i, 0:16]): te/tensor_compute.py,
+        op = result.operation(name, scoped_tag(tag, name), attrs, axis, shape)  # which builds on this module
+        return op.outputs if len(op.outputs) > 1 else op.outputs[0]
+    if len(axis) != len(shape or axis):
+        _axis_names(fcompute, len(shape))  # refused: one argument per dimension
     bodies = list(result) if isinstance(result, list | tuple) else [result]
     bodies = [finished_reduction(name, convert(b)) for b in bodies]
     _check_body(name, bodies)
     cond = domain_condition(where, axis, name) if where is not None else None
     op = ComputeOp(name, scoped_tag(tag, name), attrs, axis, bodies, cond)
     return op.outputs if len(op.outputs) > 1 else op.outputs[0]
+
+
+def _intrinsic_call_names(fcompute: Callable, ndim: int) -> list[str] | None:
+    """The arguments of a function naming fewer axes than ``ndim`` (a tensor intrinsic's call
+    covers the rest: ``lambda i: vadd(A[i, 0:16], ...)``), else None."""
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) or len(params) >= ndim:
+        return None
+    return [p.name for p in params]
 
 
 def _arity(fcompute: Callable, name: str) -> int:

@@ -34,7 +34,7 @@ from ..errors import DefinitionError, LowerError, ScheduleError
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.buffer import DeclBuffer, decl_buffer
-from ..ir.functor import Mutator, free_vars, structural_equal, substitute
+from ..ir.functor import Mutator, free_vars, ir_transform, structural_equal, substitute
 from ..ir.stmt import LoopKind
 from .extern_op import bind_buffer
 from .operation import LoopNest
@@ -45,13 +45,23 @@ class TensorIntrin:
     """A micro-kernel: what it computes (``op``, over ``inputs``) and the statements that do
     it over ``buffers`` (inputs', then outputs' views)."""
 
-    def __init__(self, name: str, op: ComputeOp, inputs, buffers, body, reduce_init, reduce_update):
+    def __init__(self, name: str, op: ComputeOp, inputs, buffers, body, reduce_init, reduce_update,
+                 scalar_params=()):
         self.name, self.op = name, op
         self.inputs, self.buffers = tuple(inputs), tuple(buffers)
         self.body, self.reduce_init, self.reduce_update = body, reduce_init, reduce_update
+        self.scalar_params = tuple(scalar_params)
 
     def __repr__(self) -> str:
         return f"TensorIntrin({self.name})"
+
+    def __call__(self, *args, reduce_axis=()):
+        """``intrin(A[i, 0:16], B[i, 0:16])`` inside a compute's function: that compute is this
+        intrinsic called on those regions (see tensor_compute.py); other arguments are the
+        values of its ``scalar_params``, in order."""
+        from .tensor_compute import TensorIntrinCall
+
+        return TensorIntrinCall(self, args, reduce_axis)
 
     def lower_into(self, op: ComputeOp, nest: LoopNest, stage, body: tuple) -> S.Stmt:
         """``op``'s statements with this micro-kernel in place of the tensorized loop and those
@@ -79,9 +89,10 @@ def decl_tensor_intrin(op, fcompute: Callable, name: str = "tensor_intrin", bind
         op = op.op
     if not isinstance(op, ComputeOp):
         raise DefinitionError(f"decl_tensor_intrin {name}: op must be the operation of a te.compute, got {op!r}")
-    if scalar_params:
-        raise DefinitionError(f"decl_tensor_intrin {name}: scalar_params are not supported; pass loop-invariant "
-                              "values as constants of the intrinsic's calls")
+    scalar_params = tuple(scalar_params or ())
+    for v in scalar_params:
+        if not isinstance(v, E.Var):
+            raise DefinitionError(f"decl_tensor_intrin {name}: scalar_params must be variables (te.var), got {v!r}")
     inputs = op.input_tensors()
     for t in inputs:
         if not isinstance(t.op, PlaceholderOp):
@@ -97,13 +108,14 @@ def decl_tensor_intrin(op, fcompute: Callable, name: str = "tensor_intrin", bind
                                   f"dtype {t.dtype} and {t.ndim} dimension(s)")
         buf.writes = t.op is op
         buffers.append(buf)
-    got = fcompute(buffers[:len(inputs)], buffers[len(inputs):])
+    ins, outs = buffers[:len(inputs)], buffers[len(inputs):]
+    got = fcompute(ins, outs, list(scalar_params)) if scalar_params else fcompute(ins, outs)
     parts = list(got) if isinstance(got, list | tuple) else [got]
     if not 1 <= len(parts) <= 3:
         raise DefinitionError(f"decl_tensor_intrin {name}: fcompute gives a statement or (body, reduce_init, "
                               f"reduce_update), got {len(parts)} parts")
     parts = [_stmt(p, name) for p in parts] + [None] * (3 - len(parts))
-    return TensorIntrin(name, op, inputs, buffers, *parts)
+    return TensorIntrin(name, op, inputs, buffers, *parts, scalar_params=scalar_params)
 
 
 def check_tensorize(stage, var: E.IterVar, intrin) -> None:
@@ -112,7 +124,14 @@ def check_tensorize(stage, var: E.IterVar, intrin) -> None:
         raise ScheduleError(f"stage {stage.name}: tensorize({var.name}, ...) needs a tensor intrinsic made by "
                             f"decl_tensor_intrin, got {intrin!r}")
     if not isinstance(stage.op, ComputeOp):
+        what = getattr(getattr(stage.op, "intrin", None), "name", None)
+        if what is not None:  # a TensorComputeOp: already the call of an intrinsic per iteration
+            raise ScheduleError(f"stage {stage.name}: it is already computed by the intrinsic {what} (its compute "
+                                "calls it); tensorize replaces the loops of a te.compute written out")
         raise ScheduleError(f"stage {stage.name}: only a te.compute stage can be tensorized")
+    if intrin.scalar_params:
+        raise ScheduleError(f"stage {stage.name}: the intrinsic {intrin.name} takes scalar_params, which only a "
+                            "call gives (te.compute(shape, lambda i: intrin(x, A[i, 0:n]))); it cannot tensorize")
     for iv in stage.leaf_iter_vars:
         if iv is not var and stage.leaf_kind(iv) == LoopKind.TENSORIZED:
             raise ScheduleError(f"stage {stage.name}: loop {iv.name} is already tensorized; one tensorize per stage")
@@ -226,7 +245,9 @@ def _axes(t: _Tile, mine, theirs, what: str, vmap: dict, axis_map: dict, ana_var
         ana_vars[target.var] = target.dom
 
 
-def _match(t: _Tile, op: ComputeOp, body: tuple) -> None:
+def _match(t: _Tile, op: ComputeOp, body: tuple) -> list[E.PrimExpr]:
+    """The stage's body in the intrinsic's terms (TVM's MatchTensorizeBody), refused with what
+    differs unless it equals the intrinsic's."""
     intrin, iop = t.intrin, t.intrin.op
     inputs = op.input_tensors()
     if len(body) != len(iop.body):
@@ -251,10 +272,11 @@ def _match(t: _Tile, op: ComputeOp, body: tuple) -> None:
     for v, r in ana_vars.items():
         ana.bind(v, r)
     remap = _Remap(vmap, axis_map, in_map)
+    out = []
     for k, (b, want) in enumerate(zip(body, iop.body)):
         remap.combiner = want.combiner if isinstance(want, E.Reduce) else None
-        got = ana.simplify(remap.visit(b))
-        want = ana.simplify(want)
+        got = _as_select(ana.simplify(remap.visit(b)))
+        want = _as_select(ana.simplify(want))
         if got.dtype != want.dtype:
             raise LowerError(f"{t.where}: output {k} is {got.dtype}, the intrinsic's is {want.dtype}")
         if not structural_equal(got, want):
@@ -262,6 +284,31 @@ def _match(t: _Tile, op: ComputeOp, body: tuple) -> None:
             raise LowerError(f"{t.where}: the computation does not match the intrinsic's declaration: in the "
                              f"intrinsic's terms the stage computes `{got}`, the intrinsic declares `{want}` "
                              f"(they first differ at `{x}` vs `{y}`)")
+        out.append(got)
+    return out
+
+
+def tensorize_regions(stage, nest: LoopNest, body: tuple) -> tuple[dict, dict]:
+    """What one call of a tensorized stage's intrinsic covers: the range of each root axis and
+    the region of each tensor read (TVM's InferTensorizeRegion)."""
+    t = _Tile(stage.op, nest, stage, body)
+    return dict(t.out_dom), dict(t.in_region)
+
+
+def tensorize_body(stage, nest: LoopNest, body: tuple, out_dom: dict, in_region: dict, intrin) -> list:
+    """The stage's body over the given regions in ``intrin``'s terms, checked equal to its
+    declaration (TVM's MatchTensorizeBody)."""
+    t = _Tile(stage.op, nest, stage, body)
+    t.out_dom, t.in_region, t.intrin = dict(out_dom), dict(in_region), intrin
+    return _match(t, stage.op, body)
+
+
+def _as_select(e: E.PrimExpr) -> E.PrimExpr:
+    """``if_then_else(c, a, b)`` written as ``select(c, a, b)``: the same value (tessel's select
+    evaluates only the chosen side too), so a stage guarded one way matches an intrinsic
+    declared the other (cache_write guards a split's tail with if_then_else, TVM with Select)."""
+    return ir_transform(e, None, lambda n: E.Select(*n.args) if isinstance(n, E.Call) and n.op == "if_then_else"
+                        else None)
 
 
 def _first_difference(a, b) -> tuple:
@@ -366,4 +413,4 @@ def _split_reduction(t: _Tile, op: ComputeOp, nest: LoopNest, stage, red: E.Redu
     return nest.nest(stage, 0, first, S.seq(init, update))
 
 
-__all__ = ["TensorIntrin", "build_tensorized", "check_tensorize", "decl_tensor_intrin"]
+__all__ = ["TensorIntrin", "build_tensorized", "check_tensorize", "decl_tensor_intrin", "tensorize_body", "tensorize_regions"]

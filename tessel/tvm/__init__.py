@@ -17,13 +17,28 @@ The TVM-0.6-era top-level names of the seeds (``tvm.placeholder``, ``tvm.compute
 
 from __future__ import annotations
 
-from . import autotvm, container, contrib, error, ir, nd, runtime, target, te, testing, tir, topi, transform
+from . import (
+           arith,
+           autotvm,
+           container,
+           contrib,
+           error,
+           ir,
+           nd,
+           runtime,
+           target,
+           te,
+           testing,
+           tir,
+           topi,
+           transform,
+)
 from ._driver import IRModule, build, lower
 from ._names import install_missing_modules, missing_names
 from .nd import Device, cpu, cuda, device, gpu
 from .runtime import convert
 
-__all__ = ["Device", "IRModule", "autotvm", "build", "container", "contrib", "convert", "cpu", "cuda", "device", "gpu", "error", "ir", "lower", "nd",
+__all__ = ["Device", "IRModule", "arith", "autotvm", "build", "container", "contrib", "convert", "cpu", "cuda", "device", "gpu", "error", "ir", "lower", "nd",
            "runtime", "target", "te", "testing", "tir", "topi", "transform"]
 
 # TVM's own errors at the top level (tvm.TVMError) and what tessel adds later (register_func ...)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from .. import driver
 from ..errors import DefinitionError
 from ..ir import stmt as S
+from ..ir.functor import Mutator
 from ..schedule.schedule import Schedule
 from ._names import RefusesMissing
 from .runtime import Module
@@ -71,6 +72,7 @@ def lower(inp, args=None, name: str = "main", binds=None, simple_mode: bool = Fa
         return inp
     args = _args(args, "lower")
     func = driver.lower(inp, args, name=name)
+    func = func.with_body(without_produce_marks(func.body))
     steps = len(inp.history) if inp.history is not None else -1
     return IRModule({name: func}, simple_mode, source=(inp, args, name, steps))
 
@@ -100,6 +102,17 @@ def build(inputs, args=None, target=None, target_host=None, runtime=None, name: 
                               f"returned, got {type(inputs).__name__}")
     kernel = driver.build(inputs, _args(args, "build"), target=tgt, name=name or DEFAULT_NAME)
     return Module(kernel, tgt)
+
+
+class _Unmarked(Mutator):
+    def visit_AttrStmt(self, s: S.AttrStmt):
+        return self.visit(s.body) if s.key == S.AttrKey.PRODUCE else self.generic_visit(s)
+
+
+def without_produce_marks(stmt: S.Stmt) -> S.Stmt:
+    """``stmt`` without tessel's ``produce X`` marks (comments in the code it generates, which
+    TVM's IR does not have): the statement TVM code navigates (``func.body.body``)."""
+    return _Unmarked().visit(stmt)
 
 
 def _args(args, what: str) -> list:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 
-from ..schedule import create_schedule
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
 from ..te import *  # noqa: F403 (TVM's te is tessel's, name for name)
@@ -16,6 +15,7 @@ from ..te import __all__ as _te_all
 from . import te_schedule as schedule
 from . import te_tensor as tensor
 from ._names import missing_names
+from .te_schedule import create_schedule
 
 __all__ = [*_te_all, "Schedule", "Stage", "create_schedule", "schedule", "tensor"]
 

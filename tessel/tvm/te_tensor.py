@@ -7,8 +7,9 @@ from ..te.extern_op import ExternOp
 from ..te.operation import Operation
 from ..te.scan import ScanOp
 from ..te.tensor import ComputeOp, PlaceholderOp, Tensor, TensorSlice
+from ..te.tensor_compute import TensorComputeOp, TensorIntrinCall
 from ._names import missing_names
 
-__all__ = ["ComputeOp", "ExternOp", "Operation", "PlaceholderOp", "ScanOp", "Tensor", "TensorSlice"]
+__all__ = ["ComputeOp", "ExternOp", "Operation", "PlaceholderOp", "ScanOp", "Tensor", "TensorComputeOp", "TensorIntrinCall", "TensorSlice"]
 
 __getattr__ = missing_names(__name__, ("tessel.te",))

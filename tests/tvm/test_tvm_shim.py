@@ -10,8 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
+import tessel
 import tessel.tvm
 from tessel import cli
+from tessel.tvm._driver import without_produce_marks
 from tessel.tvm.shim import tvm_imports
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,12 +115,17 @@ SEED_STYLE = textwrap.dedent("""
 
 
 def test_the_seeds_tvm_0_6_names_work_through_the_alias(capsys):
-    """`import tvm` under the alias accepts what `import tessel as tvm` accepts, with the same IR."""
-    exec("import tessel as tvm\n" + SEED_STYLE, {})
+    """`import tvm` under the alias accepts what `import tessel as tvm` accepts, with the same IR
+    but for tessel's `produce X` marks, which TVM's IR (since 0.7) does not have: TVM code walks
+    `func.body.body` and finds the loops there."""
+    ns: dict = {}
+    exec("import tessel as tvm\n" + SEED_STYLE, ns)
     direct = capsys.readouterr().out
     with tvm_imports():
         exec("import tvm\n" + SEED_STYLE, {})
-    assert capsys.readouterr().out == direct and "produce B" in direct
+    unmarked = without_produce_marks(tessel.lower(ns["s"], [ns["A"], ns["C"]], simple_mode=True))
+    assert "produce B" in direct and "produce" not in str(unmarked)
+    assert capsys.readouterr().out == str(unmarked) + "\n"
 
 
 def test_a_tvm_test_file_runs_its_tests(tmp_path):

@@ -30,6 +30,7 @@ from ...ir import expr as E
 from ...ir import stmt as S
 from ...ir.functor import Mutator, collect, free_vars, structural_equal, uses_var
 from ...ir.stmt import LoopKind
+from .allreduce_tuple import TupleUpdate, assign, combined, final_stores, tuple_update
 from .kernel import Kernel
 from .sync import barrier
 
@@ -88,6 +89,7 @@ class _Rewriter(Mutator):
         self.count = 0
         self.finals: dict[int, S.BufferStore] = {}  # id of a rewritten loop (or its allocation) -> final store
         self.parts: list[S.Buffer] = []
+        self.tuple_finals: dict[int, tuple] = {}  # the same, for a tuple: (update, registers, final)
 
     def visit_SeqStmt(self, s: S.SeqStmt) -> S.Stmt:
         seq = [self.visit(x) for x in s.seq]
@@ -96,6 +98,8 @@ class _Rewriter(Mutator):
             final = self.finals.get(id(x))
             if final is not None and out and _is_init(out[-1], final):
                 x = _fold_init(x, out.pop(), final)
+            elif id(x) in self.tuple_finals:
+                x = _fold_tuple_init(x, out, *self.tuple_finals[id(x)])
             out.append(x)
         return S.SeqStmt(out)
 
@@ -108,9 +112,62 @@ class _Rewriter(Mutator):
             return loop
         found = _reduction_store(loop)
         if found is None:
+            inner = loop.body
+            while isinstance(inner, S.Allocate):
+                inner = inner.body
+            tup = tuple_update(inner, loop.loop_var)
+            if tup is not None:
+                return self._rewrite_tuple(loop, tup)
             self._refuse_other_accumulation(loop)
             return loop
         return self._rewrite(loop, *found)
+
+    def _rewrite_tuple(self, loop: S.For, u: TupleUpdate) -> S.Stmt:
+        """A tuple reduction (allreduce_tuple.py): registers per element, one shuffle tree
+        moving every element, thread 0 storing them all."""
+        n = self._extent(loop)
+        self.count += 1
+        r = loop.loop_var
+        if any(st.buffer.scope == "local" for st in u.stores):
+            raise GpuError(f"kernel {self.kernel.name!r}: the tuple reduction over {r.name!r} is wanted by every "
+                           "thread (its result is local to each); this target reduces tuples for thread 0 only: "
+                           "store the result in a stage of its own, not computed at a thread loop")
+        regs = [S.Buffer(f"red_buf{self.count}_{k}", st.buffer.dtype, (E.IntImm(1, "int32"),), scope="local")
+                for k, st in enumerate(u.stores)]
+        stmts = [*_strip_allocs(u.before), assign(regs, [v for _, v in u.operands], "red_share")]
+        stmts += _tuple_tree(u, regs, min(n, WARP))
+        if n > WARP:
+            stmts += self._tuple_across_warps(u, regs, r, n)
+        final = final_stores(u, regs)
+        stmts.append(S.IfThenElse(E.eq(r, E.IntImm(0, r.dtype)), final))
+        body: S.Stmt = S.SeqStmt(stmts)
+        for a in reversed(_allocs(loop.body)):
+            body = S.Allocate(a, body)
+        for reg in reversed(regs):
+            body = S.Allocate(reg, body)
+        new: S.Stmt = S.For(r, loop.min, loop.extent, loop.kind, body, loop.thread_tag)
+        self.tuple_finals[id(new)] = (u, regs, final)
+        for part in self.parts:
+            new = S.Allocate(part, new)
+            self.tuple_finals[id(new)] = (u, regs, final)
+        self.parts = []
+        return new
+
+    def _tuple_across_warps(self, u: TupleUpdate, regs, r, n: int) -> list[S.Stmt]:
+        """Lane 0 of every warp leaves its tuple in shared memory; the first warp combines them."""
+        warps = n // WARP
+        self._only_x_threads(n)
+        zero = E.IntImm(0, "int32")
+        parts = [S.Buffer(f"red_part{self.count}_{k}", b.dtype, (E.IntImm(warps, "int32"),), scope="shared")
+                 for k, b in enumerate(regs)]
+        lane0 = E.eq(E.floormod(r, E.IntImm(WARP, r.dtype)), E.IntImm(0, r.dtype))
+        slot = E.floordiv(r, E.IntImm(WARP, r.dtype))
+        write = S.IfThenElse(lane0, S.SeqStmt([S.BufferStore(p, E.BufferLoad(b, [zero]), [slot])
+                                               for p, b in zip(parts, regs)]))
+        read = S.IfThenElse(E.lt(r, E.IntImm(warps, r.dtype)),
+                            S.SeqStmt([S.BufferStore(b, E.BufferLoad(p, [r]), [zero]) for p, b in zip(parts, regs)]))
+        self.parts.extend(parts)
+        return [write, barrier(), read, *_tuple_tree(u, regs, warps)]
 
     def _refuse_other_accumulation(self, loop: S.For) -> None:
         """Every thread updating one element that this pass cannot turn into shuffles (another
@@ -122,9 +179,9 @@ class _Rewriter(Mutator):
             if _reads_own_element(st, loop.body) and not _under_thread_local_alloc(loop, st.buffer):
                 raise GpuError(f"kernel {self.kernel.name!r}: every thread of {loop.thread_tag} (loop "
                                f"{r.name!r}) updates {st.buffer.name}[{st.indices[0]}], a cross-thread reduction "
-                               "this target can only make of a sum, product, min or max stored last in the loop; "
-                               "bind the reduction differently (rfactor with a supported combiner) or reduce "
-                               "serially inside each thread")
+                               "this target can only make of a sum, product, min or max stored last in the loop, "
+                               "or of a tuple (argmax) whose threads each hold one operand: rfactor the reduction "
+                               "by the threads first, or reduce serially inside each thread")
 
     def _rewrite(self, loop: S.For, store: S.BufferStore, value: E.PrimExpr, before: list[S.Stmt],
                  nest: S.Stmt | None) -> S.Stmt:
@@ -162,14 +219,18 @@ class _Rewriter(Mutator):
         self.parts = []
         return new
 
-    def _across_warps(self, acc, cell, combine, r, n: int, dt) -> list[S.Stmt]:
-        """Lane 0 of every warp leaves its sum in shared memory; the first warp adds them up."""
-        warps = n // WARP
+    def _only_x_threads(self, n: int) -> None:
+        """Past one warp the partials meet in one shared array per block: one row per block."""
         others = [t for t in ("threadIdx.y", "threadIdx.z") if not _is_one(self.kernel.extent(t))]
         if others:
             raise GpuError(f"kernel {self.kernel.name!r}: a cross-thread reduction over {n} threads (more than a "
                            f"warp) in a block that also uses {', '.join(others)} is not supported; reduce over at "
                            "most 32 threads per row, or bind the rows to blockIdx")
+
+    def _across_warps(self, acc, cell, combine, r, n: int, dt) -> list[S.Stmt]:
+        """Lane 0 of every warp leaves its sum in shared memory; the first warp adds them up."""
+        warps = n // WARP
+        self._only_x_threads(n)
         part = S.Buffer(f"red_part{self.count}", dt, (E.IntImm(warps, "int32"),), scope="shared")
         lane0 = E.eq(E.floormod(r, E.IntImm(WARP, r.dtype)), E.IntImm(0, r.dtype))
         write = S.IfThenElse(lane0, S.BufferStore(part, cell, [E.floordiv(r, E.IntImm(WARP, r.dtype))]))
@@ -203,6 +264,50 @@ class _Rewriter(Mutator):
                        f"{loop.thread_tag} with extent {ext}; a cross-thread reduction needs threadIdx.x, the block's "
                        "whole x extent, and a power of two up to 1024 (split the reduce axis by 32, 64, ..., "
                        "rfactor, and bind the inner axis to threadIdx.x)")
+
+
+def _tuple_tree(u: TupleUpdate, regs: list[S.Buffer], width: int) -> list[S.Stmt]:
+    """Each step takes every register of the lane ``d`` down (all shuffles first: every lane
+    runs them) and combines the two tuples."""
+    out = []
+    zero = E.IntImm(0, "int32")
+    d = width // 2
+    while d >= 1:
+        got = [E.Var(f"red_other{k}", b.dtype) for k, b in enumerate(regs)]
+        step = assign(regs, combined(u, [E.BufferLoad(b, [zero]) for b in regs], got), "red_step")
+        for v, b in reversed(list(zip(got, regs))):
+            shfl = E.Call(b.dtype, "tvm_warp_shuffle_down", [E.Call("uint32", "tvm_warp_activemask", []),
+                                                            E.BufferLoad(b, [zero]), E.IntImm(d, "int32"),
+                                                            E.IntImm(width, "int32"), E.IntImm(WARP, "int32")])
+            step = S.LetStmt(v, shfl, step)
+        out.append(step)
+        d //= 2
+    return out
+
+
+def _fold_tuple_init(loop_stmt: S.Stmt, out: list[S.Stmt], u: TupleUpdate, regs, final: S.Stmt) -> S.Stmt:
+    """The initial stores of every element just before (in ``out``, removed) folded into the
+    final combine, as ``_fold_init`` does for one value."""
+    n = len(u.stores)
+    tail = out[-n:] if len(out) >= n else []
+    inits = []
+    for st in u.stores:
+        match = [x for x in tail if _is_init(x, st)]
+        if len(match) != 1:
+            return loop_stmt
+        inits.append(match[0])
+    del out[-n:]
+    new_final = final_stores(u, regs, [x.value for x in inits])
+
+    class _Swap(Mutator):
+        statements_only = True
+
+        def visit_IfThenElse(self, s: S.IfThenElse) -> S.Stmt:
+            if s.then_case is final:
+                return S.IfThenElse(s.condition, new_final)
+            return self.generic_visit(s)
+
+    return _Swap().visit(loop_stmt)
 
 
 def _reads_own_element(st: S.BufferStore, where: S.Stmt) -> bool:

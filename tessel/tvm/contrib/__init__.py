@@ -1,4 +1,4 @@
-"""``tvm.contrib``: the parts of TVM's contrib that tessel offers (tedd, utils, cc, cblas, nvcc)."""
+"""``tvm.contrib``: the parts of TVM's contrib that tessel offers (tedd, utils, cc, clang, cblas, nvcc)."""
 
 from .._names import missing_names
 
