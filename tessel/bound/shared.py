@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from ..arith import Analyzer, IntSet
 from ..schedule import relations as R
-from ..schedule.kinds import ROOT
 from ..schedule.stage import Stage
 from ..te.operation import Request
 
@@ -24,15 +23,37 @@ def intact(st: Stage) -> bool:
     return hasattr(st.op, "axis") and shares_host_loops(st, once=False)
 
 
-def shared_request(st: Stage, ana: Analyzer, resolve=None) -> Request | None:
+def stored_leaves(st: Stage) -> list:
+    """The stage's shared loops that enclose its storage (``Placement.store``): all of them when
+    it is stored where it is computed, those down to the store loop otherwise (none at the root)."""
+    from ..schedule.compute_at_pos import real_loop
+
+    store = st.placement.store
+    pairs = list(st.placement.shared)
+    if store is None:
+        return [leaf for leaf, _ in pairs]
+    if not store:
+        return []
+    k = next((j for j, (_, loop) in enumerate(pairs) if real_loop(st.schedule, loop) is store[0]), None)
+    return [leaf for leaf, _ in pairs[:k + 1]] if k is not None else []
+
+
+def shared_request(st: Stage, ana: Analyzer, resolve=None, leaves=None) -> Request | None:
     """The stage's slice as a request on its first output; None unless it shares loops.
 
     ``resolve(loop)`` gives the variable a host loop's value is in the lowered code (a host that
-    itself shares its loops takes them from its own host), or None when it has none."""
+    itself shares its loops takes them from its own host), or None when it has none. ``leaves``:
+    the shared loops fixed (default all: the slice one iteration computes; ``stored_leaves``:
+    the slice its storage holds)."""
     if not intact(st):
         return None
-    resolve = resolve or (lambda loop: loop.var)
-    values = {leaf: resolve(loop) for leaf, loop in st.shared_loops.items()}
+    if resolve is None:
+        from ..schedule.compute_at_pos import real_loop
+
+        def resolve(loop):
+            return real_loop(st.schedule, loop).var
+    fixed = st.shared_loops if leaves is None else {leaf: st.shared_loops[leaf] for leaf in leaves}
+    values = {leaf: resolve(loop) for leaf, loop in fixed.items()}
     if any(v is None for v in values.values()):
         return None
     rng = {iv: iv.dom for iv in st.op.root_iter_vars if iv.dom is not None}
@@ -77,8 +98,9 @@ def slice_only(st: Stage, readers: dict, bodies: dict, memo: dict | None = None)
 
 def identified(st: Stage, readers: dict, bodies: dict, whole=lambda host: True) -> bool:
     """Whether ``st``'s outer loops *are* its host's loops (nvFuser's loop sharing, exactly):
-    its first loops are all shared, exactly, with loops of a stage at the root, it is attached at
-    the last of them, and its readers read only its slice. Then it keeps the ranges of its whole
+    its first loops are all shared, exactly, with loops of a stage at the root or of a stage that
+    is itself identified (``whole`` says which owners qualify), it is attached at the last of
+    them, and its readers read only its slice. Then it keeps the ranges of its whole
     domain, lowering runs only its other loops with the shared ones taken from the host (whose
     loops must run over its whole domain, ``whole``), and
     its storage is its slice's box (``ctx.boxes``): exact work, whatever the loops fused."""
@@ -86,10 +108,9 @@ def identified(st: Stage, readers: dict, bodies: dict, whole=lambda host: True) 
         return False
     for host_loop in st.shared_loops.values():
         owner = st.schedule.stage_of_iter_var(host_loop)
-        if owner is None or owner.attach_type != ROOT or host_loop not in owner.leaf_iter_vars \
-                or not whole(owner):
+        if owner is None or host_loop not in owner.leaf_iter_vars or not whole(owner):
             return False
     return not readers.get(st) or slice_only(st, readers, bodies)
 
 
-__all__ = ["identified", "intact", "shared_request", "slice_only"]
+__all__ = ["identified", "intact", "shared_request", "slice_only", "stored_leaves"]

@@ -184,6 +184,7 @@ class Placer:
         self.owner: dict[int, dict[int, tuple[Stage, E.IterVar]]] = {}
         self.lowered: list[tuple[str, int, int, str]] = []  # best effort: what place() lowered, and why
         self.uninlinable: frozenset[int] = frozenset()  # ids of loops no stage may be inlined into
+        self.merged: list[tuple[str, str, str]] = []  # (stage, host, loop): a reduction loop it now shares
         if host is not None:
             self.owner[id(host)] = {r: (host, host.leaf_iter_vars[h]) for h, r in enumerate(refidx.get(id(host), []))}
 
@@ -220,6 +221,10 @@ class Placer:
                                      k, (st, c), (st.leaf_iter_vars[k],))
             loop = self.owner.get(id(c), {}).get(r) or resolve(c, c.leaf_iter_vars[leaf_at])
             if found is not None and resolve(*found)[1] is not resolve(*loop)[1]:  # one loop, however reached
+                one = self._one_reduction_loop(r, first, found, c, loop)
+                if one is not None:
+                    found = one
+                    continue
                 return None, Refusal("RECOMPUTE_REDUCTION", st, f"its readers {first.name} and {c.name} run "
                                      f"{st.name}'s loop {st.leaf_iter_vars[k].name} as two different loops "
                                      f"({found[0].name}'s {found[1].name} and {loop[0].name}'s {loop[1].name}), "
@@ -227,6 +232,20 @@ class Placer:
                                      k, (st, first, c), (found[1], loop[1]))
             found, first = loop, first or c
         return found, None
+
+    def _one_reduction_loop(self, r: int, a: Stage, la: tuple[Stage, E.IterVar], b: Stage,
+                            lb: tuple[Stage, E.IterVar]) -> tuple[Stage, E.IterVar] | None:
+        """Two readers running a producer's loop as two reduction loops of their own (nvFuser's
+        ReductionMultiConsumer): one runs its update in the other's loop, its init and storage
+        around it (``storage_point.share_reduction_loop``). The loop both now run, or None."""
+        from .storage_point import share_reduction_loop
+
+        for x, lx, h, lh in ((b, lb, a, la), (a, la, b, lb)):
+            if lx[0] is x and lh[0] is h and share_reduction_loop(x, lx[1], h, lh[1]):
+                self.owner.setdefault(id(x), {})[r] = lh
+                self.merged.append((x.name, h.name, lh[1].name))
+                return lh
+        return None
 
     def place(self, st: Stage, want: int, best_effort: bool) -> tuple[int, Refusal | None]:
         """The position ``st`` gets (at most ``want``) and why not deeper."""
@@ -280,6 +299,17 @@ def resolve(st: Stage, leaf: E.IterVar) -> tuple[Stage, E.IterVar]:
     return st, leaf
 
 
+def real_loop(sch: Schedule, loop: E.IterVar) -> E.IterVar:
+    """The loop of the lowered code ``loop`` is: a shared loop of a stage whose loops are its
+    host's is that host's (followed until a stage runs it as its own)."""
+    for _ in range(len(sch.stages)):
+        owner = sch.stage_of_iter_var(loop)
+        if owner is None or owner.attach_type != SCOPE or loop not in owner.shared_loops:
+            break
+        loop = owner.shared_loops[loop]
+    return loop
+
+
 def shares_host_loops(st: Stage, once: bool = True) -> bool:
     """Whether ``st`` is attached by a position primitive at a loop it shares: its shared loops are
     still its outer loops, and it is attached at the last of them, which the others enclose (a
@@ -296,10 +326,20 @@ def shares_host_loops(st: Stage, once: bool = True) -> bool:
         return False
     if host is None or not any(at is x for x in host.leaf_iter_vars):
         return True
-    around = host.leaf_iter_vars[:next(j for j, x in enumerate(host.leaf_iter_vars) if x is at) + 1]
-    if not all(any(v is iv for iv in around) for v in st.shared_loops.values()):
+    around = host_loops_around(host, at)
+    if not all(any(v is iv or v is lent for iv, lent in around) for v in st.shared_loops.values()):
         return False  # a shared loop reordered inside the attach point: it no longer encloses the stage
-    return not once or all(any(iv is v for v in st.shared_loops.values()) for iv in around)
+    return not once or all(any(iv is v or lent is v for v in st.shared_loops.values()) for iv, lent in around)
+
+
+def host_loops_around(host: Stage, at: E.IterVar) -> list[tuple[E.IterVar, E.IterVar]]:
+    """``host``'s loops down to ``at``, each with the loop it really is: the loop of the host's
+    own host it shares (when the host computes its slice there once), else itself. A stage
+    sharing a reduction loop with a host that shares its outer loops (``share_reduction_loop``)
+    names the outer ones by the loop they really are."""
+    leaves = host.leaf_iter_vars[:next(j for j, x in enumerate(host.leaf_iter_vars) if x is at) + 1]
+    lends = host.attach_type == SCOPE and shares_host_loops(host)
+    return [(x, host.shared_loops.get(x, x) if lends else x) for x in leaves]
 
 
 def shared_first(host: Stage, loops: list[E.IterVar]) -> list[E.IterVar]:
@@ -463,6 +503,7 @@ def place_all(g: Graph, refidx: dict[int, list[int]], selected: list[Stage], ref
     update_producer_positions(g, selected)
     if report is not None:
         report.lowered += placer.lowered
+        report.shared += placer.merged
     for sib in siblings:
         why = share_loops(placer, sib)
         if why is not None:
@@ -568,5 +609,5 @@ def _extent(st: Stage, iv: E.IterVar) -> str:
     return f"{iv.name} ({r.extent} values)" if r is not None else iv.name
 
 
-__all__ = ["MODES", "Refusal", "Report", "compute_at_position", "replay_origins", "select",
+__all__ = ["MODES", "Refusal", "Report", "compute_at_position", "real_loop", "replay_origins", "select",
            "shares_host_loops", "span_and_replay"]

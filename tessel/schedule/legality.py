@@ -298,8 +298,9 @@ def _check_init_attach(sch: Schedule, st: Stage, bodies: dict, propose: bool) ->
 
 
 def _check_lca(sch: Schedule, tree: ScheduleTree, st: Stage, r: Stage, cons: dict, propose: bool) -> Violation | None:
-    """Seed 001's LCA rule: ``st``'s attach point must enclose where its reader ``r`` runs."""
-    at = tree.placement(st)
+    """Seed 001's LCA rule: ``st``'s attach point (its storage's, when made outside it) must
+    enclose where its reader ``r`` runs."""
+    at = tree.storage(st)
     use = tree.innermost(r)
     if at.kind == "root" or ScheduleTree.dominates(at, use):
         return None

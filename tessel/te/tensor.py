@@ -242,6 +242,9 @@ def _build_reduction(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, roots,
     loops = [iv for iv in leaves[first:] if iv.var in data_vars]
     init = reduction_init(op, nest, stage, red, idx, preds, loops, roots)
     update = nest.nest(stage, first, len(leaves), nest.guarded(preds, reduction_update(op, red, roots, idx)))
+    if red.finish is None and first < len(leaves) and nest.hoists_init(stage, first):  # its reduction loop is a host's: the init runs outside it
+        nest.hoist_init(stage, init)
+        return nest.nest(stage, begin, first, update)
     if red.finish is None:
         return nest.nest(stage, begin, first, S.seq(init, update))
     finish = reduction_finish(op, nest, stage, red, idx, preds, loops, roots)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from helpers import check, rand
 
+import tessel
 from tessel import te
 from tessel.errors import ScheduleError
 
@@ -174,24 +175,35 @@ def test_complex_bcast_1_with_a_symbolic_size_and_a_split():
 
 
 # ---- ReductionMultiConsumer: two reductions of one producer ------------------------------------
-def test_reduction_multi_consumer_values_and_the_position_tessel_gives():
-    """nvFuser asserts t1's position 2: t1 inside the reduction loop t2 and t3 share. tessel
-    has no loop shared by two reductions (each reduction's init would have to sit outside the
-    shared reduction loop), so best effort gives 1 and says why."""
-    n, m = 13, 29
+def reduction_multi_consumer(n, m):
     t0 = te.placeholder((n, m), name="t0")
     t1 = te.compute((n, m), lambda i, j: te.exp(t0[i, j]), name="t1")
     r2, r3 = te.reduce_axis((0, m), name="r2"), te.reduce_axis((0, m), name="r3")
     t2 = te.compute((n,), lambda i: te.max(t1[i, r2], axis=r2), name="t2")
     t3 = te.compute((n,), lambda i: te.min(t1[i, r3], axis=r3), name="t3")
     t4 = te.compute((n,), lambda i: t2[i] + t3[i], name="t4")
+    return t0, t1, t2, t3, t4
+
+
+@pytest.mark.parametrize("n, m", [(13, 29), (1, 1), (7, 33)])
+def test_reduction_multi_consumer_shares_one_reduction_loop(n, m):
+    """nvFuser's position 2: t1 inside the reduction loop t2 and t3 share. t3 runs its update
+    in t2's loop r2 and its init (and storage) in the row loop around it, so t1 is computed
+    once per element and both reductions start once per row."""
+    t0, t1, t2, t3, t4 = reduction_multi_consumer(n, m)
     s = te.create_schedule(t4.op)
     s[t1].compute_at(s[t2], -1, mode="best_effort")
-    assert s[t1].compute_at_pos == 1  # nvFuser: 2
-    assert "lowered" in s.position_log[-1].to_text()
+    assert positions(s, t1, t2, t3) == {"t1": 2, "t2": 1, "t3": 1}
+    assert "t3 shares t2's loops down to r2" in s.position_log[-1].to_text()
+    text = str(tessel.lower(s, [t0, t4]))
+    assert text.count("exp(") == 1 and "r3" not in text  # t3 has no reduction loop of its own
+    if m > 1:  # (a loop of one iteration is dropped)
+        assert text.index("t3[0] = float32(inf)") < text.index("for (r2, 0")
     a = rand(n, m)
     e = np.exp(a)
     check(s, [t0, t4], [a], [e.max(1) + e.min(1)], rtol=1e-4)
+    s[t4].bind(t4.op.axis[0], te.thread_axis("blockIdx.x"))  # the rows over blocks: the cuda target's simulator
+    check(s, [t0, t4], [a], [e.max(1) + e.min(1)], rtol=1e-4, targets=("cuda-sim -features=check",))
 
 
 # ---- the inliner: InlineRepro1803, GetMaxPosAll, ComputeWith1's uninlinable axes ---------------
