@@ -158,6 +158,8 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
         for iv in op.root_iter_vars:
             _set_range(ctx, iv, op.root_domain(st, iv))
         return
+    if st.attach_type == SCOPE and st.placement.store is not None:
+        _stored_apart_lost(st)
     exact = slice_only(st, ctx.consumers, ctx.bodies)  # its readers read exactly its slice
     # an output, and a stage stored in place in the caller's tensor when at the root (inside a
     # loop its region is its readers': see poly.bounds.check_in_place_coverage)
@@ -178,6 +180,18 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
     missing = [iv.name for iv in op.root_iter_vars if iv not in ctx.rmap]
     if missing:
         raise InternalError(f"stage {st.name}: {type(op).__name__}.gather_bound gave no range for {', '.join(missing)}")
+
+
+def _stored_apart_lost(st: Stage) -> None:
+    """A stage stored at one loop and computed at a deeper one (compute_with, a shared reduction
+    loop) is lowered only while its loops are exactly its hosts' and its readers read only its
+    slice; a later split, reorder or compute_at of a host ended that."""
+    host = st.attach_stage
+    raise ScheduleError(f"stage {st.name} is computed in {host.name}'s loop {st.attach_ivar.name} and stored "
+                        f"outside it, which needs its loops to be exactly {host.name}'s and its readers to read "
+                        f"only the slice each iteration makes; that no longer holds (a host's loops changed "
+                        f"since): place it again, e.g. s[{py_name(st.name)}].compute_at(s[{py_name(host.name)}], "
+                        f"{st.compute_at_pos})")
 
 
 def _lends_loops(ctx: BoundContext, host: Stage, st: Stage) -> bool:

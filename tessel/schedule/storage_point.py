@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..errors import ScheduleError
 from ..ir import expr as E
 from ..ir.stmt import LoopKind
 from .kinds import ROOT, SCOPE, Placement
@@ -74,4 +75,126 @@ def _plain_reduction(st: Stage) -> bool:
         and st.store_predicate is None and not st.commands and st.storage is None
 
 
-__all__ = ["share_reduction_loop"]
+def compute_with(st: Stage, pos: int, reader: Stage | None = None) -> Stage:
+    """``s[T].compute_with(pos, reader)``: T's first ``pos`` loops computed as ``reader``'s, its
+    storage kept where it is (its position's loop, or the root). Returns the reader chosen.
+
+    nvFuser's ``computeWith``: the stage is computed in the reader's loops deeper than its
+    position, so its values are made where that reader uses them, while its other readers
+    (after that reader's loops, inside the storage) still see all of them. Without ``reader``,
+    the first of its readers in the stage order whose loops it can follow (nvFuser resolves it
+    the same way, at lowering). Refused, naming the loop, where the loops do not match one for
+    one over the same values, where it would leave a reader inside the reader's loops before
+    its values are made, or where a reader outside the storage would need them."""
+    from .axis_map import Graph
+    from .compute_at_pos import normalize_pos
+
+    p = normalize_pos(st, pos, "compute_with")
+    p0 = st.compute_at_pos
+    if p <= p0:
+        raise ScheduleError(f"stage {st.name}: compute_with({pos}) must be deeper than its position {p0} "
+                            f"(compute_at already computes it in its readers' first {p0} loops)")
+    _own_loops(st, p0)
+    g = Graph(st.schedule)
+    readers = g.consumers[id(st)]
+    if reader is not None and not any(reader is c for c in readers):
+        raise ScheduleError(f"stage {st.name}: compute_with reader {reader.name} does not read {st.name}; its "
+                            f"readers are {', '.join(c.name for c in readers) or 'none'}")
+    why: dict[str, str] = {}
+    for c in [reader] if reader is not None else readers:
+        loops, problem = _matching_loops(g, st, c, p)
+        if problem is None:
+            problem = _others_after(g, st, c, readers)
+        if problem is None:
+            # as nvFuser: every reader it could be computed with keeps those loops (no split)
+            fixed = [(o, _matching_loops(g, st, o, p)[0] if o is not c else loops) for o in readers]
+            _place_with(st, c, loops, p, p0)
+            for other, lps in fixed:
+                if lps:
+                    k = next(j for j, x in enumerate(other.leaf_iter_vars) if x is lps[-1])
+                    other.max_producer_pos = max(other.max_producer_pos, k + 1)
+            return c
+        why[c.name] = problem
+    raise ScheduleError(f"stage {st.name}: compute_with({pos}) finds no reader to compute it with: "
+                        + "; ".join(f"{k}: {v}" for k, v in why.items())
+                        + f". Lower the position (its loops {st._leaf_names()}) or name another reader")
+
+
+def _own_loops(st: Stage, p0: int) -> None:
+    """The stage must be at the root or share its first ``p0`` loops with a host, exactly."""
+    from .compute_at_pos import shares_host_loops
+
+    if st.is_placeholder or st.attach_type not in (ROOT, SCOPE):
+        raise ScheduleError(f"stage {st.name} is {'an input' if st.is_placeholder else 'inlined'}: it has no "
+                            "loops to compute with a reader")
+    if st.placement.store is not None:
+        raise ScheduleError(f"stage {st.name} is already computed apart from its storage; compute_at it again "
+                            "first")
+    exact = p0 == 0 and st.attach_type == ROOT
+    if p0 and shares_host_loops(st, once=False):
+        exact = all(iv in st.shared_loops for iv in st.leaf_iter_vars[:p0])
+    if not exact:
+        raise ScheduleError(f"stage {st.name} runs loops of its own around its position (computed at "
+                            f"{st.attach_stage.name if st.attach_stage else 'the root'} by a TE compute_at, or "
+                            f"its loops are not its host's); compute_with needs it at the root or placed by a "
+                            f"position primitive whose loops it shares exactly")
+
+
+def _matching_loops(g, st: Stage, c: Stage, p: int) -> tuple[list[E.IterVar], str | None]:
+    """``c``'s loops that are ``st``'s first ``p``, one for one and in order, over the same
+    values; or why not."""
+    from .compute_at_pos import exact_share, real_loop
+    from .transform_replay import leaf_images
+
+    img = leaf_images(st, c, dict(g.map(st, c).p2c))
+    loops: list[E.IterVar] = []
+    first = img.get(st.leaf_iter_vars[0])
+    # at the root, it may go inside leading loops of the reader over axes it lacks (broadcast
+    # loops, nvFuser's ComputeWith3): recomputed there, the same values stored again
+    at = next((j for j, x in enumerate(c.leaf_iter_vars) if x is first), 0) if st.compute_at_pos == 0 else 0
+    if any(any(x is v for v in img.values()) for x in c.leaf_iter_vars[:at]):
+        at = 0
+    for k, iv in enumerate(st.leaf_iter_vars[:p]):
+        got = img.get(iv)
+        if at + k >= len(c.leaf_iter_vars) or got is not c.leaf_iter_vars[at + k]:
+            return [], (f"{st.name}'s loop {iv.name} is not {c.name}'s loop {at + k} "
+                        f"({c.leaf_iter_vars[at + k].name if at + k < len(c.leaf_iter_vars) else 'none'}): "
+                        f"replay {c.name}'s loops onto {st.name} first (s.propagate)")
+        if not exact_share(st, iv, c, got):
+            return [], f"{st.name}'s loop {iv.name} and {c.name}'s {got.name} do not run over the same values"
+        if c.leaf_kind(got) not in (LoopKind.SERIAL, LoopKind.UNROLLED) and k >= st.compute_at_pos:
+            return [], f"{c.name}'s loop {got.name} is {c.leaf_kind(got)}"
+        mine = st.shared_loops.get(iv)
+        if mine is not None and real_loop(st.schedule, mine) is not real_loop(st.schedule, got):
+            return [], f"{st.name} already shares its loop {iv.name} with another loop than {c.name}'s {got.name}"
+        loops.append(got)
+    return loops, None
+
+
+def _others_after(g, st: Stage, c: Stage, readers: list[Stage]) -> str | None:
+    """Every other reader must run after ``c``'s loops: not inside them, not read by ``c``."""
+    from .axis_map import reaches
+
+    for r in readers:
+        if r is c:
+            continue
+        if reaches(g, r, c):
+            return f"{r.name} reads {st.name} and runs before {c.name} (which reads {r.name})"
+        at = r
+        while at.attach_type == SCOPE and at.attach_stage is not None and at is not c:
+            at = at.attach_stage
+        if at is c:
+            return f"{r.name} reads {st.name} inside {c.name}'s loops, before all of it is made"
+    return None
+
+
+def _place_with(st: Stage, c: Stage, loops: list[E.IterVar], p: int, p0: int) -> None:
+    from .compute_at_pos import real_loop
+
+    sch = st.schedule
+    store = (real_loop(sch, st.attach_ivar),) if p0 else ()
+    shared = tuple((iv, st.shared_loops.get(iv, loops[k])) for k, iv in enumerate(st.leaf_iter_vars[:p]))
+    st.placement = Placement(SCOPE, c, loops[-1], shared, p0, store)
+
+
+__all__ = ["compute_with", "share_reduction_loop"]
