@@ -187,11 +187,11 @@ def _stored_apart_lost(st: Stage) -> None:
     loop) is lowered only while its loops are exactly its hosts' and its readers read only its
     slice; a later split, reorder or compute_at of a host ended that."""
     host = st.attach_stage
+    fix = f"s[{py_name(st.name)}].compute_root()"  # always legal: its readers all run after it
     raise ScheduleError(f"stage {st.name} is computed in {host.name}'s loop {st.attach_ivar.name} and stored "
                         f"outside it, which needs its loops to be exactly {host.name}'s and its readers to read "
                         f"only the slice each iteration makes; that no longer holds (a host's loops changed "
-                        f"since): place it again, e.g. s[{py_name(st.name)}].compute_at(s[{py_name(host.name)}], "
-                        f"{st.compute_at_pos})")
+                        f"since): place it again, or compute it at the root: {fix}", fix=fix)
 
 
 def _lends_loops(ctx: BoundContext, host: Stage, st: Stage) -> bool:

@@ -254,22 +254,81 @@ def test_get_max_pos_all_normalization():
     check(s, [t0, t5], [x], [2 * x - ((2 * x).sum((1, 2)) + 1)[:, None, None]], rtol=1e-4)
 
 
-def test_compute_with_1_uninlinable_inner_axes():
-    """ComputeWith1's first half: inline_most with every 2-d stage's inner axis uninlinable
-    keeps every stage in the outer loop only; its readers' inner loops may still be split."""
-    n0, n1 = 10, 11
+def compute_with_rows(n0, n1):
+    """ComputeWith1's fusion: t4 = bcast(sum(t1)) + t1 with t1 = t0 (a copy)."""
     t0 = te.placeholder((n0, n1), name="t0")
     t1 = te.compute((n0, n1), lambda i, j: t0[i, j] + 0.0, name="t1")
     k = te.reduce_axis((0, n1), name="k")
     t2 = te.compute((n0,), lambda i: te.sum(t1[i, k], axis=k), name="t2")
     t3 = te.compute((n0, n1), lambda i, j: t2[i], name="t3")
     t4 = te.compute((n0, n1), lambda i, j: t3[i, j] + t1[i, j], name="t4")
+    return t0, t1, t2, t3, t4
+
+
+@pytest.mark.parametrize("n0, n1", [(10, 11), (1, 1), (3, 17)])
+def test_compute_with_1(n0, n1):
+    """inline_most with every 2-d stage's inner axis uninlinable keeps every stage in the outer
+    loop only; then t1.compute_with(-1) computes t1 inside t2's reduction loop (nvFuser resolves
+    the reader to t2), stored per row where it was, so t4 still reads the whole row after t2's
+    loop. Both readers' inner loops are then fixed (nvFuser's max producer position 2)."""
+    t0, t1, t2, t3, t4 = compute_with_rows(n0, n1)
     s = te.create_schedule(t4.op)
     inner = [s[t].leaf_iter_vars[1] for t in (t1, t2, t3, t4)]
     got = s.inline_most(uninlinable=inner)
     assert (got["t1"], got["t2"], got["t3"]) == (1, 1, 1) and s[t4].max_producer_pos == 1
-    s[t4].split(s[t4].leaf_iter_vars[1], factor=4)  # outside every position: allowed
-    with pytest.raises(ScheduleError, match="max-producer position"):
-        s[t4].split(s[t4].leaf_iter_vars[0], factor=2)
+    assert s[t1].compute_with(-1) is s[t2]
+    assert s[t1].compute_at_pos == 1 and s[t2].max_producer_pos == s[t4].max_producer_pos == 2
+    for t in (t2, t4):
+        with pytest.raises(ScheduleError, match="max-producer position"):
+            s[t].split(s[t].leaf_iter_vars[1], factor=4)
+    text = str(tessel.lower(s, [t0, t4]))
+    if n1 > 1:  # t1's produce is inside t2's loop k; its storage is a whole row
+        assert text.index("for (k, 0") < text.index("produce t1") < text.index("produce t3")
+        assert f"allocate t1[float32 * 1 * {n1}]" in text
     x = rand(n0, n1)
+    want = [x.sum(1)[:, None] + x]
+    check(s, [t0, t4], [x], want, rtol=1e-4)
+    ns: dict = {}
+    exec(s.python(), ns)  # the recorded steps, compute_with included, give the same program
+    assert str(tessel.lower(ns["schedule"](t4), [t0, t4])) == text
+    s[t4].bind(t4.op.axis[0], te.thread_axis("blockIdx.x"))  # rows over blocks: the cuda target's simulator
+    check(s, [t0, t4], [x], want, rtol=1e-4, targets=("cuda-sim -features=check",))
+
+
+@pytest.mark.parametrize("n", [123, 1, 13])
+def test_compute_with_3_stored_at_the_root(n):
+    """ComputeWith3: t1 at the root, its loops replayed from t2's (split by 4 then 3), computed
+    with t2 at t1's position 2: inside t2's loops, stored at the root (tessel's broadcast axis
+    has two values, so t1 is computed again for each: the same values stored twice)."""
+    t0 = te.placeholder((n,), name="t0")
+    t1 = te.compute((n,), lambda i: t0[i] * 2.0, name="t1")
+    t2 = te.compute((2, n), lambda b, i: t1[i] + b, name="t2")
+    s = te.create_schedule(t2.op)
+    io, _ = s[t2].split(t2.op.axis[1], factor=4)
+    s[t2].split(io, factor=3)
+    s.propagate(t2)
+    assert s[t1].compute_with(-2) is s[t2]
+    assert s[t1].placement.store == () and s[t2].max_producer_pos == 3
+    x = rand(n)
+    check(s, [t0, t2], [x], [(2 * x[None] + np.arange(2)[:, None]).astype("float32")])
+
+
+def test_compute_with_refusals_name_the_loop():
+    t0, t1, t2, t3, t4 = compute_with_rows(5, 6)
+    s = te.create_schedule(t4.op)
+    with pytest.raises(ScheduleError, match="t2 reads t1 and runs before t4"):  # t1 would not exist yet
+        s[t1].compute_with(-1, s[t4])
+    with pytest.raises(ScheduleError, match="deeper than its position"):
+        s[t1].compute_with(0)
+    with pytest.raises(ScheduleError, match="does not read t1"):
+        s[t1].compute_with(1, s[t3])
+    s.inline_most(uninlinable=[s[t].leaf_iter_vars[1] for t in (t1, t2, t3, t4)])
+    s[t1].compute_with(-1)
+    s[t2].reorder(s[t2].leaf_iter_vars[1], s[t2].leaf_iter_vars[0])  # t1's loops are no longer t2's
+    with pytest.raises(ScheduleError, match="no longer holds") as err:
+        tessel.lower(s, [t0, t4])
+    exec(err.value.fix, {"s": s, "t1": t1})
+    x = rand(5, 6)
     check(s, [t0, t4], [x], [x.sum(1)[:, None] + x], rtol=1e-4)
+
+
