@@ -39,7 +39,7 @@ from ..schedule.threads import bind_map, relaxes, storage_scope
 from ..te.operation import Request
 from .check import check_reads_in_bounds
 from .propagate import pass_down_domain, pass_up_domain
-from .shared import identified, shared_request, slice_only, stored_leaves
+from .shared import identified, image_request, shared_request, slice_only, stored_leaves
 
 #: ``err.rule`` of InferBound's refusal of a reader it cannot bound (see ``_require_ranges``)
 UNBOUNDED_READER = "unbounded-reader"
@@ -160,6 +160,10 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
         return
     if st.attach_type == SCOPE and st.placement.store is not None:
         _stored_apart_lost(st)
+    if st.attach_type == SCOPE and st.placement.image:  # the box one iteration of its host covers
+        for iv, r in op.gather_bound(st, [image_request(st, ctx.analyzer)], ctx.analyzer):
+            _set_range(ctx, iv, r)
+        return
     exact = slice_only(st, ctx.consumers, ctx.bodies)  # its readers read exactly its slice
     # an output, and a stage stored in place in the caller's tensor when at the root (inside a
     # loop its region is its readers': see poly.bounds.check_in_place_coverage)

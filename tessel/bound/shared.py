@@ -66,6 +66,25 @@ def shared_request(st: Stage, ana: Analyzer, resolve=None, leaves=None) -> Reque
     return st.op.outputs[0], sets
 
 
+def image_request(st: Stage, ana: Analyzer) -> Request:
+    """A stage computed at a host loop by image (``Placement.image``): the box of its domain
+    one iteration covers. The host's loops down to the attach point are fixed at their values,
+    the host's others run whole; its root axes' ranges then stand for the tied axes of ``st``,
+    and ``st``'s other axes run whole."""
+    host, at = st.attach_stage, st.attach_ivar
+    rng = {iv: iv.dom for iv in host.op.root_iter_vars if iv.dom is not None}
+    R.pass_down_domain(host.relations, rng, cut=R.Cut(R.bound_to_thread(host.iter_var_attrs)))
+    k = next(j for j, x in enumerate(host.leaf_iter_vars) if x is at)
+    up: dict = {}
+    for j, leaf in enumerate(host.leaf_iter_vars):
+        up[leaf] = IntSet.single_point(leaf.var) if j <= k else IntSet.from_range(rng[leaf])
+    R.pass_up_domain(host.relations, rng, up, ana)
+    tied = {id(a): h for a, h in st.placement.image}
+    sets = [up[tied[id(iv)]] if id(iv) in tied and tied[id(iv)] in up else IntSet.from_range(iv.dom)
+            for iv in st.op.axis]
+    return st.op.outputs[0], sets
+
+
 def slice_only(st: Stage, readers: dict, bodies: dict, memo: dict | None = None) -> bool:
     """Whether ``st``'s slice is all its readers read: each reads it exactly (offset 0, every
     axis along one of its own loops) and is the owner of the shared loops or itself slice-only.
@@ -113,4 +132,4 @@ def identified(st: Stage, readers: dict, bodies: dict, whole=lambda host: True) 
     return not readers.get(st) or slice_only(st, readers, bodies)
 
 
-__all__ = ["identified", "intact", "shared_request", "slice_only", "stored_leaves"]
+__all__ = ["identified", "image_request", "intact", "shared_request", "slice_only", "stored_leaves"]

@@ -61,6 +61,8 @@ class Report:
     attached: list[tuple[str, str, str, int]] = field(default_factory=list)  # (stage, at stage, loop, pos)
     shared: list[tuple[str, str, str]] = field(default_factory=list)  # (stage, host, loop)
     made: list[tuple[str, object, str]] = field(default_factory=list)  # (stage, relation, replayed from)
+    #: (stage, host, loop): run in the host's loop over the box of each iteration (Placement.image)
+    boxed: list[tuple[str, str, str]] = field(default_factory=list)
     #: best effort: (whose position, asked, given, why not deeper), in the order decided
     lowered: list[tuple[str, int, int, str]] = field(default_factory=list)
 
@@ -70,6 +72,8 @@ class Report:
                  f"  replayed: {', '.join(self.replayed) or 'none'}"]
         lines += [f"  {a} computed at {b}'s loop {loop} (position {p})" for a, b, loop, p in self.attached]
         lines += [f"  {a} shares {b}'s loops down to {loop}" for a, b, loop in self.shared]
+        lines += [f"  {a} runs in {b}'s loop {loop} over the box of its domain each iteration covers "
+                  f"(recomputed where boxes overlap)" for a, b, loop in self.boxed]
         lines += [f"  lowered {a} from {p} to {q}: {why}" for a, p, q, why in self.lowered]
         return "\n".join(lines)
 
@@ -508,8 +512,9 @@ def place_all(g: Graph, refidx: dict[int, list[int]], selected: list[Stage], ref
         why = share_loops(placer, sib)
         if why is not None:
             return why
-        if sib.shared_loops and report is not None:
-            report.shared.append((sib.name, sib.attach_stage.name, sib.attach_ivar.name))
+        if (sib.shared_loops or sib.placement.image) and report is not None:
+            got = report.boxed if sib.placement.image else report.shared
+            got.append((sib.name, sib.attach_stage.name, sib.attach_ivar.name))
     return None
 
 
@@ -534,6 +539,11 @@ def share_loops(placer: Placer, sib: Stage) -> Refusal | None:
     if len(loops) < need or any(lp is None or lp[0] is sib for lp in loops):
         return None  # its producers sit in its own loops: nothing to share
     bad = next((k for k in range(need) if not exact_share(sib, sib.leaf_iter_vars[k], *loops[k])), None)
+    if host.attach_type == ROOT and bad is not None:
+        from .storage_point import share_by_image
+
+        if share_by_image(placer.g, sib, host):
+            return None
     if host.attach_type != ROOT or bad is not None:
         why = (f"{host.name} is itself computed inside another stage" if host.attach_type != ROOT else
                f"its loop {sib.leaf_iter_vars[bad].name} does not run over the same values as "

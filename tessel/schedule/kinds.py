@@ -94,6 +94,10 @@ class Placement:
     shared: tuple[tuple[E.IterVar, E.IterVar], ...] = ()  # (its loop, the host's loop), outermost first
     position: int = 0
     store: tuple[E.IterVar, ...] | None = None
+    #: (its root axis, the host's root axis): computed at a host loop that is none of its loops,
+    #: each iteration over the box of its domain the host's iteration covers along these axes
+    #: (nvFuser's loop map forwarded through a broadcast; ``storage_point.share_by_image``)
+    image: tuple[tuple[E.IterVar, E.IterVar], ...] = ()
 
     @staticmethod
     def at(stage: StageBase, loop: E.IterVar) -> Placement:

@@ -197,4 +197,60 @@ def _place_with(st: Stage, c: Stage, loops: list[E.IterVar], p: int, p0: int) ->
     st.placement = Placement(SCOPE, c, loops[-1], shared, p0, store)
 
 
-__all__ = ["compute_with", "share_reduction_loop"]
+def share_by_image(g, st: Stage, host: Stage) -> bool:
+    """An output ``st`` that reads stages computed in ``host``'s loops but has no loop over the
+    same values as them (nvFuser's AdvancedComputeAt7: t4's rows, t7's fused row x column-pair
+    loop) runs in ``host``'s loop and computes, in each iteration, the box of its domain that
+    iteration covers: its axes tied to the host's root axes through what they read take the
+    host's range there, the others run whole. Iterations overlap where a box does (a row
+    spanning two chunks of the fused loop is computed in both, the same values stored twice, as
+    nvFuser's predicated loop does); together they cover its domain, because the host, at the
+    root, runs over all of its own and the tied axes have the same extents. True when placed."""
+    from .compute_at_pos import real_loop
+
+    moved = [p for p in g.producers[id(st)] if p.attach_type == SCOPE and real_loop(st.schedule, p.attach_ivar)
+             in host.leaf_iter_vars]
+    if not st.is_output or not moved or st.commands or st.storage is not None or not hasattr(st.op, "axis"):
+        return False
+    at = max(host.leaf_iter_vars.index(real_loop(st.schedule, p.attach_ivar)) for p in moved)
+    pairs: dict[int, tuple[E.IterVar, E.IterVar]] = {}
+    for p in moved:
+        for a, h in _tied_axes(g, p, st, host):
+            if id(a) in pairs and pairs[id(a)][1] is not h:
+                return False  # one axis tied to two of the host's: no one box
+            pairs[id(a)] = (a, h)
+    if not pairs or not all(_same_domain(a, h) for a, h in pairs.values()):
+        return False
+    st.placement = Placement(SCOPE, host, host.leaf_iter_vars[at], (), st.compute_at_pos, None,
+                             tuple(pairs.values()))
+    return True
+
+
+def _tied_axes(g, p: Stage, st: Stage, host: Stage) -> list[tuple[E.IterVar, E.IterVar]]:
+    """(``st``'s root axis, ``host``'s root axis) that read the same root axis of ``p``: along
+    ``st``'s read of ``p``, and along a path of reads from ``p`` down to ``host``."""
+    mine = g.map(p, st).p2c
+    todo: list[tuple[Stage, dict]] = [(p, {id(r): r for r in p.op.root_iter_vars})]
+    seen = {id(p)}
+    while todo:
+        x, cur = todo.pop()
+        if x is host:
+            return [(mine[r], cur[id(r)]) for r in p.op.root_iter_vars if r in mine and id(r) in cur]
+        for y in g.consumers[id(x)]:
+            if id(y) in seen or not (host is y or any(host is z for z in g.downstream(y))):
+                continue
+            seen.add(id(y))
+            step = g.map(x, y).p2c
+            todo.append((y, {k: step[v] for k, v in cur.items() if v in step}))
+    return []
+
+
+def _same_domain(a: E.IterVar, h: E.IterVar) -> bool:
+    from ..arith import Analyzer
+
+    ana = Analyzer()
+    return a.dom is not None and h.dom is not None and ana.can_prove_equal(a.dom.min, h.dom.min) \
+        and ana.can_prove_equal(a.dom.extent, h.dom.extent)
+
+
+__all__ = ["compute_with", "share_by_image", "share_reduction_loop"]
