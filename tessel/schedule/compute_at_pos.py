@@ -550,15 +550,18 @@ def share_loops(placer: Placer, sib: Stage) -> Refusal | None:
                f"{host.name}'s {loops[bad][1].name}")
         return Refusal("UNMAPPABLE_AXIS", sib, f"{sib.name} reads stages computed inside {host.name}'s loops and "
                        f"would have to share them, but {why}", 0, (sib, host), ())
-    why = runs_once(placer.g, sib, host, [lp[1] for lp in loops])
+    from .storage_point import init_outside
+
+    store = init_outside(sib, need, [lp[1] for lp in loops])  # its reduction loop a host's: init outside
+    why = runs_once(placer.g, sib, host, [lp[1] for lp in loops], reduction_ok=store is not None)
     if why is not None:
         return why
     shared = tuple((sib.leaf_iter_vars[k], loops[k][1]) for k in range(need))
-    sib.placement = Placement(SCOPE, host, loops[-1][1], shared, sib.compute_at_pos)
+    sib.placement = Placement(SCOPE, host, loops[-1][1], shared, sib.compute_at_pos, store)
     return None
 
 
-def runs_once(g: Graph, sib: Stage, host: Stage, loops: list[E.IterVar]) -> Refusal | None:
+def runs_once(g: Graph, sib: Stage, host: Stage, loops: list[E.IterVar], reduction_ok: bool = False) -> Refusal | None:
     """Why ``sib``, a reader that is not moved, would not compute its values once if it ran
     inside ``host``'s ``loops`` (its first loops, one for one), or None.
 
@@ -567,11 +570,12 @@ def runs_once(g: Graph, sib: Stage, host: Stage, loops: list[E.IterVar]) -> Refu
     So each of those loops must be one of the loops it shares (else all of it is computed once
     per value of a loop it does not have: nvFuser's NonUniqueBroadcastSize), and none of the
     loops it shares may be one of its reduction loops (else the reduction starts over on every
-    iteration and keeps only the last term: nvFuser's Issue329)."""
+    iteration and keeps only the last term), unless its init and storage go outside that loop
+    (``reduction_ok``: ``storage_point.init_outside``, nvFuser's Issue329)."""
     around = host.leaf_iter_vars[:host.leaf_iter_vars.index(loops[-1]) + 1]
     extra = [iv for iv in around if not any(iv is lp for lp in loops)]
     mine = sib.leaf_iter_vars[:len(loops)]
-    red = next((k for k, iv in enumerate(mine) if iv.is_reduce), None)
+    red = None if reduction_ok else next((k for k, iv in enumerate(mine) if iv.is_reduce), None)
     if not extra and red is None:
         return None
     moved = [p for p in g.producers[id(sib)] if p.attach_stage is host and p.compute_at_pos > 0]

@@ -65,6 +65,21 @@ def share_reduction_loop(x: Stage, xl: E.IterVar, h: Stage, hl: E.IterVar) -> bo
     return True
 
 
+def init_outside(st: Stage, need: int, loops: list[E.IterVar]) -> tuple[E.IterVar, ...] | None:
+    """Where a reader that is not moved keeps its storage and init when the first ``need`` of its
+    loops will be the host's ``loops`` and one of them is its reduction loop (nvFuser's
+    Issue329: ``t3 = sum(t1[i, r3])`` beside ``t2 = sum(t1[i, r2])``, t1 inside ``r2``): the
+    loop above its first reduction loop (the root when that is its first loop). None when it
+    has none among them or is not a plain reduction (its update would need more than an init)."""
+    from .compute_at_pos import real_loop
+
+    red = next((k for k, iv in enumerate(st.leaf_iter_vars[:need]) if iv.is_reduce), None)
+    if red is None or not _plain_reduction(st) \
+            or st.leaf_kind(st.leaf_iter_vars[red]) not in (LoopKind.SERIAL, LoopKind.UNROLLED):
+        return None
+    return (real_loop(st.schedule, loops[red - 1]),) if red else ()
+
+
 def _plain_reduction(st: Stage) -> bool:
     """A te.compute reduction whose stored value is its accumulator (no ``finish`` step after
     the loop), so its init and update are all there is to place."""
@@ -253,4 +268,4 @@ def _same_domain(a: E.IterVar, h: E.IterVar) -> bool:
         and ana.can_prove_equal(a.dom.extent, h.dom.extent)
 
 
-__all__ = ["compute_with", "share_by_image", "share_reduction_loop"]
+__all__ = ["compute_with", "init_outside", "share_by_image", "share_reduction_loop"]
