@@ -29,12 +29,12 @@ from ..errors import InternalError, ScheduleError
 from ..ir import expr as E
 from ..ir.functor import substitute
 from ..schedule.commands import seen_by_caller
-from ..schedule.compute_at_pos import real_loop
 from ..schedule.dataflow import py_name
 from ..schedule.graph import attach_path, consumers, effective_bodies
 from ..schedule.kinds import INLINE, ROOT, SCOPE
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
+from ..schedule.storage_point import real_loop
 from ..schedule.threads import bind_map, relaxes, storage_scope
 from ..te.operation import Request
 from .check import check_reads_in_bounds

@@ -26,7 +26,7 @@ def intact(st: Stage) -> bool:
 def stored_leaves(st: Stage) -> list:
     """The stage's shared loops that enclose its storage (``Placement.store``): all of them when
     it is stored where it is computed, those down to the store loop otherwise (none at the root)."""
-    from ..schedule.compute_at_pos import real_loop
+    from ..schedule.storage_point import real_loop
 
     store = st.placement.store
     pairs = list(st.placement.shared)
@@ -48,7 +48,7 @@ def shared_request(st: Stage, ana: Analyzer, resolve=None, leaves=None) -> Reque
     if not intact(st):
         return None
     if resolve is None:
-        from ..schedule.compute_at_pos import real_loop
+        from ..schedule.storage_point import real_loop
 
         def resolve(loop):
             return real_loop(st.schedule, loop).var

@@ -32,10 +32,10 @@ from ..ir.functor import collect, free_vars, inline_lets, ir_transform, substitu
 from ..ir.stmt import AttrKey, LoopKind
 from ..poly.astgen import AstReader, condition, scan
 from ..poly.exact import ExactPlan, StageSets, drop, mentions
-from ..schedule.compute_at_pos import real_loop
 from ..schedule.kinds import INLINE, SCOPE
 from ..schedule.relations import Rebase
 from ..schedule.stage import Stage
+from ..schedule.storage_point import real_loop
 from ..schedule.threads import relaxes
 from .thread_nest import merge_nested_threads
 

@@ -303,17 +303,6 @@ def resolve(st: Stage, leaf: E.IterVar) -> tuple[Stage, E.IterVar]:
     return st, leaf
 
 
-def real_loop(sch: Schedule, loop: E.IterVar) -> E.IterVar:
-    """The loop of the lowered code ``loop`` is: a shared loop of a stage whose loops are its
-    host's is that host's (followed until a stage runs it as its own)."""
-    for _ in range(len(sch.stages)):
-        owner = sch.stage_of_iter_var(loop)
-        if owner is None or owner.attach_type != SCOPE or loop not in owner.shared_loops:
-            break
-        loop = owner.shared_loops[loop]
-    return loop
-
-
 def shares_host_loops(st: Stage, once: bool = True) -> bool:
     """Whether ``st`` is attached by a position primitive at a loop it shares: its shared loops are
     still its outer loops, and it is attached at the last of them, which the others enclose (a
@@ -330,20 +319,12 @@ def shares_host_loops(st: Stage, once: bool = True) -> bool:
         return False
     if host is None or not any(at is x for x in host.leaf_iter_vars):
         return True
+    from .storage_point import host_loops_around
+
     around = host_loops_around(host, at)
     if not all(any(v is iv or v is lent for iv, lent in around) for v in st.shared_loops.values()):
         return False  # a shared loop reordered inside the attach point: it no longer encloses the stage
     return not once or all(any(iv is v or lent is v for v in st.shared_loops.values()) for iv, lent in around)
-
-
-def host_loops_around(host: Stage, at: E.IterVar) -> list[tuple[E.IterVar, E.IterVar]]:
-    """``host``'s loops down to ``at``, each with the loop it really is: the loop of the host's
-    own host it shares (when the host computes its slice there once), else itself. A stage
-    sharing a reduction loop with a host that shares its outer loops (``share_reduction_loop``)
-    names the outer ones by the loop they really are."""
-    leaves = host.leaf_iter_vars[:next(j for j, x in enumerate(host.leaf_iter_vars) if x is at) + 1]
-    lends = host.attach_type == SCOPE and shares_host_loops(host)
-    return [(x, host.shared_loops.get(x, x) if lends else x) for x in leaves]
 
 
 def shared_first(host: Stage, loops: list[E.IterVar]) -> list[E.IterVar]:
@@ -623,5 +604,5 @@ def _extent(st: Stage, iv: E.IterVar) -> str:
     return f"{iv.name} ({r.extent} values)" if r is not None else iv.name
 
 
-__all__ = ["MODES", "Refusal", "Report", "compute_at_position", "real_loop", "replay_origins", "select",
+__all__ = ["MODES", "Refusal", "Report", "compute_at_position", "replay_origins", "select",
            "shares_host_loops", "span_and_replay"]

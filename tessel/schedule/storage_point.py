@@ -31,7 +31,31 @@ from ..ir.stmt import LoopKind
 from .kinds import ROOT, SCOPE, Placement
 
 if TYPE_CHECKING:
+    from .schedule import Schedule
     from .stage import Stage
+
+
+def real_loop(sch: Schedule, loop: E.IterVar) -> E.IterVar:
+    """The loop of the lowered code ``loop`` is: a shared loop of a stage whose loops are its
+    host's is that host's (followed until a stage runs it as its own)."""
+    for _ in range(len(sch.stages)):
+        owner = sch.stage_of_iter_var(loop)
+        if owner is None or owner.attach_type != SCOPE or loop not in owner.shared_loops:
+            break
+        loop = owner.shared_loops[loop]
+    return loop
+
+
+def host_loops_around(host: Stage, at: E.IterVar) -> list[tuple[E.IterVar, E.IterVar]]:
+    """``host``'s loops down to ``at``, each with the loop it really is: the loop of the host's
+    own host it shares (when the host computes its slice there once), else itself. A stage
+    sharing a reduction loop with a host that shares its outer loops (``share_reduction_loop``)
+    names the outer ones by the loop they really are."""
+    leaves = host.leaf_iter_vars[:next(j for j, x in enumerate(host.leaf_iter_vars) if x is at) + 1]
+    from .compute_at_pos import shares_host_loops
+
+    lends = host.attach_type == SCOPE and shares_host_loops(host)
+    return [(x, host.shared_loops.get(x, x) if lends else x) for x in leaves]
 
 
 def share_reduction_loop(x: Stage, xl: E.IterVar, h: Stage, hl: E.IterVar) -> bool:
@@ -39,7 +63,7 @@ def share_reduction_loop(x: Stage, xl: E.IterVar, h: Stage, hl: E.IterVar) -> bo
     (and storage) at the loop around it; True when done. Both must be the first loop after the
     loops the two already share (the same loops, exactly), over the same values; ``x`` a
     reduction whose value is its accumulator (no ``finish``), in a serial loop."""
-    from .compute_at_pos import exact_share, host_loops_around, real_loop
+    from .compute_at_pos import exact_share
 
     sch = x.schedule
     if x is h or not (xl.is_reduce and hl.is_reduce) or not _plain_reduction(x):
@@ -71,8 +95,6 @@ def init_outside(st: Stage, need: int, loops: list[E.IterVar]) -> tuple[E.IterVa
     Issue329: ``t3 = sum(t1[i, r3])`` beside ``t2 = sum(t1[i, r2])``, t1 inside ``r2``): the
     loop above its first reduction loop (the root when that is its first loop). None when it
     has none among them or is not a plain reduction (its update would need more than an init)."""
-    from .compute_at_pos import real_loop
-
     red = next((k for k, iv in enumerate(st.leaf_iter_vars[:need]) if iv.is_reduce), None)
     if red is None or not _plain_reduction(st) \
             or st.leaf_kind(st.leaf_iter_vars[red]) not in (LoopKind.SERIAL, LoopKind.UNROLLED):
@@ -158,7 +180,7 @@ def _own_loops(st: Stage, p0: int) -> None:
 def _matching_loops(g, st: Stage, c: Stage, p: int) -> tuple[list[E.IterVar], str | None]:
     """``c``'s loops that are ``st``'s first ``p``, one for one and in order, over the same
     values; or why not."""
-    from .compute_at_pos import exact_share, real_loop
+    from .compute_at_pos import exact_share
     from .transform_replay import leaf_images
 
     img = leaf_images(st, c, dict(g.map(st, c).p2c))
@@ -204,8 +226,6 @@ def _others_after(g, st: Stage, c: Stage, readers: list[Stage]) -> str | None:
 
 
 def _place_with(st: Stage, c: Stage, loops: list[E.IterVar], p: int, p0: int) -> None:
-    from .compute_at_pos import real_loop
-
     sch = st.schedule
     store = (real_loop(sch, st.attach_ivar),) if p0 else ()
     shared = tuple((iv, st.shared_loops.get(iv, loops[k])) for k, iv in enumerate(st.leaf_iter_vars[:p]))
@@ -221,8 +241,6 @@ def share_by_image(g, st: Stage, host: Stage) -> bool:
     spanning two chunks of the fused loop is computed in both, the same values stored twice, as
     nvFuser's predicated loop does); together they cover its domain, because the host, at the
     root, runs over all of its own and the tied axes have the same extents. True when placed."""
-    from .compute_at_pos import real_loop
-
     moved = [p for p in g.producers[id(st)] if p.attach_type == SCOPE and real_loop(st.schedule, p.attach_ivar)
              in host.leaf_iter_vars]
     if not st.is_output or not moved or st.commands or st.storage is not None or not hasattr(st.op, "axis"):
@@ -268,4 +286,4 @@ def _same_domain(a: E.IterVar, h: E.IterVar) -> bool:
         and ana.can_prove_equal(a.dom.extent, h.dom.extent)
 
 
-__all__ = ["compute_with", "init_outside", "share_by_image", "share_reduction_loop"]
+__all__ = ["compute_with", "host_loops_around", "init_outside", "real_loop", "share_by_image", "share_reduction_loop"]

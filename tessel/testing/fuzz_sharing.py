@@ -87,6 +87,14 @@ def build_sharing(draw, prog: Program) -> None:
     prog.computed = names
     prog.stage_names = list(names)
     prog.run(f"s = te.create_schedule([{', '.join(t + '.op' for t in outs)}])")
+    if family in ("two_outputs", "bcast_chain") and draw(st.booleans()):  # one output's loops fused
+        out = "F" if family == "two_outputs" else "E"  # (AdvancedComputeAt7, ComplexBCast1)
+        prog.attempt(f"_jo, _ = s[{out}].split({out}.op.axis[1], factor={draw(st.sampled_from([1, 2, 3]))})\n"
+                     f"_f = s[{out}].fuse({out}.op.axis[0], _jo)\n"
+                     f"s[{out}].split(_f, factor={draw(st.sampled_from([2, 4, 8, 16]))})")
+        if family == "two_outputs" and draw(st.booleans()):  # t1 at t7's outer loops: t4 must follow
+            mode = draw(st.sampled_from(["standard", "best_effort", "most_inlined"]))
+            prog.attempt(f"s[B].compute_at(s[F], {draw(st.integers(1, 2))}, mode={mode!r})")
 
 
 def apply_sharing_primitive(draw, prog: Program) -> None:
