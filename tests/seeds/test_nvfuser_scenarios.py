@@ -335,3 +335,24 @@ def test_compute_with_refusals_name_the_loop():
     check(s, [t0, t4], [x], [x.sum(1)[:, None] + x], rtol=1e-4)
 
 
+# ---- setLoopDomain: a producer given its reader's loop over an axis it lacks ---------------------
+@pytest.mark.parametrize("n0, n1", [(7, 9), (1, 5)])
+def test_compare_logical_and_loop_domains_without_set_loop_domain(n0, n1):
+    """nvFuser's CompareLogicalAndLoopDomains gives t2 (over i0 only) t4's loop over i1 with
+    setLoopDomain, so that t2 is computed in both of t4's loops. tessel has no loop a stage's
+    own axes do not derive; TE's compute_at at that loop places it there (one value per
+    iteration, recomputed per i1), and a position primitive stops before it (a broadcast loop
+    of the reader, which nvFuser's inliner does not enter either)."""
+    t0, t1 = te.placeholder((n0, n1), name="t0"), te.placeholder((n0,), name="t1")
+    t2 = te.compute((n0,), lambda i: t1[i] * 3.0, name="t2")
+    t3 = te.compute((n0, n1), lambda i, j: t2[i], name="t3")
+    t4 = te.compute((n0, n1), lambda i, j: t0[i, j] + t3[i, j], name="t4")
+    s = te.create_schedule(t4.op)
+    assert s.max_position(t2) == 1
+    s[t3].compute_inline()
+    s[t2].compute_at(s[t4], t4.op.axis[1])
+    if n1 > 1:  # inside t4's loop over j
+        text = str(tessel.lower(s, [t0, t1, t4]))
+        assert text.index("for (j, 0") < text.index("produce t2")
+    a, b = rand(n0, n1), rand(n0, seed=1)
+    check(s, [t0, t1, t4], [a, b], [a + 3 * b[:, None]])
