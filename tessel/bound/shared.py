@@ -23,9 +23,10 @@ def intact(st: Stage) -> bool:
     return hasattr(st.op, "axis") and shares_host_loops(st, once=False)
 
 
-def stored_leaves(st: Stage) -> list:
+def stored_leaves(st: Stage) -> list | None:
     """The stage's shared loops that enclose its storage (``Placement.store``): all of them when
-    it is stored where it is computed, those down to the store loop otherwise (none at the root)."""
+    it is stored where it is computed, those down to the store loop otherwise (none at the root);
+    None when the store loop is none of them any more (a host's loops changed since)."""
     from ..schedule.storage_point import real_loop
 
     store = st.placement.store
@@ -35,7 +36,7 @@ def stored_leaves(st: Stage) -> list:
     if not store:
         return []
     k = next((j for j, (_, loop) in enumerate(pairs) if real_loop(st.schedule, loop) is store[0]), None)
-    return [leaf for leaf, _ in pairs[:k + 1]] if k is not None else []
+    return [leaf for leaf, _ in pairs[:k + 1]] if k is not None else None
 
 
 def shared_request(st: Stage, ana: Analyzer, resolve=None, leaves=None) -> Request | None:
@@ -123,7 +124,7 @@ def identified(st: Stage, readers: dict, bodies: dict, whole=lambda host: True) 
     domain, lowering runs only its other loops with the shared ones taken from the host (whose
     loops must run over its whole domain, ``whole``), and
     its storage is its slice's box (``ctx.boxes``): exact work, whatever the loops fused."""
-    if not intact(st):
+    if not intact(st) or stored_leaves(st) is None:
         return False
     for host_loop in st.shared_loops.values():
         owner = st.schedule.stage_of_iter_var(host_loop)

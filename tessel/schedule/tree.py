@@ -77,6 +77,11 @@ class TreeNode:
                 tags.append("inline")
             if st.is_output:
                 tags.append("output")
+            store = st.placement.store if st.attach_type == SCOPE else None
+            if store is not None:  # computed here, stored outside (storage_point.py)
+                tags.append(f"stored at {store[0].name}" if store else "stored at the root")
+            if st.attach_type == SCOPE and st.placement.image:
+                tags.append("over each iteration's box")
             if self.note:
                 tags.append(self.note)
             return f"stage {st.name}" + (f" [{', '.join(tags)}]" if tags else "")
