@@ -160,15 +160,14 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
         return
     if st.attach_type == SCOPE and st.placement.store is not None:
         _stored_apart_lost(st)
-    if st.attach_type == SCOPE and st.placement.image:  # the box one iteration of its host covers
-        for iv, r in op.gather_bound(st, [image_request(st, ctx.analyzer)], ctx.analyzer):
-            _set_range(ctx, iv, r)
-        return
-    exact = slice_only(st, ctx.consumers, ctx.bodies)  # its readers read exactly its slice
+    # the box one iteration of its host covers (with whatever its readers there ask for)
+    image = st.attach_type == SCOPE and bool(st.placement.image)
+    exact = not image and slice_only(st, ctx.consumers, ctx.bodies)  # its readers read exactly its slice
     # an output, and a stage stored in place in the caller's tensor when at the root (inside a
     # loop its region is its readers': see poly.bounds.check_in_place_coverage)
-    whole = st.is_output or not readers or (seen_by_caller(st) and st.attach_type == ROOT)
+    whole = not image and (st.is_output or not readers or (seen_by_caller(st) and st.attach_type == ROOT))
     shares = shared_request(st, ctx.analyzer, lambda loop: _loop_value(ctx, loop)) if whole or exact else None
+    shares = image_request(st, ctx.analyzer) if image else shares
     exact = exact and shares is not None
     if whole and shares is None:
         for iv in op.root_iter_vars:
