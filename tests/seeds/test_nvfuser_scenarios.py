@@ -89,6 +89,11 @@ def test_advanced_compute_at_7_at_nvfusers_sizes(n, m):
     s[t3].compute_at(s[t4], -1)
     assert s[t5].leaf_iter_vars == loops
     _two_outputs_check(s, ins, (t1, t3, t4, t5, t7), n, m)
+    # t7's chunks over blocks (nvFuser's BIDx): a row two chunks cover is written by two blocks,
+    # the same value, which the cuda target's simulator accepts (and would refuse otherwise)
+    s[t7].bind(s[t7].leaf_iter_vars[0], te.thread_axis("blockIdx.x"))
+    a, b, c = rand(n), rand(n, seed=1), rand(n, m, seed=2)
+    check(s, [*ins, t4, t7], [a, b, c], [a + 1 + b + 3, (a + 1)[:, None] * c], targets=("cuda-sim -features=check",))
 
 
 def test_advanced_compute_at_8_a_later_target_already_sharing_loops():
