@@ -51,9 +51,9 @@ def host_loops_around(host: Stage, at: E.IterVar) -> list[tuple[E.IterVar, E.Ite
     own host it shares (when the host computes its slice there once), else itself. A stage
     sharing a reduction loop with a host that shares its outer loops (``share_reduction_loop``)
     names the outer ones by the loop they really are."""
-    leaves = host.leaf_iter_vars[:next(j for j, x in enumerate(host.leaf_iter_vars) if x is at) + 1]
     from .compute_at_pos import shares_host_loops
 
+    leaves = host.leaf_iter_vars[:next(j for j, x in enumerate(host.leaf_iter_vars) if x is at) + 1]
     lends = host.attach_type == SCOPE and shares_host_loops(host)
     return [(x, host.shared_loops.get(x, x) if lends else x) for x in leaves]
 
