@@ -34,11 +34,12 @@ from ..schedule.graph import attach_path, consumers, effective_bodies
 from ..schedule.kinds import INLINE, ROOT, SCOPE
 from ..schedule.schedule import Schedule
 from ..schedule.stage import Stage
+from ..schedule.storage_point import real_loop
 from ..schedule.threads import bind_map, relaxes, storage_scope
 from ..te.operation import Request
 from .check import check_reads_in_bounds
 from .propagate import pass_down_domain, pass_up_domain
-from .shared import identified, shared_request, slice_only
+from .shared import identified, image_request, shared_request, slice_only, stored_leaves
 
 #: ``err.rule`` of InferBound's refusal of a reader it cannot bound (see ``_require_ranges``)
 UNBOUNDED_READER = "unbounded-reader"
@@ -80,6 +81,10 @@ def stage_order(sch: Schedule, cons: dict[Stage, list[Stage]]) -> list[Stage]:
     for st in sch.stages:
         if st.attach_type == SCOPE and st.attach_stage is not None and id(st.attach_stage) in before:
             before[id(st.attach_stage)].add(id(st))
+            if st.placement.store is not None:  # stored outside the loop it is computed at: its
+                for c in cons.get(st, ()):  # readers there run after that loop has computed it all
+                    if c is not st.attach_stage and id(c) in before:
+                        before[id(c)].add(id(st.attach_stage))
     # Kahn's algorithm with the ready stages in a heap by position (linear, not quadratic, in
     # the number of stages: a chain may have a thousand)
     after: dict[int, list[int]] = {k: [] for k in before}
@@ -147,17 +152,22 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
     gathered by this stage's operation into ranges of its root loops."""
     op = st.op
     readers = ctx.consumers[st]
-    if identified(st, ctx.consumers, ctx.bodies, lambda host: _whole_domain(ctx, host)):
-        box = op.gather_bound(st, [shared_request(st, ctx.analyzer)], ctx.analyzer)
+    if identified(st, ctx.consumers, ctx.bodies, lambda host: _lends_loops(ctx, host, st)):
+        box = op.gather_bound(st, [shared_request(st, ctx.analyzer, leaves=stored_leaves(st))], ctx.analyzer)
         ctx.boxes[st] = dict(box)
         for iv in op.root_iter_vars:
             _set_range(ctx, iv, op.root_domain(st, iv))
         return
-    exact = slice_only(st, ctx.consumers, ctx.bodies)  # its readers read exactly its slice
+    if st.attach_type == SCOPE and st.placement.store is not None:
+        _stored_apart_lost(st)
+    # the box one iteration of its host covers (with whatever its readers there ask for)
+    image = st.attach_type == SCOPE and bool(st.placement.image)
+    exact = not image and slice_only(st, ctx.consumers, ctx.bodies)  # its readers read exactly its slice
     # an output, and a stage stored in place in the caller's tensor when at the root (inside a
     # loop its region is its readers': see poly.bounds.check_in_place_coverage)
-    whole = st.is_output or not readers or (seen_by_caller(st) and st.attach_type == ROOT)
+    whole = not image and (st.is_output or not readers or (seen_by_caller(st) and st.attach_type == ROOT))
     shares = shared_request(st, ctx.analyzer, lambda loop: _loop_value(ctx, loop)) if whole or exact else None
+    shares = image_request(st, ctx.analyzer) if image else shares
     exact = exact and shares is not None
     if whole and shares is None:
         for iv in op.root_iter_vars:
@@ -173,6 +183,28 @@ def _infer_root_bound(ctx: BoundContext, st: Stage) -> None:
     missing = [iv.name for iv in op.root_iter_vars if iv not in ctx.rmap]
     if missing:
         raise InternalError(f"stage {st.name}: {type(op).__name__}.gather_bound gave no range for {', '.join(missing)}")
+
+
+def _stored_apart_lost(st: Stage) -> None:
+    """A stage stored at one loop and computed at a deeper one (compute_with, a shared reduction
+    loop) is lowered only while its loops are exactly its hosts' and its readers read only its
+    slice; a later split, reorder or compute_at of a host ended that."""
+    host = st.attach_stage
+    fix = f"s[{py_name(st.name)}].compute_root()"  # always legal: its readers all run after it
+    raise ScheduleError(f"stage {st.name} is computed in {host.name}'s loop {st.attach_ivar.name} and stored "
+                        f"outside it, which needs its loops to be exactly {host.name}'s and its readers to read "
+                        f"only the slice each iteration makes; that no longer holds (a host's loops changed "
+                        f"since): place it again, or compute it at the root: {fix}", fix=fix)
+
+
+def _lends_loops(ctx: BoundContext, host: Stage, st: Stage) -> bool:
+    """Whether ``host``'s loops run over its whole domain with their own variables, so ``st``
+    can take its loops' values from them: a host at the root over all of it, or, for a stage
+    stored apart from where it is computed (``Placement.store``), a host whose outer loops are
+    its own host's (``ctx.boxes``: its other loops then run whole)."""
+    if host.attach_type == ROOT:
+        return _whole_domain(ctx, host)
+    return host in ctx.boxes and st.placement.store is not None
 
 
 def _whole_domain(ctx: BoundContext, st: Stage) -> bool:
@@ -195,8 +227,8 @@ def _loop_value(ctx: BoundContext, loop: E.IterVar) -> E.Var | None:
         return None  # no longer a loop (split or fused since): nothing to take the value from
     if owner.attach_type == ROOT:
         return loop.var if _whole_domain(ctx, owner) else None
-    if owner in ctx.boxes and loop in owner.shared_loops:
-        return _loop_value(ctx, owner.shared_loops[loop])
+    if owner in ctx.boxes:  # a loop it shares is its host's; its own run over their whole range
+        return _loop_value(ctx, owner.shared_loops[loop]) if loop in owner.shared_loops else loop.var
     return None
 
 
@@ -291,7 +323,7 @@ def _leaf_sets(ctx: BoundContext, c: Stage, inside: set[int], scope: str,
         r = ctx.rmap[iv]
         thread = ctx.binds.get(iv)
         if iv in shared:  # the host's loop, which encloses the producer too
-            up[iv] = IntSet.single_point(shared[iv].var)
+            up[iv] = IntSet.single_point(real_loop(ctx.sch, shared[iv]).var)
         elif E.is_const_int(ctx.analyzer.simplify(r.extent), 1):
             up[iv] = IntSet.single_point(r.min)
         elif thread is not None:  # the thread's variable counts from zero, as the loop does

@@ -36,6 +36,7 @@ from ..schedule.dataflow import py_name
 from ..schedule.kinds import INLINE, SCOPE
 from ..schedule.relations import Rebase
 from ..schedule.stage import Stage
+from ..schedule.storage_point import real_loop
 from ..schedule.threads import relaxes
 from .thread_nest import merge_nested_threads
 
@@ -50,6 +51,8 @@ def schedule_ops(ctx: BoundContext, exact: ExactPlan | None = None) -> S.Stmt:
     builder = _Builder(ctx, attached, exact)
     body: S.Stmt = S.Evaluate(0)
     for st in reversed(ctx.order):
+        if not st.is_placeholder and st.attach_type == SCOPE and builder.stored_apart(st) == ():
+            body = builder.storage(st, body)  # stored at the root, computed in a host's loops
         if st.is_placeholder or st.attach_type in (INLINE, SCOPE):
             continue
         body = builder.pipeline(st, body)
@@ -166,6 +169,35 @@ class _Builder:
         self.rmap = ctx.rmap
         self.attached = attached
         self.iset = {iv.var: IntSet.from_range(r) for iv, r in ctx.rmap.items()}
+        # stages stored at a host loop outside the loop they are computed at (Placement.store),
+        # by that loop; and the init of such a reduction, made with its update, run there
+        self.stored: dict[int, list[Stage]] = defaultdict(list)
+        self.inits: dict[int, S.Stmt] = {}
+        for st in ctx.order:
+            where = self.stored_apart(st)
+            if where:
+                self.stored[id(where[0])].append(st)
+
+    def stored_apart(self, st: Stage) -> tuple | None:
+        """Where ``st``'s storage is made when not where it is computed (``Placement.store``):
+        ``()`` the root, ``(loop,)`` a host loop; None otherwise. Only a stage whose outer loops
+        are its hosts' (``ctx.boxes``) is split so: its loops are theirs, its storage their slice."""
+        return st.placement.store if st.attach_type == SCOPE and st in self.ctx.boxes else None
+
+    def hoists_init(self, st: Stage, first: int) -> bool:
+        """Whether ``st``'s reduction loop ``first`` (its first) is a host's loop inside its
+        storage: its init then runs with the storage, once, not on every iteration of that loop."""
+        return self.stored_apart(st) is not None and st.leaf_iter_vars[first] in self._shared(st)
+
+    def hoist_init(self, st: Stage, init: S.Stmt) -> None:
+        self.inits[id(st)] = init
+
+    def storage(self, st: Stage, rest: S.Stmt) -> S.Stmt:
+        """The storage part of a stage stored apart: realized around ``rest`` (which holds the
+        loop it is computed at), its hoisted init first."""
+        init = self.inits.pop(id(st), None)
+        inner = rest if init is None else S.seq(S.AttrStmt(st.op, AttrKey.PRODUCE, 0, init), rest)
+        return self._realized(st, inner)
 
     def rename(self, var: E.Var, value: E.PrimExpr, body: S.Stmt) -> S.Stmt:
         """``body`` with ``var`` standing for ``value``: bound here, replaced in one walk once
@@ -177,8 +209,12 @@ class _Builder:
     def pipeline(self, st: Stage, rest: S.Stmt) -> S.Stmt:
         op = st.op
         produce = S.AttrStmt(op, AttrKey.PRODUCE, 0, op.build_provide(self, st, self.ctx.bodies[op]))
-        box = self.ctx.boxes.get(st)  # a stage sharing a host's loops is stored over its slice
         inner = S.seq(produce, rest)
+        return inner if self.stored_apart(st) is not None else self._realized(st, inner)
+
+    def _realized(self, st: Stage, inner: S.Stmt) -> S.Stmt:
+        op = st.op
+        box = self.ctx.boxes.get(st)  # a stage sharing a host's loops is stored over its slice
         if st.double_buffered:  # a hint for device code (TVM's double_buffer_scope), inside the storage
             inner = S.AttrStmt(op, AttrKey.DOUBLE_BUFFER_SCOPE, 1, inner)
         realize = op.build_realize(st, ChainMap(box, self.rmap) if box else self.rmap, inner)
@@ -189,7 +225,9 @@ class _Builder:
 
     def _shared(self, st: Stage) -> dict[E.IterVar, E.IterVar]:
         """The loops of ``st`` that are a host's loops (seed 003): not emitted, taken from the host."""
-        return st.shared_loops if st in self.ctx.boxes else {}
+        if st not in self.ctx.boxes:
+            return {}
+        return {leaf: real_loop(self.ctx.sch, loop) for leaf, loop in st.shared_loops.items()}
 
     def index_values(self, st: Stage) -> dict[E.IterVar, E.PrimExpr]:
         """Every IterVar of ``st`` as an expression of its leaf loop variables."""
@@ -218,9 +256,12 @@ class _Builder:
         return body
 
     def attach(self, st: Stage, iv: E.IterVar, body: S.Stmt) -> S.Stmt:
-        """Place the stages computed at loop ``iv`` of ``st`` at the top of its body."""
+        """Place the stages computed at loop ``iv`` of ``st`` at the top of its body, inside the
+        storage of those stored at it but computed deeper."""
         for child in reversed(self.attached.get((id(st), id(iv)), [])):
             body = self.pipeline(child, body)
+        for child in reversed(self.stored.get(id(iv), [])):
+            body = self.storage(child, body)
         return body
 
     def attached_at(self, st: Stage, iv: E.IterVar) -> bool:

@@ -46,10 +46,11 @@ def state_key(sch: Schedule) -> tuple[tuple, list]:
     for st in sch.stages:
         attrs = tuple((id(iv), a.kind, id(a.bind_thread)) for iv, a in st.iter_var_attrs.items())
         shared = tuple((id(a), id(b)) for a, b in st.placement.shared)  # loops that are a host's
+        shared += tuple(("store", *map(id, st.placement.store))) if st.placement.store is not None else ()
         parts.append((id(st.op), st.attach_type, id(st.attach_stage), id(st.attach_ivar), shared, st.compute_at_pos,
                       tuple(map(id, st.leaf_iter_vars)), tuple(map(id, st.relations)), attrs, st.scope))
         refs += [st.op, st.attach_stage, st.attach_ivar, *st.leaf_iter_vars, *st.relations, *st.iter_var_attrs]
-        refs += [iv for pair in st.placement.shared for iv in pair]
+        refs += [iv for pair in st.placement.shared for iv in pair] + list(st.placement.store or ())
         refs += [a.bind_thread for a in st.iter_var_attrs.values()]
         parts.append((tuple(map(id, st.commands)), id(st.storage), st.scan_fold))  # Tiramisu's commands, a scan's fold
         refs += [*st.commands, st.storage]
@@ -183,6 +184,8 @@ def _content_key(sch: Schedule) -> str | None:
                   # the loops it shares with its host (by position in each), and how many
                   tuple((ivs.get(id(a), -1), next((k for k, iv in enumerate(att.all_iter_vars) if iv is b), -1))
                         for a, b in st.placement.shared) if att else (), st.compute_at_pos,
+                  # where it is stored when apart from where it is computed (by the store loop's place)
+                  _store_place(sch, st, pos),
                   tuple(ivs.get(id(iv), -1) for iv in st.leaf_iter_vars),
                   tuple((r.kind, tuple(ivs.get(id(iv), -1) for iv in (*r.inputs, *r.outputs)),
                          tuple(r.params().values())) for r in st.relations),
@@ -192,6 +195,17 @@ def _content_key(sch: Schedule) -> str | None:
         return fingerprint(*parts)
     except Unhashable:
         return None
+
+
+def _store_place(sch: Schedule, st: Stage, pos: dict) -> tuple | None:
+    """Where ``st`` is stored when apart from where it is computed: each store loop as (its
+    stage's place, its place among that stage's IterVars); None when stored where computed."""
+    store = st.placement.store
+    if store is None:
+        return None
+    owners = [sch.stage_of_iter_var(lp) for lp in store]
+    return tuple((pos.get(id(o), -1), next((k for k, iv in enumerate(o.all_iter_vars) if iv is lp), -1) if o else -1)
+                 for o, lp in zip(owners, store))
 
 
 #: content keys of schedules found clean (no read outside, no illegal annotation), most recent last

@@ -61,6 +61,8 @@ class Report:
     attached: list[tuple[str, str, str, int]] = field(default_factory=list)  # (stage, at stage, loop, pos)
     shared: list[tuple[str, str, str]] = field(default_factory=list)  # (stage, host, loop)
     made: list[tuple[str, object, str]] = field(default_factory=list)  # (stage, relation, replayed from)
+    #: (stage, host, loop): run in the host's loop over the box of each iteration (Placement.image)
+    boxed: list[tuple[str, str, str]] = field(default_factory=list)
     #: best effort: (whose position, asked, given, why not deeper), in the order decided
     lowered: list[tuple[str, int, int, str]] = field(default_factory=list)
 
@@ -70,6 +72,8 @@ class Report:
                  f"  replayed: {', '.join(self.replayed) or 'none'}"]
         lines += [f"  {a} computed at {b}'s loop {loop} (position {p})" for a, b, loop, p in self.attached]
         lines += [f"  {a} shares {b}'s loops down to {loop}" for a, b, loop in self.shared]
+        lines += [f"  {a} runs in {b}'s loop {loop} over the box of its domain each iteration covers "
+                  f"(recomputed where boxes overlap)" for a, b, loop in self.boxed]
         lines += [f"  lowered {a} from {p} to {q}: {why}" for a, p, q, why in self.lowered]
         return "\n".join(lines)
 
@@ -184,6 +188,7 @@ class Placer:
         self.owner: dict[int, dict[int, tuple[Stage, E.IterVar]]] = {}
         self.lowered: list[tuple[str, int, int, str]] = []  # best effort: what place() lowered, and why
         self.uninlinable: frozenset[int] = frozenset()  # ids of loops no stage may be inlined into
+        self.merged: list[tuple[str, str, str]] = []  # (stage, host, loop): a reduction loop it now shares
         if host is not None:
             self.owner[id(host)] = {r: (host, host.leaf_iter_vars[h]) for h, r in enumerate(refidx.get(id(host), []))}
 
@@ -220,6 +225,10 @@ class Placer:
                                      k, (st, c), (st.leaf_iter_vars[k],))
             loop = self.owner.get(id(c), {}).get(r) or resolve(c, c.leaf_iter_vars[leaf_at])
             if found is not None and resolve(*found)[1] is not resolve(*loop)[1]:  # one loop, however reached
+                one = self._one_reduction_loop(r, first, found, c, loop)
+                if one is not None:
+                    found = one
+                    continue
                 return None, Refusal("RECOMPUTE_REDUCTION", st, f"its readers {first.name} and {c.name} run "
                                      f"{st.name}'s loop {st.leaf_iter_vars[k].name} as two different loops "
                                      f"({found[0].name}'s {found[1].name} and {loop[0].name}'s {loop[1].name}), "
@@ -227,6 +236,20 @@ class Placer:
                                      k, (st, first, c), (found[1], loop[1]))
             found, first = loop, first or c
         return found, None
+
+    def _one_reduction_loop(self, r: int, a: Stage, la: tuple[Stage, E.IterVar], b: Stage,
+                            lb: tuple[Stage, E.IterVar]) -> tuple[Stage, E.IterVar] | None:
+        """Two readers running a producer's loop as two reduction loops of their own (nvFuser's
+        ReductionMultiConsumer): one runs its update in the other's loop, its init and storage
+        around it (``storage_point.share_reduction_loop``). The loop both now run, or None."""
+        from .storage_point import share_reduction_loop
+
+        for x, lx, h, lh in ((b, lb, a, la), (a, la, b, lb)):
+            if lx[0] is x and lh[0] is h and share_reduction_loop(x, lx[1], h, lh[1]):
+                self.owner.setdefault(id(x), {})[r] = lh
+                self.merged.append((x.name, h.name, lh[1].name))
+                return lh
+        return None
 
     def place(self, st: Stage, want: int, best_effort: bool) -> tuple[int, Refusal | None]:
         """The position ``st`` gets (at most ``want``) and why not deeper."""
@@ -296,10 +319,12 @@ def shares_host_loops(st: Stage, once: bool = True) -> bool:
         return False
     if host is None or not any(at is x for x in host.leaf_iter_vars):
         return True
-    around = host.leaf_iter_vars[:next(j for j, x in enumerate(host.leaf_iter_vars) if x is at) + 1]
-    if not all(any(v is iv for iv in around) for v in st.shared_loops.values()):
+    from .storage_point import host_loops_around
+
+    around = host_loops_around(host, at)
+    if not all(any(v is iv or v is lent for iv, lent in around) for v in st.shared_loops.values()):
         return False  # a shared loop reordered inside the attach point: it no longer encloses the stage
-    return not once or all(any(iv is v for v in st.shared_loops.values()) for iv in around)
+    return not once or all(any(iv is v or lent is v for v in st.shared_loops.values()) for iv, lent in around)
 
 
 def shared_first(host: Stage, loops: list[E.IterVar]) -> list[E.IterVar]:
@@ -463,12 +488,14 @@ def place_all(g: Graph, refidx: dict[int, list[int]], selected: list[Stage], ref
     update_producer_positions(g, selected)
     if report is not None:
         report.lowered += placer.lowered
+        report.shared += placer.merged
     for sib in siblings:
         why = share_loops(placer, sib)
         if why is not None:
             return why
-        if sib.shared_loops and report is not None:
-            report.shared.append((sib.name, sib.attach_stage.name, sib.attach_ivar.name))
+        if (sib.shared_loops or sib.placement.image) and report is not None:
+            got = report.boxed if sib.placement.image else report.shared
+            got.append((sib.name, sib.attach_stage.name, sib.attach_ivar.name))
     return None
 
 
@@ -493,21 +520,29 @@ def share_loops(placer: Placer, sib: Stage) -> Refusal | None:
     if len(loops) < need or any(lp is None or lp[0] is sib for lp in loops):
         return None  # its producers sit in its own loops: nothing to share
     bad = next((k for k in range(need) if not exact_share(sib, sib.leaf_iter_vars[k], *loops[k])), None)
+    if host.attach_type == ROOT and bad is not None:
+        from .storage_point import share_by_image
+
+        if share_by_image(placer.g, sib, host):
+            return None
     if host.attach_type != ROOT or bad is not None:
         why = (f"{host.name} is itself computed inside another stage" if host.attach_type != ROOT else
                f"its loop {sib.leaf_iter_vars[bad].name} does not run over the same values as "
                f"{host.name}'s {loops[bad][1].name}")
         return Refusal("UNMAPPABLE_AXIS", sib, f"{sib.name} reads stages computed inside {host.name}'s loops and "
                        f"would have to share them, but {why}", 0, (sib, host), ())
-    why = runs_once(placer.g, sib, host, [lp[1] for lp in loops])
+    from .storage_point import init_outside
+
+    store = init_outside(sib, need, [lp[1] for lp in loops])  # its reduction loop a host's: init outside
+    why = runs_once(placer.g, sib, host, [lp[1] for lp in loops], reduction_ok=store is not None)
     if why is not None:
         return why
     shared = tuple((sib.leaf_iter_vars[k], loops[k][1]) for k in range(need))
-    sib.placement = Placement(SCOPE, host, loops[-1][1], shared, sib.compute_at_pos)
+    sib.placement = Placement(SCOPE, host, loops[-1][1], shared, sib.compute_at_pos, store)
     return None
 
 
-def runs_once(g: Graph, sib: Stage, host: Stage, loops: list[E.IterVar]) -> Refusal | None:
+def runs_once(g: Graph, sib: Stage, host: Stage, loops: list[E.IterVar], reduction_ok: bool = False) -> Refusal | None:
     """Why ``sib``, a reader that is not moved, would not compute its values once if it ran
     inside ``host``'s ``loops`` (its first loops, one for one), or None.
 
@@ -516,11 +551,12 @@ def runs_once(g: Graph, sib: Stage, host: Stage, loops: list[E.IterVar]) -> Refu
     So each of those loops must be one of the loops it shares (else all of it is computed once
     per value of a loop it does not have: nvFuser's NonUniqueBroadcastSize), and none of the
     loops it shares may be one of its reduction loops (else the reduction starts over on every
-    iteration and keeps only the last term: nvFuser's Issue329)."""
+    iteration and keeps only the last term), unless its init and storage go outside that loop
+    (``reduction_ok``: ``storage_point.init_outside``, nvFuser's Issue329)."""
     around = host.leaf_iter_vars[:host.leaf_iter_vars.index(loops[-1]) + 1]
     extra = [iv for iv in around if not any(iv is lp for lp in loops)]
     mine = sib.leaf_iter_vars[:len(loops)]
-    red = next((k for k, iv in enumerate(mine) if iv.is_reduce), None)
+    red = None if reduction_ok else next((k for k, iv in enumerate(mine) if iv.is_reduce), None)
     if not extra and red is None:
         return None
     moved = [p for p in g.producers[id(sib)] if p.attach_stage is host and p.compute_at_pos > 0]

@@ -98,13 +98,25 @@ class Placement:
     ``kind``: root, inside a loop of another stage (``SCOPE``: ``stage``'s loop ``loop``), or
     inlined into its readers. computeAt by position (seed 003) adds ``position``, how many of its
     outer loops it shares with its readers, and ``shared``: which of its own loops *are* a host
-    stage's loops (nvFuser's loop sharing: lowered as the host's loop, not a loop of its own)."""
+    stage's loops (nvFuser's loop sharing: lowered as the host's loop, not a loop of its own).
+
+    ``store``: where its storage is made when that is outside the loop it is computed at
+    (nvFuser's separate allocation and compute points): ``None``, there; ``()``, the root;
+    ``(loop,)``, inside that host loop, one of the loops it shares. Its storage then lives across
+    the inner shared loops, so a reduction that shares its reduction loop with another stage
+    keeps its init there (``compute_at_pos.share_reduction_loop``) and ``compute_with`` computes
+    a stage in its reader's inner loops while readers outside them still see all of it."""
 
     kind: AttachKind = AttachKind.ROOT
     stage: StageBase | None = None
     loop: E.IterVar | None = None
     shared: tuple[tuple[E.IterVar, E.IterVar], ...] = ()  # (its loop, the host's loop), outermost first
     position: int = 0
+    store: tuple[E.IterVar, ...] | None = None
+    #: (its root axis, the host's root axis): computed at a host loop that is none of its loops,
+    #: each iteration over the box of its domain the host's iteration covers along these axes
+    #: (nvFuser's loop map forwarded through a broadcast; ``storage_point.share_by_image``)
+    image: tuple[tuple[E.IterVar, E.IterVar], ...] = ()
 
     @staticmethod
     def at(stage: StageBase, loop: E.IterVar) -> Placement:

@@ -31,7 +31,7 @@ from .checking import checker
 from .dataflow import loop_ranges
 from .fixes import FixBuilder, Names, choose
 from .graph import effective_bodies, effective_consumers, reaches
-from .kinds import INLINE, SCOPE
+from .kinds import INLINE, ROOT, SCOPE
 from .threads import thread_violations
 from .tree import ScheduleTree, attach_fault
 from .violation import Violation, ViolationKind
@@ -95,8 +95,18 @@ def _shares_host_loop(st: Stage) -> bool:
     return shares_host_loops(st)
 
 
+def _by_image(st: Stage) -> bool:
+    """Computed at a host loop over the box each iteration covers (``Placement.image``): still
+    written in full, since the host at the root runs over all of its domain and the tied axes
+    have the same extents (``storage_point.share_by_image``); the host must still be at the root
+    with the attach loop among its loops."""
+    host = st.attach_stage
+    return bool(st.placement.image) and host is not None and host.attach_type == ROOT \
+        and any(st.attach_ivar is iv for iv in host.leaf_iter_vars)
+
+
 def _check_output(sch: Schedule, st: Stage, propose: bool) -> Violation | None:
-    if not st.is_output or st.attach_type not in (INLINE, SCOPE) or _shares_host_loop(st):
+    if not st.is_output or st.attach_type not in (INLINE, SCOPE) or _shares_host_loop(st) or _by_image(st):
         return None
     if st.attach_type == INLINE:
         why = (f"{st.name} is an output of the schedule but is marked inline: the caller receives all of "
@@ -200,7 +210,7 @@ def _check_reader_relation(sch: Schedule, st: Stage, cons: dict, propose: bool) 
     # a stage sharing a host's loops need not be read by it (seed 003), unless it reads the host:
     # then it would run inside the loops of a stage it reads, before the values exist (fuzz F2)
     upstream = reaches(cons, tgt, st)
-    if _shares_host_loop(st) and not upstream:
+    if (_shares_host_loop(st) or _by_image(st)) and not upstream:
         return None
     readers = ", ".join(r.name for r in cons.get(st, [])) or "none"
     text = (f"{st.name} is attached inside {_loop_words(tgt, st.attach_ivar)}, but {tgt.name} does not read "
@@ -298,8 +308,9 @@ def _check_init_attach(sch: Schedule, st: Stage, bodies: dict, propose: bool) ->
 
 
 def _check_lca(sch: Schedule, tree: ScheduleTree, st: Stage, r: Stage, cons: dict, propose: bool) -> Violation | None:
-    """Seed 001's LCA rule: ``st``'s attach point must enclose where its reader ``r`` runs."""
-    at = tree.placement(st)
+    """Seed 001's LCA rule: ``st``'s attach point (its storage's, when made outside it) must
+    enclose where its reader ``r`` runs."""
+    at = tree.storage(st)
     use = tree.innermost(r)
     if at.kind == "root" or ScheduleTree.dominates(at, use):
         return None

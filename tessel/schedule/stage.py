@@ -334,6 +334,16 @@ class Stage(StageBase):
         return inline_at(self.schedule, self, pos, best_effort, uninlinable)
 
     @recorded
+    def compute_with(self, pos: int, reader: Stage | None = None) -> Stage:
+        """Compute this stage in a reader's first ``pos`` loops, stored where it is now
+        (nvFuser's computeWith; ``storage_point.py``). Returns the reader."""
+        from .storage_point import compute_with
+
+        if reader is not None and not isinstance(reader, Stage):
+            reader = self.schedule[reader]
+        return compute_with(self, pos, reader)
+
+    @recorded
     def compute_inline(self) -> None:
         """Substitute this stage's expression into every reader instead of storing it."""
         why = self.op.inline_refusal()

@@ -77,6 +77,11 @@ class TreeNode:
                 tags.append("inline")
             if st.is_output:
                 tags.append("output")
+            store = st.placement.store if st.attach_type == SCOPE else None
+            if store is not None:  # computed here, stored outside (storage_point.py)
+                tags.append(f"stored at {store[0].name}" if store else "stored at the root")
+            if st.attach_type == SCOPE and st.placement.image:
+                tags.append("over each iteration's box")
             if self.note:
                 tags.append(self.note)
             return f"stage {st.name}" + (f" [{', '.join(tags)}]" if tags else "")
@@ -162,6 +167,18 @@ class ScheduleTree:
         parent = self._stage[id(stage)].parent
         assert parent is not None
         return parent
+
+    def storage(self, stage: Stage) -> TreeNode:
+        """The node whose subtree its values live in: where it is computed, or where its storage
+        is made when that is outside (``Placement.store``: the root, or a host loop around it).
+        Its readers must run inside this node; a reader outside the loop it is computed at runs
+        after that loop, so it sees every value the loop computed into the storage."""
+        store = stage.placement.store if stage.attach_type == SCOPE else None
+        if store is None:
+            return self.placement(stage)
+        owner = stage.schedule.stage_of_iter_var(store[0]) if store else None
+        node = self._loops.get((id(owner), id(store[0]))) if owner is not None else None
+        return node if node is not None else self.root
 
     def innermost(self, stage: Stage) -> TreeNode:
         """Where the stage's body runs: its innermost loop (or its own node if it has none)."""

@@ -77,6 +77,14 @@ class LoopNest(Protocol):
     def range_of(self, iv: E.IterVar) -> E.Range:
         """The range InferBound gave ``iv`` (any IterVar of any stage)."""
 
+    def hoists_init(self, stage: Any, first: int) -> bool:
+        """Whether the stage's first reduction loop ``first`` is another stage's loop that its
+        storage encloses (``Placement.store``): then its init goes to ``hoist_init``, not before
+        the update."""
+
+    def hoist_init(self, stage: Any, init: S.Stmt) -> None:
+        """Take the init ``hoists_init`` moved: it runs where the stage's storage is made."""
+
     def attached_at(self, stage: Any, iv: E.IterVar) -> bool:
         """Whether some stage is computed at leaf loop ``iv`` of ``stage``."""
 

@@ -258,6 +258,9 @@ def _build_reduction(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, roots,
     across_threads = any(iv.is_reduce and stage.leaf_kind(iv) == LoopKind.THREAD_BINDING for iv in leaves)
     update = reduction_update(op, red, roots, idx, operands=across_threads)
     update = nest.nest(stage, first, len(leaves), nest.guarded(preds, update))
+    if red.finish is None and first < len(leaves) and nest.hoists_init(stage, first):  # its reduction loop is a host's: the init runs outside it
+        nest.hoist_init(stage, init)
+        return nest.nest(stage, begin, first, update)
     if red.finish is None:
         return nest.nest(stage, begin, first, S.seq(init, update))
     finish = reduction_finish(op, nest, stage, red, idx, preds, loops, roots)
@@ -268,7 +271,7 @@ def reduction_init(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, idx, pre
     """The outputs set to the reduction's start over the leaf ``loops`` that reach an output
     axis (fresh variables: the update's loops of the same IterVars run apart from them); an
     init (``init=``) is written in the root axes, which ``roots`` gives in the leaf loops."""
-    skipped = {iv.var for iv in stage.leaf_iter_vars if iv.is_reduce and iv not in loops}
+    skipped = _reduction_loop_vars(nest, stage, loops)
     fresh = {iv.var: E.Var(iv.var.name, iv.var.dtype) for iv in loops}
     init_vals = tuple(substitute(v, roots) for v in red.init) if red.init else red.combiner.identity
     init_preds = [p for p in preds if not (free_vars(p) & skipped)]
@@ -279,11 +282,22 @@ def reduction_init(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, idx, pre
 def reduction_finish(op: ComputeOp, nest: LoopNest, stage, red: E.Reduce, idx, preds, loops, roots) -> S.Stmt:
     """The reduced value finished (``red.finish``) over the same loops as the init, once the
     update's loops are done: the solvers' ``(A[i, j] - sum) / d`` in one definition."""
-    skipped = {iv.var for iv in stage.leaf_iter_vars if iv.is_reduce and iv not in loops}
+    skipped = _reduction_loop_vars(nest, stage, loops)
     fresh = {iv.var: E.Var(iv.var.name, iv.var.dtype) for iv in loops}
     store = S.ProducerStore(op.outputs[0], finished_value(op, red, roots, idx), idx)
     body: S.Stmt = nest.guarded([p for p in preds if not (free_vars(p) & skipped)], store)
     return substitute(nest.init_nest(stage, loops, body), fresh)
+
+
+def _reduction_loop_vars(nest: LoopNest, stage, loops) -> set[E.Var]:
+    """The variables of the reduction loops the init does not run in: its own, or the host's
+    loops it shares (``Placement.shared``), whose guards cannot be tested outside them."""
+    value = nest.index_values(stage)
+    out: set[E.Var] = set()
+    for iv in stage.leaf_iter_vars:
+        if iv.is_reduce and iv not in loops:
+            out |= {iv.var} | free_vars(value.get(iv, iv.var))
+    return out
 
 
 def finished_value(op: ComputeOp, red: E.Reduce, roots, idx) -> E.PrimExpr:

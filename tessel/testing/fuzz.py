@@ -46,6 +46,7 @@ from . import choices as st
 from .choices import random_draw
 from .fuzz_programs import Program, build_pipeline
 from .fuzz_schedules import apply_primitive
+from .fuzz_sharing import apply_sharing_primitive, build_sharing
 
 STEPS = 14  # at most this many schedule primitives per example
 MAX_FIXES = 4  # fixes applied to one schedule refused at lowering before it counts as refused
@@ -110,15 +111,22 @@ def _lower_or_fix(prog: Program, stats: dict, commands: bool, fix: bool) -> bool
 
 def run_example(draw, stats: dict, stages: tuple[int, int], positions: bool = False, commands: bool = False,
                 *, features: bool = False, storage: bool = False, steps: int = STEPS,
-                note: Callable[[str], None] | None = None) -> None:
+                note: Callable[[str], None] | None = None, sharing: bool = False) -> None:
     """Draw one program and schedule, lower, build and check it; count the outcome in ``stats``
     ("accepted" or "rejected"; "refused" and "fixed" primitives); raise :class:`FuzzFailure`
-    on a wrong value or any other failure."""
+    on a wrong value or any other failure. ``sharing``: the loop-sharing path instead
+    (:mod:`.fuzz_sharing`: nvFuser-shaped programs, position primitives and compute_with)."""
     prog = Program()
     prog.stats = stats
-    build_pipeline(draw, prog, stages, features=features, side=positions)
+    if sharing:
+        build_sharing(draw, prog)
+    else:
+        build_pipeline(draw, prog, stages, features=features, side=positions)
     for _ in range(draw(st.integers(1, steps))):
         try:
+            if sharing:
+                apply_sharing_primitive(draw, prog)
+                continue
             apply_primitive(draw, prog, positions, stats.setdefault("commands", {}) if commands else None, storage)
         except ScheduleError:
             raise
@@ -143,14 +151,15 @@ def run_example(draw, stats: dict, stages: tuple[int, int], positions: bool = Fa
 
 
 # ---- the script --------------------------------------------------------------------------
-def run_case(seed: int, index: int, stages: tuple[int, int] = (1, 3)) -> dict:
-    """Case ``index`` of ``seed``: its outcome and, for a failure, the message and program."""
+def run_case(seed: int, index: int, stages: tuple[int, int] = (1, 3), sharing: bool = False) -> dict:
+    """Case ``index`` of ``seed``: its outcome and, for a failure, the message and program.
+    ``sharing``: the loop-sharing path, drawn from seeds of its own."""
     stats: dict = {}
-    draw = random_draw(random.Random(f"tessel-fuzz:{seed}:{index}"))
+    draw = random_draw(random.Random(f"tessel-fuzz{'-sharing' if sharing else ''}:{seed}:{index}"))
     t0, cpu0 = time.perf_counter(), _cpu()
     out: dict = {"case": index}
     try:
-        run_example(draw, stats, stages, positions=True, commands=True, features=True, storage=True)
+        run_example(draw, stats, stages, positions=True, commands=True, features=True, storage=True, sharing=sharing)
         out["outcome"] = "accepted" if stats.get("accepted") else "refused"
     except FuzzFailure as f:
         head, _, rest = str(f).partition("\n---- program")
@@ -171,13 +180,13 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def _worker(seed: int, cases: list[int], stages: tuple[int, int]) -> None:
+def _worker(seed: int, cases: list[int], stages: tuple[int, int], sharing: bool = False) -> None:
     import warnings
 
     warnings.simplefilter("ignore")
     for k in cases:
         print(json.dumps({"start": k}), flush=True)
-        print(json.dumps(run_case(seed, k, stages)), flush=True)
+        print(json.dumps(run_case(seed, k, stages, sharing)), flush=True)
 
 
 def _sanitizer_env() -> dict:
@@ -213,7 +222,7 @@ def _run_jobs(args, cases: list[int], env: dict, logdir: str, record: Callable[[
         if not queues[j]:
             return
         cmd = [sys.executable, "-m", "tessel.testing.fuzz", "--worker", "--seed", str(args.seed),
-               "--stages", args.stages, "--only", ",".join(map(str, queues[j]))]
+               "--stages", args.stages, "--only", ",".join(map(str, queues[j]))] + (["--sharing"] if args.sharing else [])
         with open(os.path.join(logdir, f"worker{j}.err"), "w") as err:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
         sel.register(proc.stdout, selectors.EVENT_READ, (j, proc))
@@ -243,7 +252,8 @@ def _run_jobs(args, cases: list[int], env: dict, logdir: str, record: Callable[[
                 report = _report(os.path.join(logdir, f"worker{j}.err"))
                 record({"case": current[j], "outcome": "sanitizer" if report else "crashed",
                         "message": (report or f"the worker died (exit status {proc.returncode})")[:4000],
-                        "program": f"# python -m tessel.testing.fuzz --seed {args.seed} --case {current[j]}"})
+                        "program": f"# python -m tessel.testing.fuzz --seed {args.seed} --case {current[j]}"
+                                   f"{' --sharing' if args.sharing else ''}"})
                 queues[j].remove(current[j])
             start(j)
 
@@ -258,15 +268,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stages", default="1-3", help="stages per program, lo-hi")
     p.add_argument("--sanitize", action="store_true", help="build the C with ASan and UBSan")
     p.add_argument("--findings", default="fuzz_findings.txt", help="file the failing programs are appended to")
+    p.add_argument("--sharing", action="store_true",
+                   help="the loop-sharing path (fuzz_sharing: nvFuser-shaped programs, positions, compute_with)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--only", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     stages = tuple(int(x) for x in args.stages.split("-"))
     if args.worker:
-        _worker(args.seed, [int(x) for x in args.only.split(",")], stages)
+        _worker(args.seed, [int(x) for x in args.only.split(",")], stages, args.sharing)
         return 0
     if args.case is not None:
-        out = run_case(args.seed, args.case, stages)
+        out = run_case(args.seed, args.case, stages, args.sharing)
         print(out.get("program") or "", out.get("message") or "", f"outcome: {out['outcome']}", sep="\n")
         return 0 if out["outcome"] in ("accepted", "refused") else 1
     return _campaign(args, stages)

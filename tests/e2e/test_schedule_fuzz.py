@@ -147,6 +147,53 @@ def test_cross_feature_fuzz_slice(part):
     assert accepted >= 0.5 * len(results), f"only {accepted} of {len(results)} cases accepted"
 
 
+@pytest.mark.parametrize("part", range(2))
+def test_loop_sharing_fuzz_slice(part):
+    """A slice of ``python -m tessel.testing.fuzz --sharing`` (its own seeds; the cases above are
+    unchanged): nvFuser-shaped programs under compute_at by position in every mode, compute_with,
+    propagation and the inliner. No wrong value, and the slice reaches the placements it is there
+    for: a reduction sharing another's reduction loop, a stage computed with its reader, a reader
+    computed over each iteration's box."""
+    results = [run_case(int(SEED or 0), k, sharing=True) for k in range(part, 120, 2)]
+    bad = [r for r in results if r["outcome"] not in ("accepted", "refused")]
+    assert not bad, "\n\n".join(f"case {r['case']} ({r['outcome']}): python -m tessel.testing.fuzz --sharing "
+                                 f"--case {r['case']}\n{r['message']}\n{r['program']}" for r in bad[:3])
+    assert sum(r["outcome"] == "accepted" for r in results) >= 0.8 * len(results)
+
+
+def test_the_loop_sharing_path_draws_the_new_placements():
+    """Over 120 cases the drawn schedules that lower hold every kind of loop sharing."""
+    import random
+
+    import tessel.testing.fuzz as fz
+    from tessel.testing.choices import random_draw
+
+    seen: set[str] = set()
+    lower = fz._lower_or_fix
+
+    def note(prog, *args, **kwargs):
+        ok = lower(prog, *args, **kwargs)
+        for stage in prog.ns["s"].stages if ok else ():
+            p = stage.placement
+            if p.store is not None:
+                seen.add("reduction loop" if any(iv.is_reduce for iv, _ in p.shared) else "compute_with")
+            seen.update(["image"] if p.image else [])
+        return ok
+
+    try:
+        fz._lower_or_fix = note
+        for k in range(120):
+            draw = random_draw(random.Random(f"tessel-fuzz-sharing:0:{k}"))
+            try:
+                fz.run_example(draw, {}, (1, 3), positions=True, commands=True, features=True, storage=True,
+                               sharing=True)
+            except FuzzFailure:
+                pass  # the slices above report those (a TypeError here is this test's own)
+    finally:
+        fz._lower_or_fix = lower
+    assert seen == {"reduction loop", "compute_with", "image"}, seen
+
+
 SANITIZED_PROGRAM = """
 import numpy as np
 import tessel

@@ -121,10 +121,13 @@ def test_issue_110_inlined_into_two_reductions_is_refused_and_fixed():
 
 
 def test_issue_110_best_effort_lands_on_the_legal_position():
+    """T2 and T3 stay at the row loop (their readers need finished values); T1 goes inside the
+    reduction loop both share: T3 runs its update in T2's loop r, its init around it."""
     t0, t1, t2, t3, t4 = issue110(17, 33)
     s = te.create_schedule(t4.op)
     s[t1].compute_at(s[t2], -1, mode="best_effort")
-    assert [s[t].compute_at_pos for t in (t1, t2, t3, t4)] == [1, 1, 1, 0]
+    assert [s[t].compute_at_pos for t in (t1, t2, t3, t4)] == [2, 1, 1, 0]
+    assert s[t3].attach_stage is s[t2] and s[t3].placement.store == (s[t4].leaf_iter_vars[0],)
     s.verify()
     a = rand(17, 33)
     e = np.exp(a)

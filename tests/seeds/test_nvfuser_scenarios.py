@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from helpers import check, rand
 
+import tessel
 from tessel import te
 from tessel.errors import ScheduleError
 
@@ -68,23 +69,31 @@ def test_advanced_compute_at_7_at_small_sizes():
     _two_outputs_check(s, ins, (t1, t3, t4, t5, t7), n, m)
 
 
-def test_advanced_compute_at_7_at_nvfusers_sizes_is_refused_with_a_fix():
-    """At 101 x 203 t4 would have to share t7's fused outer loop, which runs over row x column
-    pairs, not over t4's rows: nvFuser lets t4 recompute (its rows written once per column pair);
-    tessel's standard mode refuses and its best effort keeps t1 at the root (a difference)."""
-    n, m = 101, 203
+@pytest.mark.parametrize("n, m", [(101, 203), (100, 200), (5, 1)])
+def test_advanced_compute_at_7_at_nvfusers_sizes(n, m):
+    """At nvFuser's sizes t7's fused outer loop runs over chunks of rows x column pairs, none of
+    them t4's rows: t4 (an output beside t7) runs in that loop over the rows each chunk covers,
+    a row spanning two chunks computed in both (nvFuser's predicated loop does the same); t1 is
+    computed there for t5 and t4 together. Then computing t1 and t3 at t4 leaves t5's loops as
+    they were (nvFuser's assertion)."""
     ins, (t1, t3, t4, t5, t7) = two_outputs(n, m)
     s = te.create_schedule([t4.op, t7.op])
     _fused_split_output(s, t7, outer_parts=False)
-    with pytest.raises(ScheduleError, match="t4") as err:
-        s[t1].compute_at(s[t7], 1)
-    assert "best_effort" in err.value.fix
-    err.value.fix_steps.apply(s)
-    assert "t4 reads stages computed inside t7's loops" in s.position_log[-1].to_text()
-    s[t1].compute_at(s[t4], -1)
-    s[t3].compute_at(s[t4], -1)
-    assert positions(s, t1, t3) == {"t1": 1, "t3": 1}
+    s[t1].compute_at(s[t7], 1)
+    assert positions(s, t1, t5) == {"t1": 1, "t5": 1}
+    assert s[t4].attach_stage is s[t7]
+    if n * m > 512:  # more than one chunk: t4 is tied to t7's rows, not sharing a loop of its own
+        assert s[t4].placement.image and "t4 runs in t7's loop" in s.position_log[-1].to_text()
+    loops = list(s[t5].leaf_iter_vars)
     _two_outputs_check(s, ins, (t1, t3, t4, t5, t7), n, m)
+    s[t3].compute_at(s[t4], -1)
+    assert s[t5].leaf_iter_vars == loops
+    _two_outputs_check(s, ins, (t1, t3, t4, t5, t7), n, m)
+    # t7's chunks over blocks (nvFuser's BIDx): a row two chunks cover is written by two blocks,
+    # the same value, which the cuda target's simulator accepts (and would refuse otherwise)
+    s[t7].bind(s[t7].leaf_iter_vars[0], te.thread_axis("blockIdx.x"))
+    a, b, c = rand(n), rand(n, seed=1), rand(n, m, seed=2)
+    check(s, [*ins, t4, t7], [a, b, c], [a + 1 + b + 3, (a + 1)[:, None] * c], targets=("cuda-sim -features=check",))
 
 
 def test_advanced_compute_at_8_a_later_target_already_sharing_loops():
@@ -174,24 +183,35 @@ def test_complex_bcast_1_with_a_symbolic_size_and_a_split():
 
 
 # ---- ReductionMultiConsumer: two reductions of one producer ------------------------------------
-def test_reduction_multi_consumer_values_and_the_position_tessel_gives():
-    """nvFuser asserts t1's position 2: t1 inside the reduction loop t2 and t3 share. tessel
-    has no loop shared by two reductions (each reduction's init would have to sit outside the
-    shared reduction loop), so best effort gives 1 and says why."""
-    n, m = 13, 29
+def reduction_multi_consumer(n, m):
     t0 = te.placeholder((n, m), name="t0")
     t1 = te.compute((n, m), lambda i, j: te.exp(t0[i, j]), name="t1")
     r2, r3 = te.reduce_axis((0, m), name="r2"), te.reduce_axis((0, m), name="r3")
     t2 = te.compute((n,), lambda i: te.max(t1[i, r2], axis=r2), name="t2")
     t3 = te.compute((n,), lambda i: te.min(t1[i, r3], axis=r3), name="t3")
     t4 = te.compute((n,), lambda i: t2[i] + t3[i], name="t4")
+    return t0, t1, t2, t3, t4
+
+
+@pytest.mark.parametrize("n, m", [(13, 29), (1, 1), (7, 33)])
+def test_reduction_multi_consumer_shares_one_reduction_loop(n, m):
+    """nvFuser's position 2: t1 inside the reduction loop t2 and t3 share. t3 runs its update
+    in t2's loop r2 and its init (and storage) in the row loop around it, so t1 is computed
+    once per element and both reductions start once per row."""
+    t0, t1, t2, t3, t4 = reduction_multi_consumer(n, m)
     s = te.create_schedule(t4.op)
     s[t1].compute_at(s[t2], -1, mode="best_effort")
-    assert s[t1].compute_at_pos == 1  # nvFuser: 2
-    assert "lowered" in s.position_log[-1].to_text()
+    assert positions(s, t1, t2, t3) == {"t1": 2, "t2": 1, "t3": 1}
+    assert "t3 shares t2's loops down to r2" in s.position_log[-1].to_text()
+    text = str(tessel.lower(s, [t0, t4]))
+    assert text.count("exp(") == 1 and "r3" not in text  # t3 has no reduction loop of its own
+    if m > 1:  # (a loop of one iteration is dropped)
+        assert text.index("t3[0] = float32(inf)") < text.index("for (r2, 0")
     a = rand(n, m)
     e = np.exp(a)
     check(s, [t0, t4], [a], [e.max(1) + e.min(1)], rtol=1e-4)
+    s[t4].bind(t4.op.axis[0], te.thread_axis("blockIdx.x"))  # the rows over blocks: the cuda target's simulator
+    check(s, [t0, t4], [a], [e.max(1) + e.min(1)], rtol=1e-4, targets=("cuda-sim -features=check",))
 
 
 # ---- the inliner: InlineRepro1803, GetMaxPosAll, ComputeWith1's uninlinable axes ---------------
@@ -242,22 +262,102 @@ def test_get_max_pos_all_normalization():
     check(s, [t0, t5], [x], [2 * x - ((2 * x).sum((1, 2)) + 1)[:, None, None]], rtol=1e-4)
 
 
-def test_compute_with_1_uninlinable_inner_axes():
-    """ComputeWith1's first half: inline_most with every 2-d stage's inner axis uninlinable
-    keeps every stage in the outer loop only; its readers' inner loops may still be split."""
-    n0, n1 = 10, 11
+def compute_with_rows(n0, n1):
+    """ComputeWith1's fusion: t4 = bcast(sum(t1)) + t1 with t1 = t0 (a copy)."""
     t0 = te.placeholder((n0, n1), name="t0")
     t1 = te.compute((n0, n1), lambda i, j: t0[i, j] + 0.0, name="t1")
     k = te.reduce_axis((0, n1), name="k")
     t2 = te.compute((n0,), lambda i: te.sum(t1[i, k], axis=k), name="t2")
     t3 = te.compute((n0, n1), lambda i, j: t2[i], name="t3")
     t4 = te.compute((n0, n1), lambda i, j: t3[i, j] + t1[i, j], name="t4")
+    return t0, t1, t2, t3, t4
+
+
+@pytest.mark.parametrize("n0, n1", [(10, 11), (1, 1), (3, 17)])
+def test_compute_with_1(n0, n1):
+    """inline_most with every 2-d stage's inner axis uninlinable keeps every stage in the outer
+    loop only; then t1.compute_with(-1) computes t1 inside t2's reduction loop (nvFuser resolves
+    the reader to t2), stored per row where it was, so t4 still reads the whole row after t2's
+    loop. Both readers' inner loops are then fixed (nvFuser's max producer position 2)."""
+    t0, t1, t2, t3, t4 = compute_with_rows(n0, n1)
     s = te.create_schedule(t4.op)
     inner = [s[t].leaf_iter_vars[1] for t in (t1, t2, t3, t4)]
     got = s.inline_most(uninlinable=inner)
     assert (got["t1"], got["t2"], got["t3"]) == (1, 1, 1) and s[t4].max_producer_pos == 1
-    s[t4].split(s[t4].leaf_iter_vars[1], factor=4)  # outside every position: allowed
-    with pytest.raises(ScheduleError, match="max-producer position"):
-        s[t4].split(s[t4].leaf_iter_vars[0], factor=2)
+    assert s[t1].compute_with(-1) is s[t2]
+    assert s[t1].compute_at_pos == 1 and s[t2].max_producer_pos == s[t4].max_producer_pos == 2
+    for t in (t2, t4):
+        with pytest.raises(ScheduleError, match="max-producer position"):
+            s[t].split(s[t].leaf_iter_vars[1], factor=4)
+    text = str(tessel.lower(s, [t0, t4]))
+    if n1 > 1:  # t1's produce is inside t2's loop k; its storage is a whole row
+        assert text.index("for (k, 0") < text.index("produce t1") < text.index("produce t3")
+        assert f"allocate t1[float32 * 1 * {n1}]" in text
     x = rand(n0, n1)
+    want = [x.sum(1)[:, None] + x]
+    check(s, [t0, t4], [x], want, rtol=1e-4)
+    ns: dict = {}
+    exec(s.python(), ns)  # the recorded steps, compute_with included, give the same program
+    assert str(tessel.lower(ns["schedule"](t4), [t0, t4])) == text
+    s[t4].bind(t4.op.axis[0], te.thread_axis("blockIdx.x"))  # rows over blocks: the cuda target's simulator
+    check(s, [t0, t4], [x], want, rtol=1e-4, targets=("cuda-sim -features=check",))
+
+
+@pytest.mark.parametrize("n", [123, 1, 13])
+def test_compute_with_3_stored_at_the_root(n):
+    """ComputeWith3: t1 at the root, its loops replayed from t2's (split by 4 then 3), computed
+    with t2 at t1's position 2: inside t2's loops, stored at the root (tessel's broadcast axis
+    has two values, so t1 is computed again for each: the same values stored twice)."""
+    t0 = te.placeholder((n,), name="t0")
+    t1 = te.compute((n,), lambda i: t0[i] * 2.0, name="t1")
+    t2 = te.compute((2, n), lambda b, i: t1[i] + b, name="t2")
+    s = te.create_schedule(t2.op)
+    io, _ = s[t2].split(t2.op.axis[1], factor=4)
+    s[t2].split(io, factor=3)
+    s.propagate(t2)
+    assert s[t1].compute_with(-2) is s[t2]
+    assert s[t1].placement.store == () and s[t2].max_producer_pos == 3
+    x = rand(n)
+    check(s, [t0, t2], [x], [(2 * x[None] + np.arange(2)[:, None]).astype("float32")])
+
+
+def test_compute_with_refusals_name_the_loop():
+    t0, t1, t2, t3, t4 = compute_with_rows(5, 6)
+    s = te.create_schedule(t4.op)
+    with pytest.raises(ScheduleError, match="t2 reads t1 and runs before t4"):  # t1 would not exist yet
+        s[t1].compute_with(-1, s[t4])
+    with pytest.raises(ScheduleError, match="deeper than its position"):
+        s[t1].compute_with(0)
+    with pytest.raises(ScheduleError, match="does not read t1"):
+        s[t1].compute_with(1, s[t3])
+    s.inline_most(uninlinable=[s[t].leaf_iter_vars[1] for t in (t1, t2, t3, t4)])
+    s[t1].compute_with(-1)
+    s[t2].reorder(s[t2].leaf_iter_vars[1], s[t2].leaf_iter_vars[0])  # t1's loops are no longer t2's
+    with pytest.raises(ScheduleError, match="no longer holds") as err:
+        tessel.lower(s, [t0, t4])
+    exec(err.value.fix, {"s": s, "t1": t1})
+    x = rand(5, 6)
     check(s, [t0, t4], [x], [x.sum(1)[:, None] + x], rtol=1e-4)
+
+
+# ---- setLoopDomain: a producer given its reader's loop over an axis it lacks ---------------------
+@pytest.mark.parametrize("n0, n1", [(7, 9), (1, 5)])
+def test_compare_logical_and_loop_domains_without_set_loop_domain(n0, n1):
+    """nvFuser's CompareLogicalAndLoopDomains gives t2 (over i0 only) t4's loop over i1 with
+    setLoopDomain, so that t2 is computed in both of t4's loops. tessel has no loop a stage's
+    own axes do not derive; TE's compute_at at that loop places it there (one value per
+    iteration, recomputed per i1), and a position primitive stops before it (a broadcast loop
+    of the reader, which nvFuser's inliner does not enter either)."""
+    t0, t1 = te.placeholder((n0, n1), name="t0"), te.placeholder((n0,), name="t1")
+    t2 = te.compute((n0,), lambda i: t1[i] * 3.0, name="t2")
+    t3 = te.compute((n0, n1), lambda i, j: t2[i], name="t3")
+    t4 = te.compute((n0, n1), lambda i, j: t0[i, j] + t3[i, j], name="t4")
+    s = te.create_schedule(t4.op)
+    assert s.max_position(t2) == 1
+    s[t3].compute_inline()
+    s[t2].compute_at(s[t4], t4.op.axis[1])
+    if n1 > 1:  # inside t4's loop over j
+        text = str(tessel.lower(s, [t0, t1, t4]))
+        assert text.index("for (j, 0") < text.index("produce t2")
+    a, b = rand(n0, n1), rand(n0, seed=1)
+    check(s, [t0, t1, t4], [a, b], [a + 3 * b[:, None]])
