@@ -18,7 +18,7 @@ from ..te.operation import Request
 def intact(st: Stage) -> bool:
     """Whether the stage's shared loops are still its outer loops and it is attached at the last
     of them (a split or fuse of them since, or a TE compute_at, ends the sharing)."""
-    from ..schedule.compute_at_pos import shares_host_loops
+    from ..schedule.storage_point import shares_host_loops
 
     return hasattr(st.op, "axis") and shares_host_loops(st, once=False)
 

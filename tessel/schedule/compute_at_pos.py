@@ -35,6 +35,14 @@ from .checking import checker
 from .kinds import ROOT, SCOPE, Placement
 from .max_position import inliner_limit
 from .promises import Refusal, short_of_request
+from .storage_point import (
+    exact_share,
+    init_outside,
+    normalize_pos,
+    share_by_image,
+    share_reduction_loop,
+    shares_host_loops,
+)
 from .transform_replay import (
     FixedLoopsError,
     leaf_images,
@@ -242,7 +250,6 @@ class Placer:
         """Two readers running a producer's loop as two reduction loops of their own (nvFuser's
         ReductionMultiConsumer): one runs its update in the other's loop, its init and storage
         around it (``storage_point.share_reduction_loop``). The loop both now run, or None."""
-        from .storage_point import share_reduction_loop
 
         for x, lx, h, lh in ((b, lb, a, la), (a, la, b, lb)):
             if lx[0] is x and lh[0] is h and share_reduction_loop(x, lx[1], h, lh[1]):
@@ -303,30 +310,6 @@ def resolve(st: Stage, leaf: E.IterVar) -> tuple[Stage, E.IterVar]:
     return st, leaf
 
 
-def shares_host_loops(st: Stage, once: bool = True) -> bool:
-    """Whether ``st`` is attached by a position primitive at a loop it shares: its shared loops are
-    still its outer loops, and it is attached at the last of them, which the others enclose (a
-    split or fuse of them since, a reorder of the host that moves one inside the attach point, or
-    a TE compute_at, ends the sharing). ``once``: and no other host loop encloses that point,
-    so it computes its slice of each iteration once (a host loop reordered or split around it
-    afterwards would run all of it again on every iteration: an output stored many times over)."""
-    k = len(st.shared_loops)
-    leaves = st.leaf_iter_vars
-    if st.attach_type != SCOPE or not k or k > len(leaves) or any(iv not in st.shared_loops for iv in leaves[:k]):
-        return False
-    at, host = st.attach_ivar, st.attach_stage
-    if st.shared_loops[leaves[k - 1]] is not at:
-        return False
-    if host is None or not any(at is x for x in host.leaf_iter_vars):
-        return True
-    from .storage_point import host_loops_around
-
-    around = host_loops_around(host, at)
-    if not all(any(v is iv or v is lent for iv, lent in around) for v in st.shared_loops.values()):
-        return False  # a shared loop reordered inside the attach point: it no longer encloses the stage
-    return not once or all(any(iv is v or lent is v for v in st.shared_loops.values()) for iv, lent in around)
-
-
 def shared_first(host: Stage, loops: list[E.IterVar]) -> list[E.IterVar]:
     """``host``'s loops reordered with ``loops`` (a reader shares them) outermost, in that order:
     then a reader attached at the last of them runs inside those alone."""
@@ -347,19 +330,6 @@ def regroup_fix(names, st: Stage):
     return FixBuilder(names).reorder(host, shared_first(host, loops))
 
 
-def exact_share(st: Stage, leaf: E.IterVar, host: Stage, loop: E.IterVar) -> bool:
-    """Whether ``st``'s loop ``leaf`` runs over exactly the values of ``host``'s ``loop`` (both
-    over their whole domains): then ``st`` can take its values from ``host``'s loop."""
-    from ..arith import Analyzer
-    from .dataflow import loop_ranges
-
-    a = loop_ranges(st, st.op.root_iter_vars).get(leaf)
-    b = loop_ranges(host, host.op.root_iter_vars).get(loop)
-    ana = Analyzer()
-    return a is not None and b is not None and ana.can_prove_equal(a.extent, b.extent) \
-        and ana.can_prove_equal(a.min, b.min)
-
-
 def update_producer_positions(g: Graph, stages) -> None:
     """``max_producer_pos``: how many of a stage's outer loops a producer is computed in."""
     for st in stages:
@@ -370,18 +340,6 @@ def update_producer_positions(g: Graph, stages) -> None:
             img = leaf_images(st, c, dict(g.map(st, c).p2c)).get(last)
             k = next((j for j, x in enumerate(c.leaf_iter_vars) if img is not None and x is img), -1)
             c.max_producer_pos = max(c.max_producer_pos, k + 1)
-
-
-def normalize_pos(st: Stage, pos, what: str) -> int:
-    n = len(st.leaf_iter_vars)
-    if isinstance(pos, bool) or not isinstance(pos, int):
-        raise ScheduleError(f"stage {st.name}: {what} position must be an int (or an IterVar for TVM's "
-                            f"compute_at), got {pos!r}")
-    p = pos + n + 1 if pos < 0 else pos
-    if not 0 <= p <= n:
-        raise ScheduleError(f"stage {st.name}: {what} position {pos} is out of range: {st.name} has {n} loops "
-                            f"({st._leaf_names()}), so a position is in [{-n - 1}, {n}]")
-    return p
 
 
 def compute_at_position(sch: Schedule, producer: Stage, consumer: Stage, pos, mode: str = "standard") -> Report:
@@ -521,7 +479,6 @@ def share_loops(placer: Placer, sib: Stage) -> Refusal | None:
         return None  # its producers sit in its own loops: nothing to share
     bad = next((k for k in range(need) if not exact_share(sib, sib.leaf_iter_vars[k], *loops[k])), None)
     if host.attach_type == ROOT and bad is not None:
-        from .storage_point import share_by_image
 
         if share_by_image(placer.g, sib, host):
             return None
@@ -531,7 +488,6 @@ def share_loops(placer: Placer, sib: Stage) -> Refusal | None:
                f"{host.name}'s {loops[bad][1].name}")
         return Refusal("UNMAPPABLE_AXIS", sib, f"{sib.name} reads stages computed inside {host.name}'s loops and "
                        f"would have to share them, but {why}", 0, (sib, host), ())
-    from .storage_point import init_outside
 
     store = init_outside(sib, need, [lp[1] for lp in loops])  # its reduction loop a host's: init outside
     why = runs_once(placer.g, sib, host, [lp[1] for lp in loops], reduction_ok=store is not None)

@@ -90,7 +90,7 @@ def tree_violations(sch: Schedule, propose: bool = True) -> list[Violation]:
 def _shares_host_loop(st: Stage) -> bool:
     """Attached by a position primitive at a loop it shares, inside no other (seed 003): it
     computes its own slice of every iteration, so an output is still stored in full, once."""
-    from .compute_at_pos import shares_host_loops
+    from .storage_point import shares_host_loops
 
     return shares_host_loops(st)
 

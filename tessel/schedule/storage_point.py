@@ -46,13 +46,58 @@ def real_loop(sch: Schedule, loop: E.IterVar) -> E.IterVar:
     return loop
 
 
+def shares_host_loops(st: Stage, once: bool = True) -> bool:
+    """Whether ``st`` is attached by a position primitive at a loop it shares: its shared loops are
+    still its outer loops, and it is attached at the last of them, which the others enclose (a
+    split or fuse of them since, a reorder of the host that moves one inside the attach point, or
+    a TE compute_at, ends the sharing). ``once``: and no other host loop encloses that point,
+    so it computes its slice of each iteration once (a host loop reordered or split around it
+    afterwards would run all of it again on every iteration: an output stored many times over)."""
+    k = len(st.shared_loops)
+    leaves = st.leaf_iter_vars
+    if st.attach_type != SCOPE or not k or k > len(leaves) or any(iv not in st.shared_loops for iv in leaves[:k]):
+        return False
+    at, host = st.attach_ivar, st.attach_stage
+    if st.shared_loops[leaves[k - 1]] is not at:
+        return False
+    if host is None or not any(at is x for x in host.leaf_iter_vars):
+        return True
+    around = host_loops_around(host, at)
+    if not all(any(v is iv or v is lent for iv, lent in around) for v in st.shared_loops.values()):
+        return False  # a shared loop reordered inside the attach point: it no longer encloses the stage
+    return not once or all(any(iv is v or lent is v for v in st.shared_loops.values()) for iv, lent in around)
+
+
+def exact_share(st: Stage, leaf: E.IterVar, host: Stage, loop: E.IterVar) -> bool:
+    """Whether ``st``'s loop ``leaf`` runs over exactly the values of ``host``'s ``loop`` (both
+    over their whole domains): then ``st`` can take its values from ``host``'s loop."""
+    from ..arith import Analyzer
+    from .dataflow import loop_ranges
+
+    a = loop_ranges(st, st.op.root_iter_vars).get(leaf)
+    b = loop_ranges(host, host.op.root_iter_vars).get(loop)
+    ana = Analyzer()
+    return a is not None and b is not None and ana.can_prove_equal(a.extent, b.extent) \
+        and ana.can_prove_equal(a.min, b.min)
+
+
+def normalize_pos(st: Stage, pos, what: str) -> int:
+    n = len(st.leaf_iter_vars)
+    if isinstance(pos, bool) or not isinstance(pos, int):
+        raise ScheduleError(f"stage {st.name}: {what} position must be an int (or an IterVar for TVM's "
+                            f"compute_at), got {pos!r}")
+    p = pos + n + 1 if pos < 0 else pos
+    if not 0 <= p <= n:
+        raise ScheduleError(f"stage {st.name}: {what} position {pos} is out of range: {st.name} has {n} loops "
+                            f"({st._leaf_names()}), so a position is in [{-n - 1}, {n}]")
+    return p
+
+
 def host_loops_around(host: Stage, at: E.IterVar) -> list[tuple[E.IterVar, E.IterVar]]:
     """``host``'s loops down to ``at``, each with the loop it really is: the loop of the host's
     own host it shares (when the host computes its slice there once), else itself. A stage
     sharing a reduction loop with a host that shares its outer loops (``share_reduction_loop``)
     names the outer ones by the loop they really are."""
-    from .compute_at_pos import shares_host_loops
-
     leaves = host.leaf_iter_vars[:next(j for j, x in enumerate(host.leaf_iter_vars) if x is at) + 1]
     lends = host.attach_type == SCOPE and shares_host_loops(host)
     return [(x, host.shared_loops.get(x, x) if lends else x) for x in leaves]
@@ -63,8 +108,6 @@ def share_reduction_loop(x: Stage, xl: E.IterVar, h: Stage, hl: E.IterVar) -> bo
     (and storage) at the loop around it; True when done. Both must be the first loop after the
     loops the two already share (the same loops, exactly), over the same values; ``x`` a
     reduction whose value is its accumulator (no ``finish``), in a serial loop."""
-    from .compute_at_pos import exact_share
-
     sch = x.schedule
     if x is h or not (xl.is_reduce and hl.is_reduce) or not _plain_reduction(x):
         return False
@@ -124,7 +167,6 @@ def compute_with(st: Stage, pos: int, reader: Stage | None = None) -> Stage:
     one over the same values, where it would leave a reader inside the reader's loops before
     its values are made, or where a reader outside the storage would need them."""
     from .axis_map import Graph
-    from .compute_at_pos import normalize_pos
 
     p = normalize_pos(st, pos, "compute_with")
     p0 = st.compute_at_pos
@@ -159,8 +201,6 @@ def compute_with(st: Stage, pos: int, reader: Stage | None = None) -> Stage:
 
 def _own_loops(st: Stage, p0: int) -> None:
     """The stage must be at the root or share its first ``p0`` loops with a host, exactly."""
-    from .compute_at_pos import shares_host_loops
-
     if st.is_placeholder or st.attach_type not in (ROOT, SCOPE):
         raise ScheduleError(f"stage {st.name} is {'an input' if st.is_placeholder else 'inlined'}: it has no "
                             "loops to compute with a reader")
@@ -180,7 +220,6 @@ def _own_loops(st: Stage, p0: int) -> None:
 def _matching_loops(g, st: Stage, c: Stage, p: int) -> tuple[list[E.IterVar], str | None]:
     """``c``'s loops that are ``st``'s first ``p``, one for one and in order, over the same
     values; or why not."""
-    from .compute_at_pos import exact_share
     from .transform_replay import leaf_images
 
     img = leaf_images(st, c, dict(g.map(st, c).p2c))

@@ -160,7 +160,7 @@ def test_a_host_reorder_that_moves_a_shared_loop_inside_ends_the_sharing(symboli
     (i, j) was computed outside the loop over i with i free, and lowering refused its own code
     with a message about the sizes. Such a stage is now attached at its loop like a TE
     compute_at: C is computed for all i in each iteration of j."""
-    from tessel.schedule.compute_at_pos import shares_host_loops
+    from tessel.schedule.storage_point import shares_host_loops
 
     n = te.var("n") if symbolic else 31
     A = te.placeholder((n, 3), name="A")
