@@ -234,3 +234,31 @@ def test_random_scans_in_place_are_refused_or_right(seed):
     got = np.zeros(n)
     f(x, got)
     np.testing.assert_allclose(got, h, rtol=1e-12)
+
+
+# the suite's replay check rebuilds the program on fresh copies, whose size variables a caller's
+# array that no stage reads (H) does not follow, so it would refuse H's n as another n; s.python()
+# takes H as a parameter and replays it (test_durbin_s_y_lives_in_the_caller_s_array)
+@pytest.mark.no_replay_check
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_state_in_the_caller_s_array_over_symbolic_sizes_folded_and_split(target):
+    """In place with symbolic steps and size, the scan folded, the update split and a side stage
+    reading the neighbour (computed whole first): one build, two sizes, NumPy's values."""
+    T, n = te.var("T"), te.var("n")
+    X = te.placeholder((T, n), F64, name="X")
+    st = te.placeholder((T, n), F64, name="st")
+    init = te.compute((1, n), lambda t, i: X[0, i], name="init")
+    side = te.compute((T, n), lambda t, i: st[t - 1, (i + 1) % n] * 2.0, name="side")
+    upd = te.compute((T, n), lambda t, i: st[t - 1, i] * 0.5 + side[t, i] + X[t, i], name="upd")
+    res = te.scan(init, upd, st, name="res")
+    H = te.placeholder((n,), F64, name="H")
+    s = te.create_schedule(res.op)
+    s[res].storage_fold(s[res].op.scan_axis, 2)
+    s[upd].split(upd.op.axis[1], 4)
+    s[res].store_in(H, output=res)
+    f = tessel.build(s, [X, H], target=target)
+    for steps, size in ((5, 11), (3, 6)):
+        x = np.random.default_rng(steps).random((steps, size))
+        got = np.zeros(size)
+        f(x, got)
+        np.testing.assert_allclose(got, _decay_ref(x), rtol=1e-12)
